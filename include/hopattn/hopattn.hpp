@@ -1,0 +1,78 @@
+// hopattn — C++ interface. The data types are the C ABI's plain structs (hopattn.h); this header
+// adds a Status value type and overloads that take a cudaStream_t. No CUDA or CUTLASS header is
+// needed to include it.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "hopattn/hopattn.h"
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*
+
+namespace hopattn {
+
+using DType = hopattn_dtype_t;
+using Tensor = hopattn_tensor_t;
+using AttentionForwardArgs = hopattn_attention_fwd_args_t;
+using Stream = CUstream_st*;
+
+enum class StatusCode {
+  kOk = HOPATTN_OK,
+  kInvalidArgument = HOPATTN_INVALID_ARGUMENT,
+  kNotSupported = HOPATTN_NOT_SUPPORTED,
+  kCudaError = HOPATTN_CUDA_ERROR,
+  kInternal = HOPATTN_INTERNAL,
+};
+
+class Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status ok_status() { return Status(); }
+  static Status invalid(std::string message) {
+    return Status(StatusCode::kInvalidArgument, std::move(message));
+  }
+  static Status unsupported(std::string message) {
+    return Status(StatusCode::kNotSupported, std::move(message));
+  }
+  static Status cuda(std::string message) { return Status(StatusCode::kCudaError, std::move(message)); }
+
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  std::string to_string() const;
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+const char* status_code_name(StatusCode code);
+
+// Where the arguments live, as the CUDA runtime reports it. attention_forward queries it;
+// tests pass their own to exercise the checks without a GPU.
+struct DeviceContext {
+  int current_device = 0;  // the caller's current device
+  int stream_device = 0;   // the device the stream belongs to
+};
+
+// Every rule that can be checked without touching device memory. OK means attention_forward
+// will not reject the arguments for their shape, type or placement (a head dim or dtype outside
+// the compiled kernel set is reported here too).
+Status check_attention_forward(const AttentionForwardArgs& args, const DeviceContext& context);
+
+// Queries the device context of `stream`, checks, then enqueues the forward pass.
+Status attention_forward(const AttentionForwardArgs& args, Stream stream);
+
+// A contiguous (batch, seqlen, heads, hdim) descriptor.
+inline Tensor tensor_bshd(void* data, DType dtype, long long batch, long long seqlen,
+                          long long heads, long long hdim) {
+  return hopattn_tensor_bshd(data, dtype, batch, seqlen, heads, hdim);
+}
+
+// A contiguous (batch, heads, seqlen) float32 descriptor for the log-sum-exp output.
+Tensor tensor_lse(float* data, long long batch, long long heads, long long seqlen);
+
+}  // namespace hopattn

@@ -1,0 +1,40 @@
+// The forward-attention problem as the kernels see it: checked, defaults applied, strides in
+// elements. Built by device/attention_forward.cpp from the public arguments after
+// check_attention_forward() accepted them; every kernel schedule reads only this.
+#pragma once
+
+#include <cstdint>
+
+#include "hopattn/hopattn.h"
+
+namespace hopattn::attention {
+
+struct FwdParams {
+  hopattn_dtype_t dtype;  // BF16 or FP16 (Q, K, V and O share it)
+  int hdim;               // 64, 128 or 256
+
+  const void* q;  // (batch, seqlen_q, heads_q, hdim)
+  const void* k;  // (batch, seqlen_k, heads_kv, hdim)
+  const void* v;  // (batch, seqlen_k, heads_kv, hdim)
+  void* o;        // (batch, seqlen_q, heads_q, hdim)
+  float* lse;     // (batch, heads_q, seqlen_q) or nullptr
+
+  int batch;
+  int seqlen_q;
+  int seqlen_k;
+  int heads_q;
+  int heads_kv;  // heads_q % heads_kv == 0; q-head h reads kv-head h / (heads_q / heads_kv)
+
+  // Strides in elements; the hdim stride is 1 for all four tensors.
+  int64_t q_batch_stride, q_seq_stride, q_head_stride;
+  int64_t k_batch_stride, k_seq_stride, k_head_stride;
+  int64_t v_batch_stride, v_seq_stride, v_head_stride;
+  int64_t o_batch_stride, o_seq_stride, o_head_stride;
+  int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
+
+  float softmax_scale;  // already defaulted to 1/sqrt(hdim)
+  bool causal;          // bottom-right: query i sees key j iff j <= i + seqlen_k - seqlen_q
+  int schedule;         // 0: default for the head dim
+};
+
+}  // namespace hopattn::attention
