@@ -1,0 +1,275 @@
+#include "bench.hpp"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include "attention_reference.hpp"
+#include "baselines/baselines.hpp"
+#include "common/cuda_check.hpp"
+#include "common/dtype.hpp"
+#include "device_utils.hpp"
+#include "results.hpp"
+#include "timing.hpp"
+
+namespace hopattn::bench {
+namespace {
+
+using reference::DeviceBuffer;
+
+std::vector<int> parse_int_list(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t pos = 0;
+    const int v = std::stoi(item, &pos);
+    if (pos != item.size()) throw std::invalid_argument(item);
+    out.push_back(v);
+  }
+  if (out.empty()) throw std::invalid_argument(s);
+  return out;
+}
+
+void progress(int done, int total, const std::string& what) {
+  std::fprintf(stderr, "[bench %d/%d] %s\n", done, total, what.c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+// ---- ceilings ----------------------------------------------------------------------------------
+
+Row measure_gemm_ceiling(Stream stream, double target_ms) {
+  const int n = 8192;
+  DeviceBuffer a(size_t(n) * n * 2), b(size_t(n) * n * 2), d(size_t(n) * n * 2);
+  reference::fill_normal(a.get(), HOPATTN_DTYPE_BF16, int64_t(n) * n, 11, 1.0f, stream);
+  reference::fill_normal(b.get(), HOPATTN_DTYPE_BF16, int64_t(n) * n, 12, 1.0f, stream);
+  baselines::CublasGemm gemm;
+  const Timing t = time_launches(
+      [&] {
+        const Status s = gemm.gemm_bf16(n, n, n, a.get(), b.get(), d.get(), stream);
+        if (!s.ok()) throw std::runtime_error(s.to_string());
+      },
+      stream, target_ms);
+  Row r;
+  r.op = "ceiling", r.impl = "cublas", r.dtype = "bf16";
+  r.m = r.n = r.k = n;
+  r.layout = "rrr";
+  r.ms = t.median_ms;
+  r.tflops = 2.0 * n * double(n) * n / (t.median_ms * 1e-3) / 1e12;
+  r.note = "bf16 GEMM 8192^3, fp32 accumulation";
+  return r;
+}
+
+Row measure_copy_ceiling(Stream stream, double target_ms) {
+  const size_t bytes = size_t(1) << 30;
+  DeviceBuffer src(bytes), dst(bytes);
+  reference::fill_normal(src.get(), HOPATTN_DTYPE_FP32, int64_t(bytes / 4), 13, 1.0f, stream);
+  const Timing t = time_launches(
+      [&] { HOPATTN_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream)); },
+      stream, target_ms);
+  Row r;
+  r.op = "ceiling", r.impl = "copy", r.dtype = "";
+  r.ms = t.median_ms;
+  r.tbps = 2.0 * bytes / (t.median_ms * 1e-3) / 1e12;
+  r.note = "device-to-device copy of 1 GiB, bytes read + written";
+  return r;
+}
+
+namespace {
+
+// ---- attention ---------------------------------------------------------------------------------
+
+struct AttnBuffers {
+  DeviceBuffer q, k, v, o;
+};
+
+AttentionForwardArgs attention_args(const AttnBuffers& buf, hopattn_dtype_t dtype, int batch, int seqlen,
+                                    int heads, int hdim, bool causal) {
+  AttentionForwardArgs args{};
+  args.q = tensor_bshd(buf.q.get(), dtype, batch, seqlen, heads, hdim);
+  args.k = tensor_bshd(buf.k.get(), dtype, batch, seqlen, heads, hdim);
+  args.v = tensor_bshd(buf.v.get(), dtype, batch, seqlen, heads, hdim);
+  args.o = tensor_bshd(buf.o.get(), dtype, batch, seqlen, heads, hdim);
+  args.causal = causal;
+  return args;
+}
+
+using ForwardFn = std::function<Status(const AttentionForwardArgs&, Stream)>;
+
+// Times one implementation on one cell; a first call that fails marks the row as skipped.
+bool time_attention(const std::string& impl, const ForwardFn& fn, const AttentionForwardArgs& args,
+                    Stream stream, double target_ms, Row* row, std::string* why) {
+  const Status first = fn(args, stream);
+  if (!first.ok()) {
+    *why = first.to_string();
+    return false;
+  }
+  HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const Timing t = time_launches(
+      [&] {
+        const Status s = fn(args, stream);
+        if (!s.ok()) throw std::runtime_error(impl + ": " + s.to_string());
+      },
+      stream, target_ms);
+  row->impl = impl;
+  row->ms = t.median_ms;
+  return true;
+}
+
+void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
+  std::printf("\n%-8s %-5s %6s %6s %7s %6s %-8s %9s %9s %9s %9s\n", "op", "hdim", "causal", "seqlen",
+              "batch", "heads", "impl", "ms", "TFLOP/s", "vs_cudnn", "vs_gemm");
+  for (const Row& r : rows) {
+    if (r.op != "attn_fwd") continue;
+    char ratio[16] = "-", gemm[16] = "-";
+    if (r.ratio_vs_cudnn > 0) std::snprintf(ratio, sizeof(ratio), "%.3f", r.ratio_vs_cudnn);
+    if (gemm_tflops > 0) std::snprintf(gemm, sizeof(gemm), "%.3f", r.tflops / gemm_tflops);
+    std::printf("%-8s %-5d %6d %6d %7d %6d %-8s %9.4f %9.1f %9s %9s\n", r.op.c_str(), r.hdim, r.causal,
+                r.seqlen_q, r.batch, r.heads_q, r.impl.c_str(), r.ms, r.tflops, ratio, gemm);
+  }
+}
+
+}  // namespace
+
+std::string bench_usage() {
+  return "usage: hopattn bench [--csv FILE] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
+         "                     [--causal 0,1] [--dtype bf16|fp16] [--tokens 16384] [--hidden 2048]\n"
+         "                     [--no-ceilings] [--quick]\n"
+         "Default grid: FlashAttention-3 paper's (16k tokens, hidden 2048, bf16, head dims 64/128/256,\n"
+         "seqlen 512..16k, causal and not), with cuDNN and the ceilings measured in the same run.\n"
+         "--quick: a short grid (hdim 128, seqlen 1024 and 4096) for a smoke run.\n";
+}
+
+bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* error) {
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "--csv") o->csv_path = value();
+      else if (a == "--hdim") o->hdims = parse_int_list(value());
+      else if (a == "--seqlen") o->seqlens = parse_int_list(value());
+      else if (a == "--causal") o->causal = parse_int_list(value());
+      else if (a == "--tokens") o->tokens = parse_int_list(value()).at(0);
+      else if (a == "--hidden") o->hidden = parse_int_list(value()).at(0);
+      else if (a == "--no-ceilings") o->ceilings = false;
+      else if (a == "--quick") o->hdims = {128}, o->seqlens = {1024, 4096}, o->target_group_ms = 10;
+      else if (a == "--dtype") {
+        const std::string t = value();
+        if (t == "bf16") o->dtype = HOPATTN_DTYPE_BF16;
+        else if (t == "fp16") o->dtype = HOPATTN_DTYPE_FP16;
+        else throw std::invalid_argument("--dtype: " + t + " is not bf16 or fp16");
+      } else {
+        throw std::invalid_argument("unknown option " + a);
+      }
+    }
+    for (int s : o->seqlens)
+      if (s <= 0 || o->tokens % s != 0) throw std::invalid_argument("--seqlen " + std::to_string(s) + " must divide --tokens");
+    for (int d : o->hdims)
+      if (d <= 0 || o->hidden % d != 0) throw std::invalid_argument("--hdim " + std::to_string(d) + " must divide --hidden");
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return false;
+  }
+  return true;
+}
+
+int run_bench(const BenchOptions& opt) {
+  std::string why;
+  if (!has_sm90_gpu(&why)) {
+    std::fprintf(stderr,
+                 "hopattn bench needs an NVIDIA Hopper GPU (sm_90: H100 or H200) with a working CUDA driver; %s\n",
+                 why.c_str());
+    return 2;
+  }
+  cudaStream_t stream;
+  HOPATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const RunInfo info = current_run_info();
+  std::printf("hopattn bench  commit %s  %s  %s\n", info.commit.c_str(), info.date.c_str(), info.gpu.c_str());
+
+  std::unique_ptr<baselines::CudnnSdpa> cudnn = baselines::CudnnSdpa::load(&why);
+  if (cudnn) std::printf("cuDNN %s loaded (SDPA through cudnn-frontend)\n", cudnn->version_string().c_str());
+  else std::printf("cuDNN baseline unavailable, going on without it: %s\n", why.c_str());
+
+  std::vector<Row> rows;
+  double gemm_tflops = 0;
+  const int cells = int(opt.hdims.size() * opt.causal.size() * opt.seqlens.size());
+  const int total = cells + (opt.ceilings ? 2 : 0);
+  int done = 0;
+  if (opt.ceilings) {
+    progress(++done, total, "ceiling: cuBLAS bf16 GEMM 8192^3");
+    rows.push_back(measure_gemm_ceiling(stream, opt.target_group_ms));
+    gemm_tflops = rows.back().tflops;
+    progress(++done, total, "ceiling: device copy 1 GiB");
+    rows.push_back(measure_copy_ceiling(stream, opt.target_group_ms));
+    std::printf("ceilings: cuBLAS bf16 GEMM 8192^3 %.1f TFLOP/s, device copy %.2f TB/s\n", gemm_tflops,
+                rows.back().tbps);
+  }
+
+  const int64_t elems = int64_t(opt.tokens) * opt.hidden;
+  AttnBuffers buf{DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2)};
+  reference::fill_normal(buf.q.get(), opt.dtype, elems, 1, 1.0f, stream);
+  reference::fill_normal(buf.k.get(), opt.dtype, elems, 2, 1.0f, stream);
+  reference::fill_normal(buf.v.get(), opt.dtype, elems, 3, 1.0f, stream);
+
+  std::vector<std::pair<std::string, ForwardFn>> impls;
+  impls.emplace_back("hopattn", [](const AttentionForwardArgs& a, Stream s) { return attention_forward(a, s); });
+  if (cudnn) impls.emplace_back("cudnn", [&](const AttentionForwardArgs& a, Stream s) { return cudnn->forward(a, s); });
+
+  std::map<std::string, std::string> skipped;  // impl -> first reason
+  for (int hdim : opt.hdims)
+    for (int causal : opt.causal)
+      for (int seqlen : opt.seqlens) {
+        const int batch = opt.tokens / seqlen, heads = opt.hidden / hdim;
+        std::ostringstream what;
+        what << "attn_fwd " << hopattn_dtype_name(opt.dtype) << " hdim=" << hdim << " causal=" << causal
+             << " seqlen=" << seqlen << " batch=" << batch << " heads=" << heads;
+        progress(++done, total, what.str());
+        reference::AttnProblem prob{batch, seqlen, seqlen, heads, heads, hdim, causal != 0, 0.0f};
+        const AttentionForwardArgs args = attention_args(buf, opt.dtype, batch, seqlen, heads, hdim, causal);
+        double cudnn_ms = 0;
+        std::vector<Row> cell;
+        for (const auto& [name, fn] : impls) {
+          Row r;
+          r.op = "attn_fwd", r.dtype = hopattn_dtype_name(opt.dtype);
+          r.hdim = hdim, r.causal = causal, r.batch = batch, r.heads_q = r.heads_kv = heads;
+          r.seqlen_q = r.seqlen_k = seqlen;
+          std::string reason;
+          if (!time_attention(name, fn, args, stream, opt.target_group_ms, &r, &reason)) {
+            skipped.emplace(name, reason);
+            continue;
+          }
+          r.tflops = prob.flops() / (r.ms * 1e-3) / 1e12;
+          r.tbps = 4.0 * elems * 2 / (r.ms * 1e-3) / 1e12;  // Q, K, V read and O written once
+          if (gemm_tflops > 0) r.frac_of_gemm = r.tflops / gemm_tflops;
+          if (name == "cudnn") cudnn_ms = r.ms;
+          cell.push_back(r);
+        }
+        for (Row& r : cell) {
+          if (cudnn_ms > 0) r.ratio_vs_cudnn = cudnn_ms / r.ms;
+          rows.push_back(r);
+        }
+      }
+  for (const auto& [name, reason] : skipped)
+    std::printf("note: %s was not timed: %s\n", name.c_str(), reason.c_str());
+  print_attention_table(rows, gemm_tflops);
+  if (!opt.csv_path.empty()) {
+    write_csv(opt.csv_path, info, rows);
+    std::printf("CSV written to %s (%zu rows)\n", opt.csv_path.c_str(), rows.size());
+  }
+  cudaStreamDestroy(stream);
+  return 0;
+}
+
+}  // namespace hopattn::bench

@@ -1,0 +1,31 @@
+// One benchmark measurement and its CSV form. All ops share one schema; columns an op does not
+// use stay empty (m, n, k, layout for attention; the attention shape columns for GEMM).
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace hopattn::bench {
+
+struct Row {
+  std::string op;    // attn_fwd, decode, gemm, ceiling
+  std::string impl;  // hopattn, cudnn, cublas, copy
+  std::string dtype;
+  int hdim = 0, causal = 0, batch = 0, heads_q = 0, heads_kv = 0, seqlen_q = 0, seqlen_k = 0;
+  long long m = 0, n = 0, k = 0;
+  std::string layout;
+  double ms = 0, tflops = 0, tbps = 0;
+  double ratio_vs_cudnn = 0;  // 0: not applicable or no cuDNN row
+  double frac_of_gemm = 0;    // tflops / the cuBLAS ceiling of this run
+  std::string note;
+};
+
+struct RunInfo {
+  std::string commit, date, gpu;
+};
+
+RunInfo current_run_info();
+void write_csv(const std::string& path, const RunInfo& info, const std::vector<Row>& rows);
+
+}  // namespace hopattn::bench

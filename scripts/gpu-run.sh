@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# One call on an H100/H200 machine (no network needed): the gpu test suite, `hopattn check` and
+# `hopattn bench`, with logs and CSV written to OUT_DIR.
+#
+#   scripts/gpu-run.sh OUT_DIR [--quick] [--bench "ARGS"]
+#
+# Uses the build in $BUILD (default build/) when it holds bin/hopattn, a build made elsewhere
+# included (carry it with .deps); otherwise builds first (needs .deps from scripts/bootstrap.sh).
+# Each step's exit status is recorded in OUT_DIR/summary.txt; the script exits non-zero if any
+# step failed.
+set -uo pipefail
+out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
+shift
+quick="" bench_args=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=--quick ;;
+    --bench) bench_args=$2; shift ;;
+    *) echo "unknown option $1"; exit 2 ;;
+  esac
+  shift
+done
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+cd "$root"
+
+if [ ! -x "$build/bin/hopattn" ]; then
+  echo "== building (no prebuilt $build/bin/hopattn)"
+  cmake -S . -B "$build" -G Ninja >"$out/build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1 \
+    || { echo "build failed; see build.log"; tail -30 "$out/build.log"; exit 1; }
+fi
+# A build made on another machine records its source path in CTest's files: make that path
+# resolve here too.
+src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
+if [ -n "$src" ] && [ "$src" != "$root" ] && [ ! -e "$src" ]; then
+  mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"
+fi
+bld=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$build/CMakeCache.txt")
+if [ -n "$bld" ] && [ "$bld" != "$build" ] && [ ! -e "$bld" ]; then
+  mkdir -p "$(dirname "$bld")" && ln -s "$build" "$bld"
+fi
+
+summary="$out/summary.txt"
+: >"$summary"
+step() {  # step NAME LOG COMMAND...
+  local name=$1 log=$2; shift 2
+  echo "== $name"
+  local t0=$SECONDS
+  "$@" >"$out/$log" 2>&1
+  local rc=$?
+  echo "$name: exit $rc ($((SECONDS - t0)) s), log $log" | tee -a "$summary"
+  return 0
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv >"$out/nvidia-smi.txt" 2>&1
+step info info.log "$build/bin/hopattn" info
+step tests tests.log ctest --test-dir "$build" --output-on-failure --output-junit "$out/tests.xml"
+step check check.log "$build/bin/hopattn" check $quick
+step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" $bench_args
+echo "== summary"
+cat "$summary"
+tail -5 "$out/tests.log"
+grep -E "^check:" "$out/check.log"
+sed -n '/^op /,$p' "$out/bench.log" | head -60
+! grep -q "exit [1-9]" "$summary"

@@ -1,0 +1,238 @@
+// check_attention_forward: every rule on the forward arguments that needs no device memory.
+// Each failure names the argument (q, k.stride[1], lse, stream, ...) and the reason.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "attention/device/compiled_set.hpp"
+#include "common/dtype.hpp"
+#include "hopattn/hopattn.hpp"
+
+namespace hopattn {
+namespace {
+
+constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
+// TMA descriptors take global strides below 2^40 bytes.
+constexpr int64_t kMaxStrideBytes = int64_t(1) << 40;
+constexpr const char* kDimNames[4] = {"batch", "seqlen", "heads", "hdim"};
+constexpr const char* kLseDimNames[3] = {"batch", "heads", "seqlen"};
+
+template <typename... Ts>
+std::string cat(const Ts&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
+}
+
+int64_t element_count(const Tensor& t) {
+  int64_t n = 1;
+  for (int i = 0; i < t.rank; ++i) n *= t.shape[i];
+  return n;
+}
+
+// Shape and strides of one tensor: rank, non-negative sizes, strides, overflow.
+Status check_geometry(const Tensor& t, const char* name, int rank, const char* const* dims) {
+  if (t.rank != rank) {
+    return Status::invalid(cat(name, ": rank must be ", rank, ", got ", t.rank));
+  }
+  for (int i = 0; i < rank; ++i) {
+    if (t.shape[i] < 0)
+      return Status::invalid(cat(name, ".shape[", i, "] (", dims[i], ") is negative: ", t.shape[i]));
+    if (t.shape[i] > kMaxExtent)
+      return Status::invalid(cat(name, ".shape[", i, "] (", dims[i], ") = ", t.shape[i],
+                                 " exceeds 2^31-1: 32-bit index math would overflow"));
+    if (t.stride[i] < 0)
+      return Status::invalid(cat(name, ".stride[", i, "] is negative: ", t.stride[i],
+                                 " (negative strides are not supported)"));
+  }
+  // The largest element offset must be representable and within what TMA can address.
+  const int64_t esize = int64_t(dtype_size(t.dtype));
+  int64_t max_offset = 0;
+  for (int i = 0; i < rank; ++i) {
+    if (t.shape[i] == 0) return Status();
+    if (t.stride[i] > kMaxStrideBytes / esize)
+      return Status::invalid(cat(name, ".stride[", i, "] = ", t.stride[i],
+                                 " elements is beyond the 2^40-byte stride limit of TMA"));
+    max_offset += (t.shape[i] - 1) * t.stride[i];
+    if (max_offset > std::numeric_limits<int64_t>::max() / (2 * esize))
+      return Status::invalid(cat(name, ": the element offsets overflow 64-bit byte addressing"));
+  }
+  return Status();
+}
+
+bool is_empty(const Tensor& t) { return element_count(t) == 0; }
+
+// Byte range [lo, hi) that a tensor's elements occupy (empty for an empty tensor).
+struct ByteRange {
+  uintptr_t lo = 0, hi = 0;
+};
+ByteRange byte_range(const Tensor& t) {
+  if (t.data == nullptr || is_empty(t)) return {};
+  const int64_t esize = int64_t(dtype_size(t.dtype));
+  int64_t max_offset = 0;
+  for (int i = 0; i < t.rank; ++i) max_offset += (t.shape[i] - 1) * t.stride[i];
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(t.data);
+  return {lo, lo + uintptr_t((max_offset + 1) * esize)};
+}
+bool overlaps(ByteRange a, ByteRange b) { return a.lo < b.hi && b.lo < a.hi; }
+
+Status check_pointer_and_alignment(const Tensor& t, const char* name, int rank) {
+  if (t.data == nullptr) {
+    if (is_empty(t)) return Status();
+    return Status::invalid(cat(name, ": data pointer is null"));
+  }
+  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
+    return Status::invalid(cat(name, ": data pointer ", t.data,
+                               " is not 16-byte aligned (TMA needs 16-byte aligned tensors)"));
+  const int64_t esize = int64_t(dtype_size(t.dtype));
+  for (int i = 0; i < rank - 1; ++i) {
+    if ((t.stride[i] * esize) % 16 != 0)
+      return Status::invalid(cat(name, ".stride[", i, "] = ", t.stride[i], " elements (",
+                                 t.stride[i] * esize,
+                                 " bytes) is not a multiple of 16 bytes (TMA needs it)"));
+  }
+  return Status();
+}
+
+std::string supported_head_dims() {
+  std::string s;
+  for (int d : attention::compiled_head_dims()) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return s;
+}
+std::string supported_dtypes() {
+  std::string s;
+  for (hopattn_dtype_t t : attention::compiled_dtypes())
+    s += (s.empty() ? "" : ", ") + std::string(hopattn_dtype_name(t));
+  return s;
+}
+
+Status check_types(const AttentionForwardArgs& a) {
+  bool dtype_ok = false;
+  for (hopattn_dtype_t t : attention::compiled_dtypes()) dtype_ok |= (a.q.dtype == t);
+  if (!dtype_ok)
+    return Status::unsupported(cat("q: dtype ", hopattn_dtype_name(a.q.dtype),
+                                   " is not supported; supported: ", supported_dtypes()));
+  const Tensor* others[3] = {&a.k, &a.v, &a.o};
+  const char* names[3] = {"k", "v", "o"};
+  for (int i = 0; i < 3; ++i) {
+    if (others[i]->dtype != a.q.dtype)
+      return Status::invalid(cat(names[i], ": dtype ", hopattn_dtype_name(others[i]->dtype),
+                                 " does not match q's ", hopattn_dtype_name(a.q.dtype)));
+  }
+  const int64_t d = a.q.shape[3];
+  bool hdim_ok = false;
+  for (int h : attention::compiled_head_dims()) hdim_ok |= (d == h);
+  if (!hdim_ok)
+    return Status::unsupported(cat("q: head dim ", d, " is not supported; supported: ",
+                                   supported_head_dims()));
+  return Status();
+}
+
+Status check_shapes(const AttentionForwardArgs& a) {
+  const Tensor &q = a.q, &k = a.k, &v = a.v, &o = a.o;
+  const char* names[4] = {"q", "k", "v", "o"};
+  const Tensor* ts[4] = {&q, &k, &v, &o};
+  for (int i = 1; i < 4; ++i) {
+    if (ts[i]->shape[0] != q.shape[0])
+      return Status::invalid(cat(names[i], ".shape[0] (batch) = ", ts[i]->shape[0],
+                                 " differs from q's batch ", q.shape[0]));
+    if (ts[i]->shape[3] != q.shape[3])
+      return Status::invalid(cat(names[i], ".shape[3] (hdim) = ", ts[i]->shape[3],
+                                 " differs from q's head dim ", q.shape[3]));
+  }
+  if (o.shape[1] != q.shape[1] || o.shape[2] != q.shape[2])
+    return Status::invalid(cat("o: shape (seqlen, heads) = (", o.shape[1], ", ", o.shape[2],
+                               ") differs from q's (", q.shape[1], ", ", q.shape[2], ")"));
+  if (v.shape[1] != k.shape[1] || v.shape[2] != k.shape[2])
+    return Status::invalid(cat("v: shape (seqlen, heads) = (", v.shape[1], ", ", v.shape[2],
+                               ") differs from k's (", k.shape[1], ", ", k.shape[2], ")"));
+  const int64_t heads_q = q.shape[2], heads_kv = k.shape[2];
+  if (heads_kv == 0 && heads_q != 0)
+    return Status::invalid(cat("k: heads = 0 while q has ", heads_q, " heads"));
+  if (heads_kv != 0 && heads_q % heads_kv != 0)
+    return Status::invalid(cat("q: heads_q = ", heads_q, " is not a multiple of heads_kv = ",
+                               heads_kv, " (k.shape[2])"));
+  for (int i = 0; i < 4; ++i) {
+    if (ts[i]->stride[3] != 1 && ts[i]->shape[3] > 1)
+      return Status::invalid(cat(names[i], ".stride[3] = ", ts[i]->stride[3],
+                                 ": the last dimension (hdim) must be contiguous (stride 1)"));
+  }
+  // Rows are counted in 32 bits inside the kernels (tile indices, LSE offsets).
+  if (q.shape[0] * q.shape[1] * q.shape[2] > kMaxExtent)
+    return Status::invalid(cat("q: batch * seqlen_q * heads_q = ", q.shape[0] * q.shape[1] * q.shape[2],
+                               " exceeds 2^31-1: 32-bit row indices would overflow"));
+  if (k.shape[0] * k.shape[1] * k.shape[2] > kMaxExtent)
+    return Status::invalid(cat("k: batch * seqlen_k * heads_kv = ", k.shape[0] * k.shape[1] * k.shape[2],
+                               " exceeds 2^31-1: 32-bit row indices would overflow"));
+  return Status();
+}
+
+Status check_lse(const AttentionForwardArgs& a) {
+  const Tensor& l = a.lse;
+  if (l.data == nullptr) return Status();  // optional output, not requested
+  if (Status s = check_geometry(l, "lse", 3, kLseDimNames); !s.ok()) return s;
+  if (l.dtype != HOPATTN_DTYPE_FP32)
+    return Status::invalid(cat("lse: dtype must be fp32, got ", hopattn_dtype_name(l.dtype)));
+  if (l.shape[0] != a.q.shape[0] || l.shape[1] != a.q.shape[2] || l.shape[2] != a.q.shape[1])
+    return Status::invalid(cat("lse: shape (", l.shape[0], ", ", l.shape[1], ", ", l.shape[2],
+                               ") must be (batch, heads_q, seqlen_q) = (", a.q.shape[0], ", ",
+                               a.q.shape[2], ", ", a.q.shape[1], ")"));
+  if (reinterpret_cast<uintptr_t>(l.data) % 4 != 0)
+    return Status::invalid("lse: data pointer is not 4-byte aligned");
+  return Status();
+}
+
+Status check_aliasing(const AttentionForwardArgs& a) {
+  const ByteRange inputs[3] = {byte_range(a.q), byte_range(a.k), byte_range(a.v)};
+  const char* input_names[3] = {"q", "k", "v"};
+  const ByteRange o = byte_range(a.o), lse = byte_range(a.lse);
+  for (int i = 0; i < 3; ++i) {
+    if (overlaps(o, inputs[i]))
+      return Status::invalid(cat("o: overlaps input ", input_names[i],
+                                 " in memory (the output must not alias an input)"));
+    if (overlaps(lse, inputs[i]))
+      return Status::invalid(cat("lse: overlaps input ", input_names[i],
+                                 " in memory (the output must not alias an input)"));
+  }
+  if (overlaps(o, lse)) return Status::invalid("lse: overlaps o in memory");
+  return Status();
+}
+
+}  // namespace
+
+Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContext& ctx) {
+  const Tensor* ts[4] = {&a.q, &a.k, &a.v, &a.o};
+  const char* names[4] = {"q", "k", "v", "o"};
+  for (int i = 0; i < 4; ++i) {
+    if (Status s = check_geometry(*ts[i], names[i], 4, kDimNames); !s.ok()) return s;
+  }
+  if (Status s = check_types(a); !s.ok()) return s;
+  if (Status s = check_shapes(a); !s.ok()) return s;
+  for (int i = 0; i < 4; ++i) {
+    if (Status s = check_pointer_and_alignment(*ts[i], names[i], 4); !s.ok()) return s;
+  }
+  if (Status s = check_lse(a); !s.ok()) return s;
+  if (Status s = check_aliasing(a); !s.ok()) return s;
+  if (!std::isfinite(a.softmax_scale))
+    return Status::invalid(cat("softmax_scale: must be finite, got ", a.softmax_scale));
+  if (a.schedule < 0 || a.schedule >= attention::kScheduleCount)
+    return Status::invalid(cat("schedule: ", a.schedule, " is out of range [0, ",
+                               attention::kScheduleCount, ")"));
+  if (ctx.stream_device != ctx.current_device)
+    return Status::invalid(cat("stream: belongs to device ", ctx.stream_device,
+                               " but the current device is ", ctx.current_device));
+  for (int i = 0; i < kDeviceContextTensors; ++i) {
+    if (ctx.tensor_device[i] == kHostMemory)
+      return Status::invalid(cat(kDeviceContextTensorNames[i],
+                                 ": points to host memory; device memory is required"));
+    if (ctx.tensor_device[i] >= 0 && ctx.tensor_device[i] != ctx.current_device)
+      return Status::invalid(cat(kDeviceContextTensorNames[i], ": lives on device ",
+                                 ctx.tensor_device[i], " but the current device is ",
+                                 ctx.current_device));
+  }
+  return Status();
+}
+
+}  // namespace hopattn

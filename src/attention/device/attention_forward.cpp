@@ -1,0 +1,124 @@
+// The public forward entry points: query where the arguments live, check them, apply defaults,
+// handle the empty cases, and hand a FwdParams to the kernel dispatch.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "attention/device/forward_dispatch.hpp"
+#include "attention/fwd_params.hpp"
+#include "common/cuda_check.hpp"
+#include "hopattn/hopattn.hpp"
+
+namespace hopattn {
+namespace {
+
+// Device of the memory behind `ptr`, kHostMemory for host memory, kUnknownDevice for null.
+int pointer_device(const void* ptr) {
+  if (ptr == nullptr) return kUnknownDevice;
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error of an unknown pointer
+    return kHostMemory;
+  }
+  if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) return attr.device;
+  return kHostMemory;
+}
+
+Status query_device_context(const AttentionForwardArgs& a, Stream stream, DeviceContext* ctx) {
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&ctx->current_device));
+  ctx->stream_device = ctx->current_device;
+  if (stream != nullptr) {
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &ctx->stream_device));
+  }
+  const void* ptrs[kDeviceContextTensors] = {a.q.data, a.k.data, a.v.data, a.o.data, a.lse.data};
+  for (int i = 0; i < kDeviceContextTensors; ++i) ctx->tensor_device[i] = pointer_device(ptrs[i]);
+  return Status();
+}
+
+attention::FwdParams make_params(const AttentionForwardArgs& a) {
+  attention::FwdParams p{};
+  p.dtype = a.q.dtype;
+  p.hdim = int(a.q.shape[3]);
+  p.q = a.q.data;
+  p.k = a.k.data;
+  p.v = a.v.data;
+  p.o = a.o.data;
+  p.lse = static_cast<float*>(a.lse.data);
+  p.batch = int(a.q.shape[0]);
+  p.seqlen_q = int(a.q.shape[1]);
+  p.seqlen_k = int(a.k.shape[1]);
+  p.heads_q = int(a.q.shape[2]);
+  p.heads_kv = int(a.k.shape[2]);
+  p.q_batch_stride = a.q.stride[0], p.q_seq_stride = a.q.stride[1], p.q_head_stride = a.q.stride[2];
+  p.k_batch_stride = a.k.stride[0], p.k_seq_stride = a.k.stride[1], p.k_head_stride = a.k.stride[2];
+  p.v_batch_stride = a.v.stride[0], p.v_seq_stride = a.v.stride[1], p.v_head_stride = a.v.stride[2];
+  p.o_batch_stride = a.o.stride[0], p.o_seq_stride = a.o.stride[1], p.o_head_stride = a.o.stride[2];
+  if (p.lse != nullptr) {
+    p.lse_batch_stride = a.lse.stride[0];
+    p.lse_head_stride = a.lse.stride[1];
+    p.lse_seq_stride = a.lse.stride[2];
+  }
+  p.softmax_scale = a.softmax_scale != 0.0f ? a.softmax_scale : 1.0f / std::sqrt(float(p.hdim));
+  p.causal = a.causal != 0;
+  p.schedule = a.schedule;
+  return p;
+}
+
+}  // namespace
+
+Status attention_forward(const AttentionForwardArgs& args, Stream stream) {
+  DeviceContext ctx;
+  if (Status s = query_device_context(args, stream, &ctx); !s.ok()) return s;
+  if (Status s = check_attention_forward(args, ctx); !s.ok()) return s;
+  const attention::FwdParams p = make_params(args);
+  if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status();  // nothing to compute
+  // No key to attend to: O = 0 and LSE = -inf (the limit of an empty softmax sum).
+  if (p.seqlen_k == 0) return attention::write_empty_attention(p, stream);
+  return attention::run_forward(p, stream);
+}
+
+}  // namespace hopattn
+
+// ---- C ABI ---------------------------------------------------------------------------------------
+namespace {
+
+hopattn_status_t to_c_status(const hopattn::Status& s) {
+  hopattn_status_t out{};
+  out.code = static_cast<hopattn_status_code_t>(s.code());
+  std::snprintf(out.message, sizeof(out.message), "%s", s.message().c_str());
+  return out;
+}
+
+template <typename F>
+hopattn_status_t guarded(F&& f) {
+  try {
+    return to_c_status(f());
+  } catch (const std::exception& e) {
+    return to_c_status(hopattn::Status(hopattn::StatusCode::kInternal, e.what()));
+  } catch (...) {
+    return to_c_status(hopattn::Status(hopattn::StatusCode::kInternal, "unknown exception"));
+  }
+}
+
+}  // namespace
+
+extern "C" hopattn_status_t hopattn_attention_forward_check(const hopattn_attention_fwd_args_t* args,
+                                                            void* stream) {
+  return guarded([&] {
+    if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
+    hopattn::DeviceContext ctx;
+    if (hopattn::Status s = hopattn::query_device_context(*args, static_cast<hopattn::Stream>(stream), &ctx); !s.ok())
+      return s;
+    return hopattn::check_attention_forward(*args, ctx);
+  });
+}
+
+extern "C" hopattn_status_t hopattn_attention_forward(const hopattn_attention_fwd_args_t* args,
+                                                      void* stream) {
+  return guarded([&] {
+    if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
+    return hopattn::attention_forward(*args, static_cast<hopattn::Stream>(stream));
+  });
+}

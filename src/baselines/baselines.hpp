@@ -1,0 +1,46 @@
+// The libraries hopattn is measured against: cuDNN's SDPA forward (through the dlopen'ed plugin)
+// and cuBLAS GEMM. Tools and tests use these; libhopattn itself never does.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "hopattn/hopattn.hpp"
+
+namespace hopattn::baselines {
+
+class CudnnSdpa {
+ public:
+  // Loads libhopattn_cudnn.so (next to libhopattn.so, or $HOPATTN_CUDNN_PLUGIN) and through it
+  // libcudnn. Returns nullptr and says why when either cannot be loaded.
+  static std::unique_ptr<CudnnSdpa> load(std::string* why);
+  ~CudnnSdpa();
+
+  size_t version() const;  // cudnnGetVersion() of the library actually loaded, e.g. 91400
+  std::string version_string() const;
+  // Runs cuDNN's SDPA forward. The first call for a new problem builds and caches a graph.
+  Status forward(const AttentionForwardArgs& args, Stream stream) const;
+
+ private:
+  CudnnSdpa() = default;
+  void* handle_ = nullptr;
+  size_t (*version_)(void) = nullptr;
+  int (*forward_)(const hopattn_attention_fwd_args_t*, void*, char*, size_t) = nullptr;
+};
+
+// Row-major D(m×n) = A(m×k)·B(k×n) in bf16 with float accumulation, through cuBLAS
+// (cublasGemmEx, CUBLAS_COMPUTE_32F). Pointers are device memory; strides are contiguous.
+class CublasGemm {
+ public:
+  CublasGemm();
+  ~CublasGemm();
+  CublasGemm(const CublasGemm&) = delete;
+  CublasGemm& operator=(const CublasGemm&) = delete;
+  Status gemm_bf16(int m, int n, int k, const void* a, const void* b, void* d, Stream stream);
+
+ private:
+  void* handle_ = nullptr;
+};
+
+}  // namespace hopattn::baselines

@@ -1,0 +1,79 @@
+// `hopattn check`: the correctness grid on the GPU. Prints one line per case and a summary;
+// exits 1 on any failure, 2 without an sm_90 GPU.
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attention/device/compiled_set.hpp"
+#include "attention_check.hpp"
+#include "baselines/baselines.hpp"
+#include "cli/commands.hpp"
+#include "common/cuda_check.hpp"
+
+namespace hopattn::cli {
+namespace {
+
+void print_result(const reference::CheckResult& r) {
+  std::printf("%-5s %-8s %-62s O %-9.3g bound %-9.3g LSE %-9.3g bound %-9.3g %s\n", r.pass ? "ok" : "FAIL",
+              r.impl.c_str(), r.c.to_string().c_str(), r.o_err.max_abs, r.o_bound, r.lse_err.max_abs, r.lse_bound,
+              r.message.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int run_check_command(int argc, char** argv) {
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) {
+      quick = true;
+    } else {
+      std::fprintf(stderr, "usage: hopattn check [--quick]\n");
+      return 2;
+    }
+  }
+  std::string why;
+  if (!has_sm90_gpu(&why)) {
+    std::fprintf(stderr, "hopattn check needs an NVIDIA Hopper GPU (sm_90: H100 or H200); %s\n", why.c_str());
+    return 2;
+  }
+  int failures = 0, passes = 0;
+
+  // 1. The naive GPU reference agrees with the CPU reference (both float64).
+  std::printf("== reference: GPU float64 kernel vs CPU float64 ==\n");
+  for (const reference::CheckCase& c : reference::check_grid({64, 128, 256}, {HOPATTN_DTYPE_BF16}, true)) {
+    const reference::ReferenceAgreement a = reference::compare_gpu_and_cpu_references(c);
+    const bool ok = a.bad == 0 && a.o_max_rel < 1e-9 && a.lse_max_abs < 1e-9;
+    std::printf("%-5s %-70s O rel %.2e  LSE abs %.2e  bad %lld\n", ok ? "ok" : "FAIL", c.to_string().c_str(),
+                a.o_max_rel, a.lse_max_abs, static_cast<long long>(a.bad));
+    ok ? ++passes : ++failures;
+  }
+
+  // 2. The implementations against the float64 reference, FlashAttention's tolerance rule.
+  std::vector<std::pair<std::string, reference::ForwardFn>> impls;
+  if (attention::kHasFusedForward)
+    impls.emplace_back("hopattn", [](const AttentionForwardArgs& a, Stream s) { return attention_forward(a, s); });
+  else
+    std::printf("note: this build has no fused forward kernel yet; checking the references and cuDNN\n");
+  std::unique_ptr<baselines::CudnnSdpa> cudnn = baselines::CudnnSdpa::load(&why);
+  if (cudnn) {
+    std::printf("cuDNN %s loaded\n", cudnn->version_string().c_str());
+    impls.emplace_back("cudnn", [&](const AttentionForwardArgs& a, Stream s) { return cudnn->forward(a, s); });
+  } else {
+    std::printf("note: cuDNN baseline unavailable: %s\n", why.c_str());
+  }
+  std::printf("== forward attention vs float64 reference (bound = 2 x error of plain attention in the dtype + floor) ==\n");
+  const auto grid = reference::check_grid(attention::compiled_head_dims(), attention::compiled_dtypes(), quick);
+  for (const auto& [name, fn] : impls)
+    for (const reference::CheckCase& c : grid) {
+      const reference::CheckResult r = reference::run_check(c, name, fn);
+      print_result(r);
+      r.pass ? ++passes : ++failures;
+    }
+  std::printf("check: %d passed, %d failed\n", passes, failures);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace hopattn::cli

@@ -1,0 +1,232 @@
+// Every argument rule of the forward attention API, checked without a GPU: each test breaks one
+// rule of an otherwise valid call and expects the error that names the argument. Removing a
+// check makes its test fail (the call then passes, or fails later with another message).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "hopattn/hopattn.hpp"
+
+namespace hopattn {
+namespace {
+
+void* fake_ptr(uintptr_t addr) { return reinterpret_cast<void*>(addr); }
+
+// A valid GQA call: q/o (2, 100, 8, 128), k/v (2, 300, 2, 128), bf16, with LSE; the pointers are
+// never dereferenced by the checks, so distinct fake addresses far apart stand in for memory.
+AttentionForwardArgs valid_args() {
+  AttentionForwardArgs a{};
+  a.q = tensor_bshd(fake_ptr(0x10000000), HOPATTN_DTYPE_BF16, 2, 100, 8, 128);
+  a.k = tensor_bshd(fake_ptr(0x20000000), HOPATTN_DTYPE_BF16, 2, 300, 2, 128);
+  a.v = tensor_bshd(fake_ptr(0x30000000), HOPATTN_DTYPE_BF16, 2, 300, 2, 128);
+  a.o = tensor_bshd(fake_ptr(0x40000000), HOPATTN_DTYPE_BF16, 2, 100, 8, 128);
+  a.lse = tensor_lse(static_cast<float*>(fake_ptr(0x50000000)), 2, 8, 100);
+  a.causal = 1;
+  return a;
+}
+
+Status check(const AttentionForwardArgs& a, DeviceContext ctx = {}) { return check_attention_forward(a, ctx); }
+
+void expect_error(const Status& s, StatusCode code, const std::string& needle) {
+  EXPECT_FALSE(s.ok()) << "expected an error mentioning '" << needle << "'";
+  EXPECT_EQ(s.code(), code) << s.to_string();
+  EXPECT_NE(s.message().find(needle), std::string::npos)
+      << "message '" << s.message() << "' does not mention '" << needle << "'";
+}
+
+TEST(AttentionChecks, ValidCallPasses) {
+  const Status s = check(valid_args());
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  AttentionForwardArgs a = valid_args();
+  a.lse = Tensor{};  // LSE is optional
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+}
+
+TEST(AttentionChecks, NullPointers) {
+  const char* names[4] = {"q", "k", "v", "o"};
+  for (int i = 0; i < 4; ++i) {
+    AttentionForwardArgs a = valid_args();
+    Tensor* t[4] = {&a.q, &a.k, &a.v, &a.o};
+    t[i]->data = nullptr;
+    expect_error(check(a), StatusCode::kInvalidArgument, std::string(names[i]) + ": data pointer is null");
+  }
+}
+
+TEST(AttentionChecks, UnsupportedDtypeListsSupported) {
+  AttentionForwardArgs a = valid_args();
+  a.q.dtype = a.k.dtype = a.v.dtype = a.o.dtype = HOPATTN_DTYPE_FP32;
+  const Status s = check(a);
+  expect_error(s, StatusCode::kNotSupported, "dtype fp32 is not supported");
+  EXPECT_NE(s.message().find("supported: "), std::string::npos) << s.message();
+}
+
+TEST(AttentionChecks, UnsupportedHeadDimListsSupported) {
+  AttentionForwardArgs a = valid_args();
+  for (Tensor* t : {&a.q, &a.k, &a.v, &a.o}) *t = tensor_bshd(t->data, t->dtype, t->shape[0], t->shape[1], t->shape[2], 96);
+  const Status s = check(a);
+  expect_error(s, StatusCode::kNotSupported, "head dim 96 is not supported");
+  EXPECT_NE(s.message().find("supported: "), std::string::npos) << s.message();
+}
+
+TEST(AttentionChecks, DtypeMismatch) {
+  const char* names[3] = {"k", "v", "o"};
+  for (int i = 0; i < 3; ++i) {
+    AttentionForwardArgs a = valid_args();
+    Tensor* t[3] = {&a.k, &a.v, &a.o};
+    t[i]->dtype = HOPATTN_DTYPE_FP16;
+    expect_error(check(a), StatusCode::kInvalidArgument, std::string(names[i]) + ": dtype fp16 does not match q's bf16");
+  }
+}
+
+TEST(AttentionChecks, HeadsNotMultiple) {
+  AttentionForwardArgs a = valid_args();
+  a.k.shape[2] = a.v.shape[2] = 3;
+  expect_error(check(a), StatusCode::kInvalidArgument, "heads_q = 8 is not a multiple of heads_kv = 3");
+}
+
+TEST(AttentionChecks, ShapeMismatches) {
+  AttentionForwardArgs a = valid_args();
+  a.v.shape[1] = 299;
+  expect_error(check(a), StatusCode::kInvalidArgument, "v: shape (seqlen, heads)");
+  a = valid_args();
+  a.o.shape[2] = 4;
+  expect_error(check(a), StatusCode::kInvalidArgument, "o: shape (seqlen, heads)");
+  a = valid_args();
+  a.k.shape[0] = 1;
+  expect_error(check(a), StatusCode::kInvalidArgument, "k.shape[0] (batch)");
+  a = valid_args();
+  a.q.rank = 3;
+  expect_error(check(a), StatusCode::kInvalidArgument, "q: rank must be 4");
+}
+
+TEST(AttentionChecks, LastDimensionNotContiguous) {
+  AttentionForwardArgs a = valid_args();
+  a.v.stride[3] = 2;
+  expect_error(check(a), StatusCode::kInvalidArgument, "v.stride[3] = 2: the last dimension (hdim) must be contiguous");
+}
+
+TEST(AttentionChecks, PointerNotAligned) {
+  AttentionForwardArgs a = valid_args();
+  a.k.data = fake_ptr(0x20000008);
+  expect_error(check(a), StatusCode::kInvalidArgument, "k: data pointer");
+  expect_error(check(a), StatusCode::kInvalidArgument, "not 16-byte aligned");
+}
+
+TEST(AttentionChecks, StrideNotAligned) {
+  AttentionForwardArgs a = valid_args();
+  a.q.stride[1] = 8 * 128 + 4;  // 2056 bytes: not a multiple of 16
+  a.q.stride[0] = 100 * a.q.stride[1];
+  expect_error(check(a), StatusCode::kInvalidArgument, "q.stride[1] = 1028 elements (2056 bytes) is not a multiple of 16");
+  a = valid_args();
+  a.o.stride[2] = 132;  // 264 bytes
+  a.o.stride[1] = 8 * 132, a.o.stride[0] = 100 * 8 * 132;
+  expect_error(check(a), StatusCode::kInvalidArgument, "o.stride[2] = 132 elements");
+}
+
+TEST(AttentionChecks, NegativeSizesAndStrides) {
+  AttentionForwardArgs a = valid_args();
+  a.q.shape[1] = a.o.shape[1] = -5;
+  expect_error(check(a), StatusCode::kInvalidArgument, "q.shape[1] (seqlen) is negative: -5");
+  a = valid_args();
+  a.k.shape[0] = -1;
+  expect_error(check(a), StatusCode::kInvalidArgument, "k.shape[0] (batch) is negative");
+  a = valid_args();
+  a.v.stride[1] = -256;
+  expect_error(check(a), StatusCode::kInvalidArgument, "v.stride[1] is negative");
+}
+
+TEST(AttentionChecks, IndexOverflow) {
+  AttentionForwardArgs a = valid_args();
+  a.q.shape[1] = a.o.shape[1] = int64_t(1) << 31;  // one dimension beyond int32
+  expect_error(check(a), StatusCode::kInvalidArgument, "exceeds 2^31-1");
+  a = valid_args();
+  // Each dimension fits in 32 bits but batch * seqlen * heads does not.
+  for (Tensor* t : {&a.q, &a.o}) *t = tensor_bshd(t->data, t->dtype, 4096, 65536, 16, 128);
+  for (Tensor* t : {&a.k, &a.v}) *t = tensor_bshd(t->data, t->dtype, 4096, 300, 2, 128);
+  a.lse = Tensor{};
+  // Space the fake buffers so the aliasing check is not what fires.
+  a.q.data = fake_ptr(uintptr_t(1) << 44), a.o.data = fake_ptr(uintptr_t(2) << 44);
+  a.k.data = fake_ptr(uintptr_t(3) << 44), a.v.data = fake_ptr(uintptr_t(4) << 44);
+  expect_error(check(a), StatusCode::kInvalidArgument, "q: batch * seqlen_q * heads_q = 4294967296 exceeds 2^31-1");
+}
+
+TEST(AttentionChecks, OutputAliasesInput) {
+  AttentionForwardArgs a = valid_args();
+  a.o.data = a.q.data;
+  expect_error(check(a), StatusCode::kInvalidArgument, "o: overlaps input q");
+  a = valid_args();
+  a.o.data = fake_ptr(0x30000000 + 4096);  // starts inside v
+  expect_error(check(a), StatusCode::kInvalidArgument, "o: overlaps input v");
+  a = valid_args();
+  a.lse.data = fake_ptr(0x20000000 + 64);  // inside k
+  expect_error(check(a), StatusCode::kInvalidArgument, "lse: overlaps input k");
+  a = valid_args();
+  a.lse.data = fake_ptr(0x40000000 + 256);  // inside o
+  expect_error(check(a), StatusCode::kInvalidArgument, "lse: overlaps o");
+}
+
+TEST(AttentionChecks, AdjacentBuffersDoNotAlias) {
+  AttentionForwardArgs a = valid_args();
+  const int64_t q_bytes = 2 * 100 * 8 * 128 * 2;
+  a.o.data = fake_ptr(0x10000000 + q_bytes);  // o begins right after q ends
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+}
+
+TEST(AttentionChecks, StreamOnAnotherDevice) {
+  DeviceContext ctx;
+  ctx.current_device = 0;
+  ctx.stream_device = 1;
+  expect_error(check(valid_args(), ctx), StatusCode::kInvalidArgument, "stream: belongs to device 1 but the current device is 0");
+}
+
+TEST(AttentionChecks, TensorOnHostOrAnotherDevice) {
+  DeviceContext ctx;
+  ctx.tensor_device[1] = kHostMemory;
+  expect_error(check(valid_args(), ctx), StatusCode::kInvalidArgument, "k: points to host memory");
+  ctx = DeviceContext{};
+  ctx.tensor_device[4] = 3;
+  expect_error(check(valid_args(), ctx), StatusCode::kInvalidArgument, "lse: lives on device 3");
+}
+
+TEST(AttentionChecks, LseShapeAndType) {
+  AttentionForwardArgs a = valid_args();
+  a.lse.shape[2] = 99;
+  expect_error(check(a), StatusCode::kInvalidArgument, "lse: shape (2, 8, 99) must be (batch, heads_q, seqlen_q) = (2, 8, 100)");
+  a = valid_args();
+  a.lse.dtype = HOPATTN_DTYPE_BF16;
+  expect_error(check(a), StatusCode::kInvalidArgument, "lse: dtype must be fp32");
+}
+
+TEST(AttentionChecks, SoftmaxScaleAndSchedule) {
+  AttentionForwardArgs a = valid_args();
+  a.softmax_scale = std::numeric_limits<float>::quiet_NaN();
+  expect_error(check(a), StatusCode::kInvalidArgument, "softmax_scale: must be finite");
+  a = valid_args();
+  a.schedule = 99;
+  expect_error(check(a), StatusCode::kInvalidArgument, "schedule: 99 is out of range");
+}
+
+TEST(AttentionChecks, ZeroLengthSequencesAreValid) {
+  AttentionForwardArgs a = valid_args();
+  a.k.shape[1] = a.v.shape[1] = 0;  // no keys: O = 0, LSE = -inf
+  a.k.data = a.v.data = nullptr;    // an empty tensor may have no storage
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a = valid_args();
+  a.q.shape[1] = a.o.shape[1] = a.lse.shape[2] = 0;  // no queries: nothing to do
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a = valid_args();
+  for (Tensor* t : {&a.q, &a.k, &a.v, &a.o}) t->shape[0] = 0;
+  a.lse.shape[0] = 0;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+}
+
+TEST(AttentionChecks, CAbiReportsErrorsWithoutThrowing) {
+  const hopattn_status_t s = hopattn_attention_forward(nullptr, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
+  EXPECT_STREQ(s.message, "args: null pointer");
+}
+
+}  // namespace
+}  // namespace hopattn
