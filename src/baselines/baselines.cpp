@@ -57,6 +57,10 @@ std::string CudnnSdpa::version_string() const {
 }
 
 Status CudnnSdpa::forward(const AttentionForwardArgs& args, Stream stream) const {
+  // cuDNN's validate() rejects this case ("Bottom right causal mask does not support
+  // max_s_q > max_s_kv"); report it as unsupported rather than as a failure.
+  if (args.causal && args.q.shape[1] > args.k.shape[1])
+    return Status::unsupported("cuDNN: a bottom-right causal mask needs seqlen_q <= seqlen_k");
   char err[1024] = {0};
   if (forward_(&args, stream, err, sizeof(err)) != 0) return Status(StatusCode::kInternal, std::string("cuDNN: ") + err);
   return Status();

@@ -82,6 +82,7 @@ CheckResult run_check(const CheckCase& c, const std::string& impl, const Forward
   const Status s = fn(args, nullptr);
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   if (!s.ok()) {
+    r.unsupported = s.code() == StatusCode::kNotSupported;
     r.message = "call failed: " + s.to_string();
     return r;
   }

@@ -29,7 +29,8 @@ struct CheckResult {
   ErrorStats o_err, o_yard, lse_err, lse_yard;
   double o_bound = 0, lse_bound = 0;
   bool pass = false;
-  std::string message;  // why it failed (or "")
+  bool unsupported = false;  // the implementation reported kNotSupported for this case
+  std::string message;       // why it failed (or "")
 };
 
 using ForwardFn = std::function<Status(const AttentionForwardArgs&, Stream)>;
