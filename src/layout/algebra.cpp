@@ -139,6 +139,20 @@ ModeComposition compose_mode(const std::vector<Mode>& s, Mode b, Explain explain
   return out;
 }
 
+// M' of Definition 2.16: the product of all shapes but the last (extended) one.
+Int inner_size(const Layout& shape_a) {
+  const std::vector<Mode>& s = shape_a.modes();
+  Int inner = 1;
+  for (std::size_t k = 0; k + 1 < s.size(); ++k) inner = checked_mul(inner, s[k].shape);
+  return inner;
+}
+
+Interval interval_within(Int inner, Mode b_mode) {
+  if (b_mode.shape <= 1 || b_mode.stride == 0) return Interval{};
+  const Int hi = checked_mul(b_mode.stride, b_mode.shape - 1);
+  return Interval{b_mode.stride, std::min(hi, inner - 1)};
+}
+
 void fail(Verdict& verdict, Explain explain, std::string text) {
   verdict.holds = false;
   if (explain == Explain::kYes) verdict.failures.push_back(std::move(text));
@@ -200,13 +214,7 @@ Layout composition_shape(const Layout& a) {
 }
 
 Interval interval_of_definition(const Layout& a, Mode b_mode) {
-  const Layout shape_a = composition_shape(a);
-  const std::vector<Mode>& s = shape_a.modes();
-  Int inner = 1;  // M' of Definition 2.16
-  for (std::size_t k = 0; k + 1 < s.size(); ++k) inner = checked_mul(inner, s[k].shape);
-  if (b_mode.shape <= 1 || b_mode.stride == 0) return Interval{};
-  const Int hi = checked_mul(b_mode.stride, b_mode.shape - 1);
-  return Interval{b_mode.stride, std::min(hi, inner - 1)};
+  return interval_within(inner_size(composition_shape(a)), b_mode);
 }
 
 Outcome complement(const Layout& a, Int m, Explain explain) {
@@ -275,8 +283,9 @@ Outcome compose(const Layout& a, const Layout& b, Explain explain) {
     }
   }
   // Definition 2.17 (2): the intervals of definition must be pairwise disjoint.
+  const Int inner = inner_size(shape_a);
   std::vector<Interval> intervals;
-  for (const Mode& leaf : leaves) intervals.push_back(interval_of_definition(a, leaf));
+  for (const Mode& leaf : leaves) intervals.push_back(interval_within(inner, leaf));
   for (std::size_t k = 0; k < leaves.size(); ++k) {
     for (std::size_t l = k + 1; l < leaves.size(); ++l) {
       const Interval x = intervals[k];

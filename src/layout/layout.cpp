@@ -223,10 +223,10 @@ Int evaluate(const Layout& layout, Int x) {
 }
 
 Int evaluate_extended(const Layout& layout, Int x) {
-  if (layout.size() == 0) throw LayoutError("the empty layout " + layout.str() + " has no extension");
   const std::vector<Mode>& modes = layout.modes();
   Int result = 0;
   for (std::size_t k = 0; k + 1 < modes.size(); ++k) {
+    if (modes[k].shape == 0) throw LayoutError("the empty layout " + layout.str() + " has no extension");
     result += (x % modes[k].shape) * modes[k].stride;
     x /= modes[k].shape;
   }

@@ -54,14 +54,15 @@ std::optional<std::vector<Mode>> represent(const std::vector<Int>& v) {
   return std::nullopt;
 }
 
-// The colexicographic coordinates of x in the leaves of `layout`.
-std::vector<Int> coordinates(const Layout& layout, Int x) {
-  std::vector<Int> coords;
-  for (const Mode& mode : layout.modes()) {
-    coords.push_back(x % mode.shape);
-    x /= mode.shape;
+// sum_k parts[k][x_k] over the colexicographic coordinates x_k of x in the leaves of `layout`.
+Int sum_over_leaves(const Layout& layout, const std::vector<std::vector<Int>>& parts, Int x) {
+  Int sum = 0;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const Int shape = layout.modes()[k].shape;
+    sum += parts[k][static_cast<std::size_t>(x % shape)];
+    x /= shape;
   }
-  return coords;
+  return sum;
 }
 
 }  // namespace
@@ -100,7 +101,8 @@ std::optional<Layout> representing_layout(const std::vector<Int>& values) {
   return Layout::flat(std::move(*modes));
 }
 
-Existence composition_exists(const Layout& a, const Layout& b) {
+Existence composition_exists(const Layout& a, const Layout& b, Explain explain) {
+  const bool say = explain == Explain::kYes;
   Existence out;
   const std::vector<Mode>& leaves = b.modes();
   std::vector<Layout> parts;
@@ -110,6 +112,7 @@ Existence composition_exists(const Layout& a, const Layout& b) {
     std::vector<Int> g = composed_values(a, leaf);
     std::optional<Layout> part = representing_layout(g);
     if (!part) {
+      if (!say) return out;
       out.reason = "f^_A o f_B restricted to leaf " + to_string(k) + " (" + leaf.str() +
                    ") of B takes the values " + list_str(g) + ", which no layout of size " +
                    to_string(leaves[k].shape) + " has";
@@ -120,12 +123,9 @@ Existence composition_exists(const Layout& a, const Layout& b) {
   }
   const std::vector<Int> truth = composed_values(a, b);
   for (Int x = 0; x < static_cast<Int>(truth.size()); ++x) {
-    const std::vector<Int> coords = coordinates(b, x);
-    Int sum = 0;
-    for (std::size_t k = 0; k < coords.size(); ++k) {
-      sum += leaf_values[k][static_cast<std::size_t>(coords[k])];
-    }
+    const Int sum = sum_over_leaves(b, leaf_values, x);
     if (sum != truth[static_cast<std::size_t>(x)]) {
+      if (!say) return out;
       out.reason = "f^_A o f_B = " + list_str(truth) +
                    " is not additive over the modes of B: at x = " + to_string(x) + " it is " +
                    to_string(truth[static_cast<std::size_t>(x)]) +
@@ -139,11 +139,12 @@ Existence composition_exists(const Layout& a, const Layout& b) {
   return out;
 }
 
-Existence complement_exists(const Layout& a, Int m) {
+Existence complement_exists(const Layout& a, Int m, Explain explain) {
+  const bool say = explain == Explain::kYes;
   Existence out;
   const Int n = a.size();
   if (m < 1 || m % n != 0) {
-    out.reason = "size(A) = " + to_string(n) + " does not divide M = " + to_string(m);
+    if (say) out.reason = "size(A) = " + to_string(n) + " does not divide M = " + to_string(m);
     return out;
   }
   require_enumerable(m, "M");
@@ -152,10 +153,11 @@ Existence complement_exists(const Layout& a, Int m) {
   for (Int x = 0; x < n; ++x) {
     const Int v = image[static_cast<std::size_t>(x)];
     if (v >= m) {
-      out.reason = "f_A(" + to_string(x) + ") = " + to_string(v) + " lies outside [0, M)";
+      if (say) out.reason = "f_A(" + to_string(x) + ") = " + to_string(v) + " lies outside [0, M)";
       return out;
     }
     if (owner[static_cast<std::size_t>(v)] >= 0) {
+      if (!say) return out;
       out.reason = "A is not injective: f_A(" + to_string(owner[static_cast<std::size_t>(v)]) +
                    ") = f_A(" + to_string(x) + ") = " + to_string(v);
       return out;
@@ -171,6 +173,7 @@ Existence complement_exists(const Layout& a, Int m) {
     for (const Int v : image) {
       const Int u = t + v;
       if (u >= m || reached[static_cast<std::size_t>(u)]) {
+        if (!say) return out;
         out.reason = "no layout R makes (A, R) a bijection onto [0, " + to_string(m) +
                      "): R must take the value " + to_string(t) + " (the smallest not reached), but " +
                      to_string(t) + " + " + to_string(v) + " = " + to_string(u) +
@@ -183,6 +186,7 @@ Existence complement_exists(const Layout& a, Int m) {
   }
   std::optional<Layout> r = representing_layout(image_r);
   if (!r) {
+    if (!say) return out;
     out.reason = "the complement's values would have to be " + list_str(image_r) +
                  ", which no layout produces";
     return out;

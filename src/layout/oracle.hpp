@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "algebra.hpp"
 #include "layout.hpp"
 
 namespace hopattn::layout {
@@ -41,12 +42,12 @@ struct Existence {
 // A layout compatible with B (B's nesting, each leaf B_k replaced by a layout of size N_k)
 // whose function is f^_A o f_B. By Lemma 2.19 this exists iff every f^_A o f_{B_k} is a layout
 // function and f^_A o f_B is additive over the leaves of B.
-Existence composition_exists(const Layout& a, const Layout& b);
+Existence composition_exists(const Layout& a, const Layout& b, Explain explain = Explain::kYes);
 
 // The complement of A in M as the note means it: R with size(A)*size(R) = M, (A, R) a bijection
 // [0, M) -> [0, M) and f_R strictly increasing. The image of R is forced (greedily, from the
 // bottom), so R is unique as a function when it exists.
-Existence complement_exists(const Layout& a, Int m);
+Existence complement_exists(const Layout& a, Int m, Explain explain = Explain::kYes);
 
 // The function of A / B = A o (B, R) with R the complement above, if R exists.
 struct TrueFunction {
