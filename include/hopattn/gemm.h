@@ -1,0 +1,77 @@
+/* hopattn — GEMM on NVIDIA Hopper (sm_90a): D = alpha·A·B + beta·C.
+ *
+ * The C ABI, plain data only (see hopattn.h for hopattn_tensor_t and hopattn_status_t).
+ *
+ *   a  (M, K)  rank 2, bf16 or fp16
+ *   b  (K, N)  rank 2, same dtype as a
+ *   c  (M, N)  rank 2, same dtype as d; read only when beta != 0 (data may then be NULL)
+ *   d  (M, N)  rank 2, bf16, fp16 or fp32; written
+ *
+ * Every matrix is row-major (stride[1] == 1) or column-major (stride[0] == 1); its other stride
+ * is the leading dimension, at least the contiguous extent. A and B are read by TMA: their data
+ * pointers must be 16-byte aligned and their leading dimensions multiples of 16 bytes (8 bf16 or
+ * fp16 elements). A stride of a dimension of extent 1 is never used and is not checked.
+ * c may be d itself (same pointer and strides: an in-place update); no other overlap between d
+ * and an input is allowed. Accumulation is in fp32.
+ *
+ * M == 0 or N == 0 is a no-op. K must be at least 1.
+ * FP8 e4m3 inputs with per-tensor scales (scale_a, scale_b) are planned; this build reports
+ * them as not supported. For 16-bit inputs scale_a and scale_b must be 0 or 1 (0 reads as 1).
+ */
+#ifndef HOPATTN_GEMM_H
+#define HOPATTN_GEMM_H
+
+#include "hopattn/hopattn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The kernel variants, in the order of the tutorial's progression. AUTO lets a heuristic pick
+ * the variant and tile shape for the problem among those this build compiled. */
+typedef enum hopattn_gemm_variant {
+  HOPATTN_GEMM_AUTO = 0,
+  HOPATTN_GEMM_TMA_WGMMA = 1,        /* 1: TMA + WGMMA, one warpgroup, one stage (no pipelining) */
+  HOPATTN_GEMM_PIPELINED = 2,        /* 2: multi-stage TMA pipeline on mbarriers, one warpgroup */
+  HOPATTN_GEMM_WARP_SPECIALIZED = 3, /* 3: producer warpgroup + one consumer warpgroup, setmaxnreg */
+  HOPATTN_GEMM_COOPERATIVE = 4,      /* 4a: two consumer warpgroups share one tile */
+  HOPATTN_GEMM_PINGPONG = 5,         /* 4b: two consumer warpgroups alternate on two tiles */
+  HOPATTN_GEMM_PERSISTENT = 6,       /* 5: persistent, tile scheduler, TMA-store epilogue (planned) */
+  HOPATTN_GEMM_CLUSTER_2X1 = 7,      /* 6: 2x1 cluster with TMA multicast (planned) */
+  HOPATTN_GEMM_CLUSTER_1X2 = 8,      /* 6: 1x2 cluster with TMA multicast (planned) */
+  HOPATTN_GEMM_VARIANT_COUNT = 9
+} hopattn_gemm_variant_t;
+
+typedef struct hopattn_gemm_args {
+  hopattn_tensor_t a;
+  hopattn_tensor_t b;
+  hopattn_tensor_t c;
+  hopattn_tensor_t d;
+  float alpha;
+  float beta;
+  float scale_a; /* e4m3 only: per-tensor dequantization scales; 0 reads as 1 */
+  float scale_b;
+  int32_t variant; /* a hopattn_gemm_variant_t */
+} hopattn_gemm_args_t;
+
+/* A rank-2 descriptor: row-major (stride {ld, 1}) or column-major (stride {1, ld}).
+ * ld == 0 selects the packed leading dimension (cols for row-major, rows for column-major). */
+hopattn_tensor_t hopattn_matrix(void* data, hopattn_dtype_t dtype, int64_t rows, int64_t cols,
+                                int32_t row_major, int64_t ld);
+
+/* Checks the arguments without touching the GPU's memory (the variant too: a variant this build
+ * did not compile, or one that cannot run the problem, is reported). */
+hopattn_status_t hopattn_gemm_check(const hopattn_gemm_args_t* args, void* stream);
+
+/* Checks, then enqueues D = alpha·A·B + beta·C on `stream` (a cudaStream_t; NULL: the legacy
+ * default stream). Returns without waiting for the GPU. */
+hopattn_status_t hopattn_gemm(const hopattn_gemm_args_t* args, void* stream);
+
+/* "auto", "tma_wgmma", "pipelined", ...; NULL for a value out of range. */
+const char* hopattn_gemm_variant_name(int32_t variant);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* HOPATTN_GEMM_H */

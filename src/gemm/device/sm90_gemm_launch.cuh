@@ -1,0 +1,44 @@
+// The only place GEMM kernels are launched: the __global__ entry, the shared-memory attribute,
+// and the GemmInstance description of one kernel type. Included by the generated instance files.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "common/cuda_check.hpp"
+#include "gemm/device/gemm_registry.hpp"
+#include "gemm/kernel/sm90_gemm_config.hpp"
+
+namespace hopattn::gemm {
+
+// minBlocks = 1 gives the kernel a register cap at entry (65536 / threads), which setmaxnreg
+// needs to take effect.
+template <class Kernel>
+__global__ void __launch_bounds__(Kernel::kThreads, 1) sm90_gemm_kernel(const __grid_constant__ typename Kernel::Params params) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+  extern __shared__ __align__(1024) char smem[];  // 1024: the 128-byte swizzle's period
+  Kernel{}(params, smem);
+#endif
+}
+
+template <class Kernel>
+Status launch_gemm(const GemmProblem& problem, Stream stream) {
+  const typename Kernel::Params params = Kernel::to_params(problem);
+  constexpr int kSmem = int(sizeof(typename Kernel::SharedStorage));
+  // Per device and cheap: set on every launch so that a second GPU works too.
+  HOPATTN_RETURN_IF_CUDA_ERROR(
+      cudaFuncSetAttribute(sm90_gemm_kernel<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  sm90_gemm_kernel<Kernel><<<Kernel::grid(params), Kernel::kThreads, kSmem, stream>>>(params);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status();
+}
+
+template <class Kernel>
+GemmInstance describe_instance(hopattn_gemm_variant_t variant, hopattn_dtype_t dtype, Major major_a, Major major_b,
+                               const char* name) {
+  constexpr TileConfig cfg = Kernel::kCfg;
+  const int tiles_per_cta = cfg.kConsumerWarpgroups / cfg.kMmaWarpgroups;
+  return GemmInstance{variant, dtype, major_a, major_b, name, int(sizeof(typename Kernel::SharedStorage)),
+                      cfg.kBlockM, cfg.kBlockN, tiles_per_cta, &launch_gemm<Kernel>};
+}
+
+}  // namespace hopattn::gemm

@@ -1,0 +1,66 @@
+// Named tile configurations, one per kernel variant. Plain constexpr data (no CUTLASS): the
+// kernels derive their CuTe shapes from it, and the host side reads the tile for its heuristics.
+#pragma once
+
+#include "hopattn/gemm.h"
+
+namespace hopattn::gemm {
+
+struct TileConfig {
+  int kBlockM = 128;           // rows of D per tile
+  int kBlockN = 128;           // columns of D per tile
+  int kBlockK = 64;            // K per pipeline stage: 64 16-bit elements = one 128-byte swizzle row
+  int kStages = 1;             // shared-memory stages of the A/B pipeline
+  int kMmaWarpgroups = 1;      // warpgroups that share one tile's MMAs (split along M)
+  int kConsumerWarpgroups = 1; // warpgroups that issue WGMMA
+  bool kProducerWarpgroup = false;  // a separate warpgroup issues the TMA loads
+  int kProducerRegisters = 0;  // setmaxnreg budgets (0: no reconfiguration)
+  int kConsumerRegisters = 0;
+};
+
+// Shared memory per stage (16-bit inputs): (128 + 128) x 64 x 2 B = 32 KiB for 128x128 tiles,
+// 48 KiB for 128x256. Stage counts keep every variant within ~192 KiB so that the kernels fit on
+// any Hopper part (227 KiB opt-in on H100/H200; the launch checks the device's real limit).
+constexpr TileConfig tile_config(hopattn_gemm_variant_t v) {
+  TileConfig c{};
+  switch (v) {
+    case HOPATTN_GEMM_TMA_WGMMA:  // the tutorial's first step: load, wait, multiply, wait
+      c.kStages = 1;
+      break;
+    case HOPATTN_GEMM_PIPELINED:  // the same warpgroup, loads run kStages - 1 tiles ahead
+      c.kStages = 4;
+      break;
+    case HOPATTN_GEMM_WARP_SPECIALIZED:
+      // 128x128 fp32 accumulators = 128 registers per consumer thread; one consumer warpgroup
+      // cannot hold a 128x256 tile (256 accumulator registers) below the 255-register limit.
+      c.kStages = 6;
+      c.kProducerWarpgroup = true;
+      c.kProducerRegisters = 40, c.kConsumerRegisters = 232;
+      break;
+    case HOPATTN_GEMM_COOPERATIVE:
+      // 128x256: each consumer warpgroup owns 64 rows and issues m64n256k16, WGMMA's widest
+      // (B read once per 64x256 product, the least shared-memory traffic per FLOP).
+      c.kBlockN = 256;
+      c.kStages = 4;
+      c.kMmaWarpgroups = 2, c.kConsumerWarpgroups = 2;
+      c.kProducerWarpgroup = true;
+      c.kProducerRegisters = 40, c.kConsumerRegisters = 232;  // 128·40 + 256·232 ≤ 65536
+      break;
+    case HOPATTN_GEMM_PINGPONG:
+      // Each consumer warpgroup owns a whole 128x128 tile; the two alternate on the tensor cores.
+      c.kStages = 6;
+      c.kMmaWarpgroups = 1, c.kConsumerWarpgroups = 2;
+      c.kProducerWarpgroup = true;
+      c.kProducerRegisters = 40, c.kConsumerRegisters = 232;
+      break;
+    default:
+      break;
+  }
+  return c;
+}
+
+constexpr int threads_of(const TileConfig& c) {
+  return 128 * (c.kConsumerWarpgroups + (c.kProducerWarpgroup ? 1 : 0));
+}
+
+}  // namespace hopattn::gemm

@@ -1,0 +1,388 @@
+// Every argument rule of the GEMM API, checked without a GPU: each test breaks one rule of an
+// otherwise valid call and expects the error that names the argument. Removing a check makes
+// its test fail (the call then passes, or fails later with another message).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "gemm/device/gemm_problem.hpp"
+#include "gemm/gemm.hpp"
+
+namespace hopattn::gemm {
+namespace {
+
+void* fake_ptr(uintptr_t addr) { return reinterpret_cast<void*>(addr); }
+
+// A valid call: D(100x48, fp32) = 1.5·A(100x64)·B(64x48) + 0.5·C, bf16 inputs, row-major, C
+// separate from D. The checks never dereference the pointers: fake addresses far apart.
+GemmArgs valid_args() {
+  GemmArgs g{};
+  g.a = matrix(fake_ptr(0x10000000), HOPATTN_DTYPE_BF16, 100, 64, true);
+  g.b = matrix(fake_ptr(0x20000000), HOPATTN_DTYPE_BF16, 64, 48, true);
+  g.c = matrix(fake_ptr(0x30000000), HOPATTN_DTYPE_FP32, 100, 48, true);
+  g.d = matrix(fake_ptr(0x40000000), HOPATTN_DTYPE_FP32, 100, 48, true);
+  g.alpha = 1.5f;
+  g.beta = 0.5f;
+  g.variant = HOPATTN_GEMM_AUTO;
+  return g;
+}
+
+Status check(const GemmArgs& g, GemmDeviceContext ctx = {}) { return check_gemm(g, ctx); }
+
+void expect_error(const Status& s, StatusCode code, const std::string& needle) {
+  EXPECT_FALSE(s.ok()) << "expected an error mentioning '" << needle << "'";
+  EXPECT_EQ(s.code(), code) << s.to_string();
+  EXPECT_NE(s.message().find(needle), std::string::npos)
+      << "message '" << s.message() << "' does not mention '" << needle << "'";
+}
+void expect_invalid(const GemmArgs& g, const std::string& needle) {
+  expect_error(check(g), StatusCode::kInvalidArgument, needle);
+}
+
+Tensor* tensor(GemmArgs& g, int i) {
+  Tensor* t[4] = {&g.a, &g.b, &g.c, &g.d};
+  return t[i];
+}
+
+TEST(GemmChecks, ValidCallPasses) {
+  const Status s = check(valid_args());
+  EXPECT_TRUE(s.ok()) << s.to_string();
+}
+
+TEST(GemmChecks, EveryLayoutPasses) {
+  for (int la = 0; la < 2; ++la)
+    for (int lb = 0; lb < 2; ++lb)
+      for (int ld = 0; ld < 2; ++ld) {
+        GemmArgs g = valid_args();
+        // Column-major A (100x64) needs ld 104 (a multiple of 8 elements) for TMA.
+        g.a = matrix(g.a.data, HOPATTN_DTYPE_BF16, 100, 64, la, la ? 0 : 104);
+        g.b = matrix(g.b.data, HOPATTN_DTYPE_BF16, 64, 48, lb);
+        g.c = matrix(g.c.data, HOPATTN_DTYPE_FP32, 100, 48, ld);
+        g.d = matrix(g.d.data, HOPATTN_DTYPE_FP32, 100, 48, ld);
+        const Status s = check(g);
+        EXPECT_TRUE(s.ok()) << "layout a=" << la << " b=" << lb << " d=" << ld << ": " << s.to_string();
+      }
+}
+
+TEST(GemmChecks, BetaZeroIgnoresC) {
+  GemmArgs g = valid_args();
+  g.beta = 0.0f;
+  g.c = Tensor{};  // rank 0, null: never read
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+  g.c.data = fake_ptr(0x40000000);  // even overlapping d
+  g.c.rank = 7;
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+}
+
+TEST(GemmChecks, Rank) {
+  const char* names[4] = {"a", "b", "c", "d"};
+  for (int i = 0; i < 4; ++i) {
+    GemmArgs g = valid_args();
+    tensor(g, i)->rank = 3;
+    expect_invalid(g, std::string(names[i]) + ": rank must be 2, got 3");
+  }
+}
+
+TEST(GemmChecks, NegativeExtent) {
+  GemmArgs g = valid_args();
+  g.a.shape[0] = -1;
+  expect_invalid(g, "a.shape[0] (M) is negative");
+  g = valid_args();
+  g.b.shape[1] = -3;
+  expect_invalid(g, "b.shape[1] (N) is negative");
+}
+
+TEST(GemmChecks, ExtentBeyond32Bits) {
+  GemmArgs g = valid_args();
+  g.d.shape[0] = int64_t(1) << 31;
+  expect_invalid(g, "d.shape[0] (M) = 2147483648 exceeds 2^31-1");
+}
+
+TEST(GemmChecks, NegativeStride) {
+  GemmArgs g = valid_args();
+  g.c.stride[0] = -48;
+  expect_invalid(g, "c.stride[0] is negative");
+}
+
+TEST(GemmChecks, StrideBeyondTmaLimit) {
+  GemmArgs g = valid_args();
+  g.a.stride[0] = int64_t(1) << 40;
+  expect_invalid(g, "a.stride[0] = 1099511627776 elements is beyond the 2^40-byte limit");
+}
+
+TEST(GemmChecks, InputDtypes) {
+  GemmArgs g = valid_args();
+  g.a.dtype = g.b.dtype = HOPATTN_DTYPE_E4M3;
+  expect_error(check(g), StatusCode::kNotSupported, "a: dtype e4m3 is not supported yet");
+  g.a.dtype = g.b.dtype = HOPATTN_DTYPE_FP32;
+  expect_error(check(g), StatusCode::kNotSupported, "a: dtype fp32 is not supported; supported: bf16, fp16");
+  g = valid_args();
+  g.b.dtype = HOPATTN_DTYPE_FP16;
+  expect_invalid(g, "b: dtype fp16 does not match a's bf16");
+}
+
+TEST(GemmChecks, OutputDtypes) {
+  GemmArgs g = valid_args();
+  g.d.dtype = g.c.dtype = HOPATTN_DTYPE_INT8;
+  expect_error(check(g), StatusCode::kNotSupported, "d: dtype int8 is not supported");
+  g = valid_args();
+  g.c.dtype = HOPATTN_DTYPE_BF16;
+  expect_invalid(g, "c: dtype bf16 does not match d's fp32");
+  for (hopattn_dtype_t t : {HOPATTN_DTYPE_BF16, HOPATTN_DTYPE_FP16, HOPATTN_DTYPE_FP32}) {
+    g = valid_args();
+    g.d.dtype = g.c.dtype = t;
+    EXPECT_TRUE(check(g).ok()) << hopattn_dtype_name(t) << ": " << check(g).to_string();
+  }
+}
+
+TEST(GemmChecks, Shapes) {
+  GemmArgs g = valid_args();
+  g.b = matrix(g.b.data, HOPATTN_DTYPE_BF16, 72, 48, true);
+  expect_invalid(g, "b.shape[0] (K) = 72 differs from a.shape[1] (K) = 64");
+  g = valid_args();
+  g.d = matrix(g.d.data, HOPATTN_DTYPE_FP32, 100, 40, true);
+  expect_invalid(g, "d: shape (100, 40) must be (M, N) = (100, 48)");
+  g = valid_args();
+  g.c = matrix(g.c.data, HOPATTN_DTYPE_FP32, 99, 48, true);
+  expect_invalid(g, "c: shape (99, 48) must be (M, N) = (100, 48)");
+}
+
+TEST(GemmChecks, ZeroK) {
+  GemmArgs g = valid_args();
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_BF16, 100, 0, true, 8);
+  g.b = matrix(g.b.data, HOPATTN_DTYPE_BF16, 0, 48, true);
+  expect_invalid(g, "K must be at least 1");
+}
+
+TEST(GemmChecks, EmptyOutputIsANoOp) {
+  GemmArgs g = valid_args();
+  g.a = matrix(nullptr, HOPATTN_DTYPE_BF16, 0, 64, true);
+  g.c = matrix(nullptr, HOPATTN_DTYPE_FP32, 0, 48, true);
+  g.d = matrix(nullptr, HOPATTN_DTYPE_FP32, 0, 48, true);
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+  g.variant = HOPATTN_GEMM_PERSISTENT;  // nothing runs, so no kernel is needed
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+}
+
+TEST(GemmChecks, NullPointers) {
+  const char* names[4] = {"a", "b", "c", "d"};
+  for (int i = 0; i < 4; ++i) {
+    GemmArgs g = valid_args();
+    tensor(g, i)->data = nullptr;
+    expect_invalid(g, std::string(names[i]) + ": data pointer is null");
+  }
+}
+
+TEST(GemmChecks, TmaOperandAlignment) {
+  GemmArgs g = valid_args();
+  g.a.data = fake_ptr(0x10000008);
+  expect_invalid(g, "a: data pointer 0x10000008 is not 16-byte aligned");
+  g = valid_args();
+  g.b.data = fake_ptr(0x20000002);
+  expect_invalid(g, "b: data pointer 0x20000002 is not 16-byte aligned");
+}
+
+TEST(GemmChecks, OutputElementAlignment) {
+  GemmArgs g = valid_args();
+  g.d.data = fake_ptr(0x40000002);  // fp32 needs 4 bytes; 16 are not required of D
+  expect_invalid(g, "d: data pointer 0x40000002 is not 4-byte aligned");
+  g = valid_args();
+  g.c.data = fake_ptr(0x30000001);
+  expect_invalid(g, "c: data pointer 0x30000001 is not 4-byte aligned");
+  g = valid_args();
+  g.d.data = fake_ptr(0x40000004);
+  g.c.data = fake_ptr(0x30000004);
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+}
+
+TEST(GemmChecks, NeitherRowNorColumnMajor) {
+  GemmArgs g = valid_args();
+  g.b.stride[0] = 96, g.b.stride[1] = 2;
+  expect_invalid(g, "b: strides (96, 2) are neither row-major");
+}
+
+TEST(GemmChecks, LeadingDimensionBelowExtent) {
+  GemmArgs g = valid_args();
+  g.d.stride[0] = 40;  // rows of 48 elements
+  expect_invalid(g, "d.stride[0] = 40 is less than the row length 48");
+  g = valid_args();
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_BF16, 100, 64, false, 96);
+  expect_invalid(g, "a.stride[1] = 96 is less than the column length 100");
+}
+
+TEST(GemmChecks, TmaLeadingDimension) {
+  GemmArgs g = valid_args();
+  g.a.stride[0] = 100;  // 200 bytes
+  expect_invalid(g, "a.stride[0] = 100 elements (200 bytes) is not a multiple of 16 bytes");
+  g = valid_args();
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_BF16, 100, 64, false);  // packed column-major: ld = M = 100
+  expect_invalid(g, "a.stride[1] = 100 elements (200 bytes) is not a multiple of 16 bytes");
+  g = valid_args();
+  g.b = matrix(g.b.data, HOPATTN_DTYPE_BF16, 64, 44, true);
+  g.c = matrix(g.c.data, HOPATTN_DTYPE_FP32, 100, 44, true);
+  g.d = matrix(g.d.data, HOPATTN_DTYPE_FP32, 100, 44, true);
+  expect_invalid(g, "b.stride[0] = 44 elements (88 bytes) is not a multiple of 16 bytes");
+  // D is written without TMA: an odd leading dimension is fine there.
+  g = valid_args();
+  g.d = matrix(g.d.data, HOPATTN_DTYPE_FP32, 100, 48, true, 49);
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+}
+
+TEST(GemmChecks, UnusedStrideOfExtentOne) {
+  // M = 1: A's row stride never matters, even when it is not a multiple of 16 bytes.
+  GemmArgs g = valid_args();
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_BF16, 1, 64, true, 67);
+  g.c = matrix(g.c.data, HOPATTN_DTYPE_FP32, 1, 48, true);
+  g.d = matrix(g.d.data, HOPATTN_DTYPE_FP32, 1, 48, true);
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+  const GemmProblem p = make_problem(g);
+  EXPECT_EQ(p.lda % 8, 0) << "the unused leading dimension must be replaced by a TMA-legal one";
+}
+
+TEST(GemmChecks, OutputAliasing) {
+  GemmArgs g = valid_args();
+  g.d.data = fake_ptr(0x10000000 + 64);  // inside A
+  expect_invalid(g, "d: overlaps input a");
+  g = valid_args();
+  g.d.data = fake_ptr(0x20000000 + 16);
+  expect_invalid(g, "d: overlaps input b");
+  g = valid_args();
+  g.c.data = fake_ptr(0x40000000 + 16);  // shifted into d
+  expect_invalid(g, "c: overlaps d in memory without being the same matrix");
+  g = valid_args();
+  g.c = g.d;  // in place
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+}
+
+TEST(GemmChecks, Scalars) {
+  GemmArgs g = valid_args();
+  g.alpha = std::numeric_limits<float>::quiet_NaN();
+  expect_invalid(g, "alpha: must be finite");
+  g = valid_args();
+  g.beta = std::numeric_limits<float>::infinity();
+  expect_invalid(g, "beta: must be finite");
+  g = valid_args();
+  g.scale_a = 2.0f;
+  expect_invalid(g, "scale_a: 2 given for bf16 inputs");
+  g = valid_args();
+  g.scale_b = 0.5f;
+  expect_invalid(g, "scale_b: 0.5 given for bf16 inputs");
+  g = valid_args();
+  g.scale_a = 1.0f, g.scale_b = 0.0f;
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+}
+
+TEST(GemmChecks, VariantOutOfRange) {
+  GemmArgs g = valid_args();
+  g.variant = 12;
+  expect_invalid(g, "variant: 12 is out of range; one of auto, tma_wgmma");
+  g.variant = -1;
+  expect_invalid(g, "variant: -1 is out of range");
+}
+
+TEST(GemmChecks, VariantNotCompiled) {
+  GemmArgs g = valid_args();
+  g.variant = HOPATTN_GEMM_PERSISTENT;  // planned, never compiled in this build
+  expect_error(check(g), StatusCode::kNotSupported, "variant: persistent is not compiled for bf16");
+}
+
+TEST(GemmChecks, EveryCompiledVariantAccepted) {
+  const std::vector<Variant> vs = compiled_variants(HOPATTN_DTYPE_BF16);
+  EXPECT_FALSE(vs.empty()) << "this build compiled no bf16 GEMM kernel";
+  for (Variant v : vs) {
+    GemmArgs g = valid_args();
+    g.variant = v;
+    EXPECT_TRUE(check(g).ok()) << variant_name(v) << ": " << check(g).to_string();
+  }
+}
+
+TEST(GemmChecks, SharedMemoryLimit) {
+  GemmDeviceContext ctx;
+  ctx.max_smem_per_block = 1024;  // smaller than any kernel's stages
+  GemmArgs g = valid_args();
+  expect_error(check(g, ctx), StatusCode::kNotSupported, "shared memory");
+  for (Variant v : compiled_variants(HOPATTN_DTYPE_BF16)) {
+    g.variant = v;
+    expect_error(check(g, ctx), StatusCode::kNotSupported, "bytes of shared memory; the device allows 1024");
+  }
+}
+
+TEST(GemmChecks, DeviceContext) {
+  GemmDeviceContext ctx;
+  ctx.stream_device = 1;
+  expect_error(check(valid_args(), ctx), StatusCode::kInvalidArgument, "stream: belongs to device 1");
+  const char* names[4] = {"a", "b", "c", "d"};
+  for (int i = 0; i < 4; ++i) {
+    GemmDeviceContext host;
+    host.tensor_device[i] = kHostMemory;
+    expect_error(check(valid_args(), host), StatusCode::kInvalidArgument,
+                 std::string(names[i]) + ": points to host memory");
+    GemmDeviceContext other;
+    other.tensor_device[i] = 1;
+    expect_error(check(valid_args(), other), StatusCode::kInvalidArgument,
+                 std::string(names[i]) + ": lives on device 1 but the current device is 0");
+  }
+  GemmArgs g = valid_args();
+  g.beta = 0.0f;
+  GemmDeviceContext host_c;
+  host_c.tensor_device[2] = kHostMemory;  // C is not read when beta == 0
+  EXPECT_TRUE(check(g, host_c).ok()) << check(g, host_c).to_string();
+}
+
+TEST(GemmProblem, LayoutsMapToCompiledMajorness) {
+  struct Case {
+    bool a_row, b_row;
+    Major major_a, major_b;
+    bool swapped;
+  };
+  // A row-major is K-major; B row-major is N-major. (MN, K) runs as the transpose of (K, MN).
+  const Case cases[4] = {{true, true, Major::kK, Major::kMN, false},
+                         {true, false, Major::kK, Major::kK, false},
+                         {false, false, Major::kK, Major::kMN, true},
+                         {false, true, Major::kMN, Major::kMN, false}};
+  for (const Case& c : cases) {
+    GemmArgs g = valid_args();
+    g.a = matrix(g.a.data, HOPATTN_DTYPE_BF16, 100, 64, c.a_row, c.a_row ? 0 : 104);
+    g.b = matrix(g.b.data, HOPATTN_DTYPE_BF16, 64, 48, c.b_row);
+    const GemmProblem p = make_problem(g);
+    EXPECT_EQ(p.major_a, c.major_a) << "a_row=" << c.a_row << " b_row=" << c.b_row;
+    EXPECT_EQ(p.major_b, c.major_b) << "a_row=" << c.a_row << " b_row=" << c.b_row;
+    EXPECT_EQ(p.swapped, c.swapped);
+    EXPECT_EQ(p.m, c.swapped ? 48 : 100);
+    EXPECT_EQ(p.n, c.swapped ? 100 : 48);
+    EXPECT_EQ(p.k, 64);
+    EXPECT_EQ(p.d_stride_m, c.swapped ? 1 : 48);  // row-major D seen transposed
+    EXPECT_EQ(p.d_stride_n, c.swapped ? 48 : 1);
+    EXPECT_EQ(p.a, c.swapped ? g.b.data : g.a.data);
+  }
+}
+
+TEST(GemmApi, VariantNames) {
+  Variant v{};
+  EXPECT_TRUE(parse_variant("cooperative", &v));
+  EXPECT_EQ(v, HOPATTN_GEMM_COOPERATIVE);
+  EXPECT_TRUE(parse_variant("4p", &v));
+  EXPECT_EQ(v, HOPATTN_GEMM_PINGPONG);
+  EXPECT_TRUE(parse_variant("1", &v));
+  EXPECT_EQ(v, HOPATTN_GEMM_TMA_WGMMA);
+  EXPECT_FALSE(parse_variant("fastest", &v));
+  EXPECT_STREQ(variant_name(HOPATTN_GEMM_PIPELINED), "pipelined");
+  EXPECT_EQ(variant_name(HOPATTN_GEMM_VARIANT_COUNT), nullptr);
+  EXPECT_STREQ(hopattn_gemm_variant_name(HOPATTN_GEMM_AUTO), "auto");
+}
+
+TEST(GemmApi, CAbiNullArgs) {
+  const hopattn_status_t s = hopattn_gemm_check(nullptr, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(s.message).find("args: null pointer"), std::string::npos) << s.message;
+  const hopattn_tensor_t t = hopattn_matrix(nullptr, HOPATTN_DTYPE_FP16, 5, 7, 0, 8);
+  EXPECT_EQ(t.rank, 2);
+  EXPECT_EQ(t.stride[0], 1);
+  EXPECT_EQ(t.stride[1], 8);
+}
+
+}  // namespace
+}  // namespace hopattn::gemm
