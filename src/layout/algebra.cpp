@@ -322,7 +322,10 @@ Outcome logical_divide(const Layout& a, const Layout& b, Explain explain) {
   const Layout divisor = Layout::tuple({b, *rest.result});
   const Outcome whole = compose(a, divisor, explain);
   if (!whole.verdict.holds) {
-    absorb(out.verdict, whole.verdict, "Lemma 2.23 does not hold for A o " + divisor.str() + ": ");
+    absorb(out.verdict, whole.verdict, "A o " + divisor.str() + ": ");
+    fail(out.verdict, explain,
+         "Definition 2.22's conditions hold, but (B, complement(B, size(A))) = " + divisor.str() +
+             " is not admissible for composition with A, contrary to Lemma 2.23 of the note");
     return out;
   }
   step(out.verdict, explain,

@@ -3,6 +3,7 @@
 #include <functional>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,68 +108,103 @@ std::string verdict_text(const Judgement& judgement) {
   return name + ": " + judgement.detail;
 }
 
+bool is_identity(const std::vector<Int>& v) {
+  for (std::size_t x = 0; x < v.size(); ++x) {
+    if (v[x] != static_cast<Int>(x)) return false;
+  }
+  return true;
+}
+
+// Whether some layout compatible with `b` (called `name`) has the function f^_A o f_B, and for
+// which strides of A.
+std::string composition_existence(const Layout& a, const Layout& b, const std::string& name) {
+  const Existence exists = composition_exists(a, b);
+  if (!exists.exists) return exists.reason;
+  const bool every = composition_exists(generic_strides(a, b), b, Explain::kNo).exists;
+  return "yet a layout compatible with " + name + " has this function: " + exists.witness->str() +
+         (every ? " (and one does for every choice of A's strides)" : " (only for these strides of A)") +
+         "; the note's conditions are sufficient, not necessary";
+}
+
+void truth_composition(std::ostream& out, const Evaluation& eval) {
+  const Layout& a = eval.operands[0];
+  const Layout& b = eval.operands[1];
+  const std::vector<Int> truth = composed_values(a, b);
+  if (eval.outcome.result) {
+    line(out, "brute force", same_function(*eval.outcome.result, truth)
+                                 ? "the closed form equals f^_A o f_B on all " + to_string(truth.size()) + " points"
+                                 : "MISMATCH: the closed form differs from f^_A o f_B");
+    return;
+  }
+  line(out, "brute force", "f^_A o f_B over the domain of B, in B's shape:");
+  out << value_table(b, truth);
+  line(out, "", composition_existence(a, b, "B"));
+}
+
+void truth_complement(std::ostream& out, const Evaluation& eval) {
+  const Layout& a = eval.operands[0];
+  if (eval.outcome.result) {
+    const auto violation = complement_violation(a, eval.m, *eval.outcome.result);
+    line(out, "brute force", violation ? "MISMATCH: " + *violation
+                                       : "(A, R) is a bijection onto [0, " + to_string(eval.m) +
+                                             ") and R is increasing");
+    return;
+  }
+  const Existence exists = complement_exists(a, eval.m);
+  line(out, "brute force", exists.exists ? "yet a complement exists: " + exists.witness->str() +
+                                               "; the note's conditions are sufficient, not necessary"
+                                         : "no complement exists: " + exists.reason);
+}
+
+// A / B = A o (B, R) and A (x) B = (A, R o B), R the complement each needs.
+void truth_divide_or_product(std::ostream& out, const Evaluation& eval) {
+  const Layout& a = eval.operands[0];
+  const Layout& b = eval.operands[1];
+  const bool divide = eval.operation == "logical_divide";
+  const TrueFunction truth = divide ? divide_function(a, b) : product_function(a, b);
+  if (!truth.defined) {
+    line(out, "brute force", "undefined: " + truth.reason);
+    return;
+  }
+  if (eval.outcome.result) {
+    line(out, "brute force", same_function(*eval.outcome.result, truth.values)
+                                 ? "the closed form has the true function on all " + to_string(truth.values.size()) + " points"
+                                 : "MISMATCH: the closed form differs from the true function");
+    return;
+  }
+  if (divide) {
+    const Layout divisor = Layout::tuple({b, *complement_exists(b, a.size()).witness});
+    line(out, "brute force", "the true A / B is f^_A o f_D, D = (B, complement(B, size(A))) = " + divisor.str());
+    line(out, "", composition_existence(a, divisor, "D"));
+  } else {
+    const Layout rest = *complement_exists(a, checked_mul(a.size(), b.cosize())).witness;
+    line(out, "brute force", "the true product is (A, R o B), R = complement(A, size(A)*cosize(B)) = " + rest.str());
+    line(out, "", composition_existence(rest, b, "B"));
+  }
+}
+
+void truth_other(std::ostream& out, const Evaluation& eval) {
+  const Layout& a = eval.operands[0];
+  const std::optional<Layout>& result = eval.outcome.result;
+  if (eval.operation == "coalesce") {
+    line(out, "brute force", same_function(*result, values(a)) ? "same function as A on its domain"
+                                                               : "MISMATCH: the function changed");
+  } else if (eval.operation == "left_inverse" && result) {
+    line(out, "brute force", is_identity(composed_values(*result, a)) ? "L(A(x)) = x for all x in [0, size(A))"
+                                                                      : "MISMATCH: L o A is not the identity");
+  } else if (eval.operation == "right_inverse") {
+    line(out, "brute force", is_identity(composed_values(a, *result)) ? "A(R(i)) = i for all i in [0, size(R))"
+                                                                      : "MISMATCH: A o R is not the identity");
+  }
+}
+
 // Brute force: the truth about the operation, independent of the note's conditions.
 void print_truth(std::ostream& out, const Evaluation& eval) {
   const std::string& op = eval.operation;
-  const Outcome& outcome = eval.outcome;
-  const Layout& a = eval.operands[0];
-  if (op == "composition") {
-    const Layout& b = eval.operands[1];
-    const std::vector<Int> truth = composed_values(a, b);
-    if (outcome.result) {
-      line(out, "brute force", same_function(*outcome.result, truth)
-                                   ? "the closed form equals f^_A o f_B on all " + to_string(truth.size()) + " points"
-                                   : "MISMATCH: the closed form differs from f^_A o f_B");
-      return;
-    }
-    line(out, "brute force", "f^_A o f_B over the domain of B, in B's shape:");
-    out << value_table(b, truth);
-    const Existence exists = composition_exists(a, b);
-    line(out, "", exists.exists ? "yet a layout compatible with B has this function: " +
-                                      exists.witness->str() + " (the conditions are sufficient, not necessary)"
-                                : exists.reason);
-  } else if (op == "complement") {
-    const Existence exists = complement_exists(a, eval.m);
-    if (outcome.result) {
-      const auto violation = complement_violation(a, eval.m, *outcome.result);
-      line(out, "brute force", violation ? "MISMATCH: " + *violation
-                                         : "(A, R) is a bijection onto [0, " + to_string(eval.m) +
-                                               ") and R is increasing");
-      return;
-    }
-    line(out, "brute force", exists.exists ? "yet a complement exists: " + exists.witness->str() +
-                                                 " (the conditions are sufficient, not necessary)"
-                                           : "no complement exists: " + exists.reason);
-  } else if (op == "logical_divide" || op == "logical_product") {
-    const Layout& b = eval.operands[1];
-    const TrueFunction truth = op == "logical_divide" ? divide_function(a, b) : product_function(a, b);
-    if (!truth.defined) {
-      line(out, "brute force", "undefined: " + truth.reason);
-    } else if (outcome.result) {
-      line(out, "brute force", same_function(*outcome.result, truth.values)
-                                   ? "the closed form has the true function on all " + to_string(truth.values.size()) + " points"
-                                   : "MISMATCH: the closed form differs from the true function");
-    } else {
-      const Existence fits = representing_layout(truth.values)
-                                 ? Existence{true, representing_layout(truth.values), ""}
-                                 : Existence{};
-      line(out, "brute force", fits.exists ? "yet the true function is a layout function: " + fits.witness->str()
-                                           : "the true function is not a layout function");
-    }
-  } else if (op == "coalesce") {
-    line(out, "brute force", same_function(*outcome.result, values(a)) ? "same function as A on its domain"
-                                                                       : "MISMATCH: the function changed");
-  } else if (op == "left_inverse" && outcome.result) {
-    const std::vector<Int> identity_check = composed_values(*outcome.result, a);
-    bool ok = true;
-    for (std::size_t x = 0; x < identity_check.size(); ++x) ok = ok && identity_check[x] == static_cast<Int>(x);
-    line(out, "brute force", ok ? "L(A(x)) = x for all x in [0, size(A))" : "MISMATCH: L o A is not the identity");
-  } else if (op == "right_inverse") {
-    const std::vector<Int> identity_check = composed_values(a, *outcome.result);
-    bool ok = true;
-    for (std::size_t x = 0; x < identity_check.size(); ++x) ok = ok && identity_check[x] == static_cast<Int>(x);
-    line(out, "brute force", ok ? "A(R(i)) = i for all i in [0, size(R))" : "MISMATCH: A o R is not the identity");
-  }
+  if (op == "composition") return truth_composition(out, eval);
+  if (op == "complement") return truth_complement(out, eval);
+  if (op == "logical_divide" || op == "logical_product") return truth_divide_or_product(out, eval);
+  truth_other(out, eval);
 }
 
 void print_cute(std::ostream& out, const Evaluation& eval) {

@@ -69,7 +69,7 @@ Int sum_over_leaves(const Layout& layout, const std::vector<std::vector<Int>>& p
 
 std::vector<Int> composed_values(const Layout& a, const Layout& b) {
   const Int n = b.size();
-  require_enumerable(n, "B = " + b.str());
+  if (n > kMaxEnumeratedSize) require_enumerable(n, "B = " + b.str());
   std::vector<Int> result(static_cast<std::size_t>(n));
   for (Int x = 0; x < n; ++x) {
     result[static_cast<std::size_t>(x)] = evaluate_extended(a, evaluate(b, x));
@@ -137,6 +137,19 @@ Existence composition_exists(const Layout& a, const Layout& b, Explain explain) 
   out.exists = true;
   out.witness = replace_leaves(b, parts);
   return out;
+}
+
+Layout generic_strides(const Layout& a, const Layout& b) {
+  Int largest = b.cosize();
+  for (const Mode& mode : a.modes()) largest = std::max(largest, mode.shape);
+  const Int base = checked_mul(static_cast<Int>(b.modes().size()) + 1, largest + 1);
+  std::vector<Mode> modes = a.modes();
+  Int stride = 1;
+  for (Mode& mode : modes) {
+    mode.stride = stride;
+    stride = checked_mul(stride, base);
+  }
+  return Layout(std::move(modes), a.profile());
 }
 
 Existence complement_exists(const Layout& a, Int m, Explain explain) {

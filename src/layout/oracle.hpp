@@ -44,6 +44,13 @@ struct Existence {
 // function and f^_A o f_B is additive over the leaves of B.
 Existence composition_exists(const Layout& a, const Layout& b, Explain explain = Explain::kYes);
 
+// A's shape with strides 1, K, K^2, ..., K larger than any coordinate of f^_A that f_B reaches
+// and than any sum of such coordinates over B's leaves. Distinct coordinate vectors then get
+// distinct values without carries, so a property of A o B that is linear in A's strides (f^_A o f_B
+// being a layout function compatible with B, a candidate layout having that function) holds for
+// these strides exactly when it holds for every choice of A's strides.
+Layout generic_strides(const Layout& a, const Layout& b);
+
 // The complement of A in M as the note means it: R with size(A)*size(R) = M, (A, R) a bijection
 // [0, M) -> [0, M) and f_R strictly increasing. The image of R is forced (greedily, from the
 // bottom), so R is unique as a function when it exists.

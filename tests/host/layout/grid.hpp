@@ -30,22 +30,6 @@ inline const std::vector<Int> kGenericStrides = {0, 1, 7, 24};
 // A reduced grid for rank 3: every divisor structure up to 24 that matters for complements.
 inline const std::vector<Int> kReducedStrides = {0, 1, 2, 3, 4, 6, 8, 12, 16, 24};
 
-// Strides 1, K, K^2, ... for A's shape. Every coordinate of f^_A that the grids reach is below
-// K (B's values stay below 3 * 7 * 24 < K), so these strides give distinct coordinate vectors
-// distinct values, without carries. A composition property that is linear in A's strides (being
-// a layout function compatible with B, CuTe's answer being right) then holds for these strides
-// exactly when it holds for every choice of A's strides.
-inline constexpr Int kGenericBase = 4096;
-inline Layout with_generic_strides(const Layout& a) {
-  std::vector<Mode> modes = a.modes();
-  Int stride = 1;
-  for (Mode& mode : modes) {
-    mode.stride = stride;
-    stride *= kGenericBase;
-  }
-  return Layout(std::move(modes), a.profile());
-}
-
 // CuTe's verdict without building messages: right, wrong or rejects.
 inline const char* quick_verdict(const std::vector<Int>& truth, const CuteRun& run) {
   if (run.status == CuteStatus::kRejected) return "rejects";

@@ -110,7 +110,7 @@ std::string divide_str(const Layout& a, const Layout& b) { return a.str() + " / 
 std::string true_divide_existence(const Layout& a, const Layout& b, const TrueFunction& truth) {
   if (!truth.defined) return "no complement of B in size(A)";
   const Layout divisor = Layout::tuple({b, *complement_exists(b, a.size()).witness});
-  if (composition_exists(with_generic_strides(a), divisor, Explain::kNo).exists) {
+  if (composition_exists(generic_strides(a, divisor), divisor, Explain::kNo).exists) {
     return "the true A / B is a layout for every stride of A";
   }
   if (composition_exists(a, divisor, Explain::kNo).exists) return "the true A / B is a layout for these strides";

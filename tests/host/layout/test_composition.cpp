@@ -28,7 +28,7 @@ std::string pair_str(const Layout& a, const Layout& b) {
 // Whether a layout compatible with B has the function f^_A o f_B: for every choice of A's
 // strides (tested with generic strides), only for the strides of this A, or not at all.
 std::string existence(const Layout& a, const Layout& b) {
-  if (composition_exists(with_generic_strides(a), b, Explain::kNo).exists) return "for every stride of A";
+  if (composition_exists(generic_strides(a, b), b, Explain::kNo).exists) return "for every stride of A";
   if (composition_exists(a, b, Explain::kNo).exists) return "only for these strides of A";
   return "none";
 }
@@ -60,7 +60,7 @@ void check_fails(const Layout& a, const Layout& b, Tally& tally, Failures& failu
   const CuteRun run = cute_composition(a, b);
   std::string cute = quick_verdict(composed_values(a, b), run);
   if (cute == "right") {
-    const Layout generic = with_generic_strides(a);
+    const Layout generic = generic_strides(a, b);
     const CuteRun generic_run = cute_composition(generic, b);
     if (quick_verdict(composed_values(generic, b), generic_run) == std::string("right")) {
       cute = "right for every stride of A";
