@@ -12,12 +12,15 @@
 #include <vector>
 
 #include "cute_convert.hpp"
+#include "cute_result.hpp"
 
 namespace hopattn::layout {
 
 namespace {
 
 using cute_convert::from_cute;
+using cute_result::evaluated;
+using cute_result::rejected;
 
 template <std::size_t... I>
 auto shape_tuple(const std::vector<Mode>& modes, std::index_sequence<I...>) {
@@ -42,26 +45,10 @@ auto to_cute(const std::vector<Mode>& modes) {
 }
 
 CuteRun unsupported(const Layout& layout) {
-  CuteRun run;
-  run.status = CuteStatus::kUnsupported;
-  run.note = "not evaluated: " + layout.str() + " has " + std::to_string(layout.modes().size()) +
-             " leaves, the CuTe check instantiates at most " + std::to_string(kCuteMaxLeaves);
-  return run;
-}
-
-CuteRun rejected(std::string why) {
-  CuteRun run;
-  run.status = CuteStatus::kRejected;
-  run.note = std::move(why);
-  return run;
-}
-
-template <class CuteLayout>
-CuteRun evaluated(const CuteLayout& layout) {
-  CuteRun run;
-  run.status = CuteStatus::kEvaluated;
-  run.result = from_cute(layout);
-  return run;
+  return cute_result::unsupported("not evaluated: " + layout.str() + " has " +
+                                  std::to_string(layout.modes().size()) +
+                                  " leaves, the CuTe check instantiates at most " +
+                                  std::to_string(kCuteMaxLeaves));
 }
 
 // Calls f with `layout` as a flat run-time cute::Layout.

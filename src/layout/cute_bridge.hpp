@@ -33,6 +33,13 @@ CuteRun cute_logical_divide(const Layout& a, const Layout& b);
 CuteRun cute_logical_product(const Layout& a, const Layout& b);
 CuteRun cute_coalesce(const Layout& a);
 
+// cute::complement of a layout with two leaves, with static strides (cute::Int<>) and run-time
+// shapes: CuTe's run-time path rejects every complement with more than one leaf, so this is how
+// it evaluates one without fixing the shapes at compile time. Instantiated for strides up to
+// kStaticStrideLimit.
+inline constexpr int kStaticStrideLimit = 24;
+CuteRun cute_complement_static_strides(const Layout& a, Int m);
+
 // Calls cute::composition without the guard against a zero stride, for the test that confirms
 // the guard's premise (the process dies with SIGFPE). Never call it elsewhere.
 Layout cute_composition_unguarded(const Layout& a, const Layout& b);

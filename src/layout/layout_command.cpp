@@ -235,6 +235,12 @@ void print_cute(std::ostream& out, const Evaluation& eval) {
   line(out, "cute", run.evaluated() ? run.result.str() + "  (CUTLASS 4.2, run-time integers)"
                                     : "no layout");
   line(out, "cute verdict", verdict_text(judgement));
+  if (op == "complement" && a.modes().size() == 2) {
+    // The run-time path rejects this; CuTe can still evaluate it with static strides.
+    const CuteRun fixed = cute_complement_static_strides(a, eval.m);
+    line(out, "cute", fixed.evaluated() ? fixed.result.str() + "  (static strides, run-time shapes)" : fixed.note);
+    if (fixed.evaluated()) line(out, "cute verdict", verdict_text(judge_complement(a, eval.m, fixed)));
+  }
 }
 
 // Runs one report section; an input beyond the brute-force limits skips it with a note.
