@@ -1,5 +1,6 @@
 #include "gemm/tools/gemm_reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -27,7 +28,7 @@ Reference reference_gemm(const HostMatrix& a, const HostMatrix& b, const HostMat
   Reference r;
   r.d.assign(size_t(m * n), 0.0);
   r.magnitude.assign(size_t(m * n), 0.0);
-  std::vector<double> row(size_t(n)), mag(size_t(n));
+  std::vector<double> row(static_cast<size_t>(n)), mag(static_cast<size_t>(n));
   for (int64_t i = 0; i < m; ++i) {
     std::fill(row.begin(), row.end(), 0.0);
     std::fill(mag.begin(), mag.end(), 0.0);

@@ -1,0 +1,151 @@
+#include "gemm/gemm_command.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda_check.hpp"
+#include "gemm/gemm.hpp"
+#include "gemm/tools/cublas_gemm.hpp"
+#include "gemm/tools/gemm_reference.hpp"
+#include "gemm/tools/gemm_workspace.hpp"
+#include "timing.hpp"
+
+namespace hopattn::gemm {
+namespace {
+
+const char* kUsage =
+    "usage: hopattn gemm --m M --n N --k K [--dtype bf16|fp16] [--out bf16|fp16|fp32]\n"
+    "                    [--layout rcr] [--variant auto|tma_wgmma|pipelined|warp_specialized|\n"
+    "                     cooperative|pingpong|1|2|3|4c|4p] [--alpha 1] [--beta 0] [--check] [--no-time]\n"
+    "  D(MxN) = alpha·A(MxK)·B(KxN) + beta·D, timed against cuBLAS in the same run.\n"
+    "  --layout: A, B, D each r(ow)- or c(olumn)-major (default rcr).\n"
+    "  --check: compare every element with cuBLAS (tolerance from K and the output type).\n";
+
+struct Options {
+  tools::GemmSetup setup;
+  bool check = false, time = true;
+};
+
+bool parse(int argc, char** argv, Options* o, std::string* error) {
+  bool have_m = false, have_n = false, have_k = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--check") { o->check = true; continue; }
+    if (flag == "--no-time") { o->time = false; continue; }
+    if (i + 1 >= argc) { *error = flag + ": missing value"; return false; }
+    const std::string value = argv[++i];
+    try {
+      if (flag == "--m") o->setup.m = std::stoll(value), have_m = true;
+      else if (flag == "--n") o->setup.n = std::stoll(value), have_n = true;
+      else if (flag == "--k") o->setup.k = std::stoll(value), have_k = true;
+      else if (flag == "--alpha") o->setup.alpha = std::stof(value);
+      else if (flag == "--beta") o->setup.beta = std::stof(value);
+      else if (flag == "--dtype") { if (!tools::parse_dtype(value, &o->setup.dtype)) throw std::invalid_argument(value); }
+      else if (flag == "--out") { if (!tools::parse_dtype(value, &o->setup.out)) throw std::invalid_argument(value); }
+      else if (flag == "--layout") { if (!tools::parse_layout(value, &o->setup)) throw std::invalid_argument(value); }
+      else if (flag == "--variant") { if (!parse_variant(value, &o->setup.variant)) throw std::invalid_argument(value); }
+      else { *error = "unknown flag " + flag; return false; }
+    } catch (const std::exception&) {
+      *error = flag + ": bad value '" + value + "'";
+      return false;
+    }
+  }
+  if (!have_m || !have_n || !have_k) { *error = "--m, --n and --k are required"; return false; }
+  if (o->setup.m <= 0 || o->setup.n <= 0 || o->setup.k <= 0) { *error = "--m, --n, --k must be positive"; return false; }
+  if (o->setup.out == HOPATTN_DTYPE_E4M3) { *error = "--out: e4m3 is not an output type"; return false; }
+  // The default output type follows the inputs (bf16 -> bf16, fp16 -> fp16).
+  return true;
+}
+
+void print_timing(const char* impl, double ms, double flops, double ref_tflops) {
+  const double tflops = flops / (ms * 1e-3) / 1e12;
+  std::printf("  %-8s %10.4f ms %9.1f TFLOP/s", impl, ms, tflops);
+  if (ref_tflops > 0) std::printf("   %.3fx cuBLAS", tflops / ref_tflops);
+  std::printf("\n");
+}
+
+int run(const Options& o) {
+  const tools::GemmSetup& s = o.setup;
+  tools::GemmBuffers buffers(s, o.time ? 0 : 1, 7);
+  tools::CublasGemm cublas;
+  GemmArgs args = buffers.args(0);
+  GemmDeviceContext ctx;
+  HOPATTN_CUDA_CHECK(cudaGetDevice(&ctx.current_device));
+  ctx.stream_device = ctx.current_device;
+  HOPATTN_CUDA_CHECK(cudaDeviceGetAttribute(&ctx.sm_count, cudaDevAttrMultiProcessorCount, ctx.current_device));
+  std::string why;
+  const Variant chosen = select_variant(args, ctx, &why);
+  std::printf("gemm m=%lld n=%lld k=%lld dtype=%s out=%s layout=%s alpha=%g beta=%g variant=%s (%s)\n",
+              (long long)s.m, (long long)s.n, (long long)s.k, hopattn_dtype_name(s.dtype), hopattn_dtype_name(s.out),
+              tools::layout_string(s).c_str(), s.alpha, s.beta, variant_name(chosen), why.c_str());
+  if (const Status st = gemm(args, nullptr); !st.ok()) {
+    std::fprintf(stderr, "hopattn gemm: %s\n", st.to_string().c_str());
+    return 1;
+  }
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  int rc = 0;
+  if (o.check) {
+    if (s.beta != 0.0f) {
+      std::fprintf(stderr, "hopattn gemm: --check needs --beta 0 (D is updated in place by both runs)\n");
+      return 2;
+    }
+    const tools::HostMatrix ours = tools::download_matrix(args.d);
+    GemmArgs lib = buffers.args(0);
+    HOPATTN_CUDA_CHECK(cudaMemset(lib.d.data, 0xff, size_t(tools::storage_elements(lib.d)) * (s.out == HOPATTN_DTYPE_FP32 ? 4 : 2)));
+    if (const Status st = cublas.run(lib, nullptr); !st.ok()) {
+      std::fprintf(stderr, "cuBLAS: %s\n", st.to_string().c_str());
+      return 1;
+    }
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::string err = tools::compare_with_library(ours, tools::download_matrix(lib.d), s.k, std::fabs(s.alpha), s.out);
+    std::printf("  check vs cuBLAS: %s\n", err.empty() ? "ok (every element within tolerance)" : err.c_str());
+    if (!err.empty()) rc = 1;
+  }
+  if (o.time) {
+    int next = 0;
+    const bench::Timing ours = bench::time_launches(
+        [&] {
+          const Status st = gemm(buffers.args(next++), nullptr);
+          if (!st.ok()) throw std::runtime_error(st.to_string());
+        },
+        nullptr);
+    const bench::Timing ref = bench::time_launches(
+        [&] {
+          const Status st = cublas.run(buffers.args(next++), nullptr);
+          if (!st.ok()) throw std::runtime_error(st.to_string());
+        },
+        nullptr);
+    const double flops = tools::gemm_flops(s);
+    const double ref_tflops = flops / (ref.median_ms * 1e-3) / 1e12;
+    print_timing("hopattn", ours.median_ms, flops, ref_tflops);
+    print_timing("cublas", ref.median_ms, flops, 0);
+  }
+  return rc;
+}
+
+}  // namespace
+
+int run_gemm_command(int argc, char** argv) {
+  Options o;
+  std::string error;
+  bool out_given = false;
+  for (int i = 1; i < argc; ++i) out_given |= std::string(argv[i]) == "--out";
+  if (!parse(argc, argv, &o, &error)) {
+    std::fprintf(stderr, "hopattn gemm: %s\n%s", error.c_str(), kUsage);
+    return 2;
+  }
+  if (!out_given) o.setup.out = o.setup.dtype;
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hopattn gemm: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace hopattn::gemm

@@ -1,0 +1,261 @@
+// GEMM on the GPU, every compiled variant: D = alpha·A·B + beta·C against an fp64 host
+// reference (small problems) or cuBLAS (large ones), with residue tiles, all four A/B layouts,
+// row- and column-major D, bf16/fp16 inputs, bf16/fp16/fp32 outputs and alpha/beta cases.
+// D is NaN-poisoned before each run and lives in padded storage: every element must be
+// written, and no padding element may be. With beta == 0, C is NaN-filled: it must not be read.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/cuda_check.hpp"
+#include "device_utils.hpp"
+#include "gemm/gemm.hpp"
+#include "gemm/tools/cublas_gemm.hpp"
+#include "gemm/tools/gemm_reference.hpp"
+#include "gpu_test.hpp"
+
+namespace hopattn::gemm {
+namespace {
+
+using reference::DeviceBuffer;
+
+struct Case {
+  int m = 128, n = 128, k = 64;
+  hopattn_dtype_t dtype = HOPATTN_DTYPE_BF16, out = HOPATTN_DTYPE_BF16;
+  bool a_row = true, b_row = true, d_row = true;
+  float alpha = 1.0f, beta = 0.0f;
+  bool c_in_place = false;  // c is d itself
+  Variant variant = HOPATTN_GEMM_AUTO;
+  uint64_t seed = 1;
+
+  std::string str() const {
+    std::ostringstream os;
+    os << "variant=" << variant_name(variant) << " m=" << m << " n=" << n << " k=" << k << " dtype="
+       << hopattn_dtype_name(dtype) << " out=" << hopattn_dtype_name(out) << " layout=" << (a_row ? 'r' : 'c')
+       << (b_row ? 'r' : 'c') << (d_row ? 'r' : 'c') << " alpha=" << alpha << " beta=" << beta
+       << (c_in_place ? " c=d" : "");
+    return os.str();
+  }
+};
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+// A matrix in device memory with a leading dimension padded beyond its extent.
+struct DeviceMatrix {
+  DeviceBuffer buf;
+  Tensor t{};
+  DeviceMatrix(hopattn_dtype_t dtype, int64_t rows, int64_t cols, bool row_major, int64_t ld) {
+    t = matrix(nullptr, dtype, rows, cols, row_major, ld);
+    const int64_t elements = (row_major ? rows : cols) * ld;
+    buf = DeviceBuffer(size_t(std::max<int64_t>(elements, 1)) * dtype_bytes(dtype));
+    t.data = buf.get();
+  }
+  int64_t storage() const { return int64_t(buf.bytes() / dtype_bytes(t.dtype)); }
+  static size_t dtype_bytes(hopattn_dtype_t d) { return d == HOPATTN_DTYPE_FP32 ? 4 : 2; }
+};
+
+// TMA operands: leading dimension a multiple of 8 elements (16 bytes). D and C: odd padding, so
+// that a write past the row end lands on a poisoned element.
+int64_t operand_ld(int64_t contiguous) { return round_up(contiguous, 8); }
+int64_t output_ld(int64_t contiguous) { return contiguous + 3; }
+
+// Runs one case; returns "" on success, else what broke.
+std::string run_case(const Case& c, tools::CublasGemm* cublas) {
+  DeviceMatrix a(c.dtype, c.m, c.k, c.a_row, operand_ld(c.a_row ? c.k : c.m));
+  DeviceMatrix b(c.dtype, c.k, c.n, c.b_row, operand_ld(c.b_row ? c.n : c.k));
+  DeviceMatrix d(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m));
+  DeviceMatrix cm(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m));
+  reference::fill_normal(a.t.data, c.dtype, a.storage(), c.seed * 4 + 0, 1.0f);
+  reference::fill_normal(b.t.data, c.dtype, b.storage(), c.seed * 4 + 1, 1.0f);
+  reference::fill_nan(d.t.data, DeviceMatrix::dtype_bytes(c.out), d.storage());
+  if (c.beta != 0.0f) {
+    reference::fill_normal(c.c_in_place ? d.t.data : cm.t.data, c.out, d.storage(), c.seed * 4 + 2, 1.0f);
+  } else {
+    reference::fill_nan(cm.t.data, DeviceMatrix::dtype_bytes(c.out), cm.storage());  // must not be read
+  }
+  GemmArgs args{};
+  args.a = a.t, args.b = b.t, args.d = d.t;
+  args.c = c.c_in_place ? d.t : cm.t;
+  args.alpha = c.alpha, args.beta = c.beta;
+  args.variant = c.variant;
+  // The inputs of the check: C as it is before the run (D itself when in place).
+  const bool small = int64_t(c.m) * c.n * c.k <= (int64_t(1) << 25);
+  tools::HostMatrix host_c;
+  if (c.beta != 0.0f) host_c = tools::download_matrix(args.c);
+  std::vector<float> d_before;
+  DeviceMatrix lib(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m));
+  if (!small) {  // cuBLAS updates in place: give it C (or NaN) in D's layout
+    HOPATTN_CUDA_CHECK(cudaMemcpy(lib.t.data, args.c.data, lib.buf.bytes(), cudaMemcpyDeviceToDevice));
+  }
+
+  const Status s = gemm(args, nullptr);
+  if (!s.ok()) return "gemm failed: " + s.to_string();
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+
+  const tools::HostMatrix got = tools::download_matrix(d.t);
+  // Padding untouched: every storage element outside the matrix is still NaN (D not in place).
+  if (!c.c_in_place) {
+    const std::vector<float> raw = reference::download_as_float(d.t.data, c.out, d.storage());
+    const int64_t ld = c.d_row ? d.t.stride[0] : d.t.stride[1], run = c.d_row ? c.n : c.m;
+    for (int64_t e = 0; e < int64_t(raw.size()); ++e)
+      if (e % ld >= run && !std::isnan(raw[size_t(e)]))
+        return "padding element " + std::to_string(e) + " of D was written";
+  }
+  if (small) {
+    const tools::Reference ref = tools::reference_gemm(tools::download_matrix(a.t), tools::download_matrix(b.t),
+                                                       c.beta != 0.0f ? &host_c : nullptr, c.alpha, c.beta);
+    return tools::compare_with_reference(got, ref, c.out);
+  }
+  GemmArgs lib_args = args;
+  lib_args.d = lib.t;
+  lib_args.c = lib.t;
+  const Status ls = cublas->run(lib_args, nullptr);
+  if (!ls.ok()) return "cuBLAS failed: " + ls.to_string();
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  const double scale = std::fabs(c.alpha) + std::fabs(c.beta);
+  return tools::compare_with_library(got, tools::download_matrix(lib.t), c.k, scale, c.out);
+}
+
+class GemmVariant : public ::testing::TestWithParam<Variant> {
+ protected:
+  void SetUp() override {
+    HOPATTN_REQUIRE_SM90();
+    bool compiled = GetParam() == HOPATTN_GEMM_AUTO;
+    for (Variant v : compiled_variants(HOPATTN_DTYPE_BF16)) compiled |= (v == GetParam());
+    if (!compiled) GTEST_SKIP() << variant_name(GetParam()) << " is not compiled in this build";
+  }
+  tools::CublasGemm cublas_;
+};
+
+// M, N across tile residues (1, 7, one short, exact, one over, many tiles) and K across the
+// k-tile residues (8 and 24 below one tile, 64 exact, 1000 and 4096 many), cycling through the
+// layouts and beta cases. Small products against fp64, large ones against cuBLAS.
+TEST_P(GemmVariant, ResidueSweep) {
+  const int sizes[] = {1, 7, 127, 128, 129, 1000};
+  const int ks[] = {8, 24, 64, 1000, 4096};
+  int index = 0, failures = 0;
+  for (int m : sizes)
+    for (int n : sizes)
+      for (int k : ks) {
+        Case c;
+        c.m = m, c.n = n, c.k = k;
+        c.variant = GetParam();
+        c.a_row = (index & 1) == 0, c.b_row = (index & 2) == 0, c.d_row = (index % 3) != 2;
+        c.beta = (index % 4 == 3) ? 0.75f : 0.0f;
+        c.alpha = (index % 5 == 4) ? -0.5f : 1.0f;
+        c.seed = uint64_t(index) + 100;
+        ++index;
+        const std::string err = run_case(c, &cublas_);
+        if (!err.empty() && ++failures <= 10) ADD_FAILURE() << c.str() << ": " << err;
+      }
+  EXPECT_EQ(failures, 0) << failures << " of " << index << " cases failed";
+}
+
+// Every layout, input and output type, D row- and column-major.
+TEST_P(GemmVariant, LayoutsAndTypes) {
+  int index = 0;
+  for (hopattn_dtype_t dtype : {HOPATTN_DTYPE_BF16, HOPATTN_DTYPE_FP16})
+    for (hopattn_dtype_t out : {HOPATTN_DTYPE_BF16, HOPATTN_DTYPE_FP16, HOPATTN_DTYPE_FP32})
+      for (int layout = 0; layout < 8; ++layout) {
+        Case c;
+        c.m = 129, c.n = 200, c.k = 1000;
+        c.dtype = dtype, c.out = out;
+        c.a_row = layout & 1, c.b_row = layout & 2, c.d_row = layout & 4;
+        c.variant = GetParam();
+        c.beta = 0.5f;
+        c.seed = uint64_t(++index);
+        bool compiled = GetParam() == HOPATTN_GEMM_AUTO;
+        for (Variant v : compiled_variants(dtype)) compiled |= (v == GetParam());
+        if (!compiled) continue;
+        const std::string err = run_case(c, &cublas_);
+        EXPECT_EQ(err, "") << c.str();
+      }
+}
+
+TEST_P(GemmVariant, AlphaBeta) {
+  struct AB {
+    float alpha, beta;
+    bool in_place;
+  };
+  const AB cases[] = {{1.0f, 0.0f, false}, {2.0f, 0.0f, false}, {0.0f, 1.0f, false}, {-1.0f, 1.0f, false},
+                      {0.5f, -2.0f, false}, {1.0f, 1.0f, true},  {1.5f, 0.25f, true}};
+  int index = 0;
+  for (const AB& ab : cases) {
+    Case c;
+    c.m = 200, c.n = 136, c.k = 264;
+    c.alpha = ab.alpha, c.beta = ab.beta, c.c_in_place = ab.in_place;
+    c.out = HOPATTN_DTYPE_FP32;
+    c.variant = GetParam();
+    c.seed = uint64_t(++index) + 1000;
+    EXPECT_EQ(run_case(c, &cublas_), "") << c.str();
+  }
+}
+
+// Large square and LLM-like shapes against cuBLAS (multiple waves, long K).
+TEST_P(GemmVariant, LargeAgainstCublas) {
+  const int shapes[][3] = {{2048, 2048, 2048}, {1024, 3000, 4096}, {4096, 1024, 8192}};
+  int index = 0;
+  for (const auto& s : shapes) {
+    Case c;
+    c.m = s[0], c.n = s[1], c.k = s[2];
+    c.a_row = index != 1, c.b_row = index == 2;
+    c.variant = GetParam();
+    c.seed = uint64_t(++index) + 2000;
+    EXPECT_EQ(run_case(c, &cublas_), "") << c.str();
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<Variant>& info) { return variant_name(info.param); }
+
+INSTANTIATE_TEST_SUITE_P(Variants, GemmVariant,
+                         ::testing::Values(HOPATTN_GEMM_AUTO, HOPATTN_GEMM_TMA_WGMMA, HOPATTN_GEMM_PIPELINED,
+                                           HOPATTN_GEMM_WARP_SPECIALIZED, HOPATTN_GEMM_COOPERATIVE,
+                                           HOPATTN_GEMM_PINGPONG),
+                         param_name);
+
+TEST(GemmApiGpu, HostPointerIsRejected) {
+  HOPATTN_REQUIRE_SM90();
+  std::vector<uint16_t> host_a(64 * 64, 0x3f80);
+  DeviceBuffer b(64 * 64 * 2), d(64 * 64 * 2);
+  GemmArgs args{};
+  args.a = matrix(host_a.data(), HOPATTN_DTYPE_BF16, 64, 64, true);
+  args.b = matrix(b.get(), HOPATTN_DTYPE_BF16, 64, 64, true);
+  args.d = matrix(d.get(), HOPATTN_DTYPE_BF16, 64, 64, true);
+  args.alpha = 1.0f;
+  const Status s = gemm(args, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("a: points to host memory"), std::string::npos) << s.to_string();
+}
+
+TEST(GemmApiGpu, UnalignedLeadingDimensionIsRejected) {
+  HOPATTN_REQUIRE_SM90();
+  DeviceBuffer a(100 * 100 * 2), b(100 * 64 * 2), d(100 * 64 * 2);
+  GemmArgs args{};
+  args.a = matrix(a.get(), HOPATTN_DTYPE_BF16, 100, 100, false);  // column-major, ld = 100: 200 bytes
+  args.b = matrix(b.get(), HOPATTN_DTYPE_BF16, 100, 64, true);
+  args.d = matrix(d.get(), HOPATTN_DTYPE_BF16, 100, 64, true);
+  args.alpha = 1.0f;
+  const hopattn_status_t s = hopattn_gemm(&args, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(s.message).find("a.stride[1] = 100 elements (200 bytes) is not a multiple of 16 bytes"),
+            std::string::npos)
+      << s.message;
+}
+
+TEST(GemmApiGpu, EmptyOutputIsANoOp) {
+  HOPATTN_REQUIRE_SM90();
+  DeviceBuffer b(64 * 16 * 2);
+  GemmArgs args{};
+  args.a = matrix(nullptr, HOPATTN_DTYPE_BF16, 0, 64, true);
+  args.b = matrix(b.get(), HOPATTN_DTYPE_BF16, 64, 16, true);
+  args.d = matrix(nullptr, HOPATTN_DTYPE_BF16, 0, 16, true);
+  args.alpha = 1.0f;
+  const Status s = gemm(args, nullptr);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+}
+
+}  // namespace
+}  // namespace hopattn::gemm
