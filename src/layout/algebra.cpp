@@ -1,6 +1,7 @@
 #include "algebra.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace hopattn::layout {
@@ -54,89 +55,115 @@ std::vector<Mode> remaining_factors(const std::vector<Mode>& s, std::size_t i, I
   return rest;
 }
 
-// Definitions 2.12 and 2.13 for one mode N:r of B. `s` is A's composition shape (its last leaf
-// is the extended one).
+// One mode N:r of B against A's composition shape `s` (its last leaf is the extended one), with
+// what the messages need.
+struct ModeContext {
+  const std::vector<Mode>& s;
+  Mode b;
+  bool say;
+  std::string label;    // names the mode of B
+  std::string shape_a;  // A's shape in CuTe notation
+};
+
+ModeComposition success(const ModeContext& ctx, std::vector<Mode> modes, const std::string& why) {
+  ModeComposition out;
+  out.ok = true;
+  out.modes = std::move(modes);
+  if (ctx.say) out.text = ctx.label + ": " + why + "; composes to " + Layout::flat(out.modes).str();
+  return out;
+}
+
+ModeComposition failure(const ModeContext& ctx, const std::string& why) {
+  ModeComposition out;
+  if (ctx.say) out.text = why + " (" + ctx.label + ")";
+  return out;
+}
+
+// Modes that compose without conditions: shape 1 (stripped, section 2.2) and stride 0 (outside
+// the note; f^_A(0) = 0).
+std::optional<ModeComposition> trivial_mode(const ModeContext& ctx) {
+  if (ctx.b.shape == 1) return success(ctx, {Mode{1, 0}}, "shape 1, stripped (section 2.2)");
+  if (ctx.b.stride == 0) {
+    return success(ctx, {Mode{ctx.b.shape, 0}}, "stride 0 (outside the note, footnote 2): f^_A(0*x) = 0");
+  }
+  return std::nullopt;
+}
+
+// Definition 2.11: the division index i (the mode of A the stride falls into) and the product
+// of the shapes before it.
+struct Division {
+  std::size_t index = 0;
+  Int prefix = 1;
+};
+
+Division division_of(const std::vector<Mode>& s, Int stride) {
+  Division d;
+  while (d.index + 1 < s.size() && stride >= checked_mul(d.prefix, s[d.index].shape)) {
+    d.prefix *= s[d.index].shape;
+    ++d.index;
+  }
+  return d;
+}
+
+std::string left_division_failure(const ModeContext& ctx, const Division& d) {
+  const Int r = ctx.b.stride;
+  const std::string head = "stride " + to_string(r) + " of B does not left-divide the shape " +
+                           ctx.shape_a + " of A: ";
+  if (r % d.prefix != 0) {
+    return head + "it falls in mode " + to_string(d.index) + " of A, and the product " +
+           to_string(d.prefix) + " of the shapes before that mode does not divide " + to_string(r);
+  }
+  const Int c = r / d.prefix;
+  return head + to_string(r) + " = " + to_string(d.prefix) + "*" + to_string(c) + " falls in mode " +
+         to_string(d.index) + " of A, and " + to_string(c) + " does not divide its shape " +
+         to_string(ctx.s[d.index].shape);
+}
+
+// Definition 2.12 (2) and 2.13: N must be weakly left divisible by (M_i/c, M_{i+1}, ..., inf).
+ModeComposition weakly_divide(const ModeContext& ctx, std::size_t i, Int c) {
+  const std::vector<Mode> rest = remaining_factors(ctx.s, i, c);
+  const std::size_t finite = rest.size() - 1;
+  const Int n = ctx.b.shape;
+  Int q = 1;
+  std::size_t j = 0;
+  while (j < finite && n >= checked_mul(q, rest[j].shape)) q *= rest[j].shape, ++j;
+  if (n % q != 0) {
+    return failure(ctx, "shape " + to_string(n) + " of B is not weakly left-divisible by " +
+                            extended_shape_str(rest) + ", what remains of A's shape " + ctx.shape_a +
+                            " after stride " + to_string(ctx.b.stride) + ": it spans the first " +
+                            to_string(j) + " factor(s), whose product " + to_string(q) +
+                            " does not divide " + to_string(n));
+  }
+  std::vector<Mode> modes(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(j));
+  if (n / q > 1) modes.push_back(Mode{n / q, rest[j].stride});
+  return success(ctx, std::move(modes),
+                 ctx.say ? "stride " + to_string(ctx.b.stride) + " left-divides " + ctx.shape_a +
+                               " (division index " + to_string(i) + ", c = " + to_string(c) +
+                               "), shape " + to_string(n) + " weakly left-divides the rest " +
+                               extended_shape_str(rest)
+                         : "");
+}
+
+// Definitions 2.12 and 2.13 for one mode N:r of B.
 ModeComposition compose_mode(const std::vector<Mode>& s, Mode b, Explain explain,
                              const std::string& label) {
   const bool say = explain == Explain::kYes;
+  const ModeContext ctx{s, b, say, label, say ? tuple_str(shapes_of(s)) : ""};
+  if (std::optional<ModeComposition> trivial = trivial_mode(ctx)) return *trivial;
+  const Division d = division_of(s, b.stride);
   const std::size_t alpha = s.size() - 1;
-  const std::string shape_a = say ? tuple_str(shapes_of(s)) : "";
-  ModeComposition out;
-  if (b.shape == 1) {
-    out.ok = true;
-    out.modes = {Mode{1, 0}};
-    if (say) out.text = label + ": shape 1, stripped (section 2.2); composes to 1:0";
-    return out;
+  const bool divisible = b.stride % d.prefix == 0;
+  const Int c = divisible ? b.stride / d.prefix : 0;
+  if (!divisible || (d.index < alpha && s[d.index].shape % c != 0)) {
+    return failure(ctx, say ? left_division_failure(ctx, d) : "");
   }
-  if (b.stride == 0) {
-    out.ok = true;
-    out.modes = {Mode{b.shape, 0}};
-    if (say) {
-      out.text = label + ": stride 0 (outside the note, footnote 2): f^_A(0*x) = 0, composes to " +
-                 to_string(b.shape) + ":0";
-    }
-    return out;
+  if (d.index == alpha) {
+    return success(ctx, {Mode{b.shape, checked_mul(c, s[alpha].stride)}},
+                   say ? "stride " + to_string(b.stride) + " = " + to_string(d.prefix) + "*" +
+                             to_string(c) + " reaches A's last, extended mode"
+                       : "");
   }
-  // Definition 2.11: the division index i is the mode of A that the stride r falls into.
-  Int prefix = 1;
-  std::size_t i = 0;
-  while (i < alpha && b.stride >= checked_mul(prefix, s[i].shape)) prefix *= s[i].shape, ++i;
-  if (b.stride % prefix != 0) {
-    if (say) {
-      out.text = "stride " + to_string(b.stride) + " of B does not left-divide the shape " +
-                 shape_a + " of A: it falls in mode " + to_string(i) + " of A, and the product " +
-                 to_string(prefix) + " of the shapes before that mode does not divide " +
-                 to_string(b.stride) + " (" + label + ")";
-    }
-    return out;
-  }
-  const Int c = b.stride / prefix;
-  if (i < alpha && s[i].shape % c != 0) {
-    if (say) {
-      out.text = "stride " + to_string(b.stride) + " of B does not left-divide the shape " +
-                 shape_a + " of A: " + to_string(b.stride) + " = " + to_string(prefix) + "*" +
-                 to_string(c) + " falls in mode " + to_string(i) + " of A, and " + to_string(c) +
-                 " does not divide its shape " + to_string(s[i].shape) + " (" + label + ")";
-    }
-    return out;
-  }
-  if (i == alpha) {
-    out.ok = true;
-    out.modes = {Mode{b.shape, checked_mul(c, s[alpha].stride)}};
-    if (say) {
-      out.text = label + ": stride " + to_string(b.stride) + " = " + to_string(prefix) + "*" +
-                 to_string(c) + " reaches A's last, extended mode; composes to " +
-                 Layout::flat(out.modes).str();
-    }
-    return out;
-  }
-  // Definition 2.12 (2): N must be weakly left divisible by the remaining factorization.
-  const std::vector<Mode> rest = remaining_factors(s, i, c);
-  const std::size_t finite = rest.size() - 1;
-  Int q = 1;
-  std::size_t j = 0;
-  while (j < finite && b.shape >= checked_mul(q, rest[j].shape)) q *= rest[j].shape, ++j;
-  if (b.shape % q != 0) {
-    if (say) {
-      out.text = "shape " + to_string(b.shape) + " of B is not weakly left-divisible by " +
-                 extended_shape_str(rest) + ", what remains of A's shape " + shape_a +
-                 " after stride " + to_string(b.stride) + ": it spans the first " + to_string(j) +
-                 " factor(s), whose product " + to_string(q) + " does not divide " +
-                 to_string(b.shape) + " (" + label + ")";
-    }
-    return out;
-  }
-  out.ok = true;
-  out.modes.assign(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(j));
-  const Int last = b.shape / q;
-  if (last > 1) out.modes.push_back(Mode{last, rest[j].stride});
-  if (say) {
-    out.text = label + ": stride " + to_string(b.stride) + " left-divides " + shape_a +
-               " (division index " + to_string(i) + ", c = " + to_string(c) + "), shape " +
-               to_string(b.shape) + " weakly left-divides the rest " + extended_shape_str(rest) +
-               "; composes to " + Layout::flat(out.modes).str();
-  }
-  return out;
+  return weakly_divide(ctx, d.index, c);
 }
 
 // M' of Definition 2.16: the product of all shapes but the last (extended) one.
@@ -217,49 +244,85 @@ Interval interval_of_definition(const Layout& a, Mode b_mode) {
   return interval_within(inner_size(composition_shape(a)), b_mode);
 }
 
-Outcome complement(const Layout& a, Int m, Explain explain) {
-  Outcome out;
-  Verdict& verdict = out.verdict;
-  if (m < 1) {
-    fail(verdict, explain, "M = " + to_string(m) + " must be a positive integer");
-    return out;
-  }
-  const std::vector<Mode> sorted = sort_layout(a).modes();
-  if (explain == Explain::kYes) {
-    step(verdict, explain, "A sorted by stride (Definition 2.4): " + Layout::flat(sorted).str());
-  }
+namespace {
+
+// Definition 2.5 on A sorted: N_{i-1} d_{i-1} | d_i, and N_alpha d_alpha | M.
+void check_complement(const std::vector<Mode>& sorted, Int m, Verdict& verdict, Explain explain) {
+  const bool say = explain == Explain::kYes;
   for (std::size_t i = 0; i < sorted.size(); ++i) {
     const Mode& mode = sorted[i];
     const Int span = checked_mul(mode.shape, mode.stride);
     const bool last = i + 1 == sorted.size();
     const Int next = last ? m : sorted[i + 1].stride;
-    if (divides(span, next)) {
-      if (explain == Explain::kYes) {
-        step(verdict, explain,
-             to_string(mode.shape) + "*" + to_string(mode.stride) + " = " + to_string(span) +
-                 " divides " + (last ? "M = " : "the next stride ") + to_string(next));
-      }
+    const bool ok = divides(span, next);
+    if (!ok && !say) {
+      verdict.holds = false;
+      return;
+    }
+    if (!say) continue;
+    std::string text = to_string(mode.shape) + "*" + to_string(mode.stride) + " = " + to_string(span) +
+                       (ok ? " divides " : " does not divide ") + (last ? "M = " : "the next stride ") +
+                       to_string(next);
+    if (ok) {
+      step(verdict, explain, std::move(text));
       continue;
     }
-    if (explain == Explain::kNo) {
-      verdict.holds = false;
-      return out;
-    }
-    std::string why = to_string(mode.shape) + "*" + to_string(mode.stride) + " = " +
-                      to_string(span) + " does not divide " +
-                      (last ? "M = " : "the next stride ") + to_string(next) +
-                      " (A sorted: " + Layout::flat(sorted).str() + ")";
-    if (mode.stride == 0) why += "; the note excludes zero strides (footnote 2)";
-    fail(verdict, explain, std::move(why));
+    text += " (A sorted: " + Layout::flat(sorted).str() + ")";
+    if (mode.stride == 0) text += "; the note excludes zero strides (footnote 2)";
+    fail(verdict, explain, std::move(text));
   }
-  if (!verdict.holds) return out;
+}
+
+// Definition 2.6: (d_0, d_1/(N_0 d_0), ..., M/(N_alpha d_alpha)) : (1, N_0 d_0, ..., N_alpha d_alpha).
+Layout complement_closed_form(const std::vector<Mode>& sorted, Int m) {
   std::vector<Mode> modes{Mode{sorted[0].stride, 1}};
   for (std::size_t i = 0; i < sorted.size(); ++i) {
     const Int span = sorted[i].shape * sorted[i].stride;
     const Int next = i + 1 == sorted.size() ? m : sorted[i + 1].stride;
     modes.push_back(Mode{next / span, span});
   }
-  out.result = Layout::flat(std::move(modes));
+  return Layout::flat(std::move(modes));
+}
+
+// Definition 2.17 (2): the intervals of definition of B's leaves must be pairwise disjoint.
+void check_disjoint(const Layout& shape_a, const Layout& b, Verdict& verdict, Explain explain) {
+  const std::vector<Mode>& leaves = b.modes();
+  const Int inner = inner_size(shape_a);
+  std::vector<Interval> intervals;
+  for (const Mode& leaf : leaves) intervals.push_back(interval_within(inner, leaf));
+  for (std::size_t k = 0; k < leaves.size(); ++k) {
+    for (std::size_t l = k + 1; l < leaves.size(); ++l) {
+      const Interval x = intervals[k];
+      const Interval y = intervals[l];
+      if (x.empty() || y.empty() || x.hi < y.lo || y.hi < x.lo) continue;
+      verdict.holds = false;
+      if (explain == Explain::kNo) continue;
+      fail(verdict, explain,
+           "the intervals of definition " + interval_str(x) + " of " + leaf_label(b, k) + " and " +
+               interval_str(y) + " of " + leaf_label(b, l) +
+               " intersect (Definition 2.17): these modes of B overlap inside A's shape " +
+               tuple_str(shapes_of(shape_a.modes())));
+    }
+  }
+  if (verdict.holds && leaves.size() > 1) {
+    step(verdict, explain, "the intervals of definition of B's modes are pairwise disjoint");
+  }
+}
+
+}  // namespace
+
+Outcome complement(const Layout& a, Int m, Explain explain) {
+  Outcome out;
+  if (m < 1) {
+    fail(out.verdict, explain, "M = " + to_string(m) + " must be a positive integer");
+    return out;
+  }
+  const std::vector<Mode> sorted = sort_layout(a).modes();
+  if (explain == Explain::kYes) {
+    step(out.verdict, explain, "A sorted by stride (Definition 2.4): " + Layout::flat(sorted).str());
+  }
+  check_complement(sorted, m, out.verdict, explain);
+  if (out.verdict.holds) out.result = complement_closed_form(sorted, m);
   return out;
 }
 
@@ -282,31 +345,8 @@ Outcome compose(const Layout& a, const Layout& b, Explain explain) {
       fail(verdict, explain, std::move(mode.text));
     }
   }
-  // Definition 2.17 (2): the intervals of definition must be pairwise disjoint.
-  const Int inner = inner_size(shape_a);
-  std::vector<Interval> intervals;
-  for (const Mode& leaf : leaves) intervals.push_back(interval_within(inner, leaf));
-  for (std::size_t k = 0; k < leaves.size(); ++k) {
-    for (std::size_t l = k + 1; l < leaves.size(); ++l) {
-      const Interval x = intervals[k];
-      const Interval y = intervals[l];
-      if (x.empty() || y.empty() || x.hi < y.lo || y.hi < x.lo) continue;
-      if (explain == Explain::kNo) {
-        verdict.holds = false;
-        continue;
-      }
-      fail(verdict, explain,
-           "the intervals of definition " + interval_str(x) + " of " + leaf_label(b, k) + " and " +
-               interval_str(y) + " of " + leaf_label(b, l) +
-               " intersect (Definition 2.17): these modes of B overlap inside A's shape " +
-               tuple_str(shapes_of(shape_a.modes())));
-    }
-  }
-  if (!verdict.holds) return out;
-  if (explain == Explain::kYes && leaves.size() > 1) {
-    step(verdict, explain, "the intervals of definition of B's modes are pairwise disjoint");
-  }
-  out.result = replace_leaves(b, parts);
+  check_disjoint(shape_a, b, verdict, explain);
+  if (verdict.holds) out.result = replace_leaves(b, parts);
   return out;
 }
 
