@@ -68,11 +68,11 @@ double tiny(hopattn_dtype_t t) {
 }  // namespace
 
 double tolerance(double reference, double magnitude, hopattn_dtype_t out_dtype) {
-  return magnitude * std::ldexp(1.0, -20) + std::fabs(reference) * half_ulp(out_dtype) + tiny(out_dtype);
+  return magnitude * std::ldexp(1.0, -18) + std::fabs(reference) * half_ulp(out_dtype) + tiny(out_dtype);
 }
 
 double tolerance_vs_library(double value, int64_t k, double input_scale, hopattn_dtype_t out_dtype) {
-  return double(k) * std::ldexp(1.0, -22) * input_scale * input_scale + std::fabs(value) * 2.0 * half_ulp(out_dtype) +
+  return double(k) * std::ldexp(1.0, -19) * input_scale * input_scale + std::fabs(value) * 2.0 * half_ulp(out_dtype) +
          tiny(out_dtype);
 }
 

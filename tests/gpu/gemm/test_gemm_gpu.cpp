@@ -13,6 +13,7 @@
 #include "common/cuda_check.hpp"
 #include "device_utils.hpp"
 #include "gemm/gemm.hpp"
+#include "gemm/gemm_bench.hpp"
 #include "gemm/tools/cublas_gemm.hpp"
 #include "gemm/tools/gemm_reference.hpp"
 #include "gpu_test.hpp"
@@ -255,6 +256,26 @@ TEST(GemmApiGpu, EmptyOutputIsANoOp) {
   args.alpha = 1.0f;
   const Status s = gemm(args, nullptr);
   EXPECT_TRUE(s.ok()) << s.to_string();
+}
+
+}  // namespace
+}  // namespace hopattn::gemm
+
+namespace hopattn::gemm {
+namespace {
+
+// Not a correctness test: the variant progression at 8192^3 against cuBLAS, runnable before the
+// CLI wiring with --gtest_also_run_disabled_tests --gtest_filter=GemmBench.*
+TEST(GemmBench, DISABLED_Progression) {
+  HOPATTN_REQUIRE_SM90();
+  const auto rows = run_gemm_bench({"--shapes", "progression", "--layout", "rcr"});
+  EXPECT_FALSE(rows.empty());
+}
+
+TEST(GemmBench, DISABLED_SquareAndLlm) {
+  HOPATTN_REQUIRE_SM90();
+  const auto rows = run_gemm_bench({"--shapes", "square,llm", "--layout", "rcr"});
+  EXPECT_FALSE(rows.empty());
 }
 
 }  // namespace
