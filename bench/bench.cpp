@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "attention/device/compiled_set.hpp"
 #include "attention_reference.hpp"
 #include "baselines/baselines.hpp"
 #include "common/cuda_check.hpp"
@@ -126,14 +127,14 @@ bool time_attention(const std::string& impl, const ForwardFn& fn, const Attentio
 }
 
 void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
-  std::printf("\n%-8s %-5s %6s %6s %7s %6s %-8s %9s %9s %9s %9s\n", "op", "hdim", "causal", "seqlen",
+  std::printf("\n%-8s %-5s %6s %6s %7s %6s %-22s %9s %9s %9s %9s\n", "op", "hdim", "causal", "seqlen",
               "batch", "heads", "impl", "ms", "TFLOP/s", "vs_cudnn", "vs_gemm");
   for (const Row& r : rows) {
     if (r.op != "attn_fwd") continue;
     char ratio[16] = "-", gemm[16] = "-";
     if (r.ratio_vs_cudnn > 0) std::snprintf(ratio, sizeof(ratio), "%.3f", r.ratio_vs_cudnn);
     if (gemm_tflops > 0) std::snprintf(gemm, sizeof(gemm), "%.3f", r.tflops / gemm_tflops);
-    std::printf("%-8s %-5d %6d %6d %7d %6d %-8s %9.4f %9.1f %9s %9s\n", r.op.c_str(), r.hdim, r.causal,
+    std::printf("%-8s %-5d %6d %6d %7d %6d %-22s %9.4f %9.1f %9s %9s\n", r.op.c_str(), r.hdim, r.causal,
                 r.seqlen_q, r.batch, r.heads_q, r.impl.c_str(), r.ms, r.tflops, ratio, gemm);
   }
 }
@@ -141,12 +142,13 @@ void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
 }  // namespace
 
 std::string bench_usage() {
-  return "usage: hopattn bench [--csv FILE] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
+  return "usage: hopattn bench [--op attn|gemm] [--csv FILE] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
          "                     [--causal 0,1] [--dtype bf16|fp16] [--tokens 16384] [--hidden 2048]\n"
-         "                     [--no-ceilings] [--quick]\n"
+         "                     [--no-ceilings] [--quick] [--schedules 0,1,2]\n"
          "Default grid: FlashAttention-3 paper's (16k tokens, hidden 2048, bf16, head dims 64/128/256,\n"
          "seqlen 512..16k, causal and not), with cuDNN and the ceilings measured in the same run.\n"
-         "--quick: a short grid (hdim 128, seqlen 1024 and 4096) for a smoke run.\n";
+         "--quick: a short grid (hdim 128, seqlen 1024 and 4096) for a smoke run.\n"
+         "--schedules: hopattn schedules to time; rows of schedule k > 0 have impl hopattn:<tile config>.\n";
 }
 
 bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* error) {
@@ -164,6 +166,10 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--tokens") o->tokens = parse_int_list(value()).at(0);
       else if (a == "--hidden") o->hidden = parse_int_list(value()).at(0);
       else if (a == "--no-ceilings") o->ceilings = false;
+      else if (a == "--schedules") o->schedules = parse_int_list(value());
+      else if (a == "--op") {
+        if (value() != "attn") throw std::invalid_argument("--op: attn (default) or gemm");
+      }
       else if (a == "--quick") o->hdims = {128}, o->seqlens = {1024, 4096}, o->target_group_ms = 10;
       else if (a == "--dtype") {
         const std::string t = value();
@@ -223,9 +229,18 @@ int run_bench(const BenchOptions& opt) {
   reference::fill_normal(buf.k.get(), opt.dtype, elems, 2, 1.0f, stream);
   reference::fill_normal(buf.v.get(), opt.dtype, elems, 3, 1.0f, stream);
 
-  std::vector<std::pair<std::string, ForwardFn>> impls;
-  impls.emplace_back("hopattn", [](const AttentionForwardArgs& a, Stream s) { return attention_forward(a, s); });
-  if (cudnn) impls.emplace_back("cudnn", [&](const AttentionForwardArgs& a, Stream s) { return cudnn->forward(a, s); });
+  // (name, schedule or -1 for cuDNN)
+  std::vector<std::pair<std::string, int>> impls;
+  for (int s : opt.schedules) impls.emplace_back("hopattn", s);
+  if (cudnn) impls.emplace_back("cudnn", -1);
+  auto forward_fn = [&](int schedule) -> ForwardFn {
+    if (schedule < 0) return [&](const AttentionForwardArgs& a, Stream s) { return cudnn->forward(a, s); };
+    return [schedule](const AttentionForwardArgs& a, Stream s) {
+      AttentionForwardArgs b = a;
+      b.schedule = schedule;
+      return attention_forward(b, s);
+    };
+  };
 
   std::map<std::string, std::string> skipped;  // impl -> first reason
   for (int hdim : opt.hdims)
@@ -240,7 +255,10 @@ int run_bench(const BenchOptions& opt) {
         const AttentionForwardArgs args = attention_args(buf, opt.dtype, batch, seqlen, heads, hdim, causal);
         double cudnn_ms = 0;
         std::vector<Row> cell;
-        for (const auto& [name, fn] : impls) {
+        for (const auto& [base_name, schedule] : impls) {
+          const std::string name =
+              schedule > 0 ? base_name + ":" + attention::schedule_name(hdim, schedule) : base_name;
+          const ForwardFn fn = forward_fn(schedule);
           Row r;
           r.op = "attn_fwd", r.dtype = hopattn_dtype_name(opt.dtype);
           r.hdim = hdim, r.causal = causal, r.batch = batch, r.heads_q = r.heads_kv = heads;

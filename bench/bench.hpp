@@ -20,6 +20,7 @@ struct BenchOptions {
   int tokens = 16384;  // batch = tokens / seqlen
   int hidden = 2048;   // heads = hidden / hdim
   bool ceilings = true;
+  std::vector<int> schedules = {0};  // hopattn schedules to time (0: the default per head dim)
   double target_group_ms = 25.0;
 };
 

@@ -2,7 +2,7 @@
 # One call on an H100/H200 machine (no network needed): the gpu test suite, `hopattn check` and
 # `hopattn bench`, with logs and CSV written to OUT_DIR.
 #
-#   scripts/gpu-run.sh OUT_DIR [--quick] [--bench "ARGS"]
+#   scripts/gpu-run.sh OUT_DIR [--quick] [--bench "ARGS"] [--gemm-bench "ARGS"]
 #
 # Uses the build in $BUILD (default build/) when it holds bin/hopattn, a build made elsewhere
 # included (carry it with .deps); otherwise builds first (needs .deps from scripts/bootstrap.sh).
@@ -11,11 +11,12 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-quick="" bench_args=""
+quick="" bench_args="" gemm_bench_args=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
     --bench) bench_args=$2; shift ;;
+    --gemm-bench) gemm_bench_args=$2; shift ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
   shift
@@ -42,24 +43,45 @@ if [ -n "$bld" ] && [ "$bld" != "$build" ] && [ ! -e "$bld" ]; then
   mkdir -p "$(dirname "$bld")" && ln -s "$build" "$bld"
 fi
 
-summary="$out/summary.txt"
-: >"$summary"
 step() {  # step NAME LOG COMMAND...
   local name=$1 log=$2; shift 2
   echo "== $name"
   local t0=$SECONDS
-  "$@" >"$out/$log" 2>&1
+  if [ "$(type -t "$1")" = file ]; then  # a program: bounded, so a hang cannot eat the session
+    timeout --kill-after=10 "${STEP_TIMEOUT:-1200}" "$@" >"$out/$log" 2>&1
+  else
+    "$@" >"$out/$log" 2>&1
+  fi
   local rc=$?
   echo "$name: exit $rc ($((SECONDS - t0)) s), log $log" | tee -a "$summary"
   return 0
 }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv >"$out/nvidia-smi.txt" 2>&1
-step info info.log "$build/bin/hopattn" info
-step tests tests.log ctest --test-dir "$build" --output-on-failure --output-junit "$out/tests.xml"
+# At most a handful of files come back from a lent machine: machine facts, SASS summary and step
+# statuses all go to summary.txt; each big step has its own log.
+summary="$out/summary.txt"
+: >"$summary"
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv
+  "$build/bin/hopattn" info; } >>"$summary" 2>&1
+# Matrix kernels must run on HGMMA with no local memory: count both in the library's SASS.
+sass_summary() {
+  command -v cuobjdump >/dev/null || { echo "cuobjdump not found"; return 1; }
+  cuobjdump -sass "$build/lib/libhopattn.so" >"$out/sass.txt" || return 1
+  echo "HGMMA instructions: $(grep -c HGMMA "$out/sass.txt")"
+  grep -oE "HGMMA\.[0-9x]+\.[A-Z0-9]+" "$out/sass.txt" | sort | uniq -c
+  echo "local memory (LDL/STL) instructions: $(grep -cE "\b(LDL|STL)" "$out/sass.txt")"
+  gzip -f "$out/sass.txt"
+}
+sass_summary >>"$summary" 2>&1
+# The gpu-labelled suite (the host tests are CI's; some need the build machine's compiler).
+step tests tests.log ctest --test-dir "$build" -L gpu --output-on-failure --timeout "${TEST_TIMEOUT:-600}"
 step check check.log "$build/bin/hopattn" check $quick
 step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" $bench_args
+if [ -n "$gemm_bench_args" ]; then
+  step gemm_bench gemm_bench.log "$build/bin/hopattn" bench --op gemm --csv "$out/gemm.csv" $gemm_bench_args
+fi
 echo "== summary"
 cat "$summary"
+grep -E "HGMMA instructions|LDL/STL" "$summary"
 tail -5 "$out/tests.log"
 grep -E "^check:" "$out/check.log"
 sed -n '/^op /,$p' "$out/bench.log" | head -60

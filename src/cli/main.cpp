@@ -2,10 +2,17 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "bench.hpp"
 #include "cli/commands.hpp"
+#include "common/cuda_check.hpp"
+#if HOPATTN_WITH_GEMM
+#include "gemm/gemm_bench.hpp"
+#include "gemm/gemm_command.hpp"
+#endif
 
 namespace hopattn::layout {
 int run_layout_command(int argc, char** argv);  // src/layout/layout_command.hpp
@@ -20,7 +27,52 @@ void usage(std::FILE* f) {
                "  check [--quick]      correctness grid on the GPU against the fp64 references\n"
                "  bench [options]      FlashAttention-3 paper grid vs cuDNN, with GEMM/copy ceilings\n"
                "                       (hopattn bench --help for options)\n"
+               "  bench --op gemm [...] hopattn's GEMM vs cuBLAS (hopattn bench --op gemm --help)\n"
+               "  gemm --m --n --k [--dtype] [--layout] [--variant] [--check]   one GEMM vs cuBLAS\n"
                "  layout EXPR [--check]  CuTe layout algebra: composition, complement, division\n");
+}
+
+#if HOPATTN_WITH_GEMM
+// `hopattn bench --op gemm [--csv FILE] [gemm bench flags]`
+int run_gemm_bench_command(int argc, char** argv) {
+  std::string csv, why;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--op") {
+      ++i;  // "gemm", already dispatched on
+    } else if (a == "--csv" && i + 1 < argc) {
+      csv = argv[++i];
+    } else if (a == "--help") {
+      std::fputs(hopattn::gemm::gemm_bench_usage().c_str(), stdout);
+      return 0;
+    } else {
+      args.push_back(a);
+    }
+  }
+  if (!hopattn::has_sm90_gpu(&why)) {
+    std::fprintf(stderr, "hopattn bench needs an NVIDIA Hopper GPU (sm_90: H100 or H200); %s\n", why.c_str());
+    return 2;
+  }
+  std::vector<hopattn::bench::Row> rows;
+  try {
+    rows = hopattn::gemm::run_gemm_bench(args);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "hopattn bench --op gemm: %s\n%s", e.what(), hopattn::gemm::gemm_bench_usage().c_str());
+    return 2;
+  }
+  if (!csv.empty()) {
+    hopattn::bench::write_csv(csv, hopattn::bench::current_run_info(), rows);
+    std::printf("CSV written to %s (%zu rows)\n", csv.c_str(), rows.size());
+  }
+  return 0;
+}
+#endif
+
+bool wants_gemm_bench(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (!std::strcmp(argv[i], "--op") && !std::strcmp(argv[i + 1], "gemm")) return true;
+  return false;
 }
 
 }  // namespace
@@ -35,6 +87,10 @@ int main(int argc, char** argv) {
     if (cmd == "info") return hopattn::cli::run_info();
     if (cmd == "check") return hopattn::cli::run_check_command(argc - 1, argv + 1);
     if (cmd == "layout") return hopattn::layout::run_layout_command(argc - 1, argv + 1);
+#if HOPATTN_WITH_GEMM
+    if (cmd == "gemm") return hopattn::gemm::run_gemm_command(argc - 1, argv + 1);
+    if (cmd == "bench" && wants_gemm_bench(argc - 1, argv + 1)) return run_gemm_bench_command(argc - 1, argv + 1);
+#endif
     if (cmd == "bench") {
       hopattn::bench::BenchOptions options;
       std::string error;

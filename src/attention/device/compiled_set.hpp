@@ -2,6 +2,7 @@
 // HOPATTN_DTYPES; the list is generated into compiled_set.cpp at configure time).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "hopattn/hopattn.h"
@@ -11,12 +12,12 @@ namespace hopattn::attention {
 const std::vector<int>& compiled_head_dims();
 const std::vector<hopattn_dtype_t>& compiled_dtypes();
 
-// Forward schedules: 0 is the default for every head dim. Later schedules (warp-specialized,
-// ping-pong, ...) are added here and selected through AttentionForwardArgs::schedule.
-constexpr int kScheduleCount = 1;
+// Forward schedules, selected through AttentionForwardArgs::schedule: 0 is the default for every
+// head dim; 1 and 2 are the alternative tile configurations of the FA2-style kernel kept for the
+// ablation (src/attention/kernel/sm90_fwd_config.hpp).
+constexpr int kScheduleCount = 3;
 
-// Whether this build holds the fused forward kernels (issue 3). Until then attention_forward
-// checks its arguments, handles the empty cases and reports kNotSupported for real work.
-constexpr bool kHasFusedForward = false;
+// A readable name for (head dim, schedule), e.g. "fa2_128x128x2" (block_m x block_n x stages).
+std::string schedule_name(int hdim, int schedule);
 
 }  // namespace hopattn::attention

@@ -1,0 +1,85 @@
+// Online softmax on the S accumulator registers (FlashAttention-2's recurrence).
+//
+// Each thread holds two rows of S per 64-row warpgroup tile; the four threads of a quad share a
+// row, so row reductions are a thread-local pass plus two shuffles. The running max is kept on
+// raw scores; exponentials are exp2(s · scale·log2(e) − max · scale·log2(e)), one FFMA and one
+// MUFU.EX2 per element. The row sum stays thread-partial until finalize().
+#pragma once
+
+#include <cute/tensor.hpp>
+
+#include "attention/collective/sm90_fwd_fragment_layouts.hpp"
+
+namespace hopattn::attention {
+
+template <int kRows>
+struct OnlineSoftmax {
+  float row_max[kRows];
+  float row_sum[kRows];  // partial: this thread's columns only, until finalize()
+  float scale_log2;
+
+  CUTE_DEVICE explicit OnlineSoftmax(float softmax_scale) : scale_log2(softmax_scale * float(M_LOG2E)) {
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) row_max[r] = -INFINITY, row_sum[r] = 0.0f;
+  }
+
+  CUTE_DEVICE static float quad_max(float x) {
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+  }
+  CUTE_DEVICE static float quad_sum(float x) {
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+  }
+
+  // Turns S into unnormalized P in place and rescales O for the new row maxima.
+  template <bool kFirst, class TensorS, class TensorO>
+  CUTE_DEVICE void update(TensorS& tSrS, TensorO& tOrO) {
+    auto s = acc_rowcol(tSrS);
+    auto o = acc_rowcol(tOrO);
+    static_assert(decltype(cute::size<0>(s))::value == kRows);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      float m = row_max[r];
+      CUTE_UNROLL
+      for (int j = 0; j < cute::size<1>(s); ++j) m = fmaxf(m, s(r, j));
+      m = quad_max(m);
+      // A row that has seen only masked scores keeps max = -inf; use 0 as the offset so that
+      // exp2(-inf - 0) = 0 instead of NaN.
+      const float offset = m == -INFINITY ? 0.0f : m * scale_log2;
+      if constexpr (!kFirst) {
+        const float old = row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale_log2;
+        const float alpha = exp2f(old - offset);
+        row_sum[r] *= alpha;
+        CUTE_UNROLL
+        for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= alpha;
+      }
+      row_max[r] = m;
+      float sum = 0.0f;
+      CUTE_UNROLL
+      for (int j = 0; j < cute::size<1>(s); ++j) {
+        s(r, j) = exp2f(s(r, j) * scale_log2 - offset);
+        sum += s(r, j);
+      }
+      row_sum[r] += sum;
+    }
+  }
+
+  // O /= rowsum; returns per-row LSE (natural log) in lse[]. Rows with no visible key (sum 0)
+  // get O = 0 and LSE = -inf.
+  template <class TensorO>
+  CUTE_DEVICE void finalize(TensorO& tOrO, float (&lse)[kRows]) {
+    auto o = acc_rowcol(tOrO);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const float sum = quad_sum(row_sum[r]);
+      const bool empty = sum == 0.0f || sum != sum;
+      const float inv = empty ? 0.0f : 1.0f / sum;
+      CUTE_UNROLL
+      for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= inv;
+      lse[r] = empty ? -INFINITY : row_max[r] * scale_log2 * float(M_LN2) + logf(sum);
+    }
+  }
+};
+
+}  // namespace hopattn::attention

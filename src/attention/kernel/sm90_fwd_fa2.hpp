@@ -1,0 +1,268 @@
+// FlashAttention-2 forward on Hopper, after Bikshandi & Shah, "A Case Study in CUDA Kernel
+// Fusion: Implementing FlashAttention-2 on NVIDIA Hopper Architecture using the CUTLASS Library"
+// (arXiv 2312.11918). Not warp-specialized: every warpgroup computes; one thread also issues TMA.
+//
+// Grid: one CTA per (Q tile of kBlockM rows, q-head, batch). For causal masks the tiles with the
+// most work (the last rows) launch first.
+// CTA: kBlockM / 64 consumer warpgroups; warpgroup w owns rows [64w, 64w + 64) of the Q tile.
+//
+// Shared memory (SharedStorage): the Q tile (reused for the O tile of the TMA store), K and V
+// rings of kStages tiles, one transaction mbarrier per Q load and per K and V stage.
+//
+// Pipeline (mbarriers q_full, k_full[s], v_full[s]; each: 1 arrival, by the TMA-issuing thread,
+// plus the transaction bytes of one tile; every thread of the CTA waits on them):
+//   prologue  thread 0: Q, then K/V tiles 0 .. kStages-1
+//   tile n    all:      wait k_full[n % kStages]      (phase (n / kStages) & 1)
+//                       S = Q·Kᵀ      WGMMA, both operands in shared memory
+//                       mask (only tiles crossing the diagonal or the end of seqlen_k)
+//                       online softmax on S, rescale O; P = bf16/fp16(S) in registers
+//                       wait v_full[n % kStages]
+//                       O += P·V      WGMMA, P from registers, V from shared memory
+//                       __syncthreads: no warpgroup reads stage n % kStages any more
+//             thread 0: TMA K/V tile n + kStages into that stage
+//   epilogue  all:      O /= rowsum, LSE per row; O → shared memory (the Q tile's space)
+//             thread 0: TMA store of O (rows past seqlen_q are clipped by the TMA unit)
+// The TMA for tile n + kStages runs while tiles n+1 .. n+kStages-1 are computed.
+//
+// Registers per thread (fp32 accumulators, 64 rows per warpgroup): S = kBlockN/2, P =
+// kBlockN/4 (16-bit pairs), O = kHeadDim/2; tile configurations keep the sum under the 255
+// available at 256 threads per CTA (see sm90_fwd_config.hpp).
+#pragma once
+
+// clang-format off
+#include <cute/tensor.hpp>  // first: the atoms below assume it
+#include <cute/atom/copy_traits_sm90_tma.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+// clang-format on
+#include <cutlass/arch/barrier.h>
+#include <cutlass/cutlass.h>
+
+#include "attention/collective/sm90_fwd_fragment_layouts.hpp"
+#include "attention/collective/sm90_fwd_mask.hpp"
+#include "attention/collective/sm90_fwd_softmax.hpp"
+#include "attention/collective/sm90_wgmma.hpp"
+
+namespace hopattn::attention {
+
+template <class Element_, int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_>
+struct Fa2Traits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kStages = kStages_;
+  static constexpr int kWarpgroups = kBlockM / 64;
+  static constexpr int kThreads = 128 * kWarpgroups;
+  static_assert(kBlockM % 64 == 0 && kBlockN % 16 == 0 && kHeadDim % 64 == 0);
+
+  using BlockM = cute::Int<kBlockM>;
+  using BlockN = cute::Int<kBlockN>;
+  using HeadDim = cute::Int<kHeadDim>;
+  using Stages = cute::Int<kStages>;
+
+  // Warpgroups stacked along M; each issues its own 64-row WGMMAs.
+  using WarpgroupLayout = cute::Layout<cute::Shape<cute::Int<kWarpgroups>, cute::_1, cute::_1>>;
+  // S = Q·Kᵀ: (M, N, K) = (64, kBlockN, kHeadDim) per warpgroup, Q and K K-major in smem.
+  using TiledMmaQK = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<cute::_64, BlockN, HeadDim>>(),
+      WarpgroupLayout{}));
+  // O = P·V: (M, N, K) = (64, kHeadDim, kBlockN); P K-major in registers, V MN-major in smem.
+  using TiledMmaPV = decltype(cute::make_tiled_mma(
+      cute::GMMA::rs_op_selector<Element, Element, float, cute::Shape<cute::_64, HeadDim, BlockN>,
+                                 cute::GMMA::Major::K, cute::GMMA::Major::MN>(),
+      WarpgroupLayout{}));
+
+  // 128-byte swizzled rows of 64 elements: the widest swizzle, bank-conflict free for WGMMA.
+  using SmemAtom = cute::GMMA::Layout_K_SW128_Atom<Element>;
+  using SmemLayoutQ = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<BlockM, HeadDim>{}));
+  using SmemLayoutKV = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<BlockN, HeadDim, Stages>{}));
+  // V seen as (hdim, keys, stage): the B operand of P·V, contiguous along hdim (MN-major).
+  using SmemLayoutVt = decltype(cute::composition(
+      SmemLayoutKV{},
+      cute::make_ordered_layout(cute::Shape<HeadDim, BlockN, Stages>{}, cute::Step<cute::_2, cute::_1, cute::_3>{})));
+
+  // Global tensors as the TMA unit sees them: (seqlen, hdim, heads, batch).
+  using GmemShape = cute::Shape<int32_t, int32_t, int32_t, int32_t>;
+  using GmemStride = cute::Stride<int64_t, cute::_1, int64_t, int64_t>;
+  using GmemLayout = cute::Layout<GmemShape, GmemStride>;
+  using TmaLoadQ = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}),
+      SmemLayoutQ{}));
+  using TmaLoadKV = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}),
+      cute::take<0, 2>(SmemLayoutKV{})));
+  using TmaStoreO = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_STORE{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}),
+      SmemLayoutQ{}));
+
+  static constexpr uint32_t kTmaBytesQ = kBlockM * kHeadDim * sizeof(Element);
+  static constexpr uint32_t kTmaBytesKV = kBlockN * kHeadDim * sizeof(Element);
+
+  struct SharedStorage {
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;  // Q, then O for the store
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> k;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> v;
+    alignas(8) uint64_t q_full;
+    alignas(8) uint64_t k_full[kStages];
+    alignas(8) uint64_t v_full[kStages];
+  };
+  static constexpr int kSharedBytes = int(sizeof(SharedStorage));
+
+  struct Params {
+    TmaLoadQ tma_q;
+    TmaLoadKV tma_k, tma_v;
+    TmaStoreO tma_o;
+    int seqlen_q, seqlen_k, heads_q, heads_kv, batch;
+    float softmax_scale;
+    float* lse;  // (batch, heads_q, seqlen_q) or nullptr
+    int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
+  };
+};
+
+namespace fa2 {
+
+using Barrier = cutlass::arch::ClusterTransactionBarrier;
+
+// O and LSE of one CTA from the finished accumulator.
+template <class Traits, class TiledMmaPV, class TensorO, class TensorC, int kRows>
+CUTE_DEVICE void epilogue(typename Traits::Params const& p, typename Traits::SharedStorage& ss,
+                          TiledMmaPV const& mma_pv, TensorO const& tOrO, TensorC const& tScS,
+                          float const (&lse)[kRows], int m_block, int h, int b) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  if (p.lse != nullptr && threadIdx.x % 4 == 0) {
+    auto c = acc_rowcol(tScS);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const int row = m_block * Traits::kBlockM + get<0>(c(r, 0));
+      if (row < p.seqlen_q)
+        p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + row * p.lse_seq_stride] = lse[r];
+    }
+  }
+  Tensor rO = make_tensor_like<Element>(tOrO);
+  convert_fragment<Element>(tOrO, rO);
+  Tensor sO = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});  // (BLK_M, D)
+  auto copy_o = make_tiled_copy_C(Copy_Atom<DefaultCopy, Element>{}, mma_pv).get_thread_slice(threadIdx.x);
+  Tensor tOrO_copy = copy_o.retile_S(rO);
+  Tensor tOsO = copy_o.partition_D(sO);
+  __syncthreads();  // every warpgroup has finished reading Q before O overwrites it
+  copy(Copy_Atom<DefaultCopy, Element>{}, tOrO_copy, tOsO);
+  // Generic-proxy writes become visible to the TMA unit (async proxy) only after this fence.
+  cutlass::arch::fence_view_async_shared();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    Tensor mO = p.tma_o.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
+    Tensor gO = local_tile(mO(_, _, h, b), Shape<typename Traits::BlockM, typename Traits::HeadDim>{},
+                           make_coord(m_block, _0{}));  // (BLK_M, D)
+    auto [tOgO_tma, tOsO_tma] = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sO), group_modes<0, 2>(gO));
+    copy(p.tma_o, tOsO_tma, tOgO_tma);
+    tma_store_arrive();
+    tma_store_wait<0>();
+  }
+}
+
+}  // namespace fa2
+
+template <class Traits, class Mask>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    fa2_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  using BlockM = typename Traits::BlockM;
+  using BlockN = typename Traits::BlockN;
+  using HeadDim = typename Traits::HeadDim;
+  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kStages = Traits::kStages;
+
+  extern __shared__ char smem_raw[];
+  auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
+
+  const int m_block = Mask::kCausal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
+  const int h = blockIdx.y, b = blockIdx.z;
+  const int h_kv = h / (p.heads_q / p.heads_kv);
+  const Mask mask{p.seqlen_q, p.seqlen_k};
+  const int n_blocks = mask.template n_block_max<kBlockM, kBlockN>(m_block);
+  const bool is_tma_thread = threadIdx.x == 0;
+
+  Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
+  Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, PIPE)
+  Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, PIPE)
+  Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, BLK_N, PIPE)
+
+  Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
+  Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.seqlen_k, int(Traits::kHeadDim), p.heads_kv, p.batch));
+  Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_k, int(Traits::kHeadDim), p.heads_kv, p.batch));
+  Tensor gQ = local_tile(mQ(_, _, h, b), Shape<BlockM, HeadDim>{}, make_coord(m_block, _0{}));  // (BLK_M, D)
+  Tensor gK = local_tile(mK(_, _, h_kv, b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));    // (BLK_N, D, n)
+  Tensor gV = local_tile(mV(_, _, h_kv, b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));    // (BLK_N, D, n)
+  // TMA views: mode 0 is what one TMA copy moves (a whole tile), mode 1 the tile / stage index.
+  auto tma_q_parts = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
+  auto tma_k_parts = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+  auto tma_v_parts = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+  Tensor tQgQ = get<0>(tma_q_parts);  // (TMA)
+  Tensor tQsQ = get<1>(tma_q_parts);  // (TMA)
+  Tensor tKgK = get<0>(tma_k_parts);  // (TMA, n)
+  Tensor tKsK = get<1>(tma_k_parts);  // (TMA, PIPE)
+  Tensor tVgV = get<0>(tma_v_parts);  // (TMA, n)
+  Tensor tVsV = get<1>(tma_v_parts);  // (TMA, PIPE)
+
+  auto load_kv = [&](int n, int stage) {
+    fa2::Barrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
+    copy(p.tma_k.with(ss.k_full[stage]), tKgK(_, n), tKsK(_, stage));
+    fa2::Barrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
+    copy(p.tma_v.with(ss.v_full[stage]), tVgV(_, n), tVsV(_, stage));
+  };
+  if (is_tma_thread) {
+    fa2::Barrier::init(&ss.q_full, 1);
+    CUTE_UNROLL
+    for (int s = 0; s < kStages; ++s) fa2::Barrier::init(&ss.k_full[s], 1), fa2::Barrier::init(&ss.v_full[s], 1);
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+  if (is_tma_thread && n_blocks > 0) {
+    fa2::Barrier::arrive_and_expect_tx(&ss.q_full, Traits::kTmaBytesQ);
+    copy(p.tma_q.with(ss.q_full), tQgQ, tQsQ);
+    for (int n = 0; n < kStages && n < n_blocks; ++n) load_kv(n, n);
+  }
+
+  typename Traits::TiledMmaQK mma_qk;
+  typename Traits::TiledMmaPV mma_pv;
+  auto thr_qk = mma_qk.get_thread_slice(threadIdx.x);
+  auto thr_pv = mma_pv.get_thread_slice(threadIdx.x);
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);                          // (MMA, MMA_M, MMA_K)
+  Tensor tSrK = thr_qk.partition_fragment_B(sK);                          // (MMA, MMA_N, MMA_K, PIPE)
+  Tensor tOrV = thr_pv.partition_fragment_B(sVt);                         // (MMA, MMA_N, MMA_K, PIPE)
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});    // (MMA, MMA_M, MMA_N)
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});   // (MMA, MMA_M, MMA_N)
+  Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));  // (row, col) of each S value
+  Tensor tOrP = make_tensor_like<Element>(tSrS);
+  Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));  // (MMA, MMA_M, MMA_K)
+  clear(tOrO);
+
+  constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
+  OnlineSoftmax<kRows> softmax(p.softmax_scale);
+  CUTE_NO_UNROLL
+  for (int n = 0; n < n_blocks; ++n) {
+    const int stage = n % kStages;
+    const uint32_t phase = (n / kStages) & 1;
+    if (n == 0) fa2::Barrier::wait(&ss.q_full, 0);
+    fa2::Barrier::wait(&ss.k_full[stage], phase);
+    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
+    warpgroup_wait<0>();
+    if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n))
+      mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
+    if (n == 0) softmax.template update<true>(tSrS, tOrO);
+    else softmax.template update<false>(tSrS, tOrO);
+    convert_fragment<Element>(tSrS, tOrP);
+    fa2::Barrier::wait(&ss.v_full[stage], phase);
+    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
+    warpgroup_wait<0>();
+    __syncthreads();  // no warpgroup reads this stage's K or V any more
+    if (is_tma_thread && n + kStages < n_blocks) load_kv(n + kStages, stage);
+  }
+
+  float lse[kRows];
+  softmax.finalize(tOrO, lse);
+  fa2::epilogue<Traits>(p, ss, mma_pv, tOrO, tScS, lse, m_block, h, b);
+}
+
+}  // namespace hopattn::attention
