@@ -32,11 +32,13 @@ struct OnlineSoftmax {
     return x + __shfl_xor_sync(0xffffffffu, x, 2);
   }
 
-  // Turns S into unnormalized P in place and rescales O for the new row maxima.
-  template <bool kFirst, class TensorS, class TensorO>
-  CUTE_DEVICE void update(TensorS& tSrS, TensorO& tOrO) {
+  // Turns S into unnormalized P in place, updates the row maxima and sums, and returns in
+  // alpha[] the factor the O accumulator must be scaled by for the new maxima (1 on the first
+  // tile). Kept apart from rescale() so that a schedule can scale O only after an in-flight
+  // P·V GEMM into O has completed.
+  template <bool kFirst, class TensorS>
+  CUTE_DEVICE void online_exp(TensorS& tSrS, float (&alpha)[kRows]) {
     auto s = acc_rowcol(tSrS);
-    auto o = acc_rowcol(tOrO);
     static_assert(decltype(cute::size<0>(s))::value == kRows);
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) {
@@ -47,12 +49,11 @@ struct OnlineSoftmax {
       // A row that has seen only masked scores keeps max = -inf; use 0 as the offset so that
       // exp2(-inf - 0) = 0 instead of NaN.
       const float offset = m == -INFINITY ? 0.0f : m * scale_log2;
+      alpha[r] = 1.0f;
       if constexpr (!kFirst) {
         const float old = row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale_log2;
-        const float alpha = exp2f(old - offset);
-        row_sum[r] *= alpha;
-        CUTE_UNROLL
-        for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= alpha;
+        alpha[r] = exp2f(old - offset);
+        row_sum[r] *= alpha[r];
       }
       row_max[r] = m;
       float sum = 0.0f;
@@ -63,6 +64,24 @@ struct OnlineSoftmax {
       }
       row_sum[r] += sum;
     }
+  }
+
+  template <class TensorO>
+  CUTE_DEVICE static void rescale(TensorO& tOrO, float const (&alpha)[kRows]) {
+    auto o = acc_rowcol(tOrO);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      CUTE_UNROLL
+      for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= alpha[r];
+    }
+  }
+
+  // Both steps at once, for schedules whose O is not being written while the softmax runs.
+  template <bool kFirst, class TensorS, class TensorO>
+  CUTE_DEVICE void update(TensorS& tSrS, TensorO& tOrO) {
+    float alpha[kRows];
+    online_exp<kFirst>(tSrS, alpha);
+    if constexpr (!kFirst) rescale(tOrO, alpha);
   }
 
   // O /= rowsum; returns per-row LSE (natural log) in lse[]. Rows with no visible key (sum 0)

@@ -1,5 +1,11 @@
-// Named tile configurations of the forward kernels. One entry per (head dim, schedule); the
-// instance list (src/attention/instances/) compiles each entry for bf16 and fp16.
+// The forward schedules: which kernel and which tile configuration, per head dim. Schedule 0 is
+// the default (the fastest measured, see docs/perf-log.md); schedules 1.. name every compiled
+// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5`). The instance
+// list (src/attention/instances/) compiles all of them for each dtype and head dim.
+//
+// block_n is one of CuTe's standard WGMMA N sizes (256, 192, 128, 96, 64, 32): the in-between
+// sizes need CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED, whose header multiplied the compile time of
+// an instance file several times over (measured: ~1 min -> ~5 min on a 2-core machine).
 #pragma once
 
 namespace hopattn::attention {
@@ -11,27 +17,51 @@ struct FwdTileConfig {
   int warpgroups;  // consumer warpgroups (each owns 64 rows of the Q tile)
 };
 
-// Register budget per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit)
-// = block_n/4, O = hdim/2. Shared memory: Q + O staging (block_m·hdim) and K, V rings
-// (2·stages·block_n·hdim), 16-bit elements. See docs/attention-fa2.md for the measured table.
-constexpr FwdTileConfig fa2_tile_config(int hdim, int schedule) {
+enum class FwdKernel {
+  kFa2,                      // sm90_fwd_fa2.hpp: every warpgroup computes, CTA-wide sync per tile
+  kWarpSpecialized,          // sm90_fwd_ws.hpp: producer warp + 2 consumers, intra-warpgroup overlap
+  kWarpSpecializedPingPong,  // the same, consumers alternating on the tensor cores
+};
+
+struct FwdSchedule {
+  FwdKernel kernel;
+  FwdTileConfig tile;
+};
+
+constexpr int kFwdSchedules = 6;  // 0 (default) and 1..5
+
+// Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
+// block_n/4, O = hdim/2. Shared memory: Q (also the O staging tile, block_m·hdim) and K, V rings
+// (2·stages·block_n·hdim), 16-bit elements.
+constexpr FwdSchedule fwd_explicit_schedule(int hdim, int schedule) {
+  const FwdTileConfig ws_tile = hdim == 256 ? FwdTileConfig{128, 64, 2, 2} : FwdTileConfig{128, 128, 2, 2};
+  switch (schedule) {
+    case 4: return {FwdKernel::kWarpSpecialized, ws_tile};
+    case 5: return {FwdKernel::kWarpSpecializedPingPong, ws_tile};
+    default: break;
+  }
   if (hdim == 64) {
-    if (schedule == 1) return {128, 128, 3, 2};
-    if (schedule == 2) return {128, 192, 2, 2};
-    return {128, 128, 2, 2};
+    if (schedule == 2) return {FwdKernel::kFa2, {128, 128, 3, 2}};
+    if (schedule == 3) return {FwdKernel::kFa2, {128, 192, 2, 2}};
+    return {FwdKernel::kFa2, {128, 128, 2, 2}};
   }
   if (hdim == 128) {
-    if (schedule == 1) return {128, 64, 3, 2};
-    if (schedule == 2) return {128, 176, 2, 2};
-    return {128, 128, 2, 2};
+    if (schedule == 2) return {FwdKernel::kFa2, {128, 64, 3, 2}};
+    if (schedule == 3) return {FwdKernel::kFa2, {128, 96, 2, 2}};
+    return {FwdKernel::kFa2, {128, 128, 2, 2}};
   }
   // hdim 256: O alone is 128 registers per thread, so S stays narrow; three stages of 64 keys
   // would not fit in shared memory next to the 64 KB Q tile.
-  if (schedule == 1) return {128, 48, 3, 2};
-  if (schedule == 2) return {128, 80, 2, 2};
-  return {128, 64, 2, 2};
+  if (schedule == 2) return {FwdKernel::kFa2, {128, 32, 3, 2}};
+  if (schedule == 3) return {FwdKernel::kFa2, {64, 64, 2, 1}};
+  return {FwdKernel::kFa2, {128, 64, 2, 2}};
 }
 
-constexpr int kFa2Schedules = 3;
+// The default per head dim, from the measured ablation (docs/perf-log.md).
+constexpr int fwd_default_schedule(int /*hdim*/) { return 1; }
+
+constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
+  return fwd_explicit_schedule(hdim, schedule == 0 ? fwd_default_schedule(hdim) : schedule);
+}
 
 }  // namespace hopattn::attention

@@ -37,6 +37,7 @@
 #include <cutlass/arch/barrier.h>
 #include <cutlass/cutlass.h>
 
+#include "attention/collective/sm90_fwd_epilogue.hpp"
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
 #include "attention/collective/sm90_fwd_mask.hpp"
 #include "attention/collective/sm90_fwd_softmax.hpp"
@@ -120,47 +121,7 @@ struct Fa2Traits {
 };
 
 namespace fa2 {
-
 using Barrier = cutlass::arch::ClusterTransactionBarrier;
-
-// O and LSE of one CTA from the finished accumulator.
-template <class Traits, class TiledMmaPV, class TensorO, class TensorC, int kRows>
-CUTE_DEVICE void epilogue(typename Traits::Params const& p, typename Traits::SharedStorage& ss,
-                          TiledMmaPV const& mma_pv, TensorO const& tOrO, TensorC const& tScS,
-                          float const (&lse)[kRows], int m_block, int h, int b) {
-  using namespace cute;
-  using Element = typename Traits::Element;
-  if (p.lse != nullptr && threadIdx.x % 4 == 0) {
-    auto c = acc_rowcol(tScS);
-    CUTE_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      const int row = m_block * Traits::kBlockM + get<0>(c(r, 0));
-      if (row < p.seqlen_q)
-        p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + row * p.lse_seq_stride] = lse[r];
-    }
-  }
-  Tensor rO = make_tensor_like<Element>(tOrO);
-  convert_fragment<Element>(tOrO, rO);
-  Tensor sO = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});  // (BLK_M, D)
-  auto copy_o = make_tiled_copy_C(Copy_Atom<DefaultCopy, Element>{}, mma_pv).get_thread_slice(threadIdx.x);
-  Tensor tOrO_copy = copy_o.retile_S(rO);
-  Tensor tOsO = copy_o.partition_D(sO);
-  __syncthreads();  // every warpgroup has finished reading Q before O overwrites it
-  copy(Copy_Atom<DefaultCopy, Element>{}, tOrO_copy, tOsO);
-  // Generic-proxy writes become visible to the TMA unit (async proxy) only after this fence.
-  cutlass::arch::fence_view_async_shared();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    Tensor mO = p.tma_o.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
-    Tensor gO = local_tile(mO(_, _, h, b), Shape<typename Traits::BlockM, typename Traits::HeadDim>{},
-                           make_coord(m_block, _0{}));  // (BLK_M, D)
-    auto [tOgO_tma, tOsO_tma] = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sO), group_modes<0, 2>(gO));
-    copy(p.tma_o, tOsO_tma, tOgO_tma);
-    tma_store_arrive();
-    tma_store_wait<0>();
-  }
-}
-
 }  // namespace fa2
 
 template <class Traits, class Mask>
@@ -262,7 +223,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   float lse[kRows];
   softmax.finalize(tOrO, lse);
-  fa2::epilogue<Traits>(p, ss, mma_pv, tOrO, tScS, lse, m_block, h, b);
+  store_o_and_lse<Traits>(p, ss.q.data(), mma_pv, tOrO, tScS, lse, m_block, h, b, int(threadIdx.x),
+                          [] { __syncthreads(); });
 }
 
 }  // namespace hopattn::attention

@@ -1,0 +1,102 @@
+// Host side of the forward kernels (fa2 and warp-specialized): TMA descriptors, grid, shared
+// memory, launch, and the schedule switch. Included only by the generated instance files (one
+// per dtype and head dim).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "attention/device/compiled_set.hpp"
+#include "attention/fwd_params.hpp"
+#include "attention/kernel/sm90_fwd_config.hpp"
+#include "attention/kernel/sm90_fwd_fa2.hpp"
+#include "attention/kernel/sm90_fwd_ws.hpp"
+#include "common/cuda_check.hpp"
+
+namespace hopattn::attention {
+
+template <class Traits>
+typename Traits::Params make_fwd_params(const FwdParams& fp) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  auto gmem = [&](auto* ptr, int seqlen, int heads, int64_t seq_stride, int64_t head_stride, int64_t batch_stride) {
+    return make_tensor(make_gmem_ptr(ptr),
+                       make_layout(make_shape(seqlen, Traits::kHeadDim, heads, fp.batch),
+                                   make_stride(seq_stride, _1{}, head_stride, batch_stride)));
+  };
+  auto q = gmem(static_cast<Element const*>(fp.q), fp.seqlen_q, fp.heads_q, fp.q_seq_stride, fp.q_head_stride, fp.q_batch_stride);
+  auto k = gmem(static_cast<Element const*>(fp.k), fp.seqlen_k, fp.heads_kv, fp.k_seq_stride, fp.k_head_stride, fp.k_batch_stride);
+  auto v = gmem(static_cast<Element const*>(fp.v), fp.seqlen_k, fp.heads_kv, fp.v_seq_stride, fp.v_head_stride, fp.v_batch_stride);
+  auto o = gmem(static_cast<Element*>(fp.o), fp.seqlen_q, fp.heads_q, fp.o_seq_stride, fp.o_head_stride, fp.o_batch_stride);
+  typename Traits::Params p{
+      make_tma_copy(SM90_TMA_LOAD{}, q, typename Traits::SmemLayoutQ{}),
+      make_tma_copy(SM90_TMA_LOAD{}, k, take<0, 2>(typename Traits::SmemLayoutKV{})),
+      make_tma_copy(SM90_TMA_LOAD{}, v, take<0, 2>(typename Traits::SmemLayoutKV{})),
+      make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutQ{}),
+      fp.seqlen_q, fp.seqlen_k, fp.heads_q, fp.heads_kv, fp.batch,
+      fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride};
+  return p;
+}
+
+// can_implement: what the launch needs beyond the public checks.
+inline Status fwd_can_implement(const FwdParams& fp, int shared_bytes) {
+  int device = 0, smem_optin = 0;
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (shared_bytes > smem_optin)
+    return Status::unsupported("attention forward: the tile configuration needs " + std::to_string(shared_bytes) +
+                               " bytes of shared memory, the device allows " + std::to_string(smem_optin));
+  if (fp.heads_q > 65535 || fp.batch > 65535)
+    return Status::unsupported("attention forward: heads_q and batch must be <= 65535 (grid limits)");
+  return Status();
+}
+
+// Launches `kernel` with one CTA per (Q tile, q-head, batch).
+template <class Traits, class Kernel>
+Status launch_fwd(Kernel kernel, int threads, int shared_bytes, const FwdParams& fp, Stream stream) {
+  if (Status s = fwd_can_implement(fp, shared_bytes); !s.ok()) return s;
+  const typename Traits::Params params = make_fwd_params<Traits>(fp);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
+  const dim3 grid((fp.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, fp.heads_q, fp.batch);
+  kernel<<<grid, threads, shared_bytes, stream>>>(params);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status();
+}
+
+template <class Element, int kHeadDim, int kSchedule, class Mask>
+Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
+  constexpr FwdSchedule s = fwd_schedule(kHeadDim, kSchedule);
+  using Traits = Fa2Traits<Element, kHeadDim, s.tile.block_m, s.tile.block_n, s.tile.stages>;
+  if constexpr (s.kernel == FwdKernel::kFa2) {
+    return launch_fwd<Traits>(&fa2_forward_kernel<Traits, Mask>, Traits::kThreads, Traits::kSharedBytes, fp, stream);
+  } else {
+    constexpr bool kPingPong = s.kernel == FwdKernel::kWarpSpecializedPingPong;
+    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong>, 384, int(sizeof(WsSharedStorage<Traits>)),
+                              fp, stream);
+  }
+}
+
+template <class Element, int kHeadDim, int kSchedule>
+Status run_fwd_schedule(const FwdParams& fp, Stream stream) {
+  return fp.causal ? run_fwd_schedule_mask<Element, kHeadDim, kSchedule, CausalMask>(fp, stream)
+                   : run_fwd_schedule_mask<Element, kHeadDim, kSchedule, NoCausalMask>(fp, stream);
+}
+
+// Every schedule of one (dtype, head dim): the body of one instance translation unit. Schedule
+// 0 instantiates the same kernel as its explicit twin.
+template <class Element, int kHeadDim>
+Status run_forward_schedules(const FwdParams& fp, Stream stream) {
+  static_assert(kFwdSchedules == 6 && kScheduleCount == kFwdSchedules, "add the new schedule below");
+  switch (fp.schedule) {
+    case 0: return run_fwd_schedule<Element, kHeadDim, 0>(fp, stream);
+    case 1: return run_fwd_schedule<Element, kHeadDim, 1>(fp, stream);
+    case 2: return run_fwd_schedule<Element, kHeadDim, 2>(fp, stream);
+    case 3: return run_fwd_schedule<Element, kHeadDim, 3>(fp, stream);
+    case 4: return run_fwd_schedule<Element, kHeadDim, 4>(fp, stream);
+    case 5: return run_fwd_schedule<Element, kHeadDim, 5>(fp, stream);
+  }
+  return Status::invalid("schedule: " + std::to_string(fp.schedule) + " is out of range");
+}
+
+}  // namespace hopattn::attention
