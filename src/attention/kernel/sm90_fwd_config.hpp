@@ -57,8 +57,11 @@ constexpr FwdSchedule fwd_explicit_schedule(int hdim, int schedule) {
   return {FwdKernel::kFa2, {128, 64, 2, 2}};
 }
 
-// The default per head dim, from the measured ablation (docs/perf-log.md).
-constexpr int fwd_default_schedule(int /*hdim*/) { return 1; }
+// The default per head dim, from the measured ablation (docs/perf-log.md, run r3): the
+// warp-specialized ping-pong kernel is the fastest at hdim 128 and 256 in every cell; at hdim 64
+// the FA2-style kernel is (its 128x128 tile keeps two short GEMMs per tile, which the producer
+// warp and the turn-taking do not pay back).
+constexpr int fwd_default_schedule(int hdim) { return hdim == 64 ? 1 : 5; }
 
 constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
   return fwd_explicit_schedule(hdim, schedule == 0 ? fwd_default_schedule(hdim) : schedule);

@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Turns a `hopattn bench --csv` file into markdown tables: one row per (hdim, causal, seqlen),
+one column per implementation, cells "TFLOP/s (ratio to cuDNN)". Usage: bench_table.py FILE.csv"""
+import csv
+import sys
+from collections import OrderedDict
+
+
+def main(path):
+    rows = list(csv.DictReader(open(path)))
+    ceil = [r for r in rows if r["op"] == "ceiling"]
+    for r in ceil:
+        what = f"{float(r['tflops']):.1f} TFLOP/s" if r["tflops"] else f"{float(r['tbps']):.2f} TB/s"
+        print(f"- ceiling {r['impl']}: {what} ({r['note']})")
+    attn = [r for r in rows if r["op"] == "attn_fwd"]
+    for hdim in OrderedDict.fromkeys(int(r["hdim"]) for r in attn):
+        part = [r for r in attn if int(r["hdim"]) == hdim]
+        impls = list(OrderedDict.fromkeys(r["impl"] for r in part))
+        cells = OrderedDict()
+        for r in part:
+            key = (int(r["causal"]), int(r["seqlen_q"]))
+            ratio = f" ({float(r['ratio_vs_cudnn']):.2f})" if r["ratio_vs_cudnn"] and r["impl"] != "cudnn" else ""
+            cells.setdefault(key, {})[r["impl"]] = f"{float(r['tflops']):.0f}{ratio}"
+        print()
+        print(f"hdim {hdim}, TFLOP/s (ratio to cuDNN in the same run):")
+        print()
+        print("| causal | seqlen | " + " | ".join(impls) + " |")
+        print("|---|---|" + "---|" * len(impls))
+        for (causal, seqlen), by_impl in cells.items():
+            print(f"| {causal} | {seqlen} | " + " | ".join(by_impl.get(i, "-") for i in impls) + " |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
