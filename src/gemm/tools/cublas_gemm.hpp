@@ -1,11 +1,33 @@
 // cuBLAS as the GEMM baseline and large-size reference: the same arguments as hopattn::gemm::gemm
 // (any of the four A/B layouts, bf16/fp16 in, bf16/fp16/fp32 out, alpha/beta), through
 // cublasGemmEx with fp32 compute. cuBLAS updates D in place, so beta != 0 needs c to be d itself.
+//
+// run() is the speed baseline: cuBLAS's default algorithm for the requested output type. With a
+// 16-bit D that algorithm may split K and add the partial sums in the output type (cuBLAS's
+// "reduced precision reduction", on by default; CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
+// turns it off), so its error is up to an output ulp of the partial sums, not of the result: on
+// the H200, m=1024 n=3000 k=4096 (ccr) gave D(0,6) = 0.9297 where the fp64 value of the same bf16
+// inputs is 0.7807. A reference must therefore come from product_fp32(), never from run().
 #pragma once
+
+#include <cstdint>
 
 #include "gemm/gemm.hpp"
 
 namespace hopattn::gemm::tools {
+
+// How one GemmArgs maps onto column-major cublasGemmEx(op1, op2, rows, cols, k, first, ld_first,
+// second, ld_second, d, ld_d). A column-major D is op(A)·op(B); a row-major D is computed as its
+// transpose Dᵀ = op(B)ᵀ·op(A)ᵀ, which swaps the operands and flips each one's transpose flag.
+// Plain data, no cuBLAS types: the host tests evaluate it on small matrices for every layout.
+struct CublasCall {
+  const Tensor* first = nullptr;
+  const Tensor* second = nullptr;
+  bool transpose_first = false, transpose_second = false;
+  int64_t rows = 0, cols = 0, k = 0;
+  int64_t ld_first = 0, ld_second = 0, ld_d = 0;
+};
+CublasCall plan_cublas_call(const GemmArgs& args);
 
 class CublasGemm {
  public:
@@ -14,7 +36,12 @@ class CublasGemm {
   CublasGemm(const CublasGemm&) = delete;
   CublasGemm& operator=(const CublasGemm&) = delete;
 
+  // D = alpha·A·B + beta·C in D's type (the baseline; see above for its rounding).
   Status run(const GemmArgs& args, Stream stream);
+  // The reference: alpha·A·B in fp32 into `product`, a dense row-major (M, N) fp32 device buffer
+  // (M·N floats). An fp32 output keeps every reduction inside cuBLAS in fp32; the caller adds
+  // beta·C itself (compare_with_library does, in fp64).
+  Status product_fp32(const GemmArgs& args, float* product, Stream stream);
 
  private:
   void* handle_ = nullptr;

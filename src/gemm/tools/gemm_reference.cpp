@@ -72,7 +72,7 @@ double tolerance(double reference, double magnitude, hopattn_dtype_t out_dtype) 
 }
 
 double tolerance_vs_library(double value, int64_t k, double input_scale, hopattn_dtype_t out_dtype) {
-  return double(k) * std::ldexp(1.0, -19) * input_scale * input_scale + std::fabs(value) * 2.0 * half_ulp(out_dtype) +
+  return double(k) * std::ldexp(1.0, -19) * input_scale * input_scale + std::fabs(value) * half_ulp(out_dtype) +
          tiny(out_dtype);
 }
 
@@ -92,16 +92,19 @@ std::string compare_with_reference(const HostMatrix& d, const Reference& ref, ho
   return "";
 }
 
-std::string compare_with_library(const HostMatrix& d, const HostMatrix& lib, int64_t k, double input_scale,
-                                 hopattn_dtype_t out_dtype) {
+std::string compare_with_library(const HostMatrix& d, const HostMatrix& product, const HostMatrix* c, float beta,
+                                 int64_t k, double input_scale, hopattn_dtype_t out_dtype) {
+  if (product.rows != d.rows || product.cols != d.cols || (beta != 0.0f && c == nullptr))
+    return "compare_with_library: the reference does not match D's shape (or beta != 0 without C)";
   for (int64_t i = 0; i < d.rows; ++i)
     for (int64_t j = 0; j < d.cols; ++j) {
       const size_t idx = size_t(i * d.cols + j);
-      const double got = d.v[idx], want = lib.v[idx];
+      const double got = d.v[idx];
+      const double want = double(product.v[idx]) + (beta != 0.0f ? double(beta) * double(c->v[idx]) : 0.0);
       const double tol = tolerance_vs_library(want, k, input_scale, out_dtype);
       if (!(std::fabs(got - want) <= tol)) {
         std::ostringstream os;
-        os << "D(" << i << ", " << j << ") = " << got << ", cuBLAS " << want << ", |difference| "
+        os << "D(" << i << ", " << j << ") = " << got << ", cuBLAS fp32 reference " << want << ", |difference| "
            << std::fabs(got - want) << " > tolerance " << tol << " (K = " << k << ")";
         return os.str();
       }

@@ -34,16 +34,20 @@ Reference reference_gemm(const HostMatrix& a, const HostMatrix& b, const HostMat
 // cores' fp32 accumulation truncates, so its error grows with K/16 accumulator updates) plus
 // rounding to the output type (half an ulp of the reference: 2^-8 bf16, 2^-11 fp16, 2^-24 fp32).
 double tolerance(double reference, double magnitude, hopattn_dtype_t out_dtype);
-// Two fp32-accumulated results of the same product (ours vs cuBLAS), inputs of unit scale: the
-// accumulation term is derived from K (K·2^-19 · scale², a few accumulator ulps per k16 step),
-// and each side may round to a different neighbour in the output type (one ulp: 2^-7 bf16,
-// 2^-10 fp16, 2^-23 fp32).
+// Ours against a library's fp32 result of the same product (cublas_gemm.hpp: product_fp32), inputs
+// of unit scale. Both accumulate in fp32 in different orders: the accumulation term is derived
+// from K (K·2^-19 · scale², a few accumulator ulps per k16 step). The reference keeps fp32, so
+// only our output is rounded to the output type: half an ulp of the value (2^-8 bf16, 2^-11 fp16,
+// 2^-24 fp32). A reference rounded to the output type (let alone reduced in it) would need more:
+// see cublas_gemm.hpp for the 0.149 error cuBLAS showed at K = 4096 with a bf16 output.
 double tolerance_vs_library(double value, int64_t k, double input_scale, hopattn_dtype_t out_dtype);
 
 // The first element of `d` (poisoned before the run) that breaks the tolerance, NaN included;
 // returns "" when all match, else a message with the coordinates and values.
 std::string compare_with_reference(const HostMatrix& d, const Reference& ref, hopattn_dtype_t out_dtype);
-std::string compare_with_library(const HostMatrix& d, const HostMatrix& lib, int64_t k, double input_scale,
-                                 hopattn_dtype_t out_dtype);
+// `product`: the library's alpha·A·B in fp32 (dense row-major, M x N); the reference is
+// product + beta·C, added here in fp64 (c may be null when beta == 0).
+std::string compare_with_library(const HostMatrix& d, const HostMatrix& product, const HostMatrix* c, float beta,
+                                 int64_t k, double input_scale, hopattn_dtype_t out_dtype);
 
 }  // namespace hopattn::gemm::tools
