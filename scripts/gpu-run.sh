@@ -2,7 +2,7 @@
 # One call on an H100/H200 machine (no network needed): the gpu test suite, `hopattn check` and
 # `hopattn bench`, with logs and CSV written to OUT_DIR.
 #
-#   scripts/gpu-run.sh OUT_DIR [--quick] [--bench "ARGS"] [--gemm-bench "ARGS"]
+#   scripts/gpu-run.sh OUT_DIR [--quick] [--sanitize] [--bench "ARGS"] [--gemm-bench "ARGS"]
 #
 # Uses the build in $BUILD (default build/) when it holds bin/hopattn, a build made elsewhere
 # included (carry it with .deps); otherwise builds first (needs .deps from scripts/bootstrap.sh).
@@ -11,10 +11,11 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-quick="" bench_args="" gemm_bench_args=""
+quick="" bench_args="" gemm_bench_args="" sanitize_flag=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
+    --sanitize) sanitize_flag=1 ;;
     --bench) bench_args=$2; shift ;;
     --gemm-bench) gemm_bench_args=$2; shift ;;
     *) echo "unknown option $1"; exit 2 ;;
@@ -74,6 +75,18 @@ sass_summary() {
 sass_summary >>"$summary" 2>&1
 # The gpu-labelled suite (the host tests are CI's; some need the build machine's compiler).
 step tests tests.log ctest --test-dir "$build" -L gpu --output-on-failure --timeout "${TEST_TIMEOUT:-600}"
+# Races and barrier misuse: every schedule on one small shape (bf16, hdim 128) under
+# compute-sanitizer's racecheck and synccheck.
+sanitize() {
+  command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 1; }
+  local filter='Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd128'
+  for tool in racecheck synccheck; do
+    echo "== compute-sanitizer --tool $tool"
+    compute-sanitizer --tool $tool --error-exitcode 3 "$build/bin/gpu_attention_fwd" --gtest_filter="$filter" \
+      | grep -vE "^(ok|\[ )" || return 1
+  done
+}
+if [ -n "$sanitize_flag" ]; then step sanitize sanitize.log sanitize; fi
 step check check.log "$build/bin/hopattn" check $quick
 step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" $bench_args
 if [ -n "$gemm_bench_args" ]; then

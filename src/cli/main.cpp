@@ -67,13 +67,13 @@ int run_gemm_bench_command(int argc, char** argv) {
   }
   return 0;
 }
-#endif
 
 bool wants_gemm_bench(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (!std::strcmp(argv[i], "--op") && !std::strcmp(argv[i + 1], "gemm")) return true;
   return false;
 }
+#endif
 
 }  // namespace
 

@@ -56,9 +56,43 @@ TEST_P(AttentionFwd, MatchesFloat64Reference) {
   run_grid(check_grid({GetParam().hdim}, {GetParam().dtype}, false), 0);
 }
 
+// More tiles than SMs (a persistent CTA loops over several, including causal tiles that see no
+// key), on top of the quick grid.
+std::vector<CheckCase> schedule_grid(const Config& cfg) {
+  std::vector<CheckCase> grid = check_grid({cfg.hdim}, {cfg.dtype}, true);
+  uint64_t seed = 500;
+  for (int causal = 0; causal < 2; ++causal) {
+    CheckCase many;
+    many.p = AttnProblem{4, 1000, 1000, 16, 2, cfg.hdim, causal != 0, 0.0f};
+    many.dtype = cfg.dtype;
+    many.seed = seed++;
+    grid.push_back(many);
+  }
+  CheckCase empty_rows;  // seqlen_q > seqlen_k, causal: the first Q tiles see no key at all
+  empty_rows.p = AttnProblem{8, 1000, 300, 8, 8, cfg.hdim, true, 0.0f};
+  empty_rows.dtype = cfg.dtype;
+  empty_rows.seed = seed++;
+  grid.push_back(empty_rows);
+  return grid;
+}
+
 TEST_P(AttentionFwd, EveryScheduleMatchesFloat64Reference) {
   HOPATTN_REQUIRE_SM90();
-  for (int s = 1; s < attention::kScheduleCount; ++s) run_grid(check_grid({GetParam().hdim}, {GetParam().dtype}, true), s);
+  for (int s = 1; s < attention::kScheduleCount; ++s) run_grid(schedule_grid(GetParam()), s);
+}
+
+// One small problem per schedule, causal and not: the case gpu-run.sh runs under
+// compute-sanitizer (racecheck, synccheck), where the full grid would take too long.
+TEST_P(AttentionFwd, SanitizerSmallShapeEverySchedule) {
+  HOPATTN_REQUIRE_SM90();
+  for (int s = 1; s < attention::kScheduleCount; ++s)
+    for (int causal = 0; causal < 2; ++causal) {
+      CheckCase c;
+      c.p = AttnProblem{1, 300, 300, 2, 1, GetParam().hdim, causal != 0, 0.0f};
+      c.dtype = GetParam().dtype;
+      c.seed = 900 + s * 2 + causal;
+      run_grid({c}, s);
+    }
 }
 
 TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {

@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "attention/device/compiled_set.hpp"
@@ -52,13 +54,23 @@ inline Status fwd_can_implement(const FwdParams& fp, int shared_bytes) {
   return Status();
 }
 
-// Launches `kernel` with one CTA per (Q tile, q-head, batch).
+// Launches `kernel` with one CTA per (Q tile, q-head, batch), or (persistent) one per SM up to
+// the number of tiles.
 template <class Traits, class Kernel>
-Status launch_fwd(Kernel kernel, int threads, int shared_bytes, const FwdParams& fp, Stream stream) {
+Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent, const FwdParams& fp, Stream stream) {
   if (Status s = fwd_can_implement(fp, shared_bytes); !s.ok()) return s;
   const typename Traits::Params params = make_fwd_params<Traits>(fp);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
-  const dim3 grid((fp.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, fp.heads_q, fp.batch);
+  const int m_blocks = (fp.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
+  dim3 grid(m_blocks, fp.heads_q, fp.batch);
+  if (persistent) {
+    int device = 0, sms = 0;
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const int64_t tiles = int64_t(m_blocks) * fp.heads_q * fp.batch;
+    if (tiles > INT32_MAX) return Status::unsupported("attention forward: more than 2^31 tiles");
+    grid = dim3(unsigned(std::min<int64_t>(tiles, sms)), 1, 1);
+  }
   kernel<<<grid, threads, shared_bytes, stream>>>(params);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status();
@@ -69,11 +81,13 @@ Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
   constexpr FwdSchedule s = fwd_schedule(kHeadDim, kSchedule);
   using Traits = Fa2Traits<Element, kHeadDim, s.tile.block_m, s.tile.block_n, s.tile.stages>;
   if constexpr (s.kernel == FwdKernel::kFa2) {
-    return launch_fwd<Traits>(&fa2_forward_kernel<Traits, Mask>, Traits::kThreads, Traits::kSharedBytes, fp, stream);
+    return launch_fwd<Traits>(&fa2_forward_kernel<Traits, Mask>, Traits::kThreads, Traits::kSharedBytes, false, fp,
+                              stream);
   } else {
-    constexpr bool kPingPong = s.kernel == FwdKernel::kWarpSpecializedPingPong;
-    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong>, 384, int(sizeof(WsSharedStorage<Traits>)),
-                              fp, stream);
+    constexpr bool kPersistent = s.kernel == FwdKernel::kPersistentPingPong;
+    constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized;
+    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent>, 384,
+                              int(sizeof(WsSharedStorage<Traits>)), kPersistent, fp, stream);
   }
 }
 
@@ -87,7 +101,7 @@ Status run_fwd_schedule(const FwdParams& fp, Stream stream) {
 // 0 instantiates the same kernel as its explicit twin.
 template <class Element, int kHeadDim>
 Status run_forward_schedules(const FwdParams& fp, Stream stream) {
-  static_assert(kFwdSchedules == 6 && kScheduleCount == kFwdSchedules, "add the new schedule below");
+  static_assert(kFwdSchedules == 7 && kScheduleCount == kFwdSchedules, "add the new schedule below");
   switch (fp.schedule) {
     case 0: return run_fwd_schedule<Element, kHeadDim, 0>(fp, stream);
     case 1: return run_fwd_schedule<Element, kHeadDim, 1>(fp, stream);
@@ -95,6 +109,7 @@ Status run_forward_schedules(const FwdParams& fp, Stream stream) {
     case 3: return run_fwd_schedule<Element, kHeadDim, 3>(fp, stream);
     case 4: return run_fwd_schedule<Element, kHeadDim, 4>(fp, stream);
     case 5: return run_fwd_schedule<Element, kHeadDim, 5>(fp, stream);
+    case 6: return run_fwd_schedule<Element, kHeadDim, 6>(fp, stream);
   }
   return Status::invalid("schedule: " + std::to_string(fp.schedule) + " is out of range");
 }

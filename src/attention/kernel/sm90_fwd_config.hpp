@@ -1,6 +1,6 @@
 // The forward schedules: which kernel and which tile configuration, per head dim. Schedule 0 is
 // the default (the fastest measured, see docs/perf-log.md); schedules 1.. name every compiled
-// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5`). The instance
+// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6`). The instance
 // list (src/attention/instances/) compiles all of them for each dtype and head dim.
 //
 // block_n is one of CuTe's standard WGMMA N sizes (256, 192, 128, 96, 64, 32): the in-between
@@ -21,6 +21,7 @@ enum class FwdKernel {
   kFa2,                      // sm90_fwd_fa2.hpp: every warpgroup computes, CTA-wide sync per tile
   kWarpSpecialized,          // sm90_fwd_ws.hpp: producer warp + 2 consumers, intra-warpgroup overlap
   kWarpSpecializedPingPong,  // the same, consumers alternating on the tensor cores
+  kPersistentPingPong,       // the same, one CTA per SM looping over the tiles
 };
 
 struct FwdSchedule {
@@ -28,7 +29,7 @@ struct FwdSchedule {
   FwdTileConfig tile;
 };
 
-constexpr int kFwdSchedules = 6;  // 0 (default) and 1..5
+constexpr int kFwdSchedules = 7;  // 0 (default) and 1..6
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
 // block_n/4, O = hdim/2. Shared memory: Q (also the O staging tile, block_m·hdim) and K, V rings
@@ -38,6 +39,7 @@ constexpr FwdSchedule fwd_explicit_schedule(int hdim, int schedule) {
   switch (schedule) {
     case 4: return {FwdKernel::kWarpSpecialized, ws_tile};
     case 5: return {FwdKernel::kWarpSpecializedPingPong, ws_tile};
+    case 6: return {FwdKernel::kPersistentPingPong, ws_tile};
     default: break;
   }
   if (hdim == 64) {

@@ -4,7 +4,11 @@
 // warpgroups take turns on the tensor cores (ping-pong), so one's softmax hides behind the
 // other's GEMMs.
 //
-// Grid: one CTA per (Q tile of 128 rows, q-head, batch), longest causal tiles first (as fa2).
+// Grid: one CTA per (Q tile of 128 rows, q-head, batch), longest causal tiles first (as fa2);
+// or, persistent (kPersistent), one CTA per SM looping over the same tile list with a stride of
+// gridDim.x (FwdTileScheduler): the tiles of one (batch, head) are consecutive, so the CTAs in
+// flight share that head's K/V in L2, and the next tile's first K/V loads overlap the current
+// tile's epilogue.
 //
 // Warp roles (384 threads, __launch_bounds__(384, 1): a 168-register cap at entry, which is what
 // lets setmaxnreg take effect):
@@ -15,11 +19,15 @@
 //
 // Pipelines (mbarriers in SharedStorage):
 //   q_full          producer → consumers; 1 arrival (arrive_and_expect_tx) + Q tile bytes
+//   q_empty         consumers → producer; 1 arrival, by the thread that issued the O store of
+//                   the tile once that store has finished reading shared memory (O is staged
+//                   in Q's space); the producer loads every tile's Q, even one that sees no key,
+//                   so the protocol is the same for every tile
 //   k_full[s]       producer → consumers; 1 arrival + K tile bytes
 //   k_empty[s]      consumers → producer; 256 arrivals (every consumer thread, after its S GEMM)
 //   v_full[s], v_empty[s]   the same for V (released after the P·V GEMM)
-//   The producer waits k_empty/v_empty with the opposite parity, so the first trip around the
-//   ring finds every stage free.
+//   The producer waits k_empty/v_empty/q_empty with the opposite parity, so the first trip
+//   around a ring finds every stage free. K/V phases run on across the tiles of a persistent CTA.
 // Named barriers (FwdNamedBarrier): kConsumers (256 threads: the epilogue), kWarpgroupTurn + w
 // (256 threads: warpgroup w waits for its turn on the tensor cores; the other arrives).
 //
@@ -33,9 +41,10 @@
 //     wgmma.wait 0 → O ready;  release v_empty[n-1]; O *= α; Pn = 16-bit(Sn)
 //   [turn] wait v_full[N-1]; issue O += PN-1·VN-1 [pass, except warpgroup 2's last]; wait; release
 //   epilogue: O /= rowsum, LSE; O → shared memory (Q's space) → TMA store
-// [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns; warpgroup 2 grants
-// warpgroup 1 its first turn and skips its own last pass, so every named-barrier arrival is
-// matched before the CTA exits.
+// [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; warpgroup 2
+// grants warpgroup 1 its first turn and skips its own very last pass (in the CTA's last tile that
+// has work), so every named-barrier arrival is matched before the CTA exits.
+// Producer timeline per tile: K/V tile 0, then (after q_empty) Q, then K/V tiles 1 .. N-1.
 #pragma once
 
 // clang-format off
@@ -69,6 +78,7 @@ struct WsSharedStorage {
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutKV>, 1024> k;
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutKV>, 1024> v;
   alignas(8) uint64_t q_full;
+  alignas(8) uint64_t q_empty;
   alignas(8) uint64_t k_full[kStages];
   alignas(8) uint64_t k_empty[kStages];
   alignas(8) uint64_t v_full[kStages];
@@ -83,12 +93,33 @@ constexpr int kProducerRegisters = 24;
 constexpr int kConsumerRegisters = 240;
 constexpr int kConsumerThreads = 256;
 
-template <class Traits>
-CUTE_DEVICE void produce(typename Traits::Params const& p, WsSharedStorage<Traits>& ss, int m_block, int h, int b,
-                         int n_blocks) {
+struct TileCoord {
+  int m_block, h, b;
+};
+
+// The tile list: tile t = m + M·(h + H·b), m the Q-tile index (reversed for causal masks: the
+// longest rows first). Non-persistent: tile = the CTA's own; persistent: blockIdx.x, then
+// strides of gridDim.x.
+template <class Mask, bool kPersistent>
+struct FwdTileScheduler {
+  int m_blocks, heads, batch;
+  CUTE_DEVICE int count() const { return m_blocks * heads * batch; }
+  CUTE_DEVICE int first() const {
+    return kPersistent ? int(blockIdx.x) : int(blockIdx.x) + m_blocks * (int(blockIdx.y) + heads * int(blockIdx.z));
+  }
+  CUTE_DEVICE int next(int t) const { return kPersistent ? t + int(gridDim.x) : count(); }
+  CUTE_DEVICE TileCoord coord(int t) const {
+    const int m = t % m_blocks, hb = t / m_blocks;
+    return {Mask::kCausal ? m_blocks - 1 - m : m, hb % heads, hb / heads};
+  }
+};
+
+template <class Traits, class Mask, bool kPersistent>
+CUTE_DEVICE void produce(typename Traits::Params const& p, WsSharedStorage<Traits>& ss,
+                         FwdTileScheduler<Mask, kPersistent> const& sched) {
   using namespace cute;
   constexpr int kStages = Traits::kStages;
-  const int h_kv = h / (p.heads_q / p.heads_kv);
+  const Mask mask{p.seqlen_q, p.seqlen_k};
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});   // (BLK_M, D)
   Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});  // (BLK_N, D, PIPE)
   Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutKV{});  // (BLK_N, D, PIPE)
@@ -97,24 +128,34 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, WsSharedStorage<Trait
   Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_k, int(Traits::kHeadDim), p.heads_kv, p.batch));
   using TileQ = Shape<typename Traits::BlockM, typename Traits::HeadDim>;
   using TileKV = Shape<typename Traits::BlockN, typename Traits::HeadDim>;
-  Tensor gQ = local_tile(mQ(_, _, h, b), TileQ{}, make_coord(m_block, _0{}));      // (BLK_M, D)
-  Tensor gK = local_tile(mK(_, _, h_kv, b), TileKV{}, make_coord(_, _0{}));        // (BLK_N, D, n)
-  Tensor gV = local_tile(mV(_, _, h_kv, b), TileKV{}, make_coord(_, _0{}));        // (BLK_N, D, n)
-  auto q_parts = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
-  auto k_parts = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-  auto v_parts = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
-
-  FullBarrier::arrive_and_expect_tx(&ss.q_full, Traits::kTmaBytesQ);
-  copy(p.tma_q.with(ss.q_full), get<0>(q_parts), get<1>(q_parts));
-  for (int n = 0; n < n_blocks; ++n) {
-    const int stage = n % kStages;
-    const uint32_t phase = (n / kStages) & 1;
-    EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
-    FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-    copy(p.tma_k.with(ss.k_full[stage]), get<0>(k_parts)(_, n), get<1>(k_parts)(_, stage));
-    EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
-    FullBarrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
-    copy(p.tma_v.with(ss.v_full[stage]), get<0>(v_parts)(_, n), get<1>(v_parts)(_, stage));
+  int kv_iter = 0, q_iter = 0;
+  for (int t = sched.first(); t < sched.count(); t = sched.next(t)) {
+    const TileCoord c = sched.coord(t);
+    const int h_kv = c.h / (p.heads_q / p.heads_kv);
+    const int n_blocks = mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(c.m_block);
+    Tensor gQ = local_tile(mQ(_, _, c.h, c.b), TileQ{}, make_coord(c.m_block, _0{}));  // (BLK_M, D)
+    Tensor gK = local_tile(mK(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
+    Tensor gV = local_tile(mV(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
+    auto q_parts = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
+    auto k_parts = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+    auto v_parts = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+    auto load_kv = [&](int n) {
+      const int stage = kv_iter % kStages;
+      const uint32_t phase = (kv_iter / kStages) & 1;
+      EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
+      FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
+      copy(p.tma_k.with(ss.k_full[stage]), get<0>(k_parts)(_, n), get<1>(k_parts)(_, stage));
+      EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
+      FullBarrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
+      copy(p.tma_v.with(ss.v_full[stage]), get<0>(v_parts)(_, n), get<1>(v_parts)(_, stage));
+      ++kv_iter;
+    };
+    if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
+    EmptyBarrier::wait(&ss.q_empty, (q_iter & 1) ^ 1u);
+    FullBarrier::arrive_and_expect_tx(&ss.q_full, Traits::kTmaBytesQ);
+    copy(p.tma_q.with(ss.q_full), get<0>(q_parts), get<1>(q_parts));
+    ++q_iter;
+    for (int n = 1; n < n_blocks; ++n) load_kv(n);
   }
 }
 
@@ -132,18 +173,68 @@ struct Turns {
   }
 };
 
-template <class Traits, class Mask, bool kPingPong>
-CUTE_DEVICE void consume(typename Traits::Params const& p, WsSharedStorage<Traits>& ss, int m_block, int h, int b,
-                         int n_blocks) {
+// One tile's mainloop: S, softmax and O for the tile's KV range; kv_iter runs on across tiles.
+// Fragments come in as separate tensors (force-inlined), so they stay in registers.
+template <class Traits, class Mask, bool kPingPong, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS,
+          class TO, class TC, class TP, class TPa, class Softmax, int kRows>
+CUTE_DEVICE void consume_tile(WsSharedStorage<Traits>& ss, Mask const& mask, Turns<kPingPong> const& turns,
+                              MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ, TK const& tSrK, TV const& tOrV, TS& tSrS,
+                              TO& tOrO, TC const& tScS, TP& tOrP, TPa& tOrP_a, Softmax& softmax,
+                              float (&alpha)[kRows], int m_block, int n_blocks, bool last_work, int& kv_iter) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kStages = Traits::kStages;
+  auto stage_of = [](int i) { return i % kStages; };
+  auto phase_of = [](int i) { return uint32_t((i / kStages) & 1); };
+  turns.wait();
+  FullBarrier::wait(&ss.k_full[stage_of(kv_iter)], phase_of(kv_iter));
+  wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage_of(kv_iter)), tSrS);
+  turns.pass();
+  warpgroup_wait<0>();
+  EmptyBarrier::arrive(&ss.k_empty[stage_of(kv_iter)]);
+  if (mask.template needs_mask<kBlockM, kBlockN>(m_block, 0)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, 0);
+  softmax.template online_exp<true>(tSrS, alpha);
+  convert_fragment<Element>(tSrS, tOrP);
+  CUTE_NO_UNROLL
+  for (int n = 1; n < n_blocks; ++n) {
+    const int cur = kv_iter + n, prev = kv_iter + n - 1;
+    turns.wait();
+    FullBarrier::wait(&ss.k_full[stage_of(cur)], phase_of(cur));
+    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage_of(cur)), tSrS);
+    FullBarrier::wait(&ss.v_full[stage_of(prev)], phase_of(prev));
+    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(prev)), tOrO);
+    turns.pass();
+    warpgroup_wait<1>();  // S(n) is ready; O += P(n-1)·V(n-1) may still run
+    EmptyBarrier::arrive(&ss.k_empty[stage_of(cur)]);
+    if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
+    softmax.template online_exp<false>(tSrS, alpha);
+    warpgroup_wait<0>();
+    EmptyBarrier::arrive(&ss.v_empty[stage_of(prev)]);
+    softmax.rescale(tOrO, alpha);
+    convert_fragment<Element>(tSrS, tOrP);
+  }
+  const int last = kv_iter + n_blocks - 1;
+  turns.wait();
+  FullBarrier::wait(&ss.v_full[stage_of(last)], phase_of(last));
+  wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(last)), tOrO);
+  if (turns.warpgroup == 1 || !last_work) turns.pass();  // warpgroup 2's very last pass has no taker
+  warpgroup_wait<0>();
+  EmptyBarrier::arrive(&ss.v_empty[stage_of(last)]);
+  kv_iter += n_blocks;
+}
+
+template <class Traits, class Mask, bool kPingPong, bool kPersistent>
+CUTE_DEVICE void consume(typename Traits::Params const& p, WsSharedStorage<Traits>& ss,
+                         FwdTileScheduler<Mask, kPersistent> const& sched) {
   using namespace cute;
   using Element = typename Traits::Element;
   using BlockM = typename Traits::BlockM;
   using BlockN = typename Traits::BlockN;
   using HeadDim = typename Traits::HeadDim;
-  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kStages = Traits::kStages;
   const int thread_idx = int(threadIdx.x) - 128;  // among the consumers
   const Turns<kPingPong> turns{int(threadIdx.x) / 128};
   const Mask mask{p.seqlen_q, p.seqlen_k};
+  auto n_blocks_of = [&](int t) { return mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(sched.coord(t).m_block); };
 
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
   Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, PIPE)
@@ -160,71 +251,48 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, WsSharedStorage<Trait
   Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
   Tensor tOrP = make_tensor_like<Element>(tSrS);
   Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));  // (MMA, MMA_M, MMA_K)
-  clear(tOrO);
   constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
-  OnlineSoftmax<kRows> softmax(p.softmax_scale);
   float alpha[kRows];
 
-  if (n_blocks > 0) {
-    if (kPingPong && turns.warpgroup == 2) turns.pass();  // warpgroup 1 goes first
-    FullBarrier::wait(&ss.q_full, 0);
-    turns.wait();
-    FullBarrier::wait(&ss.k_full[0], 0);
-    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, 0), tSrS);
-    turns.pass();
-    warpgroup_wait<0>();
-    EmptyBarrier::arrive(&ss.k_empty[0]);
-    if (mask.template needs_mask<kBlockM, kBlockN>(m_block, 0)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, 0);
-    softmax.template online_exp<true>(tSrS, alpha);
-    convert_fragment<Element>(tSrS, tOrP);
-    CUTE_NO_UNROLL
-    for (int n = 1; n < n_blocks; ++n) {
-      const int stage = n % kStages, prev = (n - 1) % kStages;
-      const uint32_t phase = (n / kStages) & 1, prev_phase = ((n - 1) / kStages) & 1;
-      turns.wait();
-      FullBarrier::wait(&ss.k_full[stage], phase);
-      wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
-      FullBarrier::wait(&ss.v_full[prev], prev_phase);
-      wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, prev), tOrO);
-      turns.pass();
-      warpgroup_wait<1>();  // S(n) is ready; O += P(n-1)·V(n-1) may still run
-      EmptyBarrier::arrive(&ss.k_empty[stage]);
-      if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
-      softmax.template online_exp<false>(tSrS, alpha);
-      warpgroup_wait<0>();
-      EmptyBarrier::arrive(&ss.v_empty[prev]);
-      softmax.rescale(tOrO, alpha);
-      convert_fragment<Element>(tSrS, tOrP);
+  int kv_iter = 0, q_iter = 0;
+  bool granted_first_turn = false;
+  for (int t = sched.first(); t < sched.count(); t = sched.next(t)) {
+    const TileCoord c = sched.coord(t);
+    const int n_blocks = n_blocks_of(t);
+    clear(tOrO);
+    OnlineSoftmax<kRows> softmax(p.softmax_scale);
+    FullBarrier::wait(&ss.q_full, q_iter & 1);
+    ++q_iter;
+    if (n_blocks > 0) {
+      if (kPingPong && turns.warpgroup == 2 && !granted_first_turn) turns.pass();  // warpgroup 1 goes first
+      granted_first_turn = true;
+      bool last_work = true;  // no later tile of this CTA has a key to visit
+      for (int u = sched.next(t); u < sched.count() && last_work; u = sched.next(u)) last_work = n_blocks_of(u) == 0;
+      consume_tile<Traits>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a, softmax,
+                           alpha, c.m_block, n_blocks, last_work, kv_iter);
     }
-    const int last = (n_blocks - 1) % kStages;
-    turns.wait();
-    FullBarrier::wait(&ss.v_full[last], ((n_blocks - 1) / kStages) & 1);
-    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, last), tOrO);
-    if (turns.warpgroup == 1) turns.pass();  // warpgroup 2's last pass would have no taker
-    warpgroup_wait<0>();
-    EmptyBarrier::arrive(&ss.v_empty[last]);
+    float lse[kRows];
+    softmax.finalize(tOrO, lse);
+    store_o_and_lse<Traits>(p, ss.q.data(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b, thread_idx, [] {
+      cutlass::arch::NamedBarrier::sync(kConsumerThreads, uint32_t(FwdNamedBarrier::kConsumers));
+    });
+    // The store has read shared memory (store_o_and_lse waited for it): Q's space is free.
+    if (thread_idx == 0) EmptyBarrier::arrive(&ss.q_empty);
   }
-  float lse[kRows];
-  softmax.finalize(tOrO, lse);
-  store_o_and_lse<Traits>(p, ss.q.data(), mma_pv, tOrO, tScS, lse, m_block, h, b, thread_idx, [] {
-    cutlass::arch::NamedBarrier::sync(kConsumerThreads, uint32_t(FwdNamedBarrier::kConsumers));
-  });
 }
 
 }  // namespace ws
 
-template <class Traits, class Mask, bool kPingPong>
+template <class Traits, class Mask, bool kPingPong, bool kPersistent>
 __global__ void __launch_bounds__(384, 1) ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   static_assert(Traits::kWarpgroups == 2, "two consumer warpgroups");
   extern __shared__ char smem_raw[];
   auto& ss = *reinterpret_cast<WsSharedStorage<Traits>*>(smem_raw);
-  const int m_block = Mask::kCausal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
-  const int h = blockIdx.y, b = blockIdx.z;
-  const Mask mask{p.seqlen_q, p.seqlen_k};
-  const int n_blocks = mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(m_block);
-
+  const ws::FwdTileScheduler<Mask, kPersistent> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, p.heads_q,
+                                                      p.batch};
   if (threadIdx.x == 0) {
     ws::FullBarrier::init(&ss.q_full, 1);
+    ws::EmptyBarrier::init(&ss.q_empty, 1);
     for (int s = 0; s < Traits::kStages; ++s) {
       ws::FullBarrier::init(&ss.k_full[s], 1);
       ws::FullBarrier::init(&ss.v_full[s], 1);
@@ -236,10 +304,10 @@ __global__ void __launch_bounds__(384, 1) ws_forward_kernel(CUTE_GRID_CONSTANT t
   __syncthreads();
   if (threadIdx.x < 128) {  // producer warpgroup
     cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
-    if (threadIdx.x == 0 && n_blocks > 0) ws::produce<Traits>(p, ss, m_block, h, b, n_blocks);
+    if (threadIdx.x == 0) ws::produce<Traits>(p, ss, sched);
   } else {
     cutlass::arch::warpgroup_reg_alloc<ws::kConsumerRegisters>();
-    ws::consume<Traits, Mask, kPingPong>(p, ss, m_block, h, b, n_blocks);
+    ws::consume<Traits, Mask, kPingPong>(p, ss, sched);
   }
 }
 
