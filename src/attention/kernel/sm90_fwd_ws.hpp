@@ -5,10 +5,9 @@
 // other's GEMMs.
 //
 // Grid: one CTA per (Q tile of 128 rows, q-head, batch), longest causal tiles first (as fa2);
-// or, persistent (kPersistent), one CTA per SM looping over the same tile list with a stride of
-// gridDim.x (FwdTileScheduler): the tiles of one (batch, head) are consecutive, so the CTAs in
-// flight share that head's K/V in L2, and the next tile's first K/V loads overlap the current
-// tile's epilogue.
+// or, persistent (kPersistent), one CTA per SM looping over tiles (FwdTileScheduler says which;
+// longest-first for causal masks); the next tile's first K/V loads overlap the current tile's
+// epilogue.
 //
 // Warp roles (384 threads, __launch_bounds__(384, 1): a 168-register cap at entry, which is what
 // lets setmaxnreg take effect):
@@ -97,18 +96,31 @@ struct TileCoord {
   int m_block, h, b;
 };
 
-// The tile list: tile t = m + M·(h + H·b), m the Q-tile index (reversed for causal masks: the
-// longest rows first). Non-persistent: tile = the CTA's own; persistent: blockIdx.x, then
-// strides of gridDim.x.
+// The tile list and who takes which tile.
+//  * Non-persistent: one tile per CTA, t = m + M·(h + H·b) from the CTA's coordinates (m = the
+//    Q-tile index, reversed for causal masks so the longest rows start first).
+//  * Persistent, no causal mask (uniform work): CTA i takes tiles i, i + G, i + 2G, ... (G =
+//    gridDim.x); m varies fastest, so the CTAs in flight share one head's K/V in L2.
+//  * Persistent, causal: tiles sorted longest first across all heads (m slowest), dealt out in
+//    a zig-zag (round k: CTA i takes position i of the round when k is even, G-1-i when odd), the
+//    classic static approximation of longest-processing-time-first. A plain round-robin left
+//    CTAs with up to 1.5x the work of others (measured: 0.75x of the non-persistent kernel).
 template <class Mask, bool kPersistent>
 struct FwdTileScheduler {
   int m_blocks, heads, batch;
   CUTE_DEVICE int count() const { return m_blocks * heads * batch; }
-  CUTE_DEVICE int first() const {
-    return kPersistent ? int(blockIdx.x) : int(blockIdx.x) + m_blocks * (int(blockIdx.y) + heads * int(blockIdx.z));
+  // This CTA's k-th tile, or a value >= count() when it has no more (monotone in k).
+  CUTE_DEVICE int tile(int k) const {
+    if constexpr (!kPersistent)
+      return k == 0 ? int(blockIdx.x) + m_blocks * (int(blockIdx.y) + heads * int(blockIdx.z)) : count();
+    const int g = int(gridDim.x), i = int(blockIdx.x);
+    return Mask::kCausal ? k * g + ((k & 1) ? g - 1 - i : i) : k * g + i;
   }
-  CUTE_DEVICE int next(int t) const { return kPersistent ? t + int(gridDim.x) : count(); }
   CUTE_DEVICE TileCoord coord(int t) const {
+    if (kPersistent && Mask::kCausal) {  // longest first: m slowest
+      const int hb = t % (heads * batch), m = t / (heads * batch);
+      return {m_blocks - 1 - m, hb % heads, hb / heads};
+    }
     const int m = t % m_blocks, hb = t / m_blocks;
     return {Mask::kCausal ? m_blocks - 1 - m : m, hb % heads, hb / heads};
   }
@@ -129,7 +141,7 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, WsSharedStorage<Trait
   using TileQ = Shape<typename Traits::BlockM, typename Traits::HeadDim>;
   using TileKV = Shape<typename Traits::BlockN, typename Traits::HeadDim>;
   int kv_iter = 0, q_iter = 0;
-  for (int t = sched.first(); t < sched.count(); t = sched.next(t)) {
+  for (int k = 0, t = sched.tile(0); t < sched.count(); t = sched.tile(++k)) {
     const TileCoord c = sched.coord(t);
     const int h_kv = c.h / (p.heads_q / p.heads_kv);
     const int n_blocks = mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(c.m_block);
@@ -256,7 +268,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, WsSharedStorage<Trait
 
   int kv_iter = 0, q_iter = 0;
   bool granted_first_turn = false;
-  for (int t = sched.first(); t < sched.count(); t = sched.next(t)) {
+  for (int k = 0, t = sched.tile(0); t < sched.count(); t = sched.tile(++k)) {
     const TileCoord c = sched.coord(t);
     const int n_blocks = n_blocks_of(t);
     clear(tOrO);
@@ -267,7 +279,8 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, WsSharedStorage<Trait
       if (kPingPong && turns.warpgroup == 2 && !granted_first_turn) turns.pass();  // warpgroup 1 goes first
       granted_first_turn = true;
       bool last_work = true;  // no later tile of this CTA has a key to visit
-      for (int u = sched.next(t); u < sched.count() && last_work; u = sched.next(u)) last_work = n_blocks_of(u) == 0;
+      for (int j = k + 1, u = sched.tile(j); u < sched.count() && last_work; u = sched.tile(++j))
+        last_work = n_blocks_of(u) == 0;
       consume_tile<Traits>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a, softmax,
                            alpha, c.m_block, n_blocks, last_work, kv_iter);
     }
