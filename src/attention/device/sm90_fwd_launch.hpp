@@ -101,7 +101,7 @@ Status run_fwd_schedule(const FwdParams& fp, Stream stream) {
 // 0 instantiates the same kernel as its explicit twin.
 template <class Element, int kHeadDim>
 Status run_forward_schedules(const FwdParams& fp, Stream stream) {
-  static_assert(kFwdSchedules == 7 && kScheduleCount == kFwdSchedules, "add the new schedule below");
+  static_assert(kFwdSchedules == 8 && kScheduleCount == kFwdSchedules, "add the new schedule below");
   switch (fp.schedule) {
     case 0: return run_fwd_schedule<Element, kHeadDim, 0>(fp, stream);
     case 1: return run_fwd_schedule<Element, kHeadDim, 1>(fp, stream);
@@ -110,6 +110,7 @@ Status run_forward_schedules(const FwdParams& fp, Stream stream) {
     case 4: return run_fwd_schedule<Element, kHeadDim, 4>(fp, stream);
     case 5: return run_fwd_schedule<Element, kHeadDim, 5>(fp, stream);
     case 6: return run_fwd_schedule<Element, kHeadDim, 6>(fp, stream);
+    case 7: return run_fwd_schedule<Element, kHeadDim, 7>(fp, stream);
   }
   return Status::invalid("schedule: " + std::to_string(fp.schedule) + " is out of range");
 }

@@ -1,6 +1,6 @@
 // The forward schedules: which kernel and which tile configuration, per head dim. Schedule 0 is
 // the default (the fastest measured, see docs/perf-log.md); schedules 1.. name every compiled
-// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6`). The instance
+// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6,7`). The instance
 // list (src/attention/instances/) compiles all of them for each dtype and head dim.
 //
 // block_n is one of CuTe's standard WGMMA N sizes (256, 192, 128, 96, 64, 32): the in-between
@@ -29,7 +29,7 @@ struct FwdSchedule {
   FwdTileConfig tile;
 };
 
-constexpr int kFwdSchedules = 7;  // 0 (default) and 1..6
+constexpr int kFwdSchedules = 8;  // 0 (default) and 1..7
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
 // block_n/4, O = hdim/2. Shared memory: Q (also the O staging tile, block_m·hdim) and K, V rings
@@ -40,6 +40,9 @@ constexpr FwdSchedule fwd_explicit_schedule(int hdim, int schedule) {
     case 4: return {FwdKernel::kWarpSpecialized, ws_tile};
     case 5: return {FwdKernel::kWarpSpecializedPingPong, ws_tile};
     case 6: return {FwdKernel::kPersistentPingPong, ws_tile};
+    // Wider KV tiles: S 96 + P 48 registers per thread, shared memory 224 KB at hdim 128. At hdim
+    // 256 nothing wider fits (Q alone is 64 KB), so 7 is the same kernel as 5 there.
+    case 7: return {FwdKernel::kWarpSpecializedPingPong, hdim == 256 ? ws_tile : FwdTileConfig{128, 192, 2, 2}};
     default: break;
   }
   if (hdim == 64) {
