@@ -3,11 +3,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <sstream>
 #include <string>
 
 #include "attention/device/compiled_set.hpp"
 #include "common/dtype.hpp"
+#include "common/status_util.hpp"
 #include "hopattn/hopattn.hpp"
 
 namespace hopattn {
@@ -18,13 +18,6 @@ constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxStrideBytes = int64_t(1) << 40;
 constexpr const char* kDimNames[4] = {"batch", "seqlen", "heads", "hdim"};
 constexpr const char* kLseDimNames[3] = {"batch", "heads", "seqlen"};
-
-template <typename... Ts>
-std::string cat(const Ts&... parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return os.str();
-}
 
 int64_t element_count(const Tensor& t) {
   int64_t n = 1;

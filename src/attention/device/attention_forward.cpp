@@ -9,6 +9,7 @@
 #include "attention/device/forward_dispatch.hpp"
 #include "attention/fwd_params.hpp"
 #include "common/cuda_check.hpp"
+#include "common/status_util.hpp"
 #include "hopattn/hopattn.hpp"
 
 namespace hopattn {
@@ -82,31 +83,9 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream) {
 }  // namespace hopattn
 
 // ---- C ABI ---------------------------------------------------------------------------------------
-namespace {
-
-hopattn_status_t to_c_status(const hopattn::Status& s) {
-  hopattn_status_t out{};
-  out.code = static_cast<hopattn_status_code_t>(s.code());
-  std::snprintf(out.message, sizeof(out.message), "%s", s.message().c_str());
-  return out;
-}
-
-template <typename F>
-hopattn_status_t guarded(F&& f) {
-  try {
-    return to_c_status(f());
-  } catch (const std::exception& e) {
-    return to_c_status(hopattn::Status(hopattn::StatusCode::kInternal, e.what()));
-  } catch (...) {
-    return to_c_status(hopattn::Status(hopattn::StatusCode::kInternal, "unknown exception"));
-  }
-}
-
-}  // namespace
-
 extern "C" hopattn_status_t hopattn_attention_forward_check(const hopattn_attention_fwd_args_t* args,
                                                             void* stream) {
-  return guarded([&] {
+  return hopattn::guarded_c_call([&] {
     if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
     hopattn::DeviceContext ctx;
     if (hopattn::Status s = hopattn::query_device_context(*args, static_cast<hopattn::Stream>(stream), &ctx); !s.ok())
@@ -117,7 +96,7 @@ extern "C" hopattn_status_t hopattn_attention_forward_check(const hopattn_attent
 
 extern "C" hopattn_status_t hopattn_attention_forward(const hopattn_attention_fwd_args_t* args,
                                                       void* stream) {
-  return guarded([&] {
+  return hopattn::guarded_c_call([&] {
     if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
     return hopattn::attention_forward(*args, static_cast<hopattn::Stream>(stream));
   });

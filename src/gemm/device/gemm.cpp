@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "common/cuda_check.hpp"
+#include "common/status_util.hpp"
 #include "gemm/device/gemm_problem.hpp"
 #include "gemm/device/gemm_registry.hpp"
 #include "gemm/gemm.hpp"
@@ -52,30 +53,8 @@ Status gemm(const GemmArgs& args, Stream stream) {
 }  // namespace hopattn::gemm
 
 // ---- C ABI ---------------------------------------------------------------------------------------
-namespace {
-
-hopattn_status_t to_c_status(const hopattn::Status& s) {
-  hopattn_status_t out{};
-  out.code = static_cast<hopattn_status_code_t>(s.code());
-  std::snprintf(out.message, sizeof(out.message), "%s", s.message().c_str());
-  return out;
-}
-
-template <typename F>
-hopattn_status_t guarded(F&& f) {
-  try {
-    return to_c_status(f());
-  } catch (const std::exception& e) {
-    return to_c_status(hopattn::Status(hopattn::StatusCode::kInternal, e.what()));
-  } catch (...) {
-    return to_c_status(hopattn::Status(hopattn::StatusCode::kInternal, "unknown exception"));
-  }
-}
-
-}  // namespace
-
 extern "C" hopattn_status_t hopattn_gemm_check(const hopattn_gemm_args_t* args, void* stream) {
-  return guarded([&] {
+  return hopattn::guarded_c_call([&] {
     if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
     hopattn::gemm::GemmDeviceContext ctx;
     if (hopattn::Status s = hopattn::gemm::query_device_context(*args, static_cast<hopattn::Stream>(stream), &ctx); !s.ok())
@@ -85,7 +64,7 @@ extern "C" hopattn_status_t hopattn_gemm_check(const hopattn_gemm_args_t* args, 
 }
 
 extern "C" hopattn_status_t hopattn_gemm(const hopattn_gemm_args_t* args, void* stream) {
-  return guarded([&] {
+  return hopattn::guarded_c_call([&] {
     if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
     return hopattn::gemm::gemm(*args, static_cast<hopattn::Stream>(stream));
   });

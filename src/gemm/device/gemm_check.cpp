@@ -5,11 +5,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/dtype.hpp"
+#include "common/status_util.hpp"
 #include "gemm/device/gemm_problem.hpp"
 #include "gemm/device/gemm_registry.hpp"
 #include "gemm/gemm.hpp"
@@ -20,13 +20,6 @@ namespace {
 constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxStrideBytes = int64_t(1) << 40;  // TMA descriptors take strides below 2^40 B
 constexpr int64_t kTmaAlignment = 16;                   // bytes: base address and leading dimension
-
-template <typename... Ts>
-std::string cat(const Ts&... parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return os.str();
-}
 
 bool is_16bit_float(hopattn_dtype_t t) { return t == HOPATTN_DTYPE_BF16 || t == HOPATTN_DTYPE_FP16; }
 bool is_empty(const Tensor& t) { return t.shape[0] == 0 || t.shape[1] == 0; }
