@@ -8,86 +8,17 @@
 #include "attention/device/compiled_set.hpp"
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
+#include "common/tensor_checks.hpp"
 #include "hopattn/hopattn.hpp"
 
 namespace hopattn {
 namespace {
 
 constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
-// TMA descriptors take global strides below 2^40 bytes.
-constexpr int64_t kMaxStrideBytes = int64_t(1) << 40;
 constexpr const char* kDimNames[4] = {"batch", "seqlen", "heads", "hdim"};
 constexpr const char* kLseDimNames[3] = {"batch", "heads", "seqlen"};
-
-int64_t element_count(const Tensor& t) {
-  int64_t n = 1;
-  for (int i = 0; i < t.rank; ++i) n *= t.shape[i];
-  return n;
-}
-
-// Shape and strides of one tensor: rank, non-negative sizes, strides, overflow.
-Status check_geometry(const Tensor& t, const char* name, int rank, const char* const* dims) {
-  if (t.rank != rank) {
-    return Status::invalid(cat(name, ": rank must be ", rank, ", got ", t.rank));
-  }
-  for (int i = 0; i < rank; ++i) {
-    if (t.shape[i] < 0)
-      return Status::invalid(cat(name, ".shape[", i, "] (", dims[i], ") is negative: ", t.shape[i]));
-    if (t.shape[i] > kMaxExtent)
-      return Status::invalid(cat(name, ".shape[", i, "] (", dims[i], ") = ", t.shape[i],
-                                 " exceeds 2^31-1: 32-bit index math would overflow"));
-    if (t.stride[i] < 0)
-      return Status::invalid(cat(name, ".stride[", i, "] is negative: ", t.stride[i],
-                                 " (negative strides are not supported)"));
-  }
-  // The largest element offset must be representable and within what TMA can address.
-  const int64_t esize = int64_t(dtype_size(t.dtype));
-  int64_t max_offset = 0;
-  for (int i = 0; i < rank; ++i) {
-    if (t.shape[i] == 0) return Status();
-    if (t.stride[i] > kMaxStrideBytes / esize)
-      return Status::invalid(cat(name, ".stride[", i, "] = ", t.stride[i],
-                                 " elements is beyond the 2^40-byte stride limit of TMA"));
-    max_offset += (t.shape[i] - 1) * t.stride[i];
-    if (max_offset > std::numeric_limits<int64_t>::max() / (2 * esize))
-      return Status::invalid(cat(name, ": the element offsets overflow 64-bit byte addressing"));
-  }
-  return Status();
-}
-
-bool is_empty(const Tensor& t) { return element_count(t) == 0; }
-
-// Byte range [lo, hi) that a tensor's elements occupy (empty for an empty tensor).
-struct ByteRange {
-  uintptr_t lo = 0, hi = 0;
-};
-ByteRange byte_range(const Tensor& t) {
-  if (t.data == nullptr || is_empty(t)) return {};
-  const int64_t esize = int64_t(dtype_size(t.dtype));
-  int64_t max_offset = 0;
-  for (int i = 0; i < t.rank; ++i) max_offset += (t.shape[i] - 1) * t.stride[i];
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(t.data);
-  return {lo, lo + uintptr_t((max_offset + 1) * esize)};
-}
-bool overlaps(ByteRange a, ByteRange b) { return a.lo < b.hi && b.lo < a.hi; }
-
-Status check_pointer_and_alignment(const Tensor& t, const char* name, int rank) {
-  if (t.data == nullptr) {
-    if (is_empty(t)) return Status();
-    return Status::invalid(cat(name, ": data pointer is null"));
-  }
-  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
-    return Status::invalid(cat(name, ": data pointer ", t.data,
-                               " is not 16-byte aligned (TMA needs 16-byte aligned tensors)"));
-  const int64_t esize = int64_t(dtype_size(t.dtype));
-  for (int i = 0; i < rank - 1; ++i) {
-    if ((t.stride[i] * esize) % 16 != 0)
-      return Status::invalid(cat(name, ".stride[", i, "] = ", t.stride[i], " elements (",
-                                 t.stride[i] * esize,
-                                 " bytes) is not a multiple of 16 bytes (TMA needs it)"));
-  }
-  return Status();
-}
+// The order of DeviceContext::tensor_device for this operation.
+constexpr const char* kTensorNames[5] = {"q", "k", "v", "o", "lse"};
 
 std::string supported_head_dims() {
   std::string s;
@@ -204,7 +135,7 @@ Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContex
   if (Status s = check_types(a); !s.ok()) return s;
   if (Status s = check_shapes(a); !s.ok()) return s;
   for (int i = 0; i < 4; ++i) {
-    if (Status s = check_pointer_and_alignment(*ts[i], names[i], 4); !s.ok()) return s;
+    if (Status s = check_pointer_and_alignment(*ts[i], names[i], 16); !s.ok()) return s;
   }
   if (Status s = check_lse(a); !s.ok()) return s;
   if (Status s = check_aliasing(a); !s.ok()) return s;
@@ -213,19 +144,7 @@ Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContex
   if (a.schedule < 0 || a.schedule >= attention::kScheduleCount)
     return Status::invalid(cat("schedule: ", a.schedule, " is out of range [0, ",
                                attention::kScheduleCount, ")"));
-  if (ctx.stream_device != ctx.current_device)
-    return Status::invalid(cat("stream: belongs to device ", ctx.stream_device,
-                               " but the current device is ", ctx.current_device));
-  for (int i = 0; i < kDeviceContextTensors; ++i) {
-    if (ctx.tensor_device[i] == kHostMemory)
-      return Status::invalid(cat(kDeviceContextTensorNames[i],
-                                 ": points to host memory; device memory is required"));
-    if (ctx.tensor_device[i] >= 0 && ctx.tensor_device[i] != ctx.current_device)
-      return Status::invalid(cat(kDeviceContextTensorNames[i], ": lives on device ",
-                                 ctx.tensor_device[i], " but the current device is ",
-                                 ctx.current_device));
-  }
-  return Status();
+  return check_placement(ctx, kTensorNames, 5);
 }
 
 }  // namespace hopattn

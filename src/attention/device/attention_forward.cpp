@@ -10,32 +10,15 @@
 #include "attention/fwd_params.hpp"
 #include "common/cuda_check.hpp"
 #include "common/status_util.hpp"
+#include "common/tensor_checks.hpp"
 #include "hopattn/hopattn.hpp"
 
 namespace hopattn {
 namespace {
 
-// Device of the memory behind `ptr`, kHostMemory for host memory, kUnknownDevice for null.
-int pointer_device(const void* ptr) {
-  if (ptr == nullptr) return kUnknownDevice;
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky-free error of an unknown pointer
-    return kHostMemory;
-  }
-  if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) return attr.device;
-  return kHostMemory;
-}
-
-Status query_device_context(const AttentionForwardArgs& a, Stream stream, DeviceContext* ctx) {
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&ctx->current_device));
-  ctx->stream_device = ctx->current_device;
-  if (stream != nullptr) {
-    HOPATTN_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &ctx->stream_device));
-  }
-  const void* ptrs[kDeviceContextTensors] = {a.q.data, a.k.data, a.v.data, a.o.data, a.lse.data};
-  for (int i = 0; i < kDeviceContextTensors; ++i) ctx->tensor_device[i] = pointer_device(ptrs[i]);
-  return Status();
+Status query_attention_context(const AttentionForwardArgs& a, Stream stream, DeviceContext* ctx) {
+  const void* ptrs[5] = {a.q.data, a.k.data, a.v.data, a.o.data, a.lse.data};  // the check's order
+  return query_device_context(stream, ptrs, 5, ctx);
 }
 
 attention::FwdParams make_params(const AttentionForwardArgs& a) {
@@ -71,7 +54,7 @@ attention::FwdParams make_params(const AttentionForwardArgs& a) {
 
 Status attention_forward(const AttentionForwardArgs& args, Stream stream) {
   DeviceContext ctx;
-  if (Status s = query_device_context(args, stream, &ctx); !s.ok()) return s;
+  if (Status s = query_attention_context(args, stream, &ctx); !s.ok()) return s;
   if (Status s = check_attention_forward(args, ctx); !s.ok()) return s;
   const attention::FwdParams p = make_params(args);
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status();  // nothing to compute
@@ -88,7 +71,7 @@ extern "C" hopattn_status_t hopattn_attention_forward_check(const hopattn_attent
   return hopattn::guarded_c_call([&] {
     if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
     hopattn::DeviceContext ctx;
-    if (hopattn::Status s = hopattn::query_device_context(*args, static_cast<hopattn::Stream>(stream), &ctx); !s.ok())
+    if (hopattn::Status s = hopattn::query_attention_context(*args, static_cast<hopattn::Stream>(stream), &ctx); !s.ok())
       return s;
     return hopattn::check_attention_forward(*args, ctx);
   });

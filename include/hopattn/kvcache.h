@@ -1,0 +1,60 @@
+/* hopattn — attention over a KV cache (decode, speculative decoding, chunked prefill).
+ *
+ * STATUS: the interface, its argument checks, the workspace query and the CPU references are in
+ * place; the decode kernels are not built yet, so hopattn_kvcache_attention returns
+ * HOPATTN_NOT_SUPPORTED after checking its arguments. See docs/decode.md.
+ *
+ *   q              (batch, seqlen_q, heads_q, hdim)        bf16 or fp16; seqlen_q small (1 for decode)
+ *   k_cache        (batch, max_seqlen_k, heads_kv, hdim)   same dtype as q, or int8 (quantized cache)
+ *   v_cache        (batch, max_seqlen_k, heads_kv, hdim)   same dtype as k_cache
+ *   cache_seqlens  (batch)                                 int32, device memory: the valid length of
+ *                                                          each sequence's cache (0 .. max_seqlen_k)
+ *   o              (batch, seqlen_q, heads_q, hdim)        same dtype as q
+ *   lse            (batch, heads_q, seqlen_q)              float32, optional
+ *   k_scale        int8 cache only: (batch, max_seqlen_k / quant_block, heads_kv, hdim) float32,
+ *                  one scale per (block of quant_block tokens, kv-head, channel)
+ *   v_scale        int8 cache only: (batch, max_seqlen_k, heads_kv) float32, one per (token, kv-head)
+ *
+ * Query row i of sequence b is at position cache_seqlens[b] - seqlen_q + i: with causal it sees
+ * keys j <= i + cache_seqlens[b] - seqlen_q (bottom-right aligned to the sequence's own length);
+ * without, every key j < cache_seqlens[b]. A row that sees no key gets O = 0, LSE = -inf.
+ */
+#ifndef HOPATTN_KVCACHE_H
+#define HOPATTN_KVCACHE_H
+
+#include "hopattn/hopattn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hopattn_kvcache_args {
+  hopattn_tensor_t q;
+  hopattn_tensor_t k_cache;
+  hopattn_tensor_t v_cache;
+  hopattn_tensor_t cache_seqlens;
+  hopattn_tensor_t o;
+  hopattn_tensor_t lse;
+  hopattn_tensor_t k_scale;
+  hopattn_tensor_t v_scale;
+  int32_t quant_block;   /* int8 cache: tokens per K scale block (64 or 128); else ignored */
+  float softmax_scale;   /* 0: 1/sqrt(hdim) */
+  int32_t causal;
+  int32_t num_splits;    /* split-KV: 0 = heuristic, >= 1 forced */
+  int32_t pack_gqa;      /* query-head packing: -1 = heuristic, 0 = off, 1 = on */
+  void* workspace;       /* device memory of hopattn_kvcache_workspace_size() bytes (may be NULL if 0) */
+  size_t workspace_bytes;
+} hopattn_kvcache_args_t;
+
+/* Bytes of device workspace a call with these arguments needs (partial O and LSE of split-KV);
+ * query it once, allocate, and the call itself never allocates (CUDA-graph capturable). Returns
+ * the size through *bytes. */
+hopattn_status_t hopattn_kvcache_workspace_size(const hopattn_kvcache_args_t* args, size_t* bytes);
+
+hopattn_status_t hopattn_kvcache_attention(const hopattn_kvcache_args_t* args, void* stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* HOPATTN_KVCACHE_H */
