@@ -1,0 +1,32 @@
+// hopattn — C++ interface of attention over a KV cache (see kvcache.h for the conventions).
+#pragma once
+
+#include <cstddef>
+
+#include "hopattn/hopattn.hpp"
+#include "hopattn/kvcache.h"
+
+namespace hopattn {
+
+using KvCacheArgs = hopattn_kvcache_args_t;
+
+// How a call will run: the split-KV count, whether the query heads of a KV group are packed
+// into one tile's rows, and the workspace that needs (partial O and LSE per split).
+struct KvCachePlan {
+  int num_splits = 1;
+  bool pack_gqa = false;
+  size_t workspace_bytes = 0;
+};
+
+// Every rule that needs no device memory (the workspace size is checked against the plan).
+// DeviceContext::tensor_device order: q, k_cache, v_cache, cache_seqlens, o, lse, k_scale, v_scale.
+Status check_kvcache_attention(const KvCacheArgs& args, const DeviceContext& context, int sm_count);
+
+// The heuristic (or the forced values): split the KV length across CTAs when batch × heads_kv
+// tiles cannot fill the SMs; pack the query heads of a group when seqlen_q · group fits a tile.
+KvCachePlan plan_kvcache_attention(const KvCacheArgs& args, int sm_count);
+
+// Checks, then runs. The decode kernels are not built yet: returns kNotSupported after the checks.
+Status kvcache_attention(const KvCacheArgs& args, Stream stream);
+
+}  // namespace hopattn

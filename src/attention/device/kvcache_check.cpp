@@ -1,0 +1,198 @@
+// Attention over a KV cache: argument checks, the split/packing plan and the workspace size.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "attention/device/compiled_set.hpp"
+#include "common/cuda_check.hpp"
+#include "common/dtype.hpp"
+#include "common/status_util.hpp"
+#include "common/tensor_checks.hpp"
+#include "hopattn/kvcache.hpp"
+
+namespace hopattn {
+namespace {
+
+constexpr const char* kDims[4] = {"batch", "seqlen", "heads", "hdim"};
+constexpr const char* kLseDims[3] = {"batch", "heads", "seqlen"};
+constexpr const char* kSeqlensDims[1] = {"batch"};
+constexpr const char* kKScaleDims[4] = {"batch", "blocks", "heads_kv", "hdim"};
+constexpr const char* kVScaleDims[3] = {"batch", "seqlen", "heads_kv"};
+// DeviceContext::tensor_device order for this operation.
+constexpr const char* kTensorNames[8] = {"q", "k_cache", "v_cache", "cache_seqlens", "o", "lse", "k_scale", "v_scale"};
+constexpr int kTileRows = 64;   // query rows per consumer warpgroup tile
+constexpr int kSplitKeys = 128; // the smallest KV range a split is given
+constexpr int kMaxSplits = 128;
+
+bool is_int8(const KvCacheArgs& a) { return a.k_cache.dtype == HOPATTN_DTYPE_INT8; }
+
+Status check_types_and_shapes(const KvCacheArgs& a) {
+  const Tensor &q = a.q, &k = a.k_cache, &v = a.v_cache, &o = a.o;
+  if (q.dtype != HOPATTN_DTYPE_BF16 && q.dtype != HOPATTN_DTYPE_FP16)
+    return Status::unsupported(cat("q: dtype ", hopattn_dtype_name(q.dtype), " is not supported; supported: bf16, fp16"));
+  if (o.dtype != q.dtype)
+    return Status::invalid(cat("o: dtype ", hopattn_dtype_name(o.dtype), " does not match q's ", hopattn_dtype_name(q.dtype)));
+  if (k.dtype != q.dtype && k.dtype != HOPATTN_DTYPE_INT8)
+    return Status::invalid(cat("k_cache: dtype ", hopattn_dtype_name(k.dtype), " must be q's (",
+                               hopattn_dtype_name(q.dtype), ") or int8"));
+  if (v.dtype != k.dtype)
+    return Status::invalid(cat("v_cache: dtype ", hopattn_dtype_name(v.dtype), " does not match k_cache's ",
+                               hopattn_dtype_name(k.dtype)));
+  bool hdim_ok = false;
+  for (int d : attention::compiled_head_dims()) hdim_ok |= q.shape[3] == d;
+  if (!hdim_ok) return Status::unsupported(cat("q: head dim ", q.shape[3], " is not supported"));
+  for (const Tensor* t : {&k, &v, &o})
+    if (t->shape[3] != q.shape[3] || t->shape[0] != q.shape[0])
+      return Status::invalid("k_cache, v_cache, o: batch and hdim must match q's");
+  if (v.shape[1] != k.shape[1] || v.shape[2] != k.shape[2])
+    return Status::invalid("v_cache: shape (max_seqlen_k, heads_kv) differs from k_cache's");
+  if (o.shape[1] != q.shape[1] || o.shape[2] != q.shape[2])
+    return Status::invalid("o: shape (seqlen_q, heads_q) differs from q's");
+  if (k.shape[2] == 0 ? q.shape[2] != 0 : q.shape[2] % k.shape[2] != 0)
+    return Status::invalid(cat("q: heads_q = ", q.shape[2], " is not a multiple of heads_kv = ", k.shape[2]));
+  for (const Tensor* t : {&q, &k, &v, &o})
+    if (t->stride[3] != 1 && t->shape[3] > 1)
+      return Status::invalid("q, k_cache, v_cache, o: the last dimension (hdim) must be contiguous");
+  const Tensor& sl = a.cache_seqlens;
+  if (sl.data == nullptr && q.shape[0] > 0) return Status::invalid("cache_seqlens: data pointer is null");
+  if (sl.dtype != HOPATTN_DTYPE_INT32) return Status::invalid("cache_seqlens: dtype must be int32");
+  if (sl.shape[0] != q.shape[0])
+    return Status::invalid(cat("cache_seqlens: shape (", sl.shape[0], ") must be (batch) = (", q.shape[0], ")"));
+  if (sl.stride[0] != 1 && sl.shape[0] > 1) return Status::invalid("cache_seqlens: must be contiguous");
+  return Status();
+}
+
+Status check_scales(const KvCacheArgs& a) {
+  if (!is_int8(a)) {
+    if (a.k_scale.data || a.v_scale.data)
+      return Status::invalid(cat(a.k_scale.data ? "k_scale" : "v_scale", ": given, but the cache is ",
+                                 hopattn_dtype_name(a.k_cache.dtype), ", not int8"));
+    return Status();
+  }
+  const int64_t b = a.k_cache.shape[0], len = a.k_cache.shape[1], hkv = a.k_cache.shape[2], d = a.k_cache.shape[3];
+  if (a.quant_block != 64 && a.quant_block != 128)
+    return Status::invalid(cat("quant_block: ", a.quant_block, " is not 64 or 128"));
+  if (len % a.quant_block != 0)
+    return Status::invalid(cat("k_cache: max_seqlen_k = ", len, " is not a multiple of quant_block = ", a.quant_block));
+  if (Status s = check_geometry(a.k_scale, "k_scale", 4, kKScaleDims); !s.ok()) return s;
+  if (Status s = check_geometry(a.v_scale, "v_scale", 3, kVScaleDims); !s.ok()) return s;
+  const Tensor &ks = a.k_scale, &vs = a.v_scale;
+  if (ks.dtype != HOPATTN_DTYPE_FP32 || vs.dtype != HOPATTN_DTYPE_FP32)
+    return Status::invalid(cat(ks.dtype != HOPATTN_DTYPE_FP32 ? "k_scale" : "v_scale", ": dtype must be fp32"));
+  if (ks.shape[0] != b || ks.shape[1] != len / a.quant_block || ks.shape[2] != hkv || ks.shape[3] != d)
+    return Status::invalid(cat("k_scale: shape (", ks.shape[0], ", ", ks.shape[1], ", ", ks.shape[2], ", ", ks.shape[3],
+                               ") must be (batch, max_seqlen_k / quant_block, heads_kv, hdim) = (", b, ", ",
+                               len / a.quant_block, ", ", hkv, ", ", d, ")"));
+  if (vs.shape[0] != b || vs.shape[1] != len || vs.shape[2] != hkv)
+    return Status::invalid(cat("v_scale: shape (", vs.shape[0], ", ", vs.shape[1], ", ", vs.shape[2],
+                               ") must be (batch, max_seqlen_k, heads_kv) = (", b, ", ", len, ", ", hkv, ")"));
+  if (Status s = check_pointer_and_alignment(ks, "k_scale", 16); !s.ok()) return s;
+  return check_pointer_and_alignment(vs, "v_scale", 4);
+}
+
+Status check_aliasing(const KvCacheArgs& a) {
+  const Tensor* inputs[6] = {&a.q, &a.k_cache, &a.v_cache, &a.cache_seqlens, &a.k_scale, &a.v_scale};
+  const char* names[6] = {"q", "k_cache", "v_cache", "cache_seqlens", "k_scale", "v_scale"};
+  const ByteRange o = byte_range(a.o), lse = byte_range(a.lse);
+  for (int i = 0; i < 6; ++i) {
+    const ByteRange in = byte_range(*inputs[i]);
+    if (overlaps(o, in)) return Status::invalid(cat("o: overlaps input ", names[i], " in memory"));
+    if (overlaps(lse, in)) return Status::invalid(cat("lse: overlaps input ", names[i], " in memory"));
+  }
+  if (overlaps(o, lse)) return Status::invalid("lse: overlaps o in memory");
+  return Status();
+}
+
+}  // namespace
+
+KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sm_count) {
+  KvCachePlan plan;
+  const int64_t batch = a.q.shape[0], seqlen_q = a.q.shape[1], heads_q = a.q.shape[2];
+  const int64_t heads_kv = std::max<int64_t>(a.k_cache.shape[2], 1), group = heads_q / heads_kv;
+  const int64_t max_len = a.k_cache.shape[1];
+  plan.pack_gqa = a.pack_gqa >= 0 ? a.pack_gqa == 1 : (group > 1 && seqlen_q * group <= 2 * kTileRows);
+  const int64_t rows = plan.pack_gqa ? seqlen_q * group : seqlen_q;
+  const int64_t tiles = batch * (plan.pack_gqa ? heads_kv : heads_q) * ((rows + kTileRows - 1) / kTileRows);
+  const int64_t kv_chunks = std::max<int64_t>((max_len + kSplitKeys - 1) / kSplitKeys, 1);
+  if (a.num_splits > 0) {
+    plan.num_splits = int(std::min<int64_t>(a.num_splits, kv_chunks));
+  } else if (tiles > 0 && tiles < int64_t(sm_count) * 4 / 5) {
+    // Enough splits to give every SM work, no split shorter than kSplitKeys keys.
+    plan.num_splits = int(std::min<int64_t>({(sm_count + tiles - 1) / tiles, kv_chunks, kMaxSplits}));
+  }
+  if (plan.num_splits > 1)  // per split: O (fp32, hdim per row) and LSE (fp32 per row)
+    plan.workspace_bytes = size_t(plan.num_splits) * size_t(batch * heads_q * seqlen_q) *
+                           (size_t(a.q.shape[3]) + 1) * sizeof(float);
+  return plan;
+}
+
+Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, int sm_count) {
+  const Tensor* ts[4] = {&a.q, &a.k_cache, &a.v_cache, &a.o};
+  const char* names[4] = {"q", "k_cache", "v_cache", "o"};
+  for (int i = 0; i < 4; ++i)
+    if (Status s = check_geometry(*ts[i], names[i], 4, kDims); !s.ok()) return s;
+  if (Status s = check_geometry(a.cache_seqlens, "cache_seqlens", 1, kSeqlensDims); !s.ok()) return s;
+  if (Status s = check_types_and_shapes(a); !s.ok()) return s;
+  for (int i = 0; i < 4; ++i)
+    if (Status s = check_pointer_and_alignment(*ts[i], names[i], 16); !s.ok()) return s;
+  if (a.lse.data) {
+    if (Status s = check_geometry(a.lse, "lse", 3, kLseDims); !s.ok()) return s;
+    if (a.lse.dtype != HOPATTN_DTYPE_FP32) return Status::invalid("lse: dtype must be fp32");
+    if (a.lse.shape[0] != a.q.shape[0] || a.lse.shape[1] != a.q.shape[2] || a.lse.shape[2] != a.q.shape[1])
+      return Status::invalid("lse: shape must be (batch, heads_q, seqlen_q)");
+  }
+  if (Status s = check_scales(a); !s.ok()) return s;
+  if (Status s = check_aliasing(a); !s.ok()) return s;
+  if (!std::isfinite(a.softmax_scale)) return Status::invalid("softmax_scale: must be finite");
+  if (a.num_splits < 0) return Status::invalid(cat("num_splits: ", a.num_splits, " is negative (0 = heuristic)"));
+  if (a.pack_gqa < -1 || a.pack_gqa > 1)
+    return Status::invalid(cat("pack_gqa: ", a.pack_gqa, " is not -1 (heuristic), 0 or 1"));
+  const KvCachePlan plan = plan_kvcache_attention(a, sm_count);
+  if (plan.workspace_bytes > 0 && (a.workspace == nullptr || a.workspace_bytes < plan.workspace_bytes))
+    return Status::invalid(cat("workspace: ", plan.workspace_bytes, " bytes needed for ", plan.num_splits,
+                               " KV splits, ", a.workspace ? a.workspace_bytes : 0,
+                               " given (query hopattn_kvcache_workspace_size)"));
+  return check_placement(ctx, kTensorNames, 8);
+}
+
+namespace {
+
+Status query_kvcache_context(const KvCacheArgs& a, Stream stream, DeviceContext* ctx, int* sm_count) {
+  const void* ptrs[8] = {a.q.data, a.k_cache.data, a.v_cache.data, a.cache_seqlens.data,
+                         a.o.data, a.lse.data,     a.k_scale.data, a.v_scale.data};
+  if (Status s = query_device_context(stream, ptrs, 8, ctx); !s.ok()) return s;
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, ctx->current_device));
+  return Status();
+}
+
+}  // namespace
+
+Status kvcache_attention(const KvCacheArgs& a, Stream stream) {
+  DeviceContext ctx;
+  int sms = 0;
+  if (Status s = query_kvcache_context(a, stream, &ctx, &sms); !s.ok()) return s;
+  if (Status s = check_kvcache_attention(a, ctx, sms); !s.ok()) return s;
+  return Status::unsupported("kvcache attention: the decode kernels are not built yet (docs/decode.md)");
+}
+
+}  // namespace hopattn
+
+extern "C" hopattn_status_t hopattn_kvcache_workspace_size(const hopattn_kvcache_args_t* args, size_t* bytes) {
+  return hopattn::guarded_c_call([&] {
+    if (args == nullptr || bytes == nullptr) return hopattn::Status::invalid("args, bytes: null pointer");
+    int device = 0, sms = 0;
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    *bytes = hopattn::plan_kvcache_attention(*args, sms).workspace_bytes;
+    return hopattn::Status();
+  });
+}
+
+extern "C" hopattn_status_t hopattn_kvcache_attention(const hopattn_kvcache_args_t* args, void* stream) {
+  return hopattn::guarded_c_call([&] {
+    if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
+    return hopattn::kvcache_attention(*args, static_cast<hopattn::Stream>(stream));
+  });
+}

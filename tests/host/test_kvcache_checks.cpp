@@ -1,0 +1,143 @@
+// KV-cache attention: each argument rule, the split/packing plan and the workspace check,
+// without a GPU (fake, never dereferenced pointers; the SM count passed in).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "hopattn/kvcache.hpp"
+
+namespace hopattn {
+namespace {
+
+constexpr int kSms = 132;
+void* fake(uintptr_t a) { return reinterpret_cast<void*>(a); }
+
+Tensor vec_i32(void* data, int64_t n) {
+  Tensor t{};
+  t.data = data, t.dtype = HOPATTN_DTYPE_INT32, t.rank = 1, t.shape[0] = n, t.stride[0] = 1;
+  return t;
+}
+
+// Decode with GQA 8:1: q (4, 1, 32, 128) bf16, cache (4, 8192, 4, 128) bf16.
+KvCacheArgs valid_args() {
+  KvCacheArgs a{};
+  a.q = tensor_bshd(fake(0x10000000), HOPATTN_DTYPE_BF16, 4, 1, 32, 128);
+  a.k_cache = tensor_bshd(fake(0x100000000), HOPATTN_DTYPE_BF16, 4, 8192, 4, 128);
+  a.v_cache = tensor_bshd(fake(0x200000000), HOPATTN_DTYPE_BF16, 4, 8192, 4, 128);
+  a.cache_seqlens = vec_i32(fake(0x30000000), 4);
+  a.o = tensor_bshd(fake(0x40000000), HOPATTN_DTYPE_BF16, 4, 1, 32, 128);
+  a.lse = tensor_lse(static_cast<float*>(fake(0x50000000)), 4, 32, 1);
+  a.causal = 1;
+  a.pack_gqa = -1;
+  a.workspace = fake(0x60000000);
+  a.workspace_bytes = size_t(1) << 30;
+  return a;
+}
+
+// The same cache quantized to int8 with its scales.
+KvCacheArgs int8_args() {
+  KvCacheArgs a = valid_args();
+  a.k_cache.dtype = a.v_cache.dtype = HOPATTN_DTYPE_INT8;
+  for (Tensor* t : {&a.k_cache, &a.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_INT8, 4, 8192, 4, 128);
+  a.quant_block = 128;
+  a.k_scale = tensor_bshd(fake(0x70000000), HOPATTN_DTYPE_FP32, 4, 64, 4, 128);  // (b, blocks, hkv, d)
+  Tensor vs{};
+  vs.data = fake(0x80000000), vs.dtype = HOPATTN_DTYPE_FP32, vs.rank = 3;
+  vs.shape[0] = 4, vs.shape[1] = 8192, vs.shape[2] = 4;
+  vs.stride[2] = 1, vs.stride[1] = 4, vs.stride[0] = 8192 * 4;
+  a.v_scale = vs;
+  return a;
+}
+
+void expect_error(const Status& s, const std::string& needle) {
+  EXPECT_FALSE(s.ok()) << "expected an error mentioning '" << needle << "'";
+  EXPECT_NE(s.message().find(needle), std::string::npos) << "message: " << s.message();
+}
+
+Status check(const KvCacheArgs& a, DeviceContext ctx = {}) { return check_kvcache_attention(a, ctx, kSms); }
+
+TEST(KvCacheChecks, ValidCallsPass) {
+  EXPECT_TRUE(check(valid_args()).ok()) << check(valid_args()).to_string();
+  EXPECT_TRUE(check(int8_args()).ok()) << check(int8_args()).to_string();
+}
+
+TEST(KvCacheChecks, CacheSeqlens) {
+  KvCacheArgs a = valid_args();
+  a.cache_seqlens.data = nullptr;
+  expect_error(check(a), "cache_seqlens: data pointer is null");
+  a = valid_args();
+  a.cache_seqlens.dtype = HOPATTN_DTYPE_FP32;
+  expect_error(check(a), "cache_seqlens: dtype must be int32");
+  a = valid_args();
+  a.cache_seqlens.shape[0] = 3;
+  expect_error(check(a), "cache_seqlens: shape (3) must be (batch) = (4)");
+}
+
+TEST(KvCacheChecks, DtypesAndHeads) {
+  KvCacheArgs a = valid_args();
+  a.k_cache.dtype = HOPATTN_DTYPE_FP16;
+  expect_error(check(a), "k_cache: dtype fp16 must be q's (bf16) or int8");
+  a = valid_args();
+  a.v_cache.dtype = HOPATTN_DTYPE_FP16;
+  expect_error(check(a), "v_cache: dtype fp16 does not match k_cache's bf16");
+  a = valid_args();
+  a.k_cache.shape[2] = a.v_cache.shape[2] = 5;
+  expect_error(check(a), "heads_q = 32 is not a multiple of heads_kv = 5");
+}
+
+TEST(KvCacheChecks, ScalesWithTheWrongShape) {
+  KvCacheArgs a = int8_args();
+  a.k_scale.shape[1] = 63;
+  expect_error(check(a), "k_scale: shape (4, 63, 4, 128) must be (batch, max_seqlen_k / quant_block, heads_kv, hdim)");
+  a = int8_args();
+  a.v_scale.shape[1] = 8191;
+  expect_error(check(a), "v_scale: shape (4, 8191, 4) must be (batch, max_seqlen_k, heads_kv)");
+  a = int8_args();
+  a.quant_block = 96;
+  expect_error(check(a), "quant_block: 96 is not 64 or 128");
+  a = valid_args();
+  a.k_scale = int8_args().k_scale;
+  expect_error(check(a), "k_scale: given, but the cache is bf16, not int8");
+}
+
+TEST(KvCacheChecks, OutputAliasesTheCache) {
+  KvCacheArgs a = valid_args();
+  a.o.data = fake(0x100000000 + 4096);
+  expect_error(check(a), "o: overlaps input k_cache");
+}
+
+TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
+  KvCacheArgs a = valid_args();
+  a.num_splits = -2;
+  expect_error(check(a), "num_splits: -2 is negative");
+  a = valid_args();
+  a.pack_gqa = 3;
+  expect_error(check(a), "pack_gqa: 3 is not -1");
+  a = valid_args();
+  a.workspace = nullptr;
+  expect_error(check(a), "workspace: ");
+}
+
+TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
+  KvCacheArgs a = valid_args();  // b=4, 8 q-heads per kv-head, 1 query: 4*4 = 16 packed tiles
+  KvCachePlan p = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, (kSms + 15) / 16);  // 9 splits: 144 CTAs >= 132 SMs
+  EXPECT_EQ(p.workspace_bytes, size_t(9) * 4 * 32 * 1 * (128 + 1) * 4);
+  a.pack_gqa = 0;  // 4*32 = 128 tiles: 97% of one wave already, no split
+  p = plan_kvcache_attention(a, kSms);
+  EXPECT_FALSE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 1);
+  EXPECT_EQ(p.workspace_bytes, 0u);
+  a.num_splits = 1000;  // forced, but never more splits than 128-key chunks (8192 / 128 = 64)
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 64);
+  a = valid_args();  // large batch: enough tiles, no split, no workspace
+  for (Tensor* t : {&a.q, &a.o}) t->shape[0] = 128;
+  for (Tensor* t : {&a.k_cache, &a.v_cache}) t->shape[0] = 128;
+  p = plan_kvcache_attention(a, kSms);
+  EXPECT_EQ(p.num_splits, 1);
+  EXPECT_EQ(p.workspace_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace hopattn

@@ -1,0 +1,109 @@
+// The KV-cache reference (ragged lengths, causal aligned to each sequence's own length) and the
+// INT8 cache format: round trip within half a step, outlier channels kept apart.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "attention_reference.hpp"
+#include "kvcache_reference.hpp"
+
+namespace hopattn::reference {
+namespace {
+
+std::vector<float> randn(size_t n, uint32_t seed, float stddev = 1.0f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, stddev);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+TEST(KvCacheReference, EachSequenceUsesItsOwnLength) {
+  KvCacheProblem p{3, 2, 16, 4, 2, 8, true, 0.0f};
+  const int32_t lens[3] = {16, 5, 1};  // full, ragged, and shorter than seqlen_q (row 0 sees nothing)
+  const auto q = randn(size_t(p.batch) * p.seqlen_q * p.heads_q * p.hdim, 1);
+  auto k = randn(size_t(p.batch) * p.max_len * p.heads_kv * p.hdim, 2);
+  auto v = randn(k.size(), 3);
+  std::vector<double> o(q.size()), lse(size_t(p.batch) * p.heads_q * p.seqlen_q);
+  kvcache_attention_cpu_fp64(p, q.data(), k.data(), v.data(), lens, o.data(), lse.data());
+  // Garbage past each length must not matter.
+  auto k2 = k, v2 = v;
+  for (int b = 0; b < p.batch; ++b)
+    for (int t = lens[b]; t < p.max_len; ++t)
+      for (int e = 0; e < p.heads_kv * p.hdim; ++e) {
+        const size_t i = (size_t(b) * p.max_len + t) * p.heads_kv * p.hdim + e;
+        k2[i] = 1e6f, v2[i] = -1e6f;
+      }
+  std::vector<double> o2(o.size()), lse2(lse.size());
+  kvcache_attention_cpu_fp64(p, q.data(), k2.data(), v2.data(), lens, o2.data(), lse2.data());
+  for (size_t i = 0; i < o.size(); ++i) ASSERT_EQ(o[i], o2[i]) << "element " << i;
+  // Sequence 2 has one key and two queries: query 0 sits at position -1 and sees nothing.
+  for (int h = 0; h < p.heads_q; ++h) {
+    EXPECT_EQ(lse[(size_t(2) * p.heads_q + h) * p.seqlen_q + 0], -std::numeric_limits<double>::infinity());
+    EXPECT_TRUE(std::isfinite(lse[(size_t(2) * p.heads_q + h) * p.seqlen_q + 1]));
+  }
+  // Sequence 1 (length 5), last query: the plain attention over its 5 keys.
+  AttnProblem one{1, 1, 5, p.heads_q, p.heads_kv, p.hdim, false, 0.0f};
+  std::vector<float> q_last(q.begin() + (size_t(1) * p.seqlen_q + 1) * p.heads_q * p.hdim,
+                            q.begin() + (size_t(1) * p.seqlen_q + 2) * p.heads_q * p.hdim);
+  std::vector<double> o_one(size_t(p.heads_q) * p.hdim), lse_one(p.heads_q);
+  attention_cpu_fp64(one, q_last.data(), k.data() + size_t(1) * p.max_len * p.heads_kv * p.hdim,
+                     v.data() + size_t(1) * p.max_len * p.heads_kv * p.hdim, o_one.data(), lse_one.data());
+  for (int e = 0; e < p.heads_q * p.hdim; ++e)
+    EXPECT_NEAR(o[(size_t(1) * p.seqlen_q + 1) * p.heads_q * p.hdim + e], o_one[e], 1e-12);
+}
+
+TEST(Int8Cache, RoundTripWithinHalfAStep) {
+  KvCacheProblem p{2, 1, 256, 2, 2, 64, true, 0.0f};
+  const auto k = randn(size_t(p.batch) * p.max_len * p.heads_kv * p.hdim, 4);
+  const auto v = randn(k.size(), 5);
+  const Int8Cache c = quantize_kv_int8(p, 128, k.data(), v.data());
+  std::vector<float> kd(k.size()), vd(v.size());
+  dequantize_kv_int8(p, 128, c, kd.data(), vd.data());
+  double k_err = 0, v_err = 0;
+  for (size_t i = 0; i < k.size(); ++i) {
+    const size_t t = (i / (p.heads_kv * p.hdim)) % p.max_len, h = (i / p.hdim) % p.heads_kv, ch = i % p.hdim;
+    const size_t b = i / (size_t(p.max_len) * p.heads_kv * p.hdim);
+    const float ks = c.k_scale[((b * (p.max_len / 128) + t / 128) * p.heads_kv + h) * p.hdim + ch];
+    const float vs = c.v_scale[(b * p.max_len + t) * p.heads_kv + h];
+    ASSERT_LE(std::abs(kd[i] - k[i]), 0.5f * ks * (1 + 1e-6f)) << "K element " << i;
+    ASSERT_LE(std::abs(vd[i] - v[i]), 0.5f * vs * (1 + 1e-6f)) << "V element " << i;
+    ASSERT_GE(c.k[i], -127);
+    k_err = std::max(k_err, double(std::abs(kd[i] - k[i])));
+    v_err = std::max(v_err, double(std::abs(vd[i] - v[i])));
+  }
+  EXPECT_GT(k_err, 0.0);  // quantization is lossy...
+  EXPECT_LT(k_err, 0.05);  // ...by at most half of max|x|/127 (~4.5/254 for N(0,1) blocks)
+  EXPECT_LT(v_err, 0.05);
+}
+
+TEST(Int8Cache, OutlierChannelsKeepTheirOwnScale) {
+  // Channel 3 of K is 20x larger: with per-(block, head, channel) scales the other channels'
+  // error stays as without the outlier; a single scale per block and head would grow it ~20x.
+  KvCacheProblem p{1, 1, 128, 1, 1, 64, true, 0.0f};
+  auto k = randn(size_t(p.max_len) * p.hdim, 6);
+  const auto v = randn(k.size(), 7);
+  const Int8Cache plain = quantize_kv_int8(p, 128, k.data(), v.data());
+  for (int t = 0; t < p.max_len; ++t) k[size_t(t) * p.hdim + 3] *= 20.0f;
+  const Int8Cache outlier = quantize_kv_int8(p, 128, k.data(), v.data());
+  for (int ch = 0; ch < p.hdim; ++ch)
+    if (ch != 3) EXPECT_EQ(plain.k_scale[ch], outlier.k_scale[ch]) << "channel " << ch;
+  EXPECT_NEAR(outlier.k_scale[3], 20.0f * plain.k_scale[3], 1e-5f * outlier.k_scale[3]);
+}
+
+TEST(Int8Cache, ZeroGroupsStoreZeros) {
+  KvCacheProblem p{1, 1, 64, 1, 1, 64, true, 0.0f};
+  std::vector<float> k(size_t(p.max_len) * p.hdim, 0.0f), v(k.size(), 0.0f);
+  k[5] = 1.0f;  // one non-zero value in channel 5, token 0
+  const Int8Cache c = quantize_kv_int8(p, 64, k.data(), v.data());
+  EXPECT_EQ(c.k_scale[0], 0.0f);
+  EXPECT_EQ(c.k[5], 127);
+  for (float s : c.v_scale) EXPECT_EQ(s, 0.0f);
+  for (int8_t x : c.v) EXPECT_EQ(x, 0);
+}
+
+}  // namespace
+}  // namespace hopattn::reference

@@ -1,0 +1,77 @@
+#include "kvcache_reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "attention_reference.hpp"
+
+namespace hopattn::reference {
+
+void kvcache_attention_cpu_fp64(const KvCacheProblem& p, const float* q, const float* k_cache, const float* v_cache,
+                                const int32_t* cache_seqlens, double* o, double* lse) {
+  const int64_t q_seq = int64_t(p.seqlen_q) * p.heads_q * p.hdim;
+  const int64_t kv_seq = int64_t(p.max_len) * p.heads_kv * p.hdim;
+  for (int b = 0; b < p.batch; ++b) {
+    const int len = cache_seqlens[b];
+    if (len < 0 || len > p.max_len) throw std::invalid_argument("cache_seqlens out of [0, max_len]");
+    // One sequence: the first `len` cache rows are contiguous, and bottom-right causal alignment
+    // with seqlen_k = len is exactly "query i sits at position len - seqlen_q + i".
+    AttnProblem one{1, p.seqlen_q, len, p.heads_q, p.heads_kv, p.hdim, p.causal, p.scale};
+    std::vector<double> lse_one(int64_t(p.heads_q) * p.seqlen_q);
+    attention_cpu_fp64(one, q + b * q_seq, k_cache + b * kv_seq, v_cache + b * kv_seq, o + b * q_seq, lse_one.data());
+    std::copy(lse_one.begin(), lse_one.end(), lse + int64_t(b) * p.heads_q * p.seqlen_q);
+  }
+}
+
+namespace {
+
+int8_t quantize(float x, float scale) {
+  if (scale == 0.0f) return 0;
+  return int8_t(std::clamp(std::nearbyint(x / scale), -127.0f, 127.0f));
+}
+
+}  // namespace
+
+Int8Cache quantize_kv_int8(const KvCacheProblem& p, int block, const float* k, const float* v) {
+  if (block <= 0 || p.max_len % block != 0) throw std::invalid_argument("max_len must be a multiple of block");
+  const int blocks = p.max_len / block, d = p.hdim, hkv = p.heads_kv;
+  const int64_t n = int64_t(p.batch) * p.max_len * hkv * d;
+  Int8Cache c{std::vector<int8_t>(n), std::vector<int8_t>(n), std::vector<float>(int64_t(p.batch) * blocks * hkv * d),
+              std::vector<float>(int64_t(p.batch) * p.max_len * hkv)};
+  auto at = [&](int b, int t, int h, int ch) { return ((int64_t(b) * p.max_len + t) * hkv + h) * d + ch; };
+  for (int b = 0; b < p.batch; ++b)
+    for (int blk = 0; blk < blocks; ++blk)
+      for (int h = 0; h < hkv; ++h)
+        for (int ch = 0; ch < d; ++ch) {
+          float amax = 0.0f;
+          for (int t = blk * block; t < (blk + 1) * block; ++t) amax = std::max(amax, std::abs(k[at(b, t, h, ch)]));
+          const float scale = amax / 127.0f;
+          c.k_scale[((int64_t(b) * blocks + blk) * hkv + h) * d + ch] = scale;
+          for (int t = blk * block; t < (blk + 1) * block; ++t) c.k[at(b, t, h, ch)] = quantize(k[at(b, t, h, ch)], scale);
+        }
+  for (int b = 0; b < p.batch; ++b)
+    for (int t = 0; t < p.max_len; ++t)
+      for (int h = 0; h < hkv; ++h) {
+        float amax = 0.0f;
+        for (int ch = 0; ch < d; ++ch) amax = std::max(amax, std::abs(v[at(b, t, h, ch)]));
+        const float scale = amax / 127.0f;
+        c.v_scale[(int64_t(b) * p.max_len + t) * hkv + h] = scale;
+        for (int ch = 0; ch < d; ++ch) c.v[at(b, t, h, ch)] = quantize(v[at(b, t, h, ch)], scale);
+      }
+  return c;
+}
+
+void dequantize_kv_int8(const KvCacheProblem& p, int block, const Int8Cache& c, float* k, float* v) {
+  const int blocks = p.max_len / block, d = p.hdim, hkv = p.heads_kv;
+  for (int b = 0; b < p.batch; ++b)
+    for (int t = 0; t < p.max_len; ++t)
+      for (int h = 0; h < hkv; ++h)
+        for (int ch = 0; ch < d; ++ch) {
+          const int64_t i = ((int64_t(b) * p.max_len + t) * hkv + h) * d + ch;
+          k[i] = float(c.k[i]) * c.k_scale[((int64_t(b) * blocks + t / block) * hkv + h) * d + ch];
+          v[i] = float(c.v[i]) * c.v_scale[(int64_t(b) * p.max_len + t) * hkv + h];
+        }
+}
+
+}  // namespace hopattn::reference

@@ -1,0 +1,37 @@
+// References for attention over a KV cache and for the INT8 cache format (docs/decode.md).
+//
+// Layouts (contiguous): q, o (batch, seqlen_q, heads_q, d); k, v caches (batch, max_len,
+// heads_kv, d); cache_seqlens (batch); lse (batch, heads_q, seqlen_q). Query row i of sequence b
+// sits at position cache_seqlens[b] - seqlen_q + i (causal: it sees keys j <= that position).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace hopattn::reference {
+
+struct KvCacheProblem {
+  int batch = 1, seqlen_q = 1, max_len = 1, heads_q = 1, heads_kv = 1, hdim = 128;
+  bool causal = true;
+  float scale = 0.0f;  // 0: 1/sqrt(hdim)
+};
+
+// float64 attention with each sequence's own length (the existing reference, per sequence).
+void kvcache_attention_cpu_fp64(const KvCacheProblem& p, const float* q, const float* k_cache, const float* v_cache,
+                                const int32_t* cache_seqlens, double* o, double* lse);
+
+// The INT8 cache: symmetric quantization, values in [-127, 127].
+//   K: one scale per (block of `block` tokens, kv-head, channel) = max |k| over the block / 127
+//      (outlier channels get their own scale; appending a block never rescales older ones);
+//   V: one scale per (token, kv-head) = max |v| over the channels / 127.
+// A scale of 0 (an all-zero group) stores zeros.
+struct Int8Cache {
+  std::vector<int8_t> k, v;           // (batch, max_len, heads_kv, d)
+  std::vector<float> k_scale;         // (batch, max_len / block, heads_kv, d)
+  std::vector<float> v_scale;         // (batch, max_len, heads_kv)
+};
+Int8Cache quantize_kv_int8(const KvCacheProblem& p, int block, const float* k, const float* v);
+// The values the INT8 cache represents (q · scale), in the cache layout.
+void dequantize_kv_int8(const KvCacheProblem& p, int block, const Int8Cache& c, float* k, float* v);
+
+}  // namespace hopattn::reference
