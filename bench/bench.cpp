@@ -17,6 +17,7 @@
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
 #include "device_utils.hpp"
+#include "plot.hpp"
 #include "results.hpp"
 #include "timing.hpp"
 
@@ -142,7 +143,7 @@ void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
 }  // namespace
 
 std::string bench_usage() {
-  return "usage: hopattn bench [--op attn|gemm] [--csv FILE] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
+  return "usage: hopattn bench [--op attn|gemm] [--csv FILE] [--plot FILE.svg] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
          "                     [--causal 0,1] [--dtype bf16|fp16] [--tokens 16384] [--hidden 2048]\n"
          "                     [--no-ceilings] [--quick] [--schedules 0,1,2]\n"
          "Default grid: FlashAttention-3 paper's (16k tokens, hidden 2048, bf16, head dims 64/128/256,\n"
@@ -160,6 +161,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
         return argv[++i];
       };
       if (a == "--csv") o->csv_path = value();
+      else if (a == "--plot") o->plot_path = value();
       else if (a == "--hdim") o->hdims = parse_int_list(value());
       else if (a == "--seqlen") o->seqlens = parse_int_list(value());
       else if (a == "--causal") o->causal = parse_int_list(value());
@@ -285,6 +287,10 @@ int run_bench(const BenchOptions& opt) {
   if (!opt.csv_path.empty()) {
     write_csv(opt.csv_path, info, rows);
     std::printf("CSV written to %s (%zu rows)\n", opt.csv_path.c_str(), rows.size());
+  }
+  if (!opt.plot_path.empty()) {
+    write_svg_plot(opt.plot_path, rows, "hopattn bench, " + info.gpu + ", commit " + info.commit);
+    std::printf("plot written to %s\n", opt.plot_path.c_str());
   }
   cudaStreamDestroy(stream);
   return 0;

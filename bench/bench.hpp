@@ -12,7 +12,8 @@
 namespace hopattn::bench {
 
 struct BenchOptions {
-  std::string csv_path;  // empty: no CSV
+  std::string csv_path;   // empty: no CSV
+  std::string plot_path;  // empty: no plot (SVG: TFLOP/s vs seqlen per head dim and mask)
   std::vector<int> hdims = {64, 128, 256};
   std::vector<int> seqlens = {512, 1024, 2048, 4096, 8192, 16384};
   std::vector<int> causal = {0, 1};

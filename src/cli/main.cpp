@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "plot.hpp"
 #include "cli/commands.hpp"
 #include "common/cuda_check.hpp"
 #if HOPATTN_WITH_GEMM
@@ -29,6 +30,7 @@ void usage(std::FILE* f) {
                "                       (hopattn bench --help for options)\n"
                "  bench --op gemm [...] hopattn's GEMM vs cuBLAS (hopattn bench --op gemm --help)\n"
                "  gemm --m --n --k [--dtype] [--layout] [--variant] [--check]   one GEMM vs cuBLAS\n"
+               "  plot CSV OUT.svg     plot a bench CSV (TFLOP/s vs seqlen, per head dim and mask)\n"
                "  layout EXPR [--check]  CuTe layout algebra: composition, complement, division\n");
 }
 
@@ -87,6 +89,15 @@ int main(int argc, char** argv) {
     if (cmd == "info") return hopattn::cli::run_info();
     if (cmd == "check") return hopattn::cli::run_check_command(argc - 1, argv + 1);
     if (cmd == "layout") return hopattn::layout::run_layout_command(argc - 1, argv + 1);
+    if (cmd == "plot") {
+      if (argc != 4) {
+        std::fprintf(stderr, "usage: hopattn plot CSV OUT.svg\n");
+        return 2;
+      }
+      hopattn::bench::write_svg_plot(argv[3], hopattn::bench::read_csv(argv[2]), std::string("hopattn bench: ") + argv[2]);
+      std::printf("plot written to %s\n", argv[3]);
+      return 0;
+    }
 #if HOPATTN_WITH_GEMM
     if (cmd == "gemm") return hopattn::gemm::run_gemm_command(argc - 1, argv + 1);
     if (cmd == "bench" && wants_gemm_bench(argc - 1, argv + 1)) return run_gemm_bench_command(argc - 1, argv + 1);
