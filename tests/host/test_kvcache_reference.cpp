@@ -105,5 +105,39 @@ TEST(Int8Cache, ZeroGroupsStoreZeros) {
   for (int8_t x : c.v) EXPECT_EQ(x, 0);
 }
 
+TEST(SplitKv, CombiningSplitsEqualsTheWholeRange) {
+  // One query row per (head), keys split into uneven ranges (one of them empty); the merged
+  // result must equal attention over all keys to rounding.
+  const int heads = 4, d = 16, keys = 300;
+  const std::vector<int> bounds = {0, 7, 7, 128, 299, 300};  // split s covers [bounds[s], bounds[s+1])
+  const int splits = int(bounds.size()) - 1;
+  const auto q = randn(size_t(heads) * d, 11), k = randn(size_t(keys) * heads * d, 12), v = randn(k.size(), 13);
+  AttnProblem whole{1, 1, keys, heads, heads, d, false, 0.0f};
+  std::vector<double> o_ref(size_t(heads) * d), lse_ref(heads);
+  attention_cpu_fp64(whole, q.data(), k.data(), v.data(), o_ref.data(), lse_ref.data());
+  std::vector<double> o_parts(size_t(splits) * heads * d), lse_parts(size_t(splits) * heads);
+  for (int s = 0; s < splits; ++s) {
+    AttnProblem part{1, 1, bounds[s + 1] - bounds[s], heads, heads, d, false, whole.effective_scale()};
+    attention_cpu_fp64(part, q.data(), k.data() + size_t(bounds[s]) * heads * d, v.data() + size_t(bounds[s]) * heads * d,
+                       o_parts.data() + size_t(s) * heads * d, lse_parts.data() + size_t(s) * heads);
+  }
+  EXPECT_EQ(lse_parts[1 * heads], -std::numeric_limits<double>::infinity());  // the empty split
+  std::vector<double> o(size_t(heads) * d), lse(heads);
+  combine_splits_cpu(splits, heads, d, o_parts.data(), lse_parts.data(), o.data(), lse.data());
+  for (int i = 0; i < heads * d; ++i) EXPECT_NEAR(o[i], o_ref[i], 1e-12) << "element " << i;
+  for (int h = 0; h < heads; ++h) EXPECT_NEAR(lse[h], lse_ref[h], 1e-12) << "head " << h;
+}
+
+TEST(SplitKv, NoSplitSawAKey) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double o_parts[2 * 2] = {std::nan(""), std::nan(""), std::nan(""), std::nan("")};  // never read
+  const double lse_parts[2] = {-inf, -inf};
+  double o[2] = {1, 1}, lse[1] = {0};
+  combine_splits_cpu(2, 1, 2, o_parts, lse_parts, o, lse);
+  EXPECT_EQ(o[0], 0.0);
+  EXPECT_EQ(o[1], 0.0);
+  EXPECT_EQ(lse[0], -inf);
+}
+
 }  // namespace
 }  // namespace hopattn::reference

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "attention_reference.hpp"
@@ -72,6 +73,28 @@ void dequantize_kv_int8(const KvCacheProblem& p, int block, const Int8Cache& c, 
           k[i] = float(c.k[i]) * c.k_scale[((int64_t(b) * blocks + t / block) * hkv + h) * d + ch];
           v[i] = float(c.v[i]) * c.v_scale[(int64_t(b) * p.max_len + t) * hkv + h];
         }
+}
+
+void combine_splits_cpu(int splits, int64_t rows, int d, const double* o_parts, const double* lse_parts, double* o,
+                        double* lse) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (int s = 0; s < splits; ++s) m = std::max(m, lse_parts[s * rows + r]);
+    double* out = o + r * d;
+    std::fill(out, out + d, 0.0);
+    if (m == -std::numeric_limits<double>::infinity()) {  // no split saw a key
+      lse[r] = m;
+      continue;
+    }
+    double sum = 0;
+    for (int s = 0; s < splits; ++s) sum += std::exp(lse_parts[s * rows + r] - m);
+    lse[r] = m + std::log(sum);
+    for (int s = 0; s < splits; ++s) {
+      const double w = std::exp(lse_parts[s * rows + r] - lse[r]);
+      if (w == 0.0) continue;
+      for (int i = 0; i < d; ++i) out[i] += w * o_parts[(s * rows + r) * d + i];
+    }
+  }
 }
 
 }  // namespace hopattn::reference

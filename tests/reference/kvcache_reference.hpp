@@ -34,4 +34,12 @@ Int8Cache quantize_kv_int8(const KvCacheProblem& p, int block, const float* k, c
 // The values the INT8 cache represents (q · scale), in the cache layout.
 void dequantize_kv_int8(const KvCacheProblem& p, int block, const Int8Cache& c, float* k, float* v);
 
+// Split-KV (flash-decoding) merge: each of `splits` partial results covers a disjoint key range
+// and holds O_s (normalized over its range) and LSE_s; the exact result is
+//   LSE = log Σ_s exp(LSE_s),  O = Σ_s exp(LSE_s − LSE) · O_s.
+// A split that saw no key has LSE_s = −inf and contributes nothing; if none saw a key, O = 0 and
+// LSE = −inf. o_parts: (splits, rows, d); lse_parts: (splits, rows); o: (rows, d); lse: (rows).
+void combine_splits_cpu(int splits, int64_t rows, int d, const double* o_parts, const double* lse_parts, double* o,
+                        double* lse);
+
 }  // namespace hopattn::reference
