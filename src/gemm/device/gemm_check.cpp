@@ -10,6 +10,7 @@
 
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
+#include "common/tensor_checks.hpp"
 #include "gemm/device/gemm_problem.hpp"
 #include "gemm/device/gemm_registry.hpp"
 #include "gemm/gemm.hpp"
@@ -22,7 +23,6 @@ constexpr int64_t kMaxStrideBytes = int64_t(1) << 40;  // TMA descriptors take s
 constexpr int64_t kTmaAlignment = 16;                   // bytes: base address and leading dimension
 
 bool is_16bit_float(hopattn_dtype_t t) { return t == HOPATTN_DTYPE_BF16 || t == HOPATTN_DTYPE_FP16; }
-bool is_empty(const Tensor& t) { return t.shape[0] == 0 || t.shape[1] == 0; }
 
 // Rank, extents and strides of one matrix; `dims` names its two dimensions ("M", "K").
 Status check_geometry(const Tensor& t, const char* name, const char* dim0, const char* dim1) {
@@ -125,17 +125,6 @@ Status check_pointer(const Tensor& t, const char* name, bool tma) {
                                tma ? " (TMA needs 16-byte aligned operands)" : ""));
   return Status();
 }
-
-struct ByteRange {
-  uintptr_t lo = 0, hi = 0;
-};
-ByteRange byte_range(const Tensor& t) {
-  if (t.data == nullptr || is_empty(t)) return {};
-  const int64_t last = (t.shape[0] - 1) * t.stride[0] + (t.shape[1] - 1) * t.stride[1];
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(t.data);
-  return {lo, lo + uintptr_t((last + 1) * int64_t(dtype_size(t.dtype)))};
-}
-bool overlaps(ByteRange a, ByteRange b) { return a.lo < b.hi && b.lo < a.hi; }
 
 bool same_view(const Tensor& x, const Tensor& y) {
   return x.data == y.data && x.dtype == y.dtype && x.shape[0] == y.shape[0] && x.shape[1] == y.shape[1] &&
