@@ -19,32 +19,15 @@ namespace hopattn::gemm {
 namespace {
 
 constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
-constexpr int64_t kMaxStrideBytes = int64_t(1) << 40;  // TMA descriptors take strides below 2^40 B
 constexpr int64_t kTmaAlignment = 16;                   // bytes: base address and leading dimension
 
 bool is_16bit_float(hopattn_dtype_t t) { return t == HOPATTN_DTYPE_BF16 || t == HOPATTN_DTYPE_FP16; }
 
-// Rank, extents and strides of one matrix; `dims` names its two dimensions ("M", "K").
+// Rank, extents and strides of one matrix (the shared tensor check); dim0/dim1 name its
+// dimensions ("M", "K").
 Status check_geometry(const Tensor& t, const char* name, const char* dim0, const char* dim1) {
-  if (t.rank != 2) return Status::invalid(cat(name, ": rank must be 2, got ", t.rank));
   const char* dims[2] = {dim0, dim1};
-  for (int i = 0; i < 2; ++i) {
-    if (t.shape[i] < 0)
-      return Status::invalid(cat(name, ".shape[", i, "] (", dims[i], ") is negative: ", t.shape[i]));
-    if (t.shape[i] > kMaxExtent)
-      return Status::invalid(cat(name, ".shape[", i, "] (", dims[i], ") = ", t.shape[i],
-                                 " exceeds 2^31-1: 32-bit index math would overflow"));
-    if (t.stride[i] < 0)
-      return Status::invalid(cat(name, ".stride[", i, "] is negative: ", t.stride[i],
-                                 " (negative strides are not supported)"));
-  }
-  if (is_empty(t)) return Status();
-  const int64_t esize = int64_t(dtype_size(t.dtype));
-  for (int i = 0; i < 2; ++i) {
-    if (esize != 0 && t.stride[i] > kMaxStrideBytes / esize)
-      return Status::invalid(cat(name, ".stride[", i, "] = ", t.stride[i], " elements is beyond the 2^40-byte limit"));
-  }
-  return Status();
+  return hopattn::check_geometry(t, name, 2, dims);
 }
 
 Status check_types(const GemmArgs& a, bool uses_c) {

@@ -110,7 +110,7 @@ TEST(GemmChecks, NegativeStride) {
 TEST(GemmChecks, StrideBeyondTmaLimit) {
   GemmArgs g = valid_args();
   g.a.stride[0] = int64_t(1) << 40;
-  expect_invalid(g, "a.stride[0] = 1099511627776 elements is beyond the 2^40-byte limit");
+  expect_invalid(g, "a.stride[0] = 1099511627776 elements is beyond the 2^40-byte stride limit of TMA");
 }
 
 TEST(GemmChecks, InputDtypes) {
