@@ -53,6 +53,14 @@ hopattn_status_t hopattn_kvcache_workspace_size(const hopattn_kvcache_args_t* ar
 
 hopattn_status_t hopattn_kvcache_attention(const hopattn_kvcache_args_t* args, void* stream);
 
+/* cache_seqlens lives in device memory, so the kernels check it: a sequence whose length is
+ * negative or larger than max_seqlen_k, or (causal) shorter than seqlen_q, gets NaN in all its O
+ * and LSE rows instead of an answer, and the first such sequence of the process is recorded.
+ * This call waits for `stream`, then returns HOPATTN_INVALID_ARGUMENT naming the recorded
+ * sequence and its length (and clears the record), or HOPATTN_OK. It is separate from the
+ * attention call so that a decode step stays asynchronous and graph-capturable. */
+hopattn_status_t hopattn_kvcache_device_check(void* stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

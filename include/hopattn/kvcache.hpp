@@ -29,4 +29,8 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& args, int sm_count);
 // Checks, then runs. The decode kernels are not built yet: returns kNotSupported after the checks.
 Status kvcache_attention(const KvCacheArgs& args, Stream stream);
 
+// Waits for `stream`; reports (and clears) the first sequence the kernels found with a bad
+// cache_seqlens entry (see hopattn_kvcache_device_check).
+Status kvcache_device_check(Stream stream);
+
 }  // namespace hopattn

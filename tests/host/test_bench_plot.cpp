@@ -1,11 +1,14 @@
-// The bench's CSV round trip and SVG plot, on synthetic rows.
+// The bench's CSV round trip and SVG plot, on synthetic rows; its option parsing (the attention
+// grid and --op decode) and the decode section's FLOP and byte counts.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "bench.hpp"
 #include "plot.hpp"
 #include "results.hpp"
 
@@ -63,6 +66,132 @@ TEST(BenchPlot, CsvRoundTripAndOnePanelPerHeadDimAndMask) {
 
 TEST(BenchPlot, NothingToPlotIsAnError) {
   EXPECT_THROW(write_svg_plot(::testing::TempDir() + "/empty.svg", {}, "empty"), std::runtime_error);
+}
+
+// Decode rows (one timed, one that the API refused) share the CSV with attention rows: the
+// header is unchanged, the plot reader skips them, and an untimed row has empty figures.
+TEST(BenchPlot, DecodeRowsInTheCsv) {
+  std::vector<Row> rows = synthetic_rows();
+  Row d;
+  d.op = "decode", d.impl = "cudnn", d.dtype = "bf16", d.hdim = 128, d.causal = 1, d.batch = 8;
+  d.heads_q = 32, d.heads_kv = 8, d.seqlen_q = 1, d.seqlen_k = 8192;
+  d.ms = 0.05, d.tflops = 0.1, d.tbps = 2.5, d.ratio_vs_cudnn = 1, d.note = "CUDA graph of 32 calls, per call";
+  rows.push_back(d);
+  d.impl = "hopattn", d.dtype = "int8", d.ms = d.tflops = d.tbps = d.ratio_vs_cudnn = 0;
+  d.note = "not timed: not supported: kvcache attention: not built, yet";
+  rows.push_back(d);
+  const std::string csv = ::testing::TempDir() + "/bench_decode_test.csv";
+  write_csv(csv, RunInfo{"abc", "2026-11-29T00:00:00Z", "Test GPU"}, rows);
+  EXPECT_EQ(read_csv(csv).size(), 16u);  // attention rows only
+  std::istringstream lines(slurp(csv));
+  std::string header, line, timed, untimed;
+  std::getline(lines, header);
+  EXPECT_EQ(header,
+            "commit,date,gpu,op,impl,dtype,hdim,causal,batch,heads_q,heads_kv,seqlen_q,seqlen_k,"
+            "m,n,k,layout,ms,tflops,tbps,ratio_vs_cudnn,frac_of_gemm,note");
+  while (std::getline(lines, line)) {
+    if (line.find(",decode,cudnn,") != std::string::npos) timed = line;
+    if (line.find(",decode,hopattn,") != std::string::npos) untimed = line;
+  }
+  EXPECT_EQ(timed, "abc,2026-11-29T00:00:00Z,Test GPU,decode,cudnn,bf16,128,1,8,32,8,1,8192,,,,,0.05,0.1,2.5,1,,"
+                   "\"CUDA graph of 32 calls, per call\"");
+  EXPECT_EQ(untimed, "abc,2026-11-29T00:00:00Z,Test GPU,decode,hopattn,int8,128,1,8,32,8,1,8192,,,,,,,,,,"
+                     "\"not timed: not supported: kvcache attention: not built, yet\"");
+  std::remove(csv.c_str());
+}
+
+// ---- option parsing ------------------------------------------------------------------------------
+
+bool parse(std::vector<std::string> args, BenchOptions* o, std::string* error) {
+  args.insert(args.begin(), "bench");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return parse_bench_options(int(argv.size()), argv.data(), o, error);
+}
+
+void expect_parse_error(const std::vector<std::string>& args, const std::string& needle) {
+  BenchOptions o;
+  std::string error;
+  EXPECT_FALSE(parse(args, &o, &error)) << "expected an error mentioning '" << needle << "'";
+  EXPECT_NE(error.find(needle), std::string::npos) << "error: " << error;
+}
+
+TEST(BenchOptions, AttentionDefaultsAndQuick) {
+  BenchOptions o;
+  std::string error;
+  ASSERT_TRUE(parse({}, &o, &error)) << error;
+  EXPECT_EQ(o.op, "attn");
+  EXPECT_EQ(o.hdims, (std::vector<int>{64, 128, 256}));
+  ASSERT_TRUE(parse({"--op", "attn", "--quick", "--csv", "x.csv"}, &o, &error)) << error;
+  EXPECT_EQ(o.hdims, std::vector<int>{128});
+  EXPECT_EQ(o.seqlens, (std::vector<int>{1024, 4096}));
+  EXPECT_EQ(o.csv_path, "x.csv");
+  expect_parse_error({"--seqlen", "1000"}, "must divide --tokens");
+  expect_parse_error({"--op", "prefill"}, "--op: attn (default), decode or gemm");
+  expect_parse_error({"--qlen", "1"}, "--qlen applies to --op decode only");
+}
+
+TEST(BenchOptions, DecodeDefaultsAreTheIssueGrid) {
+  BenchOptions o;
+  std::string error;
+  ASSERT_TRUE(parse({"--op", "decode", "--csv", "d.csv"}, &o, &error)) << error;
+  EXPECT_EQ(o.op, "decode");
+  EXPECT_EQ(o.csv_path, "d.csv");
+  EXPECT_TRUE(o.ceilings);
+  EXPECT_EQ(o.qlens, (std::vector<int>{1, 4, 16}));
+  EXPECT_EQ(o.decode_heads, (std::vector<std::pair<int, int>>{{64, 8}, {32, 8}, {8, 1}}));
+  EXPECT_EQ(o.decode_caches,
+            (std::vector<std::pair<int, int>>{{1, 8192}, {1, 65536}, {8, 8192}, {32, 8192}, {128, 2048}, {16, 32768}}));
+  EXPECT_EQ(o.kv_dtypes, (std::vector<std::string>{"bf16", "int8"}));
+  EXPECT_EQ(o.decode_hdims, std::vector<int>{128});
+}
+
+TEST(BenchOptions, DecodeQuickAndExplicitFlags) {
+  BenchOptions o;
+  std::string error;
+  ASSERT_TRUE(parse({"--op", "decode", "--quick", "--no-ceilings"}, &o, &error)) << error;
+  EXPECT_EQ(o.qlens, std::vector<int>{1});
+  EXPECT_EQ(o.decode_heads, (std::vector<std::pair<int, int>>{{32, 8}}));
+  EXPECT_EQ(o.decode_caches, (std::vector<std::pair<int, int>>{{1, 8192}, {8, 8192}}));
+  EXPECT_FALSE(o.ceilings);
+  EXPECT_DOUBLE_EQ(o.target_group_ms, 10.0);
+
+  o = BenchOptions();  // explicit flags win over --quick, in any order; --op may come last
+  ASSERT_TRUE(parse({"--qlen", "4,16", "--quick", "--heads", "16:2,8:8", "--cache", "2:4096", "--kv-dtype", "int8",
+                     "--hdim", "64", "--op", "decode"},
+                    &o, &error))
+      << error;
+  EXPECT_EQ(o.qlens, (std::vector<int>{4, 16}));
+  EXPECT_EQ(o.decode_heads, (std::vector<std::pair<int, int>>{{16, 2}, {8, 8}}));
+  EXPECT_EQ(o.decode_caches, (std::vector<std::pair<int, int>>{{2, 4096}}));
+  EXPECT_EQ(o.kv_dtypes, std::vector<std::string>{"int8"});
+  EXPECT_EQ(o.decode_hdims, std::vector<int>{64});
+}
+
+TEST(BenchOptions, DecodeErrors) {
+  expect_parse_error({"--op", "decode", "--heads", "64:6"}, "heads_q must be a positive multiple of heads_kv");
+  expect_parse_error({"--op", "decode", "--heads", "64"}, "--heads: '64' is not A:B");
+  expect_parse_error({"--op", "decode", "--cache", "1:x"}, "'x' is not an integer");
+  expect_parse_error({"--op", "decode", "--cache", "0:8192"}, "--cache 0:8192 must be positive");
+  expect_parse_error({"--op", "decode", "--qlen", "0"}, "--qlen 0 must be at least 1");
+  expect_parse_error({"--op", "decode", "--qlen", "32", "--cache", "1:16"}, "--qlen 32 is longer than the cache length 16");
+  expect_parse_error({"--op", "decode", "--kv-dtype", "fp8"}, "--kv-dtype: fp8 is not bf16, fp16 or int8");
+  expect_parse_error({"--op", "decode", "--seqlen", "1024"}, "--seqlen applies to --op attn, not decode");
+  expect_parse_error({"--op", "decode", "--plot", "x.svg"}, "--plot applies to --op attn, not decode");
+  expect_parse_error({"--op", "decode", "--dtype", "fp16"}, "--dtype applies to --op attn, not decode");
+  expect_parse_error({"--op", "decode", "--qlen"}, "--qlen needs a value");
+}
+
+TEST(BenchDecode, FlopAndByteCounts) {
+  // b 8, hq 32, q_len 4, len 8192, d 128: 4·8·32·4·8192·128 FLOPs.
+  EXPECT_DOUBLE_EQ(decode_flops(8, 32, 4, 8192, 128), 4.0 * 8 * 32 * 4 * 8192 * 128);
+  // bf16 K+V of (128, 2048, 8, 128): 2 · 2^28 elements · 2 bytes = 1 GiB; (16, 32768, 8, 128): 2 GiB.
+  EXPECT_DOUBLE_EQ(decode_kv_bytes(128, 2048, 8, 128, HOPATTN_DTYPE_BF16), double(size_t(1) << 30));
+  EXPECT_DOUBLE_EQ(decode_kv_bytes(16, 32768, 8, 128, HOPATTN_DTYPE_BF16), double(size_t(2) << 30));
+  // int8: 1 byte per element, plus fp32 K scales (b, len/128, hkv, d) and V scales (b, len, hkv).
+  const double elems = 16.0 * 32768 * 8 * 128;
+  EXPECT_DOUBLE_EQ(decode_kv_bytes(16, 32768, 8, 128, HOPATTN_DTYPE_INT8, 128),
+                   2 * elems + 4.0 * (16.0 * 256 * 8 * 128 + 16.0 * 32768 * 8));
 }
 
 }  // namespace

@@ -122,8 +122,14 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   KvCacheArgs a = valid_args();  // b=4, 8 q-heads per kv-head, 1 query: 4*4 = 16 packed tiles
   KvCachePlan p = plan_kvcache_attention(a, kSms);
   EXPECT_TRUE(p.pack_gqa);
-  EXPECT_EQ(p.num_splits, (kSms + 15) / 16);  // 9 splits: 144 CTAs >= 132 SMs
-  EXPECT_EQ(p.workspace_bytes, size_t(9) * 4 * 32 * 1 * (128 + 1) * 4);
+  // 8 splits: 128 CTAs fill 97 % of one wave (9 would make 144 CTAs: a second, nearly empty wave)
+  EXPECT_EQ(p.num_splits, 8);
+  EXPECT_EQ(p.workspace_bytes, size_t(8) * 4 * 32 * 1 * (128 + 1) * 4);
+  a.k_cache.shape[2] = a.v_cache.shape[2] = 1;  // MQA, b = 4: 4 tiles -> 29 splits (116 CTAs, 88 %)
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 29);
+  a.k_cache.shape[1] = a.v_cache.shape[1] = 1024;  // only 8 chunks of 128 keys: at most 8 splits
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 8);
+  a = valid_args();
   a.pack_gqa = 0;  // 4*32 = 128 tiles: 97% of one wave already, no split
   p = plan_kvcache_attention(a, kSms);
   EXPECT_FALSE(p.pack_gqa);

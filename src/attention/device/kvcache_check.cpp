@@ -5,7 +5,9 @@
 #include <cmath>
 #include <string>
 
+#include "attention/decode_params.hpp"
 #include "attention/device/compiled_set.hpp"
+#include "attention/device/decode_dispatch.hpp"
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
@@ -119,8 +121,26 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sm_count) {
   if (a.num_splits > 0) {
     plan.num_splits = int(std::min<int64_t>(a.num_splits, kv_chunks));
   } else if (tiles > 0 && tiles < int64_t(sm_count) * 4 / 5) {
-    // Enough splits to give every SM work, no split shorter than kSplitKeys keys.
-    plan.num_splits = int(std::min<int64_t>({(sm_count + tiles - 1) / tiles, kv_chunks, kMaxSplits}));
+    // One CTA per SM at a time (the K/V ring takes most of the shared memory), so the splits
+    // are chosen by wave efficiency: CTAs / (SMs · whole waves). The fewest splits within 85 %
+    // of the best efficiency wins (fewer splits: less combine work); no split is shorter than
+    // kSplitKeys keys.
+    const int64_t max_splits = std::min<int64_t>(kv_chunks, kMaxSplits);
+    auto efficiency = [&](int64_t s) {
+      const double waves = double(tiles * s) / sm_count;
+      return waves / std::ceil(waves);
+    };
+    double best = 0.0;
+    for (int64_t s = 1; s <= max_splits; ++s) best = std::max(best, efficiency(s));
+    if (tiles * max_splits <= sm_count) {
+      plan.num_splits = int(max_splits);  // even the most splits fit one wave: take them all
+    } else {
+      for (int64_t s = 1; s <= max_splits; ++s)
+        if (efficiency(s) >= 0.85 * best) {
+          plan.num_splits = int(s);
+          break;
+        }
+    }
   }
   if (plan.num_splits > 1)  // per split: O (fp32, hdim per row) and LSE (fp32 per row)
     plan.workspace_bytes = size_t(plan.num_splits) * size_t(batch * heads_q * seqlen_q) *
@@ -167,6 +187,30 @@ Status query_kvcache_context(const KvCacheArgs& a, Stream stream, DeviceContext*
   return Status();
 }
 
+attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePlan& plan) {
+  attention::DecodeParams p{};
+  p.dtype = a.q.dtype;
+  p.cache_dtype = a.k_cache.dtype;
+  p.hdim = int(a.q.shape[3]);
+  p.q = a.q.data, p.k = a.k_cache.data, p.v = a.v_cache.data, p.o = a.o.data;
+  p.cache_seqlens = static_cast<const int32_t*>(a.cache_seqlens.data);
+  p.lse = static_cast<float*>(a.lse.data);
+  p.batch = int(a.q.shape[0]), p.seqlen_q = int(a.q.shape[1]), p.heads_q = int(a.q.shape[2]);
+  p.heads_kv = int(a.k_cache.shape[2]), p.max_len = int(a.k_cache.shape[1]);
+  p.q_batch_stride = a.q.stride[0], p.q_seq_stride = a.q.stride[1], p.q_head_stride = a.q.stride[2];
+  p.k_batch_stride = a.k_cache.stride[0], p.k_seq_stride = a.k_cache.stride[1], p.k_head_stride = a.k_cache.stride[2];
+  p.v_batch_stride = a.v_cache.stride[0], p.v_seq_stride = a.v_cache.stride[1], p.v_head_stride = a.v_cache.stride[2];
+  p.o_batch_stride = a.o.stride[0], p.o_seq_stride = a.o.stride[1], p.o_head_stride = a.o.stride[2];
+  if (p.lse != nullptr)
+    p.lse_batch_stride = a.lse.stride[0], p.lse_head_stride = a.lse.stride[1], p.lse_seq_stride = a.lse.stride[2];
+  p.softmax_scale = a.softmax_scale != 0.0f ? a.softmax_scale : 1.0f / std::sqrt(float(p.hdim));
+  p.causal = a.causal != 0;
+  p.pack_gqa = plan.pack_gqa;
+  p.num_splits = plan.num_splits;
+  p.workspace = static_cast<float*>(a.workspace);
+  return p;
+}
+
 }  // namespace
 
 Status kvcache_attention(const KvCacheArgs& a, Stream stream) {
@@ -174,7 +218,21 @@ Status kvcache_attention(const KvCacheArgs& a, Stream stream) {
   int sms = 0;
   if (Status s = query_kvcache_context(a, stream, &ctx, &sms); !s.ok()) return s;
   if (Status s = check_kvcache_attention(a, ctx, sms); !s.ok()) return s;
-  return Status::unsupported("kvcache attention: the decode kernels are not built yet (docs/decode.md)");
+  if (is_int8(a)) return Status::unsupported("kvcache attention: the int8 cache kernel is not built yet (docs/decode.md)");
+  if (a.q.shape[0] == 0 || a.q.shape[1] == 0 || a.q.shape[2] == 0) return Status();  // nothing to compute
+  if (a.k_cache.shape[1] > INT32_MAX) return Status::unsupported("k_cache: max_seqlen_k must be < 2^31");
+  attention::DecodeParams p = make_decode_params(a, plan_kvcache_attention(a, sms));
+  if (Status s = attention::decode_error_record(&p.error); !s.ok()) return s;
+  return attention::run_decode(p, stream);
+}
+
+Status kvcache_device_check(Stream stream) {
+  int32_t record[3] = {0, 0, 0};
+  if (Status s = attention::read_and_clear_decode_error(stream, record); !s.ok()) return s;
+  if (record[0] == 0) return Status();
+  return Status::invalid(cat("cache_seqlens: entry ", record[1], " (sequence ", record[1], ") is ", record[2],
+                             ", outside [0, max_seqlen_k], or (causal) shorter than seqlen_q; its O and LSE rows were "
+                             "written as NaN"));
 }
 
 }  // namespace hopattn
@@ -188,6 +246,10 @@ extern "C" hopattn_status_t hopattn_kvcache_workspace_size(const hopattn_kvcache
     *bytes = hopattn::plan_kvcache_attention(*args, sms).workspace_bytes;
     return hopattn::Status();
   });
+}
+
+extern "C" hopattn_status_t hopattn_kvcache_device_check(void* stream) {
+  return hopattn::guarded_c_call([&] { return hopattn::kvcache_device_check(static_cast<hopattn::Stream>(stream)); });
 }
 
 extern "C" hopattn_status_t hopattn_kvcache_attention(const hopattn_kvcache_args_t* args, void* stream) {

@@ -1,0 +1,40 @@
+// Attention over a KV cache as the decode kernels see it: checked, defaults applied, the plan
+// (splits, packing) decided, strides in elements. Built by device/kvcache_check.cpp from the
+// public arguments after check_kvcache_attention() accepted them.
+#pragma once
+
+#include <cstdint>
+
+#include "hopattn/hopattn.h"
+
+namespace hopattn::attention {
+
+struct DecodeParams {
+  hopattn_dtype_t dtype;  // of q and o: BF16 or FP16
+  hopattn_dtype_t cache_dtype;  // q's dtype, or INT8
+  int hdim;
+
+  const void* q;               // (batch, seqlen_q, heads_q, hdim)
+  const void* k;               // (batch, max_len, heads_kv, hdim)
+  const void* v;               // (batch, max_len, heads_kv, hdim)
+  const int32_t* cache_seqlens;  // (batch), device memory, checked by the kernels
+  void* o;                     // (batch, seqlen_q, heads_q, hdim)
+  float* lse;                  // (batch, heads_q, seqlen_q) or nullptr
+
+  int batch, seqlen_q, heads_q, heads_kv, max_len;
+  int64_t q_batch_stride, q_seq_stride, q_head_stride;
+  int64_t k_batch_stride, k_seq_stride, k_head_stride;
+  int64_t v_batch_stride, v_seq_stride, v_head_stride;
+  int64_t o_batch_stride, o_seq_stride, o_head_stride;
+  int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
+
+  float softmax_scale;  // already defaulted to 1/sqrt(hdim)
+  bool causal;
+  bool pack_gqa;        // the plan's choice
+  int num_splits;       // the plan's choice; > 1 uses the workspace
+  float* workspace;     // splits > 1: partial O (splits, batch, heads_q, seqlen_q, hdim) then LSE
+                        // (splits, batch, heads_q, seqlen_q), fp32
+  int32_t* error;       // device record of the first bad cache_seqlens entry (decode_error.cu)
+};
+
+}  // namespace hopattn::attention

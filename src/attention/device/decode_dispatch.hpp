@@ -1,0 +1,19 @@
+// Between the checked public KV-cache call and the decode kernels.
+#pragma once
+
+#include <cstdint>
+
+#include "attention/decode_params.hpp"
+#include "hopattn/hopattn.hpp"
+
+namespace hopattn::attention {
+
+// Launches the decode kernel (and the split-KV combine) for p (batch, seqlen_q, heads_q > 0).
+Status run_decode(const DecodeParams& p, Stream stream);
+
+// The current device's record of the first bad cache_seqlens entry, {recorded, batch, length}.
+Status decode_error_record(int32_t** ptr);
+// Waits for stream, copies the record out and clears it.
+Status read_and_clear_decode_error(Stream stream, int32_t (&record)[3]);
+
+}  // namespace hopattn::attention

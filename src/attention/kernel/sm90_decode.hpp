@@ -1,0 +1,339 @@
+// Attention over a KV cache (decode, speculative decoding, chunked prefill) on Hopper, with
+// query-head packing and split-KV (flash-decoding). Memory-bound: the design goal is to keep
+// enough K/V bytes in flight per SM, not tensor-core utilisation.
+//
+// Grid: (m_blocks · splits, row groups, batch). A row group is a kv-head when query heads are
+// packed (its heads_q / heads_kv query heads × seqlen_q positions fold into the M rows, row
+// r = position · group + head-in-group) and a q-head otherwise (rows = positions). blockIdx.x
+// gives the 64-row tile (m_block) and the KV split.
+// CTA: one warpgroup (128 threads) computing; thread 0 also issues the TMA loads.
+//
+// Per CTA:
+//   len = cache_seqlens[b] (device memory). A bad length (< 0, > max_len, or causal and shorter
+//   than seqlen_q) is recorded in p.error (first one only) and the CTA writes NaN rows.
+//   keys = the last tile row's visible key count (len, or with causal len - seqlen_q + s + 1);
+//   the ceil(keys / kBlockN) KV tiles are divided evenly over the splits: [n_begin, n_end).
+//   Q: the tile's 64 rows gathered from global memory by all threads (rows of different query
+//   heads are not one TMA box), zero rows past the end, stored in the swizzled layout WGMMA reads;
+//   fence.proxy.async + __syncthreads make the generic stores visible to the tensor cores.
+//   K/V: TMA tiles of kBlockN keys into a kStages-deep ring (mbarriers k_full/v_full, one arrival
+//   each by thread 0 with the tile's transaction bytes; all threads wait). The loop body is the
+//   FA2 kernel's (sm90_fwd_fa2.hpp): S = Q·Kᵀ (SS WGMMA), mask, online softmax, O += P·V (RS
+//   WGMMA), __syncthreads, thread 0 refills the stage with tile n + kStages.
+//   The cache is only valid below len, and rows len..max_len may hold anything (NaN included):
+//   scores there are masked to -inf, and the V rows of the tile holding len are zeroed in shared
+//   memory (after the TMA lands, before P·V) so that 0 · garbage cannot reach O.
+//   Epilogue: one split: O (normalised, output type) and LSE straight from registers to their
+//   strided places, unpacking rows to (position, q-head). Several splits: O (fp32, normalised
+//   over the split's keys) and LSE to the workspace; decode_combine_kernel merges them.
+#pragma once
+
+// clang-format off
+#include <cute/tensor.hpp>  // first: the atoms below assume it
+// clang-format on
+#include <cutlass/arch/barrier.h>
+#include <cutlass/numeric_conversion.h>
+
+#include "attention/collective/sm90_fwd_fragment_layouts.hpp"
+#include "attention/collective/sm90_fwd_softmax.hpp"
+#include "attention/collective/sm90_wgmma.hpp"
+#include "attention/kernel/sm90_fwd_fa2.hpp"
+
+namespace hopattn::attention {
+
+// Tile per head dim: 64 query rows; K/V tiles and ring depth so that 96-192 KB of K/V are in
+// flight per SM (one CTA per SM).
+constexpr int decode_block_n(int hdim) { return hdim == 256 ? 64 : 128; }
+constexpr int decode_stages(int hdim) { return hdim == 64 ? 4 : 3; }
+
+template <class Element_, int kHeadDim_>
+struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim_), decode_stages(kHeadDim_)> {
+  using Base = Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim_), decode_stages(kHeadDim_)>;
+  using Element = Element_;
+  static constexpr int kThreads = 128;
+
+  struct SharedStorage {
+    cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutQ>, 1024> q;
+    cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> k;
+    cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
+    alignas(8) uint64_t k_full[Base::kStages];
+    alignas(8) uint64_t v_full[Base::kStages];
+  };
+  static constexpr int kSharedBytes = int(sizeof(SharedStorage));
+
+  struct Params {
+    typename Base::TmaLoadKV tma_k, tma_v;
+    const Element* q;
+    int64_t q_batch_stride, q_seq_stride, q_head_stride;
+    Element* o;
+    int64_t o_batch_stride, o_seq_stride, o_head_stride;
+    float* lse;
+    int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
+    const int32_t* cache_seqlens;
+    float* o_part;    // splits > 1: (splits, batch, heads_q, seqlen_q, hdim)
+    float* lse_part;  // splits > 1: (splits, batch, heads_q, seqlen_q)
+    int32_t* error;
+    int batch, seqlen_q, heads_q, heads_kv, max_len;
+    int group;  // rows per position: heads_q / heads_kv when packed, else 1
+    int rows;   // rows of a row group: seqlen_q · group
+    int num_splits;
+    float softmax_scale;
+    bool causal;
+  };
+};
+
+// Records the first bad cache_seqlens entry: error = {1, batch index, length}.
+CUTE_DEVICE void record_bad_length(int32_t* error, int b, int len) {
+  if (atomicCAS(error, 0, 1) == 0) {
+    error[1] = b;
+    error[2] = len;
+  }
+}
+
+CUTE_HOST_DEVICE bool bad_cache_length(int len, int max_len, int seqlen_q, bool causal) {
+  return len < 0 || len > max_len || (causal && len < seqlen_q);
+}
+
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  using BlockM = typename Traits::BlockM;
+  using BlockN = typename Traits::BlockN;
+  using HeadDim = typename Traits::HeadDim;
+  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kStages = Traits::kStages;
+  constexpr int kHeadDim = Traits::kHeadDim;
+  constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+
+  extern __shared__ char smem_raw[];
+  auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
+
+  const int m_block = int(blockIdx.x) / p.num_splits, split = int(blockIdx.x) % p.num_splits;
+  const int group_idx = blockIdx.y, b = blockIdx.z;
+  // Row r of the row group -> (position, q-head).
+  const int h_kv = p.group > 1 ? group_idx : group_idx / (p.heads_q / p.heads_kv);
+  auto row_head = [&](int r) { return p.group > 1 ? group_idx * p.group + r % p.group : group_idx; };
+  auto row_pos = [&](int r) { return r / p.group; };
+
+  const int len = p.cache_seqlens[b];
+  const bool bad = bad_cache_length(len, p.max_len, p.seqlen_q, p.causal);
+  if (bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, b, len);
+
+  const int row0 = m_block * kBlockM;
+  const int row_last = min(p.rows, row0 + kBlockM) - 1;
+  const int diag = len - p.seqlen_q;  // position of query row s is diag + s
+  const int keys = bad ? 0 : (p.causal ? min(len, diag + row_pos(row_last) + 1) : len);
+  const int n_total = (keys + kBlockN - 1) / kBlockN;
+  const int n_begin = int(int64_t(split) * n_total / p.num_splits);
+  const int n_end = int(int64_t(split + 1) * n_total / p.num_splits);
+  const int n_blocks = n_end - n_begin;
+  // Tiles ending past this column need the element-wise mask (the tile row with the fewest keys).
+  const int mask_from = p.causal ? min(len, diag + row_pos(row0) + 1) : len;
+  const bool is_tma_thread = threadIdx.x == 0;
+
+  Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
+  Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, PIPE)
+  Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, PIPE)
+  Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, BLK_N, PIPE)
+
+  const int tma_len = max(p.max_len, 1);
+  Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+  Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+  Tensor gK = local_tile(mK(_, _, h_kv, b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  Tensor gV = local_tile(mV(_, _, h_kv, b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  auto tma_k_parts = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+  auto tma_v_parts = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+  Tensor tKgK = get<0>(tma_k_parts);  // (TMA, n)
+  Tensor tKsK = get<1>(tma_k_parts);  // (TMA, PIPE)
+  Tensor tVgV = get<0>(tma_v_parts);  // (TMA, n)
+  Tensor tVsV = get<1>(tma_v_parts);  // (TMA, PIPE)
+
+  auto load_kv = [&](int n, int stage) {
+    Barrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
+    copy(p.tma_k.with(ss.k_full[stage]), tKgK(_, n), tKsK(_, stage));
+    Barrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
+    copy(p.tma_v.with(ss.v_full[stage]), tVgV(_, n), tVsV(_, stage));
+  };
+  if (is_tma_thread) {
+    CUTE_UNROLL
+    for (int s = 0; s < kStages; ++s) Barrier::init(&ss.k_full[s], 1), Barrier::init(&ss.v_full[s], 1);
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+  if (is_tma_thread)
+    for (int i = 0; i < kStages && i < n_blocks; ++i) load_kv(n_begin + i, i);
+
+  // Q rows gathered while the first K/V tiles are in flight.
+  for (int i = threadIdx.x; i < kBlockM * kChunks; i += Traits::kThreads) {
+    const int r = i / kChunks, c = (i % kChunks) * 8;
+    const int row = row0 + r;
+    uint4 val = make_uint4(0, 0, 0, 0);
+    if (row < p.rows)
+      val = *reinterpret_cast<const uint4*>(p.q + b * p.q_batch_stride + row_pos(row) * p.q_seq_stride +
+                                            row_head(row) * p.q_head_stride + c);
+    *reinterpret_cast<uint4*>(&sQ(r, c)) = val;  // 8 consecutive elements stay contiguous under SW128
+  }
+  cutlass::arch::fence_view_async_shared();
+  __syncthreads();
+
+  typename Traits::TiledMmaQK mma_qk;
+  typename Traits::TiledMmaPV mma_pv;
+  auto thr_qk = mma_qk.get_thread_slice(threadIdx.x);
+  auto thr_pv = mma_pv.get_thread_slice(threadIdx.x);
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);                         // (MMA, MMA_M, MMA_K)
+  Tensor tSrK = thr_qk.partition_fragment_B(sK);                         // (MMA, MMA_N, MMA_K, PIPE)
+  Tensor tOrV = thr_pv.partition_fragment_B(sVt);                        // (MMA, MMA_N, MMA_K, PIPE)
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});   // (MMA, MMA_M, MMA_N)
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});  // (MMA, MMA_M, MMA_N)
+  Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
+  Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<BlockM, HeadDim>{}));
+  Tensor tOrP = make_tensor_like<Element>(tSrS);
+  Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));
+  clear(tOrO);
+
+  constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
+  OnlineSoftmax<kRows> softmax(p.softmax_scale);
+  CUTE_NO_UNROLL
+  for (int i = 0; i < n_blocks; ++i) {
+    const int n = n_begin + i;
+    const int stage = i % kStages;
+    const uint32_t phase = (i / kStages) & 1;
+    Barrier::wait(&ss.k_full[stage], phase);
+    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
+    warpgroup_wait<0>();
+    if ((n + 1) * kBlockN > mask_from) {
+      auto s = acc_rowcol(tSrS);
+      auto c = acc_rowcol(tScS);
+      CUTE_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        const int row = row0 + get<0>(c(r, 0));
+        const int limit = p.causal ? min(len, diag + row_pos(row) + 1) : len;  // first masked key
+        CUTE_UNROLL
+        for (int j = 0; j < size<1>(s); ++j)
+          if (n * kBlockN + get<1>(c(r, j)) >= limit) s(r, j) = -INFINITY;
+      }
+    }
+    if (i == 0) softmax.template update<true>(tSrS, tOrO);
+    else softmax.template update<false>(tSrS, tOrO);
+    convert_fragment<Element>(tSrS, tOrP);
+    Barrier::wait(&ss.v_full[stage], phase);
+    if ((n + 1) * kBlockN > len) {  // the tile holding the end of the cache: zero V's rows past it
+      const int first = len - n * kBlockN;
+      for (int e = threadIdx.x; e < (kBlockN - first) * kChunks; e += Traits::kThreads)
+        *reinterpret_cast<uint4*>(&sV(first + e / kChunks, (e % kChunks) * 8, stage)) = make_uint4(0, 0, 0, 0);
+      cutlass::arch::fence_view_async_shared();
+      __syncthreads();
+    }
+    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
+    warpgroup_wait<0>();
+    __syncthreads();  // no thread reads this stage any more
+    if (is_tma_thread && i + kStages < n_blocks) load_kv(n + kStages, stage);
+  }
+
+  float lse[kRows];
+  softmax.finalize(tOrO, lse);
+  if (bad) {
+    CUTE_UNROLL
+    for (int i = 0; i < size(tOrO); ++i) tOrO(i) = NAN;
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) lse[r] = NAN;
+  }
+
+  // LSE: one thread of each quad holds a row's value.
+  if (threadIdx.x % 4 == 0) {
+    auto c = acc_rowcol(tScS);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const int row = row0 + get<0>(c(r, 0));
+      if (row >= p.rows) continue;
+      const int s = row_pos(row), h = row_head(row);
+      if (p.num_splits > 1)
+        p.lse_part[((int64_t(split) * p.batch + b) * p.heads_q + h) * p.seqlen_q + s] = lse[r];
+      else if (p.lse != nullptr)
+        p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = lse[r];
+    }
+  }
+  // O: values 2i and 2i+1 of the accumulator are adjacent columns of one row.
+  CUTE_UNROLL
+  for (int i = 0; i < size(tOrO); i += 2) {
+    const int row = row0 + get<0>(tOcO(i)), col = get<1>(tOcO(i));
+    if (row >= p.rows) continue;
+    const int s = row_pos(row), h = row_head(row);
+    if (p.num_splits > 1) {
+      float* dst = p.o_part + (((int64_t(split) * p.batch + b) * p.heads_q + h) * p.seqlen_q + s) * kHeadDim + col;
+      *reinterpret_cast<float2*>(dst) = make_float2(tOrO(i), tOrO(i + 1));
+    } else {
+      cutlass::NumericArrayConverter<Element, float, 2> conv;
+      cutlass::Array<float, 2> in;
+      in[0] = tOrO(i);
+      in[1] = tOrO(i + 1);
+      *reinterpret_cast<cutlass::Array<Element, 2>*>(p.o + b * p.o_batch_stride + s * p.o_seq_stride +
+                                                     h * p.o_head_stride + col) = conv(in);
+    }
+  }
+}
+
+// Split-KV merge: one warp per output row (b, q-head, position), kHeadDim / 32 channels per lane.
+//   LSE = log Σ_s exp(LSE_s),  O = Σ_s exp(LSE_s − LSE) · O_s   (splits with LSE_s = −inf skipped)
+template <class Element, int kHeadDim>
+struct CombineParams {
+  const float* o_part;
+  const float* lse_part;
+  const int32_t* cache_seqlens;
+  Element* o;
+  int64_t o_batch_stride, o_seq_stride, o_head_stride;
+  float* lse;
+  int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
+  int batch, seqlen_q, heads_q, max_len, num_splits;
+  bool causal;
+};
+
+constexpr int kCombineWarps = 4;
+
+template <class Element, int kHeadDim>
+__global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(const CombineParams<Element, kHeadDim> p) {
+  constexpr int kPer = kHeadDim / 32;
+  const int64_t rows = int64_t(p.batch) * p.heads_q * p.seqlen_q;
+  const int64_t row = int64_t(blockIdx.x) * kCombineWarps + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int s = int(row % p.seqlen_q);
+  const int h = int((row / p.seqlen_q) % p.heads_q);
+  const int b = int(row / (int64_t(p.seqlen_q) * p.heads_q));
+  const bool bad = bad_cache_length(p.cache_seqlens[b], p.max_len, p.seqlen_q, p.causal);
+
+  float m = -INFINITY;
+  for (int sp = lane; sp < p.num_splits; sp += 32) m = fmaxf(m, p.lse_part[sp * rows + row]);
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  float sum = 0.0f;
+  if (m != -INFINITY)
+    for (int sp = lane; sp < p.num_splits; sp += 32) sum += expf(p.lse_part[sp * rows + row] - m);
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+  const float lse = m == -INFINITY ? -INFINITY : m + logf(sum);
+
+  float acc[kPer] = {};
+  if (lse != -INFINITY) {
+    for (int sp = 0; sp < p.num_splits; ++sp) {
+      const float l = p.lse_part[sp * rows + row];
+      if (l == -INFINITY) continue;
+      const float w = expf(l - lse);
+      const float* src = p.o_part + (sp * rows + row) * kHeadDim + lane * kPer;
+      CUTE_UNROLL
+      for (int j = 0; j < kPer; j += 2) {
+        const float2 v = *reinterpret_cast<const float2*>(src + j);
+        acc[j] += w * v.x;
+        acc[j + 1] += w * v.y;
+      }
+    }
+  }
+  cutlass::Array<Element, kPer> out;
+  CUTE_UNROLL
+  for (int j = 0; j < kPer; ++j) out[j] = Element(bad ? NAN : acc[j]);
+  *reinterpret_cast<cutlass::Array<Element, kPer>*>(p.o + b * p.o_batch_stride + s * p.o_seq_stride +
+                                                    h * p.o_head_stride + lane * kPer) = out;
+  if (p.lse != nullptr && lane == 0)
+    p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = bad ? NAN : lse;
+}
+
+}  // namespace hopattn::attention
