@@ -32,8 +32,13 @@ std::vector<int> parse_int_list(const std::string& s) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     size_t pos = 0;
-    const int v = std::stoi(item, &pos);
-    if (pos != item.size()) throw std::invalid_argument(item);
+    int v = 0;
+    try {
+      v = std::stoi(item, &pos);
+    } catch (const std::logic_error&) {  // std::stoi says only "stoi"
+      pos = std::string::npos;
+    }
+    if (pos != item.size()) throw std::invalid_argument("'" + item + "' is not an integer");
     out.push_back(v);
   }
   if (out.empty()) throw std::invalid_argument(s);
@@ -143,36 +148,110 @@ void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
 }  // namespace
 
 std::string bench_usage() {
-  return "usage: hopattn bench [--op attn|gemm] [--csv FILE] [--plot FILE.svg] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
+  return "usage: hopattn bench [--op attn|decode|gemm] [--csv FILE] [--plot FILE.svg] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
          "                     [--causal 0,1] [--dtype bf16|fp16] [--tokens 16384] [--hidden 2048]\n"
          "                     [--no-ceilings] [--quick] [--schedules 0,1,2]\n"
          "Default grid: FlashAttention-3 paper's (16k tokens, hidden 2048, bf16, head dims 64/128/256,\n"
          "seqlen 512..16k, causal and not), with cuDNN and the ceilings measured in the same run.\n"
          "--quick: a short grid (hdim 128, seqlen 1024 and 4096) for a smoke run.\n"
-         "--schedules: hopattn schedules to time; rows of schedule k > 0 have impl hopattn:<tile config>.\n";
+         "--schedules: hopattn schedules to time; rows of schedule k > 0 have impl hopattn:<tile config>.\n"
+         "\n"
+         "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
+         "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
+         "                     [--kv-dtype bf16,int8] [--hdim 128] [--no-ceilings]\n"
+         "Attention over a KV cache (hopattn_kvcache_attention, causal, every cache full, default\n"
+         "heuristics) vs cuDNN SDPA at the same shape and 16-bit dtype, with the device-copy ceiling\n"
+         "(TB/s; not with --no-ceilings).\n"
+         "--qlen: query rows per sequence (1: decode; 4, 16: speculative). --heads: heads_q:heads_kv.\n"
+         "--cache: batch:cache length. --kv-dtype: cache dtypes (bf16, fp16, int8 with fp32 scales,\n"
+         "quant_block 128, bf16 queries); a call that fails (e.g. not supported yet) is a row with its\n"
+         "reason instead of a time. --quick: heads 32:8, caches 1:8192 and 8:8192, qlen 1 (flags given\n"
+         "explicitly win). Figures: ms per call (CUDA graph replay when capturable, else back to back),\n"
+         "TFLOP/s = 4*b*hq*qlen*len*d/t, TB/s = K+V cache bytes (+ scales)/t; docs/decode.md.\n";
 }
+
+namespace {
+
+std::vector<std::pair<int, int>> parse_pair_list(const std::string& s, const std::string& flag) {
+  std::vector<std::pair<int, int>> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos) throw std::invalid_argument(flag + ": '" + item + "' is not A:B");
+    const std::vector<int> a = parse_int_list(item.substr(0, colon)), b = parse_int_list(item.substr(colon + 1));
+    if (a.size() != 1 || b.size() != 1) throw std::invalid_argument(flag + ": '" + item + "' is not A:B");
+    out.emplace_back(a[0], b[0]);
+  }
+  if (out.empty()) throw std::invalid_argument(flag + ": empty list");
+  return out;
+}
+
+std::vector<std::string> parse_word_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  if (out.empty()) throw std::invalid_argument(s);
+  return out;
+}
+
+void check_decode_options(const BenchOptions& o) {
+  for (int q : o.qlens)
+    if (q < 1) throw std::invalid_argument("--qlen " + std::to_string(q) + " must be at least 1");
+  for (const auto& [hq, hkv] : o.decode_heads)
+    if (hq < 1 || hkv < 1 || hq % hkv != 0)
+      throw std::invalid_argument("--heads " + std::to_string(hq) + ":" + std::to_string(hkv) +
+                                  ": heads_q must be a positive multiple of heads_kv");
+  for (const auto& [b, len] : o.decode_caches) {
+    if (b < 1 || len < 1)
+      throw std::invalid_argument("--cache " + std::to_string(b) + ":" + std::to_string(len) + " must be positive");
+    for (int q : o.qlens)  // causal: a sequence needs at least q_len cached tokens
+      if (q > len)
+        throw std::invalid_argument("--qlen " + std::to_string(q) + " is longer than the cache length " +
+                                    std::to_string(len));
+  }
+  for (const std::string& t : o.kv_dtypes)
+    if (t != "bf16" && t != "fp16" && t != "int8")
+      throw std::invalid_argument("--kv-dtype: " + t + " is not bf16, fp16 or int8");
+  for (int d : o.decode_hdims)
+    if (d <= 0) throw std::invalid_argument("--hdim " + std::to_string(d) + " must be positive");
+}
+
+}  // namespace
 
 bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* error) {
   try {
+    std::vector<std::string> given;  // the flags on the command line, to check them against --op
+    std::vector<int> hdim_flag;
+    bool quick = false;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       auto value = [&]() -> std::string {
         if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
         return argv[++i];
       };
+      given.push_back(a);
       if (a == "--csv") o->csv_path = value();
       else if (a == "--plot") o->plot_path = value();
-      else if (a == "--hdim") o->hdims = parse_int_list(value());
+      else if (a == "--hdim") o->hdims = hdim_flag = parse_int_list(value());
       else if (a == "--seqlen") o->seqlens = parse_int_list(value());
       else if (a == "--causal") o->causal = parse_int_list(value());
       else if (a == "--tokens") o->tokens = parse_int_list(value()).at(0);
       else if (a == "--hidden") o->hidden = parse_int_list(value()).at(0);
       else if (a == "--no-ceilings") o->ceilings = false;
       else if (a == "--schedules") o->schedules = parse_int_list(value());
+      else if (a == "--qlen") o->qlens = parse_int_list(value());
+      else if (a == "--heads") o->decode_heads = parse_pair_list(value(), a);
+      else if (a == "--cache") o->decode_caches = parse_pair_list(value(), a);
+      else if (a == "--kv-dtype") o->kv_dtypes = parse_word_list(value());
       else if (a == "--op") {
-        if (value() != "attn") throw std::invalid_argument("--op: attn (default) or gemm");
+        const std::string op = value();
+        if (op != "attn" && op != "decode")
+          throw std::invalid_argument("--op: attn (default), decode or gemm (gemm: a build with HOPATTN_BUILD_GEMM)");
+        o->op = op;
       }
-      else if (a == "--quick") o->hdims = {128}, o->seqlens = {1024, 4096}, o->target_group_ms = 10;
+      else if (a == "--quick") o->hdims = {128}, o->seqlens = {1024, 4096}, o->target_group_ms = 10, quick = true;
       else if (a == "--dtype") {
         const std::string t = value();
         if (t == "bf16") o->dtype = HOPATTN_DTYPE_BF16;
@@ -182,10 +261,27 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
         throw std::invalid_argument("unknown option " + a);
       }
     }
-    for (int s : o->seqlens)
-      if (s <= 0 || o->tokens % s != 0) throw std::invalid_argument("--seqlen " + std::to_string(s) + " must divide --tokens");
-    for (int d : o->hdims)
-      if (d <= 0 || o->hidden % d != 0) throw std::invalid_argument("--hdim " + std::to_string(d) + " must divide --hidden");
+    auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
+    if (o->op == "decode") {
+      for (const char* f : {"--plot", "--seqlen", "--causal", "--tokens", "--hidden", "--schedules", "--dtype"})
+        if (was_given(f))
+          throw std::invalid_argument(std::string(f) + " applies to --op attn, not decode" +
+                                      (std::string(f) == "--dtype" ? " (--kv-dtype sets the cache dtype)" : ""));
+      if (quick) {  // a smoke subset; the decode flags given explicitly win
+        if (!was_given("--qlen")) o->qlens = {1};
+        if (!was_given("--heads")) o->decode_heads = {{32, 8}};
+        if (!was_given("--cache")) o->decode_caches = {{1, 8192}, {8, 8192}};
+      }
+      if (!hdim_flag.empty()) o->decode_hdims = hdim_flag;
+      check_decode_options(*o);
+    } else {
+      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype"})
+        if (was_given(f)) throw std::invalid_argument(std::string(f) + " applies to --op decode only");
+      for (int s : o->seqlens)
+        if (s <= 0 || o->tokens % s != 0) throw std::invalid_argument("--seqlen " + std::to_string(s) + " must divide --tokens");
+      for (int d : o->hdims)
+        if (d <= 0 || o->hidden % d != 0) throw std::invalid_argument("--hdim " + std::to_string(d) + " must divide --hidden");
+    }
   } catch (const std::exception& e) {
     *error = e.what();
     return false;
@@ -209,6 +305,12 @@ int run_bench(const BenchOptions& opt) {
   std::unique_ptr<baselines::CudnnSdpa> cudnn = baselines::CudnnSdpa::load(&why);
   if (cudnn) std::printf("cuDNN %s loaded (SDPA through cudnn-frontend)\n", cudnn->version_string().c_str());
   else std::printf("cuDNN baseline unavailable, going on without it: %s\n", why.c_str());
+
+  if (opt.op == "decode") {
+    const int rc = run_decode_bench(opt, stream, info, cudnn.get());
+    cudaStreamDestroy(stream);
+    return rc;
+  }
 
   std::vector<Row> rows;
   double gemm_tflops = 0;

@@ -1,13 +1,20 @@
 // `hopattn bench`: the default grid is the FlashAttention-3 paper's prefill grid (16k tokens per
 // batch, hidden 2048, bf16, head dims 64/128/256, causal and not, seqlen 512..16k), with the
 // ceilings (cuBLAS bf16 GEMM 8192³, device copy) and cuDNN's SDPA measured in the same run.
+// `hopattn bench --op decode`: attention over a KV cache (hopattn_kvcache_attention) against
+// cuDNN's SDPA at the same shape, with the copy ceiling; see docs/decode.md ("Benchmark").
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hopattn/hopattn.hpp"
 #include "results.hpp"
+
+namespace hopattn::baselines {
+class CudnnSdpa;
+}
 
 namespace hopattn::bench {
 
@@ -23,6 +30,16 @@ struct BenchOptions {
   bool ceilings = true;
   std::vector<int> schedules = {0};  // hopattn schedules to time (0: the default per head dim)
   double target_group_ms = 25.0;
+
+  std::string op = "attn";  // attn or decode (gemm is dispatched by the CLI before parsing)
+  // --op decode: causal, every sequence's cache full (cache_seqlens = cache length), default
+  // heuristics (num_splits 0, pack_gqa -1). The grid is heads × caches × q_lens × cache dtypes.
+  std::vector<int> qlens = {1, 4, 16};                                 // --qlen: query rows per sequence
+  std::vector<std::pair<int, int>> decode_heads = {{64, 8}, {32, 8}, {8, 1}};  // --heads Q:KV,...
+  std::vector<std::pair<int, int>> decode_caches = {{1, 8192},  {1, 65536},  {8, 8192},
+                                                    {32, 8192}, {128, 2048}, {16, 32768}};  // --cache B:LEN,...
+  std::vector<std::string> kv_dtypes = {"bf16", "int8"};  // --kv-dtype: bf16, fp16, int8 (bf16 queries)
+  std::vector<int> decode_hdims = {128};                   // --hdim with --op decode
 };
 
 // Parses bench flags (argv[0] is "bench"). Returns false and prints usage on error.
@@ -36,5 +53,18 @@ Row measure_copy_ceiling(Stream stream, double target_group_ms);
 
 // Runs the benchmark; prints the table to stdout and progress to stderr. Returns the exit code.
 int run_bench(const BenchOptions& options);
+
+// --op decode figures. FLOPs = 4·b·hq·q_len·len·d (QKᵀ and PV over the whole cache, the causal
+// triangle of the last q_len keys not subtracted). Bytes = the K and V cache read once:
+// 2·b·len·hkv·d·bytes per element, plus for int8 the fp32 scales (K: one per block of
+// quant_block tokens, kv-head and channel; V: one per token and kv-head).
+double decode_flops(int batch, int heads_q, int qlen, int cache_len, int hdim);
+double decode_kv_bytes(int batch, int cache_len, int heads_kv, int hdim, hopattn_dtype_t cache_dtype,
+                       int quant_block = 128);
+
+// The decode section (bench/decode.cpp), called by run_bench once the GPU, the stream and cuDNN
+// (null when it could not be loaded) are set up. Returns the exit code.
+int run_decode_bench(const BenchOptions& options, Stream stream, const RunInfo& info,
+                     const baselines::CudnnSdpa* cudnn);
 
 }  // namespace hopattn::bench

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <exception>
 #include <vector>
 
 #include "common/cuda_check.hpp"
@@ -36,6 +37,52 @@ Timing time_launches(const std::function<void()>& launch, Stream stream, double 
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   return t;
+}
+
+bool time_graph(const std::function<void()>& launch, Stream stream, int calls_per_graph, double target_group_ms,
+                Timing* out, std::string* why) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::string failure;
+  cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  if (err != cudaSuccess) {
+    failure = std::string("cudaStreamBeginCapture: ") + cudaGetErrorString(err);
+  } else {
+    try {
+      for (int i = 0; i < calls_per_graph; ++i) launch();
+    } catch (const std::exception& e) {
+      failure = std::string("a call failed while captured: ") + e.what();
+    }
+    err = cudaStreamEndCapture(stream, &graph);  // ends the capture whatever happened inside it
+    if (failure.empty() && err != cudaSuccess) failure = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(err);
+  }
+  if (failure.empty()) {
+    err = cudaGraphInstantiate(&exec, graph, 0);
+    if (err != cudaSuccess) failure = std::string("cudaGraphInstantiate: ") + cudaGetErrorString(err);
+  }
+  auto release = [&] {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  };
+  if (!failure.empty()) {
+    release();
+    cudaGetLastError();  // clear the capture error so the next call starts clean
+    *why = failure;
+    return false;
+  }
+  Timing t;
+  try {
+    t = time_launches([&] { HOPATTN_CUDA_CHECK(cudaGraphLaunch(exec, stream)); }, stream, target_group_ms);
+  } catch (...) {
+    release();
+    throw;
+  }
+  release();
+  t.median_ms /= calls_per_graph;
+  t.min_ms /= calls_per_graph;
+  t.max_ms /= calls_per_graph;
+  *out = t;
+  return true;
 }
 
 }  // namespace hopattn::bench

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Turns a `hopattn bench --csv` file into markdown tables: one row per (hdim, causal, seqlen),
-one column per implementation, cells "TFLOP/s (ratio to cuDNN)". Usage: bench_table.py FILE.csv"""
+one column per implementation, cells "TFLOP/s (ratio to cuDNN)"; for `--op decode` rows one row
+per (hdim, heads, batch, cache length, q_len), one column per implementation and cache dtype,
+cells "TB/s (ratio to cuDNN)", or why the row was not timed. Usage: bench_table.py FILE.csv"""
 import csv
 import sys
 from collections import OrderedDict
@@ -28,6 +30,30 @@ def main(path):
         print("|---|---|" + "---|" * len(impls))
         for (causal, seqlen), by_impl in cells.items():
             print(f"| {causal} | {seqlen} | " + " | ".join(by_impl.get(i, "-") for i in impls) + " |")
+    decode_table([r for r in rows if r["op"] == "decode"])
+
+
+def decode_table(dec):
+    if not dec:
+        return
+    cols = list(OrderedDict.fromkeys(f"{r['impl']} {r['dtype']}" for r in dec))
+    cells = OrderedDict()
+    for r in dec:
+        key = (int(r["hdim"]), f"{r['heads_q']}:{r['heads_kv']}", int(r["batch"]), int(r["seqlen_k"]),
+               int(r["seqlen_q"]))
+        if r["ms"]:
+            ratio = f" ({float(r['ratio_vs_cudnn']):.2f})" if r["ratio_vs_cudnn"] and r["impl"] != "cudnn" else ""
+            cell = f"{float(r['tbps']):.2f}{ratio}"
+        else:
+            cell = "not supported" if "not supported" in r["note"] else "failed"
+        cells.setdefault(key, {})[f"{r['impl']} {r['dtype']}"] = cell
+    print()
+    print("decode (KV cache, causal), TB/s of K+V read (ratio to cuDNN in the same run; int8: to cuDNN bf16):")
+    print()
+    print("| hdim | heads | batch | len | q_len | " + " | ".join(cols) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(cols))
+    for (hdim, heads, batch, length, qlen), by_col in cells.items():
+        print(f"| {hdim} | {heads} | {batch} | {length} | {qlen} | " + " | ".join(by_col.get(c, "-") for c in cols) + " |")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,11 @@
 # One call on an H100/H200 machine (no network needed): the gpu test suite, `hopattn check` and
 # `hopattn bench`, with logs and CSV written to OUT_DIR.
 #
-#   scripts/gpu-run.sh OUT_DIR [--quick] [--sanitize] [--bench "ARGS"] [--gemm-bench "ARGS"]
+#   scripts/gpu-run.sh OUT_DIR [--quick] [--sanitize] [--tests REGEX] [--bench "ARGS" | --no-bench]
+#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"]
+#
+# --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu).
+# --no-bench: skip the attention bench (e.g. a run that only measures decode or the GEMM).
 #
 # Uses the build in $BUILD (default build/) when it holds bin/hopattn, a build made elsewhere
 # included (carry it with .deps); otherwise builds first (needs .deps from scripts/bootstrap.sh).
@@ -11,13 +15,16 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-quick="" bench_args="" gemm_bench_args="" sanitize_flag=""
+quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
     --sanitize) sanitize_flag=1 ;;
     --bench) bench_args=$2; shift ;;
     --gemm-bench) gemm_bench_args=$2; shift ;;
+    --decode-bench) decode_bench_args=$2; shift ;;
+    --tests) tests_regex=$2; shift ;;
+    --no-bench) no_bench=1 ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
   shift
@@ -74,7 +81,8 @@ sass_summary() {
 }
 sass_summary >>"$summary" 2>&1
 # The gpu-labelled suite (the host tests are CI's; some need the build machine's compiler).
-step tests tests.log ctest --test-dir "$build" -L gpu --output-on-failure --timeout "${TEST_TIMEOUT:-600}"
+step tests tests.log ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
+  --timeout "${TEST_TIMEOUT:-600}"
 # Races and barrier misuse: every schedule on one small shape (bf16, hdim 128) under
 # compute-sanitizer's racecheck and synccheck.
 sanitize() {
@@ -84,11 +92,18 @@ sanitize() {
     echo "== compute-sanitizer --tool $tool"
     compute-sanitizer --tool $tool --error-exitcode 3 "$build/bin/gpu_attention_fwd" --gtest_filter="$filter" \
       | grep -vE "^(ok|\[ )" || return 1
+    if [ -x "$build/bin/gpu_kvcache" ]; then
+      compute-sanitizer --tool $tool --error-exitcode 3 "$build/bin/gpu_kvcache" --gtest_filter='*Sanitizer*' \
+        | grep -vE "^(ok|\[ )" || return 1
+    fi
   done
 }
 if [ -n "$sanitize_flag" ]; then step sanitize sanitize.log sanitize; fi
 step check check.log "$build/bin/hopattn" check $quick
-step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" $bench_args
+if [ -z "$no_bench" ]; then step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" $bench_args; fi
+if [ -n "$decode_bench_args" ]; then
+  step decode_bench decode_bench.log "$build/bin/hopattn" bench --op decode --csv "$out/decode.csv" $decode_bench_args
+fi
 if [ -n "$gemm_bench_args" ]; then
   step gemm_bench gemm_bench.log "$build/bin/hopattn" bench --op gemm --csv "$out/gemm.csv" $gemm_bench_args
 fi
@@ -97,5 +112,6 @@ cat "$summary"
 grep -E "HGMMA instructions|LDL/STL" "$summary"
 tail -5 "$out/tests.log"
 grep -E "^check:" "$out/check.log"
-sed -n '/^op /,$p' "$out/bench.log" | head -60
+[ -f "$out/bench.log" ] && sed -n '/^op /,$p' "$out/bench.log" | head -60
+[ -f "$out/decode_bench.log" ] && tail -60 "$out/decode_bench.log"
 ! grep -q "exit [1-9]" "$summary"

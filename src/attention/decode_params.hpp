@@ -34,6 +34,13 @@ struct DecodeParams {
   int num_splits;       // the plan's choice; > 1 uses the workspace
   float* workspace;     // splits > 1: partial O (splits, batch, heads_q, seqlen_q, hdim) then LSE
                         // (splits, batch, heads_q, seqlen_q), fp32
+  // int8 cache only: scales (fp32) and the scale block.
+  const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
+  int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
+  const float* v_scale;  // (batch, max_len, heads_kv)
+  int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
+  int quant_block;
+
   int32_t* error;       // device record of the first bad cache_seqlens entry (decode_error.cu)
 };
 

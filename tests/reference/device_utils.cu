@@ -34,6 +34,13 @@ __global__ void fill_normal_kernel(T* p, int64_t n, uint64_t seed, float stddev)
     p[i] = T(normal_at(seed, i) * stddev);
 }
 
+// INT8: the normal value rounded and clamped to the symmetric range [-127, 127] of the
+// quantized KV cache (stddev in quantized units).
+__global__ void fill_normal_int8_kernel(int8_t* p, int64_t n, uint64_t seed, float stddev) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    p[i] = int8_t(fminf(fmaxf(rintf(normal_at(seed, i) * stddev), -127.0f), 127.0f));
+}
+
 template <typename T>
 __global__ void fill_value_kernel(T* p, int64_t n, T value) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
@@ -55,6 +62,9 @@ void fill_normal(void* data, hopattn_dtype_t dtype, int64_t n, uint64_t seed, fl
       break;
     case HOPATTN_DTYPE_FP32:
       fill_normal_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<float*>(data), n, seed, stddev);
+      break;
+    case HOPATTN_DTYPE_INT8:
+      fill_normal_int8_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<int8_t*>(data), n, seed, stddev);
       break;
     default: throw std::runtime_error("fill_normal: unsupported dtype");
   }

@@ -9,8 +9,9 @@
 
 namespace hopattn::reference {
 
-// Fills n elements of dtype (BF16/FP16/FP32) with N(mean, stddev^2) values, a counter-based
-// generator: the value at index i depends only on (seed, i). Values are rounded to the dtype.
+// Fills n elements of dtype (BF16/FP16/FP32/INT8) with N(mean, stddev^2) values, a counter-based
+// generator: the value at index i depends only on (seed, i). Values are rounded to the dtype
+// (INT8: to the nearest integer, clamped to [-127, 127]).
 void fill_normal(void* data, hopattn_dtype_t dtype, int64_t n, uint64_t seed, float stddev,
                  Stream stream = nullptr);
 // Fills with quiet NaN (BF16/FP16/FP32/FP64 by element size).

@@ -90,6 +90,7 @@ Status check_scales(const KvCacheArgs& a) {
   if (vs.shape[0] != b || vs.shape[1] != len || vs.shape[2] != hkv)
     return Status::invalid(cat("v_scale: shape (", vs.shape[0], ", ", vs.shape[1], ", ", vs.shape[2],
                                ") must be (batch, max_seqlen_k, heads_kv) = (", b, ", ", len, ", ", hkv, ")"));
+  if (ks.stride[3] != 1 && ks.shape[3] > 1) return Status::invalid("k_scale: the last dimension (hdim) must be contiguous");
   if (Status s = check_pointer_and_alignment(ks, "k_scale", 16); !s.ok()) return s;
   return check_pointer_and_alignment(vs, "v_scale", 4);
 }
@@ -208,6 +209,14 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.pack_gqa = plan.pack_gqa;
   p.num_splits = plan.num_splits;
   p.workspace = static_cast<float*>(a.workspace);
+  if (is_int8(a)) {
+    p.k_scale = static_cast<const float*>(a.k_scale.data);
+    p.ks_batch_stride = a.k_scale.stride[0], p.ks_block_stride = a.k_scale.stride[1];
+    p.ks_head_stride = a.k_scale.stride[2];
+    p.v_scale = static_cast<const float*>(a.v_scale.data);
+    p.vs_batch_stride = a.v_scale.stride[0], p.vs_seq_stride = a.v_scale.stride[1], p.vs_head_stride = a.v_scale.stride[2];
+    p.quant_block = a.quant_block;
+  }
   return p;
 }
 
@@ -218,7 +227,6 @@ Status kvcache_attention(const KvCacheArgs& a, Stream stream) {
   int sms = 0;
   if (Status s = query_kvcache_context(a, stream, &ctx, &sms); !s.ok()) return s;
   if (Status s = check_kvcache_attention(a, ctx, sms); !s.ok()) return s;
-  if (is_int8(a)) return Status::unsupported("kvcache attention: the int8 cache kernel is not built yet (docs/decode.md)");
   if (a.q.shape[0] == 0 || a.q.shape[1] == 0 || a.q.shape[2] == 0) return Status();  // nothing to compute
   if (a.k_cache.shape[1] > INT32_MAX) return Status::unsupported("k_cache: max_seqlen_k must be < 2^31");
   attention::DecodeParams p = make_decode_params(a, plan_kvcache_attention(a, sms));

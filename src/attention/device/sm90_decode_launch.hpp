@@ -1,10 +1,11 @@
 // Host side of the decode kernels (sm90_decode.hpp): TMA descriptors over the cache, grid,
-// launch of the split kernel and of the combine step. Included only by the generated decode
-// instance files (one per dtype and head dim).
+// launch of the split kernel (bf16/fp16 or int8 cache) and of the combine step. Included only by
+// the generated decode instance files (one per dtype and head dim).
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 
 #include "attention/decode_params.hpp"
@@ -13,50 +14,64 @@
 
 namespace hopattn::attention {
 
-template <class Element, int kHeadDim>
-Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
-  using namespace cute;
-  using Traits = DecodeTraits<Element, kHeadDim>;
-  const int64_t rows_total = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
-  const int group = dp.pack_gqa ? dp.heads_q / dp.heads_kv : 1;
-  const int rows = dp.seqlen_q * group;
-  const int m_blocks = (rows + Traits::kBlockM - 1) / Traits::kBlockM;
+struct DecodeGrid {
+  int group, rows;
+  dim3 grid;
+};
+
+inline Status decode_grid(const DecodeParams& dp, int block_m, DecodeGrid* g) {
+  g->group = dp.pack_gqa ? dp.heads_q / dp.heads_kv : 1;
+  g->rows = dp.seqlen_q * g->group;
+  const int m_blocks = (g->rows + block_m - 1) / block_m;
   const int row_groups = dp.pack_gqa ? dp.heads_kv : dp.heads_q;
   const int64_t grid_x = int64_t(m_blocks) * dp.num_splits;
   if (grid_x > INT32_MAX || row_groups > 65535 || dp.batch > 65535)
     return Status::unsupported("kvcache attention: the grid (" + std::to_string(grid_x) + ", " +
                                std::to_string(row_groups) + ", " + std::to_string(dp.batch) + ") exceeds CUDA's limits");
+  g->grid = dim3(unsigned(grid_x), unsigned(row_groups), unsigned(dp.batch));
+  return Status();
+}
 
-  // The TMA sees the whole cache, (max_len, hdim, heads_kv, batch); keys past a sequence's own
-  // length are masked in the kernel. A zero-length cache gets a 1-key box it never loads.
-  auto cache = [&](const void* ptr, int64_t seq_stride, int64_t head_stride, int64_t batch_stride) {
-    return make_tensor(make_gmem_ptr(static_cast<Element const*>(ptr)),
-                       make_layout(make_shape(std::max(dp.max_len, 1), kHeadDim, dp.heads_kv, dp.batch),
-                                   make_stride(seq_stride, _1{}, head_stride, batch_stride)));
-  };
-  const auto kv_box = take<0, 2>(typename Traits::SmemLayoutKV{});
-  typename Traits::Params p{
-      make_tma_copy(SM90_TMA_LOAD{}, cache(dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride), kv_box),
-      make_tma_copy(SM90_TMA_LOAD{}, cache(dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride), kv_box),
-      static_cast<const Element*>(dp.q), dp.q_batch_stride, dp.q_seq_stride, dp.q_head_stride,
-      static_cast<Element*>(dp.o), dp.o_batch_stride, dp.o_seq_stride, dp.o_head_stride,
-      dp.lse, dp.lse_batch_stride, dp.lse_head_stride, dp.lse_seq_stride,
-      dp.cache_seqlens,
-      dp.num_splits > 1 ? dp.workspace : nullptr,
-      dp.num_splits > 1 ? dp.workspace + rows_total * kHeadDim * dp.num_splits : nullptr,
-      dp.error,
-      dp.batch, dp.seqlen_q, dp.heads_q, dp.heads_kv, dp.max_len,
-      group, rows, dp.num_splits, dp.softmax_scale, dp.causal};
+// The fields both kernels' Params share, by name.
+template <class Params, class Element>
+void fill_common_params(Params& p, const DecodeParams& dp, const DecodeGrid& g, int hdim) {
+  const int64_t rows_total = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
+  p.q = static_cast<const Element*>(dp.q);
+  p.q_batch_stride = dp.q_batch_stride, p.q_seq_stride = dp.q_seq_stride, p.q_head_stride = dp.q_head_stride;
+  p.o = static_cast<Element*>(dp.o);
+  p.o_batch_stride = dp.o_batch_stride, p.o_seq_stride = dp.o_seq_stride, p.o_head_stride = dp.o_head_stride;
+  p.lse = dp.lse;
+  p.lse_batch_stride = dp.lse_batch_stride, p.lse_head_stride = dp.lse_head_stride;
+  p.lse_seq_stride = dp.lse_seq_stride;
+  p.cache_seqlens = dp.cache_seqlens;
+  p.o_part = dp.num_splits > 1 ? dp.workspace : nullptr;
+  p.lse_part = dp.num_splits > 1 ? dp.workspace + rows_total * hdim * dp.num_splits : nullptr;
+  p.error = dp.error;
+  p.batch = dp.batch, p.seqlen_q = dp.seqlen_q, p.heads_q = dp.heads_q, p.heads_kv = dp.heads_kv;
+  p.max_len = dp.max_len;
+  p.group = g.group, p.rows = g.rows, p.num_splits = dp.num_splits;
+  p.softmax_scale = dp.softmax_scale;
+  p.causal = dp.causal;
+}
 
-  auto kernel = &decode_kernel<Traits>;
-  HOPATTN_RETURN_IF_CUDA_ERROR(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSharedBytes));
-  kernel<<<dim3(unsigned(grid_x), unsigned(row_groups), unsigned(dp.batch)), Traits::kThreads, Traits::kSharedBytes,
-           stream>>>(p);
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+// The TMA sees the whole cache, (max_len, hdim, heads_kv, batch); keys past a sequence's own
+// length are masked in the kernel. A zero-length cache gets a 1-key box it never loads.
+template <class T, int kHeadDim, class Box>
+auto make_cache_tma(const DecodeParams& dp, const void* ptr, int64_t seq_stride, int64_t head_stride,
+                    int64_t batch_stride, Box box) {
+  using namespace cute;
+  auto cache = make_tensor(make_gmem_ptr(static_cast<T const*>(ptr)),
+                           make_layout(make_shape(std::max(dp.max_len, 1), kHeadDim, dp.heads_kv, dp.batch),
+                                       make_stride(seq_stride, _1{}, head_stride, batch_stride)));
+  return make_tma_copy(SM90_TMA_LOAD{}, cache, box);
+}
+
+template <class Element, int kHeadDim>
+Status launch_decode_combine(const DecodeParams& dp, Stream stream) {
   if (dp.num_splits == 1) return Status();
-
-  CombineParams<Element, kHeadDim> c{p.o_part, p.lse_part, dp.cache_seqlens,
+  const int64_t rows_total = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
+  const float* o_part = dp.workspace;
+  CombineParams<Element, kHeadDim> c{o_part, o_part + rows_total * kHeadDim * dp.num_splits, dp.cache_seqlens,
                                      static_cast<Element*>(dp.o), dp.o_batch_stride, dp.o_seq_stride, dp.o_head_stride,
                                      dp.lse, dp.lse_batch_stride, dp.lse_head_stride, dp.lse_seq_stride,
                                      dp.batch, dp.seqlen_q, dp.heads_q, dp.max_len, dp.num_splits, dp.causal};
@@ -65,6 +80,46 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
   decode_combine_kernel<Element, kHeadDim><<<unsigned(blocks), 32 * kCombineWarps, 0, stream>>>(c);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status();
+}
+
+template <class Traits, class Kernel>
+Status launch_decode_kernel(Kernel kernel, const typename Traits::Params& p, const DecodeGrid& g, Stream stream) {
+  HOPATTN_RETURN_IF_CUDA_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSharedBytes));
+  kernel<<<g.grid, Traits::kThreads, Traits::kSharedBytes, stream>>>(p);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status();
+}
+
+template <class Element, int kHeadDim>
+Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
+  using namespace cute;
+  DecodeGrid g;
+  if (dp.cache_dtype == HOPATTN_DTYPE_INT8) {
+    using Traits = DecodeInt8Traits<Element, kHeadDim>;
+    if (Status s = decode_grid(dp, Traits::kBlockM, &g); !s.ok()) return s;
+    typename Traits::Params p{};
+    const auto box = take<0, 2>(typename Traits::SmemLayoutRaw{});
+    p.tma_k = make_cache_tma<int8_t, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
+    p.tma_v = make_cache_tma<int8_t, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
+    fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
+    p.k_scale = dp.k_scale;
+    p.ks_batch_stride = dp.ks_batch_stride, p.ks_block_stride = dp.ks_block_stride, p.ks_head_stride = dp.ks_head_stride;
+    p.v_scale = dp.v_scale;
+    p.vs_batch_stride = dp.vs_batch_stride, p.vs_seq_stride = dp.vs_seq_stride, p.vs_head_stride = dp.vs_head_stride;
+    p.quant_block = dp.quant_block;
+    if (Status s = launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream); !s.ok()) return s;
+  } else {
+    using Traits = DecodeTraits<Element, kHeadDim>;
+    if (Status s = decode_grid(dp, Traits::kBlockM, &g); !s.ok()) return s;
+    typename Traits::Params p{};
+    const auto box = take<0, 2>(typename Traits::SmemLayoutKV{});
+    p.tma_k = make_cache_tma<Element, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
+    p.tma_v = make_cache_tma<Element, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
+    fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
+    if (Status s = launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream); !s.ok()) return s;
+  }
+  return launch_decode_combine<Element, kHeadDim>(dp, stream);
 }
 
 }  // namespace hopattn::attention

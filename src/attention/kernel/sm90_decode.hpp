@@ -82,6 +82,63 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
   };
 };
 
+// The int8 cache (docs/decode.md): K/V tiles of 64 keys (a whole number of tiles per scale
+// block of 64 or 128 tokens) arrive by TMA as int8 into a raw ring; the transform warpgroup turns
+// them into Element tiles (value · scale) in a second ring that the consumer warpgroup reads.
+template <class Element_, int kHeadDim_>
+struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
+  using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
+  using Element = Element_;
+  static constexpr int kThreads = 256;  // warpgroup 0: TMA + transform; warpgroup 1: WGMMA + softmax
+  static constexpr int kRawStages = kHeadDim_ == 256 ? 2 : 4;
+  static constexpr int kConvStages = Base::kStages;
+  using RawStages = cute::Int<kRawStages>;
+  // int8 tiles, row-major (key, channel), stage outermost: the transform reads 16-byte chunks.
+  using SmemLayoutRaw = cute::Layout<cute::Shape<typename Base::BlockN, typename Base::HeadDim, RawStages>,
+                                     cute::Stride<typename Base::HeadDim, cute::_1,
+                                                  cute::Int<Base::kBlockN * Base::kHeadDim>>>;
+  using TmaLoadRaw = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_LOAD{},
+      cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), typename Base::GmemLayout{}),
+      cute::take<0, 2>(SmemLayoutRaw{})));
+  static constexpr uint32_t kTmaBytesRaw = Base::kBlockN * Base::kHeadDim;
+
+  struct SharedStorage {
+    cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutQ>, 1024> q;
+    cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> k;
+    cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
+    cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRaw>, 128> k_raw;
+    cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRaw>, 128> v_raw;
+    alignas(8) uint64_t raw_full[kRawStages];
+    alignas(8) uint64_t conv_full[kConvStages];
+    alignas(8) uint64_t conv_empty[kConvStages];
+  };
+  static constexpr int kSharedBytes = int(sizeof(SharedStorage));
+
+  struct Params {
+    TmaLoadRaw tma_k, tma_v;
+    const Element* q;
+    int64_t q_batch_stride, q_seq_stride, q_head_stride;
+    Element* o;
+    int64_t o_batch_stride, o_seq_stride, o_head_stride;
+    float* lse;
+    int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
+    const int32_t* cache_seqlens;
+    float* o_part;
+    float* lse_part;
+    int32_t* error;
+    int batch, seqlen_q, heads_q, heads_kv, max_len;
+    int group, rows, num_splits;
+    float softmax_scale;
+    bool causal;
+    const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
+    int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
+    const float* v_scale;  // (batch, max_len, heads_kv)
+    int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
+    int quant_block;
+  };
+};
+
 // Records the first bad cache_seqlens entry: error = {1, batch index, length}.
 CUTE_DEVICE void record_bad_length(int32_t* error, int b, int len) {
   if (atomicCAS(error, 0, 1) == 0) {
@@ -92,6 +149,122 @@ CUTE_DEVICE void record_bad_length(int32_t* error, int b, int len) {
 
 CUTE_HOST_DEVICE bool bad_cache_length(int len, int max_len, int seqlen_q, bool causal) {
   return len < 0 || len > max_len || (causal && len < seqlen_q);
+}
+
+// What one CTA computes: its 64 rows (row group, m_block), its sequence's length and its KV
+// tiles [n_begin, n_end). Shared by the bf16 and the int8 kernels.
+struct DecodeTile {
+  int m_block, split, group_idx, b, h_kv;
+  int group, rows, seqlen_q, heads_q;
+  int len, diag, row0;
+  int n_begin, n_end, mask_from;
+  bool bad, causal;
+
+  template <class Params, int kBlockM, int kBlockN>
+  CUTE_DEVICE static DecodeTile make(Params const& p) {
+    DecodeTile t;
+    t.m_block = int(blockIdx.x) / p.num_splits, t.split = int(blockIdx.x) % p.num_splits;
+    t.group_idx = blockIdx.y, t.b = blockIdx.z;
+    t.group = p.group, t.rows = p.rows, t.seqlen_q = p.seqlen_q, t.heads_q = p.heads_q, t.causal = p.causal;
+    t.h_kv = p.group > 1 ? t.group_idx : t.group_idx / (p.heads_q / p.heads_kv);
+    t.len = p.cache_seqlens[t.b];
+    t.bad = bad_cache_length(t.len, p.max_len, p.seqlen_q, p.causal);
+    t.row0 = t.m_block * kBlockM;
+    t.diag = t.len - p.seqlen_q;  // position of query s is diag + s
+    const int row_last = min(p.rows, t.row0 + kBlockM) - 1;
+    const int keys = t.bad ? 0 : (p.causal ? min(t.len, t.diag + t.pos(row_last) + 1) : t.len);
+    const int n_total = (keys + kBlockN - 1) / kBlockN;
+    t.n_begin = int(int64_t(t.split) * n_total / p.num_splits);
+    t.n_end = int(int64_t(t.split + 1) * n_total / p.num_splits);
+    // Tiles ending past this key need the element-wise mask (the tile's row with the fewest keys).
+    t.mask_from = p.causal ? min(t.len, t.diag + t.pos(t.row0) + 1) : t.len;
+    return t;
+  }
+  // Row r of the row group -> query position and q-head.
+  CUTE_DEVICE int pos(int r) const { return r / group; }
+  CUTE_DEVICE int head(int r) const { return group > 1 ? group_idx * group + r % group : group_idx; }
+  // The first key row r must not see.
+  CUTE_DEVICE int key_limit(int r) const { return causal ? min(len, diag + pos(r) + 1) : len; }
+};
+
+// The CTA's 64 query rows from global memory (rows of several heads are not one TMA box) into
+// the swizzled tile WGMMA reads, zeros past the last row; scale_channels (hdim floats or
+// nullptr) multiplies each channel. The caller fences (fence.proxy.async) and synchronises.
+template <class Traits, class TensorQ>
+CUTE_DEVICE void gather_q(typename Traits::Params const& p, DecodeTile const& t, TensorQ& sQ, int thread, int threads) {
+  using Element = typename Traits::Element;
+  constexpr int kChunks = Traits::kHeadDim / 8;  // 16-byte chunks per row
+  for (int i = thread; i < Traits::kBlockM * kChunks; i += threads) {
+    const int r = i / kChunks, c = (i % kChunks) * 8;
+    const int row = t.row0 + r;
+    uint4 val = make_uint4(0, 0, 0, 0);
+    if (row < t.rows)
+      val = *reinterpret_cast<const uint4*>(p.q + t.b * p.q_batch_stride + t.pos(row) * p.q_seq_stride +
+                                            t.head(row) * p.q_head_stride + c);
+    *reinterpret_cast<uint4*>(&sQ(r, c)) = val;  // 8 consecutive elements stay contiguous under SW128
+  }
+  (void)sizeof(Element);
+}
+
+template <int kBlockN, class TensorS, class TensorC>
+CUTE_DEVICE void mask_decode_scores(DecodeTile const& t, int n, TensorS& tSrS, TensorC const& tScS) {
+  if ((n + 1) * kBlockN <= t.mask_from) return;
+  auto s = acc_rowcol(tSrS);
+  auto c = acc_rowcol(tScS);
+  CUTE_UNROLL
+  for (int r = 0; r < cute::size<0>(s); ++r) {
+    const int limit = t.key_limit(t.row0 + cute::get<0>(c(r, 0)));
+    CUTE_UNROLL
+    for (int j = 0; j < cute::size<1>(s); ++j)
+      if (n * kBlockN + cute::get<1>(c(r, j)) >= limit) s(r, j) = -INFINITY;
+  }
+}
+
+// Epilogue: one split writes O (output type) and LSE to their strided places, several write fp32
+// partials to the workspace. A bad length writes NaN. `thread` indexes the consumer warpgroup.
+template <class Traits, class TensorO, class TensorOC, class TensorSC, int kRows>
+CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTile const& t, TensorO& tOrO,
+                                     TensorOC const& tOcO, TensorSC const& tScS, float (&lse)[kRows], int thread) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  constexpr int kHeadDim = Traits::kHeadDim;
+  if (t.bad) {
+    CUTE_UNROLL
+    for (int i = 0; i < size(tOrO); ++i) tOrO(i) = NAN;
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) lse[r] = NAN;
+  }
+  if (thread % 4 == 0) {  // one thread of each quad holds a row's LSE
+    auto c = acc_rowcol(tScS);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const int row = t.row0 + get<0>(c(r, 0));
+      if (row >= t.rows) continue;
+      const int s = t.pos(row), h = t.head(row);
+      if (p.num_splits > 1)
+        p.lse_part[((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s] = lse[r];
+      else if (p.lse != nullptr)
+        p.lse[t.b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = lse[r];
+    }
+  }
+  // Values 2i and 2i+1 of the accumulator are adjacent columns of one row.
+  CUTE_UNROLL
+  for (int i = 0; i < size(tOrO); i += 2) {
+    const int row = t.row0 + get<0>(tOcO(i)), col = get<1>(tOcO(i));
+    if (row >= t.rows) continue;
+    const int s = t.pos(row), h = t.head(row);
+    if (p.num_splits > 1) {
+      float* dst = p.o_part + (((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s) * kHeadDim + col;
+      *reinterpret_cast<float2*>(dst) = make_float2(tOrO(i), tOrO(i + 1));
+    } else {
+      cutlass::NumericArrayConverter<Element, float, 2> conv;
+      cutlass::Array<float, 2> in;
+      in[0] = tOrO(i);
+      in[1] = tOrO(i + 1);
+      *reinterpret_cast<cutlass::Array<Element, 2>*>(p.o + t.b * p.o_batch_stride + s * p.o_seq_stride +
+                                                     h * p.o_head_stride + col) = conv(in);
+    }
+  }
 }
 
 template <class Traits>
@@ -109,27 +282,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   extern __shared__ char smem_raw[];
   auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
 
-  const int m_block = int(blockIdx.x) / p.num_splits, split = int(blockIdx.x) % p.num_splits;
-  const int group_idx = blockIdx.y, b = blockIdx.z;
-  // Row r of the row group -> (position, q-head).
-  const int h_kv = p.group > 1 ? group_idx : group_idx / (p.heads_q / p.heads_kv);
-  auto row_head = [&](int r) { return p.group > 1 ? group_idx * p.group + r % p.group : group_idx; };
-  auto row_pos = [&](int r) { return r / p.group; };
-
-  const int len = p.cache_seqlens[b];
-  const bool bad = bad_cache_length(len, p.max_len, p.seqlen_q, p.causal);
-  if (bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, b, len);
-
-  const int row0 = m_block * kBlockM;
-  const int row_last = min(p.rows, row0 + kBlockM) - 1;
-  const int diag = len - p.seqlen_q;  // position of query row s is diag + s
-  const int keys = bad ? 0 : (p.causal ? min(len, diag + row_pos(row_last) + 1) : len);
-  const int n_total = (keys + kBlockN - 1) / kBlockN;
-  const int n_begin = int(int64_t(split) * n_total / p.num_splits);
-  const int n_end = int(int64_t(split + 1) * n_total / p.num_splits);
-  const int n_blocks = n_end - n_begin;
-  // Tiles ending past this column need the element-wise mask (the tile row with the fewest keys).
-  const int mask_from = p.causal ? min(len, diag + row_pos(row0) + 1) : len;
+  const DecodeTile t = DecodeTile::make<typename Traits::Params, kBlockM, kBlockN>(p);
+  if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  const int n_blocks = t.n_end - t.n_begin;
   const bool is_tma_thread = threadIdx.x == 0;
 
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
@@ -140,8 +295,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   const int tma_len = max(p.max_len, 1);
   Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
   Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-  Tensor gK = local_tile(mK(_, _, h_kv, b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
-  Tensor gV = local_tile(mV(_, _, h_kv, b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
   auto tma_k_parts = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
   auto tma_v_parts = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
   Tensor tKgK = get<0>(tma_k_parts);  // (TMA, n)
@@ -162,18 +317,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   }
   __syncthreads();
   if (is_tma_thread)
-    for (int i = 0; i < kStages && i < n_blocks; ++i) load_kv(n_begin + i, i);
+    for (int i = 0; i < kStages && i < n_blocks; ++i) load_kv(t.n_begin + i, i);
 
-  // Q rows gathered while the first K/V tiles are in flight.
-  for (int i = threadIdx.x; i < kBlockM * kChunks; i += Traits::kThreads) {
-    const int r = i / kChunks, c = (i % kChunks) * 8;
-    const int row = row0 + r;
-    uint4 val = make_uint4(0, 0, 0, 0);
-    if (row < p.rows)
-      val = *reinterpret_cast<const uint4*>(p.q + b * p.q_batch_stride + row_pos(row) * p.q_seq_stride +
-                                            row_head(row) * p.q_head_stride + c);
-    *reinterpret_cast<uint4*>(&sQ(r, c)) = val;  // 8 consecutive elements stay contiguous under SW128
-  }
+  gather_q<Traits>(p, t, sQ, threadIdx.x, Traits::kThreads);  // while the first K/V tiles are in flight
   cutlass::arch::fence_view_async_shared();
   __syncthreads();
 
@@ -196,30 +342,19 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   OnlineSoftmax<kRows> softmax(p.softmax_scale);
   CUTE_NO_UNROLL
   for (int i = 0; i < n_blocks; ++i) {
-    const int n = n_begin + i;
+    const int n = t.n_begin + i;
     const int stage = i % kStages;
     const uint32_t phase = (i / kStages) & 1;
     Barrier::wait(&ss.k_full[stage], phase);
     wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
     warpgroup_wait<0>();
-    if ((n + 1) * kBlockN > mask_from) {
-      auto s = acc_rowcol(tSrS);
-      auto c = acc_rowcol(tScS);
-      CUTE_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        const int row = row0 + get<0>(c(r, 0));
-        const int limit = p.causal ? min(len, diag + row_pos(row) + 1) : len;  // first masked key
-        CUTE_UNROLL
-        for (int j = 0; j < size<1>(s); ++j)
-          if (n * kBlockN + get<1>(c(r, j)) >= limit) s(r, j) = -INFINITY;
-      }
-    }
+    mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
     if (i == 0) softmax.template update<true>(tSrS, tOrO);
     else softmax.template update<false>(tSrS, tOrO);
     convert_fragment<Element>(tSrS, tOrP);
     Barrier::wait(&ss.v_full[stage], phase);
-    if ((n + 1) * kBlockN > len) {  // the tile holding the end of the cache: zero V's rows past it
-      const int first = len - n * kBlockN;
+    if ((n + 1) * kBlockN > t.len) {  // the tile holding the end of the cache: zero V's rows past it
+      const int first = t.len - n * kBlockN;
       for (int e = threadIdx.x; e < (kBlockN - first) * kChunks; e += Traits::kThreads)
         *reinterpret_cast<uint4*>(&sV(first + e / kChunks, (e % kChunks) * 8, stage)) = make_uint4(0, 0, 0, 0);
       cutlass::arch::fence_view_async_shared();
@@ -233,45 +368,165 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
 
   float lse[kRows];
   softmax.finalize(tOrO, lse);
-  if (bad) {
-    CUTE_UNROLL
-    for (int i = 0; i < size(tOrO); ++i) tOrO(i) = NAN;
-    CUTE_UNROLL
-    for (int r = 0; r < kRows; ++r) lse[r] = NAN;
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x);
+}
+
+// The int8-cache kernel. Roles and pipelines:
+//   warpgroup 0 (transform), thread 0 also the TMA issuer:
+//     raw_full[rs]   (1 arrival: thread 0's expect_tx of K + V bytes; transform threads wait)
+//     per tile: load its scales (K: the 16 channels this thread converts, for the tile's scale
+//     block; V: one per row it converts), wait raw_full, wait conv_empty, convert int8 · scale
+//     -> Element into the swizzled tile (rows past the sequence's length as zeros), fence.proxy.async,
+//     arrive conv_full; named barrier 1 over the warpgroup (the raw stage is free), thread 0
+//     refills it with tile i + kRawStages.
+//   warpgroup 1 (consumer): Q gather, then per tile: wait conv_full[cs] (128 arrivals), S = Q·Kᵀ,
+//     mask, online softmax, O += P·V, arrive conv_empty[cs] (128 arrivals); epilogue as bf16.
+// The scale is applied in the transform, so the tiles hold exactly the values a host-side
+// dequantization to Element would (same fp32 product, same rounding).
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    decode_int8_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  using BlockM = typename Traits::BlockM;
+  using BlockN = typename Traits::BlockN;
+  using HeadDim = typename Traits::HeadDim;
+  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
+  constexpr int kRawStages = Traits::kRawStages, kConvStages = Traits::kConvStages;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+
+  extern __shared__ char smem_raw[];
+  auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
+
+  const DecodeTile t = DecodeTile::make<typename Traits::Params, kBlockM, kBlockN>(p);
+  if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  const int n_blocks = t.n_end - t.n_begin;
+  const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
+
+  Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
+  Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, CONV)
+  Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, CONV)
+  Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, BLK_N, CONV)
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kRawStages; ++s) Barrier::init(&ss.raw_full[s], 1);
+    for (int s = 0; s < kConvStages; ++s) Barrier::init(&ss.conv_full[s], 128), Barrier::init(&ss.conv_empty[s], 128);
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    Tensor sKr = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, RAW)
+    Tensor sVr = make_tensor(make_smem_ptr(ss.v_raw.data()), typename Traits::SmemLayoutRaw{});
+    const int tma_len = max(p.max_len, 1);
+    Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+    Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+    Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
+    Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
+    auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sKr), group_modes<0, 2>(gK));
+    auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sVr), group_modes<0, 2>(gV));
+    auto load_raw = [&](int n, int stage) {
+      Barrier::arrive_and_expect_tx(&ss.raw_full[stage], 2 * Traits::kTmaBytesRaw);
+      copy(p.tma_k.with(ss.raw_full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
+      copy(p.tma_v.with(ss.raw_full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
+    };
+    if (thread == 0)
+      for (int i = 0; i < kRawStages && i < n_blocks; ++i) load_raw(t.n_begin + i, i);
+
+    constexpr int kChunks = kHeadDim / 16;              // 16-channel chunks per row
+    constexpr int kRowStep = 128 / kChunks;             // rows between a thread's chunks
+    constexpr int kPerThread = kBlockN / kRowStep;      // chunks per thread per tile
+    const int c0 = (thread % kChunks) * 16, r0 = thread / kChunks;
+    const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride + c0;
+    const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
+    cutlass::NumericArrayConverter<Element, float, 8> to_element;
+    CUTE_NO_UNROLL
+    for (int i = 0; i < n_blocks; ++i) {
+      const int n = t.n_begin + i;
+      const int rs = i % kRawStages, cs = i % kConvStages;
+      float ks[16], vs[kPerThread];
+      const float4* ksrc = reinterpret_cast<const float4*>(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride);
+      CUTE_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        const float4 f = ksrc[j];
+        ks[4 * j] = f.x, ks[4 * j + 1] = f.y, ks[4 * j + 2] = f.z, ks[4 * j + 3] = f.w;
+      }
+      CUTE_UNROLL
+      for (int k = 0; k < kPerThread; ++k) {
+        const int token = n * kBlockN + r0 + k * kRowStep;
+        vs[k] = token < t.len ? v_scale[token * p.vs_seq_stride] : 0.0f;
+      }
+      Barrier::wait(&ss.raw_full[rs], (i / kRawStages) & 1);
+      Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
+      CUTE_UNROLL
+      for (int k = 0; k < kPerThread; ++k) {
+        const int r = r0 + k * kRowStep;
+        const bool valid = n * kBlockN + r < t.len;
+        const int4 kq = *reinterpret_cast<const int4*>(&sKr(r, c0, rs));
+        const int4 vq = *reinterpret_cast<const int4*>(&sVr(r, c0, rs));
+        const int8_t* kb = reinterpret_cast<const int8_t*>(&kq);
+        const int8_t* vb = reinterpret_cast<const int8_t*>(&vq);
+        CUTE_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          cutlass::Array<float, 8> kf, vf;
+          CUTE_UNROLL
+          for (int j = 0; j < 8; ++j) {
+            kf[j] = valid ? float(kb[8 * h + j]) * ks[8 * h + j] : 0.0f;
+            vf[j] = valid ? float(vb[8 * h + j]) * vs[k] : 0.0f;
+          }
+          *reinterpret_cast<cutlass::Array<Element, 8>*>(&sK(r, c0 + 8 * h, cs)) = to_element(kf);
+          *reinterpret_cast<cutlass::Array<Element, 8>*>(&sV(r, c0 + 8 * h, cs)) = to_element(vf);
+        }
+      }
+      cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
+      Barrier::arrive(&ss.conv_full[cs]);
+      cutlass::arch::NamedBarrier::sync(128, 1);  // every transform thread is done with raw stage rs
+      if (thread == 0 && i + kRawStages < n_blocks) load_raw(n + kRawStages, rs);
+    }
+    return;
   }
 
-  // LSE: one thread of each quad holds a row's value.
-  if (threadIdx.x % 4 == 0) {
-    auto c = acc_rowcol(tScS);
-    CUTE_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      const int row = row0 + get<0>(c(r, 0));
-      if (row >= p.rows) continue;
-      const int s = row_pos(row), h = row_head(row);
-      if (p.num_splits > 1)
-        p.lse_part[((int64_t(split) * p.batch + b) * p.heads_q + h) * p.seqlen_q + s] = lse[r];
-      else if (p.lse != nullptr)
-        p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = lse[r];
-    }
+  // Consumer warpgroup.
+  gather_q<Traits>(p, t, sQ, thread, 128);
+  cutlass::arch::fence_view_async_shared();
+  cutlass::arch::NamedBarrier::sync(128, 2);
+
+  typename Traits::TiledMmaQK mma_qk;
+  typename Traits::TiledMmaPV mma_pv;
+  auto thr_qk = mma_qk.get_thread_slice(thread);
+  auto thr_pv = mma_pv.get_thread_slice(thread);
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);
+  Tensor tSrK = thr_qk.partition_fragment_B(sK);
+  Tensor tOrV = thr_pv.partition_fragment_B(sVt);
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});
+  Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
+  Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<BlockM, HeadDim>{}));
+  Tensor tOrP = make_tensor_like<Element>(tSrS);
+  Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));
+  clear(tOrO);
+
+  constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
+  OnlineSoftmax<kRows> softmax(p.softmax_scale);
+  CUTE_NO_UNROLL
+  for (int i = 0; i < n_blocks; ++i) {
+    const int n = t.n_begin + i;
+    const int cs = i % kConvStages;
+    Barrier::wait(&ss.conv_full[cs], (i / kConvStages) & 1);
+    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, cs), tSrS);
+    warpgroup_wait<0>();
+    mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
+    if (i == 0) softmax.template update<true>(tSrS, tOrO);
+    else softmax.template update<false>(tSrS, tOrO);
+    convert_fragment<Element>(tSrS, tOrP);
+    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, cs), tOrO);
+    warpgroup_wait<0>();
+    Barrier::arrive(&ss.conv_empty[cs]);
   }
-  // O: values 2i and 2i+1 of the accumulator are adjacent columns of one row.
-  CUTE_UNROLL
-  for (int i = 0; i < size(tOrO); i += 2) {
-    const int row = row0 + get<0>(tOcO(i)), col = get<1>(tOcO(i));
-    if (row >= p.rows) continue;
-    const int s = row_pos(row), h = row_head(row);
-    if (p.num_splits > 1) {
-      float* dst = p.o_part + (((int64_t(split) * p.batch + b) * p.heads_q + h) * p.seqlen_q + s) * kHeadDim + col;
-      *reinterpret_cast<float2*>(dst) = make_float2(tOrO(i), tOrO(i + 1));
-    } else {
-      cutlass::NumericArrayConverter<Element, float, 2> conv;
-      cutlass::Array<float, 2> in;
-      in[0] = tOrO(i);
-      in[1] = tOrO(i + 1);
-      *reinterpret_cast<cutlass::Array<Element, 2>*>(p.o + b * p.o_batch_stride + s * p.o_seq_stride +
-                                                     h * p.o_head_stride + col) = conv(in);
-    }
-  }
+
+  float lse[kRows];
+  softmax.finalize(tOrO, lse);
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread);
 }
 
 // Split-KV merge: one warp per output row (b, q-head, position), kHeadDim / 32 channels per lane.

@@ -1,0 +1,361 @@
+// `hopattn bench --op decode`: attention over a KV cache (hopattn_kvcache_attention) against
+// cuDNN's SDPA at the same shape, read against the device-copy ceiling of the same run.
+//
+// Per (heads, cache, cache dtype) the K/V cache is allocated, filled and freed again (with 8 kv
+// heads of 128, the 128×2048 cache holds 1 GiB of bf16 K+V and the 16×32768 one 2 GiB); per q_len
+// the queries, the output and the split-KV workspace. A call that returns an error (such as
+// HOPATTN_NOT_SUPPORTED while the decode kernels are not written) becomes a row without a time whose
+// note says why; only a CUDA error the process cannot recover from (a kernel fault) ends the run.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baselines/baselines.hpp"
+#include "bench.hpp"
+#include "common/cuda_check.hpp"
+#include "common/dtype.hpp"
+#include "device_utils.hpp"
+#include "hopattn/kvcache.hpp"
+#include "results.hpp"
+#include "timing.hpp"
+
+namespace hopattn::bench {
+
+double decode_flops(int batch, int heads_q, int qlen, int cache_len, int hdim) {
+  return 4.0 * batch * heads_q * double(qlen) * cache_len * hdim;
+}
+
+double decode_kv_bytes(int batch, int cache_len, int heads_kv, int hdim, hopattn_dtype_t cache_dtype,
+                       int quant_block) {
+  const double elems = double(batch) * cache_len * heads_kv * hdim;  // of K, and of V
+  double bytes = 2.0 * elems * double(dtype_size(cache_dtype));
+  if (cache_dtype == HOPATTN_DTYPE_INT8) {
+    const double k_scales = double(batch) * ((cache_len + quant_block - 1) / quant_block) * heads_kv * hdim;
+    const double v_scales = double(batch) * cache_len * heads_kv;
+    bytes += 4.0 * (k_scales + v_scales);
+  }
+  return bytes;
+}
+
+namespace {
+
+using reference::DeviceBuffer;
+
+constexpr int kQuantBlock = 128;  // tokens per K scale block of the int8 cache
+constexpr int kGraphCalls = 32;   // calls captured into one CUDA graph
+
+hopattn_dtype_t dtype_from_name(const std::string& name) {
+  if (name == "bf16") return HOPATTN_DTYPE_BF16;
+  if (name == "fp16") return HOPATTN_DTYPE_FP16;
+  if (name == "int8") return HOPATTN_DTYPE_INT8;
+  throw std::invalid_argument("cache dtype " + name);
+}
+
+Tensor vec_i32(void* data, int64_t n) {
+  Tensor t{};
+  t.data = data, t.dtype = HOPATTN_DTYPE_INT32, t.rank = 1, t.shape[0] = n, t.stride[0] = 1;
+  return t;
+}
+
+Tensor contiguous3(void* data, DType dtype, int64_t d0, int64_t d1, int64_t d2) {
+  Tensor t{};
+  t.data = data, t.dtype = dtype, t.rank = 3;
+  t.shape[0] = d0, t.shape[1] = d1, t.shape[2] = d2;
+  t.stride[0] = d1 * d2, t.stride[1] = d2, t.stride[2] = 1;
+  return t;
+}
+
+Status from_c(const hopattn_status_t& s) { return Status(StatusCode(s.code), s.message); }
+
+std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, x);
+  return buf;
+}
+
+// One implementation at one shape: back to back, and replayed from a CUDA graph when the calls
+// can be captured.
+struct Measured {
+  std::string error;     // non-empty: the first call failed and nothing was timed
+  double b2b_ms = 0;     // back to back (time_launches)
+  double graph_ms = 0;   // CUDA graph of kGraphCalls calls, per call; 0: not capturable
+  std::string graph_why; // why not
+  bool ok() const { return error.empty(); }
+  double ms() const { return graph_ms > 0 ? graph_ms : b2b_ms; }
+  const char* how() const { return !ok() ? "-" : graph_ms > 0 ? "graph" : "b2b"; }
+};
+
+Measured measure(const std::function<Status()>& call, Stream stream, double target_ms) {
+  Measured m;
+  const Status first = call();
+  if (!first.ok()) {
+    m.error = first.to_string();
+    return m;
+  }
+  HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto launch = [&] {
+    const Status s = call();
+    if (!s.ok()) throw std::runtime_error(s.to_string());
+  };
+  m.b2b_ms = time_launches(launch, stream, target_ms).median_ms;
+  Timing g;
+  if (time_graph(launch, stream, kGraphCalls, target_ms, &g, &m.graph_why)) m.graph_ms = g.median_ms;
+  return m;
+}
+
+// cuDNN's time / mine, from figures measured the same way (both graph, else both back to back).
+double ratio_vs(const Measured& mine, const Measured& cudnn, bool* from_b2b) {
+  *from_b2b = false;
+  if (!mine.ok() || !cudnn.ok()) return 0;
+  if (mine.graph_ms > 0 && cudnn.graph_ms > 0) return cudnn.graph_ms / mine.graph_ms;
+  *from_b2b = true;
+  return cudnn.b2b_ms / mine.b2b_ms;
+}
+
+struct Shape {
+  int heads_q, heads_kv, batch, len, qlen, hdim;
+};
+
+struct DecodeResult {
+  Row row;
+  std::string how;  // graph, b2b, or "-" when not timed
+};
+
+Row decode_row(const std::string& impl, const std::string& cache_dtype, const Shape& s) {
+  Row r;
+  r.op = "decode", r.impl = impl, r.dtype = cache_dtype;
+  r.hdim = s.hdim, r.causal = 1, r.batch = s.batch, r.heads_q = s.heads_q, r.heads_kv = s.heads_kv;
+  r.seqlen_q = s.qlen, r.seqlen_k = s.len;
+  return r;
+}
+
+// Fills the figures of a row from a measurement, or the note of a failure.
+void set_figures(Row* r, const Measured& m, const Shape& s, hopattn_dtype_t cache_dtype) {
+  if (!m.ok()) {
+    r->note = "not timed: " + m.error;
+    return;
+  }
+  r->ms = m.ms();
+  r->tflops = decode_flops(s.batch, s.heads_q, s.qlen, s.len, s.hdim) / (r->ms * 1e-3) / 1e12;
+  r->tbps = decode_kv_bytes(s.batch, s.len, s.heads_kv, s.hdim, cache_dtype, kQuantBlock) / (r->ms * 1e-3) / 1e12;
+  if (m.graph_ms > 0)
+    r->note = "CUDA graph of " + std::to_string(kGraphCalls) + " calls, per call; back to back " +
+              fmt("%.5g", m.b2b_ms) + " ms";
+  else
+    r->note = "back to back (CUDA graph capture failed: " + m.graph_why + ")";
+}
+
+void print_decode_table(const std::vector<DecodeResult>& results, double copy_tbps) {
+  std::printf("\n%-6s %-4s %-6s %4s %5s %6s %-5s %-8s %9s %8s %7s %7s %8s %-6s\n", "op", "hdim", "heads", "qlen",
+              "batch", "len", "dtype", "impl", "ms", "TFLOP/s", "TB/s", "vs_copy", "vs_cudnn", "timing");
+  for (const DecodeResult& d : results) {
+    const Row& r = d.row;
+    const std::string heads = std::to_string(r.heads_q) + ":" + std::to_string(r.heads_kv);
+    std::string ms = "-", tf = "-", tb = "-", copy = "-", ratio = "-", how = d.how;
+    if (r.ms > 0) {
+      ms = fmt("%.4f", r.ms), tf = fmt("%.2f", r.tflops), tb = fmt("%.3f", r.tbps);
+      if (copy_tbps > 0) copy = fmt("%.3f", r.tbps / copy_tbps);
+      if (r.ratio_vs_cudnn > 0) ratio = fmt("%.3f", r.ratio_vs_cudnn);
+    } else {
+      how = r.note.find("not supported") != std::string::npos ? "unsupported" : "failed";
+    }
+    std::printf("%-6s %-4d %-6s %4d %5d %6d %-5s %-8s %9s %8s %7s %7s %8s %-6s\n", r.op.c_str(), r.hdim,
+                heads.c_str(), r.seqlen_q, r.batch, r.seqlen_k, r.dtype.c_str(), r.impl.c_str(), ms.c_str(),
+                tf.c_str(), tb.c_str(), copy.c_str(), ratio.c_str(), how.c_str());
+  }
+}
+
+void progress(int done, int total, const std::string& what) {
+  std::fprintf(stderr, "[bench decode %d/%d] %s\n", done, total, what.c_str());
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info, const baselines::CudnnSdpa* cudnn) {
+  int device = 0, sms = 0;
+  HOPATTN_CUDA_CHECK(cudaGetDevice(&device));
+  HOPATTN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+
+  // Cache dtypes: the 16-bit ones first, so that an int8 row can be read against cuDNN bf16.
+  std::vector<std::string> dtypes = opt.kv_dtypes;
+  std::stable_partition(dtypes.begin(), dtypes.end(), [](const std::string& t) { return t != "int8"; });
+
+  std::vector<Row> rows;
+  std::vector<DecodeResult> results;
+  double copy_tbps = 0;
+  const int cells = int(opt.decode_hdims.size() * opt.decode_heads.size() * opt.decode_caches.size() *
+                        dtypes.size() * opt.qlens.size());
+  const int total = cells + (opt.ceilings ? 1 : 0);
+  int done = 0;
+  if (opt.ceilings) {
+    progress(++done, total, "ceiling: device copy 1 GiB");
+    rows.push_back(measure_copy_ceiling(stream, opt.target_group_ms));
+    copy_tbps = rows.back().tbps;
+    std::printf("ceiling: device copy %.2f TB/s (bytes read + written)\n", copy_tbps);
+  }
+
+  std::map<std::pair<std::string, std::string>, std::pair<int, std::string>> failures;  // (impl, dtype) -> (rows, first reason)
+  for (int hdim : opt.decode_hdims)
+    for (const auto& [heads_q, heads_kv] : opt.decode_heads)
+      for (const auto& [batch, len] : opt.decode_caches) {
+        std::map<int, Measured> cudnn_bf16;  // q_len -> cuDNN at the bf16 cache of this shape
+        DeviceBuffer seqlens(size_t(batch) * 4);
+        {
+          const std::vector<int32_t> host(size_t(batch), len);  // every sequence's cache is full
+          HOPATTN_CUDA_CHECK(cudaMemcpy(seqlens.get(), host.data(), host.size() * 4, cudaMemcpyHostToDevice));
+        }
+        for (const std::string& dtype_name : dtypes) {
+          const hopattn_dtype_t cache_dtype = dtype_from_name(dtype_name);
+          const bool int8 = cache_dtype == HOPATTN_DTYPE_INT8;
+          const hopattn_dtype_t q_dtype = int8 ? HOPATTN_DTYPE_BF16 : cache_dtype;
+          const int64_t cache_elems = int64_t(batch) * len * heads_kv * hdim;
+          const int64_t k_scale_elems = int64_t(batch) * ((len + kQuantBlock - 1) / kQuantBlock) * heads_kv * hdim;
+          const int64_t v_scale_elems = int64_t(batch) * len * heads_kv;
+          DeviceBuffer k, v, k_scale, v_scale;
+          std::string alloc_error;
+          try {
+            k = DeviceBuffer(size_t(cache_elems) * dtype_size(cache_dtype));
+            v = DeviceBuffer(size_t(cache_elems) * dtype_size(cache_dtype));
+            reference::fill_normal(k.get(), cache_dtype, cache_elems, 21, int8 ? 40.0f : 1.0f, stream);
+            reference::fill_normal(v.get(), cache_dtype, cache_elems, 22, int8 ? 40.0f : 1.0f, stream);
+            if (int8) {
+              // fp32 scales of a plausible size: every byte 0x3c makes each float 0.0115.
+              k_scale = DeviceBuffer(size_t(k_scale_elems) * 4);
+              v_scale = DeviceBuffer(size_t(v_scale_elems) * 4);
+              HOPATTN_CUDA_CHECK(cudaMemsetAsync(k_scale.get(), 0x3c, k_scale.bytes(), stream));
+              HOPATTN_CUDA_CHECK(cudaMemsetAsync(v_scale.get(), 0x3c, v_scale.bytes(), stream));
+            }
+          } catch (const std::exception& e) {  // out of memory: report the shape, go on with the next
+            alloc_error = std::string("allocating the cache: ") + e.what();
+            k = DeviceBuffer(), v = DeviceBuffer(), k_scale = DeviceBuffer(), v_scale = DeviceBuffer();
+            cudaGetLastError();
+          }
+          for (int qlen : opt.qlens) {
+            const Shape shape{heads_q, heads_kv, batch, len, qlen, hdim};
+            std::ostringstream what;
+            what << "decode " << dtype_name << " hdim=" << hdim << " heads=" << heads_q << ":" << heads_kv
+                 << " batch=" << batch << " len=" << len << " qlen=" << qlen;
+            progress(++done, total, what.str());
+            const int64_t q_elems = int64_t(batch) * qlen * heads_q * hdim;
+            DeviceBuffer q, o;
+            if (alloc_error.empty()) {
+              q = DeviceBuffer(size_t(q_elems) * dtype_size(q_dtype));
+              o = DeviceBuffer(size_t(q_elems) * dtype_size(q_dtype));
+              reference::fill_normal(q.get(), q_dtype, q_elems, 23, 1.0f, stream);
+            }
+
+            KvCacheArgs args{};
+            args.q = tensor_bshd(q.get(), q_dtype, batch, qlen, heads_q, hdim);
+            args.k_cache = tensor_bshd(k.get(), cache_dtype, batch, len, heads_kv, hdim);
+            args.v_cache = tensor_bshd(v.get(), cache_dtype, batch, len, heads_kv, hdim);
+            args.cache_seqlens = vec_i32(seqlens.get(), batch);
+            args.o = tensor_bshd(o.get(), q_dtype, batch, qlen, heads_q, hdim);
+            if (int8) {
+              args.k_scale = tensor_bshd(k_scale.get(), HOPATTN_DTYPE_FP32, batch, (len + kQuantBlock - 1) / kQuantBlock,
+                                         heads_kv, hdim);
+              args.v_scale = contiguous3(v_scale.get(), HOPATTN_DTYPE_FP32, batch, len, heads_kv);
+              args.quant_block = kQuantBlock;
+            }
+            args.causal = 1;
+            args.num_splits = 0;  // heuristic
+            args.pack_gqa = -1;   // heuristic
+
+            // hopattn: the workspace is queried and allocated before anything is timed.
+            Measured mine;
+            DeviceBuffer workspace;
+            std::string plan_note;
+            if (!alloc_error.empty()) {
+              mine.error = alloc_error;
+            } else {
+              size_t ws_bytes = 0;
+              const Status ws = from_c(hopattn_kvcache_workspace_size(&args, &ws_bytes));
+              if (!ws.ok()) {
+                mine.error = "workspace query: " + ws.to_string();
+              } else {
+                workspace = DeviceBuffer(ws_bytes);
+                args.workspace = workspace.get(), args.workspace_bytes = ws_bytes;
+                const KvCachePlan plan = plan_kvcache_attention(args, sms);
+                plan_note = "; plan: " + std::to_string(plan.num_splits) + " KV splits, pack_gqa " +
+                            (plan.pack_gqa ? "on" : "off") + ", workspace " + std::to_string(ws_bytes) + " B";
+                mine = measure([&] { return from_c(hopattn_kvcache_attention(&args, stream)); }, stream,
+                               opt.target_group_ms);
+              }
+            }
+
+            // cuDNN SDPA at the same shape, reading the same cache (16-bit caches only).
+            Measured theirs;
+            bool have_cudnn = false;
+            if (cudnn && !int8) {
+              have_cudnn = true;
+              if (!alloc_error.empty()) {
+                theirs.error = alloc_error;
+              } else {
+                AttentionForwardArgs fa{};
+                fa.q = args.q, fa.k = args.k_cache, fa.v = args.v_cache, fa.o = args.o;
+                fa.causal = 1;  // bottom-right: query row i sees keys j <= i + len - qlen
+                theirs = measure([&] { return cudnn->forward(fa, stream); }, stream, opt.target_group_ms);
+              }
+              if (cache_dtype == HOPATTN_DTYPE_BF16) cudnn_bf16[qlen] = theirs;
+            }
+            const Measured* baseline = nullptr;  // what the ratio is against
+            if (have_cudnn) baseline = &theirs;
+            else if (int8 && cudnn_bf16.count(qlen)) baseline = &cudnn_bf16[qlen];
+
+            Row r = decode_row("hopattn", dtype_name, shape);
+            set_figures(&r, mine, shape, cache_dtype);
+            if (mine.ok()) {
+              r.note += plan_note;
+              bool from_b2b = false;
+              if (baseline) r.ratio_vs_cudnn = ratio_vs(mine, *baseline, &from_b2b);
+              if (r.ratio_vs_cudnn > 0) {
+                if (int8) r.note += "; vs_cudnn against cuDNN bf16";
+                if (from_b2b && mine.graph_ms > 0) r.note += "; vs_cudnn from back-to-back figures";
+              }
+            } else {
+              auto& f = failures[{"hopattn", dtype_name}];
+              if (f.first++ == 0) f.second = mine.error;
+            }
+            results.push_back({r, mine.how()});
+            if (have_cudnn) {
+              Row c = decode_row("cudnn", dtype_name, shape);
+              set_figures(&c, theirs, shape, cache_dtype);
+              if (theirs.ok()) {
+                c.ratio_vs_cudnn = 1.0;
+              } else {
+                auto& f = failures[{"cudnn", dtype_name}];
+                if (f.first++ == 0) f.second = theirs.error;
+              }
+              results.push_back({c, theirs.how()});
+            }
+          }
+        }
+      }
+
+  for (const DecodeResult& d : results) rows.push_back(d.row);
+  print_decode_table(results, copy_tbps);
+  std::printf("\ntiming: 'graph' = a CUDA graph of %d calls replayed, per call; 'b2b' = calls launched back to back "
+              "(graph capture failed, see the CSV note); median of 11 groups of about %.0f ms.\n"
+              "TFLOP/s = 4*b*hq*qlen*len*d / t; TB/s = K+V cache bytes (+ int8 scales) / t; vs_copy = TB/s over "
+              "the device-copy ceiling; vs_cudnn = cuDNN's time / this row's (int8 rows: against cuDNN bf16).\n",
+              kGraphCalls, opt.target_group_ms);
+  if (!cudnn) std::printf("note: cuDNN not loaded: no cudnn rows, no vs_cudnn\n");
+  for (const auto& [key, f] : failures)
+    std::printf("note: %s %s: %d row%s not timed; first reason: %s\n", key.first.c_str(), key.second.c_str(), f.first,
+                f.first == 1 ? "" : "s", f.second.c_str());
+  if (!opt.csv_path.empty()) {
+    write_csv(opt.csv_path, info, rows);
+    std::printf("CSV written to %s (%zu rows)\n", opt.csv_path.c_str(), rows.size());
+  }
+  return 0;
+}
+
+}  // namespace hopattn::bench
