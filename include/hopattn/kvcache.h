@@ -61,6 +61,29 @@ hopattn_status_t hopattn_kvcache_attention(const hopattn_kvcache_args_t* args, v
  * attention call so that a decode step stays asynchronous and graph-capturable. */
 hopattn_status_t hopattn_kvcache_device_check(void* stream);
 
+/* INT8 cache quantization (symmetric, values in [-127, 127], round to nearest even):
+ *   k, v        (batch, len, heads_kv, hdim)            bf16 or fp16, len a multiple of quant_block
+ *   k_int8      (batch, len, heads_kv, hdim)            int8, written
+ *   v_int8      (batch, len, heads_kv, hdim)            int8, written
+ *   k_scale     (batch, len / quant_block, heads_kv, hdim) fp32, written: max |k| over the block / 127
+ *   v_scale     (batch, len, heads_kv)                  fp32, written: max |v| over the channels / 127
+ * An all-zero group gets scale 0 and zeros. Appending to a cache: quantize each block once it is
+ * full, passing views (pointer at the block's first token, len = the new full blocks' tokens) of
+ * the bf16 staging tensor, the int8 cache and both scale tensors; stored blocks never change.
+ * The last, partial block of a sequence stays in the caller's bf16 staging buffer until it
+ * fills (docs/decode.md). */
+typedef struct hopattn_kvcache_quantize_args {
+  hopattn_tensor_t k;
+  hopattn_tensor_t v;
+  hopattn_tensor_t k_int8;
+  hopattn_tensor_t v_int8;
+  hopattn_tensor_t k_scale;
+  hopattn_tensor_t v_scale;
+  int32_t quant_block; /* 64 or 128 */
+} hopattn_kvcache_quantize_args_t;
+
+hopattn_status_t hopattn_kvcache_quantize_int8(const hopattn_kvcache_quantize_args_t* args, void* stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

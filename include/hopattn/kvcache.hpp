@@ -33,4 +33,9 @@ Status kvcache_attention(const KvCacheArgs& args, Stream stream);
 // cache_seqlens entry (see hopattn_kvcache_device_check).
 Status kvcache_device_check(Stream stream);
 
+using KvCacheQuantizeArgs = hopattn_kvcache_quantize_args_t;
+// Every rule of hopattn_kvcache_quantize_int8 that needs no device memory.
+Status check_kvcache_quantize(const KvCacheQuantizeArgs& args, const DeviceContext& context);
+Status kvcache_quantize_int8(const KvCacheQuantizeArgs& args, Stream stream);
+
 }  // namespace hopattn

@@ -100,6 +100,58 @@ TEST(KvCacheChecks, ScalesWithTheWrongShape) {
   expect_error(check(a), "k_scale: given, but the cache is bf16, not int8");
 }
 
+TEST(KvCacheChecks, KScaleChannelsMustBeContiguous) {
+  KvCacheArgs a = int8_args();
+  a.k_scale.stride[3] = 2;
+  expect_error(check(a), "k_scale: the last dimension (hdim) must be contiguous");
+}
+
+// Quantizing a (2, 256, 4, 128) bf16 staging tensor into an int8 cache with 128-token blocks.
+KvCacheQuantizeArgs quantize_args() {
+  KvCacheQuantizeArgs a{};
+  a.k = tensor_bshd(fake(0x10000000), HOPATTN_DTYPE_BF16, 2, 256, 4, 128);
+  a.v = tensor_bshd(fake(0x20000000), HOPATTN_DTYPE_BF16, 2, 256, 4, 128);
+  a.k_int8 = tensor_bshd(fake(0x30000000), HOPATTN_DTYPE_INT8, 2, 256, 4, 128);
+  a.v_int8 = tensor_bshd(fake(0x40000000), HOPATTN_DTYPE_INT8, 2, 256, 4, 128);
+  a.k_scale = tensor_bshd(fake(0x50000000), HOPATTN_DTYPE_FP32, 2, 2, 4, 128);
+  Tensor vs{};
+  vs.data = fake(0x60000000), vs.dtype = HOPATTN_DTYPE_FP32, vs.rank = 3;
+  vs.shape[0] = 2, vs.shape[1] = 256, vs.shape[2] = 4;
+  vs.stride[2] = 1, vs.stride[1] = 4, vs.stride[0] = 256 * 4;
+  a.v_scale = vs;
+  a.quant_block = 128;
+  return a;
+}
+
+TEST(KvCacheQuantizeChecks, EachRuleNamesItsArgument) {
+  const DeviceContext ctx{};
+  EXPECT_TRUE(check_kvcache_quantize(quantize_args(), ctx).ok()) << check_kvcache_quantize(quantize_args(), ctx).to_string();
+  KvCacheQuantizeArgs a = quantize_args();
+  a.k.dtype = a.v.dtype = HOPATTN_DTYPE_FP32;
+  expect_error(check_kvcache_quantize(a, ctx), "k: dtype fp32 is not supported");
+  a = quantize_args();
+  a.v_int8.dtype = HOPATTN_DTYPE_BF16;
+  expect_error(check_kvcache_quantize(a, ctx), "v_int8: dtype must be int8");
+  a = quantize_args();
+  a.quant_block = 32;
+  expect_error(check_kvcache_quantize(a, ctx), "quant_block: 32 is not 64 or 128");
+  a = quantize_args();
+  for (Tensor* t : {&a.k, &a.v, &a.k_int8, &a.v_int8}) t->shape[1] = 200;
+  expect_error(check_kvcache_quantize(a, ctx), "k: seqlen 200 is not a multiple of quant_block = 128");
+  a = quantize_args();
+  a.k_scale.shape[1] = 3;
+  expect_error(check_kvcache_quantize(a, ctx), "k_scale: shape must be (batch, seqlen / quant_block, heads_kv, hdim)");
+  a = quantize_args();
+  a.v_scale.shape[1] = 255;
+  expect_error(check_kvcache_quantize(a, ctx), "v_scale: shape must be (batch, seqlen, heads_kv)");
+  a = quantize_args();
+  a.v_int8.shape[2] = 2;
+  expect_error(check_kvcache_quantize(a, ctx), "v_int8: shape differs from k's");
+  a = quantize_args();
+  a.k_int8.data = fake(0x10000000 + 64);
+  expect_error(check_kvcache_quantize(a, ctx), "k_int8: overlaps k in memory");
+}
+
 TEST(KvCacheChecks, OutputAliasesTheCache) {
   KvCacheArgs a = valid_args();
   a.o.data = fake(0x100000000 + 4096);
