@@ -1,0 +1,1075 @@
+// Attention over a KV cache (hopattn_kvcache_attention) against the float64 reference, one test
+// per compiled (dtype, head dim): every head grouping (MHA, GQA, MQA, a group of 3), seqlen_q
+// 1/2/7/16, cache lengths 1 .. 65536 (max_seqlen_k at and above them), ragged lengths with empty
+// caches, forced and heuristic split-KV and query-head packing, strided q/o and an interleaved
+// K/V cache, bad device-side lengths (NaN rows and hopattn_kvcache_device_check), a CUDA-graph
+// replay against the direct call, and run-to-run bit equality.
+//
+// Every case: random normal inputs (never zeros); the cache rows past each sequence's length hold
+// large "stale" values (×8), so a kernel that reads them unmasked fails visibly; O (with its
+// padding), LSE and the workspace are poisoned with NaN before every run.
+//
+// Tolerance (FlashAttention's rule, as in attention_check.cpp), per sequence b:
+//   |O - O_fp64|   <= 2 · |O_lowp - O_fp64| + eps(dtype) · max|O_fp64|     (tolerance_bound)
+//   |LSE - LSE_fp64| <= 2 · |LSE_lowp - LSE_fp64| + 1e-5 · max(1, max|LSE_fp64|)
+// where "lowp" is attention_cpu_lowp over that sequence's first cache_seqlens[b] keys (S and P
+// rounded to the dtype, float32 softmax and accumulation): the error of plain attention computed
+// in the dtype. Bounds are per sequence so that a short sequence (whose yardstick error is tiny,
+// e.g. 0 for length 1 where O = V) is not hidden behind a long one's bound; an empty cache must
+// give exactly O = 0 and LSE = -inf.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attention/device/compiled_set.hpp"
+#include "attention_reference.hpp"
+#include "common/cuda_check.hpp"
+#include "common/dtype.hpp"
+#include "device_utils.hpp"
+#include "gpu_test.hpp"
+#include "hopattn/kvcache.hpp"
+#include "kvcache_reference.hpp"
+
+namespace hopattn::reference {
+namespace {
+
+constexpr int kPad = 16;          // padded q/o: extra elements after each (position, head) row (32 bytes)
+constexpr int kBatchPad = 40;     // padded q/o: extra elements after each sequence (80 bytes, 16-byte aligned)
+constexpr float kStaleStd = 8.0f; // the cache rows past a sequence's length: N(0, 8^2)
+constexpr unsigned char kSentinelByte = 0x41;  // finite filler (bf16 12.06, fp16 2.63, fp32 12.08)
+
+struct Config {
+  hopattn_dtype_t dtype;
+  int hdim;
+};
+
+void PrintTo(const Config& c, std::ostream* os) { *os << hopattn_dtype_name(c.dtype) << " hd" << c.hdim; }
+
+std::vector<Config> compiled_configs() {
+  std::vector<Config> out;
+  for (hopattn_dtype_t t : attention::compiled_dtypes())
+    for (int d : attention::compiled_head_dims()) out.push_back({t, d});
+  return out;
+}
+
+// ---- one case --------------------------------------------------------------------------------
+
+struct KvCase {
+  hopattn_dtype_t dtype = HOPATTN_DTYPE_BF16;
+  int hdim = 128;
+  int seqlen_q = 1, heads_q = 8, heads_kv = 2, max_len = 1;
+  std::vector<int32_t> lens;  // cache_seqlens; batch = lens.size()
+  bool causal = false;
+  int num_splits = 0;  // 0: heuristic
+  int pack_gqa = -1;   // -1: heuristic
+  float scale = 0.0f;  // 0: 1/sqrt(hdim)
+  float input_std = 1.0f;  // q and k ~ N(0, input_std^2), v ~ N(0, 1)
+  bool with_lse = true;
+  bool padded_qo = false;       // q and o rows and sequences padded (strides != contiguous)
+  bool interleaved_kv = false;  // k and v share one (batch, max_len, 2, heads_kv, d) buffer
+  bool stale_nan = false;       // the cache rows past each length hold NaN (uninitialised memory)
+  bool int8 = false;            // the cache quantized by hopattn_kvcache_quantize_int8 (max_len % quant_block == 0)
+  int quant_block = 128;
+  bool outliers = false;        // K channels 3, d/2 and d-5 scaled x20 before quantization
+  uint64_t seed = 1;
+
+  int batch() const { return int(lens.size()); }
+  bool valid_len(int32_t len) const { return len >= 0 && len <= max_len && !(causal && len < seqlen_q); }
+  std::string to_string() const {
+    std::ostringstream os;
+    os << hopattn_dtype_name(dtype) << " d=" << hdim << " b=" << batch() << " sq=" << seqlen_q << " hq=" << heads_q
+       << " hkv=" << heads_kv << " max=" << max_len << " lens={";
+    for (size_t i = 0; i < lens.size(); ++i) os << (i ? "," : "") << lens[i];
+    os << "}" << (causal ? " causal" : "") << " splits=" << num_splits << " pack=" << pack_gqa;
+    if (scale != 0.0f) os << " scale=" << scale;
+    if (input_std != 1.0f) os << " x" << input_std;
+    if (padded_qo) os << " padded-qo";
+    if (interleaved_kv) os << " interleaved-kv";
+    if (!with_lse) os << " no-lse";
+    if (stale_nan) os << " stale-NaN";
+    if (int8) os << " int8/qb" << quant_block;
+    if (outliers) os << " outliers";
+    os << " seed=" << seed;
+    return os.str();
+  }
+};
+
+Tensor vec_i32(void* data, int64_t n) {
+  Tensor t{};
+  t.data = data, t.dtype = HOPATTN_DTYPE_INT32, t.rank = 1, t.shape[0] = n, t.stride[0] = 1;
+  return t;
+}
+
+// The logical elements of a rank-4 view (shape, strides of `t`) starting `offset` elements into
+// `full`, in contiguous order.
+std::vector<float> gather4(const std::vector<float>& full, int64_t offset, const Tensor& t) {
+  std::vector<float> out(size_t(t.shape[0] * t.shape[1] * t.shape[2] * t.shape[3]));
+  size_t n = 0;
+  for (int64_t a = 0; a < t.shape[0]; ++a)
+    for (int64_t b = 0; b < t.shape[1]; ++b)
+      for (int64_t c = 0; c < t.shape[2]; ++c) {
+        const int64_t base = offset + a * t.stride[0] + b * t.stride[1] + c * t.stride[2];
+        for (int64_t x = 0; x < t.shape[3]; ++x) out[n++] = full[size_t(base + x)];
+      }
+  return out;
+}
+
+std::vector<uint8_t> download_bytes(const void* data, size_t bytes) {
+  std::vector<uint8_t> out(bytes);
+  if (bytes) HOPATTN_CUDA_CHECK(cudaMemcpy(out.data(), data, bytes, cudaMemcpyDeviceToHost));
+  return out;
+}
+
+int sm_count() {
+  int device = 0, sms = 0;
+  HOPATTN_CUDA_CHECK(cudaGetDevice(&device));
+  HOPATTN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+std::string status_string(const hopattn_status_t& s) {
+  return std::string(status_code_name(StatusCode(s.code))) + ": " + s.message;
+}
+
+// The device buffers of one case and its argument struct: inputs filled, workspace queried and
+// allocated (exactly the queried size; NULL when 0).
+class KvRun {
+ public:
+  explicit KvRun(const KvCase& c) : c_(c) {
+    const int b = c.batch(), sq = c.seqlen_q, hq = c.heads_q, hkv = c.heads_kv, d = c.hdim;
+    const size_t es = dtype_size(c.dtype);
+    // q and o: contiguous, or padded rows and sequences.
+    const int64_t row = d + (c.padded_qo ? kPad : 0);
+    const int64_t q_seq_stride = int64_t(hq) * row;
+    const int64_t q_batch_stride = int64_t(sq) * q_seq_stride + (c.padded_qo ? kBatchPad : 0);
+    qo_alloc_ = std::max<int64_t>(int64_t(b) * q_batch_stride, 1);
+    q_ = DeviceBuffer(size_t(qo_alloc_) * es);
+    o_ = DeviceBuffer(size_t(qo_alloc_) * es);
+    args.q = tensor_bshd(q_.get(), c.dtype, b, sq, hq, d);
+    args.o = tensor_bshd(o_.get(), c.dtype, b, sq, hq, d);
+    for (Tensor* t : {&args.q, &args.o})
+      t->stride[2] = row, t->stride[1] = q_seq_stride, t->stride[0] = q_batch_stride;
+    // The caches: two contiguous buffers, or one (batch, max_len, 2, heads_kv, d) buffer.
+    const int64_t kv_row = int64_t(hkv) * d * (c.interleaved_kv ? 2 : 1);  // elements per cache position
+    kv_alloc_ = std::max<int64_t>(int64_t(b) * c.max_len * kv_row, 1);
+    k_ = DeviceBuffer(size_t(kv_alloc_) * es);
+    if (!c.interleaved_kv) v_ = DeviceBuffer(size_t(kv_alloc_) * es);
+    v_offset_ = c.interleaved_kv ? int64_t(hkv) * d : 0;
+    void* v_data = c.interleaved_kv ? static_cast<char*>(k_.get()) + v_offset_ * es : v_.get();
+    args.k_cache = tensor_bshd(k_.get(), c.dtype, b, c.max_len, hkv, d);
+    args.v_cache = tensor_bshd(v_data, c.dtype, b, c.max_len, hkv, d);
+    for (Tensor* t : {&args.k_cache, &args.v_cache}) t->stride[1] = kv_row, t->stride[0] = int64_t(c.max_len) * kv_row;
+    if (c.with_lse) {
+      lse_ = DeviceBuffer(std::max<size_t>(size_t(b) * hq * sq, 1) * sizeof(float));
+      args.lse = tensor_lse(lse_.as<float>(), b, hq, sq);
+    }
+    if (c.int8) {  // the int8 cache and its scales; the 16-bit buffers above stay as the quantizer's source
+      if (c.interleaved_kv || c.max_len % c.quant_block != 0) throw std::invalid_argument("int8 case: contiguous caches, max_len % quant_block == 0");
+      src_k_ = args.k_cache, src_v_ = args.v_cache;
+      kq_ = DeviceBuffer(size_t(kv_alloc_)), vq_ = DeviceBuffer(size_t(kv_alloc_));
+      ks_ = DeviceBuffer(std::max<size_t>(size_t(b) * (c.max_len / c.quant_block) * hkv * d, 1) * sizeof(float));
+      vs_ = DeviceBuffer(std::max<size_t>(size_t(b) * c.max_len * hkv, 1) * sizeof(float));
+      args.k_cache = tensor_bshd(kq_.get(), HOPATTN_DTYPE_INT8, b, c.max_len, hkv, d);
+      args.v_cache = tensor_bshd(vq_.get(), HOPATTN_DTYPE_INT8, b, c.max_len, hkv, d);
+      args.k_scale = tensor_bshd(ks_.get(), HOPATTN_DTYPE_FP32, b, c.max_len / c.quant_block, hkv, d);
+      Tensor vs{};
+      vs.data = vs_.get(), vs.dtype = HOPATTN_DTYPE_FP32, vs.rank = 3;
+      vs.shape[0] = b, vs.shape[1] = c.max_len, vs.shape[2] = hkv;
+      vs.stride[2] = 1, vs.stride[1] = hkv, vs.stride[0] = int64_t(c.max_len) * hkv;
+      args.v_scale = vs;
+      args.quant_block = c.quant_block;
+    }
+    lens_ = DeviceBuffer(std::max<size_t>(size_t(b), 1) * sizeof(int32_t));
+    args.cache_seqlens = vec_i32(lens_.get(), b);
+    args.softmax_scale = c.scale;
+    args.causal = c.causal;
+    args.num_splits = c.num_splits;
+    args.pack_gqa = c.pack_gqa;
+
+    fill_normal(q_.get(), c.dtype, qo_alloc_, c.seed * 7 + 0, c.input_std);
+    set_lens(c.lens);
+
+    const hopattn_status_t ws = hopattn_kvcache_workspace_size(&args, &workspace_bytes);
+    if (ws.code != HOPATTN_OK) throw std::runtime_error("hopattn_kvcache_workspace_size: " + status_string(ws));
+    ws_ = DeviceBuffer(workspace_bytes);
+    args.workspace = workspace_bytes ? ws_.get() : nullptr;
+    args.workspace_bytes = workspace_bytes;
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  const KvCase& kcase() const { return c_; }
+
+  // New cache lengths (device memory, as a decode loop updates them) and cache contents to match:
+  // N(0, input_std^2) keys and N(0, 1) values (interleaved: both N(0, input_std^2)), N(0, 8^2) for
+  // both past each sequence's length.
+  void set_lens(const std::vector<int32_t>& lens) {
+    c_.lens = lens;
+    const KvCase& c = c_;
+    const size_t es = dtype_size(c.dtype);
+    const int64_t kv_row = args.k_cache.stride[1];
+    if (c.interleaved_kv) {  // one buffer: K and V both N(0, input_std^2)
+      fill_normal(k_.get(), c.dtype, kv_alloc_, c.seed * 7 + 1, c.input_std);
+    } else {
+      fill_normal(k_.get(), c.dtype, kv_alloc_, c.seed * 7 + 1, c.input_std);
+      fill_normal(v_.get(), c.dtype, kv_alloc_, c.seed * 7 + 2, 1.0f);
+    }
+    for (int b = 0; b < c.batch(); ++b) {  // stale rows past the length
+      const int64_t len = std::clamp<int64_t>(c.lens[b], 0, c.max_len);
+      const int64_t first = (int64_t(b) * c.max_len + len) * kv_row, n = (c.max_len - len) * kv_row;
+      for (int kv = 0; kv < (c.interleaved_kv ? 1 : 2); ++kv) {
+        char* base = static_cast<char*>(kv == 0 ? k_.get() : v_.get()) + first * es;
+        if (c.stale_nan) fill_nan(base, es, n);
+        else fill_normal(base, c.dtype, n, c.seed * 7 + 3 + uint64_t(kv) + uint64_t(b) * 17, kStaleStd);
+      }
+    }
+    if (c.outliers) {  // a few K channels x20 (the outlier channels per-channel scales are for)
+      std::vector<float> k = download_as_float(k_.get(), c.dtype, kv_alloc_);
+      for (size_t i = 0; i < k.size(); ++i) {
+        const int ch = int(i % size_t(c.hdim));
+        if (ch == 3 || ch == c.hdim / 2 || ch == c.hdim - 5) k[i] *= 20.0f;
+      }
+      upload_from_float(k_.get(), c.dtype, k.data(), kv_alloc_);
+    }
+    if (c.int8) {
+      hopattn_kvcache_quantize_args_t qa{};
+      qa.k = src_k_, qa.v = src_v_, qa.k_int8 = args.k_cache, qa.v_int8 = args.v_cache;
+      qa.k_scale = args.k_scale, qa.v_scale = args.v_scale, qa.quant_block = c.quant_block;
+      const hopattn_status_t qs = hopattn_kvcache_quantize_int8(&qa, nullptr);
+      if (qs.code != HOPATTN_OK) throw std::runtime_error("hopattn_kvcache_quantize_int8: " + status_string(qs));
+    }
+    if (!lens.empty())
+      HOPATTN_CUDA_CHECK(cudaMemcpy(lens_.get(), lens.data(), lens.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  // NaN into all of O (padding included), LSE and the workspace; or, with sentinel, a finite
+  // filler into O and LSE (to see that NaN rows are written, not left over).
+  void poison(cudaStream_t stream, bool sentinel = false) {
+    const size_t es = dtype_size(c_.dtype);
+    if (sentinel) {
+      HOPATTN_CUDA_CHECK(cudaMemsetAsync(o_.get(), kSentinelByte, size_t(qo_alloc_) * es, stream));
+      if (lse_.get()) HOPATTN_CUDA_CHECK(cudaMemsetAsync(lse_.get(), kSentinelByte, lse_.bytes(), stream));
+    } else {
+      fill_nan(o_.get(), es, qo_alloc_, stream);
+      if (lse_.get()) fill_nan(lse_.get(), sizeof(float), int64_t(lse_.bytes() / 4), stream);
+    }
+    if (workspace_bytes) fill_nan(ws_.get(), sizeof(float), int64_t(workspace_bytes / 4), stream);
+  }
+
+  hopattn_status_t launch(cudaStream_t stream) { return hopattn_kvcache_attention(&args, stream); }
+
+  KvCachePlan plan() const { return plan_kvcache_attention(args, sm_count()); }
+
+  // Raw output bytes, for bit-for-bit comparisons.
+  std::vector<uint8_t> o_bytes() const { return download_bytes(o_.get(), o_.bytes()); }
+  std::vector<uint8_t> lse_bytes() const { return download_bytes(lse_.get(), lse_.get() ? lse_.bytes() : 0); }
+
+  // Host copies: logical q (b, sq, hq, d), caches (b, max_len, hkv, d); the whole O allocation.
+  std::vector<float> host_q() const { return gather4(download_as_float(q_.get(), c_.dtype, qo_alloc_), 0, args.q); }
+  // int8: the values the kernel computes with, value · scale rounded to the dtype (what a host-side
+  // dequantization to the dtype gives).
+  std::vector<float> host_k() const {
+    if (c_.int8) return dequantized(true);
+    return gather4(download_as_float(k_.get(), c_.dtype, kv_alloc_), 0, args.k_cache);
+  }
+  std::vector<float> host_v() const {
+    if (c_.int8) return dequantized(false);
+    if (c_.interleaved_kv) return gather4(download_as_float(k_.get(), c_.dtype, kv_alloc_), v_offset_, args.v_cache);
+    return gather4(download_as_float(v_.get(), c_.dtype, kv_alloc_), 0, args.v_cache);
+  }
+  std::vector<float> host_o_full() const { return download_as_float(o_.get(), c_.dtype, qo_alloc_); }
+  std::vector<float> host_lse() const {
+    if (!lse_.get()) return {};
+    return download_as_float(lse_.get(), HOPATTN_DTYPE_FP32, int64_t(c_.batch()) * c_.heads_q * c_.seqlen_q);
+  }
+
+  // Replaces a contiguous 16-bit cache's contents (logical = buffer layout).
+  void upload_cache(const std::vector<float>& k, const std::vector<float>& v) {
+    if (c_.int8 || c_.interleaved_kv) throw std::invalid_argument("upload_cache: contiguous 16-bit caches only");
+    upload_from_float(k_.get(), c_.dtype, k.data(), kv_alloc_);
+    upload_from_float(v_.get(), c_.dtype, v.data(), kv_alloc_);
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  // The 16-bit cache before quantization (int8 cases), contiguous.
+  std::vector<float> host_k16() const { return download_as_float(k_.get(), c_.dtype, kv_alloc_); }
+  std::vector<float> host_v16() const { return download_as_float(v_.get(), c_.dtype, kv_alloc_); }
+  // The int8 cache and scales as stored.
+  std::vector<int8_t> host_int8(bool k) const {
+    std::vector<int8_t> out(static_cast<size_t>(kv_alloc_));
+    HOPATTN_CUDA_CHECK(cudaMemcpy(out.data(), (k ? kq_ : vq_).get(), out.size(), cudaMemcpyDeviceToHost));
+    return out;
+  }
+  std::vector<float> host_scales(bool k) const {
+    const Tensor& t = k ? args.k_scale : args.v_scale;
+    int64_t n = 1;
+    for (int i = 0; i < t.rank; ++i) n *= t.shape[i];
+    return download_as_float(t.data, HOPATTN_DTYPE_FP32, n);
+  }
+
+  hopattn_kvcache_args_t args{};
+  size_t workspace_bytes = 0;
+
+ private:
+  std::vector<float> dequantized(bool k) const {
+    const std::vector<int8_t> q = host_int8(k);
+    const std::vector<float> sc = host_scales(k);
+    const int hkv = c_.heads_kv, d = c_.hdim, blocks = c_.max_len / c_.quant_block;
+    std::vector<float> out(q.size());
+    for (size_t i = 0; i < q.size(); ++i) {
+      const int ch = int(i % d);
+      const int h = int(i / d % hkv);
+      const int t = int(i / (size_t(d) * hkv) % c_.max_len);
+      const int b = int(i / (size_t(d) * hkv * c_.max_len));
+      const float scale = k ? sc[((size_t(b) * blocks + t / c_.quant_block) * hkv + h) * d + ch]
+                            : sc[(size_t(b) * c_.max_len + t) * hkv + h];
+      out[i] = round_to_dtype(float(q[i]) * scale, c_.dtype);
+    }
+    return out;
+  }
+
+  KvCase c_;
+  DeviceBuffer q_, k_, v_, o_, lse_, lens_, ws_;
+  DeviceBuffer kq_, vq_, ks_, vs_;
+  Tensor src_k_{}, src_v_{};
+  int64_t qo_alloc_ = 0, kv_alloc_ = 0, v_offset_ = 0;
+};
+
+// ---- references ------------------------------------------------------------------------------
+
+// f(i) for i in [0, n), on all cores (the H200 host has 16): the fp64 reference is the slow part.
+template <typename F>
+void parallel_for(int n, const F& f) {
+  const int workers = std::max(1, std::min<int>(n, int(std::thread::hardware_concurrency())));
+  std::atomic<int> next{0};
+  std::exception_ptr error;
+  std::mutex mutex;
+  std::vector<std::thread> pool;
+  for (int w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (int i; (i = next++) < n;) {
+        try {
+          f(i);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (!error) error = std::current_exception();
+        }
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+struct References {
+  std::vector<double> o, lse;      // float64: kvcache_attention_cpu_fp64
+  std::vector<float> o_yard, lse_yard;  // attention in the dtype: attention_cpu_lowp
+};
+
+// Both references for every sequence with a valid length (the others are left NaN), one task per
+// (sequence, query head): kvcache_attention_cpu_fp64 on that head's (sq, 1, d) queries and its
+// KV head's first `len` cache rows.
+References compute_references(const KvCase& c, const std::vector<float>& q, const std::vector<float>& k,
+                              const std::vector<float>& v) {
+  const int b = c.batch(), sq = c.seqlen_q, hq = c.heads_q, hkv = c.heads_kv, d = c.hdim, group = hq / hkv;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  References r;
+  r.o.assign(size_t(b) * sq * hq * d, nan);
+  r.lse.assign(size_t(b) * hq * sq, nan);
+  r.o_yard.assign(r.o.size(), float(nan));
+  r.lse_yard.assign(r.lse.size(), float(nan));
+  std::vector<std::pair<int, int>> tasks;  // (sequence, q head), longest first
+  for (int s = 0; s < b; ++s)
+    if (c.valid_len(c.lens[s]))
+      for (int h = 0; h < hq; ++h) tasks.push_back({s, h});
+  std::stable_sort(tasks.begin(), tasks.end(), [&](auto x, auto y) { return c.lens[x.first] > c.lens[y.first]; });
+  parallel_for(int(tasks.size()), [&](int t) {
+    const int s = tasks[t].first, h = tasks[t].second, g = h / group;
+    const int32_t len = c.lens[s];
+    std::vector<float> qh(size_t(sq) * d), kh(size_t(len) * d), vh(size_t(len) * d);
+    for (int i = 0; i < sq; ++i)
+      std::copy_n(&q[((size_t(s) * sq + i) * hq + h) * d], d, &qh[size_t(i) * d]);
+    for (int j = 0; j < len; ++j) {
+      const size_t at = ((size_t(s) * c.max_len + j) * hkv + g) * d;
+      std::copy_n(&k[at], d, &kh[size_t(j) * d]);
+      std::copy_n(&v[at], d, &vh[size_t(j) * d]);
+    }
+    KvCacheProblem p;
+    p.batch = 1, p.seqlen_q = sq, p.max_len = len, p.heads_q = 1, p.heads_kv = 1, p.hdim = d;
+    p.causal = c.causal, p.scale = c.scale;
+    std::vector<double> o64(size_t(sq) * d), lse64(sq);
+    kvcache_attention_cpu_fp64(p, qh.data(), kh.data(), vh.data(), &len, o64.data(), lse64.data());
+    const AttnProblem a{1, sq, len, 1, 1, d, c.causal, c.scale};
+    std::vector<float> o32(size_t(sq) * d), lse32(sq);
+    attention_cpu_lowp(a, c.dtype, qh.data(), kh.data(), vh.data(), o32.data(), lse32.data());
+    for (int i = 0; i < sq; ++i) {
+      const size_t at = ((size_t(s) * sq + i) * hq + h) * d;
+      std::copy_n(&o64[size_t(i) * d], d, &r.o[at]);
+      std::copy_n(&o32[size_t(i) * d], d, &r.o_yard[at]);
+      r.lse[(size_t(s) * hq + h) * sq + i] = lse64[i];
+      r.lse_yard[(size_t(s) * hq + h) * sq + i] = lse32[i];
+    }
+  });
+  return r;
+}
+
+// ---- checking --------------------------------------------------------------------------------
+
+std::string fmt(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g", x);
+  return buf;
+}
+
+struct SeqResult {
+  int32_t len = 0;
+  bool valid = true;
+  ErrorStats o_err, o_yard, lse_err, lse_yard;
+  double o_bound = 0, lse_bound = 0;
+  std::string message;  // "" when the sequence passed
+};
+
+struct CaseResult {
+  bool pass = false;
+  std::string message;  // the first failure
+  std::vector<SeqResult> seqs;
+  KvCachePlan plan;
+  size_t workspace_bytes = 0;
+};
+
+double ratio(double err, double bound) { return bound > 0 ? err / bound : (err > 0 ? INFINITY : 0.0); }
+
+// O (logical, contiguous) and LSE of one run against the references: valid sequences within
+// their bound, sequences with a bad length NaN in every O and LSE entry.
+CaseResult compare_outputs(const KvCase& c, const std::vector<float>& o, const std::vector<float>& lse,
+                           const References& ref) {
+  CaseResult r;
+  const int sq = c.seqlen_q, hq = c.heads_q, d = c.hdim;
+  const size_t o_seq = size_t(sq) * hq * d, lse_seq = size_t(hq) * sq;
+  r.pass = true;
+  for (int b = 0; b < c.batch(); ++b) {
+    SeqResult s;
+    s.len = c.lens[b];
+    s.valid = c.valid_len(s.len);
+    if (!s.valid) {
+      const int64_t o_not_nan = std::count_if(&o[b * o_seq], &o[b * o_seq] + o_seq, [](float x) { return !std::isnan(x); });
+      int64_t lse_not_nan = 0;
+      if (c.with_lse)
+        lse_not_nan = std::count_if(&lse[b * lse_seq], &lse[b * lse_seq] + lse_seq, [](float x) { return !std::isnan(x); });
+      if (o_not_nan || lse_not_nan)
+        s.message = "bad length " + std::to_string(s.len) + ": " + std::to_string(o_not_nan) + " of " +
+                    std::to_string(o_seq) + " O entries and " + std::to_string(lse_not_nan) + " of " +
+                    std::to_string(c.with_lse ? lse_seq : 0) + " LSE entries are not NaN";
+    } else {
+      s.o_err = compare(&ref.o[b * o_seq], &o[b * o_seq], int64_t(o_seq));
+      s.o_yard = compare(&ref.o[b * o_seq], &ref.o_yard[b * o_seq], int64_t(o_seq));
+      s.o_bound = tolerance_bound(s.o_yard, c.dtype);
+      if (s.o_err.bad > 0)
+        s.message = "O: " + std::to_string(s.o_err.bad) + " entries NaN/unwritten or non-finite, first at (sq, hq, d) index " +
+                    std::to_string(s.o_err.first_bad);
+      else if (s.o_err.max_abs > s.o_bound)
+        s.message = "O: max abs error " + fmt(s.o_err.max_abs) + " > bound " + fmt(s.o_bound) + " (2 x yardstick " +
+                    fmt(s.o_yard.max_abs) + " + floor)";
+      if (s.message.empty() && c.with_lse) {
+        s.lse_err = compare(&ref.lse[b * lse_seq], &lse[b * lse_seq], int64_t(lse_seq));
+        s.lse_yard = compare(&ref.lse[b * lse_seq], &ref.lse_yard[b * lse_seq], int64_t(lse_seq));
+        s.lse_bound = 2.0 * s.lse_yard.max_abs + 1e-5 * std::max(1.0, s.lse_yard.max_ref);
+        if (s.lse_err.bad > 0)
+          s.message = "LSE: " + std::to_string(s.lse_err.bad) +
+                      " entries NaN/unwritten or wrongly infinite, first at (hq, sq) index " +
+                      std::to_string(s.lse_err.first_bad);
+        else if (s.lse_err.max_abs > s.lse_bound)
+          s.message = "LSE: max abs error " + fmt(s.lse_err.max_abs) + " > bound " + fmt(s.lse_bound);
+      }
+    }
+    if (!s.message.empty() && r.pass) {
+      r.pass = false;
+      r.message = "sequence " + std::to_string(b) + " (length " + std::to_string(s.len) + "): " + s.message;
+    }
+    r.seqs.push_back(s);
+  }
+  return r;
+}
+
+// The last run's outputs, downloaded: O's padding untouched (still NaN), then compare_outputs.
+CaseResult check_outputs(const KvRun& run, const References& ref) {
+  const KvCase& c = run.kcase();
+  const std::vector<float> o_full = run.host_o_full();
+  if (c.padded_qo) {  // every element outside the logical O must still hold the poison
+    std::vector<char> logical(o_full.size(), 0);
+    const Tensor& t = run.args.o;
+    for (int64_t b = 0; b < t.shape[0]; ++b)
+      for (int64_t s = 0; s < t.shape[1]; ++s)
+        for (int64_t h = 0; h < t.shape[2]; ++h)
+          std::fill_n(&logical[size_t(b * t.stride[0] + s * t.stride[1] + h * t.stride[2])], c.hdim, 1);
+    for (size_t i = 0; i < o_full.size(); ++i)
+      if (!logical[i] && !std::isnan(o_full[i])) {
+        CaseResult r;
+        r.plan = run.plan();
+        r.workspace_bytes = run.workspace_bytes;
+        r.message = "wrote outside O: padding element " + std::to_string(i) + " of the allocation";
+        return r;
+      }
+  }
+  CaseResult r = compare_outputs(c, gather4(o_full, 0, run.args.o), run.host_lse(), ref);
+  r.plan = run.plan();
+  r.workspace_bytes = run.workspace_bytes;
+  return r;
+}
+
+void print_result(const KvCase& c, const CaseResult& r) {
+  // The worst valid sequence (error / bound) for O and for LSE.
+  int wo = -1, wl = -1;
+  for (int b = 0; b < int(r.seqs.size()); ++b) {
+    const SeqResult& s = r.seqs[b];
+    if (!s.valid) continue;
+    if (wo < 0 || ratio(s.o_err.max_abs, s.o_bound) > ratio(r.seqs[wo].o_err.max_abs, r.seqs[wo].o_bound)) wo = b;
+    if (wl < 0 || ratio(s.lse_err.max_abs, s.lse_bound) > ratio(r.seqs[wl].lse_err.max_abs, r.seqs[wl].lse_bound)) wl = b;
+  }
+  std::printf("%-4s %s | plan splits %d%s ws %zu B", r.pass ? "ok" : "FAIL", c.to_string().c_str(), r.plan.num_splits,
+              r.plan.pack_gqa ? " packed" : "", r.workspace_bytes);
+  if (wo >= 0)
+    std::printf(" | O err %.3g (bound %.3g, seq %d)", r.seqs[wo].o_err.max_abs, r.seqs[wo].o_bound, wo);
+  if (wl >= 0 && c.with_lse)
+    std::printf(" LSE err %.3g (bound %.3g, seq %d)", r.seqs[wl].lse_err.max_abs, r.seqs[wl].lse_bound, wl);
+  std::printf("%s%s\n", r.message.empty() ? "" : " | ", r.message.c_str());
+  if (!r.pass)
+    for (int b = 0; b < int(r.seqs.size()); ++b) {
+      const SeqResult& s = r.seqs[b];
+      if (!s.valid)
+        std::printf("       seq %d len %d (bad length): %s\n", b, s.len, s.message.empty() ? "all NaN, ok" : s.message.c_str());
+      else
+        std::printf("       seq %d len %d: O err %.3g (yardstick %.3g, bound %.3g) LSE err %.3g (yardstick %.3g, "
+                    "bound %.3g) %s\n",
+                    b, s.len, s.o_err.max_abs, s.o_yard.max_abs, s.o_bound, s.lse_err.max_abs, s.lse_yard.max_abs,
+                    s.lse_bound, s.message.c_str());
+    }
+  std::fflush(stdout);
+}
+
+// Runs the case once on the legacy default stream and checks it. For a case whose lengths are
+// all valid, hopattn_kvcache_device_check must then report nothing; otherwise its report is left
+// for the caller.
+CaseResult run_case(KvRun& run, const References& ref) {
+  run.poison(nullptr);
+  const hopattn_status_t s = run.launch(nullptr);
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  HOPATTN_CUDA_CHECK(cudaGetLastError());
+  if (s.code != HOPATTN_OK) {
+    CaseResult r;
+    r.plan = run.plan();
+    r.message = "call failed: " + status_string(s);
+    return r;
+  }
+  CaseResult r = check_outputs(run, ref);
+  const KvCase& c = run.kcase();
+  if (std::all_of(c.lens.begin(), c.lens.end(), [&](int32_t l) { return c.valid_len(l); })) {
+    const hopattn_status_t dc = hopattn_kvcache_device_check(nullptr);
+    if (dc.code != HOPATTN_OK && r.pass) {
+      r.pass = false;
+      r.message = "hopattn_kvcache_device_check after a call with valid lengths: " + status_string(dc);
+    }
+  }
+  return r;
+}
+
+References references_of(const KvRun& run) {
+  return compute_references(run.kcase(), run.host_q(), run.host_k(), run.host_v());
+}
+
+void run_grid(const std::vector<KvCase>& grid) {
+  int passed = 0;
+  for (const KvCase& c : grid) {
+    KvRun run(c);
+    const CaseResult r = run_case(run, references_of(run));
+    print_result(c, r);
+    EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+    passed += r.pass;
+  }
+  std::printf("%d of %zu cases passed\n", passed, grid.size());
+}
+
+// ---- grids -----------------------------------------------------------------------------------
+
+KvCase make(const Config& cfg, int sq, int hq, int hkv, int max_len, std::vector<int32_t> lens, bool causal,
+            uint64_t seed) {
+  KvCase c;
+  c.dtype = cfg.dtype, c.hdim = cfg.hdim;
+  c.seqlen_q = sq, c.heads_q = hq, c.heads_kv = hkv, c.max_len = max_len;
+  c.lens = std::move(lens);
+  c.causal = causal;
+  c.seed = seed;
+  return c;
+}
+
+// MHA 8:8, GQA 8:2, 8:1, MQA 4:1, and a group of 3 (6:2) × seqlen_q 1, 2, 7, 16 × causal, each
+// over a ragged batch {short, 17, 333} in a cache of 1030 positions; heuristic splits/packing.
+std::vector<KvCase> grouping_grid(const Config& cfg) {
+  const struct { int hq, hkv; } groupings[] = {{8, 8}, {8, 2}, {8, 1}, {4, 1}, {6, 2}};
+  std::vector<KvCase> grid;
+  uint64_t seed = 1000;
+  for (auto g : groupings)
+    for (int sq : {1, 2, 7, 16})
+      for (int causal = 0; causal < 2; ++causal)
+        grid.push_back(make(cfg, sq, g.hq, g.hkv, 1030, {causal ? sq : 1, 17, 333}, causal != 0, seed++));
+  return grid;
+}
+
+// Cache lengths 1, 17, 1000, 4097 (seqlen_q 1 and 7; max_seqlen_k equal to the length when causal,
+// 61 more otherwise), and 65536 twice with batch 1 and few heads: decode with the heuristic, and
+// two causal queries with num_splits 1000 (capped by the library).
+std::vector<KvCase> length_grid(const Config& cfg) {
+  std::vector<KvCase> grid;
+  uint64_t seed = 2000;
+  for (int len : {1, 17, 1000, 4097})
+    for (int sq : {1, 7})
+      for (int causal = 0; causal < 2; ++causal) {
+        if (causal && sq > len) continue;  // a causal sequence needs length >= seqlen_q
+        grid.push_back(make(cfg, sq, 8, 2, causal ? len : len + 61, {len, len}, causal != 0, seed++));
+      }
+  grid.push_back(make(cfg, 1, 4, 1, 65536, {65536}, false, seed++));
+  KvCase many = make(cfg, 2, 2, 1, 65600, {65536}, true, seed++);
+  many.num_splits = 1000;
+  grid.push_back(many);
+  return grid;
+}
+
+// Ragged batches with an empty cache (non-causal: O = 0, LSE = -inf exactly), length 1, a middle
+// length and a full cache (length == max_seqlen_k), with forced and heuristic splits/packing,
+// inputs ×8, a non-default softmax scale, no LSE; and batches whose caches are all empty.
+std::vector<KvCase> ragged_grid(const Config& cfg) {
+  std::vector<KvCase> grid;
+  uint64_t seed = 3000;
+  grid.push_back(make(cfg, 1, 8, 2, 777, {0, 1, 300, 777}, false, seed++));
+  KvCase c = make(cfg, 7, 8, 2, 777, {0, 1, 300, 777}, false, seed++);
+  c.num_splits = 3, c.pack_gqa = 1, c.input_std = 8.0f;
+  grid.push_back(c);
+  c = make(cfg, 16, 8, 2, 777, {777, 300, 1, 0}, false, seed++);
+  c.num_splits = 1, c.pack_gqa = 0, c.scale = 0.3f;
+  grid.push_back(c);
+  c = make(cfg, 2, 8, 1, 500, {300, 0, 0, 1}, false, seed++);
+  c.num_splits = 1000;
+  grid.push_back(c);
+  c = make(cfg, 3, 8, 2, 640, {300, 1, 513, 130}, true, seed++);  // NaN past the lengths (uninitialised cache)
+  c.stale_nan = true;
+  grid.push_back(c);
+  c = make(cfg, 1, 8, 8, 640, {0, 77, 640, 129}, false, seed++);
+  c.stale_nan = true, c.num_splits = 3;
+  grid.push_back(c);
+  grid.push_back(make(cfg, 2, 8, 2, 640, {0, 0, 0}, false, seed++));  // every cache empty
+  c = make(cfg, 7, 4, 1, 640, {0, 0}, false, seed++);
+  c.num_splits = 3, c.pack_gqa = 1;
+  grid.push_back(c);
+  // Causal: lengths from seqlen_q (the first query sees one key) to the full cache.
+  for (int sq : {1, 7, 16}) {
+    c = make(cfg, sq, 8, 2, 777, {sq, sq + 1, 300, 777}, true, seed++);
+    if (sq == 7) c.num_splits = 3, c.pack_gqa = 1, c.input_std = 8.0f;
+    if (sq == 16) c.num_splits = 1000, c.pack_gqa = 0, c.with_lse = false;
+    grid.push_back(c);
+  }
+  return grid;
+}
+
+// num_splits 1, 3 and 1000 (more than the 9 KV chunks of 1100 positions) × pack_gqa -1, 0, 1 ×
+// causal, on a batch with a long and a short sequence (the short one leaves splits empty); then
+// packing at its edges: group 1 (MHA) packed, 16 × 16 = 256 packed rows, a group of 3.
+std::vector<KvCase> splits_grid(const Config& cfg) {
+  std::vector<KvCase> grid;
+  uint64_t seed = 4000;
+  for (int splits : {1, 3, 1000})
+    for (int pack : {-1, 0, 1})
+      for (int causal = 0; causal < 2; ++causal) {
+        KvCase c = make(cfg, 7, 8, 2, 1100, {1000, 45}, causal != 0, seed++);
+        c.num_splits = splits, c.pack_gqa = pack;
+        grid.push_back(c);
+      }
+  const struct { int sq, hq, hkv, splits, pack; bool causal; } edges[] = {
+      {2, 8, 8, 3, 1, false}, {16, 16, 1, 3, 1, true}, {16, 16, 1, 0, 0, false}, {7, 6, 2, 1000, 1, true}, {16, 8, 1, 3, 0, true}};
+  for (auto e : edges) {
+    KvCase c = make(cfg, e.sq, e.hq, e.hkv, 800, {700, 129, 16}, e.causal, seed++);
+    c.num_splits = e.splits, c.pack_gqa = e.pack;
+    grid.push_back(c);
+  }
+  return grid;
+}
+
+// q and o inside padded rows and sequences (the padding must stay untouched), with contiguous
+// caches and with K and V interleaved in one buffer (sequence stride 2 · heads_kv · d).
+std::vector<KvCase> strided_grid(const Config& cfg) {
+  std::vector<KvCase> grid;
+  uint64_t seed = 5000;
+  for (int interleaved = 0; interleaved < 2; ++interleaved)
+    for (int causal = 0; causal < 2; ++causal) {
+      KvCase c = make(cfg, 7, 8, 2, 320, {300, 17, 320}, causal != 0, seed++);
+      c.padded_qo = true, c.interleaved_kv = interleaved != 0;
+      c.num_splits = causal ? 3 : 0, c.pack_gqa = causal ? 1 : -1;
+      grid.push_back(c);
+    }
+  KvCase c = make(cfg, 1, 4, 4, 1000, {999, 0, 1}, false, seed++);
+  c.padded_qo = true, c.interleaved_kv = true, c.pack_gqa = 0;
+  grid.push_back(c);
+  return grid;
+}
+
+// True when `text` contains n as a whole number (not part of a longer one).
+bool mentions_number(const std::string& text, long long n) {
+  const std::string t = std::to_string(n);
+  for (size_t pos = text.find(t); pos != std::string::npos; pos = text.find(t, pos + 1)) {
+    const bool before = pos > 0 && (std::isdigit(static_cast<unsigned char>(text[pos - 1])) || (n >= 0 && text[pos - 1] == '-'));
+    const size_t end = pos + t.size();
+    const bool after = end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]));
+    if (!before && !after) return true;
+  }
+  return false;
+}
+
+// Expects hopattn_kvcache_device_check to report sequence `index` with length `len`, then (the
+// record cleared) to report nothing.
+void expect_device_report(cudaStream_t stream, int index, int32_t len, const std::string& what) {
+  const hopattn_status_t first = hopattn_kvcache_device_check(stream);
+  const std::string msg = first.message;
+  std::printf("     device check (%s): %s\n", what.c_str(), status_string(first).c_str());
+  EXPECT_EQ(first.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(first);
+  EXPECT_NE(msg.find("cache_seqlens"), std::string::npos) << what << ": message does not name cache_seqlens: " << msg;
+  EXPECT_TRUE(mentions_number(msg, index)) << what << ": message does not name batch index " << index << ": " << msg;
+  EXPECT_TRUE(mentions_number(msg, len)) << what << ": message does not name the length " << len << ": " << msg;
+  const hopattn_status_t second = hopattn_kvcache_device_check(stream);
+  EXPECT_EQ(second.code, HOPATTN_OK) << what << ": the record was not cleared: " << status_string(second);
+}
+
+class KvCacheGpu : public ::testing::TestWithParam<Config> {};
+
+TEST_P(KvCacheGpu, EveryHeadGroupingAndQueryLength) {
+  HOPATTN_REQUIRE_SM90();
+  run_grid(grouping_grid(GetParam()));
+}
+
+TEST_P(KvCacheGpu, CacheLengthsUpTo64k) {
+  HOPATTN_REQUIRE_SM90();
+  run_grid(length_grid(GetParam()));
+}
+
+TEST_P(KvCacheGpu, RaggedLengthsAndEmptyCaches) {
+  HOPATTN_REQUIRE_SM90();
+  run_grid(ragged_grid(GetParam()));
+}
+
+TEST_P(KvCacheGpu, ForcedSplitsAndPacking) {
+  HOPATTN_REQUIRE_SM90();
+  run_grid(splits_grid(GetParam()));
+}
+
+TEST_P(KvCacheGpu, StridedQueryOutputAndInterleavedCache) {
+  HOPATTN_REQUIRE_SM90();
+  run_grid(strided_grid(GetParam()));
+}
+
+// Every kernel path on small shapes: packed + split-KV (combine), unpacked without splits, the
+// heuristic, an empty cache, and a bad length (the NaN rows and the device record). The case
+// scripts/gpu-run.sh runs under compute-sanitizer (racecheck, synccheck), where the grids would
+// take too long.
+TEST_P(KvCacheGpu, SanitizerSmallShapes) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  std::vector<KvCase> grid;
+  KvCase c = make(cfg, 2, 4, 1, 300, {300, 130}, true, 10000);
+  c.num_splits = 3, c.pack_gqa = 1;
+  grid.push_back(c);
+  c = make(cfg, 2, 4, 1, 300, {257, 0}, false, 10001);
+  c.num_splits = 1, c.pack_gqa = 0;
+  grid.push_back(c);
+  grid.push_back(make(cfg, 1, 4, 2, 300, {1, 300}, false, 10002));
+  c = make(cfg, 2, 4, 1, 384, {384, 130}, true, 10004);  // the int8 kernel: transform + consumer warpgroups
+  c.int8 = true, c.num_splits = 2, c.quant_block = 64;
+  grid.push_back(c);
+  run_grid(grid);
+  c = make(cfg, 2, 4, 1, 300, {300, -1}, false, 10003);
+  c.num_splits = 3;
+  KvRun run(c);
+  const CaseResult r = run_case(run, references_of(run));
+  print_result(c, r);
+  EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+  expect_device_report(nullptr, 1, -1, "sanitizer, bad length");
+}
+
+// One sequence (index 3 of 5) with a bad device-side length: negative (-1, INT32_MIN), beyond
+// max_seqlen_k (max + 1, INT32_MAX), causal and shorter than seqlen_q (5 < 7, 0). Its O and LSE
+// rows must be NaN (written: a second run over a finite filler must turn them NaN too), the other
+// sequences correct, and hopattn_kvcache_device_check must name index 3 and the length once.
+TEST_P(KvCacheGpu, BadDeviceLengthsGiveNaNAndAreReported) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  constexpr int kBad = 3, kMax = 1100, kSq = 7;
+  {
+    const hopattn_status_t clean = hopattn_kvcache_device_check(nullptr);
+    ASSERT_EQ(clean.code, HOPATTN_OK) << "a record before any bad call: " << status_string(clean);
+  }
+  const struct { const char* what; bool causal; int32_t len; } scenarios[] = {
+      {"negative", false, -1},
+      {"INT32_MIN", true, INT32_MIN},
+      {"max_seqlen_k + 1", false, kMax + 1},
+      {"INT32_MAX", true, INT32_MAX},
+      {"causal, shorter than seqlen_q", true, kSq - 2},
+      {"causal, empty", true, 0},
+  };
+  cudaStream_t stream;
+  HOPATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  uint64_t seed = 6000;
+  for (const auto& sc : scenarios)
+    for (int splits : {0, 3}) {
+      KvCase c = make(cfg, kSq, 8, 2, kMax, {1000, 17, 300, sc.len, kMax}, sc.causal, seed++);
+      c.num_splits = splits;
+      KvRun run(c);
+      const References ref = references_of(run);
+      const std::string what = std::string(sc.what) + ", " + c.to_string();
+      // NaN poison: the standard check (bad rows NaN, the others right).
+      CaseResult r = run_case(run, ref);
+      print_result(c, r);
+      EXPECT_TRUE(r.pass) << what << ": " << r.message;
+      expect_device_report(nullptr, kBad, sc.len, what);
+      // Finite filler, on a stream: the bad rows must still come out NaN.
+      run.poison(stream, /*sentinel=*/true);
+      const hopattn_status_t s = run.launch(stream);
+      ASSERT_EQ(s.code, HOPATTN_OK) << what << ": " << status_string(s);
+      HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+      r = check_outputs(run, ref);
+      EXPECT_TRUE(r.pass) << what << " (over a finite filler): " << r.message;
+      if (!r.pass) print_result(c, r);
+      expect_device_report(stream, kBad, sc.len, what + " (stream)");
+    }
+  HOPATTN_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// The record keeps the first bad sequence of the process: two bad calls (index 3 with -1, then
+// index 4 with max + 1) before the check report the first; a valid call afterwards reports nothing.
+TEST_P(KvCacheGpu, DeviceCheckKeepsTheFirstBadSequence) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const hopattn_status_t clean = hopattn_kvcache_device_check(nullptr);
+  ASSERT_EQ(clean.code, HOPATTN_OK) << "a record before any bad call: " << status_string(clean);
+  KvRun run(make(cfg, 2, 8, 2, 500, {100, 17, 300, -1, 499}, false, 7000));
+  run.poison(nullptr);
+  hopattn_status_t s = run.launch(nullptr);
+  ASSERT_EQ(s.code, HOPATTN_OK) << status_string(s);
+  run.set_lens({100, 17, 300, 200, 501});
+  run.poison(nullptr);
+  s = run.launch(nullptr);
+  ASSERT_EQ(s.code, HOPATTN_OK) << status_string(s);
+  expect_device_report(nullptr, 3, -1, "two bad calls");
+  run.set_lens({100, 17, 300, 200, 500});
+  const CaseResult r = run_case(run, references_of(run));  // includes: the check reports nothing
+  print_result(run.kcase(), r);
+  EXPECT_TRUE(r.pass) << r.message;
+}
+
+// One call with split-KV (workspace in use) captured in a CUDA graph (global capture mode: the
+// call must not synchronize, allocate or query anything capture-unsafe), replayed twice: bit
+// for bit the direct call's O and LSE. Then new lengths written to device memory: the replay
+// must follow them, again equal to a direct call.
+TEST_P(KvCacheGpu, CudaGraphReplayMatchesDirectCall) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  KvCase c = make(cfg, 2, 8, 2, 1030, {1000, 45, 333}, true, 8000);
+  c.num_splits = 3;
+  KvRun run(c);
+  ASSERT_GT(run.workspace_bytes, 0u) << "the case must take the split-KV path (workspace)";
+  ASSERT_GT(run.plan().num_splits, 1);
+  cudaStream_t stream;
+  HOPATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  auto direct = [&](std::vector<uint8_t>* o, std::vector<uint8_t>* lse) {
+    const CaseResult r = run_case(run, references_of(run));  // checked against the reference
+    print_result(run.kcase(), r);
+    EXPECT_TRUE(r.pass) << "direct call: " << r.message;
+    *o = run.o_bytes(), *lse = run.lse_bytes();
+  };
+  std::vector<uint8_t> o_direct, lse_direct;
+  direct(&o_direct, &lse_direct);
+
+  cudaGraph_t graph = nullptr;
+  HOPATTN_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const hopattn_status_t s = run.launch(stream);
+  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  ASSERT_EQ(s.code, HOPATTN_OK) << "call under capture: " << status_string(s);
+  ASSERT_EQ(end, cudaSuccess) << "capture failed: " << cudaGetErrorString(end);
+  size_t nodes = 0;
+  HOPATTN_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  EXPECT_GT(nodes, 0u) << "the captured graph is empty";
+  cudaGraphExec_t exec = nullptr;
+  HOPATTN_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+
+  auto replay = [&](const char* what, const std::vector<uint8_t>& o_ref, const std::vector<uint8_t>& lse_ref) {
+    run.poison(stream);
+    HOPATTN_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    EXPECT_TRUE(run.o_bytes() == o_ref) << what << ": O differs from the direct call";
+    EXPECT_TRUE(run.lse_bytes() == lse_ref) << what << ": LSE differs from the direct call";
+  };
+  replay("replay 1", o_direct, lse_direct);
+  replay("replay 2", o_direct, lse_direct);
+
+  run.set_lens({45, 1030, 2});  // a later decode step: new lengths, new cache contents
+  std::vector<uint8_t> o_direct2, lse_direct2;
+  direct(&o_direct2, &lse_direct2);
+  replay("replay with new lengths", o_direct2, lse_direct2);
+  const hopattn_status_t dc = hopattn_kvcache_device_check(stream);
+  EXPECT_EQ(dc.code, HOPATTN_OK) << status_string(dc);
+
+  HOPATTN_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  HOPATTN_CUDA_CHECK(cudaGraphDestroy(graph));
+  HOPATTN_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// The same call ten times gives bit-identical O and LSE (split-KV's combine included): a moving
+// result is a race or an order-dependent reduction.
+TEST_P(KvCacheGpu, RepeatedRunsAreBitIdentical) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  KvCase heuristic = make(cfg, 2, 8, 1, 1030, {1000, 45, 777}, true, 9000);
+  KvCase forced = make(cfg, 7, 8, 2, 1030, {1030, 0, 333}, false, 9001);
+  forced.num_splits = 1000, forced.pack_gqa = 0;
+  for (const KvCase& c : {heuristic, forced}) {
+    KvRun run(c);
+    const CaseResult r = run_case(run, references_of(run));
+    print_result(c, r);
+    EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+    const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+    for (int rep = 1; rep < 10; ++rep) {
+      run.poison(nullptr);
+      const hopattn_status_t s = run.launch(nullptr);
+      ASSERT_EQ(s.code, HOPATTN_OK) << status_string(s);
+      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+      ASSERT_TRUE(run.o_bytes() == o0) << c.to_string() << ": O changed on repetition " << rep;
+      ASSERT_TRUE(run.lse_bytes() == lse0) << c.to_string() << ": LSE changed on repetition " << rep;
+    }
+  }
+}
+
+std::string config_name(const ::testing::TestParamInfo<Config>& info) {
+  return std::string(hopattn_dtype_name(info.param.dtype)) + "_hd" + std::to_string(info.param.hdim);
+}
+
+
+// ---- int8 cache ------------------------------------------------------------------------------
+
+// The int8-cache kernel against the fp64 reference over the dequantized cache (value · scale in
+// the dtype: exactly the tiles the kernel multiplies): head groupings, query lengths, ragged
+// lengths, both scale blocks, forced splits and packing, outlier channels.
+TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  std::vector<KvCase> grid;
+  uint64_t seed = 11000;
+  const struct { int hq, hkv; } groupings[] = {{8, 8}, {8, 2}, {8, 1}, {4, 1}};
+  for (auto g : groupings)
+    for (int sq : {1, 2, 7, 16})
+      for (int causal = 0; causal < 2; ++causal) {
+        KvCase c = make(cfg, sq, g.hq, g.hkv, 1024, {causal ? sq : 1, 1000, 333}, causal != 0, seed++);
+        c.int8 = true, c.quant_block = (sq % 2) ? 128 : 64;
+        grid.push_back(c);
+      }
+  for (int splits : {1, 3, 1000})
+    for (int pack : {0, 1}) {
+      KvCase c = make(cfg, 7, 8, 2, 1152, {1100, 45, 0}, false, seed++);
+      c.int8 = true, c.num_splits = splits, c.pack_gqa = pack, c.outliers = splits == 3;
+      grid.push_back(c);
+    }
+  KvCase c = make(cfg, 1, 8, 1, 4096, {4096, 4001}, true, seed++);
+  c.int8 = true, c.outliers = true, c.quant_block = 64;
+  grid.push_back(c);
+  c = make(cfg, 1, 4, 1, 65536, {65536}, false, seed++);
+  c.int8 = true;
+  grid.push_back(c);
+  run_grid(grid);
+}
+
+// The device quantizer gives the host reference's int8 values and scales bit for bit (same fp32
+// division and round-to-nearest-even), for both scale blocks, with outlier channels.
+TEST_P(KvCacheGpu, Int8QuantizeMatchesTheHostReference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  for (int qb : {64, 128})
+    for (int outliers = 0; outliers < 2; ++outliers) {
+      KvCase c = make(cfg, 1, 4, 2, 512, {512, 200}, false, 12000 + qb + outliers);
+      c.int8 = true, c.quant_block = qb, c.outliers = outliers != 0;
+      KvRun run(c);
+      KvCacheProblem p;
+      p.batch = c.batch(), p.max_len = c.max_len, p.heads_q = c.heads_q, p.heads_kv = c.heads_kv, p.hdim = c.hdim;
+      const Int8Cache ref = quantize_kv_int8(p, qb, run.host_k16().data(), run.host_v16().data());
+      const std::vector<int8_t> kq = run.host_int8(true), vq = run.host_int8(false);
+      const std::vector<float> ks = run.host_scales(true), vs = run.host_scales(false);
+      auto mismatches = [](const auto& a, const auto& b) {
+        size_t n = 0;
+        for (size_t i = 0; i < a.size(); ++i) n += !(a[i] == b[i]);
+        return n + (a.size() != b.size() ? 1 : 0);
+      };
+      const size_t bad_kq = mismatches(kq, ref.k), bad_vq = mismatches(vq, ref.v);
+      const size_t bad_ks = mismatches(ks, ref.k_scale), bad_vs = mismatches(vs, ref.v_scale);
+      std::printf("%-4s quantize %s: mismatches k %zu/%zu v %zu/%zu k_scale %zu/%zu v_scale %zu/%zu\n",
+                  bad_kq + bad_vq + bad_ks + bad_vs ? "FAIL" : "ok", c.to_string().c_str(), bad_kq, kq.size(), bad_vq,
+                  vq.size(), bad_ks, ks.size(), bad_vs, vs.size());
+      EXPECT_EQ(bad_kq + bad_vq + bad_ks + bad_vs, 0u) << c.to_string();
+    }
+}
+
+// Accuracy of attention over the int8 cache against the fp64 reference of the unquantized
+// (16-bit) cache, on Gaussian inputs and with outlier K channels (x20): it must be no worse than
+// quantizing and dequantizing on the host and running the 16-bit kernel (the int8 kernel's 64-key
+// tiles round differently from the 16-bit kernel's, hence 10 % slack); the 16-bit kernel on the
+// unquantized cache is printed for scale.
+TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  for (int outliers = 0; outliers < 2; ++outliers)
+    for (int sq : {1, 16}) {
+      KvCase c = make(cfg, sq, 8, 2, 2048, {2048, 1500}, true, 13000 + outliers * 10 + sq);
+      c.int8 = true, c.outliers = outliers != 0;
+      KvRun int8_run(c);
+      KvCase plain = c;
+      plain.int8 = false;
+      KvRun plain_run(plain);  // same seed: the same 16-bit cache before quantization
+      // The exact answer: fp64 over the unquantized cache (outliers included).
+      const std::vector<float> q = int8_run.host_q();
+      const References exact = compute_references(c, q, int8_run.host_k16(), int8_run.host_v16());
+      auto o_error = [&](KvRun& run) {
+        run.poison(nullptr);
+        const hopattn_status_t st = run.launch(nullptr);
+        HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+        EXPECT_EQ(st.code, HOPATTN_OK) << status_string(st);
+        const std::vector<float> o = gather4(run.host_o_full(), 0, run.args.o);
+        return compare(exact.o.data(), o.data(), int64_t(o.size()));
+      };
+      const ErrorStats e_int8 = o_error(int8_run);
+      // The 16-bit cache uploaded with outliers already applied, so plain_run sees the same data.
+      plain_run.upload_cache(int8_run.host_k16(), int8_run.host_v16());
+      const ErrorStats e_plain = o_error(plain_run);
+      plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
+      const ErrorStats e_host = o_error(plain_run);
+      const bool ok = e_int8.bad == 0 && e_int8.max_abs <= 1.1 * e_host.max_abs + 1e-6;
+      std::printf("%-4s int8 accuracy %s: O max error vs fp64 of the unquantized cache: int8 kernel %.3g, host "
+                  "quantization + %s kernel %.3g, %s kernel on the unquantized cache %.3g\n",
+                  ok ? "ok" : "FAIL", c.to_string().c_str(), e_int8.max_abs, hopattn_dtype_name(c.dtype), e_host.max_abs,
+                  hopattn_dtype_name(c.dtype), e_plain.max_abs);
+      EXPECT_TRUE(ok) << c.to_string() << ": int8 error " << e_int8.max_abs << " vs host quantization " << e_host.max_abs;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);
+
+}  // namespace
+}  // namespace hopattn::reference
