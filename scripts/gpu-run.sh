@@ -7,6 +7,7 @@
 #
 # --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu).
 # --no-bench: skip the attention bench (e.g. a run that only measures decode or the GEMM).
+# --no-check: skip `hopattn check`.
 #
 # Uses the build in $BUILD (default build/) when it holds bin/hopattn, a build made elsewhere
 # included (carry it with .deps); otherwise builds first (needs .deps from scripts/bootstrap.sh).
@@ -15,7 +16,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench=""
+quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
@@ -25,6 +26,7 @@ while [ $# -gt 0 ]; do
     --decode-bench) decode_bench_args=$2; shift ;;
     --tests) tests_regex=$2; shift ;;
     --no-bench) no_bench=1 ;;
+    --no-check) no_check=1 ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
   shift
@@ -99,7 +101,7 @@ sanitize() {
   done
 }
 if [ -n "$sanitize_flag" ]; then step sanitize sanitize.log sanitize; fi
-step check check.log "$build/bin/hopattn" check $quick
+if [ -z "$no_check" ]; then step check check.log "$build/bin/hopattn" check $quick; fi
 if [ -z "$no_bench" ]; then step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" $bench_args; fi
 if [ -n "$decode_bench_args" ]; then
   step decode_bench decode_bench.log "$build/bin/hopattn" bench --op decode --csv "$out/decode.csv" $decode_bench_args
@@ -111,7 +113,7 @@ echo "== summary"
 cat "$summary"
 grep -E "HGMMA instructions|LDL/STL" "$summary"
 tail -5 "$out/tests.log"
-grep -E "^check:" "$out/check.log"
+[ -f "$out/check.log" ] && grep -E "^check:" "$out/check.log"
 [ -f "$out/bench.log" ] && sed -n '/^op /,$p' "$out/bench.log" | head -60
 [ -f "$out/decode_bench.log" ] && tail -60 "$out/decode_bench.log"
 ! grep -q "exit [1-9]" "$summary"
