@@ -103,7 +103,12 @@ int pointer_device(const void* ptr) {
 Status query_device_context(Stream stream, const void* const* ptrs, int count, DeviceContext* ctx) {
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&ctx->current_device));
   ctx->stream_device = ctx->current_device;
-  if (stream != nullptr) HOPATTN_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &ctx->stream_device));
+  // cudaStreamGetDevice is refused while the stream is being captured into a CUDA graph; there
+  // the launch itself reports a stream of another device, so the query is skipped.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (stream != nullptr) HOPATTN_RETURN_IF_CUDA_ERROR(cudaStreamIsCapturing(stream, &capture));
+  if (stream != nullptr && capture == cudaStreamCaptureStatusNone)
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &ctx->stream_device));
   for (int i = 0; i < count && i < kDeviceContextTensors; ++i) ctx->tensor_device[i] = pointer_device(ptrs[i]);
   return Status();
 }

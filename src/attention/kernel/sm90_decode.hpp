@@ -86,8 +86,8 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 // block of 64 or 128 tokens) arrive by TMA as int8 into a raw ring; the transform warpgroup turns
 // them into Element tiles (value · scale) in a second ring that the consumer warpgroup reads.
 template <class Element_, int kHeadDim_>
-struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
-  using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
+struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, kHeadDim_ == 256 ? 2 : 3> {
+  using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, kHeadDim_ == 256 ? 2 : 3>;
   using Element = Element_;
   static constexpr int kThreads = 256;  // warpgroup 0: TMA + transform; warpgroup 1: WGMMA + softmax
   static constexpr int kRawStages = kHeadDim_ == 256 ? 2 : 4;
@@ -371,6 +371,26 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x);
 }
 
+// Four int8 values (one 32-bit word) to exact floats without I2F: each byte, biased to unsigned,
+// becomes the low mantissa byte of 2^23 (0x4B000000), and subtracting 2^23 + 128 leaves the value.
+CUTE_DEVICE void int8x4_to_float(uint32_t word, float (&out)[4]) {
+  const uint32_t u = word ^ 0x80808080u;
+  out[0] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540)) - 8388736.0f;
+  out[1] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7541)) - 8388736.0f;
+  out[2] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7542)) - 8388736.0f;
+  out[3] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7543)) - 8388736.0f;
+}
+
+// Two floats to a packed pair of Element (round to nearest even), low half first.
+template <class Element>
+CUTE_DEVICE uint32_t pack_pair(float lo, float hi) {
+  cutlass::NumericArrayConverter<Element, float, 2> conv;
+  cutlass::Array<float, 2> in;
+  in[0] = lo, in[1] = hi;
+  const cutlass::Array<Element, 2> out = conv(in);
+  return *reinterpret_cast<const uint32_t*>(&out);
+}
+
 // The int8-cache kernel. Roles and pipelines:
 //   warpgroup 0 (transform), thread 0 also the TMA issuer:
 //     raw_full[rs]   (1 arrival: thread 0's expect_tx of K + V bytes; transform threads wait)
@@ -439,12 +459,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     const int c0 = (thread % kChunks) * 16, r0 = thread / kChunks;
     const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride + c0;
     const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
-    cutlass::NumericArrayConverter<Element, float, 8> to_element;
-    CUTE_NO_UNROLL
-    for (int i = 0; i < n_blocks; ++i) {
-      const int n = t.n_begin + i;
-      const int rs = i % kRawStages, cs = i % kConvStages;
-      float ks[16], vs[kPerThread];
+    // The scales of tile n into registers; issued one tile ahead so their latency hides behind
+    // the current tile's conversion.
+    auto load_scales = [&](int n, float (&ks)[16], float (&vs)[kPerThread]) {
       const float4* ksrc = reinterpret_cast<const float4*>(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride);
       CUTE_UNROLL
       for (int j = 0; j < 4; ++j) {
@@ -454,29 +471,45 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       CUTE_UNROLL
       for (int k = 0; k < kPerThread; ++k) {
         const int token = n * kBlockN + r0 + k * kRowStep;
-        vs[k] = token < t.len ? v_scale[token * p.vs_seq_stride] : 0.0f;
+        vs[k] = token < t.len ? v_scale[token * p.vs_seq_stride] : 0.0f;  // 0: rows past the length
       }
+    };
+    float ks[16], vs[kPerThread], ks_next[16], vs_next[kPerThread];
+    if (n_blocks > 0) load_scales(t.n_begin, ks_next, vs_next);
+    CUTE_NO_UNROLL
+    for (int i = 0; i < n_blocks; ++i) {
+      const int n = t.n_begin + i;
+      const int rs = i % kRawStages, cs = i % kConvStages;
+      CUTE_UNROLL
+      for (int j = 0; j < 16; ++j) ks[j] = ks_next[j];
+      CUTE_UNROLL
+      for (int k = 0; k < kPerThread; ++k) vs[k] = vs_next[k];
+      if (i + 1 < n_blocks) load_scales(n + 1, ks_next, vs_next);
+      const bool tail = (n + 1) * kBlockN > t.len;  // rows past the length are written as zeros
       Barrier::wait(&ss.raw_full[rs], (i / kRawStages) & 1);
       Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
       CUTE_UNROLL
       for (int k = 0; k < kPerThread; ++k) {
         const int r = r0 + k * kRowStep;
-        const bool valid = n * kBlockN + r < t.len;
-        const int4 kq = *reinterpret_cast<const int4*>(&sKr(r, c0, rs));
-        const int4 vq = *reinterpret_cast<const int4*>(&sVr(r, c0, rs));
-        const int8_t* kb = reinterpret_cast<const int8_t*>(&kq);
-        const int8_t* vb = reinterpret_cast<const int8_t*>(&vq);
+        const float k_valid = !tail || n * kBlockN + r < t.len ? 1.0f : 0.0f;  // vs[k] is already 0 there
+        const uint4 kq = *reinterpret_cast<const uint4*>(&sKr(r, c0, rs));
+        const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
+        const uint32_t kw[4] = {kq.x, kq.y, kq.z, kq.w}, vw[4] = {vq.x, vq.y, vq.z, vq.w};
+        uint32_t kout[8], vout[8];
         CUTE_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          cutlass::Array<float, 8> kf, vf;
+        for (int w = 0; w < 4; ++w) {
+          float kf[4], vf[4];
+          int8x4_to_float(kw[w], kf);
+          int8x4_to_float(vw[w], vf);
           CUTE_UNROLL
-          for (int j = 0; j < 8; ++j) {
-            kf[j] = valid ? float(kb[8 * h + j]) * ks[8 * h + j] : 0.0f;
-            vf[j] = valid ? float(vb[8 * h + j]) * vs[k] : 0.0f;
-          }
-          *reinterpret_cast<cutlass::Array<Element, 8>*>(&sK(r, c0 + 8 * h, cs)) = to_element(kf);
-          *reinterpret_cast<cutlass::Array<Element, 8>*>(&sV(r, c0 + 8 * h, cs)) = to_element(vf);
+          for (int j = 0; j < 4; ++j) kf[j] *= ks[4 * w + j] * k_valid, vf[j] *= vs[k];
+          kout[2 * w] = pack_pair<Element>(kf[0], kf[1]), kout[2 * w + 1] = pack_pair<Element>(kf[2], kf[3]);
+          vout[2 * w] = pack_pair<Element>(vf[0], vf[1]), vout[2 * w + 1] = pack_pair<Element>(vf[2], vf[3]);
         }
+        *reinterpret_cast<uint4*>(&sK(r, c0, cs)) = make_uint4(kout[0], kout[1], kout[2], kout[3]);
+        *reinterpret_cast<uint4*>(&sK(r, c0 + 8, cs)) = make_uint4(kout[4], kout[5], kout[6], kout[7]);
+        *reinterpret_cast<uint4*>(&sV(r, c0, cs)) = make_uint4(vout[0], vout[1], vout[2], vout[3]);
+        *reinterpret_cast<uint4*>(&sV(r, c0 + 8, cs)) = make_uint4(vout[4], vout[5], vout[6], vout[7]);
       }
       cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
       Barrier::arrive(&ss.conv_full[cs]);
