@@ -665,7 +665,7 @@ std::vector<KvCase> ragged_grid(const Config& cfg) {
   c = make(cfg, 2, 8, 1, 500, {300, 0, 0, 1}, false, seed++);
   c.num_splits = 1000;
   grid.push_back(c);
-  c = make(cfg, 3, 8, 2, 640, {300, 1, 513, 130}, true, seed++);  // NaN past the lengths (uninitialised cache)
+  c = make(cfg, 3, 8, 2, 640, {300, 3, 513, 130}, true, seed++);  // NaN past the lengths (uninitialised cache)
   c.stale_nan = true;
   grid.push_back(c);
   c = make(cfg, 1, 8, 8, 640, {0, 77, 640, 129}, false, seed++);
