@@ -269,28 +269,6 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             args.num_splits = 0;  // heuristic
             args.pack_gqa = -1;   // heuristic
 
-            // hopattn: the workspace is queried and allocated before anything is timed.
-            Measured mine;
-            DeviceBuffer workspace;
-            std::string plan_note;
-            if (!alloc_error.empty()) {
-              mine.error = alloc_error;
-            } else {
-              size_t ws_bytes = 0;
-              const Status ws = from_c(hopattn_kvcache_workspace_size(&args, &ws_bytes));
-              if (!ws.ok()) {
-                mine.error = "workspace query: " + ws.to_string();
-              } else {
-                workspace = DeviceBuffer(ws_bytes);
-                args.workspace = workspace.get(), args.workspace_bytes = ws_bytes;
-                const KvCachePlan plan = plan_kvcache_attention(args, sms);
-                plan_note = "; plan: " + std::to_string(plan.num_splits) + " KV splits, pack_gqa " +
-                            (plan.pack_gqa ? "on" : "off") + ", workspace " + std::to_string(ws_bytes) + " B";
-                mine = measure([&] { return from_c(hopattn_kvcache_attention(&args, stream)); }, stream,
-                               opt.target_group_ms);
-              }
-            }
-
             // cuDNN SDPA at the same shape, reading the same cache (16-bit caches only).
             Measured theirs;
             bool have_cudnn = false;
@@ -310,21 +288,47 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             if (have_cudnn) baseline = &theirs;
             else if (int8 && cudnn_bf16.count(qlen)) baseline = &cudnn_bf16[qlen];
 
-            Row r = decode_row("hopattn", dtype_name, shape);
-            set_figures(&r, mine, shape, cache_dtype);
-            if (mine.ok()) {
-              r.note += plan_note;
-              bool from_b2b = false;
-              if (baseline) r.ratio_vs_cudnn = ratio_vs(mine, *baseline, &from_b2b);
-              if (r.ratio_vs_cudnn > 0) {
-                if (int8) r.note += "; vs_cudnn against cuDNN bf16";
-                if (from_b2b && mine.graph_ms > 0) r.note += "; vs_cudnn from back-to-back figures";
+            // hopattn (for an int8 cache, each --int8-variants entry; 0 is the library's default).
+            for (int variant : int8 ? opt.int8_variants : std::vector<int>{0}) {
+              const std::string impl = variant == 0 ? "hopattn" : "hopattn:int8v" + std::to_string(variant);
+              // hopattn: the workspace is queried and allocated before anything is timed.
+              Measured mine;
+              DeviceBuffer workspace;
+              std::string plan_note;
+              args.int8_variant = int8 ? variant : 0;
+              if (!alloc_error.empty()) {
+                mine.error = alloc_error;
+              } else {
+                size_t ws_bytes = 0;
+                const Status ws = from_c(hopattn_kvcache_workspace_size(&args, &ws_bytes));
+                if (!ws.ok()) {
+                  mine.error = "workspace query: " + ws.to_string();
+                } else {
+                  workspace = DeviceBuffer(ws_bytes);
+                  args.workspace = workspace.get(), args.workspace_bytes = ws_bytes;
+                  const KvCachePlan plan = plan_kvcache_attention(args, sms);
+                  plan_note = "; plan: " + std::to_string(plan.num_splits) + " KV splits, pack_gqa " +
+                              (plan.pack_gqa ? "on" : "off") + ", workspace " + std::to_string(ws_bytes) + " B";
+                  mine = measure([&] { return from_c(hopattn_kvcache_attention(&args, stream)); }, stream,
+                                 opt.target_group_ms);
+                }
               }
-            } else {
-              auto& f = failures[{"hopattn", dtype_name}];
-              if (f.first++ == 0) f.second = mine.error;
+              Row r = decode_row(impl, dtype_name, shape);
+              set_figures(&r, mine, shape, cache_dtype);
+              if (mine.ok()) {
+                r.note += plan_note;
+                bool from_b2b = false;
+                if (baseline) r.ratio_vs_cudnn = ratio_vs(mine, *baseline, &from_b2b);
+                if (r.ratio_vs_cudnn > 0) {
+                  if (int8) r.note += "; vs_cudnn against cuDNN bf16";
+                  if (from_b2b && mine.graph_ms > 0) r.note += "; vs_cudnn from back-to-back figures";
+                }
+              } else {
+                auto& f = failures[{impl, dtype_name}];
+                if (f.first++ == 0) f.second = mine.error;
+              }
+              results.push_back({r, mine.how()});
             }
-            results.push_back({r, mine.how()});
             if (have_cudnn) {
               Row c = decode_row("cudnn", dtype_name, shape);
               set_figures(&c, theirs, shape, cache_dtype);

@@ -40,6 +40,7 @@ struct DecodeParams {
   const float* v_scale;  // (batch, max_len, heads_kv)
   int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
   int quant_block;
+  bool int8_fold;  // scales folded into Q and P (else applied while converting the tiles)
 
   int32_t* error;       // device record of the first bad cache_seqlens entry (decode_error.cu)
 };

@@ -168,6 +168,8 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
   if (Status s = check_aliasing(a); !s.ok()) return s;
   if (!std::isfinite(a.softmax_scale)) return Status::invalid("softmax_scale: must be finite");
   if (a.num_splits < 0) return Status::invalid(cat("num_splits: ", a.num_splits, " is negative (0 = heuristic)"));
+  if (a.int8_variant < 0 || a.int8_variant > 2)
+    return Status::invalid(cat("int8_variant: ", a.int8_variant, " is not 0 (default), 1 or 2"));
   if (a.pack_gqa < -1 || a.pack_gqa > 1)
     return Status::invalid(cat("pack_gqa: ", a.pack_gqa, " is not -1 (heuristic), 0 or 1"));
   const KvCachePlan plan = plan_kvcache_attention(a, sm_count);
@@ -216,6 +218,7 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
     p.v_scale = static_cast<const float*>(a.v_scale.data);
     p.vs_batch_stride = a.v_scale.stride[0], p.vs_seq_stride = a.v_scale.stride[1], p.vs_head_stride = a.v_scale.stride[2];
     p.quant_block = a.quant_block;
+    p.int8_fold = a.int8_variant != 1;  // the default: folded (measured faster, docs/perf-log.md)
   }
   return p;
 }

@@ -91,24 +91,34 @@ Status launch_decode_kernel(Kernel kernel, const typename Traits::Params& p, con
   return Status();
 }
 
+template <class Traits>
+Status run_decode_int8(const DecodeParams& dp, Stream stream) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  constexpr int kHeadDim = Traits::kHeadDim;
+  DecodeGrid g;
+  if (Status s = decode_grid(dp, Traits::kBlockM, &g); !s.ok()) return s;
+  typename Traits::Params p{};
+  const auto box = take<0, 2>(typename Traits::SmemLayoutRaw{});
+  p.tma_k = make_cache_tma<int8_t, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
+  p.tma_v = make_cache_tma<int8_t, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
+  fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
+  p.k_scale = dp.k_scale;
+  p.ks_batch_stride = dp.ks_batch_stride, p.ks_block_stride = dp.ks_block_stride, p.ks_head_stride = dp.ks_head_stride;
+  p.v_scale = dp.v_scale;
+  p.vs_batch_stride = dp.vs_batch_stride, p.vs_seq_stride = dp.vs_seq_stride, p.vs_head_stride = dp.vs_head_stride;
+  p.quant_block = dp.quant_block;
+  return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
+}
+
 template <class Element, int kHeadDim>
 Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
   using namespace cute;
   DecodeGrid g;
   if (dp.cache_dtype == HOPATTN_DTYPE_INT8) {
-    using Traits = DecodeInt8Traits<Element, kHeadDim>;
-    if (Status s = decode_grid(dp, Traits::kBlockM, &g); !s.ok()) return s;
-    typename Traits::Params p{};
-    const auto box = take<0, 2>(typename Traits::SmemLayoutRaw{});
-    p.tma_k = make_cache_tma<int8_t, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
-    p.tma_v = make_cache_tma<int8_t, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
-    fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
-    p.k_scale = dp.k_scale;
-    p.ks_batch_stride = dp.ks_batch_stride, p.ks_block_stride = dp.ks_block_stride, p.ks_head_stride = dp.ks_head_stride;
-    p.v_scale = dp.v_scale;
-    p.vs_batch_stride = dp.vs_batch_stride, p.vs_seq_stride = dp.vs_seq_stride, p.vs_head_stride = dp.vs_head_stride;
-    p.quant_block = dp.quant_block;
-    if (Status s = launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream); !s.ok()) return s;
+    const Status s = dp.int8_fold ? run_decode_int8<DecodeInt8Traits<Element, kHeadDim, true>>(dp, stream)
+                                  : run_decode_int8<DecodeInt8Traits<Element, kHeadDim, false>>(dp, stream);
+    if (!s.ok()) return s;
   } else {
     using Traits = DecodeTraits<Element, kHeadDim>;
     if (Status s = decode_grid(dp, Traits::kBlockM, &g); !s.ok()) return s;
