@@ -158,7 +158,7 @@ std::string bench_usage() {
          "\n"
          "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
-         "                     [--kv-dtype bf16,int8] [--int8-variants 0,1,2] [--hdim 128] [--no-ceilings]\n"
+         "                     [--kv-dtype bf16,int8] [--variants 0,1,2] [--hdim 128] [--no-ceilings]\n"
          "Attention over a KV cache (hopattn_kvcache_attention, causal, every cache full, default\n"
          "heuristics) vs cuDNN SDPA at the same shape and 16-bit dtype, with the device-copy ceiling\n"
          "(TB/s; not with --no-ceilings).\n"
@@ -245,10 +245,10 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--heads") o->decode_heads = parse_pair_list(value(), a);
       else if (a == "--cache") o->decode_caches = parse_pair_list(value(), a);
       else if (a == "--kv-dtype") o->kv_dtypes = parse_word_list(value());
-      else if (a == "--int8-variants") {
-        o->int8_variants = parse_int_list(value());
-        for (int v : o->int8_variants)
-          if (v < 0 || v > 2) throw std::invalid_argument("--int8-variants: " + std::to_string(v) + " is not 0, 1 or 2");
+      else if (a == "--variants") {
+        o->variants = parse_int_list(value());
+        for (int v : o->variants)
+          if (v < 0 || v > 2) throw std::invalid_argument("--variants: " + std::to_string(v) + " is not 0, 1 or 2");
       }
       else if (a == "--op") {
         const std::string op = value();
@@ -280,7 +280,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       if (!hdim_flag.empty()) o->decode_hdims = hdim_flag;
       check_decode_options(*o);
     } else {
-      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--int8-variants"})
+      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--variants"})
         if (was_given(f)) throw std::invalid_argument(std::string(f) + " applies to --op decode only");
       for (int s : o->seqlens)
         if (s <= 0 || o->tokens % s != 0) throw std::invalid_argument("--seqlen " + std::to_string(s) + " must divide --tokens");

@@ -40,7 +40,7 @@ struct BenchOptions {
                                                     {32, 8192}, {128, 2048}, {16, 32768}};  // --cache B:LEN,...
   std::vector<std::string> kv_dtypes = {"bf16", "int8"};  // --kv-dtype: bf16, fp16, int8 (bf16 queries)
   std::vector<int> decode_hdims = {128};                   // --hdim with --op decode
-  std::vector<int> int8_variants = {0};  // --int8-variants: KvCacheArgs::int8_variant values timed (0 = default)
+  std::vector<int> variants = {0};  // --variants: KvCacheArgs::variant values timed (0 = default)
 };
 
 // Parses bench flags (argv[0] is "bench"). Returns false and prints usage on error.

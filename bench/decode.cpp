@@ -288,14 +288,14 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             if (have_cudnn) baseline = &theirs;
             else if (int8 && cudnn_bf16.count(qlen)) baseline = &cudnn_bf16[qlen];
 
-            // hopattn (for an int8 cache, each --int8-variants entry; 0 is the library's default).
-            for (int variant : int8 ? opt.int8_variants : std::vector<int>{0}) {
-              const std::string impl = variant == 0 ? "hopattn" : "hopattn:int8v" + std::to_string(variant);
+            // hopattn, each --variants entry (KvCacheArgs::variant; 0 is the library's default).
+            for (int variant : opt.variants) {
+              const std::string impl = variant == 0 ? "hopattn" : "hopattn:v" + std::to_string(variant);
               // hopattn: the workspace is queried and allocated before anything is timed.
               Measured mine;
               DeviceBuffer workspace;
               std::string plan_note;
-              args.int8_variant = int8 ? variant : 0;
+              args.variant = variant;
               if (!alloc_error.empty()) {
                 mine.error = alloc_error;
               } else {

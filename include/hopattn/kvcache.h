@@ -44,8 +44,11 @@ typedef struct hopattn_kvcache_args {
   int32_t pack_gqa;      /* query-head packing: -1 = heuristic, 0 = off, 1 = on */
   void* workspace;       /* device memory of hopattn_kvcache_workspace_size() bytes (may be NULL if 0) */
   size_t workspace_bytes;
-  int32_t int8_variant;  /* int8 cache, for ablations: 0 = default, 1 = scales applied while converting
-                            the tiles, 2 = scales folded into Q and P (docs/decode.md) */
+  int32_t variant;       /* kernel variant, for ablations (docs/decode.md); 0 = the default.
+                            bf16/fp16 cache: 1 = 128-key tiles, one CTA per SM; 2 = 64-key tiles,
+                            two CTAs per SM (hdim <= 128). int8 cache: 1 = scales applied while
+                            converting the tiles, two consumer warpgroups (hdim <= 128); 2 = scales
+                            folded into Q and P, one consumer. */
 } hopattn_kvcache_args_t;
 
 /* Bytes of device workspace a call with these arguments needs (partial O and LSE of split-KV);

@@ -9,6 +9,16 @@
 
 namespace hopattn::attention {
 
+// The decode kernel variants as the host plans them (sm90_decode.hpp holds the tiles):
+//   16-bit cache: 1 = 128-key tiles (64 at hdim 256), 3 stages, one CTA per SM;
+//                 2 = 64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM (hdim <= 128).
+//   int8 cache:   1 = scales applied while converting, two consumer warpgroups (hdim <= 128);
+//                 2 = scales folded into Q and P, one consumer.
+constexpr int decode_default_variant(int hdim, bool int8) { return (void)hdim, (void)int8, 1; }
+constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
+  return (!int8 && variant == 2 && hdim <= 128) ? 2 : 1;
+}
+
 struct DecodeParams {
   hopattn_dtype_t dtype;  // of q and o: BF16 or FP16
   hopattn_dtype_t cache_dtype;  // q's dtype, or INT8
@@ -40,7 +50,7 @@ struct DecodeParams {
   const float* v_scale;  // (batch, max_len, heads_kv)
   int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
   int quant_block;
-  bool int8_fold;  // scales folded into Q and P (else applied while converting the tiles)
+  int variant;     // 1 or 2 (0 resolved to the default): see KvCacheArgs::variant
 
   int32_t* error;       // device record of the first bad cache_seqlens entry (decode_error.cu)
 };

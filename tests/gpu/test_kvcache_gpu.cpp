@@ -87,6 +87,7 @@ struct KvCase {
   bool int8 = false;            // the cache quantized by hopattn_kvcache_quantize_int8 (max_len % quant_block == 0)
   int quant_block = 128;
   bool outliers = false;        // K channels 3, d/2 and d-5 scaled x20 before quantization
+  int variant = 0;              // KvCacheArgs::variant (0: the default)
   uint64_t seed = 1;
 
   int batch() const { return int(lens.size()); }
@@ -105,6 +106,7 @@ struct KvCase {
     if (stale_nan) os << " stale-NaN";
     if (int8) os << " int8/qb" << quant_block;
     if (outliers) os << " outliers";
+    if (variant) os << " variant=" << variant;
     os << " seed=" << seed;
     return os.str();
   }
@@ -201,6 +203,7 @@ class KvRun {
     args.causal = c.causal;
     args.num_splits = c.num_splits;
     args.pack_gqa = c.pack_gqa;
+    args.variant = c.variant;
 
     fill_normal(q_.get(), c.dtype, qo_alloc_, c.seed * 7 + 0, c.input_std);
     set_lens(c.lens);
@@ -1029,7 +1032,7 @@ TEST_P(KvCacheGpu, Int8QuantizeMatchesTheHostReference) {
 
 // Accuracy of attention over the int8 cache against the fp64 reference of the unquantized
 // (16-bit) cache, on Gaussian inputs and with outlier K channels (x20), for both ways of applying
-// the scales (int8_variant 1: in the tile conversion, 2: folded into Q and P): it must be no worse
+// the scales (variant 1: in the tile conversion, 2: folded into Q and P): it must be no worse
 // than quantizing and dequantizing on the host and running the 16-bit kernel. The roundings differ
 // (64-key tiles, Q' and P' rounded instead of the dequantized K and V), so "no worse" is read on
 // the RMS error (within 10 %) and the max error (within 50 %); the 16-bit kernel on the
@@ -1061,7 +1064,7 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
       const ErrorStats e_host = o_error(plain_run);
       for (int variant : {1, 2}) {
-        int8_run.args.int8_variant = variant;
+        int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
         const bool ok = e.bad == 0 && e.rel_l2 <= 1.1 * e_host.rel_l2 && e.max_abs <= 1.5 * e_host.max_abs + 1e-6;
         std::printf("%-4s int8 accuracy %s variant %d: O error vs fp64 of the unquantized cache (max / rel-L2): "
@@ -1076,17 +1079,19 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
     }
 }
 
-// Both int8 variants on one ragged, split, packed case against the dequantized reference (the
-// grid above runs the default).
-TEST_P(KvCacheGpu, Int8VariantsMatchTheDequantizedReference) {
+// Both kernel variants (KvCacheArgs::variant) of the 16-bit and the int8 cache on ragged, split,
+// packed and unpacked cases against the reference (the grids above run the default).
+TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  for (int int8 = 0; int8 < 2; ++int8)
   for (int variant : {1, 2})
-    for (int causal = 0; causal < 2; ++causal) {
-      KvCase c = make(cfg, 7, 8, 2, 1152, {1100, 45, 700}, causal != 0, 14000 + variant * 2 + causal);
-      c.int8 = true, c.num_splits = 3, c.quant_block = causal ? 64 : 128, c.outliers = true;
+    for (int causal = 0; causal < 4; ++causal) {
+      KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
+      c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;
+      c.pack_gqa = causal == 3 ? 0 : -1;
+      c.variant = variant;
       KvRun run(c);
-      run.args.int8_variant = variant;
       const CaseResult r = run_case(run, references_of(run));
       std::printf("variant %d: ", variant);
       print_result(c, r);

@@ -110,8 +110,12 @@ Status check_aliasing(const KvCacheArgs& a) {
 
 }  // namespace
 
-KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sm_count) {
+KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   KvCachePlan plan;
+  // CTAs resident at once: the kernel variant decides how many share an SM.
+  const int hdim = int(a.q.shape[3]);
+  const int variant = a.variant != 0 ? a.variant : attention::decode_default_variant(hdim, is_int8(a));
+  const int sm_count = sms * attention::decode_ctas_per_sm(hdim, is_int8(a), variant);
   const int64_t batch = a.q.shape[0], seqlen_q = a.q.shape[1], heads_q = a.q.shape[2];
   const int64_t heads_kv = std::max<int64_t>(a.k_cache.shape[2], 1), group = heads_q / heads_kv;
   const int64_t max_len = a.k_cache.shape[1];
@@ -168,8 +172,8 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
   if (Status s = check_aliasing(a); !s.ok()) return s;
   if (!std::isfinite(a.softmax_scale)) return Status::invalid("softmax_scale: must be finite");
   if (a.num_splits < 0) return Status::invalid(cat("num_splits: ", a.num_splits, " is negative (0 = heuristic)"));
-  if (a.int8_variant < 0 || a.int8_variant > 2)
-    return Status::invalid(cat("int8_variant: ", a.int8_variant, " is not 0 (default), 1 or 2"));
+  if (a.variant < 0 || a.variant > 2)
+    return Status::invalid(cat("variant: ", a.variant, " is not 0 (default), 1 or 2"));
   if (a.pack_gqa < -1 || a.pack_gqa > 1)
     return Status::invalid(cat("pack_gqa: ", a.pack_gqa, " is not -1 (heuristic), 0 or 1"));
   const KvCachePlan plan = plan_kvcache_attention(a, sm_count);
@@ -211,6 +215,7 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.pack_gqa = plan.pack_gqa;
   p.num_splits = plan.num_splits;
   p.workspace = static_cast<float*>(a.workspace);
+  p.variant = a.variant != 0 ? a.variant : attention::decode_default_variant(p.hdim, is_int8(a));
   if (is_int8(a)) {
     p.k_scale = static_cast<const float*>(a.k_scale.data);
     p.ks_batch_stride = a.k_scale.stride[0], p.ks_block_stride = a.k_scale.stride[1];
@@ -218,7 +223,6 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
     p.v_scale = static_cast<const float*>(a.v_scale.data);
     p.vs_batch_stride = a.v_scale.stride[0], p.vs_seq_stride = a.v_scale.stride[1], p.vs_head_stride = a.v_scale.stride[2];
     p.quant_block = a.quant_block;
-    p.int8_fold = a.int8_variant != 1;  // the default: folded (measured faster, docs/perf-log.md)
   }
   return p;
 }

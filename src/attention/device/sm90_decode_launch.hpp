@@ -86,6 +86,9 @@ template <class Traits, class Kernel>
 Status launch_decode_kernel(Kernel kernel, const typename Traits::Params& p, const DecodeGrid& g, Stream stream) {
   HOPATTN_RETURN_IF_CUDA_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSharedBytes));
+  // All of the SM's 228 KB to shared memory: two variant-2 CTAs need exactly that.
+  HOPATTN_RETURN_IF_CUDA_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   kernel<<<g.grid, Traits::kThreads, Traits::kSharedBytes, stream>>>(p);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status();
@@ -111,23 +114,35 @@ Status run_decode_int8(const DecodeParams& dp, Stream stream) {
   return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
 }
 
+template <class Traits>
+Status run_decode_16bit(const DecodeParams& dp, Stream stream) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  constexpr int kHeadDim = Traits::kHeadDim;
+  DecodeGrid g;
+  if (Status s = decode_grid(dp, Traits::kBlockM, &g); !s.ok()) return s;
+  typename Traits::Params p{};
+  const auto box = take<0, 2>(typename Traits::SmemLayoutKV{});
+  p.tma_k = make_cache_tma<Element, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
+  p.tma_v = make_cache_tma<Element, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
+  fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
+  return launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream);
+}
+
 template <class Element, int kHeadDim>
 Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
-  using namespace cute;
-  DecodeGrid g;
   if (dp.cache_dtype == HOPATTN_DTYPE_INT8) {
-    const Status s = dp.int8_fold ? run_decode_int8<DecodeInt8Traits<Element, kHeadDim, true>>(dp, stream)
-                                  : run_decode_int8<DecodeInt8Traits<Element, kHeadDim, false>>(dp, stream);
+    const Status s = dp.variant == 2 ? run_decode_int8<DecodeInt8Traits<Element, kHeadDim, true>>(dp, stream)
+                                     : run_decode_int8<DecodeInt8Traits<Element, kHeadDim, false>>(dp, stream);
     if (!s.ok()) return s;
   } else {
-    using Traits = DecodeTraits<Element, kHeadDim>;
-    if (Status s = decode_grid(dp, Traits::kBlockM, &g); !s.ok()) return s;
-    typename Traits::Params p{};
-    const auto box = take<0, 2>(typename Traits::SmemLayoutKV{});
-    p.tma_k = make_cache_tma<Element, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
-    p.tma_v = make_cache_tma<Element, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
-    fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
-    if (Status s = launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream); !s.ok()) return s;
+    Status s;
+    if constexpr (kHeadDim <= 128)  // variant 2 is variant 1 at hdim 256
+      s = dp.variant == 2 ? run_decode_16bit<DecodeTraits<Element, kHeadDim, 2>>(dp, stream)
+                          : run_decode_16bit<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
+    else
+      s = run_decode_16bit<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
+    if (!s.ok()) return s;
   }
   return launch_decode_combine<Element, kHeadDim>(dp, stream);
 }

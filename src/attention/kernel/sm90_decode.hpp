@@ -41,14 +41,19 @@
 
 namespace hopattn::attention {
 
-// Tile per head dim: 64 query rows; K/V tiles and ring depth so that 96-192 KB of K/V are in
-// flight per SM (one CTA per SM).
-constexpr int decode_block_n(int hdim) { return hdim == 256 ? 64 : 128; }
-constexpr int decode_stages(int hdim) { return hdim == 64 ? 4 : 3; }
+// Tile per head dim and variant (decode_params.hpp): 64 query rows; K/V tiles and ring depth so
+// that 96-192 KB of K/V are in flight per SM. Variant 1: one CTA per SM, 128-key tiles (64 at
+// hdim 256); variant 2 (hdim <= 128): half the shared memory, so two CTAs share an SM and one's
+// prologue and epilogue overlap the other's streaming.
+constexpr int decode_block_n(int hdim, int variant) {
+  return hdim == 256 ? 64 : (variant == 2 && hdim == 128 ? 64 : 128);
+}
+constexpr int decode_stages(int hdim, int variant) { return (variant == 1 && hdim == 64) ? 4 : 3; }
 
-template <class Element_, int kHeadDim_>
-struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim_), decode_stages(kHeadDim_)> {
-  using Base = Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim_), decode_stages(kHeadDim_)>;
+template <class Element_, int kHeadDim_, int kVariant>
+struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim_, kVariant),
+                                decode_stages(kHeadDim_, kVariant)> {
+  using Base = Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim_, kVariant), decode_stages(kHeadDim_, kVariant)>;
   using Element = Element_;
   static constexpr int kThreads = 128;
 
@@ -92,13 +97,25 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 //          a few rows, per tile and stage) and V's per-token scales into P (P' = P ⊙ s_v ·
 //          2^7, the power of two undone on O), so the conversion is byte permutes and one add.
 // Tiles of 64 keys (32 at hdim 256 with kFold, for shared memory) divide both scale blocks.
+// Consumers: two warpgroups taking alternate tiles (each with its own softmax state; merged
+// through shared memory at the end) where registers allow (hdim <= 128 without kFold: ~130
+// registers per consumer thread under the 168 of 384 threads), else one. Converted stages: an
+// even number with two consumers, so that each stage always feeds the same consumer (its
+// conv_full phases then never run ahead of a waiter).
+constexpr int decode_int8_consumers(int hdim, bool fold) { return (!fold && hdim <= 128) ? 2 : 1; }
+constexpr int decode_int8_conv_stages(int hdim, bool fold) {
+  return decode_int8_consumers(hdim, fold) == 2 ? 4 : (hdim == 256 ? 2 : 3);
+}
+
 template <class Element_, int kHeadDim_, bool kFold_>
-struct DecodeInt8Traits
-    : Fa2Traits<Element_, kHeadDim_, 64, (kFold_ && kHeadDim_ == 256) ? 32 : 64, kHeadDim_ == 256 ? 2 : 3> {
-  using Base = Fa2Traits<Element_, kHeadDim_, 64, (kFold_ && kHeadDim_ == 256) ? 32 : 64, kHeadDim_ == 256 ? 2 : 3>;
+struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, (kFold_ && kHeadDim_ == 256) ? 32 : 64,
+                                    decode_int8_conv_stages(kHeadDim_, kFold_)> {
+  using Base = Fa2Traits<Element_, kHeadDim_, 64, (kFold_ && kHeadDim_ == 256) ? 32 : 64,
+                         decode_int8_conv_stages(kHeadDim_, kFold_)>;
   using Element = Element_;
   static constexpr bool kFold = kFold_;
-  static constexpr int kThreads = 256;  // warpgroup 0: TMA + transform; warpgroup 1: WGMMA + softmax
+  static constexpr int kConsumers = decode_int8_consumers(kHeadDim_, kFold_);
+  static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: TMA + transform; then consumers
   static constexpr int kRawStages = kHeadDim_ == 256 ? 2 : 4;
   static constexpr int kConvStages = Base::kStages;
   static constexpr float kVBoost = 128.0f;  // kFold: P' = P · s_v · 2^7 keeps fp16 P' out of subnormals
@@ -601,11 +618,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     return;
   }
 
-  // Consumer warpgroup.
+  // Consumer warpgroups: consumer c takes tiles c, c + kConsumers, ...
+  constexpr int kConsumers = Traits::kConsumers;
+  const int consumer = warpgroup - 1;
   if constexpr (!kFold) {
-    gather_q<Traits>(p, t, sQ, thread, 128);
+    gather_q<Traits>(p, t, sQ, threadIdx.x - 128, 128 * kConsumers);
     cutlass::arch::fence_view_async_shared();
-    cutlass::arch::NamedBarrier::sync(128, 2);
+    cutlass::arch::NamedBarrier::sync(128 * kConsumers, 2);
   }
 
   typename Traits::TiledMmaQK mma_qk;
@@ -627,7 +646,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
   OnlineSoftmax<kRows> softmax(p.softmax_scale);
   CUTE_NO_UNROLL
-  for (int i = 0; i < n_blocks; ++i) {
+  for (int i = consumer; i < n_blocks; i += kConsumers) {
     const int n = t.n_begin + i;
     const int cs = i % kConvStages;
     Barrier::wait(&ss.conv_full[cs], (i / kConvStages) & 1);
@@ -635,7 +654,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     else wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, cs), tSrS);
     warpgroup_wait<0>();
     mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
-    if (i == 0) softmax.template update<true>(tSrS, tOrO);
+    if (i == consumer) softmax.template update<true>(tSrS, tOrO);
     else softmax.template update<false>(tSrS, tOrO);
     if constexpr (kFold) {  // P' = P ⊙ s_v · 2^7, per key column
       auto sp = acc_rowcol(tSrS);
@@ -659,6 +678,38 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
   float lse[kRows];
   softmax.finalize(tOrO, lse);
+  if constexpr (kConsumers == 2) {
+    // Merge the second consumer's (O, LSE) into the first's, thread by thread (both warpgroups
+    // hold the same fragment layout). The raw int8 ring is free once both consumers are past their
+    // loops: the last tile's consumer waited for its conversion, the transform's last raw read.
+    static_assert(cute::cosize_v<typename Traits::SmemLayoutRaw> >= 128 * sizeof(float) * decltype(size(tOrO))::value);
+    float* xchg_o = reinterpret_cast<float*>(ss.k_raw.data());
+    float* xchg_lse = reinterpret_cast<float*>(ss.v_raw.data());
+    cutlass::arch::NamedBarrier::sync(256, 3);
+    if (consumer == 1) {
+      CUTE_UNROLL
+      for (int i = 0; i < size(tOrO); ++i) xchg_o[i * 128 + thread] = tOrO(i);
+      CUTE_UNROLL
+      for (int r = 0; r < kRows; ++r) xchg_lse[r * 128 + thread] = lse[r];
+    }
+    cutlass::arch::NamedBarrier::sync(256, 3);
+    if (consumer == 1) return;
+    auto o = acc_rowcol(tOrO);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const float other = xchg_lse[r * 128 + thread];
+      const float m = fmaxf(lse[r], other);
+      const float wa = m == -INFINITY ? 0.0f : expf(lse[r] - m), wb = m == -INFINITY ? 0.0f : expf(other - m);
+      const float inv = wa + wb > 0.0f ? 1.0f / (wa + wb) : 0.0f;
+      lse[r] = m == -INFINITY ? -INFINITY : m + logf(wa + wb);
+      // o(r, j) is fragment element index_of(r, j); the exchange used the flat fragment index.
+      CUTE_UNROLL
+      for (int j = 0; j < size<1>(o); ++j) {
+        const int flat = o.layout()(r, j);
+        o(r, j) = (wa * o(r, j) + wb * xchg_o[flat * 128 + thread]) * inv;
+      }
+    }
+  }
   store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread);
 }
 
