@@ -13,6 +13,7 @@ using KvCacheArgs = hopattn_kvcache_args_t;
 // How a call will run: the split-KV count, whether the query heads of a KV group are packed
 // into one tile's rows, and the workspace that needs (partial O and LSE per split).
 struct KvCachePlan {
+  int variant = 1;  // the kernel variant (KvCacheArgs::variant, the default resolved)
   int num_splits = 1;
   bool pack_gqa = false;
   size_t workspace_bytes = 0;

@@ -1031,12 +1031,12 @@ TEST_P(KvCacheGpu, Int8QuantizeMatchesTheHostReference) {
 }
 
 // Accuracy of attention over the int8 cache against the fp64 reference of the unquantized
-// (16-bit) cache, on Gaussian inputs and with outlier K channels (x20), for both ways of applying
-// the scales (variant 1: in the tile conversion, 2: folded into Q and P): it must be no worse
-// than quantizing and dequantizing on the host and running the 16-bit kernel. The roundings differ
-// (64-key tiles, Q' and P' rounded instead of the dequantized K and V), so "no worse" is read on
-// the RMS error (within 10 %) and the max error (within 50 %); the 16-bit kernel on the
-// unquantized cache is printed for scale.
+// (16-bit) cache, on Gaussian inputs and with outlier K channels (x20), for both int8 variants
+// (two consumer warpgroups, one): it must be no worse than quantizing and dequantizing on the host
+// and running the 16-bit kernel. The tiles hold the same values; the int8 kernel's 64-key tiles
+// round the softmax differently from the 16-bit kernel's, so "no worse" is read on the RMS error
+// (within 10 %) and the max error (within 50 %); the 16-bit kernel on the unquantized cache is
+// printed for scale.
 TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();

@@ -201,6 +201,9 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   p = plan_kvcache_attention(a, kSms);
   EXPECT_EQ(p.num_splits, 1);
   EXPECT_EQ(p.workspace_bytes, 0u);
+  EXPECT_EQ(p.variant, 2);  // 512 tiles: two CTAs per SM
+  EXPECT_EQ(plan_kvcache_attention(valid_args(), kSms).variant, 1);  // 16 tiles: one CTA per SM, splits
+  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 1);
 }
 
 }  // namespace

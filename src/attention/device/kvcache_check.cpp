@@ -112,16 +112,18 @@ Status check_aliasing(const KvCacheArgs& a) {
 
 KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   KvCachePlan plan;
-  // CTAs resident at once: the kernel variant decides how many share an SM.
-  const int hdim = int(a.q.shape[3]);
-  const int variant = a.variant != 0 ? a.variant : attention::decode_default_variant(hdim, is_int8(a));
-  const int sm_count = sms * attention::decode_ctas_per_sm(hdim, is_int8(a), variant);
   const int64_t batch = a.q.shape[0], seqlen_q = a.q.shape[1], heads_q = a.q.shape[2];
   const int64_t heads_kv = std::max<int64_t>(a.k_cache.shape[2], 1), group = heads_q / heads_kv;
   const int64_t max_len = a.k_cache.shape[1];
+  const int hdim = int(a.q.shape[3]);
   plan.pack_gqa = a.pack_gqa >= 0 ? a.pack_gqa == 1 : (group > 1 && seqlen_q * group <= 2 * kTileRows);
   const int64_t rows = plan.pack_gqa ? seqlen_q * group : seqlen_q;
   const int64_t tiles = batch * (plan.pack_gqa ? heads_kv : heads_q) * ((rows + kTileRows - 1) / kTileRows);
+  // The variant: two CTAs per SM (16-bit, hdim <= 128) pay off once there are tiles for 1.5
+  // waves of one CTA per SM; below that, one CTA per SM with its deeper ring, and split-KV.
+  plan.variant = a.variant != 0 ? a.variant : (!is_int8(a) && hdim <= 128 && tiles * 2 >= int64_t(sms) * 3 ? 2 : 1);
+  // CTAs resident at once: the variant decides how many share an SM.
+  const int sm_count = sms * attention::decode_ctas_per_sm(hdim, is_int8(a), plan.variant);
   const int64_t kv_chunks = std::max<int64_t>((max_len + kSplitKeys - 1) / kSplitKeys, 1);
   if (a.num_splits > 0) {
     plan.num_splits = int(std::min<int64_t>(a.num_splits, kv_chunks));
@@ -215,7 +217,7 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.pack_gqa = plan.pack_gqa;
   p.num_splits = plan.num_splits;
   p.workspace = static_cast<float*>(a.workspace);
-  p.variant = a.variant != 0 ? a.variant : attention::decode_default_variant(p.hdim, is_int8(a));
+  p.variant = plan.variant;
   if (is_int8(a)) {
     p.k_scale = static_cast<const float*>(a.k_scale.data);
     p.ks_batch_stride = a.k_scale.stride[0], p.ks_block_stride = a.k_scale.stride[1];

@@ -132,8 +132,12 @@ Status run_decode_16bit(const DecodeParams& dp, Stream stream) {
 template <class Element, int kHeadDim>
 Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
   if (dp.cache_dtype == HOPATTN_DTYPE_INT8) {
-    const Status s = dp.variant == 2 ? run_decode_int8<DecodeInt8Traits<Element, kHeadDim, true>>(dp, stream)
-                                     : run_decode_int8<DecodeInt8Traits<Element, kHeadDim, false>>(dp, stream);
+    Status s;
+    if constexpr (kHeadDim <= 128)  // variant 1: two consumer warpgroups; 2: one
+      s = dp.variant == 2 ? run_decode_int8<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream)
+                          : run_decode_int8<DecodeInt8Traits<Element, kHeadDim, 2>>(dp, stream);
+    else
+      s = run_decode_int8<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream);
     if (!s.ok()) return s;
   } else {
     Status s;

@@ -87,47 +87,31 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
   };
 };
 
-// The int8 cache (docs/decode.md). K/V tiles arrive by TMA as int8 into a raw ring; the
-// transform warpgroup turns them into Element tiles in a second ring that the consumer
-// warpgroup's WGMMAs read. Two ways to apply the scales (kFold):
-//   false: in the transform, k · s_k and v · s_v rounded to Element (the values a host-side
-//          dequantization gives);
-//   true:  the tiles hold the int8 values exactly (an 8-bit integer is exact in bf16 and fp16)
-//          and the scales go where they are cheap: K's per-channel scales into Q (Q' = Q ⊙ s_k,
-//          a few rows, per tile and stage) and V's per-token scales into P (P' = P ⊙ s_v ·
-//          2^7, the power of two undone on O), so the conversion is byte permutes and one add.
-// Tiles of 64 keys (32 at hdim 256 with kFold, for shared memory) divide both scale blocks.
-// Consumers: two warpgroups taking alternate tiles (each with its own softmax state; merged
-// through shared memory at the end) where registers allow (hdim <= 128 without kFold: ~130
-// registers per consumer thread under the 168 of 384 threads), else one. Converted stages: an
-// even number with two consumers, so that each stage always feeds the same consumer (its
-// conv_full phases then never run ahead of a waiter).
-constexpr int decode_int8_consumers(int hdim, bool fold) { return (!fold && hdim <= 128) ? 2 : 1; }
-constexpr int decode_int8_conv_stages(int hdim, bool fold) {
-  return decode_int8_consumers(hdim, fold) == 2 ? 4 : (hdim == 256 ? 2 : 3);
-}
-
-template <class Element_, int kHeadDim_, bool kFold_>
-struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, (kFold_ && kHeadDim_ == 256) ? 32 : 64,
-                                    decode_int8_conv_stages(kHeadDim_, kFold_)> {
-  using Base = Fa2Traits<Element_, kHeadDim_, 64, (kFold_ && kHeadDim_ == 256) ? 32 : 64,
-                         decode_int8_conv_stages(kHeadDim_, kFold_)>;
+// The int8 cache (docs/decode.md). K/V tiles of 64 keys (which divide both scale blocks) arrive
+// by TMA as int8 into a raw ring; the transform warpgroup turns them into Element tiles, value ·
+// scale rounded as a host-side dequantization would, in a second ring that the consumer
+// warpgroups' WGMMAs read. kConsumers (1 or 2): with two, consumer c takes tiles c, c + 2, ...
+// (each with its own softmax state; merged through shared memory at the end). The converted ring
+// has two stages: with two consumers one per consumer, so each stage always feeds the same
+// consumer and its conv_full phases never run ahead of a waiter. Two consumers need ~130
+// registers per thread, under the 168 of 384 threads: hdim <= 128 only. The raw ring takes what shared memory is left (up to
+// 128 KB): it holds the bytes in flight.
+template <class Element_, int kHeadDim_, int kConsumers_>
+struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
+  using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
-  static constexpr bool kFold = kFold_;
-  static constexpr int kConsumers = decode_int8_consumers(kHeadDim_, kFold_);
+  static constexpr int kConsumers = kConsumers_;
+  static_assert(kConsumers == 1 || (kConsumers == 2 && kHeadDim_ <= 128));
   static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: TMA + transform; then consumers
-  static constexpr int kRawStages = kHeadDim_ == 256 ? 2 : 4;
   static constexpr int kConvStages = Base::kStages;
-  static constexpr float kVBoost = 128.0f;  // kFold: P' = P · s_v · 2^7 keeps fp16 P' out of subnormals
+  static constexpr int kRawTileBytes = 2 * Base::kBlockN * kHeadDim_;  // K + V
+  static constexpr int kRawBudget = kHeadDim_ == 256 ? 64 * 1024 : 128 * 1024;
+  static constexpr int kRawStages = kRawBudget / kRawTileBytes < 16 ? kRawBudget / kRawTileBytes : 16;
   using RawStages = cute::Int<kRawStages>;
-  using ConvStages = cute::Int<kConvStages>;
   // int8 tiles, row-major (key, channel), stage outermost: the transform reads 16-byte chunks.
   using SmemLayoutRaw = cute::Layout<cute::Shape<typename Base::BlockN, typename Base::HeadDim, RawStages>,
                                      cute::Stride<typename Base::HeadDim, cute::_1,
                                                   cute::Int<Base::kBlockN * Base::kHeadDim>>>;
-  // kFold: Q' per converted stage.
-  using SmemLayoutQs = decltype(cute::tile_to_shape(typename Base::SmemAtom{},
-                                                    cute::Shape<typename Base::BlockM, typename Base::HeadDim, ConvStages>{}));
   using TmaLoadRaw = decltype(cute::make_tma_copy(
       cute::SM90_TMA_LOAD{},
       cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), typename Base::GmemLayout{}),
@@ -136,12 +120,10 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, (kFold_ && kHeadDim
 
   struct SharedStorage {
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutQ>, 1024> q;
-    cute::array_aligned<Element, kFold ? cute::cosize_v<SmemLayoutQs> : 8, 1024> qs;
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
     cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRaw>, 128> k_raw;
     cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRaw>, 128> v_raw;
-    float v_scale[kFold ? kConvStages : 1][kFold ? Base::kBlockN : 1];
     alignas(8) uint64_t raw_full[kRawStages];
     alignas(8) uint64_t conv_full[kConvStages];
     alignas(8) uint64_t conv_empty[kConvStages];
@@ -415,26 +397,6 @@ CUTE_DEVICE void int8x4_to_float(uint32_t word, float (&out)[4]) {
   out[3] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7543)) - 8388736.0f;
 }
 
-// Four int8 values to four exact Element values (two packed pairs), no rounding anywhere.
-//   bf16: the floats of int8x4_to_float are exact bf16 numbers, so their upper halves are them.
-//   fp16: 0x64XX is the half 1024 + XX; subtracting 1024 + 128 from the biased byte leaves the value.
-template <class Element>
-CUTE_DEVICE void int8x4_to_element_exact(uint32_t word, uint32_t& lo, uint32_t& hi) {
-  if constexpr (cute::is_same_v<Element, cutlass::half_t>) {
-    const uint32_t u = word ^ 0x80808080u;
-    const __half2 bias = __half2half2(__ushort_as_half(0x6480));  // 1152
-    const uint32_t a = __byte_perm(u, 0x64646464u, 0x4140), b = __byte_perm(u, 0x64646464u, 0x4342);
-    const __half2 ha = __hsub2(*reinterpret_cast<const __half2*>(&a), bias);
-    const __half2 hb = __hsub2(*reinterpret_cast<const __half2*>(&b), bias);
-    lo = *reinterpret_cast<const uint32_t*>(&ha), hi = *reinterpret_cast<const uint32_t*>(&hb);
-  } else {
-    float f[4];
-    int8x4_to_float(word, f);
-    lo = __byte_perm(__float_as_uint(f[0]), __float_as_uint(f[1]), 0x7632);
-    hi = __byte_perm(__float_as_uint(f[2]), __float_as_uint(f[3]), 0x7632);
-  }
-}
-
 // Two floats to a packed pair of Element (round to nearest even), low half first.
 template <class Element>
 CUTE_DEVICE uint32_t pack_pair(float lo, float hi) {
@@ -449,20 +411,17 @@ CUTE_DEVICE uint32_t pack_pair(float lo, float hi) {
 //   warpgroup 0 (transform), thread 0 also the TMA issuer:
 //     raw_full[rs]    1 arrival (thread 0's expect_tx of the K + V bytes); transform threads wait.
 //     conv_full[cs]   128 arrivals (every transform thread, after its writes and a
-//                     fence.proxy.async); the consumer warpgroup waits.
-//     conv_empty[cs]  128 arrivals (every consumer thread once its P·V on the stage is done); the
-//                     transform waits before overwriting the stage (first round passes: parity 1).
+//                     fence.proxy.async); the stage's consumer warpgroup waits.
+//     conv_empty[cs]  128 arrivals (every thread of the stage's consumer once its P·V on it is
+//                     done); the transform waits before overwriting (first round passes: parity 1).
 //     named barrier 1 (128 transform threads): the raw stage is read; thread 0 refills it.
 //     Per tile: scales of the next tile loaded into registers (one tile ahead, to hide their
-//     latency), wait raw_full and conv_empty, convert (see DecodeInt8Traits for kFold), write,
-//     fence, arrive conv_full, barrier 1, refill.
-//     kFold also: Q' = Q ⊙ s_k for the tile's valid rows into the stage's Q' tile (the other rows
-//     stay zero), and s_v · 2^7 of the tile's 64 keys (0 past the length) into shared memory.
-//   warpgroup 1 (consumer): per tile wait conv_full, S = Q·Kᵀ (Q' of the stage with kFold), mask,
-//     online softmax, (kFold: P ⊙ s_v · 2^7), O += P·V, arrive conv_empty; epilogue as bf16
-//     (kFold: O · 2^-7 first).
-// Rows past a sequence's length: scores masked; without kFold their V rows are converted as
-// zeros, with kFold their s_v is 0 (int8 garbage is finite, so 0 · v = 0 either way).
+//     latency), wait raw_full and conv_empty, convert int8 · scale -> Element (rows past the
+//     length as zeros), write, fence, arrive conv_full, barrier 1, refill.
+//   warpgroups 1..kConsumers (consumers): per tile wait conv_full, S = Q·Kᵀ, mask, online
+//     softmax, O += P·V, arrive conv_empty. Two consumers then merge (named barrier 3 over both):
+//     the second writes its O and LSE fragments to the free raw ring, the first combines them by
+//     log-sum-exp weights and runs the epilogue.
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     decode_int8_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
@@ -473,7 +432,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   using HeadDim = typename Traits::HeadDim;
   constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
   constexpr int kRawStages = Traits::kRawStages, kConvStages = Traits::kConvStages;
-  constexpr bool kFold = Traits::kFold;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
 
   extern __shared__ char smem_raw[];
@@ -488,7 +446,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, CONV)
   Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, CONV)
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, BLK_N, CONV)
-  Tensor sQs = make_tensor(make_smem_ptr(ss.qs.data()), typename Traits::SmemLayoutQs{});  // (BLK_M, D, CONV), kFold
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kRawStages; ++s) Barrier::init(&ss.raw_full[s], 1);
@@ -520,18 +477,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     constexpr int kPerThread = cute::max(kBlockN / kRowStep, 1);  // chunks per thread per tile
     const int c0 = (thread % kChunks) * 16, r0 = thread / kChunks;
     const bool has_rows = r0 < kBlockN;  // hdim 256 with 32-key tiles: 128 threads, 32 x 16 chunks
-    const int q_rows = min(kBlockM, t.rows - t.row0);  // valid query rows of the tile (kFold)
-    if constexpr (kFold) {  // Q gathered here (the consumers read only Q'), Q' stages zeroed
-      gather_q<Traits>(p, t, sQ, thread, 128);
-      for (int e = thread; e < int(cute::cosize_v<typename Traits::SmemLayoutQs>) / 8; e += 128)
-        reinterpret_cast<uint4*>(ss.qs.data())[e] = make_uint4(0, 0, 0, 0);
-      cutlass::arch::NamedBarrier::sync(128, 1);
-    }
     const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride + c0;
     const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
-    // Scales of tile n: K's for this thread's 16 channels (its tile rows share one scale block),
-    // V's for its rows (kFold: for key `thread` of the tile). 0 past the length.
-    constexpr int kVs = kFold ? 1 : kPerThread;
+    // Scales of tile n: K's for this thread's 16 channels (the tile's rows share one scale
+    // block), V's for its rows (0 past the length).
+    constexpr int kVs = kPerThread;
     auto load_scales = [&](int n, float (&ks)[16], float (&vs)[kVs]) {
       const float4* ksrc = reinterpret_cast<const float4*>(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride);
       CUTE_UNROLL
@@ -541,8 +491,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
       CUTE_UNROLL
       for (int k = 0; k < kVs; ++k) {
-        const int token = n * kBlockN + (kFold ? thread : r0 + k * kRowStep);
-        vs[k] = token < t.len && (kFold ? thread < kBlockN : has_rows) ? v_scale[token * p.vs_seq_stride] : 0.0f;
+        const int token = n * kBlockN + r0 + k * kRowStep;
+        vs[k] = token < t.len && has_rows ? v_scale[token * p.vs_seq_stride] : 0.0f;
       }
     };
     float ks[16], vs[kVs], ks_next[16], vs_next[kVs];
@@ -567,13 +517,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
           const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
           const uint32_t kw[4] = {kq.x, kq.y, kq.z, kq.w}, vw[4] = {vq.x, vq.y, vq.z, vq.w};
           uint32_t kout[8], vout[8];
-          if constexpr (kFold) {
-            CUTE_UNROLL
-            for (int w = 0; w < 4; ++w) {
-              int8x4_to_element_exact<Element>(kw[w], kout[2 * w], kout[2 * w + 1]);
-              int8x4_to_element_exact<Element>(vw[w], vout[2 * w], vout[2 * w + 1]);
-            }
-          } else {
             const float k_valid = !tail || n * kBlockN + r < t.len ? 1.0f : 0.0f;  // vs[k] is 0 there already
             CUTE_UNROLL
             for (int w = 0; w < 4; ++w) {
@@ -585,29 +528,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
               kout[2 * w] = pack_pair<Element>(kf[0], kf[1]), kout[2 * w + 1] = pack_pair<Element>(kf[2], kf[3]);
               vout[2 * w] = pack_pair<Element>(vf[0], vf[1]), vout[2 * w + 1] = pack_pair<Element>(vf[2], vf[3]);
             }
-          }
           *reinterpret_cast<uint4*>(&sK(r, c0, cs)) = make_uint4(kout[0], kout[1], kout[2], kout[3]);
           *reinterpret_cast<uint4*>(&sK(r, c0 + 8, cs)) = make_uint4(kout[4], kout[5], kout[6], kout[7]);
           *reinterpret_cast<uint4*>(&sV(r, c0, cs)) = make_uint4(vout[0], vout[1], vout[2], vout[3]);
           *reinterpret_cast<uint4*>(&sV(r, c0 + 8, cs)) = make_uint4(vout[4], vout[5], vout[6], vout[7]);
-        }
-      }
-      if constexpr (kFold) {
-        if (thread < kBlockN) ss.v_scale[cs][thread] = vs[0] * Traits::kVBoost;
-        // Q' rows of this stage: the same (row, 16-channel chunk) assignment as the tile's rows.
-        for (int r = r0; r < q_rows; r += kRowStep) {
-          uint32_t out[8];
-          CUTE_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            const uint4 qv = *reinterpret_cast<const uint4*>(&sQ(r, c0 + 8 * h));
-            const Element* qe = reinterpret_cast<const Element*>(&qv);
-            CUTE_UNROLL
-            for (int j = 0; j < 8; j += 2)
-              out[4 * h + j / 2] =
-                  pack_pair<Element>(float(qe[j]) * ks[8 * h + j], float(qe[j + 1]) * ks[8 * h + j + 1]);
-          }
-          *reinterpret_cast<uint4*>(&sQs(r, c0, cs)) = make_uint4(out[0], out[1], out[2], out[3]);
-          *reinterpret_cast<uint4*>(&sQs(r, c0 + 8, cs)) = make_uint4(out[4], out[5], out[6], out[7]);
         }
       }
       cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
@@ -621,18 +545,15 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   // Consumer warpgroups: consumer c takes tiles c, c + kConsumers, ...
   constexpr int kConsumers = Traits::kConsumers;
   const int consumer = warpgroup - 1;
-  if constexpr (!kFold) {
-    gather_q<Traits>(p, t, sQ, threadIdx.x - 128, 128 * kConsumers);
-    cutlass::arch::fence_view_async_shared();
-    cutlass::arch::NamedBarrier::sync(128 * kConsumers, 2);
-  }
+  gather_q<Traits>(p, t, sQ, threadIdx.x - 128, 128 * kConsumers);
+  cutlass::arch::fence_view_async_shared();
+  cutlass::arch::NamedBarrier::sync(128 * kConsumers, 2);
 
   typename Traits::TiledMmaQK mma_qk;
   typename Traits::TiledMmaPV mma_pv;
   auto thr_qk = mma_qk.get_thread_slice(thread);
   auto thr_pv = mma_pv.get_thread_slice(thread);
   Tensor tSrQ = thr_qk.partition_fragment_A(sQ);    // (MMA, MMA_M, MMA_K)
-  Tensor tSrQs = thr_qk.partition_fragment_A(sQs);  // (MMA, MMA_M, MMA_K, CONV)
   Tensor tSrK = thr_qk.partition_fragment_B(sK);
   Tensor tOrV = thr_pv.partition_fragment_B(sVt);
   Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});
@@ -650,32 +571,17 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     const int n = t.n_begin + i;
     const int cs = i % kConvStages;
     Barrier::wait(&ss.conv_full[cs], (i / kConvStages) & 1);
-    if constexpr (kFold) wgmma_issue<true>(mma_qk, tSrQs(_, _, _, cs), tSrK(_, _, _, cs), tSrS);
-    else wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, cs), tSrS);
+    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, cs), tSrS);
     warpgroup_wait<0>();
     mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
     if (i == consumer) softmax.template update<true>(tSrS, tOrO);
     else softmax.template update<false>(tSrS, tOrO);
-    if constexpr (kFold) {  // P' = P ⊙ s_v · 2^7, per key column
-      auto sp = acc_rowcol(tSrS);
-      auto c = acc_rowcol(tScS);
-      CUTE_UNROLL
-      for (int j = 0; j < size<1>(sp); ++j) {
-        const float scale = ss.v_scale[cs][get<1>(c(0, j))];
-        CUTE_UNROLL
-        for (int r = 0; r < kRows; ++r) sp(r, j) *= scale;
-      }
-    }
     convert_fragment<Element>(tSrS, tOrP);
     wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, cs), tOrO);
     warpgroup_wait<0>();
     Barrier::arrive(&ss.conv_empty[cs]);
   }
 
-  if constexpr (kFold) {
-    CUTE_UNROLL
-    for (int i = 0; i < size(tOrO); ++i) tOrO(i) *= 1.0f / Traits::kVBoost;
-  }
   float lse[kRows];
   softmax.finalize(tOrO, lse);
   if constexpr (kConsumers == 2) {
