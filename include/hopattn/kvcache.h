@@ -1,8 +1,7 @@
 /* hopattn — attention over a KV cache (decode, speculative decoding, chunked prefill).
  *
- * STATUS: the interface, its argument checks, the workspace query and the CPU references are in
- * place; the decode kernels are not built yet, so hopattn_kvcache_attention returns
- * HOPATTN_NOT_SUPPORTED after checking its arguments. See docs/decode.md.
+ * Kernels for 16-bit and int8 caches, query-head packing and split-KV: docs/decode.md.
+ * seqlen_q == 0, batch == 0 or heads_q == 0 is a no-op.
  *
  *   q              (batch, seqlen_q, heads_q, hdim)        bf16 or fp16; seqlen_q small (1 for decode)
  *   k_cache        (batch, max_seqlen_k, heads_kv, hdim)   same dtype as q, or int8 (quantized cache)
@@ -10,7 +9,7 @@
  *   cache_seqlens  (batch)                                 int32, device memory: the valid length of
  *                                                          each sequence's cache (0 .. max_seqlen_k)
  *   o              (batch, seqlen_q, heads_q, hdim)        same dtype as q
- *   lse            (batch, heads_q, seqlen_q)              float32, optional
+ *   lse            (batch, heads_q, seqlen_q)              float32, optional, any strides
  *   k_scale        int8 cache only: (batch, max_seqlen_k / quant_block, heads_kv, hdim) float32,
  *                  one scale per (block of quant_block tokens, kv-head, channel)
  *   v_scale        int8 cache only: (batch, max_seqlen_k, heads_kv) float32, one per (token, kv-head)
@@ -60,7 +59,7 @@ hopattn_status_t hopattn_kvcache_attention(const hopattn_kvcache_args_t* args, v
 
 /* cache_seqlens lives in device memory, so the kernels check it: a sequence whose length is
  * negative or larger than max_seqlen_k, or (causal) shorter than seqlen_q, gets NaN in all its O
- * and LSE rows instead of an answer, and the first such sequence of the process is recorded.
+ * and LSE rows instead of an answer, and the first such sequence is recorded (one record per device).
  * This call waits for `stream`, then returns HOPATTN_INVALID_ARGUMENT naming the recorded
  * sequence and its length (and clears the record), or HOPATTN_OK. It is separate from the
  * attention call so that a decode step stays asynchronous and graph-capturable. */

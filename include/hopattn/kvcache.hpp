@@ -27,7 +27,7 @@ Status check_kvcache_attention(const KvCacheArgs& args, const DeviceContext& con
 // tiles cannot fill the SMs; pack the query heads of a group when seqlen_q · group fits a tile.
 KvCachePlan plan_kvcache_attention(const KvCacheArgs& args, int sm_count);
 
-// Checks, then runs. The decode kernels are not built yet: returns kNotSupported after the checks.
+// Checks, then enqueues the decode kernels (and the split-KV combine) on `stream`; no host sync.
 Status kvcache_attention(const KvCacheArgs& args, Stream stream);
 
 // Waits for `stream`; reports (and clears) the first sequence the kernels found with a bad
