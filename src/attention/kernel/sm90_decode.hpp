@@ -283,60 +283,6 @@ CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTil
   }
 }
 
-// The consumer side both decode kernels share: one warpgroup (thread = its index in it) runs
-// S = Q·Kᵀ, the mask, the online softmax and O += P·V over the tiles i = first, first + step, ...
-// below n_blocks, stage i % kStages. Pipeline hooks: wait_k(i, stage) before S; before_pv(i, n,
-// stage) between the softmax and P·V (waits for V, may edit its tile); done(i, stage) once P·V
-// has completed. Then finish(tOrO, tOcO, tScS, lse) gets O normalised and the rows' LSE.
-template <class Traits, int kStages, class TensorQ, class TensorK, class TensorVt, class WaitK, class BeforePV,
-          class Done, class Finish>
-CUTE_DEVICE void decode_consume(typename Traits::Params const& p, DecodeTile const& t, TensorQ const& sQ,
-                                TensorK const& sK, TensorVt const& sVt, int thread, int first, int step,
-                                WaitK&& wait_k, BeforePV&& before_pv, Done&& done, Finish&& finish) {
-  using namespace cute;
-  using Element = typename Traits::Element;
-  using BlockM = typename Traits::BlockM;
-  using BlockN = typename Traits::BlockN;
-  using HeadDim = typename Traits::HeadDim;
-  typename Traits::TiledMmaQK mma_qk;
-  typename Traits::TiledMmaPV mma_pv;
-  auto thr_qk = mma_qk.get_thread_slice(thread);
-  auto thr_pv = mma_pv.get_thread_slice(thread);
-  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);                         // (MMA, MMA_M, MMA_K)
-  Tensor tSrK = thr_qk.partition_fragment_B(sK);                         // (MMA, MMA_N, MMA_K, PIPE)
-  Tensor tOrV = thr_pv.partition_fragment_B(sVt);                        // (MMA, MMA_N, MMA_K, PIPE)
-  Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});   // (MMA, MMA_M, MMA_N)
-  Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});  // (MMA, MMA_M, MMA_N)
-  Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
-  Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<BlockM, HeadDim>{}));
-  Tensor tOrP = make_tensor_like<Element>(tSrS);
-  Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));
-  clear(tOrO);
-
-  constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
-  OnlineSoftmax<kRows> softmax(p.softmax_scale);
-  const int n_blocks = t.n_end - t.n_begin;
-  CUTE_NO_UNROLL
-  for (int i = first; i < n_blocks; i += step) {
-    const int n = t.n_begin + i;
-    const int stage = i % kStages;
-    wait_k(i, stage);
-    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
-    warpgroup_wait<0>();
-    mask_decode_scores<Traits::kBlockN>(t, n, tSrS, tScS);
-    if (i == first) softmax.template update<true>(tSrS, tOrO);
-    else softmax.template update<false>(tSrS, tOrO);
-    convert_fragment<Element>(tSrS, tOrP);
-    before_pv(i, n, stage);
-    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
-    warpgroup_wait<0>();
-    done(i, stage);
-  }
-  float lse[kRows];
-  softmax.finalize(tOrO, lse);
-  finish(tOrO, tOcO, tScS, lse);
-}
-
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   using namespace cute;
@@ -393,27 +339,52 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   cutlass::arch::fence_view_async_shared();
   __syncthreads();
 
-  const int thread = threadIdx.x;
-  decode_consume<Traits, kStages>(
-      p, t, sQ, sK, sVt, thread, 0, 1,
-      [&](int i, int stage) { Barrier::wait(&ss.k_full[stage], (i / kStages) & 1); },
-      [&](int i, int n, int stage) {
-        Barrier::wait(&ss.v_full[stage], (i / kStages) & 1);
-        if ((n + 1) * kBlockN > t.len) {  // the tile holding the end of the cache: zero V's rows past it
-          const int first = t.len - n * kBlockN;
-          for (int e = thread; e < (kBlockN - first) * kChunks; e += Traits::kThreads)
-            *reinterpret_cast<uint4*>(&sV(first + e / kChunks, (e % kChunks) * 8, stage)) = make_uint4(0, 0, 0, 0);
-          cutlass::arch::fence_view_async_shared();
-          __syncthreads();
-        }
-      },
-      [&](int i, int stage) {
-        __syncthreads();  // no thread reads this stage any more
-        if (is_tma_thread && i + kStages < n_blocks) load_kv(t.n_begin + i + kStages, stage);
-      },
-      [&](auto& tOrO, auto const& tOcO, auto const& tScS, auto& lse) {
-        store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread);
-      });
+  typename Traits::TiledMmaQK mma_qk;
+  typename Traits::TiledMmaPV mma_pv;
+  auto thr_qk = mma_qk.get_thread_slice(threadIdx.x);
+  auto thr_pv = mma_pv.get_thread_slice(threadIdx.x);
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);                         // (MMA, MMA_M, MMA_K)
+  Tensor tSrK = thr_qk.partition_fragment_B(sK);                         // (MMA, MMA_N, MMA_K, PIPE)
+  Tensor tOrV = thr_pv.partition_fragment_B(sVt);                        // (MMA, MMA_N, MMA_K, PIPE)
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});   // (MMA, MMA_M, MMA_N)
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});  // (MMA, MMA_M, MMA_N)
+  Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
+  Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<BlockM, HeadDim>{}));
+  Tensor tOrP = make_tensor_like<Element>(tSrS);
+  Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));
+  clear(tOrO);
+
+  constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
+  OnlineSoftmax<kRows> softmax(p.softmax_scale);
+  CUTE_NO_UNROLL
+  for (int i = 0; i < n_blocks; ++i) {
+    const int n = t.n_begin + i;
+    const int stage = i % kStages;
+    const uint32_t phase = (i / kStages) & 1;
+    Barrier::wait(&ss.k_full[stage], phase);
+    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
+    warpgroup_wait<0>();
+    mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
+    if (i == 0) softmax.template update<true>(tSrS, tOrO);
+    else softmax.template update<false>(tSrS, tOrO);
+    convert_fragment<Element>(tSrS, tOrP);
+    Barrier::wait(&ss.v_full[stage], phase);
+    if ((n + 1) * kBlockN > t.len) {  // the tile holding the end of the cache: zero V's rows past it
+      const int first = t.len - n * kBlockN;
+      for (int e = threadIdx.x; e < (kBlockN - first) * kChunks; e += Traits::kThreads)
+        *reinterpret_cast<uint4*>(&sV(first + e / kChunks, (e % kChunks) * 8, stage)) = make_uint4(0, 0, 0, 0);
+      cutlass::arch::fence_view_async_shared();
+      __syncthreads();
+    }
+    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
+    warpgroup_wait<0>();
+    __syncthreads();  // no thread reads this stage any more
+    if (is_tma_thread && i + kStages < n_blocks) load_kv(n + kStages, stage);
+  }
+
+  float lse[kRows];
+  softmax.finalize(tOrO, lse);
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x);
 }
 
 // Four int8 values (one 32-bit word) to exact floats without I2F: each byte, biased to unsigned,
@@ -578,47 +549,74 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   cutlass::arch::fence_view_async_shared();
   cutlass::arch::NamedBarrier::sync(128 * kConsumers, 2);
 
-  decode_consume<Traits, kConvStages>(
-      p, t, sQ, sK, sVt, thread, consumer, kConsumers,
-      [&](int i, int stage) { Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1); },
-      [](int, int, int) {},
-      [&](int, int stage) { Barrier::arrive(&ss.conv_empty[stage]); },
-      [&](auto& tOrO, auto const& tOcO, auto const& tScS, auto& lse) {
-        if constexpr (kConsumers == 2) {
-          constexpr int kRows = sizeof(lse) / sizeof(float);
-          // Merge the second consumer's (O, LSE) into the first's, thread by thread (both warpgroups
-          // hold the same fragment layout). The raw int8 ring is free once both consumers are past their
-          // loops: the last tile's consumer waited for its conversion, the transform's last raw read.
-          static_assert(cute::cosize_v<typename Traits::SmemLayoutRaw> >= 128 * sizeof(float) * decltype(size(tOrO))::value);
-          float* xchg_o = reinterpret_cast<float*>(ss.k_raw.data());
-          float* xchg_lse = reinterpret_cast<float*>(ss.v_raw.data());
-          cutlass::arch::NamedBarrier::sync(256, 3);
-          if (consumer == 1) {
-            CUTE_UNROLL
-            for (int i = 0; i < size(tOrO); ++i) xchg_o[i * 128 + thread] = tOrO(i);
-            CUTE_UNROLL
-            for (int r = 0; r < kRows; ++r) xchg_lse[r * 128 + thread] = lse[r];
-          }
-          cutlass::arch::NamedBarrier::sync(256, 3);
-          if (consumer == 1) return;
-          auto o = acc_rowcol(tOrO);
-          CUTE_UNROLL
-          for (int r = 0; r < kRows; ++r) {
-            const float other = xchg_lse[r * 128 + thread];
-            const float m = fmaxf(lse[r], other);
-            const float wa = m == -INFINITY ? 0.0f : expf(lse[r] - m), wb = m == -INFINITY ? 0.0f : expf(other - m);
-            const float inv = wa + wb > 0.0f ? 1.0f / (wa + wb) : 0.0f;
-            lse[r] = m == -INFINITY ? -INFINITY : m + logf(wa + wb);
-            // o(r, j) is fragment element index_of(r, j); the exchange used the flat fragment index.
-            CUTE_UNROLL
-            for (int j = 0; j < size<1>(o); ++j) {
-              const int flat = o.layout()(r, j);
-              o(r, j) = (wa * o(r, j) + wb * xchg_o[flat * 128 + thread]) * inv;
-            }
-          }
-        }
-        store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread);
-      });
+  typename Traits::TiledMmaQK mma_qk;
+  typename Traits::TiledMmaPV mma_pv;
+  auto thr_qk = mma_qk.get_thread_slice(thread);
+  auto thr_pv = mma_pv.get_thread_slice(thread);
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);    // (MMA, MMA_M, MMA_K)
+  Tensor tSrK = thr_qk.partition_fragment_B(sK);
+  Tensor tOrV = thr_pv.partition_fragment_B(sVt);
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});
+  Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
+  Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<BlockM, HeadDim>{}));
+  Tensor tOrP = make_tensor_like<Element>(tSrS);
+  Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));
+  clear(tOrO);
+
+  constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
+  OnlineSoftmax<kRows> softmax(p.softmax_scale);
+  CUTE_NO_UNROLL
+  for (int i = consumer; i < n_blocks; i += kConsumers) {
+    const int n = t.n_begin + i;
+    const int cs = i % kConvStages;
+    Barrier::wait(&ss.conv_full[cs], (i / kConvStages) & 1);
+    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, cs), tSrS);
+    warpgroup_wait<0>();
+    mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
+    if (i == consumer) softmax.template update<true>(tSrS, tOrO);
+    else softmax.template update<false>(tSrS, tOrO);
+    convert_fragment<Element>(tSrS, tOrP);
+    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, cs), tOrO);
+    warpgroup_wait<0>();
+    Barrier::arrive(&ss.conv_empty[cs]);
+  }
+
+  float lse[kRows];
+  softmax.finalize(tOrO, lse);
+  if constexpr (kConsumers == 2) {
+    // Merge the second consumer's (O, LSE) into the first's, thread by thread (both warpgroups
+    // hold the same fragment layout). The raw int8 ring is free once both consumers are past their
+    // loops: the last tile's consumer waited for its conversion, the transform's last raw read.
+    static_assert(cute::cosize_v<typename Traits::SmemLayoutRaw> >= 128 * sizeof(float) * decltype(size(tOrO))::value);
+    float* xchg_o = reinterpret_cast<float*>(ss.k_raw.data());
+    float* xchg_lse = reinterpret_cast<float*>(ss.v_raw.data());
+    cutlass::arch::NamedBarrier::sync(256, 3);
+    if (consumer == 1) {
+      CUTE_UNROLL
+      for (int i = 0; i < size(tOrO); ++i) xchg_o[i * 128 + thread] = tOrO(i);
+      CUTE_UNROLL
+      for (int r = 0; r < kRows; ++r) xchg_lse[r * 128 + thread] = lse[r];
+    }
+    cutlass::arch::NamedBarrier::sync(256, 3);
+    if (consumer == 1) return;
+    auto o = acc_rowcol(tOrO);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const float other = xchg_lse[r * 128 + thread];
+      const float m = fmaxf(lse[r], other);
+      const float wa = m == -INFINITY ? 0.0f : expf(lse[r] - m), wb = m == -INFINITY ? 0.0f : expf(other - m);
+      const float inv = wa + wb > 0.0f ? 1.0f / (wa + wb) : 0.0f;
+      lse[r] = m == -INFINITY ? -INFINITY : m + logf(wa + wb);
+      // o(r, j) is fragment element index_of(r, j); the exchange used the flat fragment index.
+      CUTE_UNROLL
+      for (int j = 0; j < size<1>(o); ++j) {
+        const int flat = o.layout()(r, j);
+        o(r, j) = (wa * o(r, j) + wb * xchg_o[flat * 128 + thread]) * inv;
+      }
+    }
+  }
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread);
 }
 
 // Split-KV merge: one warp per output row (b, q-head, position), kHeadDim / 32 channels per lane.
