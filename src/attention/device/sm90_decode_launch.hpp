@@ -84,9 +84,15 @@ Status launch_decode_combine(const DecodeParams& dp, Stream stream) {
 
 template <class Traits, class Kernel>
 Status launch_decode_kernel(Kernel kernel, const typename Traits::Params& p, const DecodeGrid& g, Stream stream) {
+  int device = 0, smem_optin = 0;
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (Traits::kSharedBytes > smem_optin)
+    return Status::unsupported("kvcache attention: the decode tile needs " + std::to_string(Traits::kSharedBytes) +
+                               " bytes of shared memory, the device allows " + std::to_string(smem_optin));
   HOPATTN_RETURN_IF_CUDA_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSharedBytes));
-  // All of the SM's 228 KB to shared memory: two variant-2 CTAs need exactly that.
+  // All of the SM's shared memory carve-out: two variant-2 CTAs need all of it on an H100/H200.
   HOPATTN_RETURN_IF_CUDA_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   kernel<<<g.grid, Traits::kThreads, Traits::kSharedBytes, stream>>>(p);

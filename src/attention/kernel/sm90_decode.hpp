@@ -128,8 +128,7 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
     alignas(8) uint64_t conv_full[kConvStages];
     alignas(8) uint64_t conv_empty[kConvStages];
   };
-  static constexpr int kSharedBytes = int(sizeof(SharedStorage));
-  static_assert(kSharedBytes <= 227 * 1024, "int8 decode tile does not fit in shared memory");
+  static constexpr int kSharedBytes = int(sizeof(SharedStorage));  // checked against the device at launch
 
   struct Params {
     TmaLoadRaw tma_k, tma_v;
@@ -153,6 +152,13 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
     int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
     int quant_block;
   };
+};
+
+// Named barriers of the int8 kernel (ids past CUTLASS's reserved ones; __syncthreads is id 0).
+enum class DecodeNamedBarrier : uint32_t {
+  kTransform = 1,      // the 128 transform threads: a raw stage is read and may be refilled
+  kConsumersQ = 2,     // all consumer threads: the Q tile is gathered
+  kConsumerMerge = 3,  // both consumers (256 threads): loops done / second consumer's O written
 };
 
 // Records the first bad cache_seqlens entry: error = {1, batch index, length}.
@@ -414,12 +420,12 @@ CUTE_DEVICE uint32_t pack_pair(float lo, float hi) {
 //                     fence.proxy.async); the stage's consumer warpgroup waits.
 //     conv_empty[cs]  128 arrivals (every thread of the stage's consumer once its P·V on it is
 //                     done); the transform waits before overwriting (first round passes: parity 1).
-//     named barrier 1 (128 transform threads): the raw stage is read; thread 0 refills it.
+//     named barrier kTransform (128 transform threads): the raw stage is read; thread 0 refills it.
 //     Per tile: scales of the next tile loaded into registers (one tile ahead, to hide their
 //     latency), wait raw_full and conv_empty, convert int8 · scale -> Element (rows past the
 //     length as zeros), write, fence, arrive conv_full, barrier 1, refill.
 //   warpgroups 1..kConsumers (consumers): per tile wait conv_full, S = Q·Kᵀ, mask, online
-//     softmax, O += P·V, arrive conv_empty. Two consumers then merge (named barrier 3 over both):
+//     softmax, O += P·V, arrive conv_empty. Two consumers then merge (kConsumerMerge over both):
 //     the second writes its O and LSE fragments to the free raw ring, the first combines them by
 //     log-sum-exp weights and runs the epilogue.
 template <class Traits>
@@ -536,7 +542,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
       cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
       Barrier::arrive(&ss.conv_full[cs]);
-      cutlass::arch::NamedBarrier::sync(128, 1);  // every transform thread is done with raw stage rs
+      // Every transform thread is done with raw stage rs.
+      cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));
       if (thread == 0 && i + kRawStages < n_blocks) load_raw(n + kRawStages, rs);
     }
     return;
@@ -547,7 +554,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const int consumer = warpgroup - 1;
   gather_q<Traits>(p, t, sQ, threadIdx.x - 128, 128 * kConsumers);
   cutlass::arch::fence_view_async_shared();
-  cutlass::arch::NamedBarrier::sync(128 * kConsumers, 2);
+  cutlass::arch::NamedBarrier::sync(128 * kConsumers, uint32_t(DecodeNamedBarrier::kConsumersQ));
 
   typename Traits::TiledMmaQK mma_qk;
   typename Traits::TiledMmaPV mma_pv;
@@ -591,14 +598,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     static_assert(cute::cosize_v<typename Traits::SmemLayoutRaw> >= 128 * sizeof(float) * decltype(size(tOrO))::value);
     float* xchg_o = reinterpret_cast<float*>(ss.k_raw.data());
     float* xchg_lse = reinterpret_cast<float*>(ss.v_raw.data());
-    cutlass::arch::NamedBarrier::sync(256, 3);
+    cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
     if (consumer == 1) {
       CUTE_UNROLL
       for (int i = 0; i < size(tOrO); ++i) xchg_o[i * 128 + thread] = tOrO(i);
       CUTE_UNROLL
       for (int r = 0; r < kRows; ++r) xchg_lse[r * 128 + thread] = lse[r];
     }
-    cutlass::arch::NamedBarrier::sync(256, 3);
+    cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
     if (consumer == 1) return;
     auto o = acc_rowcol(tOrO);
     CUTE_UNROLL
