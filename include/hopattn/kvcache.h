@@ -45,9 +45,8 @@ typedef struct hopattn_kvcache_args {
   size_t workspace_bytes;
   int32_t variant;       /* kernel variant, for ablations (docs/decode.md); 0 = the default.
                             bf16/fp16 cache: 1 = 128-key tiles, one CTA per SM; 2 = 64-key tiles,
-                            two CTAs per SM (hdim <= 128). int8 cache: 1 = scales applied while
-                            converting the tiles, two consumer warpgroups (hdim <= 128); 2 = scales
-                            folded into Q and P, one consumer. */
+                            two CTAs per SM (hdim <= 128). int8 cache: 1 = two consumer
+                            warpgroups (hdim <= 128), 2 = one. */
 } hopattn_kvcache_args_t;
 
 /* Bytes of device workspace a call with these arguments needs (partial O and LSE of split-KV);
