@@ -59,20 +59,6 @@ hopattn_dtype_t dtype_from_name(const std::string& name) {
   throw std::invalid_argument("cache dtype " + name);
 }
 
-Tensor vec_i32(void* data, int64_t n) {
-  Tensor t{};
-  t.data = data, t.dtype = HOPATTN_DTYPE_INT32, t.rank = 1, t.shape[0] = n, t.stride[0] = 1;
-  return t;
-}
-
-Tensor contiguous3(void* data, DType dtype, int64_t d0, int64_t d1, int64_t d2) {
-  Tensor t{};
-  t.data = data, t.dtype = dtype, t.rank = 3;
-  t.shape[0] = d0, t.shape[1] = d1, t.shape[2] = d2;
-  t.stride[0] = d1 * d2, t.stride[1] = d2, t.stride[2] = 1;
-  return t;
-}
-
 Status from_c(const hopattn_status_t& s) { return Status(StatusCode(s.code), s.message); }
 
 std::string fmt(const char* f, double x) {
@@ -257,12 +243,12 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             args.q = tensor_bshd(q.get(), q_dtype, batch, qlen, heads_q, hdim);
             args.k_cache = tensor_bshd(k.get(), cache_dtype, batch, len, heads_kv, hdim);
             args.v_cache = tensor_bshd(v.get(), cache_dtype, batch, len, heads_kv, hdim);
-            args.cache_seqlens = vec_i32(seqlens.get(), batch);
+            args.cache_seqlens = tensor_seqlens(seqlens.as<int32_t>(), batch);
             args.o = tensor_bshd(o.get(), q_dtype, batch, qlen, heads_q, hdim);
             if (int8) {
               args.k_scale = tensor_bshd(k_scale.get(), HOPATTN_DTYPE_FP32, batch, (len + kQuantBlock - 1) / kQuantBlock,
                                          heads_kv, hdim);
-              args.v_scale = contiguous3(v_scale.get(), HOPATTN_DTYPE_FP32, batch, len, heads_kv);
+              args.v_scale = tensor_v_scale(v_scale.as<float>(), batch, len, heads_kv);
               args.quant_block = kQuantBlock;
             }
             args.causal = 1;

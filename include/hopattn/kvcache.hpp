@@ -10,6 +10,11 @@ namespace hopattn {
 
 using KvCacheArgs = hopattn_kvcache_args_t;
 
+// Contiguous descriptors of the KV-cache call's small tensors: cache_seqlens (batch) int32 and
+// the int8 cache's v_scale (batch, seqlen, heads_kv) fp32.
+Tensor tensor_seqlens(int32_t* data, long long batch);
+Tensor tensor_v_scale(float* data, long long batch, long long seqlen, long long heads_kv);
+
 // How a call will run: the split-KV count, whether the query heads of a KV group are packed
 // into one tile's rows, and the workspace that needs (partial O and LSE per split).
 struct KvCachePlan {

@@ -112,12 +112,6 @@ struct KvCase {
   }
 };
 
-Tensor vec_i32(void* data, int64_t n) {
-  Tensor t{};
-  t.data = data, t.dtype = HOPATTN_DTYPE_INT32, t.rank = 1, t.shape[0] = n, t.stride[0] = 1;
-  return t;
-}
-
 // The logical elements of a rank-4 view (shape, strides of `t`) starting `offset` elements into
 // `full`, in contiguous order.
 std::vector<float> gather4(const std::vector<float>& full, int64_t offset, const Tensor& t) {
@@ -190,15 +184,11 @@ class KvRun {
       args.k_cache = tensor_bshd(kq_.get(), HOPATTN_DTYPE_INT8, b, c.max_len, hkv, d);
       args.v_cache = tensor_bshd(vq_.get(), HOPATTN_DTYPE_INT8, b, c.max_len, hkv, d);
       args.k_scale = tensor_bshd(ks_.get(), HOPATTN_DTYPE_FP32, b, c.max_len / c.quant_block, hkv, d);
-      Tensor vs{};
-      vs.data = vs_.get(), vs.dtype = HOPATTN_DTYPE_FP32, vs.rank = 3;
-      vs.shape[0] = b, vs.shape[1] = c.max_len, vs.shape[2] = hkv;
-      vs.stride[2] = 1, vs.stride[1] = hkv, vs.stride[0] = int64_t(c.max_len) * hkv;
-      args.v_scale = vs;
+      args.v_scale = tensor_v_scale(vs_.as<float>(), b, c.max_len, hkv);
       args.quant_block = c.quant_block;
     }
     lens_ = DeviceBuffer(std::max<size_t>(size_t(b), 1) * sizeof(int32_t));
-    args.cache_seqlens = vec_i32(lens_.get(), b);
+    args.cache_seqlens = tensor_seqlens(lens_.as<int32_t>(), b);
     args.softmax_scale = c.scale;
     args.causal = c.causal;
     args.num_splits = c.num_splits;

@@ -12,19 +12,13 @@ namespace {
 constexpr int kSms = 132;
 void* fake(uintptr_t a) { return reinterpret_cast<void*>(a); }
 
-Tensor vec_i32(void* data, int64_t n) {
-  Tensor t{};
-  t.data = data, t.dtype = HOPATTN_DTYPE_INT32, t.rank = 1, t.shape[0] = n, t.stride[0] = 1;
-  return t;
-}
-
 // Decode with GQA 8:1: q (4, 1, 32, 128) bf16, cache (4, 8192, 4, 128) bf16.
 KvCacheArgs valid_args() {
   KvCacheArgs a{};
   a.q = tensor_bshd(fake(0x10000000), HOPATTN_DTYPE_BF16, 4, 1, 32, 128);
   a.k_cache = tensor_bshd(fake(0x100000000), HOPATTN_DTYPE_BF16, 4, 8192, 4, 128);
   a.v_cache = tensor_bshd(fake(0x200000000), HOPATTN_DTYPE_BF16, 4, 8192, 4, 128);
-  a.cache_seqlens = vec_i32(fake(0x30000000), 4);
+  a.cache_seqlens = tensor_seqlens(static_cast<int32_t*>(fake(0x30000000)), 4);
   a.o = tensor_bshd(fake(0x40000000), HOPATTN_DTYPE_BF16, 4, 1, 32, 128);
   a.lse = tensor_lse(static_cast<float*>(fake(0x50000000)), 4, 32, 1);
   a.causal = 1;
@@ -41,11 +35,7 @@ KvCacheArgs int8_args() {
   for (Tensor* t : {&a.k_cache, &a.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_INT8, 4, 8192, 4, 128);
   a.quant_block = 128;
   a.k_scale = tensor_bshd(fake(0x70000000), HOPATTN_DTYPE_FP32, 4, 64, 4, 128);  // (b, blocks, hkv, d)
-  Tensor vs{};
-  vs.data = fake(0x80000000), vs.dtype = HOPATTN_DTYPE_FP32, vs.rank = 3;
-  vs.shape[0] = 4, vs.shape[1] = 8192, vs.shape[2] = 4;
-  vs.stride[2] = 1, vs.stride[1] = 4, vs.stride[0] = 8192 * 4;
-  a.v_scale = vs;
+  a.v_scale = tensor_v_scale(static_cast<float*>(fake(0x80000000)), 4, 8192, 4);
   return a;
 }
 
@@ -114,11 +104,7 @@ KvCacheQuantizeArgs quantize_args() {
   a.k_int8 = tensor_bshd(fake(0x30000000), HOPATTN_DTYPE_INT8, 2, 256, 4, 128);
   a.v_int8 = tensor_bshd(fake(0x40000000), HOPATTN_DTYPE_INT8, 2, 256, 4, 128);
   a.k_scale = tensor_bshd(fake(0x50000000), HOPATTN_DTYPE_FP32, 2, 2, 4, 128);
-  Tensor vs{};
-  vs.data = fake(0x60000000), vs.dtype = HOPATTN_DTYPE_FP32, vs.rank = 3;
-  vs.shape[0] = 2, vs.shape[1] = 256, vs.shape[2] = 4;
-  vs.stride[2] = 1, vs.stride[1] = 4, vs.stride[0] = 256 * 4;
-  a.v_scale = vs;
+  a.v_scale = tensor_v_scale(static_cast<float*>(fake(0x60000000)), 2, 256, 4);
   a.quant_block = 128;
   return a;
 }

@@ -110,6 +110,16 @@ Status check_aliasing(const KvCacheArgs& a) {
 
 }  // namespace
 
+Tensor tensor_seqlens(int32_t* data, long long batch) {
+  Tensor t{};
+  t.data = data, t.dtype = HOPATTN_DTYPE_INT32, t.rank = 1, t.shape[0] = batch, t.stride[0] = 1;
+  return t;
+}
+
+Tensor tensor_v_scale(float* data, long long batch, long long seqlen, long long heads_kv) {
+  return tensor_lse(data, batch, seqlen, heads_kv);  // the same contiguous rank-3 fp32 layout
+}
+
 KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   KvCachePlan plan;
   const int64_t batch = a.q.shape[0], seqlen_q = a.q.shape[1], heads_q = a.q.shape[2];

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "attention/decode_params.hpp"
 #include "attention/kernel/sm90_decode.hpp"
@@ -100,39 +101,35 @@ Status launch_decode_kernel(Kernel kernel, const typename Traits::Params& p, con
   return Status();
 }
 
+// One split kernel: DecodeTraits (16-bit cache, TMA boxes of Element) or DecodeInt8Traits (raw
+// int8 boxes, plus the scales).
 template <class Traits>
-Status run_decode_int8(const DecodeParams& dp, Stream stream) {
+Status run_decode_split(const DecodeParams& dp, Stream stream) {
   using namespace cute;
   using Element = typename Traits::Element;
   constexpr int kHeadDim = Traits::kHeadDim;
+  constexpr bool kInt8 = Traits::kInt8Cache;
+  using CacheElement = std::conditional_t<kInt8, int8_t, Element>;
   DecodeGrid g;
   if (Status s = decode_grid(dp, Traits::kBlockM, &g); !s.ok()) return s;
   typename Traits::Params p{};
-  const auto box = take<0, 2>(typename Traits::SmemLayoutRaw{});
-  p.tma_k = make_cache_tma<int8_t, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
-  p.tma_v = make_cache_tma<int8_t, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
+  const auto box = [] {
+    if constexpr (kInt8) return take<0, 2>(typename Traits::SmemLayoutRaw{});
+    else return take<0, 2>(typename Traits::SmemLayoutKV{});
+  }();
+  p.tma_k = make_cache_tma<CacheElement, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
+  p.tma_v = make_cache_tma<CacheElement, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
   fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
-  p.k_scale = dp.k_scale;
-  p.ks_batch_stride = dp.ks_batch_stride, p.ks_block_stride = dp.ks_block_stride, p.ks_head_stride = dp.ks_head_stride;
-  p.v_scale = dp.v_scale;
-  p.vs_batch_stride = dp.vs_batch_stride, p.vs_seq_stride = dp.vs_seq_stride, p.vs_head_stride = dp.vs_head_stride;
-  p.quant_block = dp.quant_block;
-  return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
-}
-
-template <class Traits>
-Status run_decode_16bit(const DecodeParams& dp, Stream stream) {
-  using namespace cute;
-  using Element = typename Traits::Element;
-  constexpr int kHeadDim = Traits::kHeadDim;
-  DecodeGrid g;
-  if (Status s = decode_grid(dp, Traits::kBlockM, &g); !s.ok()) return s;
-  typename Traits::Params p{};
-  const auto box = take<0, 2>(typename Traits::SmemLayoutKV{});
-  p.tma_k = make_cache_tma<Element, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
-  p.tma_v = make_cache_tma<Element, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
-  fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
-  return launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream);
+  if constexpr (kInt8) {
+    p.k_scale = dp.k_scale;
+    p.ks_batch_stride = dp.ks_batch_stride, p.ks_block_stride = dp.ks_block_stride, p.ks_head_stride = dp.ks_head_stride;
+    p.v_scale = dp.v_scale;
+    p.vs_batch_stride = dp.vs_batch_stride, p.vs_seq_stride = dp.vs_seq_stride, p.vs_head_stride = dp.vs_head_stride;
+    p.quant_block = dp.quant_block;
+    return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
+  } else {
+    return launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream);
+  }
 }
 
 template <class Element, int kHeadDim>
@@ -140,18 +137,18 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
   if (dp.cache_dtype == HOPATTN_DTYPE_INT8) {
     Status s;
     if constexpr (kHeadDim <= 128)  // variant 1: two consumer warpgroups; 2: one
-      s = dp.variant == 2 ? run_decode_int8<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream)
-                          : run_decode_int8<DecodeInt8Traits<Element, kHeadDim, 2>>(dp, stream);
+      s = dp.variant == 2 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream)
+                          : run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2>>(dp, stream);
     else
-      s = run_decode_int8<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream);
+      s = run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream);
     if (!s.ok()) return s;
   } else {
     Status s;
     if constexpr (kHeadDim <= 128)  // variant 2 is variant 1 at hdim 256
-      s = dp.variant == 2 ? run_decode_16bit<DecodeTraits<Element, kHeadDim, 2>>(dp, stream)
-                          : run_decode_16bit<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
+      s = dp.variant == 2 ? run_decode_split<DecodeTraits<Element, kHeadDim, 2>>(dp, stream)
+                          : run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
     else
-      s = run_decode_16bit<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
+      s = run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
     if (!s.ok()) return s;
   }
   return launch_decode_combine<Element, kHeadDim>(dp, stream);

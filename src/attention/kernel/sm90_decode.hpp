@@ -56,6 +56,7 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
   using Base = Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim_, kVariant), decode_stages(kHeadDim_, kVariant)>;
   using Element = Element_;
   static constexpr int kThreads = 128;
+  static constexpr bool kInt8Cache = false;
 
   struct SharedStorage {
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutQ>, 1024> q;
@@ -100,6 +101,7 @@ template <class Element_, int kHeadDim_, int kConsumers_>
 struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
+  static constexpr bool kInt8Cache = true;
   static constexpr int kConsumers = kConsumers_;
   static_assert(kConsumers == 1 || (kConsumers == 2 && kHeadDim_ <= 128));
   static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: TMA + transform; then consumers
@@ -214,7 +216,6 @@ struct DecodeTile {
 // nullptr) multiplies each channel. The caller fences (fence.proxy.async) and synchronises.
 template <class Traits, class TensorQ>
 CUTE_DEVICE void gather_q(typename Traits::Params const& p, DecodeTile const& t, TensorQ& sQ, int thread, int threads) {
-  using Element = typename Traits::Element;
   constexpr int kChunks = Traits::kHeadDim / 8;  // 16-byte chunks per row
   for (int i = thread; i < Traits::kBlockM * kChunks; i += threads) {
     const int r = i / kChunks, c = (i % kChunks) * 8;
@@ -225,7 +226,6 @@ CUTE_DEVICE void gather_q(typename Traits::Params const& p, DecodeTile const& t,
                                             t.head(row) * p.q_head_stride + c);
     *reinterpret_cast<uint4*>(&sQ(r, c)) = val;  // 8 consecutive elements stay contiguous under SW128
   }
-  (void)sizeof(Element);
 }
 
 template <int kBlockN, class TensorS, class TensorC>
