@@ -11,6 +11,8 @@
  * is the leading dimension, at least the contiguous extent. A and B are read by TMA: their data
  * pointers must be 16-byte aligned and their leading dimensions multiples of 16 bytes (8 bf16 or
  * fp16 elements). A stride of a dimension of extent 1 is never used and is not checked.
+ * The persistent variant also stores D with TMA: it needs the same of d (16-byte aligned pointer
+ * and leading dimension); otherwise it reports not supported and AUTO picks another variant.
  * c may be d itself (same pointer and strides: an in-place update); no other overlap between d
  * and an input is allowed. Accumulation is in fp32.
  *
@@ -36,7 +38,7 @@ typedef enum hopattn_gemm_variant {
   HOPATTN_GEMM_WARP_SPECIALIZED = 3, /* 3: producer warpgroup + one consumer warpgroup, setmaxnreg */
   HOPATTN_GEMM_COOPERATIVE = 4,      /* 4a: two consumer warpgroups share one tile */
   HOPATTN_GEMM_PINGPONG = 5,         /* 4b: two consumer warpgroups alternate on two tiles */
-  HOPATTN_GEMM_PERSISTENT = 6,       /* 5: persistent, tile scheduler, TMA-store epilogue (planned) */
+  HOPATTN_GEMM_PERSISTENT = 6,       /* 5: persistent, grouped tile order, TMA-store epilogue */
   HOPATTN_GEMM_CLUSTER_2X1 = 7,      /* 6: 2x1 cluster with TMA multicast (planned) */
   HOPATTN_GEMM_CLUSTER_1X2 = 8,      /* 6: 1x2 cluster with TMA multicast (planned) */
   HOPATTN_GEMM_VARIANT_COUNT = 9

@@ -21,7 +21,8 @@ namespace {
 const char* kUsage =
     "usage: hopattn gemm --m M --n N --k K [--dtype bf16|fp16] [--out bf16|fp16|fp32]\n"
     "                    [--layout rcr] [--variant auto|tma_wgmma|pipelined|warp_specialized|\n"
-    "                     cooperative|pingpong|1|2|3|4c|4p] [--alpha 1] [--beta 0] [--check] [--no-time]\n"
+    "                     cooperative|pingpong|persistent|1|2|3|4c|4p|5] [--alpha 1] [--beta 0]\n"
+    "                    [--check] [--no-time]\n"
     "  D(MxN) = alpha·A(MxK)·B(KxN) + beta·D, timed against cuBLAS in the same run.\n"
     "  --layout: A, B, D each r(ow)- or c(olumn)-major (default rcr).\n"
     "  --check: compare every element with cuBLAS's fp32 product (tolerance from K and the output type).\n";

@@ -43,7 +43,8 @@ Status gemm(const GemmArgs& args, Stream stream) {
   GemmDeviceContext ctx;
   if (Status s = query_device_context(args, stream, &ctx); !s.ok()) return s;
   if (Status s = check_gemm(args, ctx); !s.ok()) return s;
-  const GemmProblem p = make_problem(args);
+  GemmProblem p = make_problem(args);
+  p.sm_count = ctx.sm_count;
   if (p.m == 0 || p.n == 0) return Status();  // nothing to compute
   const GemmInstance* inst = select_instance(p, ctx);
   if (inst == nullptr) return Status(StatusCode::kInternal, "gemm: passed the checks but no instance was selected");

@@ -156,6 +156,26 @@ std::string compiled_list(hopattn_dtype_t dtype) {
   return s.empty() ? "none" : s;
 }
 
+// A TMA store needs D's base address and leading dimension to be multiples of 16 bytes (the
+// direct epilogue of the other variants takes any strides).
+bool can_tma_store_d(const GemmInstance& inst, const GemmProblem& p, std::string* why) {
+  const int64_t esize = int64_t(dtype_size(p.out_dtype));
+  const OutputLayout l = output_layout(p, int(esize));
+  // D as the caller passed it: make_problem transposes the problem for some layouts.
+  const int user_dim = (l.row_major != p.swapped) ? 0 : 1;
+  if ((l.ld * esize) % kTmaAlignment != 0) {
+    *why = cat(inst.name, " stores D with TMA: d.stride[", user_dim, "] = ", l.ld, " elements (", l.ld * esize,
+               " bytes) is not a multiple of 16 bytes; pad d's leading dimension to a multiple of ",
+               kTmaAlignment / esize, " elements or use another variant");
+    return false;
+  }
+  if (reinterpret_cast<uintptr_t>(p.d) % uintptr_t(kTmaAlignment) != 0) {
+    *why = cat(inst.name, " stores D with TMA: d's data pointer ", p.d, " is not 16-byte aligned");
+    return false;
+  }
+  return true;
+}
+
 // Whether `inst` can run `p` on this device; `why` says what stops it.
 bool can_implement(const GemmInstance& inst, const GemmProblem& p, const GemmDeviceContext& ctx, std::string* why) {
   if (ctx.max_smem_per_block > 0 && inst.smem_bytes > ctx.max_smem_per_block) {
@@ -168,6 +188,7 @@ bool can_implement(const GemmInstance& inst, const GemmProblem& p, const GemmDev
     *why = cat(inst.name, ": ", tiles, " output tiles exceed the grid limit");
     return false;
   }
+  if (inst.tma_store_d) return can_tma_store_d(inst, p, why);
   return true;
 }
 
@@ -175,15 +196,18 @@ const GemmInstance* instance_for(Variant v, const GemmProblem& p) {
   return find_instance(v, p.dtype, p.major_a, p.major_b);
 }
 
-// AUTO: a first heuristic, to be tuned against the bench. Cooperative (128x256 tiles) when the
-// problem has at least a wave of them; else 128x128 tiles (more CTAs for small problems).
+// AUTO: a first heuristic, to be tuned against the bench. With at least a wave of 128x256
+// tiles (tiles >= SMs): persistent (the cooperative tile on one CTA per SM, grouped raster, TMA
+// store; it needs a TMA-storable D, else can_implement turns it down), then cooperative. Smaller
+// problems: 128x128 tiles (more CTAs). Each list falls back along the others to whatever was
+// compiled and can run.
 const GemmInstance* pick_auto(const GemmProblem& p, const GemmDeviceContext& ctx, std::string* why) {
   const int sms = ctx.sm_count > 0 ? ctx.sm_count : 132;
   const int64_t coop_tiles = int64_t((p.m + 127) / 128) * ((p.n + 255) / 256);
   std::vector<Variant> order;
-  if (coop_tiles >= sms) order.push_back(HOPATTN_GEMM_COOPERATIVE);
+  if (coop_tiles >= sms) order = {HOPATTN_GEMM_PERSISTENT, HOPATTN_GEMM_COOPERATIVE};
   for (Variant v : {HOPATTN_GEMM_WARP_SPECIALIZED, HOPATTN_GEMM_PINGPONG, HOPATTN_GEMM_COOPERATIVE,
-                    HOPATTN_GEMM_PIPELINED, HOPATTN_GEMM_TMA_WGMMA})
+                    HOPATTN_GEMM_PERSISTENT, HOPATTN_GEMM_PIPELINED, HOPATTN_GEMM_TMA_WGMMA})
     order.push_back(v);
   std::string last;
   for (Variant v : order) {

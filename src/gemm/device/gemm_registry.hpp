@@ -18,7 +18,8 @@ struct GemmInstance {
   const char* name;      // e.g. "pipelined_bf16_kmn"
   int smem_bytes;        // dynamic shared memory per CTA
   int block_m, block_n;  // output tile
-  int tiles_per_cta;     // output tiles one CTA computes (2 for ping-pong)
+  int tiles_per_cta;     // output tiles one CTA computes at once (2 for ping-pong)
+  bool tma_store_d;      // D is written by TMA stores: 16-byte aligned pointer and leading dimension
   Status (*run)(const GemmProblem&, Stream);
 };
 

@@ -38,7 +38,7 @@ GemmInstance describe_instance(hopattn_gemm_variant_t variant, hopattn_dtype_t d
   constexpr TileConfig cfg = Kernel::kCfg;
   const int tiles_per_cta = cfg.kConsumerWarpgroups / cfg.kMmaWarpgroups;
   return GemmInstance{variant, dtype, major_a, major_b, name, int(sizeof(typename Kernel::SharedStorage)),
-                      cfg.kBlockM, cfg.kBlockN, tiles_per_cta, &launch_gemm<Kernel>};
+                      cfg.kBlockM, cfg.kBlockN, tiles_per_cta, cfg.kTmaStoreD, &launch_gemm<Kernel>};
 }
 
 }  // namespace hopattn::gemm

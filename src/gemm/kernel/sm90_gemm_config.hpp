@@ -16,6 +16,11 @@ struct TileConfig {
   bool kProducerWarpgroup = false;  // a separate warpgroup issues the TMA loads
   int kProducerRegisters = 0;  // setmaxnreg budgets (0: no reconfiguration)
   int kConsumerRegisters = 0;
+  bool kPersistent = false;    // grid = min(tiles, SMs); each CTA loops over tiles
+  int kRasterGroup = 1;        // tile scheduler: tile-rows (or -columns) per raster group
+  bool kTmaStoreD = false;     // epilogue through shared memory and TMA store: D needs a
+                               // 16-byte aligned pointer and leading dimension
+  int kEpilogueN = 0;          // columns of one epilogue chunk (shared memory, one TMA store)
 };
 
 // Shared memory per stage (16-bit inputs): (128 + 128) x 64 x 2 B = 32 KiB for 128x128 tiles,
@@ -45,6 +50,20 @@ constexpr TileConfig tile_config(hopattn_gemm_variant_t v) {
       c.kMmaWarpgroups = 2, c.kConsumerWarpgroups = 2;
       c.kProducerWarpgroup = true;
       c.kProducerRegisters = 40, c.kConsumerRegisters = 232;  // 128·40 + 256·232 ≤ 65536
+      break;
+    case HOPATTN_GEMM_PERSISTENT:
+      // The cooperative tile and warp roles, looping over tiles. 4 stages (192 KiB) + the
+      // epilogue's 2 x 2 chunks of 64x32 fp32 (32 KiB) = 224 KiB, within the 227 KiB opt-in.
+      // Groups of 8 tile-rows: 132 resident CTAs cover 8 A panels and ~17 B panels per wave.
+      c.kBlockN = 256;
+      c.kStages = 4;
+      c.kMmaWarpgroups = 2, c.kConsumerWarpgroups = 2;
+      c.kProducerWarpgroup = true;
+      c.kProducerRegisters = 40, c.kConsumerRegisters = 232;
+      c.kPersistent = true;
+      c.kRasterGroup = 8;
+      c.kTmaStoreD = true;
+      c.kEpilogueN = 32;
       break;
     case HOPATTN_GEMM_PINGPONG:
       // Each consumer warpgroup owns a whole 128x128 tile; the two alternate on the tensor cores.

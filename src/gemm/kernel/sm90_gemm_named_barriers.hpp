@@ -11,6 +11,9 @@ namespace hopattn::gemm {
 enum class GemmNamedBarrier : uint32_t {
   kPingpongTurnWg1 = 1,  // ping-pong: consumer warpgroup 1 may issue its next tile's WGMMAs
   kPingpongTurnWg2 = 2,  // ping-pong: consumer warpgroup 2 may issue its next tile's WGMMAs
+  kEpilogueWg1 = 3,      // persistent: consumer warpgroup 1 wrote its epilogue chunk to shared
+                         // memory, and its previous chunk's TMA store has read the other buffer
+  kEpilogueWg2 = 4,      // persistent: the same for consumer warpgroup 2
 };
 
 // Waits until `threads` threads (including this one's warp) have reached barrier `id`.

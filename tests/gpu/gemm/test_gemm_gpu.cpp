@@ -4,6 +4,8 @@
 // cuBLAS reference is computed with an fp32 output (cuBLAS may reduce a 16-bit output in that type).
 // D is NaN-poisoned before each run and lives in padded storage: every element must be
 // written, and no padding element may be. With beta == 0, C is NaN-filled: it must not be read.
+// D's padding is odd (ld = extent + 3) or, for the persistent variant's TMA store and where a
+// case asks for it, 16-byte aligned (ld = extent rounded up to 8, + 8).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,6 +31,7 @@ struct Case {
   bool a_row = true, b_row = true, d_row = true;
   float alpha = 1.0f, beta = 0.0f;
   bool c_in_place = false;  // c is d itself
+  bool d_aligned = false;   // D's leading dimension a multiple of 16 bytes (always for persistent)
   Variant variant = HOPATTN_GEMM_AUTO;
   uint64_t seed = 1;
 
@@ -37,7 +40,7 @@ struct Case {
     os << "variant=" << variant_name(variant) << " m=" << m << " n=" << n << " k=" << k << " dtype="
        << hopattn_dtype_name(dtype) << " out=" << hopattn_dtype_name(out) << " layout=" << (a_row ? 'r' : 'c')
        << (b_row ? 'r' : 'c') << (d_row ? 'r' : 'c') << " alpha=" << alpha << " beta=" << beta
-       << (c_in_place ? " c=d" : "");
+       << (c_in_place ? " c=d" : "") << (d_aligned ? " d_ld=aligned" : "");
     return os.str();
   }
 };
@@ -59,16 +62,18 @@ struct DeviceMatrix {
 };
 
 // TMA operands: leading dimension a multiple of 8 elements (16 bytes). D and C: odd padding, so
-// that a write past the row end lands on a poisoned element.
+// that a write past the row end lands on a poisoned element; where D is TMA-stored, 8 elements
+// (16 or 32 bytes) past the rounded-up extent, so that the padding is still there to be checked.
 int64_t operand_ld(int64_t contiguous) { return round_up(contiguous, 8); }
-int64_t output_ld(int64_t contiguous) { return contiguous + 3; }
+int64_t output_ld(int64_t contiguous, bool aligned) { return aligned ? round_up(contiguous, 8) + 8 : contiguous + 3; }
 
 // Runs one case; returns "" on success, else what broke.
 std::string run_case(const Case& c, tools::CublasGemm* cublas) {
   DeviceMatrix a(c.dtype, c.m, c.k, c.a_row, operand_ld(c.a_row ? c.k : c.m));
   DeviceMatrix b(c.dtype, c.k, c.n, c.b_row, operand_ld(c.b_row ? c.n : c.k));
-  DeviceMatrix d(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m));
-  DeviceMatrix cm(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m));
+  const bool aligned = c.d_aligned || c.variant == HOPATTN_GEMM_PERSISTENT;
+  DeviceMatrix d(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m, aligned));
+  DeviceMatrix cm(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m, aligned));
   reference::fill_normal(a.t.data, c.dtype, a.storage(), c.seed * 4 + 0, 1.0f);
   reference::fill_normal(b.t.data, c.dtype, b.storage(), c.seed * 4 + 1, 1.0f);
   reference::fill_nan(d.t.data, DeviceMatrix::dtype_bytes(c.out), d.storage());
@@ -117,6 +122,13 @@ std::string run_case(const Case& c, tools::CublasGemm* cublas) {
   return tools::compare_with_library(got, lib, c.beta != 0.0f ? &host_c : nullptr, c.beta, c.k, scale, c.out);
 }
 
+// AUTO, or a variant this build compiled for `dtype`.
+bool is_compiled(Variant v, hopattn_dtype_t dtype) {
+  bool compiled = v == HOPATTN_GEMM_AUTO;
+  for (Variant x : compiled_variants(dtype)) compiled |= (x == v);
+  return compiled;
+}
+
 class GemmVariant : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override { HOPATTN_REQUIRE_SM90(); }
@@ -139,6 +151,7 @@ TEST_P(GemmVariant, ResidueSweep) {
         c.a_row = (index & 1) == 0, c.b_row = (index & 2) == 0, c.d_row = (index % 3) != 2;
         c.beta = (index % 4 == 3) ? 0.75f : 0.0f;
         c.alpha = (index % 5 == 4) ? -0.5f : 1.0f;
+        c.d_aligned = (index / 4) % 2 == 0;
         c.seed = uint64_t(index) + 100;
         ++index;
         const std::string err = run_case(c, &cublas_);
@@ -160,9 +173,7 @@ TEST_P(GemmVariant, LayoutsAndTypes) {
         c.variant = GetParam();
         c.beta = 0.5f;
         c.seed = uint64_t(++index);
-        bool compiled = GetParam() == HOPATTN_GEMM_AUTO;
-        for (Variant v : compiled_variants(dtype)) compiled |= (v == GetParam());
-        if (!compiled) continue;
+        if (!is_compiled(GetParam(), dtype)) continue;
         const std::string err = run_case(c, &cublas_);
         EXPECT_EQ(err, "") << c.str();
       }
@@ -187,7 +198,8 @@ TEST_P(GemmVariant, AlphaBeta) {
   }
 }
 
-// Large square and LLM-like shapes against cuBLAS (multiple waves, long K).
+// Large square and LLM-like shapes against cuBLAS (multiple waves, long K). D is TMA-storable so
+// that auto may pick the persistent variant.
 TEST_P(GemmVariant, LargeAgainstCublas) {
   const int shapes[][3] = {{2048, 2048, 2048}, {1024, 3000, 4096}, {4096, 1024, 8192}};
   int index = 0;
@@ -195,10 +207,62 @@ TEST_P(GemmVariant, LargeAgainstCublas) {
     Case c;
     c.m = s[0], c.n = s[1], c.k = s[2];
     c.a_row = index != 1, c.b_row = index == 2;
+    c.d_aligned = true;
     c.variant = GetParam();
     c.seed = uint64_t(++index) + 2000;
     EXPECT_EQ(run_case(c, &cublas_), "") << c.str();
   }
+}
+
+// More tiles than 2 x SMs (4096 x 4096: 512 tiles of 128x256; 3001 x 4999: 480 with residues in
+// M, N and K), so a persistent CTA loops over 3-4 tiles: the pipeline phases continue across
+// tiles and each tile's last TMA stores overlap the next mainloop. Every output type, both D
+// majors, beta = 0 with NaN C, beta != 0 and in place.
+TEST_P(GemmVariant, ManyTilesPerCta) {
+  struct Shape {
+    int m, n, k;
+    hopattn_dtype_t dtype, out;
+    bool a_row, b_row, d_row;
+    float alpha, beta;
+    bool in_place;
+  };
+  const Shape shapes[] = {
+      {4096, 4096, 1024, HOPATTN_DTYPE_BF16, HOPATTN_DTYPE_BF16, true, true, true, 1.0f, 0.0f, false},
+      {4096, 4096, 256, HOPATTN_DTYPE_BF16, HOPATTN_DTYPE_FP32, true, false, false, -1.0f, 0.5f, false},
+      {3001, 4999, 520, HOPATTN_DTYPE_FP16, HOPATTN_DTYPE_FP16, false, true, true, 1.0f, 1.0f, true},
+      {4999, 3001, 72, HOPATTN_DTYPE_BF16, HOPATTN_DTYPE_FP32, false, false, false, 0.5f, 0.0f, false},
+  };
+  int index = 0;
+  for (const Shape& s : shapes) {
+    Case c;
+    c.m = s.m, c.n = s.n, c.k = s.k;
+    c.dtype = s.dtype, c.out = s.out;
+    c.a_row = s.a_row, c.b_row = s.b_row, c.d_row = s.d_row;
+    c.alpha = s.alpha, c.beta = s.beta, c.c_in_place = s.in_place;
+    c.d_aligned = true;
+    c.variant = GetParam();
+    c.seed = uint64_t(++index) + 3000;
+    if (!is_compiled(c.variant, c.dtype)) continue;
+    EXPECT_EQ(run_case(c, &cublas_), "") << c.str();
+  }
+}
+
+// The persistent variant stores D with TMA: an unaligned leading dimension is turned down with
+// a message (auto runs another variant instead, as ResidueSweep's odd-padded cases show).
+TEST(GemmApiGpu, PersistentRejectsUnalignedD) {
+  HOPATTN_REQUIRE_SM90();
+  if (!is_compiled(HOPATTN_GEMM_PERSISTENT, HOPATTN_DTYPE_BF16)) GTEST_SKIP() << "persistent not compiled";
+  DeviceBuffer a(256 * 64 * 2), b(64 * 256 * 2), d(256 * 259 * 2);
+  GemmArgs args{};
+  args.a = matrix(a.get(), HOPATTN_DTYPE_BF16, 256, 64, true);
+  args.b = matrix(b.get(), HOPATTN_DTYPE_BF16, 64, 256, true);
+  args.d = matrix(d.get(), HOPATTN_DTYPE_BF16, 256, 256, true, 259);
+  args.alpha = 1.0f;
+  args.variant = HOPATTN_GEMM_PERSISTENT;
+  const Status s = gemm(args, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kNotSupported);
+  EXPECT_NE(s.message().find("d.stride[0] = 259 elements (518 bytes) is not a multiple of 16 bytes"), std::string::npos)
+      << s.to_string();
 }
 
 std::string param_name(const ::testing::TestParamInfo<Variant>& info) { return variant_name(info.param); }

@@ -3,13 +3,16 @@
 // its test fail (the call then passes, or fails later with another message).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "gemm/device/gemm_problem.hpp"
 #include "gemm/gemm.hpp"
+#include "gemm/kernel/sm90_gemm_tile_scheduler.hpp"
 
 namespace hopattn::gemm {
 namespace {
@@ -163,7 +166,7 @@ TEST(GemmChecks, EmptyOutputIsANoOp) {
   g.c = matrix(nullptr, HOPATTN_DTYPE_FP32, 0, 48, true);
   g.d = matrix(nullptr, HOPATTN_DTYPE_FP32, 0, 48, true);
   EXPECT_TRUE(check(g).ok()) << check(g).to_string();
-  g.variant = HOPATTN_GEMM_PERSISTENT;  // nothing runs, so no kernel is needed
+  g.variant = HOPATTN_GEMM_CLUSTER_2X1;  // planned, never compiled: nothing runs, so no kernel is needed
   EXPECT_TRUE(check(g).ok()) << check(g).to_string();
 }
 
@@ -285,8 +288,8 @@ TEST(GemmChecks, VariantOutOfRange) {
 
 TEST(GemmChecks, VariantNotCompiled) {
   GemmArgs g = valid_args();
-  g.variant = HOPATTN_GEMM_PERSISTENT;  // planned, never compiled in this build
-  expect_error(check(g), StatusCode::kNotSupported, "variant: persistent is not compiled for bf16");
+  g.variant = HOPATTN_GEMM_CLUSTER_2X1;  // planned, never compiled in this build
+  expect_error(check(g), StatusCode::kNotSupported, "variant: cluster2x1 is not compiled for bf16");
 }
 
 TEST(GemmChecks, EveryCompiledVariantAccepted) {
@@ -368,10 +371,115 @@ TEST(GemmApi, VariantNames) {
   EXPECT_EQ(v, HOPATTN_GEMM_PINGPONG);
   EXPECT_TRUE(parse_variant("1", &v));
   EXPECT_EQ(v, HOPATTN_GEMM_TMA_WGMMA);
+  EXPECT_TRUE(parse_variant("5", &v));
+  EXPECT_EQ(v, HOPATTN_GEMM_PERSISTENT);
+  EXPECT_STREQ(variant_name(HOPATTN_GEMM_PERSISTENT), "persistent");
   EXPECT_FALSE(parse_variant("fastest", &v));
   EXPECT_STREQ(variant_name(HOPATTN_GEMM_PIPELINED), "pipelined");
   EXPECT_EQ(variant_name(HOPATTN_GEMM_VARIANT_COUNT), nullptr);
   EXPECT_STREQ(hopattn_gemm_variant_name(HOPATTN_GEMM_AUTO), "auto");
+}
+
+bool compiled(Variant v) {
+  for (Variant x : compiled_variants(HOPATTN_DTYPE_BF16)) {
+    if (x == v) return true;
+  }
+  return false;
+}
+
+// The persistent variant stores D with TMA: D's pointer and leading dimension must be multiples
+// of 16 bytes; can_implement says which stride breaks it. AUTO then runs another variant.
+TEST(GemmChecks, PersistentNeedsTmaStorableD) {
+  if (!compiled(HOPATTN_GEMM_PERSISTENT)) GTEST_SKIP() << "persistent not compiled in this build";
+  GemmArgs g = valid_args();  // D fp32 100x48 row-major, ld 48 (192 bytes)
+  g.variant = HOPATTN_GEMM_PERSISTENT;
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+
+  g.c = g.d = matrix(g.d.data, HOPATTN_DTYPE_FP32, 100, 48, true, 49);  // 196 bytes
+  expect_error(check(g), StatusCode::kNotSupported,
+               "variant: persistent_bf16_kmn stores D with TMA: d.stride[0] = 49 elements (196 bytes) is not a "
+               "multiple of 16 bytes; pad d's leading dimension to a multiple of 4 elements");
+  g.variant = HOPATTN_GEMM_AUTO;
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+
+  g = valid_args();
+  g.variant = HOPATTN_GEMM_PERSISTENT;
+  g.c = g.d = matrix(g.d.data, HOPATTN_DTYPE_FP32, 100, 48, false, 101);  // column-major, 404 bytes
+  expect_error(check(g), StatusCode::kNotSupported, "d.stride[1] = 101 elements (404 bytes)");
+  g.c = g.d = matrix(g.d.data, HOPATTN_DTYPE_FP32, 100, 48, false, 104);
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+
+  g = valid_args();
+  g.variant = HOPATTN_GEMM_PERSISTENT;
+  g.d = matrix(fake_ptr(0x40000004), HOPATTN_DTYPE_FP32, 100, 48, true);  // 4-byte aligned: fine for fp32 elsewhere
+  expect_error(check(g), StatusCode::kNotSupported, "d's data pointer 0x40000004 is not 16-byte aligned");
+
+  // The transposed problem (A and B column-major) names the caller's stride, not the swapped one.
+  g = valid_args();
+  g.variant = HOPATTN_GEMM_PERSISTENT;
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_BF16, 100, 64, false, 104);
+  g.b = matrix(g.b.data, HOPATTN_DTYPE_BF16, 64, 48, false);
+  g.c = g.d = matrix(g.d.data, HOPATTN_DTYPE_FP32, 100, 48, true, 49);
+  expect_error(check(g), StatusCode::kNotSupported, "d.stride[0] = 49 elements");
+
+  // A stride of an extent-1 dimension is never used: a single row takes any leading dimension.
+  g = valid_args();
+  g.variant = HOPATTN_GEMM_PERSISTENT;
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_BF16, 1, 64, true);
+  g.c = g.d = matrix(g.d.data, HOPATTN_DTYPE_FP32, 1, 48, true, 49);
+  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+}
+
+// AUTO: persistent from one wave of 128x256 tiles on (the SM count is the context's), unless D
+// cannot be TMA-stored; 128x128 tiles below a wave.
+TEST(GemmHeuristic, PersistentForLargeProblems) {
+  if (!compiled(HOPATTN_GEMM_PERSISTENT) || !compiled(HOPATTN_GEMM_COOPERATIVE))
+    GTEST_SKIP() << "persistent or cooperative not compiled in this build";
+  GemmDeviceContext ctx;
+  ctx.sm_count = 132;
+  GemmArgs g{};
+  g.a = matrix(fake_ptr(0x10000000), HOPATTN_DTYPE_BF16, 4096, 4096, true);
+  g.b = matrix(fake_ptr(0x20000000), HOPATTN_DTYPE_BF16, 4096, 4096, true);
+  g.d = matrix(fake_ptr(0x40000000), HOPATTN_DTYPE_BF16, 4096, 4096, true);
+  g.alpha = 1.0f;
+  std::string why;
+  EXPECT_EQ(select_variant(g, ctx, &why), HOPATTN_GEMM_PERSISTENT) << why;
+  g.d = matrix(fake_ptr(0x40000000), HOPATTN_DTYPE_BF16, 4096, 4096, true, 4099);  // not TMA-storable
+  EXPECT_EQ(select_variant(g, ctx, &why), HOPATTN_GEMM_COOPERATIVE) << why;
+  ctx.sm_count = 1000;  // 512 tiles are less than a wave
+  g.d = matrix(fake_ptr(0x40000000), HOPATTN_DTYPE_BF16, 4096, 4096, true);
+  EXPECT_NE(select_variant(g, ctx, &why), HOPATTN_GEMM_PERSISTENT) << why;
+}
+
+// The persistent tile order visits every tile exactly once, keeps groups of 8 tile-rows (or
+// tile-columns when N > M) together, and a narrower last group stays in range.
+TEST(GemmTileScheduler, GroupedOrderIsAPermutation) {
+  const int shapes[][2] = {{8192, 8192}, {1000, 129}, {129, 1000}, {3001, 4999}, {128, 256}, {1, 1}, {4096, 1024}};
+  for (const auto& sh : shapes) {
+    const GroupedTileScheduler s = GroupedTileScheduler::make(sh[0], sh[1], 128, 256, 8);
+    EXPECT_EQ(s.along_m, !(sh[1] > sh[0]));
+    std::vector<int> seen(size_t(s.tiles()), 0);
+    for (int i = 0; i < s.tiles(); ++i) {
+      int m = -1, n = -1;
+      s.tile(i, &m, &n);
+      ASSERT_TRUE(m >= 0 && m < s.tiles_m && n >= 0 && n < s.tiles_n)
+          << "m=" << sh[0] << " n=" << sh[1] << " tile " << i << " -> (" << m << ", " << n << ")";
+      ++seen[size_t(m * s.tiles_n + n)];
+      const int grouped = s.along_m ? m : n, other_extent = s.along_m ? s.tiles_n : s.tiles_m;
+      EXPECT_EQ(grouped / 8, i / (8 * other_extent)) << "tile " << i << " left its group";
+    }
+    for (int t = 0; t < s.tiles(); ++t) EXPECT_EQ(seen[size_t(t)], 1) << "m=" << sh[0] << " n=" << sh[1] << " tile " << t;
+  }
+  // 8192^2: the first 132 tiles (one wave) touch 8 tile-rows and 17 tile-columns.
+  const GroupedTileScheduler s = GroupedTileScheduler::make(8192, 8192, 128, 256, 8);
+  int max_m = 0, max_n = 0;
+  for (int i = 0; i < 132; ++i) {
+    int m, n;
+    s.tile(i, &m, &n);
+    max_m = std::max(max_m, m), max_n = std::max(max_n, n);
+  }
+  EXPECT_EQ(max_m, 7);
+  EXPECT_EQ(max_n, 16);
 }
 
 TEST(GemmApi, CAbiNullArgs) {

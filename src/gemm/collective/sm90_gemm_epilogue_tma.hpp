@@ -1,0 +1,226 @@
+// Epilogue through shared memory and TMA store: D = alpha·acc + beta·C, converted to the output
+// type, written into a swizzled shared-memory chunk, stored by one thread with a TMA bulk copy.
+//
+// Each consumer warpgroup stores its own rows of the tile in chunks of kRows x kCols (64 x 32),
+// double-buffered per warpgroup, so the two warpgroups never wait for each other. Per chunk:
+//
+//   all 128 threads:  read C (plain predicated loads, beta != 0 only), write the chunk into
+//                     buffer b, fence.proxy.async (generic-proxy writes visible to TMA)
+//   leader (thread 0 of the warpgroup): tma_store_wait<0> — the previous chunk's store has read
+//                     buffer b ^ 1
+//   all 128 threads:  named barrier kEpilogueWg1/2 (128 threads): buffer b is complete, b ^ 1 free
+//   leader:           TMA store of buffer b, commit group
+//
+// So a chunk's store overlaps the next chunk's conversion, and the tile's last store overlaps the
+// next tile's mainloop (the next epilogue's first wait retires it). The kernel waits for every
+// store to finish reading shared memory before it exits (store_tail).
+//
+// Residues: the TMA unit clips the box at D's edge (M, N), so no store is predicated; a chunk
+// entirely past the edge is skipped by the whole warpgroup (a uniform branch). C is read with
+// plain loads (any strides), only when beta != 0, so a NaN-filled C cannot leak into D.
+//
+// D's layout is chosen at run time: row- or column-major, 16-bit (bf16/fp16 bits, stored as
+// uint16_t) or fp32, one TMA descriptor each; the chunk's shared-memory layout is the 128-byte
+// (fp32 row-major: 32 x 4 B; column-major: 64 x 2 or 4 B) or 64-byte (16-bit row-major: 32 x 2 B)
+// swizzle atom along D's contiguous dimension, the widest the box allows.
+#pragma once
+
+#include <cstdint>
+
+#include <cute/tensor.hpp>
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cute/atom/copy_traits_sm90_tma.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cutlass/bfloat16.h>
+#include <cutlass/half.h>
+
+#include "gemm/device/gemm_problem.hpp"
+#include "gemm/kernel/sm90_gemm_named_barriers.hpp"
+
+namespace hopattn::gemm {
+
+// (kRows, kCols, kBuffers): chunks in shared memory, swizzled along D's contiguous dimension.
+template <class T, bool kRowMajor, int kRows, int kCols, int kBuffers>
+CUTE_HOST_DEVICE constexpr auto epilogue_chunk_layout() {
+  using namespace cute;
+  constexpr int contiguous_bytes = (kRowMajor ? kCols : kRows) * int(sizeof(T));
+  static_assert(contiguous_bytes % 64 == 0, "the chunk's contiguous run must fill a 64- or 128-byte swizzle row");
+  const auto shape = make_shape(Int<kRows>{}, Int<kCols>{}, Int<kBuffers>{});
+  if constexpr (kRowMajor) {
+    if constexpr (contiguous_bytes % 128 == 0) return tile_to_shape(GMMA::Layout_K_SW128_Atom<T>{}, shape);
+    else return tile_to_shape(GMMA::Layout_K_SW64_Atom<T>{}, shape);
+  } else {
+    // Columns first: a 32-row fp32 atom repeats along N before M, so one TMA box covers 32x32
+    // (2 stores per chunk) instead of 32x8 (8 stores per chunk).
+    using ColumnsFirst = Step<_2, _1, _3>;
+    if constexpr (contiguous_bytes % 128 == 0) return tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{}, shape, ColumnsFirst{});
+    else return tile_to_shape(GMMA::Layout_MN_SW64_Atom<T>{}, shape, ColumnsFirst{});
+  }
+}
+
+// kWarpgroups consumer warpgroups split the (kBlockM, kBlockN) tile along M; each stores
+// (kBlockM / kWarpgroups) x kCols chunks.
+template <class TiledMma, int kBlockM, int kBlockN, int kWarpgroups, int kCols>
+struct Sm90GemmEpilogueTma {
+  static constexpr int kRows = kBlockM / kWarpgroups;  // rows of a chunk: one warpgroup's rows
+  static constexpr int kChunks = kBlockN / kCols;      // chunks per tile and warpgroup
+  static constexpr int kBuffers = 2;
+  static constexpr int kBufferBytes = kRows * kCols * 4;  // sized for fp32, the widest output
+                                                          // (16-bit chunks use the first half)
+  static_assert(kBlockN % kCols == 0 && kCols % 8 == 0, "chunks of whole n8 accumulator blocks");
+
+  template <class T, bool kRowMajor>
+  using ChunkLayout = decltype(epilogue_chunk_layout<T, kRowMajor, kRows, kCols, kBuffers>());  // (ROWS, COLS, BUF)
+
+  struct TensorStorage {
+    alignas(1024) uint8_t chunks[kWarpgroups][kBuffers * kBufferBytes];  // 1024: the SW128 period
+  };
+
+  template <class T, bool kRowMajor>
+  static auto make_tma_d(T* ptr, int m, int n, int64_t ld) {
+    using namespace cute;
+    auto stride = [&] {
+      if constexpr (kRowMajor) return make_stride(ld, Int<1>{});
+      else return make_stride(Int<1>{}, ld);
+    }();
+    cute::Tensor g = make_tensor(make_gmem_ptr(ptr), make_layout(make_shape(m, n), stride));  // (M, N)
+    return make_tma_atom(SM90_TMA_STORE{}, g, take<0, 2>(ChunkLayout<T, kRowMajor>{}),
+                         make_shape(Int<kRows>{}, Int<kCols>{}));
+  }
+  using TmaRow16 = decltype(make_tma_d<uint16_t, true>(nullptr, 1, 1, 8));
+  using TmaCol16 = decltype(make_tma_d<uint16_t, false>(nullptr, 1, 1, 8));
+  using TmaRow32 = decltype(make_tma_d<float, true>(nullptr, 1, 1, 8));
+  using TmaCol32 = decltype(make_tma_d<float, false>(nullptr, 1, 1, 8));
+
+  // Only the descriptor of D's layout and type is built; the others stay zero and unused.
+  struct Params {
+    TmaRow16 tma_row16;
+    TmaCol16 tma_col16;
+    TmaRow32 tma_row32;
+    TmaCol32 tma_col32;
+    const void* c = nullptr;
+    int64_t c_stride_m = 0, c_stride_n = 0;
+    float alpha = 1.0f, beta = 0.0f;
+    int m = 0, n = 0;
+    hopattn_dtype_t out_dtype = HOPATTN_DTYPE_BF16;
+    bool row_major = true;
+  };
+
+  // p must pass can_implement's TMA-store rule (16-byte aligned pointer and leading dimension).
+  static Params to_params(const GemmProblem& p) {
+    Params e{};
+    const bool fp32 = p.out_dtype == HOPATTN_DTYPE_FP32;
+    const OutputLayout l = output_layout(p, fp32 ? 4 : 2);
+    e.row_major = l.row_major;
+    if (fp32 && l.row_major) e.tma_row32 = make_tma_d<float, true>(static_cast<float*>(p.d), p.m, p.n, l.ld);
+    if (fp32 && !l.row_major) e.tma_col32 = make_tma_d<float, false>(static_cast<float*>(p.d), p.m, p.n, l.ld);
+    if (!fp32 && l.row_major) e.tma_row16 = make_tma_d<uint16_t, true>(static_cast<uint16_t*>(p.d), p.m, p.n, l.ld);
+    if (!fp32 && !l.row_major) e.tma_col16 = make_tma_d<uint16_t, false>(static_cast<uint16_t*>(p.d), p.m, p.n, l.ld);
+    e.c = p.c, e.c_stride_m = p.c_stride_m, e.c_stride_n = p.c_stride_n;
+    e.alpha = p.alpha, e.beta = p.beta;
+    e.m = p.m, e.n = p.n;
+    e.out_dtype = p.out_dtype;
+    return e;
+  }
+
+  CUTE_DEVICE static void prefetch_descriptor(const Params& p) {
+    const bool fp32 = p.out_dtype == HOPATTN_DTYPE_FP32;
+    if (fp32) {
+      cute::prefetch_tma_descriptor(p.row_major ? p.tma_row32.get_tma_descriptor() : p.tma_col32.get_tma_descriptor());
+    } else {
+      cute::prefetch_tma_descriptor(p.row_major ? p.tma_row16.get_tma_descriptor() : p.tma_col16.get_tma_descriptor());
+    }
+  }
+
+  // Stores tile (m_blk, n_blk). acc: the (MMA, MMA_M, MMA_N) accumulators of `thread` (its index
+  // among the consumer threads, 0 .. 128·kWarpgroups - 1); chunk: this warpgroup's running chunk
+  // count, which picks the buffer and continues across tiles.
+  template <class Accum>
+  CUTE_DEVICE static void store(const Params& p, TensorStorage& s, const Accum& acc, int thread, int m_blk,
+                                int n_blk, int& chunk) {
+    switch (p.out_dtype) {
+      case HOPATTN_DTYPE_FP32:
+        if (p.row_major) store_as<float, float, true>(p, p.tma_row32, s, acc, thread, m_blk, n_blk, chunk);
+        else store_as<float, float, false>(p, p.tma_col32, s, acc, thread, m_blk, n_blk, chunk);
+        break;
+      case HOPATTN_DTYPE_FP16:
+        if (p.row_major) store_as<cutlass::half_t, uint16_t, true>(p, p.tma_row16, s, acc, thread, m_blk, n_blk, chunk);
+        else store_as<cutlass::half_t, uint16_t, false>(p, p.tma_col16, s, acc, thread, m_blk, n_blk, chunk);
+        break;
+      default:
+        if (p.row_major) store_as<cutlass::bfloat16_t, uint16_t, true>(p, p.tma_row16, s, acc, thread, m_blk, n_blk, chunk);
+        else store_as<cutlass::bfloat16_t, uint16_t, false>(p, p.tma_col16, s, acc, thread, m_blk, n_blk, chunk);
+        break;
+    }
+  }
+
+  // Called once by every consumer thread after its last tile: a CTA must not exit while a TMA
+  // store still reads its shared memory.
+  CUTE_DEVICE static void store_tail(int thread) {
+    if (thread % 128 == 0) cute::tma_store_wait<0>();
+  }
+
+ private:
+  template <class Out, class Storage>
+  CUTE_DEVICE static Storage to_storage(float v) {
+    if constexpr (sizeof(Storage) == sizeof(float)) {
+      return v;
+    } else {
+      return Out(v).raw();  // bf16 / fp16 bits
+    }
+  }
+
+  template <class Out, class Storage, bool kRowMajor, class Tma, class Accum>
+  CUTE_DEVICE static void store_as(const Params& p, const Tma& tma, TensorStorage& s, const Accum& acc, int thread,
+                                   int m_blk, int n_blk, int& chunk) {
+    using namespace cute;
+    using AccLayout = typename Accum::layout_type;
+    static_assert(rank_v<AccLayout> == 3 && size<1>(AccLayout{}) == 1 && size<2>(AccLayout{}) == 1 &&
+                      size<0>(AccLayout{}) == kRows * kBlockN / 128,
+                  "one m64nN atom per warpgroup: its registers run over n8 blocks in order, (2 cols, 2 rows, N/8)");
+    constexpr int kRegsPerChunk = size(AccLayout{}) / kChunks;  // 4 per n8 block
+    const int warpgroup = thread / 128;
+    const bool leader = thread % 128 == 0;
+    const auto barrier = warpgroup == 0 ? GemmNamedBarrier::kEpilogueWg1 : GemmNamedBarrier::kEpilogueWg2;
+
+    cute::Tensor cD = make_identity_tensor(make_shape(Int<kBlockM>{}, Int<kBlockN>{}));  // (BLK_M, BLK_N) -> (m, n)
+    cute::Tensor tCcD = TiledMma{}.get_slice(thread).partition_C(cD);                     // (MMA, MMA_M, MMA_N)
+    cute::Tensor mD = tma.get_tma_tensor(make_shape(p.m, p.n));                           // (M, N) TMA coordinates
+    cute::Tensor gD = local_tile(mD, make_shape(Int<kRows>{}, Int<kCols>{}), make_coord(_, _));  // (ROWS, COLS, m, n)
+    Storage* base = reinterpret_cast<Storage*>(s.chunks[warpgroup]);
+    cute::Tensor sD = make_tensor(make_smem_ptr(base), ChunkLayout<Storage, kRowMajor>{});  // (ROWS, COLS, BUF)
+    auto part = tma_partition(tma, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sD), group_modes<0, 2>(gD));
+    cute::Tensor tDgD = get<0>(part);  // (TMA, m, n)
+    cute::Tensor tDsD = get<1>(part);  // (TMA, BUF)
+
+    const Out* c = static_cast<const Out*>(p.c);
+    const bool read_c = p.beta != 0.0f;
+    const int m_tile = m_blk * kBlockM, n_tile = n_blk * kBlockN;
+    const int m_chunk = m_blk * kWarpgroups + warpgroup;  // this warpgroup's row of chunks
+    const int row0 = warpgroup * kRows;                    // its first row in the tile
+    CUTE_UNROLL
+    for (int j = 0; j < kChunks; ++j) {
+      if (m_chunk * kRows >= p.m || (n_blk * kChunks + j) * kCols >= p.n) continue;  // wholly past the edge
+      const int buf = chunk & 1;
+      CUTE_UNROLL
+      for (int r = 0; r < kRegsPerChunk; ++r) {
+        const int i = j * kRegsPerChunk + r;
+        const int m = int(get<0>(tCcD(i))), n = int(get<1>(tCcD(i)));  // in the tile
+        float v = p.alpha * acc(i);
+        const int gm = m_tile + m, gn = n_tile + n;
+        if (read_c && gm < p.m && gn < p.n) v += p.beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
+        sD(m - row0, n - j * kCols, buf) = to_storage<Out, Storage>(v);
+      }
+      tma_store_fence();  // this thread's shared-memory writes, visible to the TMA unit
+      if (leader) tma_store_wait<0>();  // the previous chunk's store has read buffer buf ^ 1
+      named_barrier_sync(barrier, 128);
+      if (leader) {
+        copy(tma, tDsD(_, buf), tDgD(_, m_chunk, n_blk * kChunks + j));
+        tma_store_arrive();
+      }
+      ++chunk;
+    }
+  }
+};
+
+}  // namespace hopattn::gemm
