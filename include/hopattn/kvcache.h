@@ -46,7 +46,8 @@ typedef struct hopattn_kvcache_args {
   int32_t variant;       /* kernel variant, for ablations (docs/decode.md); 0 = the default.
                             bf16/fp16 cache: 1 = 128-key tiles, one CTA per SM; 2 = 64-key tiles,
                             two CTAs per SM (hdim <= 128). int8 cache: 1 = two consumer
-                            warpgroups (hdim <= 128), 2 = one. */
+                            warpgroups (hdim <= 128), 2 = one, 3 = one with a 112 KB tile, two
+                            CTAs per SM (hdim <= 128). */
 } hopattn_kvcache_args_t;
 
 /* Bytes of device workspace a call with these arguments needs (partial O and LSE of split-KV);

@@ -12,11 +12,12 @@ namespace hopattn::attention {
 // The decode kernel variants as the host plans them (sm90_decode.hpp holds the tiles):
 //   16-bit cache: 1 = 128-key tiles (64 at hdim 256), 3 stages, one CTA per SM;
 //                 2 = 64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM (hdim <= 128).
-//   int8 cache:   1 = two consumer warpgroups (hdim <= 128; one at 256); 2 = one consumer.
+//   int8 cache:   1 = two consumer warpgroups (hdim <= 128; one at 256); 2 = one consumer;
+//                 3 = one consumer, 112 KB, two CTAs per SM (hdim <= 128).
 // The default (plan_kvcache_attention): int8 1; 16-bit 2 when there are tiles for at least
 // 1.5 waves of one-CTA-per-SM (measured faster there, docs/perf-log.md), else 1 with split-KV.
 constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
-  return (!int8 && variant == 2 && hdim <= 128) ? 2 : 1;
+  return hdim <= 128 && ((!int8 && variant == 2) || (int8 && variant == 3)) ? 2 : 1;
 }
 
 struct DecodeParams {

@@ -149,8 +149,13 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.num_splits = -2;
   expect_error(check(a), "num_splits: -2 is negative");
   a = valid_args();
+  a.variant = 4;
+  expect_error(check(a), "variant: 4 is not 0 (default), 1, 2 or 3");
   a.variant = 3;
-  expect_error(check(a), "variant: 3 is not 0 (default), 1 or 2");
+  expect_error(check(a), "variant: 3 applies to an int8 cache only");
+  a = int8_args();
+  a.variant = 3;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
   a = valid_args();
   a.pack_gqa = 3;
   expect_error(check(a), "pack_gqa: 3 is not -1");

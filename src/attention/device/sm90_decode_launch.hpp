@@ -136,9 +136,10 @@ template <class Element, int kHeadDim>
 Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
   if (dp.cache_dtype == HOPATTN_DTYPE_INT8) {
     Status s;
-    if constexpr (kHeadDim <= 128)  // variant 1: two consumer warpgroups; 2: one
-      s = dp.variant == 2 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream)
-                          : run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2>>(dp, stream);
+    if constexpr (kHeadDim <= 128)  // variant 1: two consumer warpgroups; 2: one; 3: one, two CTAs per SM
+      s = dp.variant == 3   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2>>(dp, stream)
+          : dp.variant == 2 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream)
+                            : run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2>>(dp, stream);
     else
       s = run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream);
     if (!s.ok()) return s;

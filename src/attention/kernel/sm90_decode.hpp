@@ -97,17 +97,21 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 // consumer and its conv_full phases never run ahead of a waiter. Two consumers need ~130
 // registers per thread, under the 168 of 384 threads: hdim <= 128 only. The raw ring takes what shared memory is left (up to
 // 128 KB): it holds the bytes in flight.
-template <class Element_, int kHeadDim_, int kConsumers_>
+// kCtasPerSm 2 (one consumer, hdim <= 128): a 32 KB raw ring, so that two CTAs share an SM
+// (each at most 128 registers per thread) and one's transform overlaps the other's consumer.
+template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1>
 struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
   static constexpr bool kInt8Cache = true;
   static constexpr int kConsumers = kConsumers_;
+  static constexpr int kCtasPerSm = kCtasPerSm_;
   static_assert(kConsumers == 1 || (kConsumers == 2 && kHeadDim_ <= 128));
+  static_assert(kCtasPerSm == 1 || (kCtasPerSm == 2 && kConsumers == 1 && kHeadDim_ <= 128));
   static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: TMA + transform; then consumers
   static constexpr int kConvStages = Base::kStages;
   static constexpr int kRawTileBytes = 2 * Base::kBlockN * kHeadDim_;  // K + V
-  static constexpr int kRawBudget = kHeadDim_ == 256 ? 64 * 1024 : 128 * 1024;
+  static constexpr int kRawBudget = kCtasPerSm == 2 ? 32 * 1024 : (kHeadDim_ == 256 ? 64 * 1024 : 128 * 1024);
   static constexpr int kRawStages = kRawBudget / kRawTileBytes < 16 ? kRawBudget / kRawTileBytes : 16;
   using RawStages = cute::Int<kRawStages>;
   // int8 tiles, row-major (key, channel), stage outermost: the transform reads 16-byte chunks.
@@ -429,7 +433,7 @@ CUTE_DEVICE uint32_t pack_pair(float lo, float hi) {
 //     the second writes its O and LSE fragments to the free raw ring, the first combines them by
 //     log-sum-exp weights and runs the epilogue.
 template <class Traits>
-__global__ void __launch_bounds__(Traits::kThreads, 1)
+__global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     decode_int8_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   using namespace cute;
   using Element = typename Traits::Element;
