@@ -15,9 +15,14 @@
 // next tile's mainloop (the next epilogue's first wait retires it). The kernel waits for every
 // store to finish reading shared memory before it exits (store_tail).
 //
-// Residues: the TMA unit clips the box at D's edge (M, N), so no store is predicated; a chunk
-// entirely past the edge is skipped by the whole warpgroup (a uniform branch). C is read with
-// plain loads (any strides), only when beta != 0, so a NaN-filled C cannot leak into D.
+// Residues: the TMA unit clips the box at D's outer edge exactly, but at the inner (contiguous)
+// edge only to the next 16-byte boundary of the row: it writes the elements from the extent up
+// to that boundary (seen on the H200: m = 129 column-major bf16 wrote rows 129..135 of D's
+// padding; triton-lang/triton#11583 reports the same). So a chunk that reaches the inner edge
+// of a D whose contiguous extent is not a multiple of 16 bytes is stored directly from registers
+// with predicated stores (a uniform branch per warpgroup; at most one chunk column per row of
+// tiles); every other chunk goes through TMA. A chunk entirely past the edge is skipped. C is
+// read with plain loads (any strides), only when beta != 0, so a NaN-filled C cannot leak into D.
 //
 // D's layout is chosen at run time: row- or column-major, 16-bit (bf16/fp16 bits, stored as
 // uint16_t) or fp32, one TMA descriptor each; the chunk's shared-memory layout is the 128-byte
@@ -100,6 +105,9 @@ struct Sm90GemmEpilogueTma {
     TmaCol32 tma_col32;
     const void* c = nullptr;
     int64_t c_stride_m = 0, c_stride_n = 0;
+    void* d = nullptr;  // for the direct stores of chunks at a ragged inner edge
+    int64_t d_ld = 0;
+    bool ragged_inner = false;  // D's contiguous extent is not a multiple of 16 bytes
     float alpha = 1.0f, beta = 0.0f;
     int m = 0, n = 0;
     hopattn_dtype_t out_dtype = HOPATTN_DTYPE_BF16;
@@ -117,6 +125,8 @@ struct Sm90GemmEpilogueTma {
     if (!fp32 && l.row_major) e.tma_row16 = make_tma_d<uint16_t, true>(static_cast<uint16_t*>(p.d), p.m, p.n, l.ld);
     if (!fp32 && !l.row_major) e.tma_col16 = make_tma_d<uint16_t, false>(static_cast<uint16_t*>(p.d), p.m, p.n, l.ld);
     e.c = p.c, e.c_stride_m = p.c_stride_m, e.c_stride_n = p.c_stride_n;
+    e.d = p.d, e.d_ld = l.ld;
+    e.ragged_inner = (int64_t(l.row_major ? p.n : p.m) * (fp32 ? 4 : 2)) % 16 != 0;
     e.alpha = p.alpha, e.beta = p.beta;
     e.m = p.m, e.n = p.n;
     e.out_dtype = p.out_dtype;
@@ -201,6 +211,22 @@ struct Sm90GemmEpilogueTma {
     CUTE_UNROLL
     for (int j = 0; j < kChunks; ++j) {
       if (m_chunk * kRows >= p.m || (n_blk * kChunks + j) * kCols >= p.n) continue;  // wholly past the edge
+      const bool direct = p.ragged_inner && (kRowMajor ? (n_blk * kChunks + j + 1) * kCols > p.n
+                                                       : (m_chunk + 1) * kRows > p.m);
+      if (direct) {  // the inner edge of a ragged D: predicated stores, no TMA (see the top)
+        Storage* d = static_cast<Storage*>(p.d);
+        CUTE_UNROLL
+        for (int r = 0; r < kRegsPerChunk; ++r) {
+          const int i = j * kRegsPerChunk + r;
+          const int gm = m_tile + int(get<0>(tCcD(i))), gn = n_tile + int(get<1>(tCcD(i)));
+          if (gm < p.m && gn < p.n) {
+            float v = p.alpha * acc(i);
+            if (read_c) v += p.beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
+            d[kRowMajor ? gm * p.d_ld + gn : gm + gn * p.d_ld] = to_storage<Out, Storage>(v);
+          }
+        }
+        continue;
+      }
       const int buf = chunk & 1;
       CUTE_UNROLL
       for (int r = 0; r < kRegsPerChunk; ++r) {

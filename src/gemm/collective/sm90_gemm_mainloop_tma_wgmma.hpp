@@ -25,15 +25,19 @@ constexpr cute::GMMA::Major gmma_major() {
   return kMajor == Major::kK ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
 }
 
-// (ROWS, BLK_K, PIPE) swizzled stages of one operand. K-major tiles K first inside a row block;
-// MN-major tiles rows first, the order the WGMMA descriptor expects for each.
+// (ROWS, BLK_K, PIPE) swizzled stages of one operand. The atoms repeat along the operand's
+// strided dimension first: K-major atoms (8 rows x 64 K) stack rows first (BLK_K is one atom
+// wide, so either order gives the same layout), MN-major atoms (64 rows x 8 K) stack K first, so
+// that a (64 rows, BLK_K) block is one contiguous 8 KiB TMA box. (Rows first would cut each
+// stage of an MN-major operand into (ROWS / 64) x (BLK_K / 8) boxes of 1 KiB: 48 per stage for
+// the 128x256 tile.) Both orders are canonical GMMA layouts; the descriptor takes either.
 template <class Element, Major kMajor, int kRows, int kBlockK, int kStages>
 using OperandSmemLayout = decltype(cute::tile_to_shape(
     cute::conditional_t<kMajor == Major::kK, cute::GMMA::Layout_K_SW128_Atom<Element>,
                         cute::GMMA::Layout_MN_SW128_Atom<Element>>{},
     cute::make_shape(cute::Int<kRows>{}, cute::Int<kBlockK>{}, cute::Int<kStages>{}),
-    cute::conditional_t<kMajor == Major::kK, cute::Step<cute::_2, cute::_1, cute::_3>,
-                        cute::Step<cute::_1, cute::_2, cute::_3>>{}));
+    cute::conditional_t<kMajor == Major::kK, cute::Step<cute::_1, cute::_2, cute::_3>,
+                        cute::Step<cute::_2, cute::_1, cute::_3>>{}));
 
 // The global (rows, K) layout of an operand; the contiguous mode's stride is static 1, which
 // TMA requires and which selects the box orientation.

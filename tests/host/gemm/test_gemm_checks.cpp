@@ -430,8 +430,8 @@ TEST(GemmChecks, PersistentNeedsTmaStorableD) {
   EXPECT_TRUE(check(g).ok()) << check(g).to_string();
 }
 
-// AUTO: persistent from one wave of 128x256 tiles on (the SM count is the context's), unless D
-// cannot be TMA-stored; 128x128 tiles below a wave.
+// AUTO: persistent from half a wave of 128x256 tiles on (the SM count is the context's), unless
+// D cannot be TMA-stored; 128x128 tiles below.
 TEST(GemmHeuristic, PersistentForLargeProblems) {
   if (!compiled(HOPATTN_GEMM_PERSISTENT) || !compiled(HOPATTN_GEMM_COOPERATIVE))
     GTEST_SKIP() << "persistent or cooperative not compiled in this build";
@@ -446,8 +446,10 @@ TEST(GemmHeuristic, PersistentForLargeProblems) {
   EXPECT_EQ(select_variant(g, ctx, &why), HOPATTN_GEMM_PERSISTENT) << why;
   g.d = matrix(fake_ptr(0x40000000), HOPATTN_DTYPE_BF16, 4096, 4096, true, 4099);  // not TMA-storable
   EXPECT_EQ(select_variant(g, ctx, &why), HOPATTN_GEMM_COOPERATIVE) << why;
-  ctx.sm_count = 1000;  // 512 tiles are less than a wave
   g.d = matrix(fake_ptr(0x40000000), HOPATTN_DTYPE_BF16, 4096, 4096, true);
+  ctx.sm_count = 1024;  // 512 tiles: exactly half a wave
+  EXPECT_EQ(select_variant(g, ctx, &why), HOPATTN_GEMM_PERSISTENT) << why;
+  ctx.sm_count = 1026;  // 512 tiles are less than half a wave
   EXPECT_NE(select_variant(g, ctx, &why), HOPATTN_GEMM_PERSISTENT) << why;
 }
 
