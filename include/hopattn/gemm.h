@@ -39,7 +39,7 @@ typedef enum hopattn_gemm_variant {
   HOPATTN_GEMM_COOPERATIVE = 4,      /* 4a: two consumer warpgroups share one tile */
   HOPATTN_GEMM_PINGPONG = 5,         /* 4b: two consumer warpgroups alternate on two tiles */
   HOPATTN_GEMM_PERSISTENT = 6,       /* 5: persistent, grouped tile order, TMA-store epilogue */
-  HOPATTN_GEMM_CLUSTER_2X1 = 7,      /* 6: 2x1 cluster with TMA multicast (planned) */
+  HOPATTN_GEMM_CLUSTER_2X1 = 7,      /* 6: persistent on 2x1 clusters, B multicast by TMA */
   HOPATTN_GEMM_CLUSTER_1X2 = 8,      /* 6: 1x2 cluster with TMA multicast (planned) */
   HOPATTN_GEMM_VARIANT_COUNT = 9
 } hopattn_gemm_variant_t;

@@ -22,12 +22,33 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1) sm90_gemm_kernel(const __
 
 template <class Kernel>
 Status launch_gemm(const GemmProblem& problem, Stream stream) {
-  const typename Kernel::Params params = Kernel::to_params(problem);
+  typename Kernel::Params params = Kernel::to_params(problem);
   constexpr int kSmem = int(sizeof(typename Kernel::SharedStorage));
+  constexpr int kCluster = Kernel::kCfg.kClusterM;
   // Per device and cheap: set on every launch so that a second GPU works too.
   HOPATTN_RETURN_IF_CUDA_ERROR(
       cudaFuncSetAttribute(sm90_gemm_kernel<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  sm90_gemm_kernel<Kernel><<<Kernel::grid(params), Kernel::kThreads, kSmem, stream>>>(params);
+  if constexpr (kCluster == 1) {
+    sm90_gemm_kernel<Kernel><<<Kernel::grid(params), Kernel::kThreads, kSmem, stream>>>(params);
+  } else {
+    cudaLaunchConfig_t config{};
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = kCluster, attribute[0].val.clusterDim.y = 1, attribute[0].val.clusterDim.z = 1;
+    config.blockDim = dim3(Kernel::kThreads, 1, 1);
+    config.dynamicSmemBytes = kSmem;
+    config.stream = static_cast<cudaStream_t>(stream);
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    // A persistent grid should not exceed the clusters that fit at once (GPCs need not hold a
+    // whole number of clusters, so this can be fewer than SMs / kCluster).
+    config.gridDim = Kernel::grid(params);
+    int max_clusters = 0;
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaOccupancyMaxActiveClusters(&max_clusters, sm90_gemm_kernel<Kernel>, &config));
+    Kernel::limit_clusters(params, max_clusters);
+    config.gridDim = Kernel::grid(params);
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, sm90_gemm_kernel<Kernel>, params));
+  }
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status();
 }

@@ -166,7 +166,7 @@ TEST(GemmChecks, EmptyOutputIsANoOp) {
   g.c = matrix(nullptr, HOPATTN_DTYPE_FP32, 0, 48, true);
   g.d = matrix(nullptr, HOPATTN_DTYPE_FP32, 0, 48, true);
   EXPECT_TRUE(check(g).ok()) << check(g).to_string();
-  g.variant = HOPATTN_GEMM_CLUSTER_2X1;  // planned, never compiled: nothing runs, so no kernel is needed
+  g.variant = HOPATTN_GEMM_CLUSTER_1X2;  // planned, never compiled: nothing runs, so no kernel is needed
   EXPECT_TRUE(check(g).ok()) << check(g).to_string();
 }
 
@@ -288,8 +288,8 @@ TEST(GemmChecks, VariantOutOfRange) {
 
 TEST(GemmChecks, VariantNotCompiled) {
   GemmArgs g = valid_args();
-  g.variant = HOPATTN_GEMM_CLUSTER_2X1;  // planned, never compiled in this build
-  expect_error(check(g), StatusCode::kNotSupported, "variant: cluster2x1 is not compiled for bf16");
+  g.variant = HOPATTN_GEMM_CLUSTER_1X2;  // planned, never compiled in this build
+  expect_error(check(g), StatusCode::kNotSupported, "variant: cluster1x2 is not compiled for bf16");
 }
 
 TEST(GemmChecks, EveryCompiledVariantAccepted) {
