@@ -201,13 +201,16 @@ const GemmInstance* instance_for(Variant v, const GemmProblem& p) {
 // grouped raster, TMA store; it needs a TMA-storable D, else can_implement turns it down), then
 // cooperative — at 4096x1024x8192 (128 tiles, 132 SMs) persistent ran at 0.92x cuBLAS against
 // 0.81x (cooperative) and 0.70x (warp_specialized). Smaller problems: 128x128 tiles (more CTAs;
-// at 1024x1024x8192, 32 tiles: warp_specialized 0.42x, persistent 0.34x). Each list falls back
+// at 1024x1024x8192, 32 tiles: warp_specialized 0.42x, persistent 0.34x). With at most half a
+// wave of tiles and a long K (>= 2048: at least 16 k-tiles per CTA of a 2-way split), split_k
+// first: the cooperative tile with K split over a cluster of 2-4 CTAs. Each list falls back
 // along the others to whatever was compiled and can run.
 const GemmInstance* pick_auto(const GemmProblem& p, const GemmDeviceContext& ctx, std::string* why) {
   const int sms = ctx.sm_count > 0 ? ctx.sm_count : 132;
   const int64_t coop_tiles = int64_t((p.m + 127) / 128) * ((p.n + 255) / 256);
   std::vector<Variant> order;
   if (2 * coop_tiles >= sms) order = {HOPATTN_GEMM_PERSISTENT, HOPATTN_GEMM_COOPERATIVE};
+  else if (p.k >= 2048) order = {HOPATTN_GEMM_SPLIT_K};
   for (Variant v : {HOPATTN_GEMM_WARP_SPECIALIZED, HOPATTN_GEMM_PINGPONG, HOPATTN_GEMM_COOPERATIVE,
                     HOPATTN_GEMM_PERSISTENT, HOPATTN_GEMM_PIPELINED, HOPATTN_GEMM_TMA_WGMMA})
     order.push_back(v);
@@ -245,8 +248,8 @@ Status check_variant(const GemmArgs& a, const GemmDeviceContext& ctx) {
 }
 
 constexpr const char* kVariantNames[HOPATTN_GEMM_VARIANT_COUNT] = {
-    "auto", "tma_wgmma", "pipelined", "warp_specialized", "cooperative", "pingpong", "persistent", "cluster2x1", "cluster1x2"};
-constexpr const char* kVariantSteps[HOPATTN_GEMM_VARIANT_COUNT] = {"0", "1", "2", "3", "4c", "4p", "5", "6x", "6y"};
+    "auto", "tma_wgmma", "pipelined", "warp_specialized", "cooperative", "pingpong", "persistent", "cluster2x1", "cluster1x2", "split_k"};
+constexpr const char* kVariantSteps[HOPATTN_GEMM_VARIANT_COUNT] = {"0", "1", "2", "3", "4c", "4p", "5", "6x", "6y", "sk"};
 
 }  // namespace
 

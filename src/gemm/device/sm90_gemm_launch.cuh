@@ -28,7 +28,20 @@ Status launch_gemm(const GemmProblem& problem, Stream stream) {
   // Per device and cheap: set on every launch so that a second GPU works too.
   HOPATTN_RETURN_IF_CUDA_ERROR(
       cudaFuncSetAttribute(sm90_gemm_kernel<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  if constexpr (kCluster == 1) {
+  if constexpr (Kernel::kCfg.kSplitKCluster) {  // cluster size chosen per problem (1, 2 or 4)
+    cudaLaunchConfig_t config{};
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = unsigned(Kernel::cluster_size(params));
+    attribute[0].val.clusterDim.y = 1, attribute[0].val.clusterDim.z = 1;
+    config.gridDim = Kernel::grid(params);
+    config.blockDim = dim3(Kernel::kThreads, 1, 1);
+    config.dynamicSmemBytes = kSmem;
+    config.stream = static_cast<cudaStream_t>(stream);
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, sm90_gemm_kernel<Kernel>, params));
+  } else if constexpr (kCluster == 1) {
     sm90_gemm_kernel<Kernel><<<Kernel::grid(params), Kernel::kThreads, kSmem, stream>>>(params);
   } else {
     cudaLaunchConfig_t config{};

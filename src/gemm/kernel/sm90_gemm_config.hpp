@@ -22,6 +22,8 @@ struct TileConfig {
                                // 16-byte aligned pointer and leading dimension
   int kEpilogueN = 0;          // columns of one epilogue chunk (shared memory, one TMA store)
   int kClusterM = 1;           // CTAs of a cluster along M; they share B's tile by TMA multicast
+  bool kSplitKCluster = false; // the CTAs of a cluster split K of one tile (cluster size chosen at
+                               // launch) and sum their partials through distributed shared memory
 };
 
 // Shared memory per stage (16-bit inputs): (128 + 128) x 64 x 2 B = 32 KiB for 128x128 tiles,
@@ -81,6 +83,16 @@ constexpr TileConfig tile_config(hopattn_gemm_variant_t v) {
       c.kTmaStoreD = true;
       c.kEpilogueN = 32;
       c.kClusterM = 2;
+      break;
+    case HOPATTN_GEMM_SPLIT_K:
+      // The cooperative tile; K split over a cluster of 2 or 4 CTAs when the tiles alone leave
+      // SMs idle. 4 stages (192 KiB), reused for the 132 KiB fp32 partial tile.
+      c.kBlockN = 256;
+      c.kStages = 4;
+      c.kMmaWarpgroups = 2, c.kConsumerWarpgroups = 2;
+      c.kProducerWarpgroup = true;
+      c.kProducerRegisters = 40, c.kConsumerRegisters = 232;
+      c.kSplitKCluster = true;
       break;
     case HOPATTN_GEMM_PINGPONG:
       // Each consumer warpgroup owns a whole 128x128 tile; the two alternate on the tensor cores.

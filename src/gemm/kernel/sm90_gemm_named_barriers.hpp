@@ -14,6 +14,8 @@ enum class GemmNamedBarrier : uint32_t {
   kEpilogueWg1 = 3,      // persistent: consumer warpgroup 1 wrote its epilogue chunk to shared
                          // memory, and its previous chunk's TMA store has read the other buffer
   kEpilogueWg2 = 4,      // persistent: the same for consumer warpgroup 2
+  kSplitKDone = 5,       // split_k: both consumer warpgroups' WGMMAs have finished reading the
+                         // ring (256 threads), which then holds the partial tile
 };
 
 // Waits until `threads` threads (including this one's warp) have reached barrier `id`.

@@ -71,7 +71,7 @@ int64_t output_ld(int64_t contiguous, bool aligned) { return aligned ? round_up(
 std::string run_case(const Case& c, tools::CublasGemm* cublas) {
   DeviceMatrix a(c.dtype, c.m, c.k, c.a_row, operand_ld(c.a_row ? c.k : c.m));
   DeviceMatrix b(c.dtype, c.k, c.n, c.b_row, operand_ld(c.b_row ? c.n : c.k));
-  const bool aligned = c.d_aligned || c.variant == HOPATTN_GEMM_PERSISTENT || c.variant == HOPATTN_GEMM_CLUSTER_2X1;
+  const bool aligned = c.d_aligned || c.variant == HOPATTN_GEMM_PERSISTENT || c.variant == HOPATTN_GEMM_CLUSTER_2X1;  // TMA-stored D
   DeviceMatrix d(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m, aligned));
   DeviceMatrix cm(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m, aligned));
   reference::fill_normal(a.t.data, c.dtype, a.storage(), c.seed * 4 + 0, 1.0f);
@@ -210,6 +210,32 @@ TEST_P(GemmVariant, LargeAgainstCublas) {
     c.d_aligned = true;
     c.variant = GetParam();
     c.seed = uint64_t(++index) + 2000;
+    EXPECT_EQ(run_case(c, &cublas_), "") << c.str();
+  }
+}
+
+// Few tiles and a long K, the split_k variant's case (on 132 SMs: 64 tiles of 128x256 -> 2-way
+// split, 32 and 40 -> 4-way; other variants simply run them): residues in M, N and K, k-tiles
+// not divisible by the split, every output type, beta = 0 with NaN C and beta != 0.
+TEST_P(GemmVariant, FewTilesLongK) {
+  struct Shape {
+    int m, n, k;
+    hopattn_dtype_t out;
+    bool d_row;
+    float beta;
+  };
+  const Shape shapes[] = {{1024, 2048, 4096, HOPATTN_DTYPE_BF16, true, 0.0f},
+                          {1000, 1000, 3000, HOPATTN_DTYPE_FP32, false, 0.5f},
+                          {129, 4999, 8200, HOPATTN_DTYPE_FP16, true, 1.0f}};
+  int index = 0;
+  for (const Shape& s : shapes) {
+    Case c;
+    c.m = s.m, c.n = s.n, c.k = s.k;
+    c.out = s.out, c.d_row = s.d_row, c.beta = s.beta;
+    c.a_row = index != 1, c.b_row = index == 2;
+    c.d_aligned = true;
+    c.variant = GetParam();
+    c.seed = uint64_t(++index) + 4000;
     EXPECT_EQ(run_case(c, &cublas_), "") << c.str();
   }
 }

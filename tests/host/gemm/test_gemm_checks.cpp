@@ -374,6 +374,10 @@ TEST(GemmApi, VariantNames) {
   EXPECT_TRUE(parse_variant("5", &v));
   EXPECT_EQ(v, HOPATTN_GEMM_PERSISTENT);
   EXPECT_STREQ(variant_name(HOPATTN_GEMM_PERSISTENT), "persistent");
+  EXPECT_TRUE(parse_variant("split_k", &v));
+  EXPECT_EQ(v, HOPATTN_GEMM_SPLIT_K);
+  EXPECT_TRUE(parse_variant("6x", &v));
+  EXPECT_EQ(v, HOPATTN_GEMM_CLUSTER_2X1);
   EXPECT_FALSE(parse_variant("fastest", &v));
   EXPECT_STREQ(variant_name(HOPATTN_GEMM_PIPELINED), "pipelined");
   EXPECT_EQ(variant_name(HOPATTN_GEMM_VARIANT_COUNT), nullptr);
@@ -451,6 +455,24 @@ TEST(GemmHeuristic, PersistentForLargeProblems) {
   EXPECT_EQ(select_variant(g, ctx, &why), HOPATTN_GEMM_PERSISTENT) << why;
   ctx.sm_count = 1026;  // 512 tiles are less than half a wave
   EXPECT_NE(select_variant(g, ctx, &why), HOPATTN_GEMM_PERSISTENT) << why;
+}
+
+// AUTO: split_k for few tiles and a long K (1024 x 1024 x 8192: 32 tiles on 132 SMs), not for
+// a short K; the split count fills the SMs without exceeding them.
+TEST(GemmHeuristic, SplitKForFewTilesAndLongK) {
+  if (!compiled(HOPATTN_GEMM_SPLIT_K)) GTEST_SKIP() << "split_k not compiled in this build";
+  GemmDeviceContext ctx;
+  ctx.sm_count = 132;
+  GemmArgs g{};
+  g.a = matrix(fake_ptr(0x10000000), HOPATTN_DTYPE_BF16, 1024, 8192, true);
+  g.b = matrix(fake_ptr(0x20000000), HOPATTN_DTYPE_BF16, 8192, 1024, false);
+  g.d = matrix(fake_ptr(0x40000000), HOPATTN_DTYPE_BF16, 1024, 1024, true);
+  g.alpha = 1.0f;
+  std::string why;
+  EXPECT_EQ(select_variant(g, ctx, &why), HOPATTN_GEMM_SPLIT_K) << why;
+  g.a = matrix(fake_ptr(0x10000000), HOPATTN_DTYPE_BF16, 1024, 1024, true);
+  g.b = matrix(fake_ptr(0x20000000), HOPATTN_DTYPE_BF16, 1024, 1024, false);
+  EXPECT_NE(select_variant(g, ctx, &why), HOPATTN_GEMM_SPLIT_K) << why;
 }
 
 // The persistent tile order visits every tile exactly once, keeps groups of 8 tile-rows (or
