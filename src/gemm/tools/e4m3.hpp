@@ -1,0 +1,28 @@
+// FP8 e4m3 ("e4m3fn", the OCP FP8 E4M3 format WGMMA reads) on the host: encode and decode, for
+// the tests and the references. Written here rather than taken from cuda_fp8.h so that the host
+// tests can check the GPU's decoding against an independent implementation.
+//
+//   bits: s eeee mmm, exponent bias 7
+//   e = 0:      subnormal, (-1)^s · m/8 · 2^-6   (smallest: 2^-9 = 0x01; 0x00 / 0x80 are ±0)
+//   e = 1..15:  normal,    (-1)^s · (1 + m/8) · 2^(e-7), except e = 15, m = 7: NaN (0x7f, 0xff)
+//   largest finite: 1.75 · 2^8 = 448 (0x7e); there is no infinity.
+//
+// Encoding rounds to nearest, ties to even, and saturates: every |x| above 448 (±inf included)
+// becomes ±448 — the choice of cuda_fp8.h's __NV_SATFINITE and of scaled-FP8 quantization,
+// where an overflow should clip rather than poison a whole tensor with NaN. NaN becomes 0x7f
+// (0xff when its sign bit is set). Values below half the smallest subnormal (2^-10, a tie,
+// included) become ±0.
+#pragma once
+
+#include <cstdint>
+
+namespace hopattn::gemm::tools {
+
+constexpr uint8_t kE4m3Max = 0x7e;      // 448
+constexpr uint8_t kE4m3NaN = 0x7f;
+constexpr double kE4m3MaxValue = 448.0;
+
+uint8_t e4m3_from_float(float x);
+float e4m3_to_float(uint8_t bits);
+
+}  // namespace hopattn::gemm::tools
