@@ -5,6 +5,14 @@
 namespace hopattn::gemm::tools {
 namespace {
 
+// splitmix64: a counter-based hash, so element i depends only on (seed, i).
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 // Round a non-negative value to the nearest integer, ties to even (independent of the FP
 // environment's rounding mode).
 double round_half_even(double q) {
@@ -36,6 +44,26 @@ uint8_t e4m3_from_float(float x) {
   if (mantissa == 16.0) mantissa = 8.0, ++biased;
   const int code = (biased << 3) | (int(mantissa) - 8);
   return uint8_t(sign | (code > kE4m3Max ? kE4m3Max : code));  // rounding up past 448 saturates too
+}
+
+std::vector<uint8_t> random_e4m3(int64_t n, uint64_t seed, E4m3Values kind) {
+  static const uint8_t kIntegers[4] = {0x38, 0x40, 0x44, 0x48};  // 1, 2, 3, 4
+  std::vector<uint8_t> out(size_t(n > 0 ? n : 0));
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t r = mix(seed * 0x100000001b3ull + uint64_t(i));
+    const uint8_t sign = (r & 1) ? 0x80 : 0x00;
+    uint8_t code = 0;
+    if (kind == E4m3Values::kSmallIntegers) {
+      code = kIntegers[(r >> 1) & 3];
+    } else if (((r >> 1) & 31) == 0) {
+      code = uint8_t(1 + (r >> 6) % 7);  // subnormal m·2^-9, m in 1..7
+    } else {
+      const int exponent = int((r >> 6) & 3) - 2;  // -2 .. 1
+      code = uint8_t(((exponent + 7) << 3) | int((r >> 8) & 7));
+    }
+    out[size_t(i)] = uint8_t(sign | code);
+  }
+  return out;
 }
 
 float e4m3_to_float(uint8_t bits) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace hopattn::gemm::tools {
 
@@ -24,5 +25,15 @@ constexpr double kE4m3MaxValue = 448.0;
 
 uint8_t e4m3_from_float(float x);
 float e4m3_to_float(uint8_t bits);
+
+// Random test inputs, drawn as codes (so the decoded values are exact by construction; never 0,
+// never NaN); the code at index i depends only on (seed, i).
+//   kGeneral:       random sign, magnitudes (1 + m/8)·2^e for e in [-2, 1] (0.25 .. 3.75, like
+//                   scaled activations) and one value in 32 a subnormal (m·2^-9)
+//   kSmallIntegers: ±1, ±2, ±3, ±4: every product and (random-sign) partial sum of K ≤ 4096
+//                   stays on the integer grid below 2^12, where the FP8 accumulation model
+//                   (gemm_reference.hpp) predicts an exact result
+enum class E4m3Values { kGeneral, kSmallIntegers };
+std::vector<uint8_t> random_e4m3(int64_t n, uint64_t seed, E4m3Values kind);
 
 }  // namespace hopattn::gemm::tools
