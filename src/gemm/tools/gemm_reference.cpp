@@ -120,7 +120,11 @@ double leading_bit(double x) {
   std::frexp(x, &e);
   return std::ldexp(1.0, e - 1);
 }
-bool on_grid(double x, double ulp) { return std::fmod(x, ulp) == 0.0; }
+// ulp is a power of two: x / ulp is exact, and x is on the grid when that is an integer.
+bool on_grid(double x, double ulp) {
+  const double q = x / ulp;
+  return std::floor(q) == q;
+}
 }  // namespace
 
 double fp8_accumulation_bound(const double* p, int64_t k) {
