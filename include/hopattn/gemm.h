@@ -2,7 +2,7 @@
  *
  * The C ABI, plain data only (see hopattn.h for hopattn_tensor_t and hopattn_status_t).
  *
- *   a  (M, K)  rank 2, bf16 or fp16
+ *   a  (M, K)  rank 2, bf16, fp16 or e4m3
  *   b  (K, N)  rank 2, same dtype as a
  *   c  (M, N)  rank 2, same dtype as d; read only when beta != 0 (data may then be NULL)
  *   d  (M, N)  rank 2, bf16, fp16 or fp32; written
@@ -17,8 +17,17 @@
  * and an input is allowed. Accumulation is in fp32.
  *
  * M == 0 or N == 0 is a no-op. K must be at least 1.
- * FP8 e4m3 inputs with per-tensor scales (scale_a, scale_b) are planned; this build reports
- * them as not supported. For 16-bit inputs scale_a and scale_b must be 0 or 1 (0 reads as 1).
+ *
+ * FP8 (a and b e4m3, "e4m3fn": max 448, no infinity):
+ *   D = alpha·scale_a·scale_b·(A·B) + beta·C, with D (and C) bf16, fp16 or fp32. scale_a and
+ *   scale_b are per-tensor dequantization scales (0 reads as 1; finite; alpha·scale_a·scale_b is
+ *   folded into one fp32 factor on the host). Both operands must be K-major, as WGMMA requires
+ *   for 8-bit types: a row-major (stride[1] == 1) and b column-major (stride[0] == 1); any other
+ *   layout is reported as not supported, naming the argument. Leading dimensions are multiples of
+ *   16 bytes = 16 elements (pad K). Only the persistent variant has e4m3 kernels, so D must be
+ *   TMA-storable (16-byte aligned pointer and leading dimension). The tensor cores accumulate
+ *   FP8 products with less than fp32 precision (docs/gemm.md, "FP8").
+ * For 16-bit inputs scale_a and scale_b must be 0 or 1 (0 reads as 1).
  */
 #ifndef HOPATTN_GEMM_H
 #define HOPATTN_GEMM_H
@@ -53,7 +62,8 @@ typedef struct hopattn_gemm_args {
   hopattn_tensor_t d;
   float alpha;
   float beta;
-  float scale_a; /* e4m3 only: per-tensor dequantization scales; 0 reads as 1 */
+  float scale_a; /* e4m3 only: per-tensor dequantization scales, D = alpha·scale_a·scale_b·A·B + ...;
+                    0 reads as 1 */
   float scale_b;
   int32_t variant; /* a hopattn_gemm_variant_t */
 } hopattn_gemm_args_t;

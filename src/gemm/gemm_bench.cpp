@@ -62,7 +62,7 @@ BenchArgs parse(const std::vector<std::string>& args) {
     else if (flag == "--mnk") mnk = value;
     else if (flag == "--dtype") {
       if (!tools::parse_dtype(value, &b.setup.dtype) || b.setup.dtype == HOPATTN_DTYPE_FP32)
-        throw std::invalid_argument("--dtype: '" + value + "' (bf16, fp16)");
+        throw std::invalid_argument("--dtype: '" + value + "' (bf16, fp16, e4m3)");
     } else if (flag == "--layout") {
       if (!tools::parse_layout(value, &b.setup)) throw std::invalid_argument("--layout: '" + value + "' (e.g. rcr)");
     } else if (flag == "--variants") {
@@ -82,7 +82,10 @@ BenchArgs parse(const std::vector<std::string>& args) {
       throw std::invalid_argument("unknown flag " + flag + "\n" + gemm_bench_usage());
     }
   }
-  b.setup.out = b.setup.dtype;
+  // The output follows 16-bit inputs; e4m3 inputs give bf16 D (the FP8 GEMM).
+  b.setup.out = b.setup.dtype == HOPATTN_DTYPE_E4M3 ? HOPATTN_DTYPE_BF16 : b.setup.dtype;
+  if (b.setup.dtype == HOPATTN_DTYPE_E4M3 && (!b.setup.a_row || b.setup.b_row))
+    throw std::invalid_argument("--layout: e4m3 needs K-major operands: rcr or rcc");
   if (!mnk.empty()) {
     for (const std::string& s : split(mnk, ',')) {
       const std::vector<std::string> d = split(s, 'x');
@@ -121,14 +124,35 @@ double time_ms(const tools::GemmBuffers& buffers, double group_ms, Run&& run) {
   return t.median_ms;
 }
 
-void bench_shape(const BenchArgs& b, const Shape& shape, tools::CublasGemm& cublas, std::vector<Row>* rows) {
+// The library rows of one shape; the first is the reference of the ratios. e4m3: cuBLASLt with
+// its default accumulation (partial sums promoted to fp32) and with fast accumulation (in the
+// tensor cores only, as hopattn's kernel does).
+Row baseline_rows(const BenchArgs& b, const tools::GemmSetup& s, const tools::GemmBuffers& buffers,
+                  tools::CublasGemm& cublas, tools::CublasLtFp8& cublas_lt, std::vector<Row>* rows) {
+  if (s.dtype != HOPATTN_DTYPE_E4M3) {
+    const double ms = time_ms(buffers, b.group_ms, [&](const GemmArgs& a) { return cublas.run(a, nullptr); });
+    Row ref = make_row(s, "cublas", ms, "cublasGemmEx, fp32 compute");
+    ref.frac_of_gemm = 1.0;
+    rows->push_back(ref);
+    return ref;
+  }
+  const double ms = time_ms(buffers, b.group_ms, [&](const GemmArgs& a) { return cublas_lt.run(a, nullptr, false); });
+  Row ref = make_row(s, "cublaslt", ms, "cublasLt e4m3, fp32 compute");
+  ref.frac_of_gemm = 1.0;
+  rows->push_back(ref);
+  const double fast_ms = time_ms(buffers, b.group_ms, [&](const GemmArgs& a) { return cublas_lt.run(a, nullptr, true); });
+  Row fast = make_row(s, "cublaslt_fast", fast_ms, "cublasLt e4m3 fast accum");
+  fast.frac_of_gemm = fast.tflops / ref.tflops;
+  rows->push_back(fast);
+  return ref;
+}
+
+void bench_shape(const BenchArgs& b, const Shape& shape, tools::CublasGemm& cublas, tools::CublasLtFp8& cublas_lt,
+                 std::vector<Row>* rows) {
   tools::GemmSetup s = b.setup;
   s.m = shape.m, s.n = shape.n, s.k = shape.k;
   tools::GemmBuffers buffers(s, 0, 17);
-  const double cublas_ms = time_ms(buffers, b.group_ms, [&](const GemmArgs& a) { return cublas.run(a, nullptr); });
-  Row ref = make_row(s, "cublas", cublas_ms, "cublasGemmEx, fp32 compute");
-  ref.frac_of_gemm = 1.0;
-  rows->push_back(ref);
+  const Row ref = baseline_rows(b, s, buffers, cublas, cublas_lt, rows);
   std::vector<Variant> variants = b.variants;
   if (variants.empty() || shape.progression) variants = compiled_variants(s.dtype);
   for (Variant v : variants) {
@@ -168,19 +192,20 @@ void print_table(const std::vector<Row>& rows) {
 }  // namespace
 
 std::string gemm_bench_usage() {
-  return "gemm bench flags: --shapes square,llm,progression | --mnk MxNxK,...  --dtype bf16|fp16  --layout rcr\n"
+  return "gemm bench flags: --shapes square,llm,progression | --mnk MxNxK,...  --dtype bf16|fp16|e4m3  --layout rcr\n"
          "                  --variants auto|all|name,...  --group-ms 25\n";
 }
 
 std::vector<Row> run_gemm_bench(const std::vector<std::string>& args) {
   const BenchArgs b = parse(args);
   tools::CublasGemm cublas;
+  tools::CublasLtFp8 cublas_lt;
   std::vector<Row> rows;
   int done = 0;
   for (const Shape& shape : b.shapes) {
     std::fprintf(stderr, "[gemm bench %d/%zu] %lldx%lldx%lld %s\n", ++done, b.shapes.size(), shape.m, shape.n,
                  shape.k, shape.progression ? "(every compiled variant)" : "");
-    bench_shape(b, shape, cublas, &rows);
+    bench_shape(b, shape, cublas, cublas_lt, &rows);
   }
   print_table(rows);
   return rows;

@@ -1,5 +1,5 @@
 // `hopattn bench --op gemm`: hopattn's GEMM against cuBLAS on the shape sets, a cuBLAS
-// row for every shape measured in the same run.
+// row (cuBLASLt for e4m3) for every shape measured in the same run.
 #pragma once
 
 #include <string>
@@ -16,7 +16,9 @@ namespace hopattn::gemm {
 //                                          (28672,8192), (8192,28672), (1024,8192)
 //                                     progression: 8192^3, every compiled variant
 //   --mnk 4096x4096x4096,...          explicit shapes (instead of --shapes)
-//   --dtype bf16|fp16                 (default bf16)
+//   --dtype bf16|fp16|e4m3            (default bf16; e4m3: bf16 D, scales 1, baseline cuBLASLt
+//                                     FP8 with its default and its fast accumulation, the
+//                                     ratio against the default)
 //   --layout rcr                      A, B, D each r(ow) or c(olumn)-major (default rcr: A and B
 //                                     K-major, the layout of x·Wᵀ)
 //   --variants auto|all|name,...      hopattn variants per shape (default auto; the

@@ -19,13 +19,15 @@ namespace hopattn::gemm {
 namespace {
 
 const char* kUsage =
-    "usage: hopattn gemm --m M --n N --k K [--dtype bf16|fp16] [--out bf16|fp16|fp32]\n"
+    "usage: hopattn gemm --m M --n N --k K [--dtype bf16|fp16|e4m3] [--out bf16|fp16|fp32]\n"
     "                    [--layout rcr] [--variant auto|tma_wgmma|pipelined|warp_specialized|\n"
     "                     cooperative|pingpong|persistent|1|2|3|4c|4p|5] [--alpha 1] [--beta 0]\n"
     "                    [--check] [--no-time]\n"
     "  D(MxN) = alpha·A(MxK)·B(KxN) + beta·D, timed against cuBLAS in the same run.\n"
     "  --layout: A, B, D each r(ow)- or c(olumn)-major (default rcr).\n"
-    "  --check: compare every element with cuBLAS's fp32 product (tolerance from K and the output type).\n";
+    "  --check: compare every element with cuBLAS's fp32 product (tolerance from K and the output type);\n"
+    "           e4m3: with the fp64 host reference and the FP8 accumulation bound (M·N·K <= 2^34).\n"
+    "  e4m3: A and B K-major (layout rc?), scales 1, D bf16 unless --out; timed against cuBLASLt FP8.\n";
 
 struct Options {
   tools::GemmSetup setup;
@@ -74,6 +76,7 @@ int run(const Options& o) {
   const tools::GemmSetup& s = o.setup;
   tools::GemmBuffers buffers(s, o.time ? 0 : 1, 7);
   tools::CublasGemm cublas;
+  tools::CublasLtFp8 cublas_lt;
   GemmArgs args = buffers.args(0);
   GemmDeviceContext ctx;
   HOPATTN_CUDA_CHECK(cudaGetDevice(&ctx.current_device));
@@ -90,7 +93,23 @@ int run(const Options& o) {
   }
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   int rc = 0;
-  if (o.check) {
+  const bool fp8 = s.dtype == HOPATTN_DTYPE_E4M3;
+  if (o.check && fp8) {
+    if (double(s.m) * double(s.n) * double(s.k) > std::ldexp(1.0, 34)) {
+      std::fprintf(stderr, "hopattn gemm: --check with e4m3 uses the host reference: M·N·K must be at most 2^34\n");
+      return 2;
+    }
+    if (s.beta != 0.0f) {
+      std::fprintf(stderr, "hopattn gemm: --check needs --beta 0 (D is updated in place)\n");
+      return 2;
+    }
+    const tools::HostMatrix ours = tools::download_matrix(args.d);
+    const tools::Fp8Reference ref = tools::reference_gemm_e4m3(tools::download_matrix(args.a),
+                                                                tools::download_matrix(args.b), nullptr, s.alpha, 0.0f);
+    const std::string err = tools::compare_with_e4m3_reference(ours, ref, s.out);
+    std::printf("  check vs fp64: %s\n", err.empty() ? "ok (every element within tolerance)" : err.c_str());
+    if (!err.empty()) rc = 1;
+  } else if (o.check) {
     if (s.beta != 0.0f) {
       std::fprintf(stderr, "hopattn gemm: --check needs --beta 0 (D is updated in place by both runs)\n");
       return 2;
@@ -119,14 +138,14 @@ int run(const Options& o) {
         nullptr);
     const bench::Timing ref = bench::time_launches(
         [&] {
-          const Status st = cublas.run(buffers.args(next++), nullptr);
+          const Status st = fp8 ? cublas_lt.run(buffers.args(next++), nullptr) : cublas.run(buffers.args(next++), nullptr);
           if (!st.ok()) throw std::runtime_error(st.to_string());
         },
         nullptr);
     const double flops = tools::gemm_flops(s);
     const double ref_tflops = flops / (ref.median_ms * 1e-3) / 1e12;
     print_timing("hopattn", ours.median_ms, flops, ref_tflops);
-    print_timing("cublas", ref.median_ms, flops, 0);
+    print_timing(fp8 ? "cublaslt" : "cublas", ref.median_ms, flops, 0);
   }
   return rc;
 }
@@ -142,7 +161,7 @@ int run_gemm_command(int argc, char** argv) {
     std::fprintf(stderr, "hopattn gemm: %s\n%s", error.c_str(), kUsage);
     return 2;
   }
-  if (!out_given) o.setup.out = o.setup.dtype;
+  if (!out_given) o.setup.out = o.setup.dtype == HOPATTN_DTYPE_E4M3 ? HOPATTN_DTYPE_BF16 : o.setup.dtype;
   try {
     return run(o);
   } catch (const std::exception& e) {

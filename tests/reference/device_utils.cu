@@ -1,5 +1,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -63,6 +64,9 @@ void fill_normal(void* data, hopattn_dtype_t dtype, int64_t n, uint64_t seed, fl
     case HOPATTN_DTYPE_FP32:
       fill_normal_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<float*>(data), n, seed, stddev);
       break;
+    case HOPATTN_DTYPE_E4M3:  // rounded to nearest even, saturated to ±448 (cuda_fp8.h)
+      fill_normal_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<__nv_fp8_e4m3*>(data), n, seed, stddev);
+      break;
     case HOPATTN_DTYPE_INT8:
       fill_normal_int8_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<int8_t*>(data), n, seed, stddev);
       break;
@@ -87,6 +91,12 @@ std::vector<float> download_as_float(const void* data, hopattn_dtype_t dtype, in
   if (n == 0) return out;
   if (dtype == HOPATTN_DTYPE_FP32) {
     HOPATTN_CUDA_CHECK(cudaMemcpy(out.data(), data, n * 4, cudaMemcpyDeviceToHost));
+    return out;
+  }
+  if (dtype == HOPATTN_DTYPE_E4M3) {
+    std::vector<__nv_fp8_e4m3> bytes(n);
+    HOPATTN_CUDA_CHECK(cudaMemcpy(bytes.data(), data, n, cudaMemcpyDeviceToHost));
+    for (int64_t i = 0; i < n; ++i) out[i] = float(bytes[i]);
     return out;
   }
   std::vector<uint16_t> bits(n);

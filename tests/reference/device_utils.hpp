@@ -9,7 +9,7 @@
 
 namespace hopattn::reference {
 
-// Fills n elements of dtype (BF16/FP16/FP32/INT8) with N(mean, stddev^2) values, a counter-based
+// Fills n elements of dtype (BF16/FP16/FP32/E4M3/INT8) with N(mean, stddev^2) values, a counter-based
 // generator: the value at index i depends only on (seed, i). Values are rounded to the dtype
 // (INT8: to the nearest integer, clamped to [-127, 127]).
 void fill_normal(void* data, hopattn_dtype_t dtype, int64_t n, uint64_t seed, float stddev,
@@ -17,7 +17,7 @@ void fill_normal(void* data, hopattn_dtype_t dtype, int64_t n, uint64_t seed, fl
 // Fills with quiet NaN (BF16/FP16/FP32/FP64 by element size).
 void fill_nan(void* data, size_t element_size, int64_t n, Stream stream = nullptr);
 
-// Copies n device elements of dtype to host floats (synchronous).
+// Copies n device elements of dtype (BF16/FP16/FP32/E4M3) to host floats (synchronous).
 std::vector<float> download_as_float(const void* data, hopattn_dtype_t dtype, int64_t n);
 // Copies host floats to device elements of dtype, rounding (synchronous).
 void upload_from_float(void* data, hopattn_dtype_t dtype, const float* host, int64_t n);

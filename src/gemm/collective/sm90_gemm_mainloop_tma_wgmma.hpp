@@ -3,7 +3,11 @@
 //
 // Operands: A (M,K) and B (N,K), each K-major or MN-major. Shared memory uses the 128-byte
 // swizzle atoms WGMMA reads without bank conflicts: K-major 8x64 (rows x K) and MN-major 64x8
-// for 16-bit types. BLK_K = 64 is one swizzle row of 128 bytes.
+// for 16-bit types. BLK_K is one swizzle row of 128 bytes: 64 16-bit or 128 8-bit elements.
+//
+// 8-bit (e4m3) operands: WGMMA reads them K-major only (both A and B), one instruction covers
+// k32 instead of k16, so a stage still takes BLK_K / k = 4 WGMMAs per m64 atom. The accumulator
+// layout of m64nNk32 e4m3 equals that of m64nNk16 bf16, so the epilogues need no change.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +58,7 @@ CUTE_HOST_DEVICE auto operand_gmem_layout(int rows, int k, int64_t ld) {
 template <class Element_, Major kMajorA, Major kMajorB, hopattn_gemm_variant_t kVariant>
 struct Sm90GemmMainloop {
   using Element = Element_;
-  static constexpr TileConfig kCfg = tile_config(kVariant);
+  static constexpr TileConfig kCfg = tile_config(kVariant, int(sizeof(Element)));
   static constexpr int kBlockM = kCfg.kBlockM;
   static constexpr int kBlockN = kCfg.kBlockN;
   static constexpr int kBlockK = kCfg.kBlockK;
@@ -70,6 +74,9 @@ struct Sm90GemmMainloop {
   using TiledMma = decltype(cute::make_tiled_mma(
       MmaOp{}, cute::Layout<cute::Shape<cute::Int<kCfg.kMmaWarpgroups>, cute::_1, cute::_1>>{}));
   static_assert(kBlockM % (64 * kCfg.kMmaWarpgroups) == 0, "each warpgroup needs whole m64 atoms");
+  static_assert(kBlockK * sizeof(Element) == 128, "a stage's K is one 128-byte swizzle row");
+  static_assert(sizeof(Element) == 2 || (kMajorA == Major::kK && kMajorB == Major::kK),
+                "WGMMA reads 8-bit operands K-major only");
 
   // Bytes one stage receives: TMA counts whole boxes, zero-filled ones included.
   static constexpr uint32_t kTxBytes = uint32_t((kBlockM + kBlockN) * kBlockK * sizeof(Element));

@@ -31,10 +31,9 @@ Status check_geometry(const Tensor& t, const char* name, const char* dim0, const
 }
 
 Status check_types(const GemmArgs& a, bool uses_c) {
-  if (a.a.dtype == HOPATTN_DTYPE_E4M3)
-    return Status::unsupported("a: dtype e4m3 is not supported yet (planned: FP8 with per-tensor scales); supported: bf16, fp16");
-  if (!is_16bit_float(a.a.dtype))
-    return Status::unsupported(cat("a: dtype ", hopattn_dtype_name(a.a.dtype), " is not supported; supported: bf16, fp16"));
+  if (!is_16bit_float(a.a.dtype) && a.a.dtype != HOPATTN_DTYPE_E4M3)
+    return Status::unsupported(cat("a: dtype ", hopattn_dtype_name(a.a.dtype),
+                                   " is not supported; supported: bf16, fp16, e4m3"));
   if (a.b.dtype != a.a.dtype)
     return Status::invalid(cat("b: dtype ", hopattn_dtype_name(a.b.dtype), " does not match a's ",
                                hopattn_dtype_name(a.a.dtype)));
@@ -123,9 +122,41 @@ Status check_aliasing(const GemmArgs& a, bool uses_c) {
   return Status();
 }
 
+// e4m3: WGMMA reads 8-bit operands K-major only, and only the kk instances are compiled (the
+// transposed problem of a K-major pair would need MN-major operands): A (M,K) row-major, B (K,N)
+// column-major. The layouts are those matrix_layout decided (an extent-1 matrix may be either).
+Status check_fp8_layouts(const GemmArgs& a) {
+  if (a.a.dtype != HOPATTN_DTYPE_E4M3) return Status();
+  MatrixLayout la, lb;
+  matrix_layout(a.a, "a", true, &la);
+  matrix_layout(a.b, "b", true, &lb);
+  if (!la.row_major)
+    return Status::unsupported(cat("a: e4m3 operands must be K-major (a row-major, stride[1] == 1); got strides (",
+                                   a.a.stride[0], ", ", a.a.stride[1],
+                                   "): WGMMA reads 8-bit operands K-major only; transpose a in memory"));
+  if (lb.row_major)
+    return Status::unsupported(cat("b: e4m3 operands must be K-major (b column-major, stride[0] == 1); got strides (",
+                                   a.b.stride[0], ", ", a.b.stride[1],
+                                   "): WGMMA reads 8-bit operands K-major only; store b as (N, K) row-major, i.e. "
+                                   "b column-major (K, N)"));
+  return Status();
+}
+
+// A per-tensor scale: 0 reads as 1 (an unset field).
+float effective_scale(float s) { return s == 0.0f ? 1.0f : s; }
+
 Status check_scalars(const GemmArgs& a) {
   if (!std::isfinite(a.alpha)) return Status::invalid(cat("alpha: must be finite, got ", a.alpha));
   if (!std::isfinite(a.beta)) return Status::invalid(cat("beta: must be finite, got ", a.beta));
+  if (a.a.dtype == HOPATTN_DTYPE_E4M3) {
+    if (!std::isfinite(a.scale_a)) return Status::invalid(cat("scale_a: must be finite, got ", a.scale_a));
+    if (!std::isfinite(a.scale_b)) return Status::invalid(cat("scale_b: must be finite, got ", a.scale_b));
+    const double folded = double(a.alpha) * effective_scale(a.scale_a) * effective_scale(a.scale_b);
+    if (!(std::fabs(folded) <= double(std::numeric_limits<float>::max())))
+      return Status::invalid(cat("alpha·scale_a·scale_b = ", folded, " overflows fp32 (alpha ", a.alpha, ", scale_a ",
+                                 a.scale_a, ", scale_b ", a.scale_b, ")"));
+    return Status();
+  }
   if (a.scale_a != 0.0f && a.scale_a != 1.0f)
     return Status::invalid(cat("scale_a: ", a.scale_a, " given for ", hopattn_dtype_name(a.a.dtype),
                                " inputs; per-tensor scales apply to e4m3 only (use 0 or 1)"));
@@ -271,6 +302,7 @@ Status check_gemm(const GemmArgs& a, const GemmDeviceContext& ctx) {
     MatrixLayout layout;
     if (Status s = matrix_layout(*ts[i], kGemmTensorNames[i], tma, &layout); !s.ok()) return s;
   }
+  if (Status s = check_fp8_layouts(a); !s.ok()) return s;
   if (Status s = check_aliasing(a, uses_c); !s.ok()) return s;
   if (Status s = check_scalars(a); !s.ok()) return s;
   if (Status s = check_device_context(ctx, uses_c); !s.ok()) return s;
@@ -290,6 +322,9 @@ GemmProblem make_problem(const GemmArgs& a) {
   p.b = a.b.data, p.ldb = lb.ld, p.major_b = lb.row_major ? Major::kMN : Major::kK;
   p.d = a.d.data, p.d_stride_m = a.d.stride[0], p.d_stride_n = a.d.stride[1];
   p.alpha = a.alpha, p.beta = a.beta;
+  // e4m3: D = alpha·scale_a·scale_b·(A·B) + beta·C; the kernels see one factor (one rounding).
+  if (p.dtype == HOPATTN_DTYPE_E4M3)
+    p.alpha = float(double(a.alpha) * effective_scale(a.scale_a) * effective_scale(a.scale_b));
   if (p.beta != 0.0f) p.c = a.c.data, p.c_stride_m = a.c.stride[0], p.c_stride_n = a.c.stride[1];
   p.variant = static_cast<Variant>(a.variant);
   if (p.major_a == Major::kMN && p.major_b == Major::kK) {  // compiled as its transpose

@@ -9,7 +9,8 @@ namespace hopattn::gemm {
 struct TileConfig {
   int kBlockM = 128;           // rows of D per tile
   int kBlockN = 128;           // columns of D per tile
-  int kBlockK = 64;            // K per pipeline stage: 64 16-bit elements = one 128-byte swizzle row
+  int kBlockK = 64;            // K per pipeline stage: one 128-byte swizzle row (64 16-bit or
+                               // 128 8-bit elements; tile_config sets it from the element size)
   int kStages = 1;             // shared-memory stages of the A/B pipeline
   int kMmaWarpgroups = 1;      // warpgroups that share one tile's MMAs (split along M)
   int kConsumerWarpgroups = 1; // warpgroups that issue WGMMA
@@ -26,11 +27,14 @@ struct TileConfig {
                                // launch) and sum their partials through distributed shared memory
 };
 
-// Shared memory per stage (16-bit inputs): (128 + 128) x 64 x 2 B = 32 KiB for 128x128 tiles,
-// 48 KiB for 128x256. Stage counts keep every variant within ~192 KiB so that the kernels fit on
-// any Hopper part (227 KiB opt-in on H100/H200; the launch checks the device's real limit).
-constexpr TileConfig tile_config(hopattn_gemm_variant_t v) {
+// Shared memory per stage: (128 + 128) x 128 B = 32 KiB for 128x128 tiles, 48 KiB for 128x256
+// (a stage's K is always 128 bytes: BLK_K = 64 16-bit or 128 8-bit elements, so FP8 stages are
+// the same size and the same stage counts fit). Stage counts keep every variant within ~192 KiB
+// so that the kernels fit on any Hopper part (227 KiB opt-in on H100/H200; the launch checks the
+// device's real limit).
+constexpr TileConfig tile_config(hopattn_gemm_variant_t v, int element_bytes = 2) {
   TileConfig c{};
+  c.kBlockK = 128 / element_bytes;  // one 128-byte swizzle row of the operand's elements
   switch (v) {
     case HOPATTN_GEMM_TMA_WGMMA:  // the tutorial's first step: load, wait, multiply, wait
       c.kStages = 1;

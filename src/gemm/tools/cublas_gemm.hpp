@@ -47,4 +47,39 @@ class CublasGemm {
   void* handle_ = nullptr;
 };
 
+// cuBLASLt for e4m3 inputs: the FP8 speed baseline (and an fp32 product for `hopattn gemm
+// --check`). cuBLASLt takes FP8 only in its "TN" form — in column-major terms A transposed, B not:
+// both operands K-major, which is exactly what hopattn's e4m3 GEMM accepts (A row-major, B
+// column-major); plan_cublas_call then yields (T, N) for either D layout. Per-tensor scales go in
+// as device floats (CUBLASLT_MATMUL_DESC_A/B_SCALE_POINTER), uploaded when they change; alpha and
+// beta stay host floats, so D = alpha·scale_a·scale_b·A·B + beta·C as in hopattn_gemm_args_t.
+// Compute type fp32. A 32 MiB workspace is allocated with the object.
+//
+// fast_accum: CUBLASLT_MATMUL_DESC_FAST_ACCUM. Off (cuBLASLt's default) cuBLASLt promotes the
+// tensor cores' partial sums into fp32 registers periodically; on it accumulates in the tensor
+// cores only, as hopattn's kernel does (see gemm_reference.hpp for that precision).
+class CublasLtFp8 {
+ public:
+  CublasLtFp8();
+  ~CublasLtFp8();
+  CublasLtFp8(const CublasLtFp8&) = delete;
+  CublasLtFp8& operator=(const CublasLtFp8&) = delete;
+
+  // D = alpha·scale_a·scale_b·A·B + beta·C in D's type (bf16, fp16 or fp32); beta != 0 needs c == d.
+  Status run(const GemmArgs& args, Stream stream, bool fast_accum = false);
+  // alpha·scale_a·scale_b·A·B into a dense row-major (M, N) fp32 device buffer.
+  Status product_fp32(const GemmArgs& args, float* product, Stream stream);
+
+ private:
+  void* handle_ = nullptr;
+  void* workspace_ = nullptr;
+  float* scales_ = nullptr;  // device: [scale of cuBLASLt's A, of its B]
+  float uploaded_[2] = {0.0f, 0.0f};
+  // The heuristic's algorithm for the last problem (a cublasLtMatmulAlgo_t, 8 x uint64): the
+  // heuristic query costs more host time than a small GEMM takes on the GPU.
+  int64_t algo_key_[8] = {};
+  uint64_t algo_[8] = {};
+  bool algo_valid_ = false;
+};
+
 }  // namespace hopattn::gemm::tools

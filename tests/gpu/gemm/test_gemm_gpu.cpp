@@ -6,6 +6,9 @@
 // written, and no padding element may be. With beta == 0, C is NaN-filled: it must not be read.
 // D's padding is odd (ld = extent + 3) or, for the persistent variant's TMA store and where a
 // case asks for it, 16-byte aligned (ld = extent rounded up to 8, + 8).
+// FP8 (e4m3, at the end): K-major operands generated on the host as e4m3 codes (exact decoded
+// values, never 0) with NaN codes in their K padding, against an fp64 reference with the FP8
+// accumulation bound of gemm_reference.hpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +20,7 @@
 #include "device_utils.hpp"
 #include "gemm/gemm.hpp"
 #include "gemm/tools/cublas_gemm.hpp"
+#include "gemm/tools/e4m3.hpp"
 #include "gemm/tools/gemm_reference.hpp"
 #include "gpu_test.hpp"
 
@@ -341,6 +345,233 @@ TEST(GemmApiGpu, EmptyOutputIsANoOp) {
   args.alpha = 1.0f;
   const Status s = gemm(args, nullptr);
   EXPECT_TRUE(s.ok()) << s.to_string();
+}
+
+// ---- FP8 (e4m3) ----------------------------------------------------------------------------------
+
+struct Fp8Case {
+  int m = 128, n = 128, k = 128;
+  hopattn_dtype_t out = HOPATTN_DTYPE_BF16;
+  bool d_row = true;
+  float alpha = 1.0f, beta = 0.0f;
+  float scale_a = 0.5f, scale_b = 3.0f;
+  bool c_in_place = false;
+  int64_t extra_ld = 0;  // operand padding beyond K rounded up to 16 (a multiple of 16)
+  tools::E4m3Values values = tools::E4m3Values::kGeneral;
+  Variant variant = HOPATTN_GEMM_AUTO;
+  uint64_t seed = 1;
+
+  std::string str() const {
+    std::ostringstream os;
+    os << "variant=" << variant_name(variant) << " m=" << m << " n=" << n << " k=" << k
+       << " dtype=e4m3 out=" << hopattn_dtype_name(out) << " layout=rc" << (d_row ? 'r' : 'c') << " alpha=" << alpha
+       << " scale_a=" << scale_a << " scale_b=" << scale_b << " beta=" << beta << (c_in_place ? " c=d" : "")
+       << " ld=K+" << extra_ld << (values == tools::E4m3Values::kSmallIntegers ? " values=small_integers" : " values=general");
+    return os.str();
+  }
+};
+
+// A K-major e4m3 operand: `rows` rows of K codes, `ld` bytes apart, on the device; the bytes
+// past K in each row are NaN codes (TMA must never read them: a NaN in D would show it), and
+// the decoded values on the host as a (rows, K) matrix.
+struct Fp8Operand {
+  DeviceBuffer buf;
+  tools::HostMatrix host;
+};
+Fp8Operand make_fp8_operand(int64_t rows, int64_t k, int64_t ld, uint64_t seed, tools::E4m3Values values) {
+  const std::vector<uint8_t> codes = tools::random_e4m3(rows * k, seed, values);
+  std::vector<uint8_t> bytes(size_t(std::max<int64_t>(rows * ld, 1)), tools::kE4m3NaN);
+  Fp8Operand o;
+  o.host.rows = rows, o.host.cols = k;
+  o.host.v.resize(size_t(rows * k));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t x = 0; x < k; ++x) {
+      bytes[size_t(r * ld + x)] = codes[size_t(r * k + x)];
+      o.host.v[size_t(r * k + x)] = tools::e4m3_to_float(codes[size_t(r * k + x)]);
+    }
+  o.buf = DeviceBuffer(bytes.size());
+  HOPATTN_CUDA_CHECK(cudaMemcpy(o.buf.get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  return o;
+}
+
+tools::HostMatrix transposed(const tools::HostMatrix& h) {
+  tools::HostMatrix t;
+  t.rows = h.cols, t.cols = h.rows;
+  t.v.resize(h.v.size());
+  for (int64_t i = 0; i < h.rows; ++i)
+    for (int64_t j = 0; j < h.cols; ++j) t.v[size_t(j * t.cols + i)] = h.at(i, j);
+  return t;
+}
+
+// D of one FP8 case (NaN-poisoned, padded, TMA-storable) or an error; `d_out` receives D.
+std::string run_fp8(const Fp8Case& c, tools::HostMatrix* d_out, tools::Fp8Reference* ref_out) {
+  const int64_t ld = round_up(c.k, 16) + c.extra_ld;
+  Fp8Operand a = make_fp8_operand(c.m, c.k, ld, c.seed * 4 + 0, c.values);  // A (M, K) row-major
+  Fp8Operand b = make_fp8_operand(c.n, c.k, ld, c.seed * 4 + 1, c.values);  // B (K, N) column-major = (N, K) rows
+  DeviceMatrix d(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m, true));
+  DeviceMatrix cm(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m, true));
+  reference::fill_nan(d.t.data, DeviceMatrix::dtype_bytes(c.out), d.storage());
+  if (c.beta != 0.0f) {
+    reference::fill_normal(c.c_in_place ? d.t.data : cm.t.data, c.out, d.storage(), c.seed * 4 + 2, 1.0f);
+  } else {
+    reference::fill_nan(cm.t.data, DeviceMatrix::dtype_bytes(c.out), cm.storage());  // must not be read
+  }
+  GemmArgs args{};
+  args.a = matrix(a.buf.get(), HOPATTN_DTYPE_E4M3, c.m, c.k, true, ld);
+  args.b = matrix(b.buf.get(), HOPATTN_DTYPE_E4M3, c.k, c.n, false, ld);
+  args.d = d.t;
+  args.c = c.c_in_place ? d.t : cm.t;
+  args.alpha = c.alpha, args.beta = c.beta;
+  args.scale_a = c.scale_a, args.scale_b = c.scale_b;
+  args.variant = c.variant;
+  tools::HostMatrix host_c;
+  if (c.beta != 0.0f) host_c = tools::download_matrix(args.c);
+
+  const Status s = gemm(args, nullptr);
+  if (!s.ok()) return "gemm failed: " + s.to_string();
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  *d_out = tools::download_matrix(d.t);
+  if (!c.c_in_place) {
+    const std::vector<float> raw = reference::download_as_float(d.t.data, c.out, d.storage());
+    const int64_t dld = c.d_row ? d.t.stride[0] : d.t.stride[1], run = c.d_row ? c.n : c.m;
+    for (int64_t e = 0; e < int64_t(raw.size()); ++e)
+      if (e % dld >= run && !std::isnan(raw[size_t(e)])) return "padding element " + std::to_string(e) + " of D was written";
+  }
+  if (ref_out != nullptr) {
+    const double scales = double(c.scale_a == 0.0f ? 1.0f : c.scale_a) * double(c.scale_b == 0.0f ? 1.0f : c.scale_b);
+    *ref_out = tools::reference_gemm_e4m3(a.host, transposed(b.host), c.beta != 0.0f ? &host_c : nullptr,
+                                          double(c.alpha) * scales, c.beta);
+  }
+  return "";
+}
+
+std::string run_fp8_case(const Fp8Case& c) {
+  tools::HostMatrix got;
+  tools::Fp8Reference ref;
+  const std::string err = run_fp8(c, &got, &ref);
+  if (!err.empty()) return err;
+  return tools::compare_with_e4m3_reference(got, ref, c.out);
+}
+
+bool fp8_compiled() { return !compiled_variants(HOPATTN_DTYPE_E4M3).empty(); }
+
+class GemmFp8 : public ::testing::TestWithParam<Variant> {
+ protected:
+  void SetUp() override {
+    HOPATTN_REQUIRE_SM90();
+    if (!fp8_compiled()) GTEST_SKIP() << "this build compiled no e4m3 GEMM kernel (HOPATTN_GEMM_DTYPES)";
+  }
+};
+
+// M, N across tile residues, K across k-tile residues (16 and 32 below one 128-element k-tile,
+// 128 exact, 1000 not a multiple of 16 — leading dimension padded to 1008 — and 4096), cycling
+// through output types, D majors, scales (0.5·3, unset = 1, -2·0.25), alpha, beta = 0 with NaN C
+// and beta != 0, extra operand padding (NaN codes) and the two input distributions.
+TEST_P(GemmFp8, ResidueSweep) {
+  const int sizes[] = {1, 7, 127, 128, 129, 1000};
+  const int ks[] = {16, 32, 128, 1000, 4096};
+  const float scales[3][2] = {{0.5f, 3.0f}, {0.0f, 0.0f}, {-2.0f, 0.25f}};
+  const hopattn_dtype_t outs[4] = {HOPATTN_DTYPE_BF16, HOPATTN_DTYPE_BF16, HOPATTN_DTYPE_FP32, HOPATTN_DTYPE_FP16};
+  int index = 0, failures = 0;
+  for (int m : sizes)
+    for (int n : sizes)
+      for (int k : ks) {
+        Fp8Case c;
+        c.m = m, c.n = n, c.k = k;
+        c.variant = GetParam();
+        c.out = outs[index % 4];
+        c.d_row = (index % 3) != 2;
+        c.beta = (index % 4 == 1) ? 0.75f : 0.0f;
+        c.c_in_place = c.beta != 0.0f && (index / 4) % 2 == 0;
+        c.alpha = (index % 5 == 4) ? -0.5f : 1.0f;
+        c.scale_a = scales[index % 3][0], c.scale_b = scales[index % 3][1];
+        c.extra_ld = (index / 2) % 3 == 0 ? 16 : 0;
+        c.values = index % 2 == 0 ? tools::E4m3Values::kGeneral : tools::E4m3Values::kSmallIntegers;
+        c.seed = uint64_t(index) + 5000;
+        ++index;
+        const std::string err = run_fp8_case(c);
+        if (!err.empty() && ++failures <= 10) ADD_FAILURE() << c.str() << ": " << err;
+      }
+  EXPECT_EQ(failures, 0) << failures << " of " << index << " cases failed";
+}
+
+// More tiles than 2 x SMs: persistent CTAs loop over 3-4 tiles (pipeline phases across tiles).
+// Small-integer inputs make the FP8 accumulation exact, so the fp32-output cases are checked to
+// fp32 rounding.
+TEST_P(GemmFp8, ManyTilesPerCta) {
+  struct Shape {
+    int m, n, k;
+    hopattn_dtype_t out;
+    bool d_row;
+    float beta;
+    bool in_place;
+    tools::E4m3Values values;
+  };
+  const Shape shapes[] = {
+      {4096, 4096, 256, HOPATTN_DTYPE_FP32, true, 0.5f, false, tools::E4m3Values::kSmallIntegers},
+      {3001, 4999, 520, HOPATTN_DTYPE_BF16, false, 0.0f, false, tools::E4m3Values::kGeneral},
+      {4999, 3001, 144, HOPATTN_DTYPE_BF16, true, 1.0f, true, tools::E4m3Values::kGeneral},
+      {1000, 1000, 4096, HOPATTN_DTYPE_FP32, false, 0.0f, false, tools::E4m3Values::kSmallIntegers},
+  };
+  int index = 0;
+  for (const Shape& s : shapes) {
+    Fp8Case c;
+    c.m = s.m, c.n = s.n, c.k = s.k;
+    c.out = s.out, c.d_row = s.d_row, c.beta = s.beta, c.c_in_place = s.in_place, c.values = s.values;
+    c.variant = GetParam();
+    c.seed = uint64_t(++index) + 6000;
+    EXPECT_EQ(run_fp8_case(c), "") << c.str();
+  }
+}
+
+// The scales enter as one factor with alpha: (alpha 1, scales 0.5 and 3) must give D bit for bit
+// equal to (alpha 1.5, scales unset), and (alpha 1, scales unset) must differ from both.
+TEST_P(GemmFp8, ScalesFoldIntoAlpha) {
+  Fp8Case c;
+  c.m = 257, c.n = 300, c.k = 384;
+  c.out = HOPATTN_DTYPE_FP32;
+  c.variant = GetParam();
+  c.seed = 7000;
+  tools::HostMatrix scaled, folded, plain;
+  tools::Fp8Reference ref;
+  ASSERT_EQ(run_fp8(c, &scaled, &ref), "") << c.str();
+  EXPECT_EQ(tools::compare_with_e4m3_reference(scaled, ref, c.out), "") << c.str();
+  c.alpha = 1.5f, c.scale_a = 0.0f, c.scale_b = 0.0f;
+  ASSERT_EQ(run_fp8(c, &folded, nullptr), "") << c.str();
+  c.alpha = 1.0f;
+  ASSERT_EQ(run_fp8(c, &plain, nullptr), "") << c.str();
+  EXPECT_EQ(scaled.v, folded.v);
+  EXPECT_NE(scaled.v, plain.v);
+}
+
+std::vector<Variant> tested_fp8_variants() {
+  std::vector<Variant> v = {HOPATTN_GEMM_AUTO};
+  for (Variant x : compiled_variants(HOPATTN_DTYPE_E4M3)) v.push_back(x);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, GemmFp8, ::testing::ValuesIn(tested_fp8_variants()), param_name);
+
+// The layout and padding rules reach the caller through the C ABI on a real device.
+TEST(GemmFp8Api, RejectsNonKMajorAndUnpaddedOperands) {
+  HOPATTN_REQUIRE_SM90();
+  DeviceBuffer a(128 * 1024), b(1024 * 128), d(128 * 128 * 2);
+  GemmArgs args{};
+  args.a = matrix(a.get(), HOPATTN_DTYPE_E4M3, 128, 1000, true, 1008);
+  args.b = matrix(b.get(), HOPATTN_DTYPE_E4M3, 1000, 128, true);  // row-major: N-major
+  args.d = matrix(d.get(), HOPATTN_DTYPE_BF16, 128, 128, true);
+  args.alpha = 1.0f;
+  hopattn_status_t s = hopattn_gemm(&args, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << s.message;
+  EXPECT_NE(std::string(s.message).find("b: e4m3 operands must be K-major (b column-major, stride[0] == 1)"),
+            std::string::npos)
+      << s.message;
+  args.b = matrix(b.get(), HOPATTN_DTYPE_E4M3, 1000, 128, false);  // K-major, ld = 1000 bytes
+  s = hopattn_gemm(&args, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT) << s.message;
+  EXPECT_NE(std::string(s.message).find("b.stride[1] = 1000 elements (1000 bytes) is not a multiple of 16 bytes"),
+            std::string::npos)
+      << s.message;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gemm/device/gemm_problem.hpp"
+#include "gemm/device/gemm_registry.hpp"
 #include "gemm/gemm.hpp"
 #include "gemm/kernel/sm90_gemm_tile_scheduler.hpp"
 
@@ -118,8 +119,8 @@ TEST(GemmChecks, StrideBeyondTmaLimit) {
 
 TEST(GemmChecks, InputDtypes) {
   GemmArgs g = valid_args();
-  g.a.dtype = g.b.dtype = HOPATTN_DTYPE_E4M3;
-  expect_error(check(g), StatusCode::kNotSupported, "a: dtype e4m3 is not supported yet");
+  g.a.dtype = g.b.dtype = HOPATTN_DTYPE_INT8;
+  expect_error(check(g), StatusCode::kNotSupported, "a: dtype int8 is not supported; supported: bf16, fp16, e4m3");
   g.a.dtype = g.b.dtype = HOPATTN_DTYPE_FP32;
   expect_error(check(g), StatusCode::kNotSupported, "a: dtype fp32 is not supported; supported: bf16, fp16");
   g = valid_args();
@@ -504,6 +505,168 @@ TEST(GemmTileScheduler, GroupedOrderIsAPermutation) {
   }
   EXPECT_EQ(max_m, 7);
   EXPECT_EQ(max_n, 16);
+}
+
+// ---- e4m3 ----------------------------------------------------------------------------------------
+
+// A valid FP8 call: D(100x48, bf16) = 1.5·0.5·3·A(100x64)·B(64x48) + 0.5·C, A row-major and B
+// column-major (both K-major), leading dimensions 64 (64 bytes).
+GemmArgs valid_fp8_args() {
+  GemmArgs g{};
+  g.a = matrix(fake_ptr(0x10000000), HOPATTN_DTYPE_E4M3, 100, 64, true);
+  g.b = matrix(fake_ptr(0x20000000), HOPATTN_DTYPE_E4M3, 64, 48, false);
+  g.c = matrix(fake_ptr(0x30000000), HOPATTN_DTYPE_BF16, 100, 48, true);
+  g.d = matrix(fake_ptr(0x40000000), HOPATTN_DTYPE_BF16, 100, 48, true);
+  g.alpha = 1.5f, g.beta = 0.5f;
+  g.scale_a = 0.5f, g.scale_b = 3.0f;
+  g.variant = HOPATTN_GEMM_AUTO;
+  return g;
+}
+
+bool fp8_compiled() { return !compiled_variants(HOPATTN_DTYPE_E4M3).empty(); }
+
+// Passes every argument rule; then, with no e4m3 kernel in this build, the variant check names
+// the dtype (that message proves the argument rules before it passed).
+void expect_fp8_accepted(const GemmArgs& g, const std::string& what) {
+  const Status s = check(g);
+  if (fp8_compiled()) {
+    EXPECT_TRUE(s.ok()) << what << ": " << s.to_string();
+  } else {
+    EXPECT_EQ(s.code(), StatusCode::kNotSupported) << what << ": " << s.to_string();
+    EXPECT_NE(s.message().find("variant: auto found no kernel for e4m3"), std::string::npos) << what << ": " << s.to_string();
+  }
+}
+
+TEST(GemmChecksE4m3, ValidCallPasses) {
+  expect_fp8_accepted(valid_fp8_args(), "valid call");
+  for (hopattn_dtype_t out : {HOPATTN_DTYPE_BF16, HOPATTN_DTYPE_FP16, HOPATTN_DTYPE_FP32}) {
+    GemmArgs g = valid_fp8_args();
+    g.c.dtype = g.d.dtype = out;
+    expect_fp8_accepted(g, hopattn_dtype_name(out));
+  }
+  GemmArgs g = valid_fp8_args();
+  g.d = matrix(g.d.data, HOPATTN_DTYPE_BF16, 100, 48, false, 104);  // column-major D
+  g.c = g.d;
+  expect_fp8_accepted(g, "column-major D, in place");
+}
+
+TEST(GemmChecksE4m3, OperandsMustBeKMajor) {
+  GemmArgs g = valid_fp8_args();
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_E4M3, 100, 64, false, 112);  // column-major A: M-major
+  expect_error(check(g), StatusCode::kNotSupported, "a: e4m3 operands must be K-major (a row-major, stride[1] == 1)");
+  g = valid_fp8_args();
+  g.b = matrix(g.b.data, HOPATTN_DTYPE_E4M3, 64, 48, true);  // row-major B: N-major
+  expect_error(check(g), StatusCode::kNotSupported,
+               "b: e4m3 operands must be K-major (b column-major, stride[0] == 1); got strides (48, 1)");
+  g = valid_fp8_args();  // both column-major: the 16-bit path would run the transpose; e4m3 cannot
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_E4M3, 100, 64, false, 112);
+  expect_error(check(g), StatusCode::kNotSupported, "a: e4m3 operands must be K-major");
+  g = valid_fp8_args();  // M = 1: A's row stride is unused, the vector is K-contiguous either way
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_E4M3, 1, 64, true, 67);
+  g.c = matrix(g.c.data, HOPATTN_DTYPE_BF16, 1, 48, true);
+  g.d = matrix(g.d.data, HOPATTN_DTYPE_BF16, 1, 48, true);
+  expect_fp8_accepted(g, "M = 1");
+}
+
+TEST(GemmChecksE4m3, LeadingDimensionsOf16Elements) {
+  GemmArgs g = valid_fp8_args();
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_E4M3, 100, 1000, true);  // K = 1000, packed: 1000 bytes
+  g.b = matrix(g.b.data, HOPATTN_DTYPE_E4M3, 1000, 48, false, 1008);
+  expect_invalid(g, "a.stride[0] = 1000 elements (1000 bytes) is not a multiple of 16 bytes, which TMA needs: pad the "
+                    "leading dimension to a multiple of 16 elements");
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_E4M3, 100, 1000, true, 1008);
+  g.b = matrix(g.b.data, HOPATTN_DTYPE_E4M3, 1000, 48, false);
+  expect_invalid(g, "b.stride[1] = 1000 elements (1000 bytes) is not a multiple of 16 bytes");
+  g.b = matrix(g.b.data, HOPATTN_DTYPE_E4M3, 1000, 48, false, 1008);
+  expect_fp8_accepted(g, "K = 1000 padded to 1008");
+  g = valid_fp8_args();
+  g.a = matrix(g.a.data, HOPATTN_DTYPE_E4M3, 100, 24, true);  // 24 bytes: 8-element padding is not enough
+  g.b = matrix(g.b.data, HOPATTN_DTYPE_E4M3, 24, 48, false, 32);
+  expect_invalid(g, "a.stride[0] = 24 elements (24 bytes) is not a multiple of 16 bytes");
+  g = valid_fp8_args();
+  g.b.data = fake_ptr(0x20000008);
+  expect_invalid(g, "b: data pointer 0x20000008 is not 16-byte aligned");
+}
+
+TEST(GemmChecksE4m3, Types) {
+  GemmArgs g = valid_fp8_args();
+  g.b.dtype = HOPATTN_DTYPE_BF16;
+  expect_invalid(g, "b: dtype bf16 does not match a's e4m3");
+  g = valid_fp8_args();
+  g.c.dtype = g.d.dtype = HOPATTN_DTYPE_E4M3;
+  expect_error(check(g), StatusCode::kNotSupported, "d: dtype e4m3 is not supported; supported: bf16, fp16, fp32");
+}
+
+TEST(GemmChecksE4m3, Scales) {
+  GemmArgs g = valid_fp8_args();
+  g.scale_a = std::numeric_limits<float>::quiet_NaN();
+  expect_invalid(g, "scale_a: must be finite");
+  g = valid_fp8_args();
+  g.scale_b = -std::numeric_limits<float>::infinity();
+  expect_invalid(g, "scale_b: must be finite");
+  g = valid_fp8_args();
+  g.alpha = 1e30f, g.scale_a = 1e10f;
+  expect_invalid(g, "alpha·scale_a·scale_b = ");
+  g = valid_fp8_args();
+  g.scale_a = -2.0f, g.scale_b = 0.25f;  // any finite scale, negative too
+  expect_fp8_accepted(g, "negative scale");
+  // Folded into the kernels' alpha; 0 reads as 1; beta untouched.
+  EXPECT_EQ(make_problem(valid_fp8_args()).alpha, 1.5f * 0.5f * 3.0f);
+  EXPECT_EQ(make_problem(valid_fp8_args()).beta, 0.5f);
+  g = valid_fp8_args();
+  g.scale_a = 0.0f, g.scale_b = 0.0f;
+  EXPECT_EQ(make_problem(g).alpha, 1.5f);
+  g.scale_b = 3.0f;
+  EXPECT_EQ(make_problem(g).alpha, 4.5f);
+  // 16-bit inputs: unchanged rules, the scales never enter alpha.
+  GemmArgs h = valid_args();
+  h.scale_a = 1.0f;
+  EXPECT_EQ(make_problem(h).alpha, h.alpha);
+}
+
+TEST(GemmChecksE4m3, ProblemIsKk) {
+  const GemmProblem p = make_problem(valid_fp8_args());
+  EXPECT_EQ(p.dtype, HOPATTN_DTYPE_E4M3);
+  EXPECT_EQ(p.major_a, Major::kK);
+  EXPECT_EQ(p.major_b, Major::kK);
+  EXPECT_FALSE(p.swapped);
+  EXPECT_EQ(p.lda, 64);
+  EXPECT_EQ(p.ldb, 64);
+  EXPECT_EQ(p.m, 100);
+  EXPECT_EQ(p.n, 48);
+}
+
+// Only kk instances exist for e4m3, for the variants CMake lists (persistent): every other
+// variant is reported as not compiled, with the compiled list.
+TEST(GemmChecksE4m3, VariantsNotCompiledAreReported) {
+  const std::vector<Variant> compiled = compiled_variants(HOPATTN_DTYPE_E4M3);
+  for (const GemmInstance& i : compiled_instances())
+    if (i.dtype == HOPATTN_DTYPE_E4M3) {
+      EXPECT_EQ(i.variant, HOPATTN_GEMM_PERSISTENT) << i.name;
+      EXPECT_TRUE(i.major_a == Major::kK && i.major_b == Major::kK) << i.name;
+    }
+  for (int v = 1; v < HOPATTN_GEMM_VARIANT_COUNT; ++v) {
+    GemmArgs g = valid_fp8_args();
+    g.variant = v;
+    bool is_compiled = false;
+    for (Variant x : compiled) is_compiled |= x == v;
+    if (is_compiled) {
+      EXPECT_TRUE(check(g).ok()) << variant_name(v) << ": " << check(g).to_string();
+    } else {
+      expect_error(check(g), StatusCode::kNotSupported,
+                   std::string("variant: ") + variant_name(v) + " is not compiled for e4m3 in this build; compiled: ");
+    }
+  }
+}
+
+// The persistent variant (the only e4m3 kernel) stores D with TMA: an unaligned D leaves auto
+// with nothing to run, and the message says why.
+TEST(GemmChecksE4m3, NeedsTmaStorableD) {
+  if (!fp8_compiled()) GTEST_SKIP() << "no e4m3 kernel in this build (HOPATTN_GEMM_DTYPES)";
+  GemmArgs g = valid_fp8_args();
+  g.d = matrix(g.d.data, HOPATTN_DTYPE_BF16, 100, 48, true, 49);
+  g.beta = 0.0f;
+  expect_error(check(g), StatusCode::kNotSupported, "stores D with TMA: d.stride[0] = 49 elements (98 bytes)");
 }
 
 TEST(GemmApi, CAbiNullArgs) {
