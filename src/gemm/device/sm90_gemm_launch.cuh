@@ -2,6 +2,9 @@
 // and the GemmInstance description of one kernel type. Included by the generated instance files.
 #pragma once
 
+#include <atomic>
+#include <string>
+
 #include <cuda_runtime.h>
 
 #include "common/cuda_check.hpp"
@@ -20,6 +23,28 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1) sm90_gemm_kernel(const __
 #endif
 }
 
+// Clusters of `size` CTAs of Kernel that can be resident at once on `device` (queried once per
+// device and size); -1 if the query fails.
+template <class Kernel>
+int max_active_clusters(int device, int size, cudaLaunchConfig_t config) {
+  static std::atomic<int> cache[16][9] = {};
+  if (device < 0 || device >= 16 || size < 1 || size > 8) return -1;
+  int v = cache[device][size].load(std::memory_order_relaxed);
+  if (v > 0) return v;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = unsigned(size), attribute[0].val.clusterDim.y = 1, attribute[0].val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  config.gridDim = dim3(unsigned(size), 1, 1);
+  if (cudaOccupancyMaxActiveClusters(&v, sm90_gemm_kernel<Kernel>, &config) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  cache[device][size].store(v, std::memory_order_relaxed);
+  return v;
+}
+
 template <class Kernel>
 Status launch_gemm(const GemmProblem& problem, Stream stream) {
   typename Kernel::Params params = Kernel::to_params(problem);
@@ -28,18 +53,32 @@ Status launch_gemm(const GemmProblem& problem, Stream stream) {
   // Per device and cheap: set on every launch so that a second GPU works too.
   HOPATTN_RETURN_IF_CUDA_ERROR(
       cudaFuncSetAttribute(sm90_gemm_kernel<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  if constexpr (Kernel::kCfg.kSplitKCluster) {  // cluster size chosen per problem (1, 2 or 4)
+  if constexpr (Kernel::kCfg.kSplitKCluster) {  // cluster size chosen per problem (1 to 4)
     cudaLaunchConfig_t config{};
     cudaLaunchAttribute attribute[1];
     attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = unsigned(Kernel::cluster_size(params));
     attribute[0].val.clusterDim.y = 1, attribute[0].val.clusterDim.z = 1;
-    config.gridDim = Kernel::grid(params);
     config.blockDim = dim3(Kernel::kThreads, 1, 1);
     config.dynamicSmemBytes = kSmem;
     config.stream = static_cast<cudaStream_t>(stream);
     config.attrs = attribute;
     config.numAttrs = 1;
+    // The largest split whose clusters are all resident at once (per device, cached).
+    int device = 0;
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
+    int splits = 1;
+    for (int s = Kernel::kMaxSplits; s > 1; --s) {
+      if (!Kernel::splits_fit(params, s)) continue;
+      const int max_clusters = max_active_clusters<Kernel>(device, s, config);
+      if (max_clusters < 0) return Status::cuda("split_k: cudaOccupancyMaxActiveClusters failed for a cluster of " + std::to_string(s));
+      if (Kernel::tiles(params) <= max_clusters) {
+        splits = s;
+        break;
+      }
+    }
+    Kernel::set_splits(params, splits);
+    attribute[0].val.clusterDim.x = unsigned(splits);
+    config.gridDim = Kernel::grid(params);
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, sm90_gemm_kernel<Kernel>, params));
   } else if constexpr (kCluster == 1) {
     sm90_gemm_kernel<Kernel><<<Kernel::grid(params), Kernel::kThreads, kSmem, stream>>>(params);

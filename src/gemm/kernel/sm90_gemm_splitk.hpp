@@ -6,8 +6,10 @@
 //   roles:     as cooperative: warpgroup 0 = producer (one elected thread issues the TMA loads),
 //              warpgroups 1, 2 = consumers (m64n256k16 WGMMAs on 64 rows each)
 //   registers: setmaxnreg: producer 40, consumers 232
-//   grid:      tiles x S CTAs, clusters of S = Params::splits (1, 2 or 4; chosen on the host so
-//              that tiles x S fits the SMs); CTA b computes tile b / S over k-tiles
+//   grid:      tiles x S CTAs, clusters of S = Params::splits (1 to 4; chosen at launch: the
+//              largest S with tiles x S <= SMs, S <= k-tiles and every cluster resident at once,
+//              cudaOccupancyMaxActiveClusters — on the H200 fewer than 32 clusters of 4 fit,
+//              and a 33rd cluster would run as a second wave); CTA b computes tile b / S over k-tiles
 //              [r·KT/S, (r+1)·KT/S) with r its rank in the cluster (possibly none when KT < S)
 //   pipeline:  TmaPipeline<kStages>; producer 1 thread, consumers 256 threads
 //              full[s]: 1 arrival + kTxBytes; empty[s]: 256 arrivals
@@ -18,7 +20,7 @@
 //                   ring (132 KiB of its 192 KiB)
 //                3. cluster barrier (all threads of all S CTAs; release/acquire): every partial
 //                   is in shared memory
-//                4. sums rows [r·128/S, (r+1)·128/S) of the S partials, read from the peers'
+//                4. sums rows [r·128/S, (r+1)·128/S) (rounded down) of the S partials, read from the peers'
 //                   shared memory (ld through cluster-mapped addresses, 16 bytes per load), and
 //                   stores D = alpha·sum + beta·C for them (predicated, any strides)
 //                5. cluster barrier: no CTA exits while a peer may still read its partial
@@ -50,13 +52,14 @@ struct Sm90GemmSplitK {
   static constexpr int kMaxSplits = 4;
   static_assert(kCfg.kSplitKCluster && kCfg.kProducerWarpgroup && kConsumerThreads == 256,
                 "a split-K configuration: producer + two consumer warpgroups");
-  static_assert(kBlockN % 4 == 0 && kBlockM % kMaxSplits == 0, "float4 columns, whole rows per rank");
+  static_assert(kBlockN % 4 == 0, "float4 columns");
 
   struct Params {
     typename Mainloop::Params mainloop;
     DirectEpilogueParams epilogue;
     int tiles_m = 0, tiles_n = 0;
-    int splits = 1;  // cluster size along x
+    int splits = 1;  // cluster size along x, set at launch
+    int sm_count = 0, k_tiles = 0;
   };
 
   struct SharedStorage {
@@ -69,18 +72,18 @@ struct Sm90GemmSplitK {
   static_assert(sizeof(float) * kBlockM * kPartialLd <= sizeof(typename Mainloop::TensorStorage),
                 "the partial tile fits in the ring it reuses");
 
-  // S: the largest of 4, 2, 1 with tiles x S <= SMs (no more splits than k-tiles).
-  static int pick_splits(int tiles, int k_tiles, int sm_count) {
-    for (int s = kMaxSplits; s > 1; s /= 2)
-      if (int64_t(tiles) * s <= int64_t(sm_count) && s <= k_tiles) return s;
-    return 1;
+  // Whether S splits fit the SMs and the k-tiles (the launch also checks cluster residency).
+  static bool splits_fit(const Params& p, int s) {
+    return int64_t(p.tiles_m) * p.tiles_n * s <= int64_t(p.sm_count) && s <= p.k_tiles;
   }
+  static int tiles(const Params& p) { return p.tiles_m * p.tiles_n; }
+  static void set_splits(Params& p, int s) { p.splits = s; }
 
   static Params to_params(const GemmProblem& p) {
-    Params params{Mainloop::to_params(p), make_direct_epilogue_params(p), 0, 0, 1};
+    Params params{Mainloop::to_params(p), make_direct_epilogue_params(p), 0, 0, 1, p.sm_count, 0};
     params.tiles_m = (p.m + kBlockM - 1) / kBlockM;
     params.tiles_n = (p.n + kBlockN - 1) / kBlockN;
-    params.splits = pick_splits(params.tiles_m * params.tiles_n, Mainloop::k_tiles(params.mainloop), p.sm_count);
+    params.k_tiles = Mainloop::k_tiles(params.mainloop);
     return params;
   }
   static int cluster_size(const Params& p) { return p.splits; }
@@ -173,10 +176,10 @@ struct Sm90GemmSplitK {
     Out* d = static_cast<Out*>(e.d);
     const Out* c = static_cast<const Out*>(e.c);
     const bool read_c = e.beta != 0.0f;
-    const int rows = kBlockM / splits;
+    const int row_begin = rank * kBlockM / splits, rows = (rank + 1) * kBlockM / splits - row_begin;
     constexpr int kVecPerRow = kBlockN / 4;
     for (int idx = thread; idx < rows * kVecPerRow; idx += kConsumerThreads) {
-      const int row = rank * rows + idx / kVecPerRow, col = (idx % kVecPerRow) * 4;
+      const int row = row_begin + idx / kVecPerRow, col = (idx % kVecPerRow) * 4;
       float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
       CUTE_UNROLL
       for (int q = 0; q < kMaxSplits; ++q) {  // rank order: deterministic
