@@ -1021,12 +1021,13 @@ TEST_P(KvCacheGpu, Int8QuantizeMatchesTheHostReference) {
 }
 
 // Accuracy of attention over the int8 cache against the fp64 reference of the unquantized
-// (16-bit) cache, on Gaussian inputs and with outlier K channels (x20), for both int8 variants
-// (two consumer warpgroups, one): it must be no worse than quantizing and dequantizing on the host
-// and running the 16-bit kernel. The tiles hold the same values; the int8 kernel's 64-key tiles
-// round the softmax differently from the 16-bit kernel's, so "no worse" is read on the RMS error
-// (within 10 %) and the max error (within 50 %); the 16-bit kernel on the unquantized cache is
-// printed for scale.
+// (16-bit) cache, on Gaussian inputs and with outlier K channels (x20), for every int8 variant:
+// it must be no worse than quantizing and dequantizing on the host and running the 16-bit
+// kernel. The tiles hold the same values; the int8 kernel's 64-key tiles round the softmax
+// differently from the 16-bit kernel's, so "no worse" is read on the RMS error (within 5 %) and
+// the max error (within 15 %). Measured on the H200 (2026-11-30 r1): at most 1.00x (RMS) and
+// 1.04x (max) in every case; the bounds were 10 % and 50 % while a folded-scale variant (which
+// rounds differently) existed. The 16-bit kernel on the unquantized cache is printed for scale.
 TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
@@ -1057,7 +1058,7 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
         if (variant == 3 && cfg.hdim > 128) continue;
         int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
-        const bool ok = e.bad == 0 && e.rel_l2 <= 1.1 * e_host.rel_l2 && e.max_abs <= 1.5 * e_host.max_abs + 1e-6;
+        const bool ok = e.bad == 0 && e.rel_l2 <= 1.05 * e_host.rel_l2 && e.max_abs <= 1.15 * e_host.max_abs + 1e-6;
         std::printf("%-4s int8 accuracy %s variant %d: O error vs fp64 of the unquantized cache (max / rel-L2): "
                     "int8 kernel %.3g / %.3g, host quantization + %s kernel %.3g / %.3g, %s kernel on the "
                     "unquantized cache %.3g / %.3g\n",

@@ -680,16 +680,27 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
       const float l_mine = mine < p.num_splits ? p.lse_part[mine * rows + row] : -INFINITY;
       const float w_mine = l_mine == -INFINITY ? 0.0f : expf(l_mine - lse);
       const int count = min(32, p.num_splits - base);
-#pragma unroll 4
-      for (int i = 0; i < count; ++i) {
-        const float w = __shfl_sync(0xffffffffu, w_mine, i);
-        const float* src = p.o_part + ((base + i) * rows + row) * kHeadDim + lane * kPer;
+      for (int i0 = 0; i0 < count; i0 += 4) {
+        float2 v[4][kPer / 2];
+        float w[4];
         CUTE_UNROLL
-        for (int j = 0; j < kPer; j += 2) {
-          const float2 v = *reinterpret_cast<const float2*>(src + j);
+        for (int u = 0; u < 4; ++u) {  // the loads of 4 splits first, then their sums
+          const int i = i0 + u;
+          w[u] = __shfl_sync(0xffffffffu, w_mine, i & 31);
+          const float* src = p.o_part + ((base + i) * rows + row) * kHeadDim + lane * kPer;
+          CUTE_UNROLL
+          for (int j = 0; j < kPer; j += 2)
+            v[u][j / 2] = i < count ? *reinterpret_cast<const float2*>(src + j) : make_float2(0.0f, 0.0f);
+        }
+        CUTE_UNROLL
+        for (int u = 0; u < 4; ++u) {
           // An empty split (weight 0) may hold anything: it must not reach O, NaN included.
-          acc[j] += w != 0.0f ? w * v.x : 0.0f;
-          acc[j + 1] += w != 0.0f ? w * v.y : 0.0f;
+          const bool use = i0 + u < count && w[u] != 0.0f;
+          CUTE_UNROLL
+          for (int j = 0; j < kPer; j += 2) {
+            acc[j] += use ? w[u] * v[u][j / 2].x : 0.0f;
+            acc[j + 1] += use ? w[u] * v[u][j / 2].y : 0.0f;
+          }
         }
       }
     }
