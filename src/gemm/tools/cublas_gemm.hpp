@@ -73,7 +73,8 @@ class CublasLtFp8 {
  private:
   void* handle_ = nullptr;
   void* workspace_ = nullptr;
-  float* scales_ = nullptr;  // device: [scale of cuBLASLt's A, of its B]
+  static constexpr int kScaleStride = 64;  // floats: 256 bytes between the two scales
+  float* scales_ = nullptr;  // device: scale of cuBLASLt's A at 0, of its B at kScaleStride
   float uploaded_[2] = {0.0f, 0.0f};
   // The heuristic's algorithm for the last problem (a cublasLtMatmulAlgo_t, 8 x uint64): the
   // heuristic query costs more host time than a small GEMM takes on the GPU.
