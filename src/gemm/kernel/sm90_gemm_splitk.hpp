@@ -86,7 +86,6 @@ struct Sm90GemmSplitK {
     params.k_tiles = Mainloop::k_tiles(params.mainloop);
     return params;
   }
-  static int cluster_size(const Params& p) { return p.splits; }
   static dim3 grid(const Params& p) { return dim3(unsigned(p.tiles_m * p.tiles_n * p.splits), 1, 1); }
 
   CUTE_DEVICE void operator()(const Params& p, char* smem) {
