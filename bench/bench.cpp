@@ -158,7 +158,7 @@ std::string bench_usage() {
          "\n"
          "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
-         "                     [--kv-dtype bf16,int8] [--variants 0,1,2,3] [--hdim 128] [--no-ceilings]\n"
+         "                     [--kv-dtype bf16,int8] [--variants 0,1,2,3,4] [--hdim 128] [--no-ceilings]\n"
          "Attention over a KV cache (hopattn_kvcache_attention, causal, every cache full, default\n"
          "heuristics) vs cuDNN SDPA at the same shape and 16-bit dtype, with the device-copy ceiling\n"
          "(TB/s; not with --no-ceilings).\n"
@@ -248,7 +248,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--variants") {
         o->variants = parse_int_list(value());
         for (int v : o->variants)
-          if (v < 0 || v > 3) throw std::invalid_argument("--variants: " + std::to_string(v) + " is not 0, 1, 2 or 3");
+          if (v < 0 || v > 4) throw std::invalid_argument("--variants: " + std::to_string(v) + " is not 0, 1, 2, 3 or 4");
       }
       else if (a == "--op") {
         const std::string op = value();

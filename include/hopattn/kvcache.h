@@ -47,7 +47,8 @@ typedef struct hopattn_kvcache_args {
                             bf16/fp16 cache: 1 = 128-key tiles, one CTA per SM; 2 = 64-key tiles,
                             two CTAs per SM (hdim <= 128). int8 cache: 1 = two consumer
                             warpgroups (hdim <= 128), 2 = one, 3 = one with a 112 KB tile, two
-                            CTAs per SM (hdim <= 128). */
+                            CTAs per SM (hdim <= 128), 4 = as 3 with swapped operands (keys as
+                            WGMMA's M, 16 packed query rows per CTA as N; hdim <= 128). */
 } hopattn_kvcache_args_t;
 
 /* Bytes of device workspace a call with these arguments needs (partial O and LSE of split-KV);

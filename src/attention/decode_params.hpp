@@ -17,7 +17,7 @@ namespace hopattn::attention {
 // The default (plan_kvcache_attention): int8 1; 16-bit 2 when there are tiles for at least
 // 1.5 waves of one-CTA-per-SM (measured faster there, docs/perf-log.md), else 1 with split-KV.
 constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
-  return hdim <= 128 && ((!int8 && variant == 2) || (int8 && variant == 3)) ? 2 : 1;
+  return hdim <= 128 && ((!int8 && variant == 2) || (int8 && (variant == 3 || variant == 4))) ? 2 : 1;
 }
 
 struct DecodeParams {

@@ -1054,8 +1054,8 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       const ErrorStats e_plain = o_error(plain_run);
       plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
       const ErrorStats e_host = o_error(plain_run);
-      for (int variant : {1, 2, 3}) {
-        if (variant == 3 && cfg.hdim > 128) continue;
+      for (int variant : {1, 2, 3, 4}) {
+        if (variant >= 3 && cfg.hdim > 128) continue;
         int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
         const bool ok = e.bad == 0 && e.rel_l2 <= 1.05 * e_host.rel_l2 && e.max_abs <= 1.15 * e_host.max_abs + 1e-6;
@@ -1077,9 +1077,9 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3})
+  for (int variant : {1, 2, 3, 4})
     for (int causal = 0; causal < 4; ++causal) {
-      if (variant == 3 && (!int8 || cfg.hdim > 128)) continue;  // int8 at hdim <= 128 only
+      if (variant >= 3 && (!int8 || cfg.hdim > 128)) continue;  // int8 at hdim <= 128 only
       KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
       c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;
       c.pack_gqa = causal == 3 ? 0 : -1;

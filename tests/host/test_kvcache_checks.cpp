@@ -149,10 +149,12 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.num_splits = -2;
   expect_error(check(a), "num_splits: -2 is negative");
   a = valid_args();
-  a.variant = 4;
-  expect_error(check(a), "variant: 4 is not 0 (default), 1, 2 or 3");
+  a.variant = 5;
+  expect_error(check(a), "variant: 5 is not 0 (default), 1, 2, 3 or 4");
   a.variant = 3;
   expect_error(check(a), "variant: 3 applies to an int8 cache only");
+  a.variant = 4;
+  expect_error(check(a), "variant: 4 applies to an int8 cache only");
   a = int8_args();
   a.variant = 3;
   EXPECT_TRUE(check(a).ok()) << check(a).to_string();

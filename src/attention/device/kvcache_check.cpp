@@ -191,9 +191,9 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
   if (Status s = check_aliasing(a); !s.ok()) return s;
   if (!std::isfinite(a.softmax_scale)) return Status::invalid("softmax_scale: must be finite");
   if (a.num_splits < 0) return Status::invalid(cat("num_splits: ", a.num_splits, " is negative (0 = heuristic)"));
-  if (a.variant < 0 || a.variant > 3)
-    return Status::invalid(cat("variant: ", a.variant, " is not 0 (default), 1, 2 or 3"));
-  if (a.variant == 3 && !is_int8(a)) return Status::invalid("variant: 3 applies to an int8 cache only");
+  if (a.variant < 0 || a.variant > 4)
+    return Status::invalid(cat("variant: ", a.variant, " is not 0 (default), 1, 2, 3 or 4"));
+  if (a.variant >= 3 && !is_int8(a)) return Status::invalid(cat("variant: ", a.variant, " applies to an int8 cache only"));
   if (a.pack_gqa < -1 || a.pack_gqa > 1)
     return Status::invalid(cat("pack_gqa: ", a.pack_gqa, " is not -1 (heuristic), 0 or 1"));
   const KvCachePlan plan = plan_kvcache_attention(a, sm_count);

@@ -111,7 +111,7 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
   constexpr bool kInt8 = Traits::kInt8Cache;
   using CacheElement = std::conditional_t<kInt8, int8_t, Element>;
   DecodeGrid g;
-  if (Status s = decode_grid(dp, Traits::kBlockM, &g); !s.ok()) return s;
+  if (Status s = decode_grid(dp, Traits::kTileRows, &g); !s.ok()) return s;
   typename Traits::Params p{};
   const auto box = [] {
     if constexpr (kInt8) return take<0, 2>(typename Traits::SmemLayoutRaw{});
@@ -136,8 +136,10 @@ template <class Element, int kHeadDim>
 Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
   if (dp.cache_dtype == HOPATTN_DTYPE_INT8) {
     Status s;
-    if constexpr (kHeadDim <= 128)  // variant 1: two consumer warpgroups; 2: one; 3: one, two CTAs per SM
-      s = dp.variant == 3   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2>>(dp, stream)
+    if constexpr (kHeadDim <= 128)  // variant 1: two consumer warpgroups; 2: one; 3: one, two CTAs per SM;
+                                    // 4: as 3 with the swapped-operand consumer (<= 16 packed rows)
+      s = dp.variant == 4   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream)
+          : dp.variant == 3 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2>>(dp, stream)
           : dp.variant == 2 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream)
                             : run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2>>(dp, stream);
     else

@@ -57,6 +57,7 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
   using Element = Element_;
   static constexpr int kThreads = 128;
   static constexpr bool kInt8Cache = false;
+  static constexpr int kTileRows = Base::kBlockM;  // query rows per CTA (the grid's unit)
 
   struct SharedStorage {
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutQ>, 1024> q;
@@ -99,13 +100,21 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 // 128 KB): it holds the bytes in flight.
 // kCtasPerSm 2 (one consumer, hdim <= 128): a 32 KB raw ring, so that two CTAs share an SM
 // (each at most 128 registers per thread) and one's transform overlaps the other's consumer.
-template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1>
+// kSwapped (variant 4, one consumer, two CTAs per SM, hdim <= 128): the consumer computes
+// Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ with the 64 keys (or hdim) as WGMMA's M and at most kSwappedRows
+// packed query rows as N (m64n16 instead of m64n64 / m64n128 with 64 mostly padding rows): see
+// decode_int8_swapped_consume.
+template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1, bool kSwapped_ = false>
 struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
   static constexpr bool kInt8Cache = true;
   static constexpr int kConsumers = kConsumers_;
   static constexpr int kCtasPerSm = kCtasPerSm_;
+  static constexpr bool kSwapped = kSwapped_;
+  static constexpr int kSwappedRows = 16;
+  static constexpr int kTileRows = kSwapped ? kSwappedRows : Base::kBlockM;  // query rows per CTA
+  static_assert(!kSwapped || (kConsumers == 1 && kHeadDim_ <= 128), "swapped: one consumer, hdim <= 128");
   static_assert(kConsumers == 1 || (kConsumers == 2 && kHeadDim_ <= 128));
   static_assert(kCtasPerSm == 1 || (kCtasPerSm == 2 && kConsumers == 1 && kHeadDim_ <= 128));
   static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: TMA + transform; then consumers
@@ -165,6 +174,7 @@ enum class DecodeNamedBarrier : uint32_t {
   kTransform = 1,      // the 128 transform threads: a raw stage is read and may be refilled
   kConsumersQ = 2,     // all consumer threads: the Q tile is gathered
   kConsumerMerge = 3,  // both consumers (256 threads): loops done / second consumer's O written
+  kSwappedReduce = 4,  // swapped consumer (128 threads): column maxima / P / row sums in shared memory
 };
 
 // Records the first bad cache_seqlens entry: error = {1, batch index, length}.
@@ -218,10 +228,10 @@ struct DecodeTile {
 // The CTA's 64 query rows from global memory (rows of several heads are not one TMA box) into
 // the swizzled tile WGMMA reads, zeros past the last row; scale_channels (hdim floats or
 // nullptr) multiplies each channel. The caller fences (fence.proxy.async) and synchronises.
-template <class Traits, class TensorQ>
+template <class Traits, class TensorQ, int kRows = Traits::kBlockM>
 CUTE_DEVICE void gather_q(typename Traits::Params const& p, DecodeTile const& t, TensorQ& sQ, int thread, int threads) {
   constexpr int kChunks = Traits::kHeadDim / 8;  // 16-byte chunks per row
-  for (int i = thread; i < Traits::kBlockM * kChunks; i += threads) {
+  for (int i = thread; i < kRows * kChunks; i += threads) {
     const int r = i / kChunks, c = (i % kChunks) * 8;
     const int row = t.row0 + r;
     uint4 val = make_uint4(0, 0, 0, 0);
@@ -417,6 +427,173 @@ CUTE_DEVICE uint32_t pack_pair(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&out);
 }
 
+// The swapped consumer of the int8 kernel (variant 4), one warpgroup, `thread` 0..127. Per
+// 64-key tile of the converted ring (the transform warpgroup and its barriers are unchanged):
+//   Sᵀ (64 keys x 16 rows) = K·Qᵀ        m64n16k16 WGMMAs, K and Q from shared memory (K-major)
+//   mask, online softmax per column (= query row): column maxima reduced over the 4 warps
+//       through shared memory (double-buffered by tile parity, named barrier kSwappedReduce)
+//   P (16 x 64, Element) written to shared memory, fence.proxy.async, named barrier
+//   Oᵀ (hdim x 16) += Vᵀ·Pᵀ              m64n16k16 WGMMAs, V MN-major and P K-major from shared memory
+//   arrive conv_empty
+// The running sums stay per thread (over its keys) and are reduced once at the end. Tensor work
+// per tile: 2 x 64 x 16 x hdim multiply-adds instead of 2 x 64 x 64 x hdim for the 64-row tile.
+// Shared memory: Q (16 rows), P and the reduction buffers live in the (64-row) Q storage.
+template <class Traits>
+CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, DecodeTile const& t,
+                                             typename Traits::SharedStorage& ss, int n_blocks, int thread) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  constexpr int kQ = Traits::kSwappedRows, kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
+  constexpr int kConvStages = Traits::kConvStages;
+  using QRows = Int<kQ>;
+  using BlockN = Int<kBlockN>;
+  using HeadDim = Int<kHeadDim>;
+  using SmemLayoutQ = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, Shape<QRows, HeadDim>{}));
+  using SmemLayoutP = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, Shape<QRows, BlockN>{}));
+  constexpr int kQElems = cosize_v<SmemLayoutQ>, kPElems = cosize_v<SmemLayoutP>;
+  static_assert((kQElems * sizeof(Element)) % 1024 == 0, "P starts on a swizzle period");
+  static_assert((kQElems + kPElems) * sizeof(Element) + 2 * 4 * kQ * sizeof(float) <=
+                    cosize_v<typename Traits::SmemLayoutQ> * sizeof(Element),
+                "Q, P and the reduction buffers fit the Q storage");
+  Element* base = ss.q.data();
+  Tensor sQ = make_tensor(make_smem_ptr(base), SmemLayoutQ{});             // (16, D)
+  Tensor sP = make_tensor(make_smem_ptr(base + kQElems), SmemLayoutP{});   // (16, 64)
+  float* red = reinterpret_cast<float*>(base + kQElems + kPElems);         // [2][4 warps][16]
+  Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (64, D, CONV)
+  Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, 64, CONV)
+  const int warp = thread / 32, lane = thread % 32;
+  const auto barrier = uint32_t(DecodeNamedBarrier::kSwappedReduce);
+
+  gather_q<Traits, decltype(sQ), kQ>(p, t, sQ, thread, 128);
+  cutlass::arch::fence_view_async_shared();
+  cutlass::arch::NamedBarrier::sync(128, barrier);
+
+  auto mma_s = make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, HeadDim>>());
+  auto mma_o = make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, BlockN>,
+                                                   GMMA::Major::MN, GMMA::Major::K>());
+  auto thr_s = mma_s.get_thread_slice(thread);
+  auto thr_o = mma_o.get_thread_slice(thread);
+  Tensor tSrK = thr_s.partition_fragment_A(sK);                             // (MMA, MMA_M, MMA_K, CONV)
+  Tensor tSrQ = thr_s.partition_fragment_B(sQ);                             // (MMA, MMA_N, MMA_K)
+  Tensor tSrS = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});        // keys x rows
+  Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<BlockN, QRows>{}));
+  Tensor tOrV = thr_o.partition_fragment_A(sVt);                            // (MMA, MMA_M, MMA_K, CONV)
+  Tensor tOrP = thr_o.partition_fragment_B(sP);                             // (MMA, MMA_N, MMA_K)
+  Tensor tOrO = partition_fragment_C(mma_o, Shape<HeadDim, QRows>{});       // hdim x rows
+  Tensor tOcO = thr_o.partition_C(make_identity_tensor(Shape<HeadDim, QRows>{}));
+  clear(tOrO);
+  auto s = acc_rowcol(tSrS);   // (keys of this thread, its columns)
+  auto cs_ = acc_rowcol(tScS);
+  auto o = acc_rowcol(tOrO);   // (hdim rows of this thread, the same columns)
+  auto co = acc_rowcol(tOcO);
+  constexpr int kCols = decltype(size<1>(s))::value;
+  static_assert(decltype(size<1>(o))::value == kCols, "S and O fragments hold the same columns");
+  int col[kCols];
+  CUTE_UNROLL
+  for (int j = 0; j < kCols; ++j) col[j] = get<1>(cs_(0, j));
+  const float scale_log2 = p.softmax_scale * float(M_LOG2E);
+  float m_run[kCols], l_run[kCols];
+  CUTE_UNROLL
+  for (int j = 0; j < kCols; ++j) m_run[j] = -INFINITY, l_run[j] = 0.0f;
+
+  CUTE_NO_UNROLL
+  for (int i = 0; i < n_blocks; ++i) {
+    const int n = t.n_begin + i;
+    const int stage = i % kConvStages;
+    float* red_i = red + (i & 1) * 4 * kQ;
+    Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
+    wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
+    warpgroup_wait<0>();
+    if ((n + 1) * kBlockN > t.mask_from) {
+      CUTE_UNROLL
+      for (int j = 0; j < kCols; ++j) {
+        const int row = t.row0 + col[j];
+        const int limit = row < t.rows ? t.key_limit(row) : 0;
+        CUTE_UNROLL
+        for (int r = 0; r < size<0>(s); ++r)
+          if (n * kBlockN + get<0>(cs_(r, j)) >= limit) s(r, j) = -INFINITY;
+      }
+    }
+    // Column maxima: the thread's keys, the 8 lanes holding the same columns, the 4 warps.
+    float mx[kCols];
+    CUTE_UNROLL
+    for (int j = 0; j < kCols; ++j) {
+      mx[j] = -INFINITY;
+      CUTE_UNROLL
+      for (int r = 0; r < size<0>(s); ++r) mx[j] = fmaxf(mx[j], s(r, j));
+      CUTE_UNROLL
+      for (int off = 4; off < 32; off *= 2) mx[j] = fmaxf(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], off));
+      if (lane < 4) red_i[warp * kQ + col[j]] = mx[j];
+    }
+    cutlass::arch::NamedBarrier::sync(128, barrier);
+    CUTE_UNROLL
+    for (int j = 0; j < kCols; ++j) {
+      float m_new = m_run[j];
+      CUTE_UNROLL
+      for (int w = 0; w < 4; ++w) m_new = fmaxf(m_new, red_i[w * kQ + col[j]]);
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // a column with no key yet
+      const float corr = exp2f((m_run[j] - m_use) * scale_log2);  // 0 while m_run is -inf
+      m_run[j] = m_new;
+      l_run[j] *= corr;
+      CUTE_UNROLL
+      for (int r = 0; r < size<0>(o); ++r) o(r, j) *= corr;
+      const float bias = -m_use * scale_log2;
+      CUTE_UNROLL
+      for (int r = 0; r < size<0>(s); ++r) {
+        const float pr = exp2f(fmaf(s(r, j), scale_log2, bias));
+        l_run[j] += pr;
+        sP(col[j], get<0>(cs_(r, j))) = Element(pr);
+      }
+    }
+    cutlass::arch::fence_view_async_shared();  // P: generic writes -> visible to WGMMA
+    cutlass::arch::NamedBarrier::sync(128, barrier);
+    wgmma_issue<false>(mma_o, tOrV(_, _, _, stage), tOrP, tOrO);
+    warpgroup_wait<0>();
+    Barrier::arrive(&ss.conv_empty[stage]);
+  }
+
+  // Row sums over the 8 lanes and the 4 warps; LSE; O = Oᵀ / l, unpacked to (position, head).
+  float* red_l = red + (n_blocks & 1) * 4 * kQ;
+  float l_tot[kCols], lse[kCols];
+  CUTE_UNROLL
+  for (int j = 0; j < kCols; ++j) {
+    float l = l_run[j];
+    CUTE_UNROLL
+    for (int off = 4; off < 32; off *= 2) l += __shfl_xor_sync(0xffffffffu, l, off);
+    if (lane < 4) red_l[warp * kQ + col[j]] = l;
+  }
+  cutlass::arch::NamedBarrier::sync(128, barrier);
+  CUTE_UNROLL
+  for (int j = 0; j < kCols; ++j) {
+    l_tot[j] = red_l[col[j]] + red_l[kQ + col[j]] + red_l[2 * kQ + col[j]] + red_l[3 * kQ + col[j]];
+    lse[j] = t.bad ? NAN : (l_tot[j] > 0.0f ? m_run[j] * p.softmax_scale + logf(l_tot[j]) : -INFINITY);
+    const float inv = t.bad ? NAN : (l_tot[j] > 0.0f ? 1.0f / l_tot[j] : 0.0f);
+    CUTE_UNROLL
+    for (int r = 0; r < size<0>(o); ++r) o(r, j) *= inv;
+  }
+  CUTE_UNROLL
+  for (int j = 0; j < kCols; ++j) {
+    const int row = t.row0 + col[j];
+    if (row >= t.rows) continue;
+    const int sp = t.pos(row), h = t.head(row);
+    if (warp == 0 && lane < 4) {  // lanes 0-3 of warp 0 hold every column once
+      if (p.num_splits > 1)
+        p.lse_part[((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp] = lse[j];
+      else if (p.lse != nullptr)
+        p.lse[t.b * p.lse_batch_stride + h * p.lse_head_stride + sp * p.lse_seq_stride] = lse[j];
+    }
+    CUTE_UNROLL
+    for (int r = 0; r < size<0>(o); ++r) {
+      const int d = get<0>(co(r, j));
+      if (p.num_splits > 1)
+        p.o_part[(((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp) * kHeadDim + d] = o(r, j);
+      else
+        p.o[t.b * p.o_batch_stride + sp * p.o_seq_stride + h * p.o_head_stride + d] = Element(o(r, j));
+    }
+  }
+}
+
 // The int8-cache kernel. Roles and pipelines:
 //   warpgroup 0 (transform), thread 0 also the TMA issuer:
 //     raw_full[rs]    1 arrival (thread 0's expect_tx of the K + V bytes); transform threads wait.
@@ -447,7 +624,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   extern __shared__ char smem_raw[];
   auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
 
-  const DecodeTile t = DecodeTile::make<typename Traits::Params, kBlockM, kBlockN>(p);
+  const DecodeTile t = DecodeTile::make<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
   if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
   const int n_blocks = t.n_end - t.n_begin;
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
@@ -553,6 +730,10 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     return;
   }
 
+  if constexpr (Traits::kSwapped) {
+    decode_int8_swapped_consume<Traits>(p, t, ss, n_blocks, thread);
+    return;
+  }
   // Consumer warpgroups: consumer c takes tiles c, c + kConsumers, ...
   constexpr int kConsumers = Traits::kConsumers;
   const int consumer = warpgroup - 1;
