@@ -617,7 +617,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   using BlockM = typename Traits::BlockM;
   using BlockN = typename Traits::BlockN;
   using HeadDim = typename Traits::HeadDim;
-  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
+  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
   constexpr int kRawStages = Traits::kRawStages, kConvStages = Traits::kConvStages;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
 
