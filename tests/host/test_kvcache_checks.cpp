@@ -196,13 +196,20 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   EXPECT_EQ(p.workspace_bytes, 0u);
   EXPECT_EQ(p.variant, 2);  // 512 tiles: two CTAs per SM
   EXPECT_EQ(plan_kvcache_attention(valid_args(), kSms).variant, 1);  // 16 tiles: one CTA per SM, splits
-  // INT8, hdim 128: one consumer; 16 tiles -> one CTA per SM (2), 64 tiles -> two (3).
-  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 2);
+  // INT8, hdim 128, q_len 1 (8 packed rows): the swapped-operand consumer (4) at any batch.
+  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 4);
+  // q_len 4 (32 packed rows): one consumer; 16 tiles -> one CTA per SM (2), 64 tiles -> two (3).
   a = int8_args();
+  for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 4;
+  a.lse = tensor_lse(static_cast<float*>(a.lse.data), 4, 32, 4);
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 2);
   for (Tensor* t : {&a.q, &a.o}) t->shape[0] = 16;
   for (Tensor* t : {&a.k_cache, &a.v_cache}) t->shape[0] = 16;
   a.k_scale.shape[0] = a.v_scale.shape[0] = 16;
   EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 3);
+  for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 1;  // back to q_len 1 at batch 16
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 4);
 }
 
 }  // namespace
