@@ -73,7 +73,8 @@ typedef struct hopattn_attention_fwd_args {
   hopattn_tensor_t lse;
   float softmax_scale;
   int32_t causal;
-  int32_t schedule; /* 0: the default schedule for the head dim; others are for ablations */
+  int32_t schedule; /* 0: the default, chosen per call from head dim, mask and KV length
+                       (docs/attention-ws.md); 1..7 name one kernel and tile for ablations */
 } hopattn_attention_fwd_args_t;
 
 /* Fills a rank-4 (batch, seqlen, heads, hdim) descriptor with contiguous strides. */

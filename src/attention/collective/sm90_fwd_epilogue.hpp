@@ -19,7 +19,7 @@ template <class Traits, class TiledMmaPV, class TensorO, class TensorC, int kRow
 CUTE_DEVICE void store_o_and_lse(typename Traits::Params const& p, typename Traits::Element* smem_o,
                                  TiledMmaPV const& mma_pv, TensorO const& tOrO, TensorC const& tScS,
                                  float const (&lse)[kRows], int m_block, int h, int b, int thread_idx,
-                                 Sync&& sync) {
+                                 Sync&& sync, bool defer_store_wait = false) {
   using namespace cute;
   using Element = typename Traits::Element;
   if (p.lse != nullptr && thread_idx % 4 == 0) {  // one thread of each quad holds the row's LSE
@@ -36,6 +36,9 @@ CUTE_DEVICE void store_o_and_lse(typename Traits::Params const& p, typename Trai
   auto copy_o = make_tiled_copy_C(Copy_Atom<DefaultCopy, Element>{}, mma_pv).get_thread_slice(thread_idx);
   Tensor tOrO_copy = copy_o.retile_S(rO);
   Tensor tOsO = copy_o.partition_D(sO);
+  // defer_store_wait: the previous tile's O store (issued by thread 0, not waited for then) must
+  // have read smem_o before it is overwritten; the caller waits for the last one before exit.
+  if (defer_store_wait && thread_idx == 0) tma_store_wait<0>();
   sync();  // every consumer is done reading what smem_o held before
   copy(Copy_Atom<DefaultCopy, Element>{}, tOrO_copy, tOsO);
   // Generic-proxy writes become visible to the TMA unit (async proxy) only after this fence.
@@ -48,7 +51,7 @@ CUTE_DEVICE void store_o_and_lse(typename Traits::Params const& p, typename Trai
     auto parts = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sO), group_modes<0, 2>(gO));
     copy(p.tma_o, get<1>(parts), get<0>(parts));
     tma_store_arrive();
-    tma_store_wait<0>();
+    if (!defer_store_wait) tma_store_wait<0>();
   }
 }
 

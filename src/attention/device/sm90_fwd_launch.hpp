@@ -87,7 +87,7 @@ Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
     constexpr bool kPersistent = s.kernel == FwdKernel::kPersistentPingPong;
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized;
     return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent>, 384,
-                              int(sizeof(WsSharedStorage<Traits>)), kPersistent, fp, stream);
+                              int(sizeof(WsStorageOf<Traits, kPersistent>)), kPersistent, fp, stream);
   }
 }
 
@@ -98,12 +98,16 @@ Status run_fwd_schedule(const FwdParams& fp, Stream stream) {
 }
 
 // Every schedule of one (dtype, head dim): the body of one instance translation unit. Schedule
-// 0 instantiates the same kernel as its explicit twin.
+// 0 is resolved to an explicit one for this call's mask and KV length.
 template <class Element, int kHeadDim>
 Status run_forward_schedules(const FwdParams& fp, Stream stream) {
   static_assert(kFwdSchedules == 8 && kScheduleCount == kFwdSchedules, "add the new schedule below");
   switch (fp.schedule) {
-    case 0: return run_fwd_schedule<Element, kHeadDim, 0>(fp, stream);
+    case 0: {
+      FwdParams resolved = fp;
+      resolved.schedule = fwd_default_schedule(kHeadDim, fp.causal, fp.seqlen_k);
+      return run_forward_schedules<Element, kHeadDim>(resolved, stream);
+    }
     case 1: return run_fwd_schedule<Element, kHeadDim, 1>(fp, stream);
     case 2: return run_fwd_schedule<Element, kHeadDim, 2>(fp, stream);
     case 3: return run_fwd_schedule<Element, kHeadDim, 3>(fp, stream);

@@ -62,14 +62,27 @@ constexpr FwdSchedule fwd_explicit_schedule(int hdim, int schedule) {
   return {FwdKernel::kFa2, {128, 64, 2, 2}};
 }
 
-// The default per head dim, from the measured ablation (docs/perf-log.md, run r3): the
-// warp-specialized ping-pong kernel is the fastest at hdim 128 and 256 in every cell; at hdim 64
-// the FA2-style kernel is (its 128x128 tile keeps two short GEMMs per tile, which the producer
-// warp and the turn-taking do not pay back).
-constexpr int fwd_default_schedule(int hdim) { return hdim == 64 ? 1 : 5; }
-
-constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
-  return fwd_explicit_schedule(hdim, schedule == 0 ? fwd_default_schedule(hdim) : schedule);
+// The default (schedule 0), chosen per call from the head dim, the mask and the KV length; the
+// fastest in the same-run ablation on the FlashAttention-3 grid (H200, 2026-11-30 r10,
+// bench/results/2026-11-30-r10-fwd-defaults.csv, docs/perf-log.md), where batch·seqlen = 16k:
+//  * hdim 64: the FA2-style kernel (1), whose two short GEMMs per tile the producer warp and the
+//    turn-taking do not pay back; from 8k keys the 192-key ping-pong kernel (7).
+//  * hdim 128: short non-causal sequences (<= 4k keys) the persistent ping-pong kernel (6): the
+//    next tile's Q and first K/V load during the current tile's last GEMMs and epilogue, which a
+//    one-tile CTA pays in full (0.86 vs 0.76 of cuDNN at 512); causal, it balances worse and
+//    wins only at 512. Longer: the ping-pong kernel, 192-key tiles (7) from 8k keys.
+//  * hdim 256: the ping-pong kernel (5), in every cell.
+constexpr int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
+  if (hdim == 64) return seqlen_k >= 8192 ? 7 : 1;
+  if (hdim == 128) {
+    if (seqlen_k >= 8192) return 7;
+    if (!causal) return 6;
+    return seqlen_k <= 512 ? 6 : 5;
+  }
+  return 5;
 }
+
+// Schedule >= 1 (schedule 0 is resolved per call by fwd_default_schedule first).
+constexpr FwdSchedule fwd_schedule(int hdim, int schedule) { return fwd_explicit_schedule(hdim, schedule); }
 
 }  // namespace hopattn::attention

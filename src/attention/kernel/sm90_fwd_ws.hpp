@@ -18,10 +18,14 @@
 //
 // Pipelines (mbarriers in SharedStorage):
 //   q_full          producer → consumers; 1 arrival (arrive_and_expect_tx) + Q tile bytes
-//   q_empty         consumers → producer; 1 arrival, by the thread that issued the O store of
-//                   the tile once that store has finished reading shared memory (O is staged
-//                   in Q's space); the producer loads every tile's Q, even one that sees no key,
-//                   so the protocol is the same for every tile
+//   q_empty         consumers → producer. Non-persistent, and persistent at hdim 256: 1
+//                   arrival, by the thread that issued the O store of the tile once that store
+//                   has finished reading shared memory (O is staged in Q's space). Persistent at
+//                   hdim 64/128 (O has its own staging tile, WsSharedStorage<., true>): 256
+//                   arrivals, every consumer thread once the tile's last S = Q·Kᵀ has completed
+//                   (at once for a tile with no key), so the next tile's Q loads during this
+//                   tile's last P·V, softmax and epilogue. The producer loads every tile's Q, even
+//                   one that sees no key, so the protocol is the same for every tile
 //   k_full[s]       producer → consumers; 1 arrival + K tile bytes
 //   k_empty[s]      consumers → producer; 256 arrivals (every consumer thread, after its S GEMM)
 //   v_full[s], v_empty[s]   the same for V (released after the P·V GEMM)
@@ -39,7 +43,9 @@
 //                    (the exponentials run while P·V occupies the tensor cores)
 //     wgmma.wait 0 → O ready;  release v_empty[n-1]; O *= α; Pn = 16-bit(Sn)
 //   [turn] wait v_full[N-1]; issue O += PN-1·VN-1 [pass, except warpgroup 2's last]; wait; release
-//   epilogue: O /= rowsum, LSE; O → shared memory (Q's space) → TMA store
+//   epilogue: O /= rowsum, LSE; O → shared memory (Q's space, or O's own tile) → TMA store
+//             (O's own tile: the store is not waited for; the next tile's epilogue waits for it
+//             before it overwrites the tile, and the CTA waits for the last one before exit)
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; warpgroup 2
 // grants warpgroup 1 its first turn and skips its own very last pass (in the CTA's last tile that
 // has work), so every named-barrier arrival is matched before the CTA exits.
@@ -71,7 +77,7 @@ enum class FwdNamedBarrier : uint32_t {
 };
 
 template <class Traits>
-struct WsSharedStorage {
+struct WsSharedStorageBase {
   static constexpr int kStages = Traits::kStages;
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutQ>, 1024> q;
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutKV>, 1024> k;
@@ -83,6 +89,32 @@ struct WsSharedStorage {
   alignas(8) uint64_t v_full[kStages];
   alignas(8) uint64_t v_empty[kStages];
 };
+
+// kSeparateO = false: O is staged for its TMA store in Q's space, so Q's buffer is free (q_empty,
+// 1 arrival) only once the store has read it. true: O has its own staging tile, Q's buffer is
+// free once every consumer thread's last S = Q·Kᵀ of the tile has completed (q_empty, 256
+// arrivals), and the producer loads the next tile's Q while this tile's last P·V, softmax and
+// epilogue run; the O store is waited for only before the next tile's O is written.
+template <class Traits, bool kSeparateO>
+struct WsSharedStorage : WsSharedStorageBase<Traits> {
+  static constexpr bool kSeparateStagingO = false;
+  CUTE_DEVICE typename Traits::Element* o_staging() { return this->q.data(); }
+};
+template <class Traits>
+struct WsSharedStorage<Traits, true> : WsSharedStorageBase<Traits> {
+  static constexpr bool kSeparateStagingO = true;
+  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutQ>, 1024> o;
+  CUTE_DEVICE typename Traits::Element* o_staging() { return o.data(); }
+};
+
+// The persistent schedule stages O separately wherever that fits in shared memory (hdim 64 and
+// 128 with 128x128x2 tiles: 192 KB at hdim 128; not hdim 256, where Q and O are 64 KB each).
+template <class Traits, bool kPersistent>
+constexpr bool ws_separate_o() {
+  return kPersistent && sizeof(WsSharedStorage<Traits, true>) <= 227 * 1024;
+}
+template <class Traits, bool kPersistent>
+using WsStorageOf = WsSharedStorage<Traits, ws_separate_o<Traits, kPersistent>()>;
 
 namespace ws {
 
@@ -126,8 +158,8 @@ struct FwdTileScheduler {
   }
 };
 
-template <class Traits, class Mask, bool kPersistent>
-CUTE_DEVICE void produce(typename Traits::Params const& p, WsSharedStorage<Traits>& ss,
+template <class Traits, class Mask, bool kPersistent, class Storage>
+CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
                          FwdTileScheduler<Mask, kPersistent> const& sched) {
   using namespace cute;
   constexpr int kStages = Traits::kStages;
@@ -188,8 +220,8 @@ struct Turns {
 // One tile's mainloop: S, softmax and O for the tile's KV range; kv_iter runs on across tiles.
 // Fragments come in as separate tensors (force-inlined), so they stay in registers.
 template <class Traits, class Mask, bool kPingPong, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS,
-          class TO, class TC, class TP, class TPa, class Softmax, int kRows>
-CUTE_DEVICE void consume_tile(WsSharedStorage<Traits>& ss, Mask const& mask, Turns<kPingPong> const& turns,
+          class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage>
+CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong> const& turns,
                               MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ, TK const& tSrK, TV const& tOrV, TS& tSrS,
                               TO& tOrO, TC const& tScS, TP& tOrP, TPa& tOrP_a, Softmax& softmax,
                               float (&alpha)[kRows], int m_block, int n_blocks, bool last_work, int& kv_iter) {
@@ -204,6 +236,8 @@ CUTE_DEVICE void consume_tile(WsSharedStorage<Traits>& ss, Mask const& mask, Tur
   turns.pass();
   warpgroup_wait<0>();
   EmptyBarrier::arrive(&ss.k_empty[stage_of(kv_iter)]);
+  if constexpr (Storage::kSeparateStagingO)
+    if (n_blocks == 1) EmptyBarrier::arrive(&ss.q_empty);  // the tile's last S has read Q
   if (mask.template needs_mask<kBlockM, kBlockN>(m_block, 0)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, 0);
   softmax.template online_exp<true>(tSrS, alpha);
   convert_fragment<Element>(tSrS, tOrP);
@@ -218,6 +252,8 @@ CUTE_DEVICE void consume_tile(WsSharedStorage<Traits>& ss, Mask const& mask, Tur
     turns.pass();
     warpgroup_wait<1>();  // S(n) is ready; O += P(n-1)·V(n-1) may still run
     EmptyBarrier::arrive(&ss.k_empty[stage_of(cur)]);
+    if constexpr (Storage::kSeparateStagingO)
+      if (n == n_blocks - 1) EmptyBarrier::arrive(&ss.q_empty);  // the tile's last S has read Q
     if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
     softmax.template online_exp<false>(tSrS, alpha);
     warpgroup_wait<0>();
@@ -235,8 +271,8 @@ CUTE_DEVICE void consume_tile(WsSharedStorage<Traits>& ss, Mask const& mask, Tur
   kv_iter += n_blocks;
 }
 
-template <class Traits, class Mask, bool kPingPong, bool kPersistent>
-CUTE_DEVICE void consume(typename Traits::Params const& p, WsSharedStorage<Traits>& ss,
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, class Storage>
+CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
                          FwdTileScheduler<Mask, kPersistent> const& sched) {
   using namespace cute;
   using Element = typename Traits::Element;
@@ -275,6 +311,8 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, WsSharedStorage<Trait
     OnlineSoftmax<kRows> softmax(p.softmax_scale);
     FullBarrier::wait(&ss.q_full, q_iter & 1);
     ++q_iter;
+    if constexpr (Storage::kSeparateStagingO)
+      if (n_blocks == 0) EmptyBarrier::arrive(&ss.q_empty);  // no S reads this tile's Q
     if (n_blocks > 0) {
       if (kPingPong && turns.warpgroup == 2 && !granted_first_turn) turns.pass();  // warpgroup 1 goes first
       granted_first_turn = true;
@@ -286,12 +324,16 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, WsSharedStorage<Trait
     }
     float lse[kRows];
     softmax.finalize(tOrO, lse);
-    store_o_and_lse<Traits>(p, ss.q.data(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b, thread_idx, [] {
-      cutlass::arch::NamedBarrier::sync(kConsumerThreads, uint32_t(FwdNamedBarrier::kConsumers));
-    });
-    // The store has read shared memory (store_o_and_lse waited for it): Q's space is free.
-    if (thread_idx == 0) EmptyBarrier::arrive(&ss.q_empty);
+    constexpr bool kSeparateO = Storage::kSeparateStagingO;
+    store_o_and_lse<Traits>(
+        p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b, thread_idx,
+        [] { cutlass::arch::NamedBarrier::sync(kConsumerThreads, uint32_t(FwdNamedBarrier::kConsumers)); },
+        /*defer_store_wait=*/kSeparateO);
+    // O staged in Q's space: the store has read it (store_o_and_lse waited), Q's space is free.
+    if (!kSeparateO && thread_idx == 0) EmptyBarrier::arrive(&ss.q_empty);
   }
+  // The last O store must have read shared memory before the CTA exits.
+  if (Storage::kSeparateStagingO && thread_idx == 0) tma_store_wait<0>();
 }
 
 }  // namespace ws
@@ -300,12 +342,13 @@ template <class Traits, class Mask, bool kPingPong, bool kPersistent>
 __global__ void __launch_bounds__(384, 1) ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   static_assert(Traits::kWarpgroups == 2, "two consumer warpgroups");
   extern __shared__ char smem_raw[];
-  auto& ss = *reinterpret_cast<WsSharedStorage<Traits>*>(smem_raw);
+  using Storage = WsStorageOf<Traits, kPersistent>;
+  auto& ss = *reinterpret_cast<Storage*>(smem_raw);
   const ws::FwdTileScheduler<Mask, kPersistent> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, p.heads_q,
                                                       p.batch};
   if (threadIdx.x == 0) {
     ws::FullBarrier::init(&ss.q_full, 1);
-    ws::EmptyBarrier::init(&ss.q_empty, 1);
+    ws::EmptyBarrier::init(&ss.q_empty, Storage::kSeparateStagingO ? ws::kConsumerThreads : 1);
     for (int s = 0; s < Traits::kStages; ++s) {
       ws::FullBarrier::init(&ss.k_full[s], 1);
       ws::FullBarrier::init(&ss.v_full[s], 1);

@@ -2,17 +2,20 @@
 // type, written into a swizzled shared-memory chunk, stored by one thread with a TMA bulk copy.
 //
 // Each consumer warpgroup stores its own rows of the tile in chunks of kRows x kCols (64 x 32),
-// double-buffered per warpgroup, so the two warpgroups never wait for each other. Per chunk:
+// in a ring of B buffers per warpgroup (16 KiB: B = 2 fp32 chunks or 4 16-bit ones), so the two
+// warpgroups never wait for each other. Per chunk j (buffer b = j mod B):
 //
 //   all 128 threads:  read C (plain predicated loads, beta != 0 only), write the chunk into
 //                     buffer b, fence.proxy.async (generic-proxy writes visible to TMA)
-//   leader (thread 0 of the warpgroup): tma_store_wait<0> — the previous chunk's store has read
-//                     buffer b ^ 1
-//   all 128 threads:  named barrier kEpilogueWg1/2 (128 threads): buffer b is complete, b ^ 1 free
+//   leader (thread 0 of the warpgroup): tma_store_wait<B - 2> — at most B - 2 stores still
+//                     reading: chunk j - B + 1's, the last user of buffer (j + 1) mod B, is done
+//   all 128 threads:  named barrier kEpilogueWg1/2 (128 threads): buffer b is complete, the next
+//                     one free
 //   leader:           TMA store of buffer b, commit group
 //
-// So a chunk's store overlaps the next chunk's conversion, and the tile's last store overlaps the
-// next tile's mainloop (the next epilogue's first wait retires it). The kernel waits for every
+// So B - 1 chunks' stores overlap the next chunk's conversion (a store's read of shared memory
+// takes long against a chunk's conversion: with B = 2 the conversion waited on every store), and
+// the tile's last stores overlap the next tile's mainloop. The kernel waits for every
 // store to finish reading shared memory before it exits (store_tail).
 //
 // Residues: the TMA unit clips the box at D's outer edge exactly, but at the inner (contiguous)
@@ -69,16 +72,17 @@ template <class TiledMma, int kBlockM, int kBlockN, int kWarpgroups, int kCols>
 struct Sm90GemmEpilogueTma {
   static constexpr int kRows = kBlockM / kWarpgroups;  // rows of a chunk: one warpgroup's rows
   static constexpr int kChunks = kBlockN / kCols;      // chunks per tile and warpgroup
-  static constexpr int kBuffers = 2;
-  static constexpr int kBufferBytes = kRows * kCols * 4;  // sized for fp32, the widest output
-                                                          // (16-bit chunks use the first half)
+  // Per warpgroup, room for two fp32 chunks: 2 buffers of fp32 chunks, or 4 of 16-bit ones.
+  static constexpr int kWarpgroupBytes = 2 * kRows * kCols * 4;
+  template <class T>
+  static constexpr int kBuffers = kWarpgroupBytes / (kRows * kCols * int(sizeof(T)));
   static_assert(kBlockN % kCols == 0 && kCols % 8 == 0, "chunks of whole n8 accumulator blocks");
 
   template <class T, bool kRowMajor>
-  using ChunkLayout = decltype(epilogue_chunk_layout<T, kRowMajor, kRows, kCols, kBuffers>());  // (ROWS, COLS, BUF)
+  using ChunkLayout = decltype(epilogue_chunk_layout<T, kRowMajor, kRows, kCols, kBuffers<T>>());  // (ROWS, COLS, BUF)
 
   struct TensorStorage {
-    alignas(1024) uint8_t chunks[kWarpgroups][kBuffers * kBufferBytes];  // 1024: the SW128 period
+    alignas(1024) uint8_t chunks[kWarpgroups][kWarpgroupBytes];  // 1024: the SW128 period
   };
 
   template <class T, bool kRowMajor>
@@ -227,7 +231,8 @@ struct Sm90GemmEpilogueTma {
         }
         continue;
       }
-      const int buf = chunk & 1;
+      constexpr int kBuf = kBuffers<Storage>;
+      const int buf = chunk % kBuf;
       CUTE_UNROLL
       for (int r = 0; r < kRegsPerChunk; ++r) {
         const int i = j * kRegsPerChunk + r;
@@ -238,7 +243,9 @@ struct Sm90GemmEpilogueTma {
         sD(m - row0, n - j * kCols, buf) = to_storage<Out, Storage>(v);
       }
       tma_store_fence();  // this thread's shared-memory writes, visible to the TMA unit
-      if (leader) tma_store_wait<0>();  // the previous chunk's store has read buffer buf ^ 1
+      // At most kBuf - 2 stores still reading: the store of chunk - (kBuf - 1), the last one
+      // that used the buffer the next chunk writes, is done with it.
+      if (leader) tma_store_wait<kBuf - 2>();
       named_barrier_sync(barrier, 128);
       if (leader) {
         copy(tma, tDsD(_, buf), tDgD(_, m_chunk, n_blk * kChunks + j));
