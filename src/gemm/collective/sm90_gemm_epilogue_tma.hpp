@@ -175,6 +175,28 @@ struct Sm90GemmEpilogueTma {
   }
 
  private:
+  // Explicit shared-memory stores: through a generic pointer the compiler emitted generic ST.E
+  // (r11 ncu: one 16-bit generic store per element).
+  template <class Storage>
+  CUTE_DEVICE static void store_shared(Storage* ptr, Storage v) {
+    const uint32_t addr = cute::cast_smem_ptr_to_uint(ptr);
+    if constexpr (sizeof(Storage) == 4) {
+      asm volatile("st.shared.b32 [%0], %1;" : : "r"(addr), "r"(__float_as_uint(v)));
+    } else {
+      asm volatile("st.shared.b16 [%0], %1;" : : "r"(addr), "h"(v));
+    }
+  }
+  template <class Out, class Storage>
+  CUTE_DEVICE static void store_pair_shared(Storage* ptr, float v0, float v1) {
+    const uint32_t addr = cute::cast_smem_ptr_to_uint(ptr);
+    if constexpr (sizeof(Storage) == 4) {
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};" : : "r"(addr), "f"(v0), "f"(v1));
+    } else {
+      const uint32_t packed = uint32_t(to_storage<Out, Storage>(v0)) | (uint32_t(to_storage<Out, Storage>(v1)) << 16);
+      asm volatile("st.shared.b32 [%0], %1;" : : "r"(addr), "r"(packed));
+    }
+  }
+
   template <class Out, class Storage>
   CUTE_DEVICE static Storage to_storage(float v) {
     if constexpr (sizeof(Storage) == sizeof(float)) {
@@ -207,25 +229,29 @@ struct Sm90GemmEpilogueTma {
     cute::Tensor tDgD = get<0>(part);  // (TMA, m, n)
     cute::Tensor tDsD = get<1>(part);  // (TMA, BUF)
 
+    // Parameters in registers: the fences and barriers below clobber memory, which would make
+    // every element reload them from the constant bank.
     const Out* c = static_cast<const Out*>(p.c);
-    const bool read_c = p.beta != 0.0f;
+    const float alpha = p.alpha, beta = p.beta;
+    const int m_total = p.m, n_total = p.n;
+    const bool read_c = beta != 0.0f;
     const int m_tile = m_blk * kBlockM, n_tile = n_blk * kBlockN;
     const int m_chunk = m_blk * kWarpgroups + warpgroup;  // this warpgroup's row of chunks
     const int row0 = warpgroup * kRows;                    // its first row in the tile
     CUTE_UNROLL
     for (int j = 0; j < kChunks; ++j) {
-      if (m_chunk * kRows >= p.m || (n_blk * kChunks + j) * kCols >= p.n) continue;  // wholly past the edge
-      const bool direct = p.ragged_inner && (kRowMajor ? (n_blk * kChunks + j + 1) * kCols > p.n
-                                                       : (m_chunk + 1) * kRows > p.m);
+      if (m_chunk * kRows >= m_total || (n_blk * kChunks + j) * kCols >= n_total) continue;  // wholly past the edge
+      const bool direct = p.ragged_inner && (kRowMajor ? (n_blk * kChunks + j + 1) * kCols > n_total
+                                                       : (m_chunk + 1) * kRows > m_total);
       if (direct) {  // the inner edge of a ragged D: predicated stores, no TMA (see the top)
         Storage* d = static_cast<Storage*>(p.d);
         CUTE_UNROLL
         for (int r = 0; r < kRegsPerChunk; ++r) {
           const int i = j * kRegsPerChunk + r;
           const int gm = m_tile + int(get<0>(tCcD(i))), gn = n_tile + int(get<1>(tCcD(i)));
-          if (gm < p.m && gn < p.n) {
-            float v = p.alpha * acc(i);
-            if (read_c) v += p.beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
+          if (gm < m_total && gn < n_total) {
+            float v = alpha * acc(i);
+            if (read_c) v += beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
             d[kRowMajor ? gm * p.d_ld + gn : gm + gn * p.d_ld] = to_storage<Out, Storage>(v);
           }
         }
@@ -233,14 +259,32 @@ struct Sm90GemmEpilogueTma {
       }
       constexpr int kBuf = kBuffers<Storage>;
       const int buf = chunk % kBuf;
-      CUTE_UNROLL
-      for (int r = 0; r < kRegsPerChunk; ++r) {
-        const int i = j * kRegsPerChunk + r;
-        const int m = int(get<0>(tCcD(i))), n = int(get<1>(tCcD(i)));  // in the tile
-        float v = p.alpha * acc(i);
-        const int gm = m_tile + m, gn = n_tile + n;
-        if (read_c && gm < p.m && gn < p.n) v += p.beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
-        sD(m - row0, n - j * kCols, buf) = to_storage<Out, Storage>(v);
+      if constexpr (kRowMajor) {
+        // Registers i, i + 1 (i even) hold columns n, n + 1 of one row, and the swizzle moves
+        // 16-byte units only, so the pair stays adjacent in the chunk: one 32-bit (16-bit output)
+        // or 64-bit (fp32) shared store per pair.
+        CUTE_UNROLL
+        for (int r = 0; r < kRegsPerChunk; r += 2) {
+          const int i = j * kRegsPerChunk + r;
+          const int m = int(get<0>(tCcD(i))), n = int(get<1>(tCcD(i)));  // in the tile
+          float v0 = alpha * acc(i), v1 = alpha * acc(i + 1);
+          if (read_c) {
+            const int gm = m_tile + m, gn = n_tile + n;
+            if (gm < m_total && gn < n_total) v0 += beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
+            if (gm < m_total && gn + 1 < n_total) v1 += beta * float(c[gm * p.c_stride_m + (gn + 1) * p.c_stride_n]);
+          }
+          store_pair_shared<Out, Storage>(&sD(m - row0, n - j * kCols, buf), v0, v1);
+        }
+      } else {
+        CUTE_UNROLL
+        for (int r = 0; r < kRegsPerChunk; ++r) {
+          const int i = j * kRegsPerChunk + r;
+          const int m = int(get<0>(tCcD(i))), n = int(get<1>(tCcD(i)));  // in the tile
+          float v = alpha * acc(i);
+          const int gm = m_tile + m, gn = n_tile + n;
+          if (read_c && gm < m_total && gn < n_total) v += beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
+          store_shared(&sD(m - row0, n - j * kCols, buf), to_storage<Out, Storage>(v));
+        }
       }
       tma_store_fence();  // this thread's shared-memory writes, visible to the TMA unit
       // At most kBuf - 2 stores still reading: the store of chunk - (kBuf - 1), the last one
