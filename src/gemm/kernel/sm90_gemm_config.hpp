@@ -32,6 +32,32 @@ struct TileConfig {
 // the same size and the same stage counts fit). Stage counts keep every variant within ~192 KiB
 // so that the kernels fit on any Hopper part (227 KiB opt-in on H100/H200; the launch checks the
 // device's real limit).
+namespace detail {
+// A producer warpgroup (40 registers) feeding consumer warpgroups (232): 128·40 + 256·232 ≤ 65536.
+constexpr void warp_specialize(TileConfig& c, int consumers, int mma_warpgroups) {
+  c.kConsumerWarpgroups = consumers, c.kMmaWarpgroups = mma_warpgroups;
+  c.kProducerWarpgroup = true;
+  c.kProducerRegisters = 40, c.kConsumerRegisters = 232;
+}
+// The cooperative tile: 128x256, each of two consumer warpgroups owns 64 rows and issues
+// m64n256k16, WGMMA's widest (B read once per 64x256 product, the least shared-memory traffic per
+// FLOP); 4 stages of 48 KiB.
+constexpr void cooperative_tile(TileConfig& c) {
+  c.kBlockN = 256;
+  c.kStages = 4;
+  warp_specialize(c, 2, 2);
+}
+// Persistent: grid = min(tiles, SMs), tiles in raster groups of `group` tile-rows (or cluster
+// rows), epilogue through shared memory (2 x 2 chunks of 64x32 fp32 = 32 KiB beside the
+// 192 KiB ring: 224 KiB, within the 227 KiB opt-in) and TMA stores.
+constexpr void persistent_tma_store(TileConfig& c, int group) {
+  c.kPersistent = true;
+  c.kRasterGroup = group;
+  c.kTmaStoreD = true;
+  c.kEpilogueN = 32;
+}
+}  // namespace detail
+
 constexpr TileConfig tile_config(hopattn_gemm_variant_t v, int element_bytes = 2) {
   TileConfig c{};
   c.kBlockK = 128 / element_bytes;  // one 128-byte swizzle row of the operand's elements
@@ -46,64 +72,36 @@ constexpr TileConfig tile_config(hopattn_gemm_variant_t v, int element_bytes = 2
       // 128x128 fp32 accumulators = 128 registers per consumer thread; one consumer warpgroup
       // cannot hold a 128x256 tile (256 accumulator registers) below the 255-register limit.
       c.kStages = 6;
-      c.kProducerWarpgroup = true;
-      c.kProducerRegisters = 40, c.kConsumerRegisters = 232;
+      detail::warp_specialize(c, 1, 1);
       break;
     case HOPATTN_GEMM_COOPERATIVE:
-      // 128x256: each consumer warpgroup owns 64 rows and issues m64n256k16, WGMMA's widest
-      // (B read once per 64x256 product, the least shared-memory traffic per FLOP).
-      c.kBlockN = 256;
-      c.kStages = 4;
-      c.kMmaWarpgroups = 2, c.kConsumerWarpgroups = 2;
-      c.kProducerWarpgroup = true;
-      c.kProducerRegisters = 40, c.kConsumerRegisters = 232;  // 128·40 + 256·232 ≤ 65536
+      detail::cooperative_tile(c);
       break;
     case HOPATTN_GEMM_PERSISTENT:
-      // The cooperative tile and warp roles, looping over tiles. 4 stages (192 KiB) + the
-      // epilogue's 2 x 2 chunks of 64x32 fp32 (32 KiB) = 224 KiB, within the 227 KiB opt-in.
-      // Groups of 8 tile-rows: 132 resident CTAs cover 8 A panels and ~17 B panels per wave.
-      c.kBlockN = 256;
-      c.kStages = 4;
-      c.kMmaWarpgroups = 2, c.kConsumerWarpgroups = 2;
-      c.kProducerWarpgroup = true;
-      c.kProducerRegisters = 40, c.kConsumerRegisters = 232;
-      c.kPersistent = true;
-      c.kRasterGroup = 8;
-      c.kTmaStoreD = true;
-      c.kEpilogueN = 32;
+      // The cooperative tile and warp roles, looping over tiles. Groups of 8 tile-rows: 132
+      // resident CTAs cover 8 A panels and ~17 B panels per wave.
+      detail::cooperative_tile(c);
+      detail::persistent_tma_store(c, 8);
       break;
     case HOPATTN_GEMM_CLUSTER_2X1:
       // The persistent kernel on 2x1 clusters: two CTAs compute vertically adjacent 128x256
       // tiles, and each loads half of their common B tile, multicast to both. L2 -> SM traffic
       // per k-tile drops from 48 KiB to 32 KiB per CTA. Raster groups of 4 cluster rows (8 tile
       // rows, as persistent).
-      c.kBlockN = 256;
-      c.kStages = 4;
-      c.kMmaWarpgroups = 2, c.kConsumerWarpgroups = 2;
-      c.kProducerWarpgroup = true;
-      c.kProducerRegisters = 40, c.kConsumerRegisters = 232;
-      c.kPersistent = true;
-      c.kRasterGroup = 4;
-      c.kTmaStoreD = true;
-      c.kEpilogueN = 32;
+      detail::cooperative_tile(c);
+      detail::persistent_tma_store(c, 4);
       c.kClusterM = 2;
       break;
     case HOPATTN_GEMM_SPLIT_K:
       // The cooperative tile; K split over a cluster of 2 or 4 CTAs when the tiles alone leave
       // SMs idle. 4 stages (192 KiB), reused for the 132 KiB fp32 partial tile.
-      c.kBlockN = 256;
-      c.kStages = 4;
-      c.kMmaWarpgroups = 2, c.kConsumerWarpgroups = 2;
-      c.kProducerWarpgroup = true;
-      c.kProducerRegisters = 40, c.kConsumerRegisters = 232;
+      detail::cooperative_tile(c);
       c.kSplitKCluster = true;
       break;
     case HOPATTN_GEMM_PINGPONG:
       // Each consumer warpgroup owns a whole 128x128 tile; the two alternate on the tensor cores.
       c.kStages = 6;
-      c.kMmaWarpgroups = 1, c.kConsumerWarpgroups = 2;
-      c.kProducerWarpgroup = true;
-      c.kProducerRegisters = 40, c.kConsumerRegisters = 232;
+      detail::warp_specialize(c, 2, 1);
       break;
     default:
       break;
