@@ -32,7 +32,8 @@ struct FwdSchedule {
 constexpr int kFwdSchedules = 8;  // 0 (default) and 1..7
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
-// block_n/4, O = hdim/2. Shared memory: Q (also the O staging tile, block_m·hdim) and K, V rings
+// block_n/4, O = hdim/2. Shared memory: Q (also the O staging tile, block_m·hdim; the persistent
+// schedule 6 stages O in a tile of its own where it fits, hdim 64/128) and K, V rings
 // (2·stages·block_n·hdim), 16-bit elements.
 constexpr FwdSchedule fwd_explicit_schedule(int hdim, int schedule) {
   const FwdTileConfig ws_tile = hdim == 256 ? FwdTileConfig{128, 64, 2, 2} : FwdTileConfig{128, 128, 2, 2};
