@@ -3,11 +3,16 @@
 # `hopattn bench`, with logs and CSV written to OUT_DIR.
 #
 #   scripts/gpu-run.sh OUT_DIR [--quick] [--sanitize] [--tests REGEX] [--bench "ARGS" | --no-bench]
-#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"]
+#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--ncu-gemm "M N K VARIANT"]
 #
 # --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu).
 # --no-bench: skip the attention bench (e.g. a run that only measures decode or the GEMM).
 # --no-check: skip `hopattn check`.
+# --ncu-gemm "M N K VARIANT": ncu source counters of that GEMM (one launch) and of cuBLAS's kernel
+#   for the same shape, summarised by scripts/ncu_source_top.py into ncu-gemm.txt.
+#
+# The device tool brings back only a handful of files per call: the step logs are bundled into
+# logs.tar.gz at the end (summary.txt and the CSVs stay separate), and the SASS dump is not kept.
 #
 # Uses the build in $BUILD (default build/) when it holds bin/hopattn, a build made elsewhere
 # included (carry it with .deps); otherwise builds first (needs .deps from scripts/bootstrap.sh).
@@ -16,7 +21,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check=""
+quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
@@ -27,6 +32,7 @@ while [ $# -gt 0 ]; do
     --tests) tests_regex=$2; shift ;;
     --no-bench) no_bench=1 ;;
     --no-check) no_check=1 ;;
+    --ncu-gemm) ncu_gemm=$2; shift ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
   shift
@@ -79,7 +85,7 @@ sass_summary() {
   echo "HGMMA instructions: $(grep -c HGMMA "$out/sass.txt")"
   grep -oE "HGMMA\.[0-9x]+\.[A-Z0-9]+" "$out/sass.txt" | sort | uniq -c
   echo "local memory (LDL/STL) instructions: $(grep -cE "\b(LDL|STL)" "$out/sass.txt")"
-  gzip -f "$out/sass.txt"
+  rm -f "$out/sass.txt"  # too big to come back; the counts above are what matters
 }
 sass_summary >>"$summary" 2>&1
 # The gpu-labelled suite (the host tests are CI's; some need the build machine's compiler).
@@ -109,6 +115,24 @@ fi
 if [ -n "$gemm_bench_args" ]; then
   step gemm_bench gemm_bench.log "$build/bin/hopattn" bench --op gemm --csv "$out/gemm.csv" $gemm_bench_args
 fi
+# ncu source counters (SourceCounters, one launch after two warm-ups) of one GEMM and of the
+# cuBLAS kernel timed beside it, summarised per opcode and per top-stall instruction.
+ncu_gemm_profile() {
+  command -v ncu >/dev/null || { echo "ncu not found"; return 1; }
+  set -- $ncu_gemm
+  local m=$1 n=$2 k=$3 variant=${4:-auto} who filter
+  for who in hopattn cublas; do
+    if [ $who = hopattn ]; then filter=sm90_gemm_kernel; else filter='^(nvjet|sm90_xmma|cutlass)'; fi
+    ncu --clock-control none --kernel-name-base function --section SourceCounters --section WarpStateStats \
+      --section SpeedOfLight --import-source no -k regex:"$filter" -s 2 -c 1 -o "/tmp/ncu-$who" -f \
+      "$build/bin/hopattn" gemm --m "$m" --n "$n" --k "$k" --variant "$variant" >"/tmp/ncu-$who.log" 2>&1 || return 1
+    echo "== $who ($m x $n x $k, variant $variant)"
+    ncu -i "/tmp/ncu-$who.ncu-rep" --page details | grep -E "^  [^ ]|Duration|Elapsed Cycles|SM Frequency|SM Busy|Issue Slots"
+    ncu -i "/tmp/ncu-$who.ncu-rep" --page source --print-source sass --csv >"/tmp/ncu-$who-src.csv" || return 1
+    python3 "$root/scripts/ncu_source_top.py" "/tmp/ncu-$who-src.csv" 40 | grep -v '^columns:'
+  done
+}
+if [ -n "$ncu_gemm" ]; then step ncu_gemm ncu-gemm.txt ncu_gemm_profile; fi
 echo "== summary"
 cat "$summary"
 grep -E "HGMMA instructions|LDL/STL" "$summary"
@@ -116,4 +140,7 @@ tail -5 "$out/tests.log"
 [ -f "$out/check.log" ] && grep -E "^check:" "$out/check.log"
 [ -f "$out/bench.log" ] && sed -n '/^op /,$p' "$out/bench.log" | head -60
 [ -f "$out/decode_bench.log" ] && tail -60 "$out/decode_bench.log"
+# One archive for the step logs (the lent machine returns only a few files per call).
+(cd "$out" && ls *.log *.txt 2>/dev/null | grep -v '^summary.txt$' | tar -czf logs.tar.gz -T - && \
+  ls *.log *.txt 2>/dev/null | grep -v '^summary.txt$' | xargs rm -f) || true
 ! grep -q "exit [1-9]" "$summary"
