@@ -35,7 +35,8 @@ constexpr int kFwdSchedules = 8;  // 0 (default) and 1..7
 // block_n/4, O = hdim/2. Shared memory: Q (also the O staging tile, block_m·hdim; the persistent
 // schedule 6 stages O in a tile of its own where it fits, hdim 64/128) and K, V rings
 // (2·stages·block_n·hdim), 16-bit elements.
-constexpr FwdSchedule fwd_explicit_schedule(int hdim, int schedule) {
+// Schedule >= 1 (schedule 0 is resolved per call by fwd_default_schedule first).
+constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
   const FwdTileConfig ws_tile = hdim == 256 ? FwdTileConfig{128, 64, 2, 2} : FwdTileConfig{128, 128, 2, 2};
   switch (schedule) {
     case 4: return {FwdKernel::kWarpSpecialized, ws_tile};
@@ -82,8 +83,5 @@ constexpr int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
   }
   return 5;
 }
-
-// Schedule >= 1 (schedule 0 is resolved per call by fwd_default_schedule first).
-constexpr FwdSchedule fwd_schedule(int hdim, int schedule) { return fwd_explicit_schedule(hdim, schedule); }
 
 }  // namespace hopattn::attention
