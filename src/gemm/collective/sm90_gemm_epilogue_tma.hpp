@@ -175,20 +175,18 @@ struct Sm90GemmEpilogueTma {
   }
 
  private:
-  // Explicit shared-memory stores: through a generic pointer the compiler emitted generic ST.E
-  // (r11 ncu: one 16-bit generic store per element).
-  template <class Storage>
-  CUTE_DEVICE static void store_shared(Storage* ptr, Storage v) {
-    const uint32_t addr = cute::cast_smem_ptr_to_uint(ptr);
+  // Explicit shared-memory stores at a shared-window address: through a generic pointer the
+  // compiler emitted generic ST.E (r11 ncu: one 16-bit generic store per element).
+  template <class Out, class Storage>
+  CUTE_DEVICE static void store_shared(uint32_t addr, float v) {
     if constexpr (sizeof(Storage) == 4) {
       asm volatile("st.shared.b32 [%0], %1;" : : "r"(addr), "r"(__float_as_uint(v)));
     } else {
-      asm volatile("st.shared.b16 [%0], %1;" : : "r"(addr), "h"(v));
+      asm volatile("st.shared.b16 [%0], %1;" : : "r"(addr), "h"(to_storage<Out, Storage>(v)));
     }
   }
   template <class Out, class Storage>
-  CUTE_DEVICE static void store_pair_shared(Storage* ptr, float v0, float v1) {
-    const uint32_t addr = cute::cast_smem_ptr_to_uint(ptr);
+  CUTE_DEVICE static void store_pair_shared(uint32_t addr, float v0, float v1) {
     if constexpr (sizeof(Storage) == 4) {
       asm volatile("st.shared.v2.f32 [%0], {%1, %2};" : : "r"(addr), "f"(v0), "f"(v1));
     } else {
@@ -238,6 +236,21 @@ struct Sm90GemmEpilogueTma {
     const int m_tile = m_blk * kBlockM, n_tile = n_blk * kBlockN;
     const int m_chunk = m_blk * kWarpgroups + warpgroup;  // this warpgroup's row of chunks
     const int row0 = warpgroup * kRows;                    // its first row in the tile
+    // Shared-memory addresses of this thread's registers of chunk 0 in buffer 0, computed once per
+    // tile (r17: the swizzled address arithmetic per element made the epilogue cost ~6 us per tile).
+    // Chunk j's register j·kRegsPerChunk + r sits at register r's (row, column) within its chunk,
+    // and a buffer is a whole number of 1024-byte swizzle periods, so chunk j in buffer b is at
+    // addr[r] + b·kBufferBytes. Row-major pairs share one address.
+    constexpr int kBuf = kBuffers<Storage>;
+    constexpr int kBufferBytes = kRows * kCols * int(sizeof(Storage));
+    static_assert(kBufferBytes % 1024 == 0, "a buffer must not change the swizzle's XOR bits");
+    constexpr int kAddrs = kRowMajor ? kRegsPerChunk / 2 : kRegsPerChunk;
+    uint32_t addr[kAddrs];
+    CUTE_UNROLL
+    for (int a = 0; a < kAddrs; ++a) {
+      const int r = kRowMajor ? 2 * a : a;
+      addr[a] = cute::cast_smem_ptr_to_uint(&sD(int(get<0>(tCcD(r))) - row0, int(get<1>(tCcD(r))), 0));
+    }
     CUTE_UNROLL
     for (int j = 0; j < kChunks; ++j) {
       if (m_chunk * kRows >= m_total || (n_blk * kChunks + j) * kCols >= n_total) continue;  // wholly past the edge
@@ -257,35 +270,40 @@ struct Sm90GemmEpilogueTma {
         }
         continue;
       }
-      constexpr int kBuf = kBuffers<Storage>;
-      const int buf = chunk % kBuf;
-      if constexpr (kRowMajor) {
-        // Registers i, i + 1 (i even) hold columns n, n + 1 of one row, and the swizzle moves
-        // 16-byte units only, so the pair stays adjacent in the chunk: one 32-bit (16-bit output)
-        // or 64-bit (fp32) shared store per pair.
-        CUTE_UNROLL
-        for (int r = 0; r < kRegsPerChunk; r += 2) {
-          const int i = j * kRegsPerChunk + r;
-          const int m = int(get<0>(tCcD(i))), n = int(get<1>(tCcD(i)));  // in the tile
-          float v0 = alpha * acc(i), v1 = alpha * acc(i + 1);
-          if (read_c) {
-            const int gm = m_tile + m, gn = n_tile + n;
-            if (gm < m_total && gn < n_total) v0 += beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
-            if (gm < m_total && gn + 1 < n_total) v1 += beta * float(c[gm * p.c_stride_m + (gn + 1) * p.c_stride_n]);
+      const int buf = int(unsigned(chunk) % unsigned(kBuf));
+      const uint32_t buf_offset = uint32_t(buf * kBufferBytes);
+      auto write_chunk = [&](auto read_c_tag) {
+        constexpr bool kReadC = decltype(read_c_tag)::value;
+        if constexpr (kRowMajor) {
+          // Registers i, i + 1 (i even) hold columns n, n + 1 of one row, and the swizzle moves
+          // 16-byte units only, so the pair stays adjacent in the chunk: one 32-bit (16-bit
+          // output) or 64-bit (fp32) shared store per pair.
+          CUTE_UNROLL
+          for (int r = 0; r < kRegsPerChunk; r += 2) {
+            const int i = j * kRegsPerChunk + r;
+            float v0 = alpha * acc(i), v1 = alpha * acc(i + 1);
+            if constexpr (kReadC) {
+              const int gm = m_tile + int(get<0>(tCcD(i))), gn = n_tile + int(get<1>(tCcD(i)));
+              if (gm < m_total && gn < n_total) v0 += beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
+              if (gm < m_total && gn + 1 < n_total) v1 += beta * float(c[gm * p.c_stride_m + (gn + 1) * p.c_stride_n]);
+            }
+            store_pair_shared<Out, Storage>(addr[r / 2] + buf_offset, v0, v1);
           }
-          store_pair_shared<Out, Storage>(&sD(m - row0, n - j * kCols, buf), v0, v1);
+        } else {
+          CUTE_UNROLL
+          for (int r = 0; r < kRegsPerChunk; ++r) {
+            const int i = j * kRegsPerChunk + r;
+            float v = alpha * acc(i);
+            if constexpr (kReadC) {
+              const int gm = m_tile + int(get<0>(tCcD(i))), gn = n_tile + int(get<1>(tCcD(i)));
+              if (gm < m_total && gn < n_total) v += beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
+            }
+            store_shared<Out, Storage>(addr[r] + buf_offset, v);
+          }
         }
-      } else {
-        CUTE_UNROLL
-        for (int r = 0; r < kRegsPerChunk; ++r) {
-          const int i = j * kRegsPerChunk + r;
-          const int m = int(get<0>(tCcD(i))), n = int(get<1>(tCcD(i)));  // in the tile
-          float v = alpha * acc(i);
-          const int gm = m_tile + m, gn = n_tile + n;
-          if (read_c && gm < m_total && gn < n_total) v += beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
-          store_shared(&sD(m - row0, n - j * kCols, buf), to_storage<Out, Storage>(v));
-        }
-      }
+      };
+      if (read_c) write_chunk(cute::true_type{});
+      else write_chunk(cute::false_type{});
       tma_store_fence();  // this thread's shared-memory writes, visible to the TMA unit
       // At most kBuf - 2 stores still reading: the store of chunk - (kBuf - 1), the last one
       // that used the buffer the next chunk writes, is done with it.

@@ -41,6 +41,12 @@
 
 namespace hopattn::gemm {
 
+// Four output elements stored together (8 bytes for 16-bit types, 16 for fp32).
+template <class Out>
+struct alignas(4 * sizeof(Out)) Out4 {
+  Out v[4];
+};
+
 template <class Mainloop>
 struct Sm90GemmSplitK {
   static constexpr TileConfig kCfg = Mainloop::kCfg;
@@ -148,10 +154,12 @@ struct Sm90GemmSplitK {
     named_barrier_sync(GemmNamedBarrier::kSplitKDone, kConsumerThreads);  // 1: the ring is no longer read
     cute::Tensor cD = make_identity_tensor(make_shape(Int<kBlockM>{}, Int<kBlockN>{}));
     cute::Tensor tCcD = typename Mainloop::TiledMma{}.get_slice(thread).partition_C(cD);
+    // 2: registers i, i + 1 (i even) hold columns n, n + 1 of one row: one 8-byte store per pair.
+    static_assert(size(decltype(acc){}) % 2 == 0 && kPartialLd % 2 == 0, "pairs of columns");
     CUTE_UNROLL
-    for (int i = 0; i < size(acc); ++i) {  // 2
+    for (int i = 0; i < size(acc); i += 2) {
       const int m = int(get<0>(tCcD(i))), n = int(get<1>(tCcD(i)));
-      s.partial[m * kPartialLd + n] = acc(i);
+      *reinterpret_cast<float2*>(&s.partial[m * kPartialLd + n]) = make_float2(acc(i), acc(i + 1));
     }
   }
 
@@ -175,6 +183,12 @@ struct Sm90GemmSplitK {
     Out* d = static_cast<Out*>(e.d);
     const Out* c = static_cast<const Out*>(e.c);
     const bool read_c = e.beta != 0.0f;
+    const float alpha = e.alpha, beta = e.beta;
+    const int n_total = e.n;
+    const int64_t d_stride_m = e.d_stride_m;
+    // Four consecutive columns of a row-major D in one store when they are aligned for it.
+    const bool vector_d = e.d_stride_n == 1 && d_stride_m % 4 == 0 &&
+                          reinterpret_cast<uintptr_t>(d) % sizeof(Out4<Out>) == 0;
     const int row_begin = rank * kBlockM / splits, rows = (rank + 1) * kBlockM / splits - row_begin;
     constexpr int kVecPerRow = kBlockN / 4;
     for (int idx = thread; idx < rows * kVecPerRow; idx += kConsumerThreads) {
@@ -189,14 +203,22 @@ struct Sm90GemmSplitK {
       }
       const int gm = m_blk * kBlockM + row;
       if (gm >= e.m) continue;
+      const int gn0 = n_blk * kBlockN + col;
       const float vals[4] = {sum.x, sum.y, sum.z, sum.w};
+      if (vector_d && gn0 + 3 < n_total && !read_c) {  // the common case: one 8- or 16-byte store
+        Out4<Out> out;
+        CUTE_UNROLL
+        for (int j = 0; j < 4; ++j) out.v[j] = Out(alpha * vals[j]);
+        *reinterpret_cast<Out4<Out>*>(d + gm * d_stride_m + gn0) = out;
+        continue;
+      }
       CUTE_UNROLL
       for (int j = 0; j < 4; ++j) {
-        const int gn = n_blk * kBlockN + col + j;
-        if (gn < e.n) {
-          float v = e.alpha * vals[j];
-          if (read_c) v += e.beta * float(c[gm * e.c_stride_m + gn * e.c_stride_n]);
-          d[gm * e.d_stride_m + gn * e.d_stride_n] = Out(v);
+        const int gn = gn0 + j;
+        if (gn < n_total) {
+          float v = alpha * vals[j];
+          if (read_c) v += beta * float(c[gm * e.c_stride_m + gn * e.c_stride_n]);
+          d[gm * d_stride_m + gn * e.d_stride_n] = Out(v);
         }
       }
     }
