@@ -4,12 +4,27 @@
 #pragma once
 
 #include <cute/tensor.hpp>
+#include <cute/arch/copy_sm90.hpp>
 #include <cutlass/arch/barrier.h>
 
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
 #include "attention/collective/sm90_wgmma.hpp"
 
 namespace hopattn::attention {
+
+// LSE straight from registers: one thread of each quad holds its rows' values.
+template <class Traits, class TensorC, int kRows>
+CUTE_DEVICE void store_lse(typename Traits::Params const& p, TensorC const& tScS, float const (&lse)[kRows],
+                           int m_block, int h, int b, int thread_idx) {
+  using namespace cute;
+  if (p.lse == nullptr || thread_idx % 4 != 0) return;
+  auto c = acc_rowcol(tScS);
+  CUTE_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    const int row = m_block * Traits::kBlockM + get<0>(c(r, 0));
+    if (row < p.seqlen_q) p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + row * p.lse_seq_stride] = lse[r];
+  }
+}
 
 // thread_idx: the thread's index among the consumer threads (those holding accumulators).
 // sync(): a barrier over exactly those threads (__syncthreads or a named barrier).
@@ -19,28 +34,23 @@ template <class Traits, class TiledMmaPV, class TensorO, class TensorC, int kRow
 CUTE_DEVICE void store_o_and_lse(typename Traits::Params const& p, typename Traits::Element* smem_o,
                                  TiledMmaPV const& mma_pv, TensorO const& tOrO, TensorC const& tScS,
                                  float const (&lse)[kRows], int m_block, int h, int b, int thread_idx,
-                                 Sync&& sync, bool defer_store_wait = false) {
+                                 Sync&& sync) {
   using namespace cute;
   using Element = typename Traits::Element;
-  if (p.lse != nullptr && thread_idx % 4 == 0) {  // one thread of each quad holds the row's LSE
-    auto c = acc_rowcol(tScS);
-    CUTE_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      const int row = m_block * Traits::kBlockM + get<0>(c(r, 0));
-      if (row < p.seqlen_q) p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + row * p.lse_seq_stride] = lse[r];
-    }
-  }
+  store_lse<Traits>(p, tScS, lse, m_block, h, b, thread_idx);
   Tensor rO = make_tensor_like<Element>(tOrO);
   convert_fragment<Element>(tOrO, rO);
   Tensor sO = make_tensor(make_smem_ptr(smem_o), typename Traits::SmemLayoutQ{});  // (BLK_M, D)
-  auto copy_o = make_tiled_copy_C(Copy_Atom<DefaultCopy, Element>{}, mma_pv).get_thread_slice(thread_idx);
+  // stmatrix (x4: four 8x8 blocks of 16-bit pairs per instruction, the accumulator's own
+  // fragment layout) instead of one shared store per element with its swizzled address: a 64x128
+  // warpgroup tile is 8 instructions per thread, not 64 stores (r17: per-element address
+  // arithmetic made the GEMM's equivalent epilogue cost ~6 us per tile).
+  auto tiled_copy_o = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_pv);
+  auto copy_o = tiled_copy_o.get_thread_slice(thread_idx);
   Tensor tOrO_copy = copy_o.retile_S(rO);
   Tensor tOsO = copy_o.partition_D(sO);
-  // defer_store_wait: the previous tile's O store (issued by thread 0, not waited for then) must
-  // have read smem_o before it is overwritten; the caller waits for the last one before exit.
-  if (defer_store_wait && thread_idx == 0) tma_store_wait<0>();
   sync();  // every consumer is done reading what smem_o held before
-  copy(Copy_Atom<DefaultCopy, Element>{}, tOrO_copy, tOsO);
+  copy(tiled_copy_o, tOrO_copy, tOsO);
   // Generic-proxy writes become visible to the TMA unit (async proxy) only after this fence.
   cutlass::arch::fence_view_async_shared();
   sync();
@@ -51,7 +61,53 @@ CUTE_DEVICE void store_o_and_lse(typename Traits::Params const& p, typename Trai
     auto parts = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sO), group_modes<0, 2>(gO));
     copy(p.tma_o, get<1>(parts), get<0>(parts));
     tma_store_arrive();
-    if (!defer_store_wait) tma_store_wait<0>();
+    tma_store_wait<0>();
+  }
+}
+
+// The persistent schedule's epilogue: each consumer warpgroup stages its own rows of O in a
+// tile of its own (Traits::SmemLayoutOWarpgroup, kWarpgroups of them stacked at smem_o) and
+// stores them with its own TMA store, synchronising only its 128 threads (named barrier
+// `barrier_id`), so the two ping-pong warpgroups stay staggered from one tile to the next (the
+// CTA-wide version above lines them up at every tile's end). The store is not waited for: this
+// warpgroup's next call waits for it before overwriting its tile, and the caller waits for its
+// last one (tma_store_wait<0> by thread 0 of each warpgroup) before the CTA exits.
+template <class Traits, class TiledMmaPV, class TensorO, class TensorC, int kRows>
+CUTE_DEVICE void store_o_and_lse_warpgroup(typename Traits::Params const& p, typename Traits::Element* smem_o,
+                                           TiledMmaPV const& mma_pv, TensorO const& tOrO, TensorC const& tScS,
+                                           float const (&lse)[kRows], int m_block, int h, int b, int thread_idx,
+                                           uint32_t barrier_id) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  constexpr int kWgRows = Traits::kWarpgroupRows, kWarpgroups = Traits::kWarpgroups, kHeadDim = Traits::kHeadDim;
+  const int warpgroup = thread_idx / 128;
+  const bool leader = thread_idx % 128 == 0;
+  store_lse<Traits>(p, tScS, lse, m_block, h, b, thread_idx);
+  Tensor rO = make_tensor_like<Element>(tOrO);
+  convert_fragment<Element>(tOrO, rO);
+  // (BLK_M, D) over the stacked per-warpgroup tiles: row m is row m % kWgRows of tile m / kWgRows.
+  using RowsToTiles = Layout<Shape<Shape<Int<kWgRows>, Int<kWarpgroups>>, Int<kHeadDim>>,
+                             Stride<Stride<_1, Int<kWgRows * kHeadDim>>, Int<kWgRows>>>;
+  Tensor sO = make_tensor(make_smem_ptr(smem_o), composition(typename Traits::SmemLayoutOWarpgroups{}, RowsToTiles{}));
+  auto tiled_copy_o = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_pv);  // as store_o_and_lse
+  auto copy_o = tiled_copy_o.get_thread_slice(thread_idx);
+  Tensor tOrO_copy = copy_o.retile_S(rO);
+  Tensor tOsO = copy_o.partition_D(sO);
+  if (leader) tma_store_wait<0>();  // this warpgroup's previous store has read its tile
+  cutlass::arch::NamedBarrier::sync(128, barrier_id);
+  copy(tiled_copy_o, tOrO_copy, tOsO);
+  cutlass::arch::fence_view_async_shared();  // generic-proxy writes, visible to the TMA unit
+  cutlass::arch::NamedBarrier::sync(128, barrier_id);
+  const int row0 = m_block * Traits::kBlockM + warpgroup * kWgRows;
+  if (leader && row0 < p.seqlen_q) {  // a tile wholly past seqlen_q has nothing to store
+    Element* tile = smem_o + warpgroup * cosize_v<typename Traits::SmemLayoutOWarpgroup>;
+    Tensor sOw = make_tensor(make_smem_ptr(tile), typename Traits::SmemLayoutOWarpgroup{});  // (WG_M, D)
+    Tensor mO = p.tma_o_warpgroup.get_tma_tensor(make_shape(p.seqlen_q, kHeadDim, p.heads_q, p.batch));
+    Tensor gO = local_tile(mO(_, _, h, b), Shape<Int<kWgRows>, Int<kHeadDim>>{},
+                           make_coord(m_block * kWarpgroups + warpgroup, _0{}));  // (WG_M, D)
+    auto parts = tma_partition(p.tma_o_warpgroup, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw), group_modes<0, 2>(gO));
+    copy(p.tma_o_warpgroup, get<1>(parts), get<0>(parts));
+    tma_store_arrive();
   }
 }
 

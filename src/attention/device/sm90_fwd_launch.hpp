@@ -36,6 +36,7 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
       make_tma_copy(SM90_TMA_LOAD{}, k, take<0, 2>(typename Traits::SmemLayoutKV{})),
       make_tma_copy(SM90_TMA_LOAD{}, v, take<0, 2>(typename Traits::SmemLayoutKV{})),
       make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutQ{}),
+      make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutOWarpgroup{}),
       fp.seqlen_q, fp.seqlen_k, fp.heads_q, fp.heads_kv, fp.batch,
       fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride};
   return p;

@@ -95,6 +95,15 @@ struct Fa2Traits {
   using TmaStoreO = decltype(cute::make_tma_copy(
       cute::SM90_TMA_STORE{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}),
       SmemLayoutQ{}));
+  // One consumer warpgroup's rows of O (64 x hdim), staged and stored by that warpgroup alone (the
+  // persistent schedule's epilogue, store_o_and_lse_warpgroup); kWarpgroups of them stacked.
+  static constexpr int kWarpgroupRows = kBlockM / kWarpgroups;
+  using SmemLayoutOWarpgroup = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<cute::Int<kWarpgroupRows>, HeadDim>{}));
+  using SmemLayoutOWarpgroups =
+      decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<cute::Int<kWarpgroupRows>, HeadDim, cute::Int<kWarpgroups>>{}));
+  using TmaStoreOWarpgroup = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_STORE{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}),
+      SmemLayoutOWarpgroup{}));
 
   static constexpr uint32_t kTmaBytesQ = kBlockM * kHeadDim * sizeof(Element);
   static constexpr uint32_t kTmaBytesKV = kBlockN * kHeadDim * sizeof(Element);
@@ -113,6 +122,7 @@ struct Fa2Traits {
     TmaLoadQ tma_q;
     TmaLoadKV tma_k, tma_v;
     TmaStoreO tma_o;
+    TmaStoreOWarpgroup tma_o_warpgroup;
     int seqlen_q, seqlen_k, heads_q, heads_kv, batch;
     float softmax_scale;
     float* lse;  // (batch, heads_q, seqlen_q) or nullptr

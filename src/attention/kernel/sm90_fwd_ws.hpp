@@ -31,8 +31,10 @@
 //   v_full[s], v_empty[s]   the same for V (released after the P·V GEMM)
 //   The producer waits k_empty/v_empty/q_empty with the opposite parity, so the first trip
 //   around a ring finds every stage free. K/V phases run on across the tiles of a persistent CTA.
-// Named barriers (FwdNamedBarrier): kConsumers (256 threads: the epilogue), kWarpgroupTurn + w
-// (256 threads: warpgroup w waits for its turn on the tensor cores; the other arrives).
+// Named barriers (FwdNamedBarrier): kConsumers (256 threads: the epilogue, O staged in Q's
+// space), kWarpgroupTurn + w - 1 (256 threads: warpgroup w waits for its turn on the tensor cores;
+// the other arrives), kEpilogueWarpgroup + w - 1 (128 threads: warpgroup w's own epilogue when O
+// has its own staging tiles).
 //
 // Consumer timeline, per warpgroup (n = KV tile; S and P are distinct register sets):
 //   wait q_full
@@ -43,9 +45,11 @@
 //                    (the exponentials run while P·V occupies the tensor cores)
 //     wgmma.wait 0 → O ready;  release v_empty[n-1]; O *= α; Pn = 16-bit(Sn)
 //   [turn] wait v_full[N-1]; issue O += PN-1·VN-1 [pass, except warpgroup 2's last]; wait; release
-//   epilogue: O /= rowsum, LSE; O → shared memory (Q's space, or O's own tile) → TMA store
-//             (O's own tile: the store is not waited for; the next tile's epilogue waits for it
-//             before it overwrites the tile, and the CTA waits for the last one before exit)
+//   epilogue: O /= rowsum, LSE; O → shared memory → TMA store. O in Q's space: both warpgroups
+//             together (kConsumers), one 128-row store, waited for. O's own staging (persistent,
+//             hdim 64/128): each warpgroup alone, its 64 rows in its own tile (stmatrix), its own
+//             store, not waited for until its next epilogue (and before exit), so the warpgroups
+//             stay staggered across tiles
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; warpgroup 2
 // grants warpgroup 1 its first turn and skips its own very last pass (in the CTA's last tile that
 // has work), so every named-barrier arrival is matched before the CTA exits.
@@ -74,6 +78,7 @@ namespace hopattn::attention {
 enum class FwdNamedBarrier : uint32_t {
   kConsumers = 1,       // all consumer threads
   kWarpgroupTurn = 2,   // + w - 1 for consumer warpgroup w in {1, 2}
+  kEpilogueWarpgroup = 4,  // + w - 1: warpgroup w's own epilogue (persistent, O staged apart)
 };
 
 template <class Traits>
@@ -103,7 +108,8 @@ struct WsSharedStorage : WsSharedStorageBase<Traits> {
 template <class Traits>
 struct WsSharedStorage<Traits, true> : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = true;
-  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutQ>, 1024> o;
+  // One (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutOWarpgroups).
+  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutOWarpgroups>, 1024> o;
   CUTE_DEVICE typename Traits::Element* o_staging() { return o.data(); }
 };
 
@@ -324,16 +330,20 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     }
     float lse[kRows];
     softmax.finalize(tOrO, lse);
-    constexpr bool kSeparateO = Storage::kSeparateStagingO;
-    store_o_and_lse<Traits>(
-        p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b, thread_idx,
-        [] { cutlass::arch::NamedBarrier::sync(kConsumerThreads, uint32_t(FwdNamedBarrier::kConsumers)); },
-        /*defer_store_wait=*/kSeparateO);
-    // O staged in Q's space: the store has read it (store_o_and_lse waited), Q's space is free.
-    if (!kSeparateO && thread_idx == 0) EmptyBarrier::arrive(&ss.q_empty);
+    if constexpr (Storage::kSeparateStagingO) {
+      // O has its own staging tiles: each warpgroup stores its rows on its own (no CTA-wide sync).
+      store_o_and_lse_warpgroup<Traits>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b, thread_idx,
+                                        uint32_t(FwdNamedBarrier::kEpilogueWarpgroup) + turns.warpgroup - 1);
+    } else {
+      store_o_and_lse<Traits>(
+          p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b, thread_idx,
+          [] { cutlass::arch::NamedBarrier::sync(kConsumerThreads, uint32_t(FwdNamedBarrier::kConsumers)); });
+      // O staged in Q's space: the store has read it (store_o_and_lse waited), Q's space is free.
+      if (thread_idx == 0) EmptyBarrier::arrive(&ss.q_empty);
+    }
   }
-  // The last O store must have read shared memory before the CTA exits.
-  if (Storage::kSeparateStagingO && thread_idx == 0) tma_store_wait<0>();
+  // Each warpgroup's last O store must have read shared memory before the CTA exits.
+  if (Storage::kSeparateStagingO && thread_idx % 128 == 0) tma_store_wait<0>();
 }
 
 }  // namespace ws
