@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "attention/device/compiled_set.hpp"
+#include "attention/device/decode_variants.hpp"
 #include "attention_reference.hpp"
 #include "baselines/baselines.hpp"
 #include "common/cuda_check.hpp"
@@ -248,7 +249,8 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--variants") {
         o->variants = parse_int_list(value());
         for (int v : o->variants)
-          if (v < 0 || v > 4) throw std::invalid_argument("--variants: " + std::to_string(v) + " is not 0, 1, 2, 3 or 4");
+          if (v < 0 || v > attention::kDecodeVariantMax)
+            throw std::invalid_argument("--variants: " + std::to_string(v) + " is not 0, " + attention::decode_variant_list());
       }
       else if (a == "--op") {
         const std::string op = value();

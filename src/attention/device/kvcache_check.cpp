@@ -8,6 +8,7 @@
 #include "attention/decode_params.hpp"
 #include "attention/device/compiled_set.hpp"
 #include "attention/device/decode_dispatch.hpp"
+#include "attention/device/decode_variants.hpp"
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
@@ -197,8 +198,8 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
   if (Status s = check_aliasing(a); !s.ok()) return s;
   if (!std::isfinite(a.softmax_scale)) return Status::invalid("softmax_scale: must be finite");
   if (a.num_splits < 0) return Status::invalid(cat("num_splits: ", a.num_splits, " is negative (0 = heuristic)"));
-  if (a.variant < 0 || a.variant > 4)
-    return Status::invalid(cat("variant: ", a.variant, " is not 0 (default), 1, 2, 3 or 4"));
+  if (a.variant < 0 || a.variant > attention::kDecodeVariantMax)
+    return Status::invalid(cat("variant: ", a.variant, " is not 0 (default), ", attention::decode_variant_list()));
   if (a.variant >= 3 && !is_int8(a)) return Status::invalid(cat("variant: ", a.variant, " applies to an int8 cache only"));
   if (a.pack_gqa < -1 || a.pack_gqa > 1)
     return Status::invalid(cat("pack_gqa: ", a.pack_gqa, " is not -1 (heuristic), 0 or 1"));
