@@ -16,9 +16,10 @@
 //              Slot and parity run on across tiles: the producer starts tile i+1's k-tiles as
 //              soon as tile i's first slots are released, so the next tile's first 4 k-tiles are
 //              in shared memory before the consumers finish their epilogue.
-//   epilogue:  Sm90GemmEpilogueTma: per consumer warpgroup 2 buffers of 64x32 (fp32-sized,
-//              16 KiB per warpgroup, separate from the ring); one store per chunk by the
-//              warpgroup's thread 0, cp.async.bulk.wait_group.read before a buffer is rewritten
+//   epilogue:  Sm90GemmEpilogueTma: per consumer warpgroup a ring of 64x32 chunk buffers (16 KiB
+//              per warpgroup, separate from the A/B ring: 2 fp32 or 4 16-bit chunks); one store
+//              per chunk by the warpgroup's thread 0, cp.async.bulk.wait_group.read before a
+//              buffer is rewritten; shared-memory addresses computed once per tile
 //   barriers:  kEpilogueWg1 / kEpilogueWg2 (128 threads each, bar.sync): a warpgroup's chunk is in
 //              shared memory and its previous chunk's store has read the other buffer
 //   smem:      4 x 48 KiB stages + 32 KiB epilogue + barriers = 225 KiB (the launch checks the
@@ -27,7 +28,7 @@
 // Timeline (tiles t0, t1, ... of one CTA; K = k-tiles per tile):
 //   producer:  [acquire, arm, TMA A+B] x K for t0 | x K for t1 | ... exit
 //   consumers: [wait full, mma, wait<1>, release k-1] x K, wait<0>, release | epilogue t0:
-//              8 x [C, convert, st.shared, fence, (wait store j-1), bar, TMA store j] |
+//              8 x [C, convert, st.shared, fence, (wait store j-B+1), bar, TMA store j] |
 //              mainloop t1 (store 7 of t0 still in flight) | epilogue t1 | ... | wait stores
 //
 // Why cooperative rather than ping-pong: the 128x256 tile reads B once per 64x256 WGMMA (the
