@@ -69,7 +69,7 @@ CUTE_HOST_DEVICE constexpr auto epilogue_chunk_layout() {
 
 // kWarpgroups consumer warpgroups split the (kBlockM, kBlockN) tile along M; each stores
 // (kBlockM / kWarpgroups) x kCols chunks.
-template <class TiledMma, int kBlockM, int kBlockN, int kWarpgroups, int kCols>
+template <class TiledMma, int kBlockM, int kBlockN, int kWarpgroups, int kCols, int kFp32Buffers = 2>
 struct Sm90GemmEpilogueTma {
   static constexpr int kRows = kBlockM / kWarpgroups;  // rows of a chunk: one warpgroup's rows
   // Columns of a chunk of output type T: kCols for fp32, twice that for 16-bit outputs, so that a
@@ -79,8 +79,8 @@ struct Sm90GemmEpilogueTma {
   static constexpr int kColsOf = sizeof(T) == 2 && kRowMajor ? 2 * kCols : kCols;
   template <class T, bool kRowMajor>
   static constexpr int kChunksOf = kBlockN / kColsOf<T, kRowMajor>;  // chunks per tile and warpgroup
-  // Per warpgroup, room for two chunks (2 x kRows x kCols fp32 = 2 x kRows x 2·kCols 16-bit).
-  static constexpr int kWarpgroupBytes = 2 * kRows * kCols * 4;
+  // Per warpgroup, room for kFp32Buffers chunks (kRows x kCols fp32 = kRows x 2·kCols 16-bit each).
+  static constexpr int kWarpgroupBytes = kFp32Buffers * kRows * kCols * 4;
   template <class T, bool kRowMajor>
   static constexpr int kBuffers = kWarpgroupBytes / (kRows * kColsOf<T, kRowMajor> * int(sizeof(T)));
   static_assert(kBlockN % (2 * kCols) == 0 && kCols % 8 == 0, "chunks of whole n8 accumulator blocks");

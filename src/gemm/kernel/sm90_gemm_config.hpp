@@ -22,6 +22,8 @@ struct TileConfig {
   bool kTmaStoreD = false;     // epilogue through shared memory and TMA store: D needs a
                                // 16-byte aligned pointer and leading dimension
   int kEpilogueN = 0;          // columns of one epilogue chunk (shared memory, one TMA store)
+  int kEpilogueBuffers = 2;    // epilogue chunk buffers per consumer warpgroup, in 64 x kEpilogueN fp32
+                               // units (16-bit outputs: 64 x 2·kEpilogueN row-major chunks)
   int kClusterM = 1;           // CTAs of a cluster along M; they share B's tile by TMA multicast
   bool kSplitKCluster = false; // the CTAs of a cluster split K of one tile (cluster size chosen at
                                // launch) and sum their partials through distributed shared memory
@@ -79,9 +81,13 @@ constexpr TileConfig tile_config(hopattn_gemm_variant_t v, int element_bytes = 2
       break;
     case HOPATTN_GEMM_PERSISTENT:
       // The cooperative tile and warp roles, looping over tiles. Groups of 8 tile-rows: 132
-      // resident CTAs cover 8 A panels and ~17 B panels per wave.
+      // resident CTAs cover 8 A panels and ~17 B panels per wave. EXPERIMENT (branch
+      // gemm-wide-chunks-3stage): 3 stages (144 KiB) and 4 epilogue buffers per warpgroup
+      // (64 KiB), so two chunk stores can be in flight with 64-column chunks.
       detail::cooperative_tile(c);
       detail::persistent_tma_store(c, 8);
+      c.kStages = 3;
+      c.kEpilogueBuffers = 4;
       break;
     case HOPATTN_GEMM_CLUSTER_2X1:
       // The persistent kernel on 2x1 clusters: two CTAs compute vertically adjacent 128x256
