@@ -1,9 +1,11 @@
 // Epilogue through shared memory and TMA store: D = alpha·acc + beta·C, converted to the output
 // type, written into a swizzled shared-memory chunk, stored by one thread with a TMA bulk copy.
 //
-// Each consumer warpgroup stores its own rows of the tile in chunks of kRows x kCols (64 x 32),
-// in a ring of B buffers per warpgroup (16 KiB: B = 2 fp32 chunks or 4 16-bit ones), so the two
-// warpgroups never wait for each other. Per chunk j (buffer b = j mod B):
+// Each consumer warpgroup stores its own rows of the tile in chunks of 64 x 32 fp32, 64 x 64
+// 16-bit row-major (both 64 rows x 128 bytes) or 64 x 32 16-bit column-major elements, in a ring of
+// B buffers per warpgroup (kFp32Buffers x 8 KiB: B = kFp32Buffers fp32 or row-major 16-bit
+// chunks, twice as many column-major 16-bit ones), so the two warpgroups never wait for each
+// other. Per chunk j (buffer b = j mod B):
 //
 //   all 128 threads:  read C (plain predicated loads, beta != 0 only), write the chunk into
 //                     buffer b, fence.proxy.async (generic-proxy writes visible to TMA)
@@ -29,8 +31,8 @@
 //
 // D's layout is chosen at run time: row- or column-major, 16-bit (bf16/fp16 bits, stored as
 // uint16_t) or fp32, one TMA descriptor each; the chunk's shared-memory layout is the 128-byte
-// (fp32 row-major: 32 x 4 B; column-major: 64 x 2 or 4 B) or 64-byte (16-bit row-major: 32 x 2 B)
-// swizzle atom along D's contiguous dimension, the widest the box allows.
+// swizzle atom along D's contiguous dimension (fp32 row-major: 32 x 4 B; 16-bit row-major:
+// 64 x 2 B; column-major: 64 x 2 or 4 B).
 #pragma once
 
 #include <cstdint>
@@ -68,18 +70,24 @@ CUTE_HOST_DEVICE constexpr auto epilogue_chunk_layout() {
 
 // kWarpgroups consumer warpgroups split the (kBlockM, kBlockN) tile along M; each stores
 // (kBlockM / kWarpgroups) x kCols chunks.
-template <class TiledMma, int kBlockM, int kBlockN, int kWarpgroups, int kCols>
+template <class TiledMma, int kBlockM, int kBlockN, int kWarpgroups, int kCols, int kFp32Buffers = 2>
 struct Sm90GemmEpilogueTma {
   static constexpr int kRows = kBlockM / kWarpgroups;  // rows of a chunk: one warpgroup's rows
-  static constexpr int kChunks = kBlockN / kCols;      // chunks per tile and warpgroup
-  // Per warpgroup, room for two fp32 chunks: 2 buffers of fp32 chunks, or 4 of 16-bit ones.
-  static constexpr int kWarpgroupBytes = 2 * kRows * kCols * 4;
-  template <class T>
-  static constexpr int kBuffers = kWarpgroupBytes / (kRows * kCols * int(sizeof(T)));
-  static_assert(kBlockN % kCols == 0 && kCols % 8 == 0, "chunks of whole n8 accumulator blocks");
+  // Columns of a chunk of output type T: kCols for fp32, twice that for 16-bit outputs, so that a
+  // chunk row is 128 bytes either way (the widest swizzle) and a 16-bit tile takes half as many
+  // fences, barriers and TMA stores.
+  template <class T, bool kRowMajor>
+  static constexpr int kColsOf = sizeof(T) == 2 && kRowMajor ? 2 * kCols : kCols;
+  template <class T, bool kRowMajor>
+  static constexpr int kChunksOf = kBlockN / kColsOf<T, kRowMajor>;  // chunks per tile and warpgroup
+  // Per warpgroup, room for kFp32Buffers chunks (kRows x kCols fp32 = kRows x 2·kCols 16-bit each).
+  static constexpr int kWarpgroupBytes = kFp32Buffers * kRows * kCols * 4;
+  template <class T, bool kRowMajor>
+  static constexpr int kBuffers = kWarpgroupBytes / (kRows * kColsOf<T, kRowMajor> * int(sizeof(T)));
+  static_assert(kBlockN % (2 * kCols) == 0 && kCols % 8 == 0, "chunks of whole n8 accumulator blocks");
 
   template <class T, bool kRowMajor>
-  using ChunkLayout = decltype(epilogue_chunk_layout<T, kRowMajor, kRows, kCols, kBuffers<T>>());  // (ROWS, COLS, BUF)
+  using ChunkLayout = decltype(epilogue_chunk_layout<T, kRowMajor, kRows, kColsOf<T, kRowMajor>, kBuffers<T, kRowMajor>>());  // (ROWS, COLS, BUF)
 
   struct TensorStorage {
     alignas(1024) uint8_t chunks[kWarpgroups][kWarpgroupBytes];  // 1024: the SW128 period
@@ -94,7 +102,7 @@ struct Sm90GemmEpilogueTma {
     }();
     cute::Tensor g = make_tensor(make_gmem_ptr(ptr), make_layout(make_shape(m, n), stride));  // (M, N)
     return make_tma_atom(SM90_TMA_STORE{}, g, take<0, 2>(ChunkLayout<T, kRowMajor>{}),
-                         make_shape(Int<kRows>{}, Int<kCols>{}));
+                         make_shape(Int<kRows>{}, Int<kColsOf<T, kRowMajor>>{}));
   }
   using TmaRow16 = decltype(make_tma_d<uint16_t, true>(nullptr, 1, 1, 8));
   using TmaCol16 = decltype(make_tma_d<uint16_t, false>(nullptr, 1, 1, 8));
@@ -209,10 +217,11 @@ struct Sm90GemmEpilogueTma {
                                    int m_blk, int n_blk, int& chunk) {
     using namespace cute;
     using AccLayout = typename Accum::layout_type;
+    constexpr int kChunkCols = kColsOf<Storage, kRowMajor>, kTileChunks = kChunksOf<Storage, kRowMajor>;
     static_assert(rank_v<AccLayout> == 3 && size<1>(AccLayout{}) == 1 && size<2>(AccLayout{}) == 1 &&
                       size<0>(AccLayout{}) == kRows * kBlockN / 128,
                   "one m64nN atom per warpgroup: its registers run over n8 blocks in order, (2 cols, 2 rows, N/8)");
-    constexpr int kRegsPerChunk = size(AccLayout{}) / kChunks;  // 4 per n8 block
+    constexpr int kRegsPerChunk = size(AccLayout{}) / kTileChunks;  // 4 per n8 block
     const int warpgroup = thread / 128;
     const bool leader = thread % 128 == 0;
     const auto barrier = warpgroup == 0 ? GemmNamedBarrier::kEpilogueWg1 : GemmNamedBarrier::kEpilogueWg2;
@@ -220,7 +229,7 @@ struct Sm90GemmEpilogueTma {
     cute::Tensor cD = make_identity_tensor(make_shape(Int<kBlockM>{}, Int<kBlockN>{}));  // (BLK_M, BLK_N) -> (m, n)
     cute::Tensor tCcD = TiledMma{}.get_slice(thread).partition_C(cD);                     // (MMA, MMA_M, MMA_N)
     cute::Tensor mD = tma.get_tma_tensor(make_shape(p.m, p.n));                           // (M, N) TMA coordinates
-    cute::Tensor gD = local_tile(mD, make_shape(Int<kRows>{}, Int<kCols>{}), make_coord(_, _));  // (ROWS, COLS, m, n)
+    cute::Tensor gD = local_tile(mD, make_shape(Int<kRows>{}, Int<kChunkCols>{}), make_coord(_, _));  // (ROWS, COLS, m, n)
     Storage* base = reinterpret_cast<Storage*>(s.chunks[warpgroup]);
     cute::Tensor sD = make_tensor(make_smem_ptr(base), ChunkLayout<Storage, kRowMajor>{});  // (ROWS, COLS, BUF)
     auto part = tma_partition(tma, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sD), group_modes<0, 2>(gD));
@@ -241,20 +250,24 @@ struct Sm90GemmEpilogueTma {
     // Chunk j's register j·kRegsPerChunk + r sits at register r's (row, column) within its chunk,
     // and a buffer is a whole number of 1024-byte swizzle periods, so chunk j in buffer b is at
     // addr[r] + b·kBufferBytes. Row-major pairs share one address.
-    constexpr int kBuf = kBuffers<Storage>;
-    constexpr int kBufferBytes = kRows * kCols * int(sizeof(Storage));
+    constexpr int kBuf = kBuffers<Storage, kRowMajor>;
+    constexpr int kBufferBytes = kRows * kChunkCols * int(sizeof(Storage));
     static_assert(kBufferBytes % 1024 == 0, "a buffer must not change the swizzle's XOR bits");
-    constexpr int kAddrs = kRowMajor ? kRegsPerChunk / 2 : kRegsPerChunk;
+    // Row-major: one address per n8 block (registers 4b .. 4b + 3: rows r and r + 8, columns
+    // n, n + 1); a chunk row is 128 bytes, so row r + 8 is one whole swizzle period (1024 bytes)
+    // further on. Column-major: one address per register.
+    static_assert(!kRowMajor || kChunkCols * int(sizeof(Storage)) == 128, "row-major chunk rows of 128 bytes");
+    constexpr int kAddrs = kRowMajor ? kRegsPerChunk / 4 : kRegsPerChunk;
     uint32_t addr[kAddrs];
     CUTE_UNROLL
     for (int a = 0; a < kAddrs; ++a) {
-      const int r = kRowMajor ? 2 * a : a;
+      const int r = kRowMajor ? 4 * a : a;
       addr[a] = cute::cast_smem_ptr_to_uint(&sD(int(get<0>(tCcD(r))) - row0, int(get<1>(tCcD(r))), 0));
     }
     CUTE_UNROLL
-    for (int j = 0; j < kChunks; ++j) {
-      if (m_chunk * kRows >= m_total || (n_blk * kChunks + j) * kCols >= n_total) continue;  // wholly past the edge
-      const bool direct = p.ragged_inner && (kRowMajor ? (n_blk * kChunks + j + 1) * kCols > n_total
+    for (int j = 0; j < kTileChunks; ++j) {
+      if (m_chunk * kRows >= m_total || (n_blk * kTileChunks + j) * kChunkCols >= n_total) continue;  // wholly past the edge
+      const bool direct = p.ragged_inner && (kRowMajor ? (n_blk * kTileChunks + j + 1) * kChunkCols > n_total
                                                        : (m_chunk + 1) * kRows > m_total);
       if (direct) {  // the inner edge of a ragged D: predicated stores, no TMA (see the top)
         Storage* d = static_cast<Storage*>(p.d);
@@ -287,7 +300,7 @@ struct Sm90GemmEpilogueTma {
               if (gm < m_total && gn < n_total) v0 += beta * float(c[gm * p.c_stride_m + gn * p.c_stride_n]);
               if (gm < m_total && gn + 1 < n_total) v1 += beta * float(c[gm * p.c_stride_m + (gn + 1) * p.c_stride_n]);
             }
-            store_pair_shared<Out, Storage>(addr[r / 2] + buf_offset, v0, v1);
+            store_pair_shared<Out, Storage>(addr[r / 4] + uint32_t((r / 2) % 2 * 1024) + buf_offset, v0, v1);
           }
         } else {
           CUTE_UNROLL
@@ -310,7 +323,7 @@ struct Sm90GemmEpilogueTma {
       if (leader) tma_store_wait<kBuf - 2>();
       named_barrier_sync(barrier, 128);
       if (leader) {
-        copy(tma, tDsD(_, buf), tDgD(_, m_chunk, n_blk * kChunks + j));
+        copy(tma, tDsD(_, buf), tDgD(_, m_chunk, n_blk * kTileChunks + j));
         tma_store_arrive();
       }
       ++chunk;

@@ -57,7 +57,7 @@ struct Sm90GemmCluster {
                 "setmaxnreg budgets exceed the register file");
 
   using Epilogue = Sm90GemmEpilogueTma<typename Mainloop::TiledMma, kCfg.kBlockM, kCfg.kBlockN, kCfg.kMmaWarpgroups,
-                                       kCfg.kEpilogueN>;
+                                       kCfg.kEpilogueN, kCfg.kEpilogueBuffers>;
 
   struct Params {
     typename Mainloop::Params mainloop;

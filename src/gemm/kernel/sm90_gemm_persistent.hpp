@@ -11,25 +11,27 @@
 //   grid:      min(tiles, SM count queried at run time); CTA b takes linear tiles b, b + grid,
 //              ... mapped by GroupedTileScheduler (groups of 8 tile-rows, or tile-columns when
 //              N > M: neighbouring CTAs share A and B panels in L2)
-//   pipeline:  TmaPipeline<4>; producer 1 thread, consumers the 256 threads of both warpgroups
+//   pipeline:  TmaPipeline<3>; producer 1 thread, consumers the 256 threads of both warpgroups
 //              full[s]: 1 arrival + kTxBytes (48 KiB); empty[s]: 256 arrivals
 //              Slot and parity run on across tiles: the producer starts tile i+1's k-tiles as
-//              soon as tile i's first slots are released, so the next tile's first 4 k-tiles are
+//              soon as tile i's first slots are released, so the next tile's first 3 k-tiles are
 //              in shared memory before the consumers finish their epilogue.
-//   epilogue:  Sm90GemmEpilogueTma: per consumer warpgroup a ring of 64x32 chunk buffers (16 KiB
-//              per warpgroup, separate from the A/B ring: 2 fp32 or 4 16-bit chunks); one store
-//              per chunk by the warpgroup's thread 0, cp.async.bulk.wait_group.read before a
-//              buffer is rewritten; shared-memory addresses computed once per tile
+//   epilogue:  Sm90GemmEpilogueTma: per consumer warpgroup a ring of 4 chunk buffers of 64 rows x
+//              128 bytes (32 KiB per warpgroup, separate from the A/B ring: 64x32 fp32 chunks, or
+//              64x64 for row-major 16-bit D); one store per chunk by the warpgroup's thread 0,
+//              cp.async.bulk.wait_group.read before a buffer is rewritten (two stores stay in
+//              flight); shared-memory addresses computed once per tile
 //   barriers:  kEpilogueWg1 / kEpilogueWg2 (128 threads each, bar.sync): a warpgroup's chunk is in
 //              shared memory and its previous chunk's store has read the other buffer
-//   smem:      4 x 48 KiB stages + 32 KiB epilogue + barriers = 225 KiB (the launch checks the
+//   smem:      3 x 48 KiB stages + 64 KiB epilogue + barriers = 209 KiB (the launch checks the
 //              device's opt-in limit)
 //
 // Timeline (tiles t0, t1, ... of one CTA; K = k-tiles per tile):
 //   producer:  [acquire, arm, TMA A+B] x K for t0 | x K for t1 | ... exit
 //   consumers: [wait full, mma, wait<1>, release k-1] x K, wait<0>, release | epilogue t0:
-//              8 x [C, convert, st.shared, fence, (wait store j-B+1), bar, TMA store j] |
-//              mainloop t1 (store 7 of t0 still in flight) | epilogue t1 | ... | wait stores
+//              J x [C, convert, st.shared, fence, (wait store j-B+1), bar, TMA store j] |
+//              mainloop t1 (t0's last stores still in flight); J = 4 chunks (16-bit row-major D)
+//              or 8 (fp32, column-major) | epilogue t1 | ... | wait stores
 //
 // Why cooperative rather than ping-pong: the 128x256 tile reads B once per 64x256 WGMMA (the
 // least shared-memory traffic per FLOP; cooperative was the fastest non-persistent variant on the
@@ -60,7 +62,7 @@ struct Sm90GemmPersistent {
                 "setmaxnreg budgets exceed the register file");
 
   using Epilogue = Sm90GemmEpilogueTma<typename Mainloop::TiledMma, kCfg.kBlockM, kCfg.kBlockN, kCfg.kMmaWarpgroups,
-                                       kCfg.kEpilogueN>;
+                                       kCfg.kEpilogueN, kCfg.kEpilogueBuffers>;
 
   struct Params {
     typename Mainloop::Params mainloop;
