@@ -49,7 +49,7 @@ typedef enum hopattn_gemm_variant {
   HOPATTN_GEMM_PINGPONG = 5,         /* 4b: two consumer warpgroups alternate on two tiles */
   HOPATTN_GEMM_PERSISTENT = 6,       /* 5: persistent, grouped tile order, TMA-store epilogue */
   HOPATTN_GEMM_CLUSTER_2X1 = 7,      /* 6: persistent on 2x1 clusters, B multicast by TMA */
-  HOPATTN_GEMM_CLUSTER_1X2 = 8,      /* 6: 1x2 cluster with TMA multicast (planned) */
+  HOPATTN_GEMM_CLUSTER_1X2 = 8,      /* 6: persistent on 1x2 clusters, A multicast by TMA */
   HOPATTN_GEMM_SPLIT_K = 9,          /* cooperative tile, K split over a cluster of 2 or 4 CTAs,
                                         partials summed in distributed shared memory (no workspace) */
   HOPATTN_GEMM_VARIANT_COUNT = 10

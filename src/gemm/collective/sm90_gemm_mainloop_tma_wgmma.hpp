@@ -86,14 +86,21 @@ struct Sm90GemmMainloop {
     alignas(1024) cute::ArrayEngine<Element, cute::cosize_v<SmemLayoutB>> b;
   };
 
+  // kClusterN > 1: the CTAs of a cluster along N share A's tile; each loads 1/kClusterN of it
+  // and multicasts that part to all of them. kClusterM > 1: the same for B along M. A cluster
+  // spans one dimension only.
+  static constexpr int kClusterM = kCfg.kClusterM;
+  static constexpr int kClusterN = kCfg.kClusterN;
+  static_assert(kClusterM == 1 || kClusterN == 1, "clusters along M or along N, not both");
   static auto make_tma_a(const Element* ptr, int m, int k, int64_t ld) {
     using namespace cute;
     cute::Tensor g = make_tensor(make_gmem_ptr(ptr), operand_gmem_layout<kMajorA>(m, k, ld));  // (M, K)
-    return make_tma_atom(SM90_TMA_LOAD{}, g, take<0, 2>(SmemLayoutA{}), make_shape(Int<kBlockM>{}, Int<kBlockK>{}));
+    if constexpr (kClusterN > 1)
+      return make_tma_atom(SM90_TMA_LOAD_MULTICAST{}, g, take<0, 2>(SmemLayoutA{}),
+                           make_shape(Int<kBlockM>{}, Int<kBlockK>{}), Int<kClusterN>{});
+    else
+      return make_tma_atom(SM90_TMA_LOAD{}, g, take<0, 2>(SmemLayoutA{}), make_shape(Int<kBlockM>{}, Int<kBlockK>{}));
   }
-  // kClusterM > 1: the CTAs of a cluster along M share B's tile; each loads 1/kClusterM of it
-  // and multicasts that part to all of them.
-  static constexpr int kClusterM = kCfg.kClusterM;
   static auto make_tma_b(const Element* ptr, int n, int k, int64_t ld) {
     using namespace cute;
     cute::Tensor g = make_tensor(make_gmem_ptr(ptr), operand_gmem_layout<kMajorB>(n, k, ld));  // (N, K)
@@ -126,8 +133,9 @@ struct Sm90GemmMainloop {
   CUTE_HOST_DEVICE static int k_tiles(const Params& p) { return (p.k + kBlockK - 1) / kBlockK; }
 
   // The TMA loads of output tile (m_blk, n_blk): a callable (k_tile, stage, barrier) that copies
-  // A's and B's boxes of that k-tile into the stage. One thread calls it. With kClusterM > 1,
-  // cta_rank (the CTA's rank in its cluster) picks the part of B this CTA loads for all.
+  // A's and B's boxes of that k-tile into the stage. One thread calls it. In a cluster, cta_rank
+  // (the CTA's rank in it) picks the part of the shared operand (B along M, A along N) this CTA
+  // loads for all.
   CUTE_DEVICE static auto tile_loader(const Params& p, TensorStorage& s, int m_blk, int n_blk, int cta_rank = 0) {
     using namespace cute;
     cute::Tensor mA = p.tma_a.get_tma_tensor(make_shape(p.m, p.k));  // (M, K) TMA coordinates
@@ -136,8 +144,14 @@ struct Sm90GemmMainloop {
     cute::Tensor gB = local_tile(mB, make_shape(Int<kBlockN>{}, Int<kBlockK>{}), make_coord(n_blk, _));  // (BLK_N, BLK_K, k)
     cute::Tensor sA = make_tensor(make_smem_ptr(s.a.begin()), SmemLayoutA{});  // (BLK_M, BLK_K, PIPE)
     cute::Tensor sB = make_tensor(make_smem_ptr(s.b.begin()), SmemLayoutB{});  // (BLK_N, BLK_K, PIPE)
-    // No multicast: CTA 0 of a 1-CTA cluster. Mode 0 of each result is one whole TMA box.
-    auto part_a = tma_partition(p.tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA), group_modes<0, 2>(gA));
+    // No multicast: CTA 0 of a 1-CTA cluster. Mode 0 of each result is one whole TMA box (or the
+    // CTA's part of it, multicast).
+    auto part_a = [&] {
+      if constexpr (kClusterN > 1)
+        return tma_partition(p.tma_a, cta_rank, Layout<Int<kClusterN>>{}, group_modes<0, 2>(sA), group_modes<0, 2>(gA));
+      else
+        return tma_partition(p.tma_a, Int<0>{}, Layout<_1>{}, group_modes<0, 2>(sA), group_modes<0, 2>(gA));
+    }();
     auto part_b = [&] {
       if constexpr (kClusterM > 1)
         return tma_partition(p.tma_b, cta_rank, Layout<Int<kClusterM>>{}, group_modes<0, 2>(sB), group_modes<0, 2>(gB));
@@ -149,7 +163,10 @@ struct Sm90GemmMainloop {
     cute::Tensor tBgB = get<0>(part_b);  // (TMA, k)
     cute::Tensor tBsB = get<1>(part_b);  // (TMA, PIPE)
     return [=, &p](int k_tile, int stage, uint64_t* full_barrier) {
-      copy(p.tma_a.with(*full_barrier), tAgA(_, k_tile), tAsA(_, stage));
+      if constexpr (kClusterN > 1)
+        copy(p.tma_a.with(*full_barrier, uint16_t((1u << kClusterN) - 1u)), tAgA(_, k_tile), tAsA(_, stage));
+      else
+        copy(p.tma_a.with(*full_barrier), tAgA(_, k_tile), tAsA(_, stage));
       if constexpr (kClusterM > 1)
         copy(p.tma_b.with(*full_barrier, uint16_t((1u << kClusterM) - 1u)), tBgB(_, k_tile), tBsB(_, stage));
       else

@@ -49,7 +49,7 @@ template <class Kernel>
 Status launch_gemm(const GemmProblem& problem, Stream stream) {
   typename Kernel::Params params = Kernel::to_params(problem);
   constexpr int kSmem = int(sizeof(typename Kernel::SharedStorage));
-  constexpr int kCluster = Kernel::kCfg.kClusterM;
+  constexpr int kCluster = Kernel::kCfg.kClusterM * Kernel::kCfg.kClusterN;
   // Per device and cheap: set on every launch so that a second GPU works too.
   HOPATTN_RETURN_IF_CUDA_ERROR(
       cudaFuncSetAttribute(sm90_gemm_kernel<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));

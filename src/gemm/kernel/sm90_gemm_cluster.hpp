@@ -1,5 +1,6 @@
-// Variant 6, "cluster2x1": the persistent kernel (5) on clusters of two CTAs along M that share
-// B's tile by TMA multicast.
+// Variant 6, "cluster2x1" and "cluster1x2": the persistent kernel (5) on clusters of two CTAs
+// along M that share B's tile by TMA multicast (2x1), or along N that share A's tile (1x2).
+// Described for 2x1; 1x2 swaps the roles of M and N, A and B, where marked.
 //
 //   roles:     as persistent: warpgroup 0 = producer (one elected thread issues every TMA load),
 //              warpgroups 1, 2 = consumers (m64n256k16 WGMMAs on 64 rows each, then the TMA-store
@@ -9,11 +10,15 @@
 //              (grouped raster, groups of 4 cluster rows = 8 tile rows); CTA r computes the
 //              128 x 256 tile (2 * cluster_row + r, col). Both CTAs run the same sequence of
 //              tiles and k-tiles, so every stage is filled and drained in step.
+//              1x2: cluster tiles of 128 x 512 (groups of 8 cluster rows); CTA r computes the
+//              tile (row, 2 * cluster_col + r).
 //   loads:     per k-tile, CTA r loads its own A box (128 x 64, no multicast) and half of the B
 //              tile (128 of its 256 rows x 64), multicast to both CTAs (mask 0b11). Each CTA's
 //              full[s] receives 16 KiB (A) + 2 x 16 KiB (B halves, one from each CTA) = 48 KiB,
 //              the same byte count as persistent; the peer's half can land before the local
 //              producer has armed the barrier (the pending arrival keeps the phase open).
+//              1x2: CTA r loads its own B box (256 x 64) and half of A (64 of its 128 rows x 64),
+//              multicast to both: 2 x 8 KiB + 32 KiB = 48 KiB per full[s].
 //   pipeline:  full[s]: 1 arrival (local producer) + 48 KiB
 //              empty[s]: 4 arrivals = 2 consumer warpgroups x 2 CTAs. Slot s of a CTA is written
 //              by both CTAs' TMAs, so a producer may refill s only after the consumers of BOTH
@@ -27,7 +32,7 @@
 //   epilogue:  Sm90GemmEpilogueTma, as persistent (per CTA, independent of the peer).
 //   residue:   with an odd number of tile rows, rank 1 of the last cluster row has no rows of D:
 //              it still loads (its A box is all zero-fill) and multicasts its half of B, and its
-//              epilogue skips every chunk.
+//              epilogue skips every chunk (1x2: the same with tile columns, B and A).
 //   grid:      2 x min(cluster tiles, clusters that fit at once), queried at launch
 //              (cudaOccupancyMaxActiveClusters).
 #pragma once
@@ -49,7 +54,9 @@ struct Sm90GemmCluster {
   static constexpr int kStages = kCfg.kStages;
   static constexpr int kThreads = threads_of(kCfg);
   static constexpr int kClusterM = kCfg.kClusterM;
-  static_assert(kClusterM == 2, "a 2x1 cluster");
+  static constexpr int kClusterN = kCfg.kClusterN;
+  static constexpr int kCluster = kClusterM * kClusterN;
+  static_assert(kCluster == 2 && (kClusterM == 1 || kClusterN == 1), "a 2x1 or 1x2 cluster");
   static_assert(kCfg.kPersistent && kCfg.kTmaStoreD, "a persistent configuration with a TMA-store epilogue");
   static_assert(kCfg.kProducerWarpgroup && kCfg.kConsumerWarpgroups == kCfg.kMmaWarpgroups && kCfg.kMmaWarpgroups == 2,
                 "one producer warpgroup, two consumers sharing one tile");
@@ -62,8 +69,8 @@ struct Sm90GemmCluster {
   struct Params {
     typename Mainloop::Params mainloop;
     typename Epilogue::Params epilogue;
-    GroupedTileScheduler scheduler;  // over cluster tiles (kClusterM * kBlockM) x kBlockN
-    int ctas = kClusterM;
+    GroupedTileScheduler scheduler;  // over cluster tiles (kClusterM * kBlockM) x (kClusterN * kBlockN)
+    int ctas = kCluster;
   };
 
   struct SharedStorage {
@@ -74,16 +81,17 @@ struct Sm90GemmCluster {
 
   static Params to_params(const GemmProblem& p) {
     Params params{Mainloop::to_params(p), Epilogue::to_params(p),
-                  GroupedTileScheduler::make(p.m, p.n, kClusterM * kCfg.kBlockM, kCfg.kBlockN, kCfg.kRasterGroup),
-                  kClusterM};
+                  GroupedTileScheduler::make(p.m, p.n, kClusterM * kCfg.kBlockM, kClusterN * kCfg.kBlockN,
+                                             kCfg.kRasterGroup),
+                  kCluster};
     const int clusters = params.scheduler.tiles();
-    const int sm_clusters = p.sm_count / kClusterM;
-    params.ctas = kClusterM * (sm_clusters > 0 && sm_clusters < clusters ? sm_clusters : clusters);
+    const int sm_clusters = p.sm_count / kCluster;
+    params.ctas = kCluster * (sm_clusters > 0 && sm_clusters < clusters ? sm_clusters : clusters);
     return params;
   }
   // The launch lowers the grid to the clusters that can be resident at once.
   static void limit_clusters(Params& p, int max_active_clusters) {
-    if (max_active_clusters > 0 && p.ctas > kClusterM * max_active_clusters) p.ctas = kClusterM * max_active_clusters;
+    if (max_active_clusters > 0 && p.ctas > kCluster * max_active_clusters) p.ctas = kCluster * max_active_clusters;
   }
   static dim3 grid(const Params& p) { return dim3(unsigned(p.ctas), 1, 1); }
 
@@ -93,7 +101,7 @@ struct Sm90GemmCluster {
     if (threadIdx.x == 0) {
       Mainloop::prefetch_descriptors(p.mainloop);
       Epilogue::prefetch_descriptor(p.epilogue);
-      TmaPipeline<kStages>::init(s.pipeline, 2 * kClusterM);  // see the header: 4 arrivals per empty[s]
+      TmaPipeline<kStages>::init(s.pipeline, 2 * kCluster);  // see the header: 4 arrivals per empty[s]
     }
     cute::cluster_sync();  // both CTAs' barriers initialized before either signals the other
     const int rank = int(cute::block_rank_in_cluster());
@@ -109,15 +117,23 @@ struct Sm90GemmCluster {
     cute::cluster_wait();
   }
 
+  // The output tile of CTA `rank` in cluster tile `linear`.
+  CUTE_DEVICE static void cta_tile(const Params& p, int linear, int rank, int* m_blk, int* n_blk) {
+    int cm, cn;
+    p.scheduler.tile(linear, &cm, &cn);
+    *m_blk = kClusterM * cm + (kClusterM > 1 ? rank : 0);
+    *n_blk = kClusterN * cn + (kClusterN > 1 ? rank : 0);
+  }
+
   CUTE_DEVICE void produce(const Params& p, SharedStorage& s, int rank) {
     TmaPipeline<kStages> pipe{s.pipeline};
     PipelineState<kStages> write;
     const int k_tiles = Mainloop::k_tiles(p.mainloop);
-    const int cluster = int(blockIdx.x) / kClusterM, clusters = int(gridDim.x) / kClusterM;
+    const int cluster = int(blockIdx.x) / kCluster, clusters = int(gridDim.x) / kCluster;
     for (int linear = cluster; linear < p.scheduler.tiles(); linear += clusters) {
-      int cm, n_blk;
-      p.scheduler.tile(linear, &cm, &n_blk);
-      auto load = Mainloop::tile_loader(p.mainloop, s.tensors, kClusterM * cm + rank, n_blk, rank);
+      int m_blk, n_blk;
+      cta_tile(p, linear, rank, &m_blk, &n_blk);
+      auto load = Mainloop::tile_loader(p.mainloop, s.tensors, m_blk, n_blk, rank);
       for (int t = 0; t < k_tiles; ++t, ++write) load(t, write.index, pipe.producer_acquire(write, Mainloop::kTxBytes));
     }
   }
@@ -137,10 +153,10 @@ struct Sm90GemmCluster {
     auto release_slot = [&](const PipelineState<kStages>& st) {
       cutlass::arch::ClusterBarrier::arrive(&s.pipeline.empty[st.index], target, signals ? 1u : 0u);
     };
-    const int cluster = int(blockIdx.x) / kClusterM, clusters = int(gridDim.x) / kClusterM;
+    const int cluster = int(blockIdx.x) / kCluster, clusters = int(gridDim.x) / kCluster;
     for (int linear = cluster; linear < p.scheduler.tiles(); linear += clusters) {
-      int cm, n_blk;
-      p.scheduler.tile(linear, &cm, &n_blk);
+      int m_blk, n_blk;
+      cta_tile(p, linear, rank, &m_blk, &n_blk);
       cute::clear(acc);
       for (int t = 0; t < k_tiles; ++t, ++read) {
         pipe.consumer_wait(read);
@@ -154,7 +170,7 @@ struct Sm90GemmCluster {
       cute::warpgroup_wait<0>();
       release_slot(release);
       ++release;
-      Epilogue::store(p.epilogue, s.epilogue, acc, thread, kClusterM * cm + rank, n_blk, chunk);
+      Epilogue::store(p.epilogue, s.epilogue, acc, thread, m_blk, n_blk, chunk);
     }
     Epilogue::store_tail(thread);
   }

@@ -75,7 +75,8 @@ int64_t output_ld(int64_t contiguous, bool aligned) { return aligned ? round_up(
 std::string run_case(const Case& c, tools::CublasGemm* cublas) {
   DeviceMatrix a(c.dtype, c.m, c.k, c.a_row, operand_ld(c.a_row ? c.k : c.m));
   DeviceMatrix b(c.dtype, c.k, c.n, c.b_row, operand_ld(c.b_row ? c.n : c.k));
-  const bool aligned = c.d_aligned || c.variant == HOPATTN_GEMM_PERSISTENT || c.variant == HOPATTN_GEMM_CLUSTER_2X1;  // TMA-stored D
+  const bool aligned = c.d_aligned || c.variant == HOPATTN_GEMM_PERSISTENT || c.variant == HOPATTN_GEMM_CLUSTER_2X1 ||
+                       c.variant == HOPATTN_GEMM_CLUSTER_1X2;  // TMA-stored D
   DeviceMatrix d(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m, aligned));
   DeviceMatrix cm(c.out, c.m, c.n, c.d_row, output_ld(c.d_row ? c.n : c.m, aligned));
   reference::fill_normal(a.t.data, c.dtype, a.storage(), c.seed * 4 + 0, 1.0f);

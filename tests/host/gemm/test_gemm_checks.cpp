@@ -33,6 +33,7 @@ GemmArgs valid_args() {
   g.variant = HOPATTN_GEMM_AUTO;
   return g;
 }
+GemmArgs valid_fp8_args();  // an accepted e4m3 call (defined with the FP8 tests below)
 
 Status check(const GemmArgs& g, GemmDeviceContext ctx = {}) { return check_gemm(g, ctx); }
 
@@ -167,8 +168,14 @@ TEST(GemmChecks, EmptyOutputIsANoOp) {
   g.c = matrix(nullptr, HOPATTN_DTYPE_FP32, 0, 48, true);
   g.d = matrix(nullptr, HOPATTN_DTYPE_FP32, 0, 48, true);
   EXPECT_TRUE(check(g).ok()) << check(g).to_string();
-  g.variant = HOPATTN_GEMM_CLUSTER_1X2;  // planned, never compiled: nothing runs, so no kernel is needed
-  EXPECT_TRUE(check(g).ok()) << check(g).to_string();
+  // A variant with no kernel for the dtype (tma_wgmma: never compiled for e4m3): nothing runs, so
+  // no kernel is needed.
+  GemmArgs f = valid_fp8_args();
+  f.a = matrix(nullptr, HOPATTN_DTYPE_E4M3, 0, 64, true);
+  f.c = matrix(nullptr, HOPATTN_DTYPE_BF16, 0, 48, true);
+  f.d = matrix(nullptr, HOPATTN_DTYPE_BF16, 0, 48, true);
+  f.variant = HOPATTN_GEMM_TMA_WGMMA;
+  EXPECT_TRUE(check(f).ok()) << check(f).to_string();
 }
 
 TEST(GemmChecks, NullPointers) {
@@ -288,9 +295,9 @@ TEST(GemmChecks, VariantOutOfRange) {
 }
 
 TEST(GemmChecks, VariantNotCompiled) {
-  GemmArgs g = valid_args();
-  g.variant = HOPATTN_GEMM_CLUSTER_1X2;  // planned, never compiled in this build
-  expect_error(check(g), StatusCode::kNotSupported, "variant: cluster1x2 is not compiled for bf16");
+  GemmArgs g = valid_fp8_args();
+  g.variant = HOPATTN_GEMM_TMA_WGMMA;  // never compiled for 8-bit operands
+  expect_error(check(g), StatusCode::kNotSupported, "variant: tma_wgmma is not compiled for e4m3");
 }
 
 TEST(GemmChecks, EveryCompiledVariantAccepted) {
@@ -379,6 +386,10 @@ TEST(GemmApi, VariantNames) {
   EXPECT_EQ(v, HOPATTN_GEMM_SPLIT_K);
   EXPECT_TRUE(parse_variant("6x", &v));
   EXPECT_EQ(v, HOPATTN_GEMM_CLUSTER_2X1);
+  EXPECT_TRUE(parse_variant("cluster1x2", &v));
+  EXPECT_EQ(v, HOPATTN_GEMM_CLUSTER_1X2);
+  EXPECT_TRUE(parse_variant("6y", &v));
+  EXPECT_EQ(v, HOPATTN_GEMM_CLUSTER_1X2);
   EXPECT_FALSE(parse_variant("fastest", &v));
   EXPECT_STREQ(variant_name(HOPATTN_GEMM_PIPELINED), "pipelined");
   EXPECT_EQ(variant_name(HOPATTN_GEMM_VARIANT_COUNT), nullptr);
@@ -646,13 +657,13 @@ TEST(GemmChecksE4m3, ProblemIsKk) {
 }
 
 // Only kk instances exist for e4m3, for the variants CMake lists (persistent, cluster2x1,
-// split_k): every other variant is reported as not compiled, with the compiled list.
+// cluster1x2, split_k): every other variant is reported as not compiled, with the compiled list.
 TEST(GemmChecksE4m3, VariantsNotCompiledAreReported) {
   const std::vector<Variant> compiled = compiled_variants(HOPATTN_DTYPE_E4M3);
   for (const GemmInstance& i : compiled_instances())
     if (i.dtype == HOPATTN_DTYPE_E4M3) {
       EXPECT_TRUE(i.variant == HOPATTN_GEMM_PERSISTENT || i.variant == HOPATTN_GEMM_CLUSTER_2X1 ||
-                  i.variant == HOPATTN_GEMM_SPLIT_K)
+                  i.variant == HOPATTN_GEMM_CLUSTER_1X2 || i.variant == HOPATTN_GEMM_SPLIT_K)
           << i.name;
       EXPECT_TRUE(i.major_a == Major::kK && i.major_b == Major::kK) << i.name;
     }
@@ -670,7 +681,7 @@ TEST(GemmChecksE4m3, VariantsNotCompiledAreReported) {
   }
 }
 
-// persistent and cluster2x1 store D with TMA, and auto takes the e4m3 split_k only for K >= 2048:
+// persistent and the cluster variants store D with TMA, and auto takes the e4m3 split_k only for K >= 2048:
 // for this short-K problem an unaligned D leaves auto with nothing to run, and the message says
 // why (a build without e4m3 kernels says that instead).
 TEST(GemmChecksE4m3, NeedsTmaStorableD) {
