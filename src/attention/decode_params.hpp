@@ -16,10 +16,6 @@ namespace hopattn::attention {
 //                 3 = one consumer, 112 KB, two CTAs per SM (hdim <= 128).
 // The default (plan_kvcache_attention): int8 1; 16-bit 2 when there are tiles for at least
 // 1.5 waves of one-CTA-per-SM (measured faster there, docs/perf-log.md), else 1 with split-KV.
-// The most KV splits a call is planned with (or forced to): the combine kernel keeps one LSE
-// per split in registers, kMaxKvSplits / 32 per lane.
-constexpr int kMaxKvSplits = 128;
-
 constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
   return hdim <= 128 && ((!int8 && variant == 2) || (int8 && (variant == 3 || variant == 4))) ? 2 : 1;
 }

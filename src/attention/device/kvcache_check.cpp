@@ -27,6 +27,7 @@ constexpr const char* kVScaleDims[3] = {"batch", "seqlen", "heads_kv"};
 constexpr const char* kTensorNames[8] = {"q", "k_cache", "v_cache", "cache_seqlens", "o", "lse", "k_scale", "v_scale"};
 constexpr int kTileRows = 64;   // query rows per consumer warpgroup tile
 constexpr int kSplitKeys = 128; // the smallest KV range a split is given
+constexpr int kMaxSplits = 128;
 
 bool is_int8(const KvCacheArgs& a) { return a.k_cache.dtype == HOPATTN_DTYPE_INT8; }
 
@@ -155,7 +156,7 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
     // of the best efficiency wins (fewer splits: less combine work); no split is shorter than
     // kSplitKeys keys. (85 % until 2026-11-30: it took 15 splits of 8 tiles, 91 % of the SMs,
     // where 16 fill 97 %.)
-    const int64_t max_splits = std::min<int64_t>(kv_chunks, attention::kMaxKvSplits);
+    const int64_t max_splits = std::min<int64_t>(kv_chunks, kMaxSplits);
     auto efficiency = [&](int64_t s) {
       const double waves = double(tiles * s) / sm_count;
       return waves / std::ceil(waves);

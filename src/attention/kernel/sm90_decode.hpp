@@ -35,7 +35,6 @@
 #include <cutlass/numeric_conversion.h>
 
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
-#include "attention/decode_params.hpp"
 #include "attention/collective/sm90_fwd_softmax.hpp"
 #include "attention/collective/sm90_wgmma.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"
@@ -829,18 +828,9 @@ struct CombineParams {
 
 constexpr int kCombineWarps = 4;
 
-// Latency, not bandwidth, bounds the merge (a few hundred KB): ncu r29 timed the earlier version
-// at 7.65 us for 16 splits of 64 rows (10 % of the 1 x 64k decode step) — it read each LSE three
-// times and the partial O rows 4 splits at a time, a dependent round trip each. Now every lane
-// loads its splits' LSEs once (lane i: splits i, i + 32, ...), the first group of partial O rows
-// is issued before the LSE reduction (its addresses do not depend on it), and later groups of
-// kGroup splits are loaded before they are summed. The sum still runs over the splits in order:
-// results are the same on every run.
 template <class Element, int kHeadDim>
 __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(const CombineParams<Element, kHeadDim> p) {
-  constexpr int kPer = kHeadDim / 32;         // channels per lane
-  constexpr int kGroup = 64 / kPer;           // splits whose O rows are in flight together (64 floats)
-  constexpr int kChunks = kMaxKvSplits / 32;  // LSEs per lane
+  constexpr int kPer = kHeadDim / 32;
   const int64_t rows = int64_t(p.batch) * p.heads_q * p.seqlen_q;
   const int64_t row = int64_t(blockIdx.x) * kCombineWarps + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -848,54 +838,50 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
   const int s = int(row % p.seqlen_q);
   const int h = int((row / p.seqlen_q) % p.heads_q);
   const int b = int(row / (int64_t(p.seqlen_q) * p.heads_q));
-  const int n = p.num_splits;  // 1 .. kMaxKvSplits (the host plan caps it)
-
-  float l[kChunks];
-  CUTE_UNROLL
-  for (int c = 0; c < kChunks; ++c) l[c] = 32 * c + lane < n ? p.lse_part[(32 * c + lane) * rows + row] : -INFINITY;
-  float2 v[kGroup][kPer / 2];
-  auto load_group = [&](int g0) {
-    CUTE_UNROLL
-    for (int u = 0; u < kGroup; ++u) {
-      const float* src = p.o_part + ((g0 + u) * rows + row) * kHeadDim + lane * kPer;
-      CUTE_UNROLL
-      for (int j = 0; j < kPer; j += 2)
-        v[u][j / 2] = g0 + u < n ? *reinterpret_cast<const float2*>(src + j) : make_float2(0.0f, 0.0f);
-    }
-  };
-  load_group(0);
   const bool bad = bad_cache_length(p.cache_seqlens[b], p.max_len, p.seqlen_q, p.causal);
 
   float m = -INFINITY;
-  CUTE_UNROLL
-  for (int c = 0; c < kChunks; ++c) m = fmaxf(m, l[c]);
+  for (int sp = lane; sp < p.num_splits; sp += 32) m = fmaxf(m, p.lse_part[sp * rows + row]);
   for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
   float sum = 0.0f;
-  CUTE_UNROLL
-  for (int c = 0; c < kChunks; ++c) sum += l[c] == -INFINITY ? 0.0f : expf(l[c] - m);
+  if (m != -INFINITY)
+    for (int sp = lane; sp < p.num_splits; sp += 32) sum += expf(p.lse_part[sp * rows + row] - m);
   for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
   const float lse = m == -INFINITY ? -INFINITY : m + logf(sum);
-  float w[kChunks];  // split 32c + lane's weight
-  CUTE_UNROLL
-  for (int c = 0; c < kChunks; ++c) w[c] = l[c] == -INFINITY ? 0.0f : expf(l[c] - lse);
 
+  // Lane i holds split (base + i)'s weight; the partial O rows are read with no load on the
+  // critical path of the next one (the weights come by shuffle), 4 splits unrolled, so a row's
+  // loads overlap instead of paying two memory latencies per split (ncu, 2026-11-30 r4: the
+  // combine took ~9.5 us for 15 splits of 64 rows, as long as half the split kernel). The sum
+  // still runs over the splits in order: results are the same on every run.
   float acc[kPer] = {};
-  static_assert(32 % kGroup == 0, "a group of splits lies within one chunk of 32");
-  CUTE_UNROLL
-  for (int c = 0; c < kChunks; ++c) {  // w[c] by a constant index: a computed one puts w in local memory
-    if (32 * c >= n) break;
-    for (int g0 = 32 * c; g0 < n && g0 < 32 * c + 32; g0 += kGroup) {
-      if (g0 > 0) load_group(g0);
-      CUTE_UNROLL
-      for (int u = 0; u < kGroup; ++u) {
-        const int i = g0 + u;
-        const float wi = __shfl_sync(0xffffffffu, w[c], i & 31);
-        // An empty split (weight 0) may hold anything: it must not reach O, NaN included.
-        const bool use = i < n && wi != 0.0f;
+  if (lse != -INFINITY) {
+    for (int base = 0; base < p.num_splits; base += 32) {
+      const int mine = base + lane;
+      const float l_mine = mine < p.num_splits ? p.lse_part[mine * rows + row] : -INFINITY;
+      const float w_mine = l_mine == -INFINITY ? 0.0f : expf(l_mine - lse);
+      const int count = min(32, p.num_splits - base);
+      for (int i0 = 0; i0 < count; i0 += 4) {
+        float2 v[4][kPer / 2];
+        float w[4];
         CUTE_UNROLL
-        for (int j = 0; j < kPer; j += 2) {
-          acc[j] += use ? wi * v[u][j / 2].x : 0.0f;
-          acc[j + 1] += use ? wi * v[u][j / 2].y : 0.0f;
+        for (int u = 0; u < 4; ++u) {  // the loads of 4 splits first, then their sums
+          const int i = i0 + u;
+          w[u] = __shfl_sync(0xffffffffu, w_mine, i & 31);
+          const float* src = p.o_part + ((base + i) * rows + row) * kHeadDim + lane * kPer;
+          CUTE_UNROLL
+          for (int j = 0; j < kPer; j += 2)
+            v[u][j / 2] = i < count ? *reinterpret_cast<const float2*>(src + j) : make_float2(0.0f, 0.0f);
+        }
+        CUTE_UNROLL
+        for (int u = 0; u < 4; ++u) {
+          // An empty split (weight 0) may hold anything: it must not reach O, NaN included.
+          const bool use = i0 + u < count && w[u] != 0.0f;
+          CUTE_UNROLL
+          for (int j = 0; j < kPer; j += 2) {
+            acc[j] += use ? w[u] * v[u][j / 2].x : 0.0f;
+            acc[j + 1] += use ? w[u] * v[u][j / 2].y : 0.0f;
+          }
         }
       }
     }
