@@ -159,7 +159,8 @@ std::string bench_usage() {
          "\n"
          "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
-         "                     [--kv-dtype bf16,int8] [--variants 0,1,2,3,4] [--hdim 128] [--no-ceilings]\n"
+         "                     [--kv-dtype bf16,int8] [--variants 0,1,2,3,4] [--splits 0,2,16] [--hdim 128]\n"
+         "                     [--no-ceilings]\n"
          "Attention over a KV cache (hopattn_kvcache_attention, causal, every cache full, default\n"
          "heuristics) vs cuDNN SDPA at the same shape and 16-bit dtype, with the device-copy ceiling\n"
          "(TB/s; not with --no-ceilings).\n"
@@ -167,7 +168,9 @@ std::string bench_usage() {
          "--cache: batch:cache length. --kv-dtype: cache dtypes (bf16, fp16, int8 with fp32 scales,\n"
          "quant_block 128, bf16 queries); a call that fails (e.g. not supported yet) is a row with its\n"
          "reason instead of a time. --quick: heads 32:8, caches 1:8192 and 8:8192, qlen 1 (flags given\n"
-         "explicitly win). Figures: ms per call (CUDA graph replay when capturable, else back to back),\n"
+         "explicitly win). --splits: KvCacheArgs::num_splits values timed (0: the heuristic; others\n"
+         "forced, capped at one split per 128 keys; rows hopattn[:vN]:sK).\n"
+         "Figures: ms per call (CUDA graph replay when capturable, else back to back),\n"
          "TFLOP/s = 4*b*hq*qlen*len*d/t, TB/s = K+V cache bytes (+ scales)/t; docs/decode.md.\n";
 }
 
@@ -252,6 +255,11 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
           if (v < 0 || v > attention::kDecodeVariantMax)
             throw std::invalid_argument("--variants: " + std::to_string(v) + " is not 0, " + attention::decode_variant_list());
       }
+      else if (a == "--splits") {
+        o->splits = parse_int_list(value());
+        for (int v : o->splits)
+          if (v < 0) throw std::invalid_argument("--splits: " + std::to_string(v) + " is negative (0: the heuristic)");
+      }
       else if (a == "--op") {
         const std::string op = value();
         if (op != "attn" && op != "decode")
@@ -282,7 +290,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       if (!hdim_flag.empty()) o->decode_hdims = hdim_flag;
       check_decode_options(*o);
     } else {
-      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--variants"})
+      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--variants", "--splits"})
         if (was_given(f)) throw std::invalid_argument(std::string(f) + " applies to --op decode only");
       for (int s : o->seqlens)
         if (s <= 0 || o->tokens % s != 0) throw std::invalid_argument("--seqlen " + std::to_string(s) + " must divide --tokens");

@@ -41,6 +41,7 @@ struct BenchOptions {
   std::vector<std::string> kv_dtypes = {"bf16", "int8"};  // --kv-dtype: bf16, fp16, int8 (bf16 queries)
   std::vector<int> decode_hdims = {128};                   // --hdim with --op decode
   std::vector<int> variants = {0};  // --variants: KvCacheArgs::variant values timed (0 = default)
+  std::vector<int> splits = {0};    // --splits: KvCacheArgs::num_splits values timed (0 = heuristic)
 };
 
 // Parses bench flags (argv[0] is "bench"). Returns false and prints usage on error.

@@ -252,7 +252,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               args.quant_block = kQuantBlock;
             }
             args.causal = 1;
-            args.num_splits = 0;  // heuristic
+            args.num_splits = 0;  // set per --splits entry below (0: the heuristic)
             args.pack_gqa = -1;   // heuristic
 
             // cuDNN SDPA at the same shape, reading the same cache (16-bit caches only).
@@ -275,8 +275,11 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             else if (int8 && cudnn_bf16.count(qlen)) baseline = &cudnn_bf16[qlen];
 
             // hopattn, each --variants entry (KvCacheArgs::variant; 0 is the library's default).
-            for (int variant : opt.variants) {
-              const std::string impl = variant == 0 ? "hopattn" : "hopattn:v" + std::to_string(variant);
+            for (int variant : opt.variants)
+            for (int splits : opt.splits) {
+              const std::string impl = (variant == 0 ? std::string("hopattn") : "hopattn:v" + std::to_string(variant)) +
+                                       (splits == 0 ? "" : ":s" + std::to_string(splits));
+              args.num_splits = splits;
               // hopattn: the workspace is queried and allocated before anything is timed.
               Measured mine;
               DeviceBuffer workspace;

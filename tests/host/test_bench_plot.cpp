@@ -166,6 +166,9 @@ TEST(BenchOptions, DecodeQuickAndExplicitFlags) {
   EXPECT_EQ(o.decode_caches, (std::vector<std::pair<int, int>>{{2, 4096}}));
   EXPECT_EQ(o.kv_dtypes, std::vector<std::string>{"int8"});
   EXPECT_EQ(o.decode_hdims, std::vector<int>{64});
+  EXPECT_EQ(o.splits, std::vector<int>{0});  // the heuristic unless --splits
+  ASSERT_TRUE(parse({"--op", "decode", "--splits", "0,2,16"}, &o, &error)) << error;
+  EXPECT_EQ(o.splits, (std::vector<int>{0, 2, 16}));
 }
 
 TEST(BenchOptions, DecodeErrors) {
@@ -180,6 +183,8 @@ TEST(BenchOptions, DecodeErrors) {
   expect_parse_error({"--op", "decode", "--plot", "x.svg"}, "--plot applies to --op attn, not decode");
   expect_parse_error({"--op", "decode", "--dtype", "fp16"}, "--dtype applies to --op attn, not decode");
   expect_parse_error({"--op", "decode", "--qlen"}, "--qlen needs a value");
+  expect_parse_error({"--op", "decode", "--splits", "4,-1"}, "--splits: -1 is negative");
+  expect_parse_error({"--splits", "4"}, "--splits applies to --op decode only");
 }
 
 TEST(BenchDecode, FlopAndByteCounts) {
