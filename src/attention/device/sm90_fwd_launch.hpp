@@ -102,7 +102,7 @@ Status run_fwd_schedule(const FwdParams& fp, Stream stream) {
 // 0 is resolved to an explicit one for this call's mask and KV length.
 template <class Element, int kHeadDim>
 Status run_forward_schedules(const FwdParams& fp, Stream stream) {
-  static_assert(kFwdSchedules == 8 && kScheduleCount == kFwdSchedules, "add the new schedule below");
+  static_assert(kFwdSchedules == 10 && kScheduleCount == kFwdSchedules, "add the new schedule below");
   switch (fp.schedule) {
     case 0: {
       FwdParams resolved = fp;
@@ -116,6 +116,8 @@ Status run_forward_schedules(const FwdParams& fp, Stream stream) {
     case 5: return run_fwd_schedule<Element, kHeadDim, 5>(fp, stream);
     case 6: return run_fwd_schedule<Element, kHeadDim, 6>(fp, stream);
     case 7: return run_fwd_schedule<Element, kHeadDim, 7>(fp, stream);
+    case 8: return run_fwd_schedule<Element, kHeadDim, 8>(fp, stream);
+    case 9: return run_fwd_schedule<Element, kHeadDim, 9>(fp, stream);
   }
   return Status::invalid("schedule: " + std::to_string(fp.schedule) + " is out of range");
 }

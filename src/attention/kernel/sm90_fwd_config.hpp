@@ -1,11 +1,12 @@
 // The forward schedules: which kernel and which tile configuration, per head dim. Schedule 0 is
 // the default (the fastest measured, see docs/perf-log.md); schedules 1.. name every compiled
-// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6,7`). The instance
+// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6,7,8,9`). The instance
 // list (src/attention/instances/) compiles all of them for each dtype and head dim.
 //
-// block_n is one of CuTe's standard WGMMA N sizes (256, 192, 128, 96, 64, 32): the in-between
-// sizes need CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED, whose header multiplied the compile time of
-// an instance file several times over (measured: ~1 min -> ~5 min on a 2-core machine).
+// block_n is one of CuTe's standard WGMMA N sizes (256, 192, 128, 96, 64, 32) or 176 / 80, whose
+// S = Q·Kᵀ atoms the project defines itself (collective/sm90_wgmma_wide.hpp): CuTe keeps them
+// behind CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED, whose header multiplied the compile time of an
+// instance file several times over (measured: ~1 min -> ~5 min on a 2-core machine).
 #pragma once
 
 namespace hopattn::attention {
@@ -29,7 +30,7 @@ struct FwdSchedule {
   FwdTileConfig tile;
 };
 
-constexpr int kFwdSchedules = 8;  // 0 (default) and 1..7
+constexpr int kFwdSchedules = 10;  // 0 (default) and 1..9
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
 // block_n/4, O = hdim/2. Shared memory: Q (also the O staging tile, block_m·hdim; the persistent
@@ -45,6 +46,19 @@ constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
     // Wider KV tiles: S 96 + P 48 registers per thread, shared memory 224 KB at hdim 128. At hdim
     // 256 nothing wider fits (Q alone is 64 KB), so 7 is the same kernel as 5 there.
     case 7: return {FwdKernel::kWarpSpecializedPingPong, hdim == 256 ? ws_tile : FwdTileConfig{128, 192, 2, 2}};
+    // FlashAttention-3's non-causal KV widths (its hopper/tile_size.h): 176 keys at hdim 128 (S 88
+    // + P 44 + O 64 registers; Q 32 KB + K/V 2 x 2 x 44 KB = 208 KB), 80 at hdim 256 (S 40 + P 20 +
+    // O 128; Q 64 KB + 2 x 2 x 40 KB = 224 KB of the 227 KB). hdim 64 (FA3: 192 x 192 on three
+    // consumer warpgroups, not built): 192 keys with three stages (Q 16 KB + 3 x 2 x 24 KB =
+    // 160 KB), the "3 vs 2 stages". 9 is the persistent kernel on the same tile (O staged
+    // in Q's space where a tile of its own does not fit: hdim 128 and 256).
+    case 8:
+    case 9: {
+      const FwdTileConfig fa3_tile = hdim == 64    ? FwdTileConfig{128, 192, 3, 2}
+                                     : hdim == 128 ? FwdTileConfig{128, 176, 2, 2}
+                                                   : FwdTileConfig{128, 80, 2, 2};
+      return {schedule == 8 ? FwdKernel::kWarpSpecializedPingPong : FwdKernel::kPersistentPingPong, fa3_tile};
+    }
     default: break;
   }
   if (hdim == 64) {
