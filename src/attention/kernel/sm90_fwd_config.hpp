@@ -87,7 +87,10 @@ constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
 //    next tile's Q and first K/V load during the current tile's last GEMMs and epilogue, which a
 //    one-tile CTA pays in full (0.86 vs 0.76 of cuDNN at 512); causal, it balances worse and
 //    wins only at 512. Longer: the ping-pong kernel, 192-key tiles (7) from 8k keys.
-//  * hdim 256: the ping-pong kernel (5), in every cell.
+//  * hdim 256: the persistent ping-pong kernel on 80-key tiles (9) non-causal from 1k keys and
+//    causal from 4k (2026-11-30 r33, bench/results/2026-11-30-r33-fwd-fa3-widths.csv: 0.954-0.999
+//    vs 0.909-0.953 of cuDNN non-causal, 1.030-1.098 vs 0.997-1.055 causal); the ping-pong kernel
+//    on 64-key tiles (5) below that.
 constexpr int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
   if (hdim == 64) return seqlen_k >= 8192 ? 7 : 1;
   if (hdim == 128) {
@@ -95,7 +98,7 @@ constexpr int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
     if (!causal) return 6;
     return seqlen_k <= 512 ? 6 : 5;
   }
-  return 5;
+  return seqlen_k >= (causal ? 4096 : 1024) ? 9 : 5;
 }
 
 }  // namespace hopattn::attention
