@@ -87,7 +87,7 @@ Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
   } else {
     constexpr bool kPersistent = s.kernel == FwdKernel::kPersistentPingPong;
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized;
-    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent>, 384,
+    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent>, 128 * (Traits::kWarpgroups + 1),
                               int(sizeof(WsStorageOf<Traits, kPersistent>)), kPersistent, fp, stream);
   }
 }
@@ -102,7 +102,7 @@ Status run_fwd_schedule(const FwdParams& fp, Stream stream) {
 // 0 is resolved to an explicit one for this call's mask and KV length.
 template <class Element, int kHeadDim>
 Status run_forward_schedules(const FwdParams& fp, Stream stream) {
-  static_assert(kFwdSchedules == 10 && kScheduleCount == kFwdSchedules, "add the new schedule below");
+  static_assert(kFwdSchedules == 11 && kScheduleCount == kFwdSchedules, "add the new schedule below");
   switch (fp.schedule) {
     case 0: {
       FwdParams resolved = fp;
@@ -118,6 +118,7 @@ Status run_forward_schedules(const FwdParams& fp, Stream stream) {
     case 7: return run_fwd_schedule<Element, kHeadDim, 7>(fp, stream);
     case 8: return run_fwd_schedule<Element, kHeadDim, 8>(fp, stream);
     case 9: return run_fwd_schedule<Element, kHeadDim, 9>(fp, stream);
+    case 10: return run_fwd_schedule<Element, kHeadDim, 10>(fp, stream);
   }
   return Status::invalid("schedule: " + std::to_string(fp.schedule) + " is out of range");
 }

@@ -1,6 +1,6 @@
 // The forward schedules: which kernel and which tile configuration, per head dim. Schedule 0 is
 // the default (the fastest measured, see docs/perf-log.md); schedules 1.. name every compiled
-// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6,7,8,9`). The instance
+// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6,7,8,9,10`). The instance
 // list (src/attention/instances/) compiles all of them for each dtype and head dim.
 //
 // block_n is one of CuTe's standard WGMMA N sizes (256, 192, 128, 96, 64, 32) or 176 / 80, whose
@@ -30,7 +30,7 @@ struct FwdSchedule {
   FwdTileConfig tile;
 };
 
-constexpr int kFwdSchedules = 10;  // 0 (default) and 1..9
+constexpr int kFwdSchedules = 11;  // 0 (default) and 1..10
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
 // block_n/4, O = hdim/2. Shared memory: Q (also the O staging tile, block_m·hdim; the persistent
@@ -59,6 +59,13 @@ constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
                                                    : FwdTileConfig{128, 80, 2, 2};
       return {schedule == 8 ? FwdKernel::kWarpSpecializedPingPong : FwdKernel::kPersistentPingPong, fa3_tile};
     }
+    // Three consumer warpgroups taking turns (192 query rows; FA3's hdim 64 tile height): 160
+    // registers per consumer thread, S 64 + P 32 + O 32 at 128 keys; shared memory Q 24 KB + K/V
+    // 2 x 2 x 16 KB = 88 KB. At hdim 128 and 256 the O accumulators alone leave no room for a
+    // 128-key S in 160 registers, so 10 is schedule 5 there (the same kernel instance).
+    case 10:
+      return hdim == 64 ? FwdSchedule{FwdKernel::kWarpSpecializedPingPong, {192, 128, 2, 3}}
+                        : FwdSchedule{FwdKernel::kWarpSpecializedPingPong, ws_tile};
     default: break;
   }
   if (hdim == 64) {

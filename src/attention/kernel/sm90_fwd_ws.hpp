@@ -15,6 +15,9 @@
 //   warpgroup 1  consumer   setmaxnreg.inc 240  rows [0, 64) of the Q tile
 //   warpgroup 2  consumer   setmaxnreg.inc 240  rows [64, 128)
 //   128·24 + 256·240 = 64512 ≤ 65536 registers per SM.
+// With three consumer warpgroups (schedule 10 at hdim 64: 192 rows, not persistent): 512 threads,
+// a 128-register cap at entry, consumers setmaxnreg.inc 160 (128·24 + 384·160 = 64512); every
+// "256 consumer threads" below is then 384, and ping-pong turns go round 1 -> 2 -> 3 -> 1.
 //
 // Pipelines (mbarriers in SharedStorage):
 //   q_full          producer → consumers; 1 arrival (arrive_and_expect_tx) + Q tile bytes
@@ -27,14 +30,15 @@
 //                   tile's last P·V, softmax and epilogue. The producer loads every tile's Q, even
 //                   one that sees no key, so the protocol is the same for every tile
 //   k_full[s]       producer → consumers; 1 arrival + K tile bytes
-//   k_empty[s]      consumers → producer; 256 arrivals (every consumer thread, after its S GEMM)
+//   k_empty[s]      consumers → producer; 256 arrivals (every consumer thread, after its S GEMM;
+//                   384 with three consumer warpgroups)
 //   v_full[s], v_empty[s]   the same for V (released after the P·V GEMM)
 //   The producer waits k_empty/v_empty/q_empty with the opposite parity, so the first trip
 //   around a ring finds every stage free. K/V phases run on across the tiles of a persistent CTA.
-// Named barriers (FwdNamedBarrier): kConsumers (256 threads: the epilogue, O staged in Q's
-// space), kWarpgroupTurn + w - 1 (256 threads: warpgroup w waits for its turn on the tensor cores;
-// the other arrives), kEpilogueWarpgroup + w - 1 (128 threads: warpgroup w's own epilogue when O
-// has its own staging tiles).
+// Named barriers (FwdNamedBarrier): kConsumers (every consumer thread: the epilogue, O staged in
+// Q's space), kWarpgroupTurn + w - 1 (256 threads: warpgroup w waits for its turn on the tensor
+// cores; the warpgroup before it in the ring arrives), kEpilogueWarpgroup + w - 1 (128 threads:
+// warpgroup w's own epilogue when O has its own staging tiles).
 //
 // Consumer timeline, per warpgroup (n = KV tile; S and P are distinct register sets):
 //   wait q_full
@@ -50,9 +54,9 @@
 //             hdim 64/128): each warpgroup alone, its 64 rows in its own tile (stmatrix), its own
 //             store, not waited for until its next epilogue (and before exit), so the warpgroups
 //             stay staggered across tiles
-// [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; warpgroup 2
-// grants warpgroup 1 its first turn and skips its own very last pass (in the CTA's last tile that
-// has work), so every named-barrier arrival is matched before the CTA exits.
+// [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
+// warpgroup (2, or 3) grants warpgroup 1 its first turn and skips its own very last pass (in the
+// CTA's last tile that has work), so every named-barrier arrival is matched before the CTA exits.
 // Producer timeline per tile: K/V tile 0, then (after q_empty) Q, then K/V tiles 1 .. N-1.
 #pragma once
 
@@ -77,8 +81,8 @@ namespace hopattn::attention {
 // Every named barrier of the forward kernels (0 is __syncthreads).
 enum class FwdNamedBarrier : uint32_t {
   kConsumers = 1,       // all consumer threads
-  kWarpgroupTurn = 2,   // + w - 1 for consumer warpgroup w in {1, 2}
-  kEpilogueWarpgroup = 4,  // + w - 1: warpgroup w's own epilogue (persistent, O staged apart)
+  kWarpgroupTurn = 2,   // + w - 1 for consumer warpgroup w in {1, 2, 3}
+  kEpilogueWarpgroup = 5,  // + w - 1: warpgroup w's own epilogue (persistent, O staged apart)
 };
 
 template <class Traits>
@@ -127,8 +131,10 @@ namespace ws {
 using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
 using EmptyBarrier = cutlass::arch::ClusterBarrier;
 constexpr int kProducerRegisters = 24;
-constexpr int kConsumerRegisters = 240;
-constexpr int kConsumerThreads = 256;
+// setmaxnreg budgets per consumer thread: 128·24 + 256·240 = 64512 with two consumer warpgroups,
+// 128·24 + 384·160 = 64512 with three (multiples of 8, at most 65536 per SM).
+constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 : 240; }
+constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
 
 struct TileCoord {
   int m_block, h, b;
@@ -209,17 +215,22 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
   }
 }
 
-// Ping-pong turn taking between the two consumer warpgroups (no-ops without ping-pong).
-template <bool kPingPong>
+// Ping-pong turn taking among the consumer warpgroups, in the ring 1 -> 2 (-> 3) -> 1 (no-ops
+// without ping-pong): warpgroup w waits on its own barrier, kWarpgroupTurn + w - 1, which the
+// warpgroup before it in the ring arrives at when it passes.
+template <bool kPingPong, int kWarpgroups>
 struct Turns {
-  int warpgroup;  // 1 or 2
+  static_assert(kWarpgroups == 2 || kWarpgroups == 3);
+  int warpgroup;  // 1 .. kWarpgroups
+  CUTE_DEVICE bool last() const { return warpgroup == kWarpgroups; }
   CUTE_DEVICE void wait() const {
     if constexpr (kPingPong)
-      cutlass::arch::NamedBarrier::sync(kConsumerThreads, uint32_t(FwdNamedBarrier::kWarpgroupTurn) + warpgroup - 1);
+      cutlass::arch::NamedBarrier::sync(kTurnThreads, uint32_t(FwdNamedBarrier::kWarpgroupTurn) + warpgroup - 1);
   }
   CUTE_DEVICE void pass() const {
-    if constexpr (kPingPong)
-      cutlass::arch::NamedBarrier::arrive(kConsumerThreads, uint32_t(FwdNamedBarrier::kWarpgroupTurn) + 2 - warpgroup);
+    if constexpr (kPingPong)  // to warpgroup w % kWarpgroups + 1
+      cutlass::arch::NamedBarrier::arrive(kTurnThreads,
+                                          uint32_t(FwdNamedBarrier::kWarpgroupTurn) + warpgroup % kWarpgroups);
   }
 };
 
@@ -227,7 +238,7 @@ struct Turns {
 // Fragments come in as separate tensors (force-inlined), so they stay in registers.
 template <class Traits, class Mask, bool kPingPong, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS,
           class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage>
-CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong> const& turns,
+CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Traits::kWarpgroups> const& turns,
                               MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ, TK const& tSrK, TV const& tOrV, TS& tSrS,
                               TO& tOrO, TC const& tScS, TP& tOrP, TPa& tOrP_a, Softmax& softmax,
                               float (&alpha)[kRows], int m_block, int n_blocks, bool last_work, int& kv_iter) {
@@ -271,7 +282,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong> co
   turns.wait();
   FullBarrier::wait(&ss.v_full[stage_of(last)], phase_of(last));
   wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(last)), tOrO);
-  if (turns.warpgroup == 1 || !last_work) turns.pass();  // warpgroup 2's very last pass has no taker
+  if (!turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
   warpgroup_wait<0>();
   EmptyBarrier::arrive(&ss.v_empty[stage_of(last)]);
   kv_iter += n_blocks;
@@ -285,8 +296,9 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   using BlockM = typename Traits::BlockM;
   using BlockN = typename Traits::BlockN;
   using HeadDim = typename Traits::HeadDim;
+  constexpr int kConsumerThreads = 128 * Traits::kWarpgroups;
   const int thread_idx = int(threadIdx.x) - 128;  // among the consumers
-  const Turns<kPingPong> turns{int(threadIdx.x) / 128};
+  const Turns<kPingPong, Traits::kWarpgroups> turns{int(threadIdx.x) / 128};
   const Mask mask{p.seqlen_q, p.seqlen_k};
   auto n_blocks_of = [&](int t) { return mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(sched.coord(t).m_block); };
 
@@ -320,7 +332,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     if constexpr (Storage::kSeparateStagingO)
       if (n_blocks == 0) EmptyBarrier::arrive(&ss.q_empty);  // no S reads this tile's Q
     if (n_blocks > 0) {
-      if (kPingPong && turns.warpgroup == 2 && !granted_first_turn) turns.pass();  // warpgroup 1 goes first
+      if (kPingPong && turns.last() && !granted_first_turn) turns.pass();  // warpgroup 1 goes first
       granted_first_turn = true;
       bool last_work = true;  // no later tile of this CTA has a key to visit
       for (int j = k + 1, u = sched.tile(j); u < sched.count() && last_work; u = sched.tile(++j))
@@ -349,8 +361,11 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
 }  // namespace ws
 
 template <class Traits, class Mask, bool kPingPong, bool kPersistent>
-__global__ void __launch_bounds__(384, 1) ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
-  static_assert(Traits::kWarpgroups == 2, "two consumer warpgroups");
+__global__ void __launch_bounds__(128 * (Traits::kWarpgroups + 1), 1)
+    ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
+  static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
+  static_assert(Traits::kWarpgroups == 2 || !kPersistent, "the persistent schedule has two consumer warpgroups");
+  constexpr int kConsumerThreads = 128 * Traits::kWarpgroups;
   extern __shared__ char smem_raw[];
   using Storage = WsStorageOf<Traits, kPersistent>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
@@ -358,12 +373,12 @@ __global__ void __launch_bounds__(384, 1) ws_forward_kernel(CUTE_GRID_CONSTANT t
                                                       p.batch};
   if (threadIdx.x == 0) {
     ws::FullBarrier::init(&ss.q_full, 1);
-    ws::EmptyBarrier::init(&ss.q_empty, Storage::kSeparateStagingO ? ws::kConsumerThreads : 1);
+    ws::EmptyBarrier::init(&ss.q_empty, Storage::kSeparateStagingO ? kConsumerThreads : 1);
     for (int s = 0; s < Traits::kStages; ++s) {
       ws::FullBarrier::init(&ss.k_full[s], 1);
       ws::FullBarrier::init(&ss.v_full[s], 1);
-      ws::EmptyBarrier::init(&ss.k_empty[s], ws::kConsumerThreads);
-      ws::EmptyBarrier::init(&ss.v_empty[s], ws::kConsumerThreads);
+      ws::EmptyBarrier::init(&ss.k_empty[s], kConsumerThreads);
+      ws::EmptyBarrier::init(&ss.v_empty[s], kConsumerThreads);
     }
     cutlass::arch::fence_barrier_init();
   }
@@ -372,7 +387,7 @@ __global__ void __launch_bounds__(384, 1) ws_forward_kernel(CUTE_GRID_CONSTANT t
     cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
     if (threadIdx.x == 0) ws::produce<Traits>(p, ss, sched);
   } else {
-    cutlass::arch::warpgroup_reg_alloc<ws::kConsumerRegisters>();
+    cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups)>();
     ws::consume<Traits, Mask, kPingPong>(p, ss, sched);
   }
 }
