@@ -98,8 +98,15 @@ constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
 //    causal from 4k (2026-11-30 r33, bench/results/2026-11-30-r33-fwd-fa3-widths.csv: 0.954-0.999
 //    vs 0.909-0.953 of cuDNN non-causal, 1.030-1.098 vs 0.997-1.055 causal); the ping-pong kernel
 //    on 64-key tiles (5) below that.
+//  * hdim 64 non-causal from 4k keys: three consumer warpgroups (10), 2026-11-30 r36 with both
+//    row orders (bench/results/2026-11-30-r36-fwd-hd64-3wg*.csv): 4k 0.884-0.902 vs 0.874-0.880,
+//    8k 0.936-0.942 vs 0.897-0.899, 16k 0.940 vs 0.900-0.907 of cuDNN; below 4k and causal it
+//    loses (0.64-0.89 at <= 2k).
 constexpr int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
-  if (hdim == 64) return seqlen_k >= 8192 ? 7 : 1;
+  if (hdim == 64) {
+    if (!causal && seqlen_k >= 4096) return 10;
+    return seqlen_k >= 8192 ? 7 : 1;
+  }
   if (hdim == 128) {
     if (seqlen_k >= 8192) return 7;
     if (!causal) return 6;
