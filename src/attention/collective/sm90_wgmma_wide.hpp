@@ -37,40 +37,34 @@ using cute::SM90::GMMA::ScaleOut;
 #define HOPATTN_GMMA_OUTS_80 HOPATTN_GMMA_O8(a), HOPATTN_GMMA_O8(b), HOPATTN_GMMA_O8(c), HOPATTN_GMMA_O8(d), HOPATTN_GMMA_O8(e)
 #define HOPATTN_GMMA_REGS_80 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39"
 
-// One op: wgmma.mma_async with N = N_ and input type TYPE ("bf16" or "f16"). Operands: the N/2
-// accumulators, then desc_a (%N/2), desc_b, scale_d (predicate: 0 = overwrite), tnspA, tnspB;
-// the input scales are +1. NUM_* are the operand numbers after the accumulators.
+// The body of one op's fma: wgmma.mma_async with N = N_ and input type TYPE ("bf16" or "f16").
+// Operands: the N/2 accumulators, then desc_a, desc_b, scale_d (predicate: 0 = overwrite), tnspA,
+// tnspB (NUM_*: their operand numbers); the input scales are +1.
 #if defined(CUTE_ARCH_MMA_SM90A_ENABLED)
-#define HOPATTN_GMMA_SS_OP(NAME, N_, TYPE, NUM_A, NUM_B, NUM_SD, NUM_TA, NUM_TB)                                   \
-  template <Major tnspA, Major tnspB>                                                                           \
-  struct NAME {                                                                                                 \
-    using DRegisters = void;                                                                                    \
-    using ARegisters = uint64_t[1];                                                                             \
-    using BRegisters = uint64_t[1];                                                                             \
-    using CRegisters = float[N_ / 2];                                                                           \
-    CUTE_HOST_DEVICE static void fma(uint64_t const &desc_a, uint64_t const &desc_b, HOPATTN_GMMA_PARAMS_##N_, \
-                                     ScaleOut const scale_d = ScaleOut::One) {                                  \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #NUM_SD ", 0;\n"                                        \
-                   "wgmma.mma_async.sync.aligned.m64n" #N_ "k16.f32." TYPE "." TYPE " {" HOPATTN_GMMA_REGS_##N_  \
-                   "}, %" #NUM_A ", %" #NUM_B ", p, 1, 1, %" #NUM_TA ", %" #NUM_TB ";\n}\n"                      \
-                   : HOPATTN_GMMA_OUTS_##N_                                                                     \
-                   : "l"(desc_a), "l"(desc_b), "r"(int32_t(scale_d)), "n"(int32_t(tnspA)), "n"(int32_t(tnspB))); \
-    }                                                                                                           \
-  };
+#define HOPATTN_GMMA_SS_BODY(N_, TYPE, NUM_A, NUM_B, NUM_SD, NUM_TA, NUM_TB)                              \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #NUM_SD ", 0;\n"                                   \
+               "wgmma.mma_async.sync.aligned.m64n" #N_ "k16.f32." TYPE "." TYPE " {" HOPATTN_GMMA_REGS_##N_ \
+               "}, %" #NUM_A ", %" #NUM_B ", p, 1, 1, %" #NUM_TA ", %" #NUM_TB ";\n}\n"                   \
+               : HOPATTN_GMMA_OUTS_##N_                                                                  \
+               : "l"(desc_a), "l"(desc_b), "r"(int32_t(scale_d)), "n"(int32_t(tnspA)), "n"(int32_t(tnspB)));
 #else
-#define HOPATTN_GMMA_SS_OP(NAME, N_, TYPE, NUM_A, NUM_B, NUM_SD, NUM_TA, NUM_TB)                                   \
-  template <Major tnspA, Major tnspB>                                                                           \
-  struct NAME {                                                                                                 \
-    using DRegisters = void;                                                                                    \
-    using ARegisters = uint64_t[1];                                                                             \
-    using BRegisters = uint64_t[1];                                                                             \
-    using CRegisters = float[N_ / 2];                                                                           \
-    CUTE_HOST_DEVICE static void fma(uint64_t const &, uint64_t const &, HOPATTN_GMMA_PARAMS_##N_,             \
-                                     ScaleOut const = ScaleOut::One) {                                          \
-      CUTE_INVALID_CONTROL_PATH("hopattn's m64n" #N_ "k16 WGMMA atom needs sm_90a");                            \
-    }                                                                                                           \
-  };
+#define HOPATTN_GMMA_SS_BODY(N_, TYPE, NUM_A, NUM_B, NUM_SD, NUM_TA, NUM_TB) \
+  CUTE_INVALID_CONTROL_PATH("hopattn's m64n" #N_ "k16 WGMMA atom needs sm_90a");
 #endif
+
+// One op in CuTe's MMA-operation form.
+#define HOPATTN_GMMA_SS_OP(NAME, N_, TYPE, NUM_A, NUM_B, NUM_SD, NUM_TA, NUM_TB)                               \
+  template <Major tnspA, Major tnspB>                                                                       \
+  struct NAME {                                                                                             \
+    using DRegisters = void;                                                                                \
+    using ARegisters = uint64_t[1];                                                                         \
+    using BRegisters = uint64_t[1];                                                                         \
+    using CRegisters = float[N_ / 2];                                                                       \
+    CUTE_HOST_DEVICE static void fma(uint64_t const &desc_a, uint64_t const &desc_b, HOPATTN_GMMA_PARAMS_##N_, \
+                                     ScaleOut const scale_d = ScaleOut::One) {                              \
+      HOPATTN_GMMA_SS_BODY(N_, TYPE, NUM_A, NUM_B, NUM_SD, NUM_TA, NUM_TB)                                  \
+    }                                                                                                       \
+  };
 
 HOPATTN_GMMA_SS_OP(MMA_64x176x16_F32BF16BF16_SS, 176, "bf16", 88, 89, 90, 91, 92)
 HOPATTN_GMMA_SS_OP(MMA_64x176x16_F32F16F16_SS, 176, "f16", 88, 89, 90, 91, 92)
@@ -78,6 +72,7 @@ HOPATTN_GMMA_SS_OP(MMA_64x80x16_F32BF16BF16_SS, 80, "bf16", 40, 41, 42, 43, 44)
 HOPATTN_GMMA_SS_OP(MMA_64x80x16_F32F16F16_SS, 80, "f16", 40, 41, 42, 43, 44)
 
 #undef HOPATTN_GMMA_SS_OP
+#undef HOPATTN_GMMA_SS_BODY
 #undef HOPATTN_GMMA_PARAMS_176
 #undef HOPATTN_GMMA_OUTS_176
 #undef HOPATTN_GMMA_REGS_176
