@@ -6,10 +6,15 @@
 #                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--ncu-gemm "M N K VARIANT"]
 #
 # --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu).
+# --no-tests: skip the gpu test suite (a run that only measures).
 # --no-bench: skip the attention bench (e.g. a run that only measures decode or the GEMM).
 # --no-check: skip `hopattn check`.
 # --ncu-gemm "M N K VARIANT": ncu source counters of that GEMM (one launch) and of cuBLAS's kernel
 #   for the same shape, summarised by scripts/ncu_source_top.py into ncu-gemm.txt.
+# --ncu-attn "HDIM CAUSAL SEQLEN SCHEDULE": the same for one forward attention launch (bf16, the
+#   bench's FA3-grid shape) and cuDNN's kernel beside it, into ncu-attn.txt.
+# --timeline "HQ:HKV B:L SPLITS VARIANT;...": bin/decode_timeline (per-CTA phase stamps of the
+#   16-bit decode kernel and the combine) for each spec, CSVs timeline-*.csv.
 #
 # The device tool brings back only a handful of files per call: the step logs are bundled into
 # logs.tar.gz at the end (summary.txt and the CSVs stay separate), and the SASS dump is not kept.
@@ -21,7 +26,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm=""
+no_tests="" ncu_attn="" timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
@@ -31,8 +36,11 @@ while [ $# -gt 0 ]; do
     --decode-bench) decode_bench_args=$2; shift ;;
     --tests) tests_regex=$2; shift ;;
     --no-bench) no_bench=1 ;;
+    --no-tests) no_tests=1 ;;
     --no-check) no_check=1 ;;
     --ncu-gemm) ncu_gemm=$2; shift ;;
+    --ncu-attn) ncu_attn=$2; shift ;;
+    --timeline) timeline=$2; shift ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
   shift
@@ -93,7 +101,7 @@ sass_summary() {
 }
 sass_summary >>"$summary" 2>&1
 # The gpu-labelled suite (the host tests are CI's; some need the build machine's compiler).
-step tests tests.log ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
+[ -n "$no_tests" ] || step tests tests.log ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
   --timeout "${TEST_TIMEOUT:-600}"
 # Races and barrier misuse: every schedule on one small shape (bf16, hdim 128) under
 # compute-sanitizer's racecheck and synccheck.
@@ -137,10 +145,37 @@ ncu_gemm_profile() {
   done
 }
 if [ -n "$ncu_gemm" ]; then step ncu_gemm ncu-gemm.txt ncu_gemm_profile; fi
+ncu_attn_profile() {
+  command -v ncu >/dev/null || { echo "ncu not found"; return 1; }
+  set -- $ncu_attn
+  local hdim=$1 causal=$2 seqlen=$3 schedule=$4 who filter
+  for who in hopattn cudnn; do
+    if [ $who = hopattn ]; then filter='fwd_(ws|fa2)'; else filter='^(cudnn|sm90|nvjet|fmha|flash)'; fi
+    ncu --clock-control none --kernel-name-base function --section SourceCounters --section WarpStateStats \
+      --section SpeedOfLight --import-source no -k regex:"$filter" -s 3 -c 1 -o "/tmp/ncu-attn-$who" -f \
+      "$build/bin/hopattn" bench --hdim "$hdim" --causal "$causal" --seqlen "$seqlen" --schedules "$schedule" \
+      --no-ceilings >"/tmp/ncu-attn-$who.log" 2>&1 || { tail -5 "/tmp/ncu-attn-$who.log"; return 1; }
+    echo "== $who (hdim $hdim, causal $causal, seqlen $seqlen, schedule $schedule)"
+    ncu -i "/tmp/ncu-attn-$who.ncu-rep" --page details | grep -E "^  [^ ]|Duration|Elapsed Cycles|SM Frequency|SM Busy|Issue Slots"
+    ncu -i "/tmp/ncu-attn-$who.ncu-rep" --page source --print-source sass --csv >"/tmp/ncu-attn-$who-src.csv" || return 1
+    python3 "$root/scripts/ncu_source_top.py" "/tmp/ncu-attn-$who-src.csv" 50 | grep -v '^columns:'
+  done
+}
+if [ -n "$ncu_attn" ]; then step ncu_attn ncu-attn.txt ncu_attn_profile; fi
+decode_timelines() {
+  local spec heads cache splits variant
+  IFS=';' read -ra specs <<<"$timeline"
+  for spec in "${specs[@]}"; do
+    read -r heads cache splits variant <<<"$spec"
+    "$build/bin/decode_timeline" --heads "$heads" --cache "$cache" --splits "$splits" --variant "${variant:-1}" \
+      --csv "$out/timeline-${heads/:/_}-${cache/:/x}-s$splits-v${variant:-1}.csv.txt" || return 1
+  done
+}
+if [ -n "$timeline" ]; then step timeline timeline.log decode_timelines; fi
 echo "== summary"
 cat "$summary"
 grep -E "HGMMA instructions|LDL/STL" "$summary"
-tail -5 "$out/tests.log"
+[ -f "$out/tests.log" ] && tail -5 "$out/tests.log"
 [ -f "$out/check.log" ] && grep -E "^check:" "$out/check.log"
 [ -f "$out/bench.log" ] && sed -n '/^op /,$p' "$out/bench.log" | head -60
 [ -f "$out/decode_bench.log" ] && tail -60 "$out/decode_bench.log"

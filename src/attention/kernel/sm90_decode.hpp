@@ -41,6 +41,33 @@
 
 namespace hopattn::attention {
 
+// Per-CTA phase timestamps for measurement only (bench/decode_timeline.cu defines
+// HOPATTN_DECODE_STAMPS in its own translation unit; the library's kernels compile without them):
+// %globaltimer (ns, one clock for every SM) into stamps[cta * kStampsPerCta + k], slot 0 the SM id.
+constexpr int kStampsPerCta = 8;
+#ifdef HOPATTN_DECODE_STAMPS
+#define HOPATTN_STAMP(PTR, CTA, K)                                          \
+  do {                                                                      \
+    if ((PTR) != nullptr && threadIdx.x == 0) {                             \
+      uint64_t now_;                                                        \
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now_));              \
+      (PTR)[int64_t(CTA) * kStampsPerCta + (K)] = now_;                     \
+    }                                                                       \
+  } while (0)
+CUTE_DEVICE int64_t stamp_cta() {
+  return (int64_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+}
+CUTE_DEVICE void stamp_smid(uint64_t* stamps) {
+  if (stamps != nullptr && threadIdx.x == 0) {
+    uint32_t smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    stamps[stamp_cta() * kStampsPerCta] = smid;
+  }
+}
+#else
+#define HOPATTN_STAMP(PTR, CTA, K) ((void)0)
+#endif
+
 // Tile per head dim and variant (decode_params.hpp): 64 query rows; K/V tiles and ring depth so
 // that 96-192 KB of K/V are in flight per SM. Variant 1: one CTA per SM, 128-key tiles (64 at
 // hdim 256); variant 2 (hdim <= 128): half the shared memory, so two CTAs share an SM and one's
@@ -86,6 +113,9 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
     int num_splits;
     float softmax_scale;
     bool causal;
+#ifdef HOPATTN_DECODE_STAMPS
+    uint64_t* stamps;  // measurement builds only (HOPATTN_STAMP)
+#endif
   };
 };
 
@@ -318,6 +348,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   extern __shared__ char smem_raw[];
   auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
 
+#ifdef HOPATTN_DECODE_STAMPS
+  const int64_t cta = stamp_cta();
+  HOPATTN_STAMP(p.stamps, cta, 1);  // entry
+  stamp_smid(p.stamps);
+#endif
   const DecodeTile t = DecodeTile::make<typename Traits::Params, kBlockM, kBlockN>(p);
   if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
   const int n_blocks = t.n_end - t.n_begin;
@@ -354,10 +389,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   __syncthreads();
   if (is_tma_thread)
     for (int i = 0; i < kStages && i < n_blocks; ++i) load_kv(t.n_begin + i, i);
+  HOPATTN_STAMP(p.stamps, cta, 2);  // barriers initialised, first loads issued
 
   gather_q<Traits>(p, t, sQ, threadIdx.x, Traits::kThreads);  // while the first K/V tiles are in flight
   cutlass::arch::fence_view_async_shared();
   __syncthreads();
+  HOPATTN_STAMP(p.stamps, cta, 3);  // Q gathered
 
   typename Traits::TiledMmaQK mma_qk;
   typename Traits::TiledMmaPV mma_pv;
@@ -382,6 +419,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
     const int stage = i % kStages;
     const uint32_t phase = (i / kStages) & 1;
     Barrier::wait(&ss.k_full[stage], phase);
+    if (i == 0) HOPATTN_STAMP(p.stamps, cta, 4);  // the first K tile has landed
     wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
     warpgroup_wait<0>();
     mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
@@ -402,9 +440,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
     if (is_tma_thread && i + kStages < n_blocks) load_kv(n + kStages, stage);
   }
 
+  HOPATTN_STAMP(p.stamps, cta, 5);  // last tile done
   float lse[kRows];
   softmax.finalize(tOrO, lse);
   store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x);
+#ifdef HOPATTN_DECODE_STAMPS
+  __syncthreads();
+  HOPATTN_STAMP(p.stamps, cta, 6);  // every thread's stores issued
+#endif
 }
 
 // Four int8 values (one 32-bit word) to exact floats without I2F: each byte, biased to unsigned,
@@ -824,12 +867,19 @@ struct CombineParams {
   int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
   int batch, seqlen_q, heads_q, max_len, num_splits;
   bool causal;
+#ifdef HOPATTN_DECODE_STAMPS
+  uint64_t* stamps;
+#endif
 };
 
 constexpr int kCombineWarps = 4;
 
 template <class Element, int kHeadDim>
 __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(const CombineParams<Element, kHeadDim> p) {
+#ifdef HOPATTN_DECODE_STAMPS
+  HOPATTN_STAMP(p.stamps, blockIdx.x, 1);
+  stamp_smid(p.stamps);
+#endif
   constexpr int kPer = kHeadDim / 32;
   const int64_t rows = int64_t(p.batch) * p.heads_q * p.seqlen_q;
   const int64_t row = int64_t(blockIdx.x) * kCombineWarps + threadIdx.x / 32;
@@ -893,6 +943,7 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
                                                     h * p.o_head_stride + lane * kPer) = out;
   if (p.lse != nullptr && lane == 0)
     p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = bad ? NAN : lse;
+  HOPATTN_STAMP(p.stamps, blockIdx.x, 6);  // thread 0's row stored
 }
 
 }  // namespace hopattn::attention
