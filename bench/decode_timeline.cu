@@ -127,7 +127,7 @@ int run(const Options& o) {
       std::exit(1);
     }
     if (combine_blocks > 0) {
-      c.stamps = st + int64_t(ctas) * kStampsPerCta;
+      c.stamps = st != nullptr ? st + int64_t(ctas) * kStampsPerCta : nullptr;
       decode_combine_kernel<Element, kHeadDim><<<combine_blocks, 32 * kCombineWarps, 0, stream>>>(c);
       CHECK_CUDA(cudaGetLastError());
     }

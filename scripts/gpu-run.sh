@@ -150,7 +150,7 @@ ncu_attn_profile() {
   set -- $ncu_attn
   local hdim=$1 causal=$2 seqlen=$3 schedule=$4 who filter
   for who in hopattn cudnn; do
-    if [ $who = hopattn ]; then filter='fwd_(ws|fa2)'; else filter='^(cudnn|sm90|nvjet|fmha|flash)'; fi
+    if [ $who = hopattn ]; then filter='(ws|fa2)_forward_kernel'; else filter='^(cudnn|sm90|nvjet|fmha|flash)'; fi
     ncu --clock-control none --kernel-name-base function --section SourceCounters --section WarpStateStats \
       --section SpeedOfLight --import-source no -k regex:"$filter" -s 3 -c 1 -o "/tmp/ncu-attn-$who" -f \
       "$build/bin/hopattn" bench --hdim "$hdim" --causal "$causal" --seqlen "$seqlen" --schedules "$schedule" \

@@ -13,9 +13,11 @@
 //   than seqlen_q) is recorded in p.error (first one only) and the CTA writes NaN rows.
 //   keys = the last tile row's visible key count (len, or with causal len - seqlen_q + s + 1);
 //   the ceil(keys / kBlockN) KV tiles are divided evenly over the splits: [n_begin, n_end).
-//   Q: the tile's 64 rows gathered from global memory by all threads (rows of different query
-//   heads are not one TMA box), zero rows past the end, stored in the swizzled layout WGMMA reads;
-//   fence.proxy.async + __syncthreads make the generic stores visible to the tensor cores.
+//   Order at entry: thread 0 prefetches the TMA descriptors; every thread loads its share of the
+//   tile's 64 Q rows into registers (rows of different query heads are not one TMA box; zeros
+//   past the last row), then the length; barriers initialised; thread 0 issues the first kStages
+//   K/V tiles; the Q registers go to the swizzled tile WGMMA reads; fence.proxy.async +
+//   __syncthreads make the generic stores visible to the tensor cores.
 //   K/V: TMA tiles of kBlockN keys into a kStages-deep ring (mbarriers k_full/v_full, one arrival
 //   each by thread 0 with the tile's transaction bytes; all threads wait). The loop body is the
 //   FA2 kernel's (sm90_fwd_fa2.hpp): S = Q·Kᵀ (SS WGMMA), mask, online softmax, O += P·V (RS
@@ -230,14 +232,27 @@ struct DecodeTile {
 
   template <class Params, int kBlockM, int kBlockN>
   CUTE_DEVICE static DecodeTile make(Params const& p) {
+    DecodeTile t = make_rows<Params, kBlockM>(p);
+    t.template read_length<Params, kBlockM, kBlockN>(p);
+    return t;
+  }
+  // What does not depend on the sequence's length (the rows, so that the Q loads can be issued
+  // before the length arrives), then the length and the KV range.
+  template <class Params, int kBlockM>
+  CUTE_DEVICE static DecodeTile make_rows(Params const& p) {
     DecodeTile t;
     t.m_block = int(blockIdx.x) / p.num_splits, t.split = int(blockIdx.x) % p.num_splits;
     t.group_idx = blockIdx.y, t.b = blockIdx.z;
     t.group = p.group, t.rows = p.rows, t.seqlen_q = p.seqlen_q, t.heads_q = p.heads_q, t.causal = p.causal;
     t.h_kv = p.group > 1 ? t.group_idx : t.group_idx / (p.heads_q / p.heads_kv);
+    t.row0 = t.m_block * kBlockM;
+    return t;
+  }
+  template <class Params, int kBlockM, int kBlockN>
+  CUTE_DEVICE void read_length(Params const& p) {
+    DecodeTile& t = *this;
     t.len = p.cache_seqlens[t.b];
     t.bad = bad_cache_length(t.len, p.max_len, p.seqlen_q, p.causal);
-    t.row0 = t.m_block * kBlockM;
     t.diag = t.len - p.seqlen_q;  // position of query s is diag + s
     const int row_last = min(p.rows, t.row0 + kBlockM) - 1;
     const int keys = t.bad ? 0 : (p.causal ? min(t.len, t.diag + t.pos(row_last) + 1) : t.len);
@@ -246,7 +261,6 @@ struct DecodeTile {
     t.n_end = int(int64_t(t.split + 1) * n_total / p.num_splits);
     // Tiles ending past this key need the element-wise mask (the tile's row with the fewest keys).
     t.mask_from = p.causal ? min(t.len, t.diag + t.pos(t.row0) + 1) : t.len;
-    return t;
   }
   // Row r of the row group -> query position and q-head.
   CUTE_DEVICE int pos(int r) const { return r / group; }
@@ -271,6 +285,38 @@ CUTE_DEVICE void gather_q(typename Traits::Params const& p, DecodeTile const& t,
     *reinterpret_cast<uint4*>(&sQ(r, c)) = val;  // 8 consecutive elements stay contiguous under SW128
   }
 }
+
+// gather_q in two halves: the loads into registers, issued at kernel entry so that they reach
+// the memory system ahead of the CTA's first K/V TMA tiles (issued after them, the 2 KB of Q
+// queued behind ~25 MB of TMA requests from every SM and arrived ~5 us later: decode_timeline,
+// 2026-11-30 r38), and the stores into the swizzled tile once the loads are issued.
+template <class Traits, int kRows = Traits::kBlockM>
+struct QRegisters {
+  static constexpr int kChunks = Traits::kHeadDim / 8;  // 16-byte chunks per row
+  static constexpr int kPer = kRows * kChunks / Traits::kThreads;
+  static_assert(kPer * Traits::kThreads == kRows * kChunks, "the chunks divide over the threads");
+  uint4 v[kPer];
+
+  CUTE_DEVICE void load(typename Traits::Params const& p, DecodeTile const& t, int thread) {
+    CUTE_UNROLL
+    for (int k = 0; k < kPer; ++k) {
+      const int i = thread + k * Traits::kThreads;
+      const int row = t.row0 + i / kChunks, c = (i % kChunks) * 8;
+      v[k] = make_uint4(0, 0, 0, 0);
+      if (row < t.rows)
+        v[k] = *reinterpret_cast<const uint4*>(p.q + t.b * p.q_batch_stride + t.pos(row) * p.q_seq_stride +
+                                               t.head(row) * p.q_head_stride + c);
+    }
+  }
+  template <class TensorQ>
+  CUTE_DEVICE void store(TensorQ& sQ, int thread) const {
+    CUTE_UNROLL
+    for (int k = 0; k < kPer; ++k) {
+      const int i = thread + k * Traits::kThreads;
+      *reinterpret_cast<uint4*>(&sQ(i / kChunks, (i % kChunks) * 8)) = v[k];
+    }
+  }
+};
 
 template <int kBlockN, class TensorS, class TensorC>
 CUTE_DEVICE void mask_decode_scores(DecodeTile const& t, int n, TensorS& tSrS, TensorC const& tScS) {
@@ -313,22 +359,32 @@ CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTil
         p.lse[t.b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = lse[r];
     }
   }
-  // Values 2i and 2i+1 of the accumulator are adjacent columns of one row.
+  // Per row of the fragment (two per thread in a 64-row tile), the destination once, then the
+  // row's columns: pairs (j, j + 1) of the row/column view are adjacent columns. Computing the
+  // (position, head) unpacking per element pair instead (two integer divisions each) made this
+  // epilogue ~3,500 instructions and ~4 us per CTA (decode_timeline, 2026-11-30 r38).
+  auto o = acc_rowcol(tOrO);
+  auto co = acc_rowcol(tOcO);
   CUTE_UNROLL
-  for (int i = 0; i < size(tOrO); i += 2) {
-    const int row = t.row0 + get<0>(tOcO(i)), col = get<1>(tOcO(i));
+  for (int r = 0; r < size<0>(o); ++r) {
+    const int row = t.row0 + get<0>(co(r, 0));
     if (row >= t.rows) continue;
     const int s = t.pos(row), h = t.head(row);
     if (p.num_splits > 1) {
-      float* dst = p.o_part + (((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s) * kHeadDim + col;
-      *reinterpret_cast<float2*>(dst) = make_float2(tOrO(i), tOrO(i + 1));
+      float* dst = p.o_part + (((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s) * kHeadDim;
+      CUTE_UNROLL
+      for (int j = 0; j < size<1>(o); j += 2)
+        *reinterpret_cast<float2*>(dst + get<1>(co(r, j))) = make_float2(o(r, j), o(r, j + 1));
     } else {
-      cutlass::NumericArrayConverter<Element, float, 2> conv;
-      cutlass::Array<float, 2> in;
-      in[0] = tOrO(i);
-      in[1] = tOrO(i + 1);
-      *reinterpret_cast<cutlass::Array<Element, 2>*>(p.o + t.b * p.o_batch_stride + s * p.o_seq_stride +
-                                                     h * p.o_head_stride + col) = conv(in);
+      Element* dst = p.o + t.b * p.o_batch_stride + s * p.o_seq_stride + h * p.o_head_stride;
+      CUTE_UNROLL
+      for (int j = 0; j < size<1>(o); j += 2) {
+        cutlass::NumericArrayConverter<Element, float, 2> conv;
+        cutlass::Array<float, 2> in;
+        in[0] = o(r, j);
+        in[1] = o(r, j + 1);
+        *reinterpret_cast<cutlass::Array<Element, 2>*>(dst + get<1>(co(r, j))) = conv(in);
+      }
     }
   }
 }
@@ -353,10 +409,17 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   HOPATTN_STAMP(p.stamps, cta, 1);  // entry
   stamp_smid(p.stamps);
 #endif
-  const DecodeTile t = DecodeTile::make<typename Traits::Params, kBlockM, kBlockN>(p);
+  const bool is_tma_thread = threadIdx.x == 0;
+  if (is_tma_thread) {  // the descriptors' fetch overlaps the length and Q loads
+    cute::prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
+    cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
+  }
+  DecodeTile t = DecodeTile::make_rows<typename Traits::Params, kBlockM>(p);
+  QRegisters<Traits> q_regs;
+  q_regs.load(p, t, threadIdx.x);
+  t.read_length<typename Traits::Params, kBlockM, kBlockN>(p);
   if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
   const int n_blocks = t.n_end - t.n_begin;
-  const bool is_tma_thread = threadIdx.x == 0;
 
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
   Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, PIPE)
@@ -391,7 +454,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
     for (int i = 0; i < kStages && i < n_blocks; ++i) load_kv(t.n_begin + i, i);
   HOPATTN_STAMP(p.stamps, cta, 2);  // barriers initialised, first loads issued
 
-  gather_q<Traits>(p, t, sQ, threadIdx.x, Traits::kThreads);  // while the first K/V tiles are in flight
+  q_regs.store(sQ, threadIdx.x);  // loaded at entry; the first K/V tiles are in flight
   cutlass::arch::fence_view_async_shared();
   __syncthreads();
   HOPATTN_STAMP(p.stamps, cta, 3);  // Q gathered
@@ -890,49 +953,57 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
   const int b = int(row / (int64_t(p.seqlen_q) * p.heads_q));
   const bool bad = bad_cache_length(p.cache_seqlens[b], p.max_len, p.seqlen_q, p.causal);
 
-  float m = -INFINITY;
-  for (int sp = lane; sp < p.num_splits; sp += 32) m = fmaxf(m, p.lse_part[sp * rows + row]);
+  // Every load that does not depend on another is issued first: this lane's LSE (split lane) and
+  // the partial O rows of the first kBatch splits, so a step with up to kBatch splits pays about
+  // one memory latency here instead of one per group of splits (decode_timeline r38: 3.8 us for
+  // 16 splits when the O rows waited for the LSE reduction and came 4 splits at a time).
+  // The sum still runs over the splits in order: results are the same on every run.
+  constexpr int kBatch = 64 / kPer;  // splits whose O values a lane holds at once (64 floats)
+  const float* lse_row = p.lse_part + row;
+  const float* o_row = p.o_part + row * kHeadDim + lane * kPer;
+  const int64_t o_split_stride = rows * kHeadDim;
+  float2 v[kBatch][kPer / 2];
+  auto load_batch = [&](int base) {
+    CUTE_UNROLL
+    for (int u = 0; u < kBatch; ++u) {
+      const float* src = o_row + (base + u) * o_split_stride;
+      CUTE_UNROLL
+      for (int j = 0; j < kPer; j += 2)
+        v[u][j / 2] = base + u < p.num_splits ? *reinterpret_cast<const float2*>(src + j) : make_float2(0.0f, 0.0f);
+    }
+  };
+  const float l_lane = lane < p.num_splits ? lse_row[lane * rows] : -INFINITY;
+  load_batch(0);
+
+  float m = l_lane;
+  for (int sp = lane + 32; sp < p.num_splits; sp += 32) m = fmaxf(m, lse_row[sp * rows]);
   for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
   float sum = 0.0f;
-  if (m != -INFINITY)
-    for (int sp = lane; sp < p.num_splits; sp += 32) sum += expf(p.lse_part[sp * rows + row] - m);
+  if (m != -INFINITY) {
+    sum = l_lane == -INFINITY ? 0.0f : expf(l_lane - m);
+    for (int sp = lane + 32; sp < p.num_splits; sp += 32) sum += expf(lse_row[sp * rows] - m);
+  }
   for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
   const float lse = m == -INFINITY ? -INFINITY : m + logf(sum);
+  // Split i's weight: from lane i for the first 32 splits, re-read (one broadcast load) after.
+  const float w_lane = l_lane == -INFINITY || lse == -INFINITY ? 0.0f : expf(l_lane - lse);
+  auto weight = [&](int i) {
+    if (i < 32) return __shfl_sync(0xffffffffu, w_lane, i);
+    const float l = lse_row[i * rows];
+    return l == -INFINITY || lse == -INFINITY ? 0.0f : expf(l - lse);
+  };
 
-  // Lane i holds split (base + i)'s weight; the partial O rows are read with no load on the
-  // critical path of the next one (the weights come by shuffle), 4 splits unrolled, so a row's
-  // loads overlap instead of paying two memory latencies per split (ncu, 2026-11-30 r4: the
-  // combine took ~9.5 us for 15 splits of 64 rows, as long as half the split kernel). The sum
-  // still runs over the splits in order: results are the same on every run.
   float acc[kPer] = {};
-  if (lse != -INFINITY) {
-    for (int base = 0; base < p.num_splits; base += 32) {
-      const int mine = base + lane;
-      const float l_mine = mine < p.num_splits ? p.lse_part[mine * rows + row] : -INFINITY;
-      const float w_mine = l_mine == -INFINITY ? 0.0f : expf(l_mine - lse);
-      const int count = min(32, p.num_splits - base);
-      for (int i0 = 0; i0 < count; i0 += 4) {
-        float2 v[4][kPer / 2];
-        float w[4];
-        CUTE_UNROLL
-        for (int u = 0; u < 4; ++u) {  // the loads of 4 splits first, then their sums
-          const int i = i0 + u;
-          w[u] = __shfl_sync(0xffffffffu, w_mine, i & 31);
-          const float* src = p.o_part + ((base + i) * rows + row) * kHeadDim + lane * kPer;
-          CUTE_UNROLL
-          for (int j = 0; j < kPer; j += 2)
-            v[u][j / 2] = i < count ? *reinterpret_cast<const float2*>(src + j) : make_float2(0.0f, 0.0f);
-        }
-        CUTE_UNROLL
-        for (int u = 0; u < 4; ++u) {
-          // An empty split (weight 0) may hold anything: it must not reach O, NaN included.
-          const bool use = i0 + u < count && w[u] != 0.0f;
-          CUTE_UNROLL
-          for (int j = 0; j < kPer; j += 2) {
-            acc[j] += use ? w[u] * v[u][j / 2].x : 0.0f;
-            acc[j + 1] += use ? w[u] * v[u][j / 2].y : 0.0f;
-          }
-        }
+  for (int base = 0; base < p.num_splits; base += kBatch) {
+    if (base > 0) load_batch(base);
+    CUTE_UNROLL
+    for (int u = 0; u < kBatch; ++u) {
+      const float w = base + u < p.num_splits ? weight(base + u) : 0.0f;
+      // An empty split (weight 0) may hold anything: it must not reach O, NaN included.
+      CUTE_UNROLL
+      for (int j = 0; j < kPer; j += 2) {
+        acc[j] += w != 0.0f ? w * v[u][j / 2].x : 0.0f;
+        acc[j + 1] += w != 0.0f ? w * v[u][j / 2].y : 0.0f;
       }
     }
   }
