@@ -1086,9 +1086,13 @@ CUTE_DEVICE void decode_int8_transform_v(typename Traits::Params const& p, Decod
 //                   waits before Oᵀ += Vᵀ·Pᵀ.
 //   conv_empty[cs]  128 arrivals (consumer threads after that WGMMA); transform waits (first round
 //                   passes: parity 1).
-// No cycle: the transform's waits (v_full, its own; conv_empty of tile i - 2) depend on the
-// consumer only through tiles it has finished before waiting on conv_full of tile i - 1 or i;
-// the consumer's k_full waits depend on its own refills only.
+// No cycle: each raw ring has one owner (issuer and only reader), so neither role waits for a
+// raw stage the other reads. The transform waits on the consumer only through conv_empty (tile
+// i - 2's Oᵀ update, which needed nothing from the transform past conv_full of tile i - 2), the
+// consumer on the transform only through conv_full; k_full and v_full wait on own refills only.
+// Per tile, consumer: k_full, convert K, S WGMMA, mask, column max, barrier, (thread 0: refill
+// K), softmax, P, barrier, conv_full, Oᵀ WGMMA, conv_empty. Transform: v_full, conv_empty,
+// convert V, conv_full, barrier kTransform, (thread 0: refill V).
 // Registers: the consumer holds the A fragment (hdim / 4 32-bit registers) only between its
 // conversion and the end of the S WGMMA; the scales come from shared memory per k16 step.
 template <class Traits>
