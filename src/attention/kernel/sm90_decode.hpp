@@ -220,10 +220,11 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
 
 // Named barriers of the int8 kernel (ids past CUTLASS's reserved ones; __syncthreads is id 0).
 enum class DecodeNamedBarrier : uint32_t {
-  kTransform = 1,      // the 128 transform threads: a raw stage is read and may be refilled
+  kTransform = 1,      // the 128 transform threads: a raw (variant 5: raw V) stage is read and may be refilled
   kConsumersQ = 2,     // all consumer threads: the Q tile is gathered
   kConsumerMerge = 3,  // both consumers (256 threads): loops done / second consumer's O written
-  kSwappedReduce = 4,  // swapped consumer (128 threads): column maxima / P / row sums in shared memory
+  kSwappedReduce = 4,  // swapped consumer (128 threads): column maxima / P / row sums in shared memory;
+                       // variant 5: also "every consumer thread has read the raw K stage"
 };
 
 // Records the first bad cache_seqlens entry: error = {1, batch index, length}.
@@ -524,19 +525,24 @@ CUTE_DEVICE void gather_q_permuted(typename Traits::Params const& p, DecodeTile 
 }
 
 // The consumer thread's A fragment of Sᵀ = K·Qᵀ for one raw K tile: per k16 step j, 32-bit loads
-// of rows g and g + 8 at channels 16j + 4q (sKr: (64, D) int8, swizzled, addressed through its
-// layout), the 4 scales of those channels (one 16-byte load, the same for both rows), value ·
-// scale in fp32 rounded once to Element: the transform's arithmetic, so K is bit for bit what
-// variants 1-4 convert. frag: (8, 1, D/16) Element, compact (checked by the caller).
-template <class Element, int kHeadDim, class TensorKr, class Frag>
-CUTE_DEVICE void load_k_fragment(TensorKr const& sKr, const float* scale, Frag& frag, int warp, int lane) {
+// of rows g and g + 8 at channels 16j + 4q of stage `stage` of the raw K ring (k_raw, laid out by
+// `layout`: (64, D, RAW) int8, swizzled), the 4 scales of those channels (one 16-byte load, the
+// same for both rows), value · scale in fp32 rounded once to Element: the transform's
+// arithmetic, so K is bit for bit what variants 1-4 convert. frag: (8, 1, D/16) Element, compact
+// (checked by the caller). The swizzled offset comes from the layout as an integer and indexes
+// the shared array (k_raw is 1 KB aligned, so swizzling the offset equals swizzling the
+// address); through CuTe's swizzle pointer the XOR would act on a generic address and the loads
+// would compile to generic ld instead of ld.shared.
+template <class Element, int kHeadDim, class LayoutKr, class Frag>
+CUTE_DEVICE void load_k_fragment(const int8_t* k_raw, LayoutKr const& layout, int stage, const float* scale, Frag& frag,
+                                 int warp, int lane) {
   const int g = 16 * warp + lane / 4, c = 4 * (lane % 4);
   uint32_t* a = reinterpret_cast<uint32_t*>(frag.data());
   CUTE_UNROLL
   for (int j = 0; j < kHeadDim / 16; ++j) {
     const float4 sc = *reinterpret_cast<const float4*>(scale + 16 * j + c);
-    const uint32_t w0 = *reinterpret_cast<const uint32_t*>(&sKr(g, 16 * j + c));
-    const uint32_t w1 = *reinterpret_cast<const uint32_t*>(&sKr(g + 8, 16 * j + c));
+    const uint32_t w0 = *reinterpret_cast<const uint32_t*>(k_raw + int(layout(g, 16 * j + c, stage)));
+    const uint32_t w1 = *reinterpret_cast<const uint32_t*>(k_raw + int(layout(g + 8, 16 * j + c, stage)));
     float f0[4], f1[4];
     int8x4_to_float(w0, f0);
     int8x4_to_float(w1, f1);
@@ -676,8 +682,8 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
     if constexpr (kRegK) {
       const int k_stage = i % kRawStages;
       Barrier::wait(&ss.k_full[k_stage], (i / kRawStages) & 1);
-      Tensor sKr = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRawK{});  // (64, D, RAW)
-      load_k_fragment<Element, kHeadDim>(sKr(_, _, k_stage), ss.k_scale.data() + k_stage * kHeadDim, tSrK, warp, lane);
+      load_k_fragment<Element, kHeadDim>(ss.k_raw.data(), typename Traits::SmemLayoutRawK{}, k_stage,
+                                         ss.k_scale.data() + k_stage * kHeadDim, tSrK, warp, lane);
       wgmma_issue<true>(mma_s, tSrK, tSrQ, tSrS);
     } else {
       Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
@@ -791,6 +797,8 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
 //     softmax, O += P·V, arrive conv_empty. Two consumers then merge (kConsumerMerge over both):
 //     the second writes its O and LSE fragments to the free raw ring, the first combines them by
 //     log-sum-exp weights and runs the epilogue.
+// Variants 1-4 run this kernel; variant 5 (K converted in the consumer's registers, separate raw
+// K and V rings) runs decode_int8_regk_kernel below.
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     decode_int8_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
