@@ -48,7 +48,9 @@ typedef struct hopattn_kvcache_args {
                             two CTAs per SM (hdim <= 128). int8 cache: 1 = two consumer
                             warpgroups (hdim <= 128), 2 = one, 3 = one with a 112 KB tile, two
                             CTAs per SM (hdim <= 128), 4 = as 3 with swapped operands (keys as
-                            WGMMA's M, 16 packed query rows per CTA as N; hdim <= 128). */
+                            WGMMA's M, 16 packed query rows per CTA as N; hdim <= 128), 5 = as 4
+                            with K converted in the consumer's registers (hdim <= 128; forced
+                            only, not the default). */
 } hopattn_kvcache_args_t;
 
 /* Bytes of device workspace a call with these arguments needs (partial O and LSE of split-KV);

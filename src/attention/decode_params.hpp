@@ -13,11 +13,13 @@ namespace hopattn::attention {
 //   16-bit cache: 1 = 128-key tiles (64 at hdim 256), 3 stages, one CTA per SM;
 //                 2 = 64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM (hdim <= 128).
 //   int8 cache:   1 = two consumer warpgroups (hdim <= 128; one at 256); 2 = one consumer;
-//                 3 = one consumer, 112 KB, two CTAs per SM (hdim <= 128).
+//                 3 = one consumer, 112 KB, two CTAs per SM (hdim <= 128); 4 = as 3 with the
+//                 swapped-operand consumer (16 packed rows per CTA); 5 = as 4 with K converted
+//                 in the consumer's registers (two CTAs per SM, hdim <= 128).
 // The default (plan_kvcache_attention): int8 1; 16-bit 2 when there are tiles for at least
 // 1.5 waves of one-CTA-per-SM (measured faster there, docs/perf-log.md), else 1 with split-KV.
 constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
-  return hdim <= 128 && ((!int8 && variant == 2) || (int8 && (variant == 3 || variant == 4))) ? 2 : 1;
+  return hdim <= 128 && ((!int8 && variant == 2) || (int8 && variant >= 3 && variant <= 5)) ? 2 : 1;
 }
 
 struct DecodeParams {
@@ -51,7 +53,7 @@ struct DecodeParams {
   const float* v_scale;  // (batch, max_len, heads_kv)
   int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
   int quant_block;
-  int variant;     // 1 or 2 (0 resolved to the default): see KvCacheArgs::variant
+  int variant;     // 1 .. kDecodeVariantMax (0 resolved to the default): see KvCacheArgs::variant
 
   int32_t* error;       // device record of the first bad cache_seqlens entry (decode_error.cu)
 };

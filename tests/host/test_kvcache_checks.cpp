@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "attention/decode_params.hpp"
 #include "hopattn/kvcache.hpp"
 
 namespace hopattn {
@@ -149,15 +150,19 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.num_splits = -2;
   expect_error(check(a), "num_splits: -2 is negative");
   a = valid_args();
-  a.variant = 5;
-  expect_error(check(a), "variant: 5 is not 0 (default), 1, 2, 3 or 4");
+  a.variant = 6;
+  expect_error(check(a), "variant: 6 is not 0 (default), 1, 2, 3, 4 or 5");
   a.variant = 3;
   expect_error(check(a), "variant: 3 applies to an int8 cache only");
   a.variant = 4;
   expect_error(check(a), "variant: 4 applies to an int8 cache only");
+  a.variant = 5;
+  expect_error(check(a), "variant: 5 applies to an int8 cache only");
   a = int8_args();
-  a.variant = 3;
-  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  for (int v : {3, 4, 5}) {
+    a.variant = v;
+    EXPECT_TRUE(check(a).ok()) << "variant " << v << ": " << check(a).to_string();
+  }
   a = valid_args();
   a.pack_gqa = 3;
   expect_error(check(a), "pack_gqa: 3 is not -1");
@@ -210,6 +215,31 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 3);
   for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 1;  // back to q_len 1 at batch 16
   EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 4);
+}
+
+// Variant 5 (int8, K converted in the consumer's registers) is forceable but never the default
+// (until the GPU measures it faster than 4); it plans as 4 does: two CTAs per SM.
+TEST(KvCachePlan, Int8Variant5IsForcedOnlyAndPlansLikeVariant4) {
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 5), 2);
+  EXPECT_EQ(attention::decode_ctas_per_sm(64, true, 5), 2);
+  EXPECT_EQ(attention::decode_ctas_per_sm(256, true, 5), 1);  // hdim 256 runs the one-consumer kernel
+  KvCacheArgs a = int8_args();
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 4);
+  for (int64_t q_len : {1, 4}) {  // 8 and 32 packed rows: a forced 5 with more than 16 rows is allowed too
+    for (Tensor* t : {&a.q, &a.o}) t->shape[1] = q_len;
+    a.lse = tensor_lse(static_cast<float*>(a.lse.data), 4, 32, q_len);
+    a.variant = 4;
+    const KvCachePlan p4 = plan_kvcache_attention(a, kSms);
+    a.variant = 5;
+    const KvCachePlan p5 = plan_kvcache_attention(a, kSms);
+    EXPECT_TRUE(check(a).ok()) << "q_len " << q_len << ": " << check(a).to_string();
+    EXPECT_EQ(p5.variant, 5);
+    EXPECT_EQ(p5.num_splits, p4.num_splits) << "q_len " << q_len;
+    EXPECT_EQ(p5.pack_gqa, p4.pack_gqa) << "q_len " << q_len;
+    EXPECT_EQ(p5.workspace_bytes, p4.workspace_bytes) << "q_len " << q_len;
+    a.variant = 0;
+    EXPECT_NE(plan_kvcache_attention(a, kSms).variant, 5) << "q_len " << q_len;
+  }
 }
 
 }  // namespace

@@ -7,9 +7,9 @@
 
 namespace hopattn::attention {
 
-constexpr int kDecodeVariantMax = 4;
+constexpr int kDecodeVariantMax = 5;
 
-// "1, 2, 3 or 4": the variants that can be forced, for argument errors.
+// "1, 2, 3, 4 or 5": the variants that can be forced, for argument errors.
 inline std::string decode_variant_list() {
   std::string s;
   for (int v = 1; v <= kDecodeVariantMax; ++v) s += (v == 1 ? "" : v == kDecodeVariantMax ? " or " : ", ") + std::to_string(v);

@@ -117,7 +117,11 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
     if constexpr (kInt8) return take<0, 2>(typename Traits::SmemLayoutRaw{});
     else return take<0, 2>(typename Traits::SmemLayoutKV{});
   }();
-  p.tma_k = make_cache_tma<CacheElement, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
+  const auto k_box = [] {  // variant 5: raw K swizzled for the consumer's loads
+    if constexpr (kInt8) return take<0, 2>(typename Traits::SmemLayoutRawK{});
+    else return take<0, 2>(typename Traits::SmemLayoutKV{});
+  }();
+  p.tma_k = make_cache_tma<CacheElement, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, k_box);
   p.tma_v = make_cache_tma<CacheElement, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
   fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
   if constexpr (kInt8) {
@@ -126,7 +130,8 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
     p.v_scale = dp.v_scale;
     p.vs_batch_stride = dp.vs_batch_stride, p.vs_seq_stride = dp.vs_seq_stride, p.vs_head_stride = dp.vs_head_stride;
     p.quant_block = dp.quant_block;
-    return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
+    if constexpr (Traits::kRegisterK) return launch_decode_kernel<Traits>(&decode_int8_regk_kernel<Traits>, p, g, stream);
+    else return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
   } else {
     return launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream);
   }
@@ -137,8 +142,10 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
   if (dp.cache_dtype == HOPATTN_DTYPE_INT8) {
     Status s;
     if constexpr (kHeadDim <= 128)  // variant 1: two consumer warpgroups; 2: one; 3: one, two CTAs per SM;
-                                    // 4: as 3 with the swapped-operand consumer (<= 16 packed rows)
-      s = dp.variant == 4   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream)
+                                    // 4: as 3 with the swapped-operand consumer (16 packed rows per CTA);
+                                    // 5: as 4 with K converted in the consumer's registers
+      s = dp.variant == 5   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)
+          : dp.variant == 4 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream)
           : dp.variant == 3 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2>>(dp, stream)
           : dp.variant == 2 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream)
                             : run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2>>(dp, stream);

@@ -33,8 +33,11 @@
 // clang-format off
 #include <cute/tensor.hpp>  // first: the atoms below assume it
 // clang-format on
+#include <cute/arch/copy_sm90_tma.hpp>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/numeric_conversion.h>
+
+#include <type_traits>
 
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
 #include "attention/collective/sm90_fwd_softmax.hpp"
@@ -136,7 +139,12 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 // Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ with the 64 keys (or hdim) as WGMMA's M and at most kSwappedRows
 // packed query rows as N (m64n16 instead of m64n64 / m64n128 with 64 mostly padding rows): see
 // decode_int8_swapped_consume.
-template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1, bool kSwapped_ = false>
+// kRegisterK (variant 5, on top of kSwapped): K is not converted by the transform warpgroup; the
+// consumer loads its WGMMA A fragment straight from the raw int8 K tile (swizzled, its own ring
+// with the tile's K scales) and converts it in registers; the transform converts V only. See
+// decode_int8_regk_kernel.
+template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1, bool kSwapped_ = false,
+          bool kRegisterK_ = false>
 struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
@@ -144,28 +152,50 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   static constexpr int kConsumers = kConsumers_;
   static constexpr int kCtasPerSm = kCtasPerSm_;
   static constexpr bool kSwapped = kSwapped_;
+  static constexpr bool kRegisterK = kRegisterK_;
   static constexpr int kSwappedRows = 16;
   static constexpr int kTileRows = kSwapped ? kSwappedRows : Base::kBlockM;  // query rows per CTA
   static_assert(!kSwapped || (kConsumers == 1 && kHeadDim_ <= 128), "swapped: one consumer, hdim <= 128");
+  static_assert(!kRegisterK || (kSwapped && kCtasPerSm_ == 2 && (kHeadDim_ == 64 || kHeadDim_ == 128)),
+                "K in registers: the swapped consumer, two CTAs per SM, hdim 64 or 128");
   static_assert(kConsumers == 1 || (kConsumers == 2 && kHeadDim_ <= 128));
   static_assert(kCtasPerSm == 1 || (kCtasPerSm == 2 && kConsumers == 1 && kHeadDim_ <= 128));
   static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: TMA + transform; then consumers
   static constexpr int kConvStages = Base::kStages;
-  static constexpr int kRawTileBytes = 2 * Base::kBlockN * kHeadDim_;  // K + V
-  static constexpr int kRawBudget = kCtasPerSm == 2 ? 32 * 1024 : (kHeadDim_ == 256 ? 64 * 1024 : 128 * 1024);
+  // A raw stage: K + V tiles, and with kRegisterK the tile's K scales (hdim fp32).
+  static constexpr int kRawTileBytes = 2 * Base::kBlockN * kHeadDim_ + (kRegisterK ? kHeadDim_ * 4 : 0);
+  // kRegisterK: no converted K ring (32 KB at hdim 128), so the raw ring grows from 32 to ~66 KB
+  // (4 stages at hdim 128, 8 at 64) and the CTA stays under half an SM's shared memory.
+  static constexpr int kRawBudget = kRegisterK ? 72 * 1024
+                                               : (kCtasPerSm == 2 ? 32 * 1024 : (kHeadDim_ == 256 ? 64 * 1024 : 128 * 1024));
   static constexpr int kRawStages = kRawBudget / kRawTileBytes < 16 ? kRawBudget / kRawTileBytes : 16;
   using RawStages = cute::Int<kRawStages>;
   // int8 tiles, row-major (key, channel), stage outermost: the transform reads 16-byte chunks.
   using SmemLayoutRaw = cute::Layout<cute::Shape<typename Base::BlockN, typename Base::HeadDim, RawStages>,
                                      cute::Stride<typename Base::HeadDim, cute::_1,
                                                   cute::Int<Base::kBlockN * Base::kHeadDim>>>;
+  // kRegisterK: raw K rows swizzled in 16-byte units (SW128 at hdim 128, SW64 at 64), so that the
+  // consumer's 32-bit loads of 8 rows x 4 channel groups per warp hit 32 different banks
+  // (unswizzled, the 8 rows of a 128-byte stride share one bank set: 8-way conflicts).
+  using SmemLayoutRawKAtom = std::conditional_t<kHeadDim_ % 128 == 0, cute::GMMA::Layout_K_SW128_Atom<int8_t>,
+                                                cute::GMMA::Layout_K_SW64_Atom<int8_t>>;
+  using SmemLayoutRawK = std::conditional_t<
+      kRegisterK,
+      decltype(cute::tile_to_shape(SmemLayoutRawKAtom{},
+                                   cute::Shape<typename Base::BlockN, typename Base::HeadDim, RawStages>{})),
+      SmemLayoutRaw>;
   using TmaLoadRaw = decltype(cute::make_tma_copy(
       cute::SM90_TMA_LOAD{},
       cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), typename Base::GmemLayout{}),
       cute::take<0, 2>(SmemLayoutRaw{})));
+  using TmaLoadRawK = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_LOAD{},
+      cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), typename Base::GmemLayout{}),
+      cute::take<0, 2>(SmemLayoutRawK{})));
   static constexpr uint32_t kTmaBytesRaw = Base::kBlockN * Base::kHeadDim;
 
-  struct SharedStorage {
+  // Variants 1-4: the transform converts K and V.
+  struct SharedStorageConv {
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
@@ -175,10 +205,29 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
     alignas(8) uint64_t conv_full[kConvStages];
     alignas(8) uint64_t conv_empty[kConvStages];
   };
+  // Variant 5 (kRegisterK): the Q area holds the swapped consumer's 16-row Q, P (16 x 64) and its
+  // reduction buffers (2 x 4 warps x 16 floats), rounded to the 1 KB swizzle period; a converted
+  // V ring; the raw K ring (swizzled) with each stage's K scales; the raw V ring.
+  static constexpr int kQAreaBytes =
+      ((kSwappedRows * kHeadDim_ * 2 + kSwappedRows * Base::kBlockN * 2 + 2 * 4 * kSwappedRows * 4 + 1023) / 1024) * 1024;
+  struct SharedStorageRegK {
+    cute::array_aligned<Element, kQAreaBytes / sizeof(Element), 1024> q;
+    cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
+    cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRawK>, 1024> k_raw;  // 1 KB: the swizzle period
+    cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRaw>, 128> v_raw;
+    cute::array_aligned<float, kRawStages * kHeadDim_, 16> k_scale;  // (hdim, RAW): bulk copies, 16 B aligned
+    alignas(8) uint64_t k_full[kRawStages];
+    alignas(8) uint64_t v_full[kRawStages];
+    alignas(8) uint64_t conv_full[kConvStages];
+    alignas(8) uint64_t conv_empty[kConvStages];
+  };
+  using SharedStorage = std::conditional_t<kRegisterK, SharedStorageRegK, SharedStorageConv>;
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));  // checked against the device at launch
+  static_assert(!kRegisterK || kSharedBytes <= 113 * 1024, "variant 5: two CTAs per SM");
 
   struct Params {
-    TmaLoadRaw tma_k, tma_v;
+    TmaLoadRawK tma_k;
+    TmaLoadRaw tma_v;
     const Element* q;
     int64_t q_batch_stride, q_seq_stride, q_head_stride;
     Element* o;
@@ -203,10 +252,11 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
 
 // Named barriers of the int8 kernel (ids past CUTLASS's reserved ones; __syncthreads is id 0).
 enum class DecodeNamedBarrier : uint32_t {
-  kTransform = 1,      // the 128 transform threads: a raw stage is read and may be refilled
+  kTransform = 1,      // the 128 transform threads: a raw (variant 5: raw V) stage is read and may be refilled
   kConsumersQ = 2,     // all consumer threads: the Q tile is gathered
   kConsumerMerge = 3,  // both consumers (256 threads): loops done / second consumer's O written
-  kSwappedReduce = 4,  // swapped consumer (128 threads): column maxima / P / row sums in shared memory
+  kSwappedReduce = 4,  // swapped consumer (128 threads): column maxima / P / row sums in shared memory;
+                       // variant 5: also "every consumer thread has read the raw K stage"
 };
 
 // Records the first bad cache_seqlens entry: error = {1, batch index, length}.
@@ -533,6 +583,105 @@ CUTE_DEVICE uint32_t pack_pair(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&out);
 }
 
+// Variant 5's K operand. The A fragment of an m64nNk16 WGMMA with 16-bit A in registers (CuTe's
+// ALayout_64x16; the PTX ISA's wgmma .m64nNk16 register-fragment figure): thread t = 32·warp +
+// lane holds values v = 0..7 at row 16·warp + lane/4 + 8·(v/2 % 2) and column 2·(lane % 4) + v % 2
+// + 8·(v/4), i.e. 32-bit registers (row g, k 2q..2q+1), (g+8, 2q..2q+1), (g, 2q+8..2q+9),
+// (g+8, 2q+8..2q+9) with g = 16·warp + lane/4, q = lane % 4. Checked against CuTe's layout
+// (index = row + 64·column) at compile time, since load_k_fragment writes the registers by hand.
+constexpr bool rs_a_fragment_is_as_assumed() {
+  for (int t = 0; t < 128; ++t)
+    for (int v = 0; v < 8; ++v) {
+      const int row = 16 * (t / 32) + (t % 32) / 4 + 8 * ((v / 2) % 2);
+      const int col = 2 * (t % 4) + v % 2 + 8 * (v / 4);
+      if (int(cute::GMMA::ALayout_64x16{}(t, v)) != row + 64 * col) return false;
+    }
+  return true;
+}
+static_assert(rs_a_fragment_is_as_assumed(), "the m64nNk16 register A fragment is not the one load_k_fragment writes");
+
+// S sums over the channels, so K and Q may share any permutation of them. Variant 5 feeds the
+// k16 step j of thread q = lane % 4 with K's 4 contiguous physical channels 16j + 4q .. 16j + 4q + 3
+// (one 32-bit load per row) as logical k 16j + {2q, 2q+1, 2q+8, 2q+9}. Logical column 16j + L of
+// Q therefore holds physical channel 16j + 4·((L % 8) / 2) + 2·(L / 8) + L % 2; the permutation
+// stays inside each k16 step.
+CUTE_HOST_DEVICE constexpr int regk_physical_channel(int logical) {
+  const int l = logical % 16;
+  return logical - l + 4 * ((l % 8) / 2) + 2 * (l / 8) + l % 2;
+}
+
+// gather_q with variant 5's channel permutation: the 8 logical columns 16j + 8h .. + 7 of a row
+// are the 4 channel pairs 16j + 2h + 4q' + {0, 1}, q' = 0..3 (32-bit loads).
+template <class Traits, class TensorQ, int kRows>
+CUTE_DEVICE void gather_q_permuted(typename Traits::Params const& p, DecodeTile const& t, TensorQ& sQ, int thread,
+                                   int threads) {
+  constexpr int kChunks = Traits::kHeadDim / 8;  // 8-column chunks per row
+  static_assert(regk_physical_channel(8) == 2 && regk_physical_channel(2) == 4 && regk_physical_channel(11) == 7);
+  for (int i = thread; i < kRows * kChunks; i += threads) {
+    const int r = i / kChunks, c = (i % kChunks) * 8;
+    const int row = t.row0 + r;
+    uint4 val = make_uint4(0, 0, 0, 0);
+    if (row < t.rows) {
+      const auto* src = reinterpret_cast<const uint32_t*>(p.q + t.b * p.q_batch_stride + t.pos(row) * p.q_seq_stride +
+                                                          t.head(row) * p.q_head_stride + regk_physical_channel(c));
+      val = make_uint4(src[0], src[2], src[4], src[6]);  // channels +0, +4, +8, +12 (pairs)
+    }
+    *reinterpret_cast<uint4*>(&sQ(r, c)) = val;  // 8 consecutive elements stay contiguous under SW128
+  }
+}
+
+// The consumer thread's A fragment of Sᵀ = K·Qᵀ for one raw K tile: per k16 step j, 32-bit loads
+// of rows g and g + 8 at channels 16j + 4q of stage `stage` of the raw K ring (k_raw, laid out by
+// `layout`: (64, D, RAW) int8, swizzled), the 4 scales of those channels (one 16-byte load, the
+// same for both rows), value · scale in fp32 rounded once to Element: the transform's
+// arithmetic, so K is bit for bit what variants 1-4 convert. frag: (8, 1, D/16) Element, compact
+// (checked by the caller). The swizzled offset comes from the layout as an integer and indexes
+// the shared array (k_raw is 1 KB aligned, so swizzling the offset equals swizzling the
+// address); through CuTe's swizzle pointer the XOR would act on a generic address and the loads
+// would compile to generic ld instead of ld.shared.
+template <class Element, int kHeadDim, class LayoutKr, class Frag>
+CUTE_DEVICE void load_k_fragment(const int8_t* k_raw, LayoutKr const& layout, int stage, const float* scale, Frag& frag,
+                                 int warp, int lane) {
+  const int g = 16 * warp + lane / 4, c = 4 * (lane % 4);
+  uint32_t* a = reinterpret_cast<uint32_t*>(frag.data());
+  CUTE_UNROLL
+  for (int j = 0; j < kHeadDim / 16; ++j) {
+    const float4 sc = *reinterpret_cast<const float4*>(scale + 16 * j + c);
+    const uint32_t w0 = *reinterpret_cast<const uint32_t*>(k_raw + int(layout(g, 16 * j + c, stage)));
+    const uint32_t w1 = *reinterpret_cast<const uint32_t*>(k_raw + int(layout(g + 8, 16 * j + c, stage)));
+    float f0[4], f1[4];
+    int8x4_to_float(w0, f0);
+    int8x4_to_float(w1, f1);
+    const float s[4] = {sc.x, sc.y, sc.z, sc.w};
+    CUTE_UNROLL
+    for (int e = 0; e < 4; ++e) f0[e] *= s[e], f1[e] *= s[e];
+    a[4 * j + 0] = pack_pair<Element>(f0[0], f0[1]);  // (g,     2q, 2q+1)
+    a[4 * j + 1] = pack_pair<Element>(f1[0], f1[1]);  // (g + 8, 2q, 2q+1)
+    a[4 * j + 2] = pack_pair<Element>(f0[2], f0[3]);  // (g,     2q+8, 2q+9)
+    a[4 * j + 3] = pack_pair<Element>(f1[2], f1[3]);  // (g + 8, 2q+8, 2q+9)
+  }
+}
+
+// Variant 5: TMA of raw K tile n into stage `stage` of the K ring, and the bulk copy of its scale
+// block's hdim K scales next to it (a 64-key tile lies in one block of 64 or 128), both completing
+// on k_full[stage]. Issued by one consumer thread.
+template <class Traits>
+CUTE_DEVICE void regk_load_k(typename Traits::Params const& p, DecodeTile const& t, typename Traits::SharedStorage& ss,
+                             int n, int stage) {
+  using namespace cute;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
+  Tensor sKr = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRawK{});  // (64, D, RAW)
+  Tensor mK = p.tma_k.get_tma_tensor(make_shape(max(p.max_len, 1), kHeadDim, p.heads_kv, p.batch));
+  Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (64, D, n)
+  auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sKr), group_modes<0, 2>(gK));
+  const float* scales = p.k_scale + t.b * p.ks_batch_stride + (n * kBlockN / p.quant_block) * p.ks_block_stride +
+                        t.h_kv * p.ks_head_stride;
+  Barrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesRaw + kHeadDim * sizeof(float));
+  copy(p.tma_k.with(ss.k_full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
+  SM90_BULK_COPY_G2S::copy(scales, &ss.k_full[stage], ss.k_scale.data() + stage * kHeadDim, kHeadDim * sizeof(float));
+}
+
 // The swapped consumer of the int8 kernel (variant 4), one warpgroup, `thread` 0..127. Per
 // 64-key tile of the converted ring (the transform warpgroup and its barriers are unchanged):
 //   Sᵀ (64 keys x 16 rows) = K·Qᵀ        m64n16k16 WGMMAs, K and Q from shared memory (K-major)
@@ -544,6 +693,11 @@ CUTE_DEVICE uint32_t pack_pair(float lo, float hi) {
 // The running sums stay per thread (over its keys) and are reduced once at the end. Tensor work
 // per tile: 2 x 64 x 16 x hdim multiply-adds instead of 2 x 64 x 64 x hdim for the 64-row tile.
 // Shared memory: Q (16 rows), P and the reduction buffers live in the (64-row) Q storage.
+// Variant 5 (Traits::kRegisterK) differs in the S step only: per tile wait k_full (raw K and its
+// scales, loaded by this warpgroup's thread 0), convert K into the A registers (load_k_fragment),
+// Sᵀ = K·Qᵀ as an RS WGMMA (Q gathered with the matching channel permutation), and after the
+// column-max barrier (every thread's K reads are done) thread 0 refills the K stage; V's
+// conv_full is waited on just before Oᵀ += Vᵀ·Pᵀ.
 template <class Traits>
 CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, DecodeTile const& t,
                                              typename Traits::SharedStorage& ss, int n_blocks, int thread) {
@@ -559,28 +713,51 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   using SmemLayoutP = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, Shape<QRows, BlockN>{}));
   constexpr int kQElems = cosize_v<SmemLayoutQ>, kPElems = cosize_v<SmemLayoutP>;
   static_assert((kQElems * sizeof(Element)) % 1024 == 0, "P starts on a swizzle period");
-  static_assert((kQElems + kPElems) * sizeof(Element) + 2 * 4 * kQ * sizeof(float) <=
-                    cosize_v<typename Traits::SmemLayoutQ> * sizeof(Element),
+  static_assert((kQElems + kPElems) * sizeof(Element) + 2 * 4 * kQ * sizeof(float) <= sizeof(ss.q),
                 "Q, P and the reduction buffers fit the Q storage");
   Element* base = ss.q.data();
   Tensor sQ = make_tensor(make_smem_ptr(base), SmemLayoutQ{});             // (16, D)
   Tensor sP = make_tensor(make_smem_ptr(base + kQElems), SmemLayoutP{});   // (16, 64)
   float* red = reinterpret_cast<float*>(base + kQElems + kPElems);         // [2][4 warps][16]
-  Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (64, D, CONV)
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, 64, CONV)
   const int warp = thread / 32, lane = thread % 32;
   const auto barrier = uint32_t(DecodeNamedBarrier::kSwappedReduce);
 
-  gather_q<Traits, decltype(sQ), kQ>(p, t, sQ, thread, 128);
+  constexpr bool kRegK = Traits::kRegisterK;
+  constexpr int kRawStages = Traits::kRawStages;
+  if constexpr (kRegK) {
+    if (thread == 0)  // the raw K ring is this warpgroup's own: thread 0 loads it, all threads read it
+      for (int i = 0; i < kRawStages && i < n_blocks; ++i) regk_load_k<Traits>(p, t, ss, t.n_begin + i, i);
+    gather_q_permuted<Traits, decltype(sQ), kQ>(p, t, sQ, thread, 128);
+  } else {
+    gather_q<Traits, decltype(sQ), kQ>(p, t, sQ, thread, 128);
+  }
   cutlass::arch::fence_view_async_shared();
   cutlass::arch::NamedBarrier::sync(128, barrier);
 
-  auto mma_s = make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, HeadDim>>());
+  auto mma_s = [] {
+    if constexpr (kRegK) return make_tiled_mma(GMMA::rs_op_selector<Element, Element, float, Shape<_64, QRows, HeadDim>>());
+    else return make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, HeadDim>>());
+  }();
   auto mma_o = make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, BlockN>,
                                                    GMMA::Major::MN, GMMA::Major::K>());
   auto thr_s = mma_s.get_thread_slice(thread);
   auto thr_o = mma_o.get_thread_slice(thread);
-  Tensor tSrK = thr_s.partition_fragment_A(sK);                             // (MMA, MMA_M, MMA_K, CONV)
+  auto tSrK = [&] {
+    if constexpr (kRegK) {  // (MMA, MMA_M, MMA_K) Element registers, filled per tile by load_k_fragment
+      Tensor frag = make_tensor<Element>(partition_shape_A(mma_s, Shape<BlockN, HeadDim>{}));
+      using FragLayout = decltype(frag.layout());
+      static_assert(is_static_v<FragLayout> && size(FragLayout{}) == 8 * (kHeadDim / 16) &&
+                        size<0>(FragLayout{}) == 8 && size<1>(FragLayout{}) == 1 &&
+                        FragLayout{}(7, 0, kHeadDim / 16 - 1) == 8 * (kHeadDim / 16) - 1 && FragLayout{}(1, 0, 0) == 1 &&
+                        FragLayout{}(0, 0, 1) == 8,
+                    "A fragment: 8 values per k16 step, value-major, compact");
+      return frag;
+    } else {
+      Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});  // (64, D, CONV)
+      return thr_s.partition_fragment_A(sK);                                                 // (MMA, MMA_M, MMA_K, CONV)
+    }
+  }();
   Tensor tSrQ = thr_s.partition_fragment_B(sQ);                             // (MMA, MMA_N, MMA_K)
   Tensor tSrS = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});        // keys x rows
   Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<BlockN, QRows>{}));
@@ -608,8 +785,16 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
     const int n = t.n_begin + i;
     const int stage = i % kConvStages;
     float* red_i = red + (i & 1) * 4 * kQ;
-    Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
-    wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
+    if constexpr (kRegK) {
+      const int k_stage = i % kRawStages;
+      Barrier::wait(&ss.k_full[k_stage], (i / kRawStages) & 1);
+      load_k_fragment<Element, kHeadDim>(ss.k_raw.data(), typename Traits::SmemLayoutRawK{}, k_stage,
+                                         ss.k_scale.data() + k_stage * kHeadDim, tSrK, warp, lane);
+      wgmma_issue<true>(mma_s, tSrK, tSrQ, tSrS);
+    } else {
+      Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
+      wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
+    }
     warpgroup_wait<0>();
     if ((n + 1) * kBlockN > t.mask_from) {
       CUTE_UNROLL
@@ -633,6 +818,8 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
       if (lane < 4) red_i[warp * kQ + col[j]] = mx[j];
     }
     cutlass::arch::NamedBarrier::sync(128, barrier);
+    if constexpr (kRegK)  // every consumer thread has read this K stage (its WGMMA is complete)
+      if (thread == 0 && i + kRawStages < n_blocks) regk_load_k<Traits>(p, t, ss, n + kRawStages, i % kRawStages);
     CUTE_UNROLL
     for (int j = 0; j < kCols; ++j) {
       float m_new = m_run[j];
@@ -654,6 +841,7 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
     }
     cutlass::arch::fence_view_async_shared();  // P: generic writes -> visible to WGMMA
     cutlass::arch::NamedBarrier::sync(128, barrier);
+    if constexpr (kRegK) Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);  // V converted
     wgmma_issue<false>(mma_o, tOrV(_, _, _, stage), tOrP, tOrO);
     warpgroup_wait<0>();
     Barrier::arrive(&ss.conv_empty[stage]);
@@ -715,6 +903,8 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
 //     softmax, O += P·V, arrive conv_empty. Two consumers then merge (kConsumerMerge over both):
 //     the second writes its O and LSE fragments to the free raw ring, the first combines them by
 //     log-sum-exp weights and runs the epilogue.
+// Variants 1-4 run this kernel; variant 5 (K converted in the consumer's registers, separate raw
+// K and V rings) runs decode_int8_regk_kernel below.
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     decode_int8_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
@@ -915,6 +1105,131 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     }
   }
   store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread);
+}
+
+// Variant 5's transform warpgroup: V only (K is converted by the consumer). Thread 0 issues the
+// raw V ring's TMA; per tile: V scales of the next tile into registers (one tile ahead), wait
+// v_full and conv_empty, convert int8 · scale -> Element (0 past the length: the scale is 0
+// there), write the converted stage, fence, arrive conv_full, named barrier kTransform (every
+// thread is done with the raw stage), thread 0 refills it.
+template <class Traits>
+CUTE_DEVICE void decode_int8_transform_v(typename Traits::Params const& p, DecodeTile const& t,
+                                         typename Traits::SharedStorage& ss, int n_blocks, int thread) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  using BlockN = typename Traits::BlockN;
+  using HeadDim = typename Traits::HeadDim;
+  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
+  constexpr int kRawStages = Traits::kRawStages, kConvStages = Traits::kConvStages;
+  Tensor sVr = make_tensor(make_smem_ptr(ss.v_raw.data()), typename Traits::SmemLayoutRaw{});  // (64, D, RAW)
+  Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutKV{});       // (64, D, CONV)
+  Tensor mV = p.tma_v.get_tma_tensor(make_shape(max(p.max_len, 1), kHeadDim, p.heads_kv, p.batch));
+  Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (64, D, n)
+  auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sVr), group_modes<0, 2>(gV));
+  auto load_v = [&](int n, int stage) {
+    Barrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesRaw);
+    copy(p.tma_v.with(ss.v_full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
+  };
+  if (thread == 0)
+    for (int i = 0; i < kRawStages && i < n_blocks; ++i) load_v(t.n_begin + i, i);
+
+  constexpr int kChunks = kHeadDim / 16;         // 16-channel chunks per row
+  constexpr int kRowStep = 128 / kChunks;        // rows between a thread's chunks
+  constexpr int kPerThread = kBlockN / kRowStep;  // chunks per thread per tile
+  static_assert(kPerThread >= 1 && kBlockN % kRowStep == 0);
+  const int c0 = (thread % kChunks) * 16, r0 = thread / kChunks;
+  const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
+  auto load_scales = [&](int n, float (&vs)[kPerThread]) {
+    CUTE_UNROLL
+    for (int k = 0; k < kPerThread; ++k) {
+      const int token = n * kBlockN + r0 + k * kRowStep;
+      vs[k] = token < t.len ? v_scale[token * p.vs_seq_stride] : 0.0f;
+    }
+  };
+  float vs[kPerThread], vs_next[kPerThread];
+  if (n_blocks > 0) load_scales(t.n_begin, vs_next);
+  CUTE_NO_UNROLL
+  for (int i = 0; i < n_blocks; ++i) {
+    const int n = t.n_begin + i;
+    const int rs = i % kRawStages, cs = i % kConvStages;
+    CUTE_UNROLL
+    for (int k = 0; k < kPerThread; ++k) vs[k] = vs_next[k];
+    if (i + 1 < n_blocks) load_scales(n + 1, vs_next);
+    Barrier::wait(&ss.v_full[rs], (i / kRawStages) & 1);
+    Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
+    CUTE_UNROLL
+    for (int k = 0; k < kPerThread; ++k) {
+      const int r = r0 + k * kRowStep;
+      const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
+      const uint32_t vw[4] = {vq.x, vq.y, vq.z, vq.w};
+      uint32_t vout[8];
+      CUTE_UNROLL
+      for (int w = 0; w < 4; ++w) {
+        float vf[4];
+        int8x4_to_float(vw[w], vf);
+        CUTE_UNROLL
+        for (int j = 0; j < 4; ++j) vf[j] *= vs[k];
+        vout[2 * w] = pack_pair<Element>(vf[0], vf[1]), vout[2 * w + 1] = pack_pair<Element>(vf[2], vf[3]);
+      }
+      *reinterpret_cast<uint4*>(&sV(r, c0, cs)) = make_uint4(vout[0], vout[1], vout[2], vout[3]);
+      *reinterpret_cast<uint4*>(&sV(r, c0 + 8, cs)) = make_uint4(vout[4], vout[5], vout[6], vout[7]);
+    }
+    cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
+    Barrier::arrive(&ss.conv_full[cs]);
+    cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));  // raw stage rs read
+    if (thread == 0 && i + kRawStages < n_blocks) load_v(n + kRawStages, rs);
+  }
+}
+
+// The int8-cache kernel with K converted in the consumer's registers (variant 5,
+// DecodeInt8Traits::kRegisterK; two CTAs per SM, hdim 64 / 128, 16 packed query rows per CTA).
+// Roles, 256 threads:
+//   warpgroup 0 (transform, decode_int8_transform_v): V only. Its thread 0 loads the raw V ring.
+//   warpgroup 1 (consumer, decode_int8_swapped_consume): its thread 0 loads the raw K ring (K
+//     tiles swizzled, plus each tile's hdim K scales by a bulk copy); every thread converts its A
+//     fragment of Sᵀ = K·Qᵀ from the raw tile in registers (RS WGMMA), then mask, softmax, and
+//     Oᵀ += Vᵀ·Pᵀ on the converted V ring, as variant 4.
+// Pipelines (K and V have separate raw rings, so no stage has readers in both warpgroups):
+//   k_full[ks]      1 arrival (consumer thread 0's expect_tx: K tile + scales); consumer waits.
+//                   Refilled by consumer thread 0 after the tile's first kSwappedReduce barrier,
+//                   which every consumer thread reaches only after its WGMMA on the stage is done.
+//   v_full[vs]      1 arrival (transform thread 0's expect_tx: V tile); transform threads wait.
+//                   Refilled by transform thread 0 after named barrier kTransform.
+//   conv_full[cs]   128 arrivals (transform threads, after writes + fence.proxy.async); consumer
+//                   waits before Oᵀ += Vᵀ·Pᵀ.
+//   conv_empty[cs]  128 arrivals (consumer threads after that WGMMA); transform waits (first round
+//                   passes: parity 1).
+// No cycle: each raw ring has one owner (issuer and only reader), so neither role waits for a
+// raw stage the other reads. The transform waits on the consumer only through conv_empty (tile
+// i - 2's Oᵀ update, which needed nothing from the transform past conv_full of tile i - 2), the
+// consumer on the transform only through conv_full; k_full and v_full wait on own refills only.
+// Per tile, consumer: k_full, convert K, S WGMMA, mask, column max, barrier, (thread 0: refill
+// K), softmax, P, barrier, conv_full, Oᵀ WGMMA, conv_empty. Transform: v_full, conv_empty,
+// convert V, conv_full, barrier kTransform, (thread 0: refill V).
+// Registers: the consumer holds the A fragment (hdim / 4 32-bit registers) only between its
+// conversion and the end of the S WGMMA; the scales come from shared memory per k16 step.
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
+    decode_int8_regk_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  static_assert(Traits::kRegisterK && Traits::kThreads == 256);
+  extern __shared__ char smem_raw[];
+  auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
+
+  const DecodeTile t = DecodeTile::make<typename Traits::Params, Traits::kTileRows, Traits::kBlockN>(p);
+  if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  const int n_blocks = t.n_end - t.n_begin;
+  const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Traits::kRawStages; ++s) Barrier::init(&ss.k_full[s], 1), Barrier::init(&ss.v_full[s], 1);
+    for (int s = 0; s < Traits::kConvStages; ++s)
+      Barrier::init(&ss.conv_full[s], 128), Barrier::init(&ss.conv_empty[s], 128);
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+  if (warpgroup == 0) decode_int8_transform_v<Traits>(p, t, ss, n_blocks, thread);
+  else decode_int8_swapped_consume<Traits>(p, t, ss, n_blocks, thread);
 }
 
 // Split-KV merge: one warp per output row (b, q-head, position), kHeadDim / 32 channels per lane.
