@@ -3,7 +3,7 @@
 // Each thread holds two rows of S per 64-row warpgroup tile; the four threads of a quad share a
 // row, so row reductions are a thread-local pass plus two shuffles. The running max is kept on
 // raw scores; exponentials are exp2(s · scale·log2(e) − max · scale·log2(e)), one FFMA and one
-// MUFU.EX2 per element. The row sum stays thread-partial until finalize().
+// MUFU.EX2 per element (exp2_ftz). The row sum stays thread-partial until finalize().
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -11,6 +11,17 @@
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
 
 namespace hopattn::attention {
+
+// 2^x on MUFU.EX2 with denormal results flushed to zero (ex2.approx.ftz.f32). exp2f keeps
+// denormal results, which costs a range test and two predicated multiplies around every MUFU.EX2
+// (FSETP.GEU + 2 FMUL: ncu, 2026-11-30 r38, hdim 128 non-causal 16k: 3 of the kernel's ~10
+// instructions per score, where cuDNN's kernel has none). A softmax weight below 2^-126 is 0
+// for every purpose here; exp2(-inf) is still +0 and NaN stays NaN.
+CUTE_DEVICE float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 
 template <int kRows>
 struct OnlineSoftmax {
@@ -52,14 +63,14 @@ struct OnlineSoftmax {
       alpha[r] = 1.0f;
       if constexpr (!kFirst) {
         const float old = row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale_log2;
-        alpha[r] = exp2f(old - offset);
+        alpha[r] = exp2_ftz(old - offset);
         row_sum[r] *= alpha[r];
       }
       row_max[r] = m;
       float sum = 0.0f;
       CUTE_UNROLL
       for (int j = 0; j < cute::size<1>(s); ++j) {
-        s(r, j) = exp2f(s(r, j) * scale_log2 - offset);
+        s(r, j) = exp2_ftz(s(r, j) * scale_log2 - offset);
         sum += s(r, j);
       }
       row_sum[r] += sum;

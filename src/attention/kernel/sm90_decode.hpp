@@ -832,7 +832,7 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
       CUTE_UNROLL
       for (int w = 0; w < 4; ++w) m_new = fmaxf(m_new, red_i[w * kQ + col[j]]);
       const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // a column with no key yet
-      const float corr = exp2f((m_run[j] - m_use) * scale_log2);  // 0 while m_run is -inf
+      const float corr = exp2_ftz((m_run[j] - m_use) * scale_log2);  // 0 while m_run is -inf
       m_run[j] = m_new;
       l_run[j] *= corr;
       CUTE_UNROLL
@@ -840,7 +840,7 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
       const float bias = -m_use * scale_log2;
       CUTE_UNROLL
       for (int r = 0; r < size<0>(s); ++r) {
-        const float pr = exp2f(fmaf(s(r, j), scale_log2, bias));
+        const float pr = exp2_ftz(fmaf(s(r, j), scale_log2, bias));
         l_run[j] += pr;
         sP(col[j], get<0>(cs_(r, j))) = Element(pr);
       }
