@@ -127,38 +127,41 @@ fi
 if [ -n "$gemm_bench_args" ]; then
   step gemm_bench gemm_bench.log "$build/bin/hopattn" bench --op gemm --csv "$out/gemm.csv" $gemm_bench_args
 fi
-# ncu source counters (SourceCounters, one launch after two warm-ups) of one GEMM and of the
-# cuBLAS kernel timed beside it, summarised per opcode and per top-stall instruction.
+# ncu_report NAME FILTER SKIP TOP COMMAND...: ncu source counters (SourceCounters, WarpStateStats,
+# SpeedOfLight) of one launch of the kernels matching FILTER after SKIP of them, its headline
+# figures and scripts/ncu_source_top.py's summary (per opcode; the TOP instructions by stalls).
+ncu_report() {
+  local name=$1 filter=$2 skip=$3 top=$4
+  shift 4
+  ncu --clock-control none --kernel-name-base function --section SourceCounters --section WarpStateStats \
+    --section SpeedOfLight --import-source no -k regex:"$filter" -s "$skip" -c 1 -o "/tmp/ncu-$name" -f \
+    "$@" >"/tmp/ncu-$name.log" 2>&1 || { tail -5 "/tmp/ncu-$name.log"; return 1; }
+  ncu -i "/tmp/ncu-$name.ncu-rep" --page details | grep -E "^  [^ ]|Duration|Elapsed Cycles|SM Frequency|SM Busy|Issue Slots"
+  ncu -i "/tmp/ncu-$name.ncu-rep" --page source --print-source sass --csv >"/tmp/ncu-$name-src.csv" || return 1
+  python3 "$root/scripts/ncu_source_top.py" "/tmp/ncu-$name-src.csv" "$top" | grep -v '^columns:'
+}
+# One GEMM launch and the cuBLAS kernel timed beside it.
 ncu_gemm_profile() {
   command -v ncu >/dev/null || { echo "ncu not found"; return 1; }
   set -- $ncu_gemm
   local m=$1 n=$2 k=$3 variant=${4:-auto} who filter
   for who in hopattn cublas; do
     if [ $who = hopattn ]; then filter=sm90_gemm_kernel; else filter='^(nvjet|sm90_xmma|cutlass)'; fi
-    ncu --clock-control none --kernel-name-base function --section SourceCounters --section WarpStateStats \
-      --section SpeedOfLight --import-source no -k regex:"$filter" -s 2 -c 1 -o "/tmp/ncu-$who" -f \
-      "$build/bin/hopattn" gemm --m "$m" --n "$n" --k "$k" --variant "$variant" >"/tmp/ncu-$who.log" 2>&1 || return 1
     echo "== $who ($m x $n x $k, variant $variant)"
-    ncu -i "/tmp/ncu-$who.ncu-rep" --page details | grep -E "^  [^ ]|Duration|Elapsed Cycles|SM Frequency|SM Busy|Issue Slots"
-    ncu -i "/tmp/ncu-$who.ncu-rep" --page source --print-source sass --csv >"/tmp/ncu-$who-src.csv" || return 1
-    python3 "$root/scripts/ncu_source_top.py" "/tmp/ncu-$who-src.csv" 40 | grep -v '^columns:'
+    ncu_report "$who" "$filter" 2 40 "$build/bin/hopattn" gemm --m "$m" --n "$n" --k "$k" --variant "$variant" || return 1
   done
 }
 if [ -n "$ncu_gemm" ]; then step ncu_gemm ncu-gemm.txt ncu_gemm_profile; fi
+# One forward attention launch (the bench's FA3-grid shape, bf16) and cuDNN's kernel beside it.
 ncu_attn_profile() {
   command -v ncu >/dev/null || { echo "ncu not found"; return 1; }
   set -- $ncu_attn
   local hdim=$1 causal=$2 seqlen=$3 schedule=$4 who filter
   for who in hopattn cudnn; do
     if [ $who = hopattn ]; then filter='(ws|fa2)_forward_kernel'; else filter='^(cudnn|sm90|nvjet|fmha|flash)'; fi
-    ncu --clock-control none --kernel-name-base function --section SourceCounters --section WarpStateStats \
-      --section SpeedOfLight --import-source no -k regex:"$filter" -s 3 -c 1 -o "/tmp/ncu-attn-$who" -f \
-      "$build/bin/hopattn" bench --hdim "$hdim" --causal "$causal" --seqlen "$seqlen" --schedules "$schedule" \
-      --no-ceilings >"/tmp/ncu-attn-$who.log" 2>&1 || { tail -5 "/tmp/ncu-attn-$who.log"; return 1; }
     echo "== $who (hdim $hdim, causal $causal, seqlen $seqlen, schedule $schedule)"
-    ncu -i "/tmp/ncu-attn-$who.ncu-rep" --page details | grep -E "^  [^ ]|Duration|Elapsed Cycles|SM Frequency|SM Busy|Issue Slots"
-    ncu -i "/tmp/ncu-attn-$who.ncu-rep" --page source --print-source sass --csv >"/tmp/ncu-attn-$who-src.csv" || return 1
-    python3 "$root/scripts/ncu_source_top.py" "/tmp/ncu-attn-$who-src.csv" 50 | grep -v '^columns:'
+    ncu_report "attn-$who" "$filter" 3 50 "$build/bin/hopattn" bench --hdim "$hdim" --causal "$causal" \
+      --seqlen "$seqlen" --schedules "$schedule" --no-ceilings || return 1
   done
 }
 if [ -n "$ncu_attn" ]; then step ncu_attn ncu-attn.txt ncu_attn_profile; fi
