@@ -87,7 +87,7 @@ Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
   } else {
     constexpr bool kPersistent = s.kernel == FwdKernel::kPersistentPingPong;
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized;
-    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent>, 128 * (Traits::kWarpgroups + 1),
+    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent>, kWsThreads<Traits>,
                               int(sizeof(WsStorageOf<Traits, kPersistent>)), kPersistent, fp, stream);
   }
 }

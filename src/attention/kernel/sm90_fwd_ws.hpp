@@ -296,7 +296,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   using BlockM = typename Traits::BlockM;
   using BlockN = typename Traits::BlockN;
   using HeadDim = typename Traits::HeadDim;
-  constexpr int kConsumerThreads = 128 * Traits::kWarpgroups;
+  constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   const int thread_idx = int(threadIdx.x) - 128;  // among the consumers
   const Turns<kPingPong, Traits::kWarpgroups> turns{int(threadIdx.x) / 128};
   const Mask mask{p.seqlen_q, p.seqlen_k};
@@ -360,12 +360,16 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
 
 }  // namespace ws
 
+// Threads of a ws CTA: the consumer warpgroups (Traits::kThreads) and the producer warpgroup.
+template <class Traits>
+constexpr int kWsThreads = Traits::kThreads + 128;
+
 template <class Traits, class Mask, bool kPingPong, bool kPersistent>
-__global__ void __launch_bounds__(128 * (Traits::kWarpgroups + 1), 1)
+__global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
   static_assert(Traits::kWarpgroups == 2 || !kPersistent, "the persistent schedule has two consumer warpgroups");
-  constexpr int kConsumerThreads = 128 * Traits::kWarpgroups;
+  constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   extern __shared__ char smem_raw[];
   using Storage = WsStorageOf<Traits, kPersistent>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
