@@ -277,7 +277,7 @@ struct DecodeTile {
   int m_block, split, group_idx, b, h_kv;
   int group, rows, seqlen_q, heads_q;
   int len, diag, row0;
-  int n_begin, n_end, mask_from;
+  int n_total, n_begin, n_end, mask_from;  // n_total: the row group's KV tiles
   bool bad, causal;
 
   template <class Params, int kBlockM, int kBlockN>
@@ -310,9 +310,9 @@ struct DecodeTile {
     t.diag = t.len - p.seqlen_q;  // position of query s is diag + s
     const int row_last = min(p.rows, t.row0 + kBlockM) - 1;
     const int keys = t.bad ? 0 : (p.causal ? min(t.len, t.diag + t.pos(row_last) + 1) : t.len);
-    const int n_total = (keys + kBlockN - 1) / kBlockN;
-    t.n_begin = int(int64_t(t.split) * n_total / p.num_splits);
-    t.n_end = int(int64_t(t.split + 1) * n_total / p.num_splits);
+    t.n_total = (keys + kBlockN - 1) / kBlockN;
+    t.n_begin = int(int64_t(t.split) * t.n_total / p.num_splits);
+    t.n_end = int(int64_t(t.split + 1) * t.n_total / p.num_splits);
     // Tiles ending past this key need the element-wise mask (the tile's row with the fewest keys).
     t.mask_from = p.causal ? min(t.len, t.diag + t.pos(t.row0) + 1) : t.len;
   }
@@ -387,11 +387,13 @@ CUTE_DEVICE void mask_decode_scores(DecodeTile const& t, int n, TensorS& tSrS, T
   }
 }
 
-// Epilogue: one split writes O (output type) and LSE to their strided places, several write fp32
-// partials to the workspace. A bad length writes NaN. `thread` indexes the consumer warpgroup.
+// Epilogue: O (output type) and LSE to their strided places, or with `partial` (several splits,
+// or a chunk of the balanced kernel) fp32 partials into the workspace slot t.split. A bad length
+// writes NaN. `thread` indexes the consumer warpgroup.
 template <class Traits, class TensorO, class TensorOC, class TensorSC, int kRows>
 CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTile const& t, TensorO& tOrO,
-                                     TensorOC const& tOcO, TensorSC const& tScS, float (&lse)[kRows], int thread) {
+                                     TensorOC const& tOcO, TensorSC const& tScS, float (&lse)[kRows], int thread,
+                                     bool partial) {
   using namespace cute;
   using Element = typename Traits::Element;
   constexpr int kHeadDim = Traits::kHeadDim;
@@ -408,7 +410,7 @@ CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTil
       const int row = t.row0 + get<0>(c(r, 0));
       if (row >= t.rows) continue;
       const int s = t.pos(row), h = t.head(row);
-      if (p.num_splits > 1)
+      if (partial)
         p.lse_part[((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s] = lse[r];
       else if (p.lse != nullptr)
         p.lse[t.b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = lse[r];
@@ -425,7 +427,7 @@ CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTil
     const int row = t.row0 + get<0>(co(r, 0));
     if (row >= t.rows) continue;
     const int s = t.pos(row), h = t.head(row);
-    if (p.num_splits > 1) {
+    if (partial) {
       float* dst = p.o_part + (((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s) * kHeadDim;
       CUTE_UNROLL
       for (int j = 0; j < size<1>(o); j += 2)
@@ -562,7 +564,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   HOPATTN_STAMP(p.stamps, cta, 5);  // last tile done
   float lse[kRows];
   softmax.finalize(tOrO, lse);
-  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x);
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x, p.num_splits > 1);
 #ifdef HOPATTN_DECODE_STAMPS
   __syncthreads();
   HOPATTN_STAMP(p.stamps, cta, 6);  // every thread's stores issued
@@ -1110,7 +1112,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       }
     }
   }
-  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread);
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread, p.num_splits > 1);
 }
 
 // Variant 5's transform warpgroup: V only (K is converted by the consumer). Thread 0 issues the
