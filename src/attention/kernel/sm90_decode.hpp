@@ -446,6 +446,37 @@ CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTil
   }
 }
 
+// One KV tile of the 16-bit decode loop, once its K has landed (k_full[stage] waited): S = Q·Kᵀ,
+// mask, online softmax (restarted when `first`), P, wait for V, zero V's rows past the cache's
+// end in the tile holding it, O += P·V. Shared by decode_kernel and decode_balanced_kernel; the
+// caller synchronises and refills the stage.
+template <class Traits, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS, class TO, class TC,
+          class TP, class TPA, class SV, class Softmax>
+CUTE_DEVICE void decode_tile_compute(DecodeTile const& t, typename Traits::SharedStorage& ss, int n, int stage,
+                                     uint32_t phase, bool first, MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ,
+                                     TK const& tSrK, TV const& tOrV, TS& tSrS, TO& tOrO, TC const& tScS, TP& tOrP,
+                                     TPA& tOrP_a, SV& sV, Softmax& softmax) {
+  using namespace cute;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  constexpr int kBlockN = Traits::kBlockN, kChunks = Traits::kHeadDim / 8;
+  wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
+  warpgroup_wait<0>();
+  mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
+  if (first) softmax.template update<true>(tSrS, tOrO);
+  else softmax.template update<false>(tSrS, tOrO);
+  convert_fragment<typename Traits::Element>(tSrS, tOrP);
+  Barrier::wait(&ss.v_full[stage], phase);
+  if ((n + 1) * kBlockN > t.len) {  // the tile holding the end of the cache: zero V's rows past it
+    const int first_row = t.len - n * kBlockN;
+    for (int e = threadIdx.x; e < (kBlockN - first_row) * kChunks; e += Traits::kThreads)
+      *reinterpret_cast<uint4*>(&sV(first_row + e / kChunks, (e % kChunks) * 8, stage)) = make_uint4(0, 0, 0, 0);
+    cutlass::arch::fence_view_async_shared();
+    __syncthreads();
+  }
+  wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
+  warpgroup_wait<0>();
+}
+
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   using namespace cute;
@@ -455,7 +486,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   using HeadDim = typename Traits::HeadDim;
   constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kStages = Traits::kStages;
   constexpr int kHeadDim = Traits::kHeadDim;
-  constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
 
   extern __shared__ char smem_raw[];
@@ -541,22 +571,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
     const uint32_t phase = (i / kStages) & 1;
     Barrier::wait(&ss.k_full[stage], phase);
     if (i == 0) HOPATTN_STAMP(p.stamps, cta, 4);  // the first K tile has landed
-    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
-    warpgroup_wait<0>();
-    mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
-    if (i == 0) softmax.template update<true>(tSrS, tOrO);
-    else softmax.template update<false>(tSrS, tOrO);
-    convert_fragment<Element>(tSrS, tOrP);
-    Barrier::wait(&ss.v_full[stage], phase);
-    if ((n + 1) * kBlockN > t.len) {  // the tile holding the end of the cache: zero V's rows past it
-      const int first = t.len - n * kBlockN;
-      for (int e = threadIdx.x; e < (kBlockN - first) * kChunks; e += Traits::kThreads)
-        *reinterpret_cast<uint4*>(&sV(first + e / kChunks, (e % kChunks) * 8, stage)) = make_uint4(0, 0, 0, 0);
-      cutlass::arch::fence_view_async_shared();
-      __syncthreads();
-    }
-    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
-    warpgroup_wait<0>();
+    decode_tile_compute<Traits>(t, ss, n, stage, phase, i == 0, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS,
+                                tOrP, tOrP_a, sV, softmax);
     __syncthreads();  // no thread reads this stage any more
     if (is_tma_thread && i + kStages < n_blocks) load_kv(n + kStages, stage);
   }

@@ -62,7 +62,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   using Element = typename Traits::Element;
   constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kStages = Traits::kStages;
   constexpr int kHeadDim = Traits::kHeadDim;
-  constexpr int kChunks16 = kHeadDim / 8;  // 16-byte chunks per row
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
 
   extern __shared__ char smem_raw[];
@@ -181,22 +180,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       softmax = OnlineSoftmax<kRows>(p.softmax_scale);
       clear(tOrO);
     }
-    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
-    warpgroup_wait<0>();
-    mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
-    if (j == 0) softmax.template update<true>(tSrS, tOrO);
-    else softmax.template update<false>(tSrS, tOrO);
-    convert_fragment<Element>(tSrS, tOrP);
-    Barrier::wait(&ss.v_full[stage], phase);
-    if ((n + 1) * kBlockN > t.len) {  // the tile holding the end of the cache: zero V past it
-      const int first = t.len - n * kBlockN;
-      for (int e = threadIdx.x; e < (kBlockN - first) * kChunks16; e += Traits::kThreads)
-        *reinterpret_cast<uint4*>(&sV(first + e / kChunks16, (e % kChunks16) * 8, stage)) = make_uint4(0, 0, 0, 0);
-      cutlass::arch::fence_view_async_shared();
-      __syncthreads();
-    }
-    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
-    warpgroup_wait<0>();
+    decode_tile_compute<Traits>(t, ss, n, stage, phase, j == 0, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS,
+                                tOrP, tOrP_a, sV, softmax);
     __syncthreads();  // no thread reads this stage (data or metadata) any more
     if (is_tma_thread && !ended) {
       load_next(stage);
