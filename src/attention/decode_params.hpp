@@ -3,6 +3,7 @@
 // public arguments after check_kvcache_attention() accepted them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "hopattn/hopattn.h"
@@ -11,7 +12,8 @@ namespace hopattn::attention {
 
 // The decode kernel variants as the host plans them (sm90_decode.hpp holds the tiles):
 //   16-bit cache: 1 = 128-key tiles (64 at hdim 256), 3 stages, one CTA per SM;
-//                 2 = 64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM (hdim <= 128).
+//                 2 = 64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM (hdim <= 128);
+//                 6 = variant 1's tiles with balanced split-KV (chunks claimed by the CTAs).
 //   int8 cache:   1 = two consumer warpgroups (hdim <= 128; one at 256); 2 = one consumer;
 //                 3 = one consumer, 112 KB, two CTAs per SM (hdim <= 128); 4 = as 3 with the
 //                 swapped-operand consumer (16 packed rows per CTA); 5 = as 4 with K converted
@@ -21,6 +23,39 @@ namespace hopattn::attention {
 constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
   return hdim <= 128 && ((!int8 && variant == 2) || (int8 && variant >= 3 && variant <= 5)) ? 2 : 1;
 }
+
+#if defined(__CUDACC__)
+#define HOPATTN_HOST_DEVICE __host__ __device__ inline
+#else
+#define HOPATTN_HOST_DEVICE inline
+#endif
+
+// Variant 6's workspace (kernel/sm90_decode_balanced.hpp), shared by the host's plan and the kernels.
+constexpr int kChunkTiles = 4;  // tiles per chunk: 512 keys at hdim <= 128
+constexpr uint64_t kBalancedMagic = 0x686f7061626c6e63ull;
+
+struct BalancedHeader {
+  uint64_t magic;
+  uint32_t zeroed;  // counters[0, zeroed) are 0
+  uint32_t pad[13];
+};
+static_assert(sizeof(BalancedHeader) == 64);
+
+// Offsets in bytes from the workspace base, for `groups` counters.
+struct BalancedLayout {
+  size_t counters, o_part, lse_part, bytes;
+};
+HOPATTN_HOST_DEVICE BalancedLayout balanced_workspace_layout(int64_t groups, int64_t chunks, int64_t rows_total, int hdim) {
+  BalancedLayout l;
+  l.counters = sizeof(BalancedHeader);
+  l.o_part = ((l.counters + size_t(groups) * 4 + 255) / 256) * 256;
+  l.lse_part = l.o_part + size_t(chunks) * size_t(rows_total) * size_t(hdim) * 4;
+  l.bytes = l.lse_part + size_t(chunks) * size_t(rows_total) * 4;
+  return l;
+}
+
+// Chunks of a row group with n_tiles KV tiles.
+HOPATTN_HOST_DEVICE int balanced_chunks(int n_tiles) { return (n_tiles + kChunkTiles - 1) / kChunkTiles; }
 
 struct DecodeParams {
   hopattn_dtype_t dtype;  // of q and o: BF16 or FP16
@@ -54,6 +89,9 @@ struct DecodeParams {
   int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
   int quant_block;
   int variant;     // 1 .. kDecodeVariantMax (0 resolved to the default): see KvCacheArgs::variant
+  // Variant 6 (balanced split-KV): num_splits is the CTAs per row group and `chunks` the chunk
+  // slots in the workspace (kernel/sm90_decode_balanced.hpp lays it out).
+  int chunks;
 
   int32_t* error;       // device record of the first bad cache_seqlens entry (decode_error.cu)
 };

@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "attention/decode_params.hpp"
 #include "attention/device/compiled_set.hpp"
 #include "attention_reference.hpp"
 #include "common/cuda_check.hpp"
@@ -253,7 +254,7 @@ class KvRun {
 
   // NaN into all of O (padding included), LSE and the workspace; or, with sentinel, a finite
   // filler into O and LSE (to see that NaN rows are written, not left over).
-  void poison(cudaStream_t stream, bool sentinel = false) {
+  void poison(cudaStream_t stream, bool sentinel = false, bool keep_workspace = false) {
     const size_t es = dtype_size(c_.dtype);
     if (sentinel) {
       HOPATTN_CUDA_CHECK(cudaMemsetAsync(o_.get(), kSentinelByte, size_t(qo_alloc_) * es, stream));
@@ -262,7 +263,13 @@ class KvRun {
       fill_nan(o_.get(), es, qo_alloc_, stream);
       if (lse_.get()) fill_nan(lse_.get(), sizeof(float), int64_t(lse_.bytes() / 4), stream);
     }
-    if (workspace_bytes) fill_nan(ws_.get(), sizeof(float), int64_t(workspace_bytes / 4), stream);
+    if (workspace_bytes && !keep_workspace) fill_nan(ws_.get(), sizeof(float), int64_t(workspace_bytes / 4), stream);
+  }
+  // The first bytes of the workspace (variant 6 keeps its header there).
+  uint64_t workspace_word() const {
+    uint64_t w = 0;
+    if (workspace_bytes >= sizeof(w)) HOPATTN_CUDA_CHECK(cudaMemcpy(&w, ws_.get(), sizeof(w), cudaMemcpyDeviceToHost));
+    return w;
   }
 
   hopattn_status_t launch(cudaStream_t stream) { return hopattn_kvcache_attention(&args, stream); }
@@ -1077,9 +1084,10 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5})
+  for (int variant : {1, 2, 3, 4, 5, 6})
     for (int causal = 0; causal < 4; ++causal) {
-      if (variant >= 3 && (!int8 || cfg.hdim > 128)) continue;  // int8 at hdim <= 128 only
+      if (variant >= 3 && variant <= 5 && (!int8 || cfg.hdim > 128)) continue;  // int8 at hdim <= 128 only
+      if (variant == 6 && int8) continue;                                       // 16-bit only
       KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
       c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;
       c.pack_gqa = causal == 3 ? 0 : -1;
@@ -1089,6 +1097,41 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
       std::printf("variant %d: ", variant);
       print_result(c, r);
       EXPECT_TRUE(r.pass) << c.to_string() << " variant " << variant << ": " << r.message;
+    }
+}
+
+// Variant 6 (balanced split-KV): the first call on a poisoned workspace assigns chunks statically;
+// its combine arms the workspace (header magic, counters zeroed), so the calls after it claim
+// chunks dynamically. Both modes against the reference, bit for bit equal to each other (each
+// chunk has its own partial, merged in chunk order), ragged lengths with a 0 and a length
+// inside the last chunk, more CTAs than some row groups have chunks, causal and not.
+TEST_P(KvCacheGpu, BalancedVariantIsDeterministicAcrossClaimModes) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  for (int causal = 0; causal < 2; ++causal)
+    for (int sq : {1, 3}) {
+      KvCase c = make(cfg, sq, 8, 2, 9000, {9000, 0, 4097, 700}, causal != 0, 15000 + causal * 2 + sq);
+      c.variant = 6, c.num_splits = 7;
+      KvRun run(c);
+      const References ref = references_of(run);
+      std::vector<uint8_t> o0, l0;
+      for (int call = 0; call < 3; ++call) {
+        run.poison(nullptr, false, /*keep_workspace=*/call > 0);
+        const hopattn_status_t s = run.launch(nullptr);
+        HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+        ASSERT_EQ(s.code, HOPATTN_OK) << c.to_string() << ": " << status_string(s);
+        const CaseResult r = check_outputs(run, ref);
+        std::printf("balanced call %d (%s): ", call, call == 0 ? "static claims" : "dynamic claims");
+        print_result(c, r);
+        EXPECT_TRUE(r.pass) << c.to_string() << " call " << call << ": " << r.message;
+        EXPECT_EQ(run.workspace_word(), attention::kBalancedMagic) << "the combine did not arm the workspace";
+        if (call == 0) {
+          o0 = run.o_bytes(), l0 = run.lse_bytes();
+        } else {
+          EXPECT_TRUE(run.o_bytes() == o0) << c.to_string() << ": O differs between call 0 and call " << call;
+          EXPECT_TRUE(run.lse_bytes() == l0) << c.to_string() << ": LSE differs between call 0 and call " << call;
+        }
+      }
     }
 }
 

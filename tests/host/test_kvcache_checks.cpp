@@ -150,8 +150,8 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.num_splits = -2;
   expect_error(check(a), "num_splits: -2 is negative");
   a = valid_args();
-  a.variant = 6;
-  expect_error(check(a), "variant: 6 is not 0 (default), 1, 2, 3, 4 or 5");
+  a.variant = 7;
+  expect_error(check(a), "variant: 7 is not 0 (default), 1, 2, 3, 4, 5 or 6");
   a.variant = 3;
   expect_error(check(a), "variant: 3 applies to an int8 cache only");
   a.variant = 4;
@@ -159,6 +159,8 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.variant = 5;
   expect_error(check(a), "variant: 5 applies to an int8 cache only");
   a = int8_args();
+  a.variant = 6;
+  expect_error(check(a), "variant: 6 (balanced split-KV) applies to a 16-bit cache only");
   for (int v : {3, 4, 5}) {
     a.variant = v;
     EXPECT_TRUE(check(a).ok()) << "variant " << v << ": " << check(a).to_string();
@@ -240,6 +242,38 @@ TEST(KvCachePlan, Int8Variant5IsForcedOnlyAndPlansLikeVariant4) {
     a.variant = 0;
     EXPECT_NE(plan_kvcache_attention(a, kSms).variant, 5) << "q_len " << q_len;
   }
+}
+
+// Variant 6 (16-bit, balanced split-KV) is forceable but never the default; it keeps variant 1's
+// CTAs per row group (at most one per chunk) and sizes its workspace for the chunk partials of
+// the longest possible row group plus the header and one counter per row group.
+TEST(KvCachePlan, BalancedVariant6IsForcedOnlyAndSizesItsWorkspace) {
+  KvCacheArgs a = valid_args();
+  EXPECT_NE(plan_kvcache_attention(a, kSms).variant, 6);
+  a.variant = 1;
+  const KvCachePlan p1 = plan_kvcache_attention(a, kSms);
+  a.variant = 6;
+  const KvCachePlan p6 = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  EXPECT_EQ(p6.variant, 6);
+  EXPECT_EQ(p6.pack_gqa, p1.pack_gqa);
+  const int64_t max_len = a.k_cache.shape[1], hdim = a.q.shape[3];
+  const int64_t block_n = hdim == 256 ? 64 : 128;
+  const int64_t chunks = attention::balanced_chunks(int((max_len + block_n - 1) / block_n));
+  EXPECT_EQ(p6.num_splits, std::max<int64_t>(std::min<int64_t>(p1.num_splits, chunks), 1));
+  const int64_t rows_total = a.q.shape[0] * a.q.shape[1] * a.q.shape[2];
+  const int64_t rows = p6.pack_gqa ? a.q.shape[1] * (a.q.shape[2] / a.k_cache.shape[2]) : a.q.shape[1];
+  const int64_t groups = a.q.shape[0] * (p6.pack_gqa ? a.k_cache.shape[2] : a.q.shape[2]) * ((rows + 63) / 64);
+  const attention::BalancedLayout l = attention::balanced_workspace_layout(groups, chunks, rows_total, int(hdim));
+  EXPECT_EQ(p6.workspace_bytes, l.bytes);
+  EXPECT_GE(l.o_part, l.counters + size_t(groups) * 4);
+  EXPECT_EQ(l.o_part % 256, 0u);
+  a.workspace_bytes = p6.workspace_bytes - 1;
+  expect_error(check(a), "workspace: ");
+  // A workspace that is not 16-byte aligned is refused (the header holds a 64-bit word).
+  a.workspace_bytes = p6.workspace_bytes + 64;
+  a.workspace = static_cast<char*>(a.workspace) + 4;
+  expect_error(check(a), "workspace: variant 6 needs a 16-byte aligned workspace");
 }
 
 }  // namespace

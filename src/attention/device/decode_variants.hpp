@@ -7,7 +7,7 @@
 
 namespace hopattn::attention {
 
-constexpr int kDecodeVariantMax = 5;
+constexpr int kDecodeVariantMax = 6;
 
 // "1, 2, 3, 4 or 5": the variants that can be forced, for argument errors.
 inline std::string decode_variant_list() {

@@ -121,6 +121,16 @@ Tensor tensor_v_scale(float* data, long long batch, long long seqlen, long long 
   return tensor_lse(data, batch, seqlen, heads_kv);  // the same contiguous rank-3 fp32 layout
 }
 
+namespace {
+// Variant 6: chunk slots for the longest possible row group (max_len keys).
+int64_t balanced_chunk_slots(const KvCacheArgs& a) {
+  const int hdim = int(a.q.shape[3]);
+  const int64_t block_n = hdim == 256 ? 64 : 128;  // variant 1's tiles (kernel/sm90_decode.hpp)
+  const int64_t n_tiles = (std::max<int64_t>(a.k_cache.shape[1], 1) + block_n - 1) / block_n;
+  return std::max<int64_t>(attention::balanced_chunks(int(n_tiles)), 1);
+}
+}  // namespace
+
 KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   KvCachePlan plan;
   const int64_t batch = a.q.shape[0], seqlen_q = a.q.shape[1], heads_q = a.q.shape[2];
@@ -173,6 +183,14 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
         }
     }
   }
+  if (plan.variant == 6) {  // balanced split-KV: num_splits CTAs per row group, chunk partials
+    const int64_t chunks = balanced_chunk_slots(a);
+    plan.num_splits = int(std::max<int64_t>(std::min<int64_t>(plan.num_splits, chunks), 1));
+    const int64_t groups = tiles;
+    plan.workspace_bytes =
+        attention::balanced_workspace_layout(groups, chunks, batch * heads_q * seqlen_q, hdim).bytes;
+    return plan;
+  }
   if (plan.num_splits > 1)  // per split: O (fp32, hdim per row) and LSE (fp32 per row)
     plan.workspace_bytes = size_t(plan.num_splits) * size_t(batch * heads_q * seqlen_q) *
                            (size_t(a.q.shape[3]) + 1) * sizeof(float);
@@ -200,7 +218,12 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
   if (a.num_splits < 0) return Status::invalid(cat("num_splits: ", a.num_splits, " is negative (0 = heuristic)"));
   if (a.variant < 0 || a.variant > attention::kDecodeVariantMax)
     return Status::invalid(cat("variant: ", a.variant, " is not 0 (default), ", attention::decode_variant_list()));
-  if (a.variant >= 3 && !is_int8(a)) return Status::invalid(cat("variant: ", a.variant, " applies to an int8 cache only"));
+  if (a.variant >= 3 && a.variant <= 5 && !is_int8(a))
+    return Status::invalid(cat("variant: ", a.variant, " applies to an int8 cache only"));
+  if (a.variant == 6 && is_int8(a))
+    return Status::invalid(cat("variant: 6 (balanced split-KV) applies to a 16-bit cache only"));
+  if (a.variant == 6 && a.workspace != nullptr && reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0)
+    return Status::invalid("workspace: variant 6 needs a 16-byte aligned workspace");
   if (a.pack_gqa < -1 || a.pack_gqa > 1)
     return Status::invalid(cat("pack_gqa: ", a.pack_gqa, " is not -1 (heuristic), 0 or 1"));
   const KvCachePlan plan = plan_kvcache_attention(a, sm_count);
@@ -243,6 +266,7 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.num_splits = plan.num_splits;
   p.workspace = static_cast<float*>(a.workspace);
   p.variant = plan.variant;
+  p.chunks = plan.variant == 6 ? int(balanced_chunk_slots(a)) : 0;
   if (is_int8(a)) {
     p.k_scale = static_cast<const float*>(a.k_scale.data);
     p.ks_batch_stride = a.k_scale.stride[0], p.ks_block_stride = a.k_scale.stride[1];

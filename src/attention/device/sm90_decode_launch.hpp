@@ -11,6 +11,7 @@
 
 #include "attention/decode_params.hpp"
 #include "attention/kernel/sm90_decode.hpp"
+#include "attention/kernel/sm90_decode_balanced.hpp"
 #include "common/cuda_check.hpp"
 
 namespace hopattn::attention {
@@ -137,8 +138,66 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
   }
 }
 
+// Variant 6: the balanced split kernel and its combine (kernel/sm90_decode_balanced.hpp):
+// dp.num_splits CTAs per row group, dp.chunks chunk slots, the workspace laid out by
+// balanced_workspace_layout.
+template <class Element, int kHeadDim>
+Status run_decode_balanced(const DecodeParams& dp, Stream stream) {
+  using namespace cute;
+  using Traits = DecodeTraits<Element, kHeadDim, 1>;
+  DecodeGrid g;
+  if (Status s = decode_grid(dp, Traits::kTileRows, &g); !s.ok()) return s;
+  const int64_t rows_total = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
+  const int64_t groups = int64_t(g.grid.x / unsigned(dp.num_splits)) * g.grid.y * g.grid.z;
+  if (rows_total > INT32_MAX || groups > INT32_MAX)
+    return Status::unsupported("kvcache attention: too many rows for the balanced combine grid");
+  const BalancedLayout layout = balanced_workspace_layout(groups, dp.chunks, rows_total, kHeadDim);
+  char* ws = reinterpret_cast<char*>(dp.workspace);
+  BalancedParams<Traits> p{};
+  const auto box = take<0, 2>(typename Traits::SmemLayoutKV{});
+  p.tma_k = make_cache_tma<Element, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
+  p.tma_v = make_cache_tma<Element, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
+  fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
+  p.o_part = reinterpret_cast<float*>(ws + layout.o_part);
+  p.lse_part = reinterpret_cast<float*>(ws + layout.lse_part);
+  p.header = reinterpret_cast<BalancedHeader*>(ws);
+  p.counters = reinterpret_cast<uint32_t*>(ws + layout.counters);
+  p.ctas = dp.num_splits;
+  p.chunks = dp.chunks;
+  p.groups = int(groups);
+
+  auto kernel = &decode_balanced_kernel<Traits>;
+  constexpr int kShared = int(sizeof(BalancedShared<Traits>));
+  int device = 0, smem_optin = 0;
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (kShared > smem_optin)
+    return Status::unsupported("kvcache attention: the balanced decode tile needs " + std::to_string(kShared) +
+                               " bytes of shared memory, the device allows " + std::to_string(smem_optin));
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
+  kernel<<<g.grid, Traits::kThreads, kShared, stream>>>(p);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+
+  BalancedCombineParams<Element, kHeadDim> c{};
+  c.o_part = p.o_part, c.lse_part = p.lse_part, c.cache_seqlens = dp.cache_seqlens;
+  c.o = static_cast<Element*>(dp.o);
+  c.o_batch_stride = dp.o_batch_stride, c.o_seq_stride = dp.o_seq_stride, c.o_head_stride = dp.o_head_stride;
+  c.lse = dp.lse;
+  c.lse_batch_stride = dp.lse_batch_stride, c.lse_head_stride = dp.lse_head_stride, c.lse_seq_stride = dp.lse_seq_stride;
+  c.batch = dp.batch, c.seqlen_q = dp.seqlen_q, c.heads_q = dp.heads_q, c.heads_kv = dp.heads_kv;
+  c.max_len = dp.max_len, c.chunks = dp.chunks;
+  c.group = g.group, c.rows = g.rows, c.block_m = Traits::kBlockM, c.block_n = Traits::kBlockN;
+  c.causal = dp.causal;
+  c.header = p.header, c.counters = p.counters, c.groups = int(groups);
+  if (rows_total > 0)
+    decode_balanced_combine_kernel<Element, kHeadDim><<<unsigned(rows_total), 32 * kBalancedCombineWarps, 0, stream>>>(c);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status();
+}
+
 template <class Element, int kHeadDim>
 Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
+  if (dp.variant == 6) return run_decode_balanced<Element, kHeadDim>(dp, stream);
   if (dp.cache_dtype == HOPATTN_DTYPE_INT8) {
     Status s;
     if constexpr (kHeadDim <= 128)  // variant 1: two consumer warpgroups; 2: one; 3: one, two CTAs per SM;

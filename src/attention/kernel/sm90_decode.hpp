@@ -277,7 +277,7 @@ struct DecodeTile {
   int m_block, split, group_idx, b, h_kv;
   int group, rows, seqlen_q, heads_q;
   int len, diag, row0;
-  int n_begin, n_end, mask_from;
+  int n_total, n_begin, n_end, mask_from;  // n_total: the row group's KV tiles
   bool bad, causal;
 
   template <class Params, int kBlockM, int kBlockN>
@@ -310,9 +310,9 @@ struct DecodeTile {
     t.diag = t.len - p.seqlen_q;  // position of query s is diag + s
     const int row_last = min(p.rows, t.row0 + kBlockM) - 1;
     const int keys = t.bad ? 0 : (p.causal ? min(t.len, t.diag + t.pos(row_last) + 1) : t.len);
-    const int n_total = (keys + kBlockN - 1) / kBlockN;
-    t.n_begin = int(int64_t(t.split) * n_total / p.num_splits);
-    t.n_end = int(int64_t(t.split + 1) * n_total / p.num_splits);
+    t.n_total = (keys + kBlockN - 1) / kBlockN;
+    t.n_begin = int(int64_t(t.split) * t.n_total / p.num_splits);
+    t.n_end = int(int64_t(t.split + 1) * t.n_total / p.num_splits);
     // Tiles ending past this key need the element-wise mask (the tile's row with the fewest keys).
     t.mask_from = p.causal ? min(t.len, t.diag + t.pos(t.row0) + 1) : t.len;
   }
@@ -387,11 +387,13 @@ CUTE_DEVICE void mask_decode_scores(DecodeTile const& t, int n, TensorS& tSrS, T
   }
 }
 
-// Epilogue: one split writes O (output type) and LSE to their strided places, several write fp32
-// partials to the workspace. A bad length writes NaN. `thread` indexes the consumer warpgroup.
+// Epilogue: O (output type) and LSE to their strided places, or with `partial` (several splits,
+// or a chunk of the balanced kernel) fp32 partials into the workspace slot t.split. A bad length
+// writes NaN. `thread` indexes the consumer warpgroup.
 template <class Traits, class TensorO, class TensorOC, class TensorSC, int kRows>
 CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTile const& t, TensorO& tOrO,
-                                     TensorOC const& tOcO, TensorSC const& tScS, float (&lse)[kRows], int thread) {
+                                     TensorOC const& tOcO, TensorSC const& tScS, float (&lse)[kRows], int thread,
+                                     bool partial) {
   using namespace cute;
   using Element = typename Traits::Element;
   constexpr int kHeadDim = Traits::kHeadDim;
@@ -408,7 +410,7 @@ CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTil
       const int row = t.row0 + get<0>(c(r, 0));
       if (row >= t.rows) continue;
       const int s = t.pos(row), h = t.head(row);
-      if (p.num_splits > 1)
+      if (partial)
         p.lse_part[((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s] = lse[r];
       else if (p.lse != nullptr)
         p.lse[t.b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = lse[r];
@@ -425,7 +427,7 @@ CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTil
     const int row = t.row0 + get<0>(co(r, 0));
     if (row >= t.rows) continue;
     const int s = t.pos(row), h = t.head(row);
-    if (p.num_splits > 1) {
+    if (partial) {
       float* dst = p.o_part + (((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s) * kHeadDim;
       CUTE_UNROLL
       for (int j = 0; j < size<1>(o); j += 2)
@@ -444,6 +446,37 @@ CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTil
   }
 }
 
+// One KV tile of the 16-bit decode loop, once its K has landed (k_full[stage] waited): S = Q·Kᵀ,
+// mask, online softmax (restarted when `first`), P, wait for V, zero V's rows past the cache's
+// end in the tile holding it, O += P·V. Shared by decode_kernel and decode_balanced_kernel; the
+// caller synchronises and refills the stage.
+template <class Traits, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS, class TO, class TC,
+          class TP, class TPA, class SV, class Softmax>
+CUTE_DEVICE void decode_tile_compute(DecodeTile const& t, typename Traits::SharedStorage& ss, int n, int stage,
+                                     uint32_t phase, bool first, MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ,
+                                     TK const& tSrK, TV const& tOrV, TS& tSrS, TO& tOrO, TC const& tScS, TP& tOrP,
+                                     TPA& tOrP_a, SV& sV, Softmax& softmax) {
+  using namespace cute;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  constexpr int kBlockN = Traits::kBlockN, kChunks = Traits::kHeadDim / 8;
+  wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
+  warpgroup_wait<0>();
+  mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
+  if (first) softmax.template update<true>(tSrS, tOrO);
+  else softmax.template update<false>(tSrS, tOrO);
+  convert_fragment<typename Traits::Element>(tSrS, tOrP);
+  Barrier::wait(&ss.v_full[stage], phase);
+  if ((n + 1) * kBlockN > t.len) {  // the tile holding the end of the cache: zero V's rows past it
+    const int first_row = t.len - n * kBlockN;
+    for (int e = threadIdx.x; e < (kBlockN - first_row) * kChunks; e += Traits::kThreads)
+      *reinterpret_cast<uint4*>(&sV(first_row + e / kChunks, (e % kChunks) * 8, stage)) = make_uint4(0, 0, 0, 0);
+    cutlass::arch::fence_view_async_shared();
+    __syncthreads();
+  }
+  wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
+  warpgroup_wait<0>();
+}
+
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   using namespace cute;
@@ -453,7 +486,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   using HeadDim = typename Traits::HeadDim;
   constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kStages = Traits::kStages;
   constexpr int kHeadDim = Traits::kHeadDim;
-  constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
 
   extern __shared__ char smem_raw[];
@@ -539,22 +571,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
     const uint32_t phase = (i / kStages) & 1;
     Barrier::wait(&ss.k_full[stage], phase);
     if (i == 0) HOPATTN_STAMP(p.stamps, cta, 4);  // the first K tile has landed
-    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
-    warpgroup_wait<0>();
-    mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
-    if (i == 0) softmax.template update<true>(tSrS, tOrO);
-    else softmax.template update<false>(tSrS, tOrO);
-    convert_fragment<Element>(tSrS, tOrP);
-    Barrier::wait(&ss.v_full[stage], phase);
-    if ((n + 1) * kBlockN > t.len) {  // the tile holding the end of the cache: zero V's rows past it
-      const int first = t.len - n * kBlockN;
-      for (int e = threadIdx.x; e < (kBlockN - first) * kChunks; e += Traits::kThreads)
-        *reinterpret_cast<uint4*>(&sV(first + e / kChunks, (e % kChunks) * 8, stage)) = make_uint4(0, 0, 0, 0);
-      cutlass::arch::fence_view_async_shared();
-      __syncthreads();
-    }
-    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
-    warpgroup_wait<0>();
+    decode_tile_compute<Traits>(t, ss, n, stage, phase, i == 0, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS,
+                                tOrP, tOrP_a, sV, softmax);
     __syncthreads();  // no thread reads this stage any more
     if (is_tma_thread && i + kStages < n_blocks) load_kv(n + kStages, stage);
   }
@@ -562,7 +580,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   HOPATTN_STAMP(p.stamps, cta, 5);  // last tile done
   float lse[kRows];
   softmax.finalize(tOrO, lse);
-  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x);
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x, p.num_splits > 1);
 #ifdef HOPATTN_DECODE_STAMPS
   __syncthreads();
   HOPATTN_STAMP(p.stamps, cta, 6);  // every thread's stores issued
@@ -1110,7 +1128,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       }
     }
   }
-  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread);
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread, p.num_splits > 1);
 }
 
 // Variant 5's transform warpgroup: V only (K is converted by the consumer). Thread 0 issues the
