@@ -211,8 +211,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 }
 
 // The combine of variant 6: one CTA of kBalancedCombineWarps warps per output row (b, q-head,
-// position). Warp w merges chunks w, w + W, ... in order (log-sum-exp weights, its own running
-// maximum), then warp 0 merges the W warp results in warp order: the same sums on every run.
+// position). Every warp reduces the chunks' LSEs to the row's; warp w sums the weighted O rows of
+// chunks w, w + W, ... in order, then warp 0 sums the W warp results in warp order: the same
+// sums on every run.
 // The row's chunk count comes from its row group's visible keys (as the split kernel computes
 // them). Block 0 then zeroes the row-group counters and writes the header for the next step.
 constexpr int kBalancedCombineWarps = 8;
@@ -265,46 +266,62 @@ __global__ void __launch_bounds__(32 * kBalancedCombineWarps)
   const int keys = bad ? 0 : (p.causal ? min(len, len - p.seqlen_q + pos_last + 1) : len);
   const int n_chunks = min(balanced_chunks((keys + p.block_n - 1) / p.block_n), p.chunks);
 
-  // Warp w: chunks w, w + kW, ...
-  float m = -INFINITY, l = 0.0f, acc[kPer] = {};
-  for (int c = warp; c < n_chunks; c += kW) {
-    const float lc = p.lse_part[c * rows_total + row];
-    if (lc == -INFINITY) continue;  // no visible key in this chunk: its O may hold anything
-    const float* src = p.o_part + (c * rows_total + row) * kHeadDim + lane * kPer;
-    const float m_new = fmaxf(m, lc);
-    const float a = m == -INFINITY ? 0.0f : expf(m - m_new), w = expf(lc - m_new);
+  // Every warp reduces the row's chunk LSEs itself (lane i: chunks i, i + 32, ...; the same
+  // sums in every warp, in a fixed order): the row's LSE, then chunk c's weight
+  // exp(LSE_c − LSE) needs no further communication. Warp w then adds up the weighted partial
+  // O rows of chunks w, w + kW, ..., whose loads do not depend on one another (4 in flight per
+  // lane); warp 0 adds the kW warp sums in warp order. (The first version merged a warp's chunks
+  // one after another, one memory latency each: 16 in a row at 64:8 1 x 64k.)
+  const float* lse_row = p.lse_part + row;
+  float m = -INFINITY;
+  for (int c = lane; c < n_chunks; c += 32) m = fmaxf(m, lse_row[int64_t(c) * rows_total]);
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  float sum = 0.0f;
+  if (m != -INFINITY)
+    for (int c = lane; c < n_chunks; c += 32) {
+      const float lc = lse_row[int64_t(c) * rows_total];
+      sum += lc == -INFINITY ? 0.0f : expf(lc - m);
+    }
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+  const float lse = m == -INFINITY ? -INFINITY : m + logf(sum);
+
+  constexpr int kUnroll = 4;
+  float acc[kPer] = {};
+  for (int c0 = warp; c0 < n_chunks; c0 += kW * kUnroll) {
+    float w[kUnroll];
+    float2 v[kUnroll][kPer / 2];
     CUTE_UNROLL
-    for (int j = 0; j < kPer; ++j) acc[j] = acc[j] * a + w * src[j];
-    l = l * a + w;
-    m = m_new;
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + u * kW;
+      const float lc = c < n_chunks ? lse_row[int64_t(c) * rows_total] : -INFINITY;
+      w[u] = lc == -INFINITY || lse == -INFINITY ? 0.0f : expf(lc - lse);
+      const float* src = p.o_part + (int64_t(c) * rows_total + row) * kHeadDim + lane * kPer;
+      CUTE_UNROLL
+      for (int j = 0; j < kPer; j += 2)
+        v[u][j / 2] = c < n_chunks ? *reinterpret_cast<const float2*>(src + j) : make_float2(0.0f, 0.0f);
+    }
+    CUTE_UNROLL
+    for (int u = 0; u < kUnroll; ++u)
+      CUTE_UNROLL
+      for (int j = 0; j < kPer; j += 2) {  // a chunk with no visible key (weight 0) may hold anything
+        acc[j] += w[u] != 0.0f ? w[u] * v[u][j / 2].x : 0.0f;
+        acc[j + 1] += w[u] != 0.0f ? w[u] * v[u][j / 2].y : 0.0f;
+      }
   }
-  __shared__ float sm_m[kW], sm_l[kW], sm_acc[kW][kHeadDim];
-  if (lane == 0) sm_m[warp] = m, sm_l[warp] = l;
+  __shared__ float sm_acc[kW][kHeadDim];
   CUTE_UNROLL
   for (int j = 0; j < kPer; ++j) sm_acc[warp][lane * kPer + j] = acc[j];
   __syncthreads();
   if (warp != 0) return;
-  float mt = -INFINITY;
+  float out_acc[kPer] = {};
   CUTE_UNROLL
-  for (int w = 0; w < kW; ++w) mt = fmaxf(mt, sm_m[w]);
-  float lt = 0.0f, out_acc[kPer] = {};
-  if (mt != -INFINITY) {
+  for (int w = 0; w < kW; ++w)
     CUTE_UNROLL
-    for (int w = 0; w < kW; ++w) {
-      if (sm_m[w] == -INFINITY) continue;
-      const float a = expf(sm_m[w] - mt);
-      lt += a * sm_l[w];
-      CUTE_UNROLL
-      for (int j = 0; j < kPer; ++j) out_acc[j] += a * sm_acc[w][lane * kPer + j];
-    }
-  }
-  // The partial O rows are normalised per chunk: O = Σ_c exp(LSE_c − LSE) O_c with
-  // LSE = log Σ_c exp(LSE_c) = mt + log(lt), so O = out_acc / lt.
-  const float lse = mt == -INFINITY ? -INFINITY : mt + logf(lt);
-  const float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
+    for (int j = 0; j < kPer; ++j) out_acc[j] += sm_acc[w][lane * kPer + j];
+  // The partial O rows are normalised per chunk: O = Σ_c exp(LSE_c − LSE) O_c.
   cutlass::Array<Element, kPer> out;
   CUTE_UNROLL
-  for (int j = 0; j < kPer; ++j) out[j] = Element(bad ? NAN : out_acc[j] * inv);
+  for (int j = 0; j < kPer; ++j) out[j] = Element(bad ? NAN : out_acc[j]);
   *reinterpret_cast<cutlass::Array<Element, kPer>*>(p.o + b * p.o_batch_stride + s * p.o_seq_stride +
                                                     h * p.o_head_stride + lane * kPer) = out;
   if (p.lse != nullptr && lane == 0)
