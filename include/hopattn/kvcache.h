@@ -50,7 +50,9 @@ typedef struct hopattn_kvcache_args {
                             CTAs per SM (hdim <= 128), 4 = as 3 with swapped operands (keys as
                             WGMMA's M, 16 packed query rows per CTA as N; hdim <= 128), 5 = as 4
                             with K converted in the consumer's registers (hdim <= 128; forced
-                            only, not the default). */
+                            only, not the default), 7 = as 4 with Q·Kᵀ as 8-bit WGMMAs on the
+                            int8 K ("half INT8", hdim <= 128; forced only). bf16/fp16 cache:
+                            6 = balanced split-KV (chunks claimed by the CTAs; forced only). */
 } hopattn_kvcache_args_t;
 
 /* Bytes of device workspace a call with these arguments needs (partial O and LSE of split-KV);

@@ -1061,7 +1061,7 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       const ErrorStats e_plain = o_error(plain_run);
       plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
       const ErrorStats e_host = o_error(plain_run);
-      for (int variant : {1, 2, 3, 4, 5}) {
+      for (int variant : {1, 2, 3, 4, 5, 7}) {
         if (variant >= 3 && cfg.hdim > 128) continue;
         int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
@@ -1084,9 +1084,9 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5, 6})
+  for (int variant : {1, 2, 3, 4, 5, 6, 7})
     for (int causal = 0; causal < 4; ++causal) {
-      if (variant >= 3 && variant <= 5 && (!int8 || cfg.hdim > 128)) continue;  // int8 at hdim <= 128 only
+      if (((variant >= 3 && variant <= 5) || variant == 7) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
       if (variant == 6 && int8) continue;                                       // 16-bit only
       KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
       c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;

@@ -7,7 +7,7 @@
 
 namespace hopattn::attention {
 
-constexpr int kDecodeVariantMax = 6;
+constexpr int kDecodeVariantMax = 7;
 
 // "1, 2, 3, 4 or 5": the variants that can be forced, for argument errors.
 inline std::string decode_variant_list() {

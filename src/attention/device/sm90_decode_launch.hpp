@@ -131,7 +131,7 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
     p.v_scale = dp.v_scale;
     p.vs_batch_stride = dp.vs_batch_stride, p.vs_seq_stride = dp.vs_seq_stride, p.vs_head_stride = dp.vs_head_stride;
     p.quant_block = dp.quant_block;
-    if constexpr (Traits::kRegisterK) return launch_decode_kernel<Traits>(&decode_int8_regk_kernel<Traits>, p, g, stream);
+    if constexpr (Traits::kRawK) return launch_decode_kernel<Traits>(&decode_int8_regk_kernel<Traits>, p, g, stream);
     else return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
   } else {
     return launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream);
@@ -202,8 +202,10 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
     Status s;
     if constexpr (kHeadDim <= 128)  // variant 1: two consumer warpgroups; 2: one; 3: one, two CTAs per SM;
                                     // 4: as 3 with the swapped-operand consumer (16 packed rows per CTA);
-                                    // 5: as 4 with K converted in the consumer's registers
-      s = dp.variant == 5   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)
+                                    // 5: as 4 with K converted in the consumer's registers;
+                                    // 7: as 4 with S from 8-bit WGMMAs on the raw K ("half INT8")
+      s = dp.variant == 7   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)
+          : dp.variant == 5 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)
           : dp.variant == 4 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream)
           : dp.variant == 3 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2>>(dp, stream)
           : dp.variant == 2 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream)

@@ -143,8 +143,12 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 // consumer loads its WGMMA A fragment straight from the raw int8 K tile (swizzled, its own ring
 // with the tile's K scales) and converts it in registers; the transform converts V only. See
 // decode_int8_regk_kernel.
+// kS8K (variant 7, "half INT8", on top of kSwapped, instead of kRegisterK): the same raw K ring as
+// kRegisterK, but Sᵀ = K·Qᵀ runs as 8-bit WGMMAs on the raw tile itself (no K conversion at all):
+// per K scale block Q' = Q ⊙ s_k is quantized per row to two int8 parts, Q' ≈ q_s · (hi + lo/254),
+// and S = q_s · (K·hiᵀ + K·loᵀ / 254) from two s32 accumulators. See decode_int8_swapped_consume.
 template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1, bool kSwapped_ = false,
-          bool kRegisterK_ = false>
+          bool kRegisterK_ = false, bool kS8K_ = false>
 struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
@@ -153,20 +157,24 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   static constexpr int kCtasPerSm = kCtasPerSm_;
   static constexpr bool kSwapped = kSwapped_;
   static constexpr bool kRegisterK = kRegisterK_;
+  static constexpr bool kS8K = kS8K_;
+  static constexpr bool kRawK = kRegisterK || kS8K;  // the consumer owns a raw (int8) K ring
   static constexpr int kSwappedRows = 16;
   static constexpr int kTileRows = kSwapped ? kSwappedRows : Base::kBlockM;  // query rows per CTA
   static_assert(!kSwapped || (kConsumers == 1 && kHeadDim_ <= 128), "swapped: one consumer, hdim <= 128");
   static_assert(!kRegisterK || (kSwapped && kCtasPerSm_ == 2 && (kHeadDim_ == 64 || kHeadDim_ == 128)),
                 "K in registers: the swapped consumer, two CTAs per SM, hdim 64 or 128");
+  static_assert(!kS8K || (kSwapped && !kRegisterK && kCtasPerSm_ == 2 && (kHeadDim_ == 64 || kHeadDim_ == 128)),
+                "8-bit S: the swapped consumer, two CTAs per SM, hdim 64 or 128");
   static_assert(kConsumers == 1 || (kConsumers == 2 && kHeadDim_ <= 128));
   static_assert(kCtasPerSm == 1 || (kCtasPerSm == 2 && kConsumers == 1 && kHeadDim_ <= 128));
   static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: TMA + transform; then consumers
   static constexpr int kConvStages = Base::kStages;
   // A raw stage: K + V tiles, and with kRegisterK the tile's K scales (hdim fp32).
-  static constexpr int kRawTileBytes = 2 * Base::kBlockN * kHeadDim_ + (kRegisterK ? kHeadDim_ * 4 : 0);
+  static constexpr int kRawTileBytes = 2 * Base::kBlockN * kHeadDim_ + (kRawK ? kHeadDim_ * 4 : 0);
   // kRegisterK: no converted K ring (32 KB at hdim 128), so the raw ring grows from 32 to ~66 KB
   // (4 stages at hdim 128, 8 at 64) and the CTA stays under half an SM's shared memory.
-  static constexpr int kRawBudget = kRegisterK ? 72 * 1024
+  static constexpr int kRawBudget = kRawK ? 72 * 1024
                                                : (kCtasPerSm == 2 ? 32 * 1024 : (kHeadDim_ == 256 ? 64 * 1024 : 128 * 1024));
   static constexpr int kRawStages = kRawBudget / kRawTileBytes < 16 ? kRawBudget / kRawTileBytes : 16;
   using RawStages = cute::Int<kRawStages>;
@@ -180,7 +188,7 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   using SmemLayoutRawKAtom = std::conditional_t<kHeadDim_ % 128 == 0, cute::GMMA::Layout_K_SW128_Atom<int8_t>,
                                                 cute::GMMA::Layout_K_SW64_Atom<int8_t>>;
   using SmemLayoutRawK = std::conditional_t<
-      kRegisterK,
+      kRawK,
       decltype(cute::tile_to_shape(SmemLayoutRawKAtom{},
                                    cute::Shape<typename Base::BlockN, typename Base::HeadDim, RawStages>{})),
       SmemLayoutRaw>;
@@ -208,8 +216,11 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   // Variant 5 (kRegisterK): the Q area holds the swapped consumer's 16-row Q, P (16 x 64) and its
   // reduction buffers (2 x 4 warps x 16 floats), rounded to the 1 KB swizzle period; a converted
   // V ring; the raw K ring (swizzled) with each stage's K scales; the raw V ring.
+  // kS8K adds the two int8 parts of Q' (16 x hdim each, 1 KB aligned) and the 16 row scales.
+  static constexpr int kQ8Offset = ((kSwappedRows * kHeadDim_ * 2 + kSwappedRows * Base::kBlockN * 2 + 1023) / 1024) * 1024;
   static constexpr int kQAreaBytes =
-      ((kSwappedRows * kHeadDim_ * 2 + kSwappedRows * Base::kBlockN * 2 + 2 * 4 * kSwappedRows * 4 + 1023) / 1024) * 1024;
+      kS8K ? ((kQ8Offset + 2 * kSwappedRows * kHeadDim_ + 2 * 4 * kSwappedRows * 4 + kSwappedRows * 4 + 1023) / 1024) * 1024
+           : ((kSwappedRows * kHeadDim_ * 2 + kSwappedRows * Base::kBlockN * 2 + 2 * 4 * kSwappedRows * 4 + 1023) / 1024) * 1024;
   struct SharedStorageRegK {
     cute::array_aligned<Element, kQAreaBytes / sizeof(Element), 1024> q;
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
@@ -221,9 +232,9 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
     alignas(8) uint64_t conv_full[kConvStages];
     alignas(8) uint64_t conv_empty[kConvStages];
   };
-  using SharedStorage = std::conditional_t<kRegisterK, SharedStorageRegK, SharedStorageConv>;
+  using SharedStorage = std::conditional_t<kRawK, SharedStorageRegK, SharedStorageConv>;
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));  // checked against the device at launch
-  static_assert(!kRegisterK || kSharedBytes <= 113 * 1024, "variant 5: two CTAs per SM");
+  static_assert(!kRawK || kSharedBytes <= 113 * 1024, "variants 5 and 7: two CTAs per SM");
 
   struct Params {
     TmaLoadRawK tma_k;
@@ -706,6 +717,61 @@ CUTE_DEVICE void regk_load_k(typename Traits::Params const& p, DecodeTile const&
   SM90_BULK_COPY_G2S::copy(scales, &ss.k_full[stage], ss.k_scale.data() + stage * kHeadDim, kHeadDim * sizeof(float));
 }
 
+// Variant 7 ("half INT8"): Q' = Q ⊙ s_k (the K scale block's channel scales, fp32) of the 16
+// swapped rows as int8 pairs, Q' ≈ q_s · (hi + lo / 254) per row: a = Q' · 127 / max|Q'|,
+// hi = rint(a), lo = rint((a − hi) · 254) (|a − hi| ≤ 1/2, so |lo| ≤ 127); q_s = max|Q'| / 127.
+// The pair keeps ~15 bits of Q' (error ≤ max|Q'| / 64 516), more than bf16's 8 bits per value, so
+// the S of the 8-bit WGMMAs is at least as accurate as the bf16 product of the dequantized K.
+// Thread t: row t / 8, hdim / 8 contiguous channels; a row's 8 threads are adjacent lanes. A row
+// past the tile's rows is zero in sQ, so its parts and q_s are 0.
+template <class Element, int kHeadDim, class TQ, class TQ8>
+CUTE_DEVICE void quantize_q_s8(TQ const& sQ, TQ8& sQh, TQ8& sQl, const float* k_scale, float* q_scale, int thread) {
+  constexpr int kPer = kHeadDim / 8;
+  static_assert(kPer % 8 == 0 && 16 * 8 == 128, "16 rows x 8 threads, whole 16-byte Q loads");
+  const int r = thread / 8, c0 = (thread % 8) * kPer;
+  float q[kPer];
+  CUTE_UNROLL
+  for (int c = 0; c < kPer; c += 8) {
+    const uint4 w = *reinterpret_cast<const uint4*>(&sQ(r, c0 + c));  // 8 contiguous elements under the swizzle
+    const Element* e = reinterpret_cast<const Element*>(&w);
+    const float4 s0 = *reinterpret_cast<const float4*>(k_scale + c0 + c);
+    const float4 s1 = *reinterpret_cast<const float4*>(k_scale + c0 + c + 4);
+    const float sc[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+    CUTE_UNROLL
+    for (int k = 0; k < 8; ++k) q[c + k] = float(e[k]) * sc[k];
+  }
+  float amax = 0.0f;
+  CUTE_UNROLL
+  for (int k = 0; k < kPer; ++k) amax = fmaxf(amax, fabsf(q[k]));
+  CUTE_UNROLL
+  for (int off = 1; off < 8; off *= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  uint32_t hi[kPer / 4], lo[kPer / 4];
+  CUTE_UNROLL
+  for (int w = 0; w < kPer / 4; ++w) {
+    uint32_t h = 0, l = 0;
+    CUTE_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      const float a = q[4 * w + k] * inv;
+      const float ah = rintf(a);
+      h |= (uint32_t(int(ah)) & 0xffu) << (8 * k);
+      l |= (uint32_t(int(rintf((a - ah) * 254.0f))) & 0xffu) << (8 * k);
+    }
+    hi[w] = h, lo[w] = l;
+  }
+  if constexpr (kPer == 8) {  // 8 bytes, inside one 16-byte swizzle unit
+    *reinterpret_cast<uint2*>(&sQh(r, c0)) = make_uint2(hi[0], hi[1]);
+    *reinterpret_cast<uint2*>(&sQl(r, c0)) = make_uint2(lo[0], lo[1]);
+  } else {
+    CUTE_UNROLL
+    for (int w = 0; w < kPer / 4; w += 4) {  // 16 bytes: one swizzle unit
+      *reinterpret_cast<uint4*>(&sQh(r, c0 + 4 * w)) = make_uint4(hi[w], hi[w + 1], hi[w + 2], hi[w + 3]);
+      *reinterpret_cast<uint4*>(&sQl(r, c0 + 4 * w)) = make_uint4(lo[w], lo[w + 1], lo[w + 2], lo[w + 3]);
+    }
+  }
+  if (thread % 8 == 0) q_scale[r] = amax / 127.0f;
+}
+
 // The swapped consumer of the int8 kernel (variant 4), one warpgroup, `thread` 0..127. Per
 // 64-key tile of the converted ring (the transform warpgroup and its barriers are unchanged):
 //   Sᵀ (64 keys x 16 rows) = K·Qᵀ        m64n16k16 WGMMAs, K and Q from shared memory (K-major)
@@ -737,21 +803,34 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   using SmemLayoutP = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, Shape<QRows, BlockN>{}));
   constexpr int kQElems = cosize_v<SmemLayoutQ>, kPElems = cosize_v<SmemLayoutP>;
   static_assert((kQElems * sizeof(Element)) % 1024 == 0, "P starts on a swizzle period");
+  constexpr bool kRegK = Traits::kRegisterK, kS8 = Traits::kS8K, kRawKRing = Traits::kRawK;
   static_assert((kQElems + kPElems) * sizeof(Element) + 2 * 4 * kQ * sizeof(float) <= sizeof(ss.q),
                 "Q, P and the reduction buffers fit the Q storage");
+  static_assert(!kS8 || (int((kQElems + kPElems) * sizeof(Element)) <= Traits::kQ8Offset &&
+                         Traits::kQ8Offset % 1024 == 0 &&
+                         Traits::kQ8Offset + 2 * kQ * kHeadDim + (2 * 4 * kQ + kQ) * 4 <= int(sizeof(ss.q))),
+                "variant 7: Q, P, Q's int8 parts, the reduction buffers and the row scales fit the Q storage");
   Element* base = ss.q.data();
   Tensor sQ = make_tensor(make_smem_ptr(base), SmemLayoutQ{});             // (16, D)
   Tensor sP = make_tensor(make_smem_ptr(base + kQElems), SmemLayoutP{});   // (16, 64)
-  float* red = reinterpret_cast<float*>(base + kQElems + kPElems);         // [2][4 warps][16]
+  // Variant 7: Q's int8 parts (16, D) each, in the raw K tile's swizzle (8-bit WGMMA B operands).
+  using SmemLayoutQ8 = decltype(tile_to_shape(typename Traits::SmemLayoutRawKAtom{}, Shape<QRows, HeadDim>{}));
+  int8_t* q8 = reinterpret_cast<int8_t*>(base) + Traits::kQ8Offset;
+  Tensor sQh = make_tensor(make_smem_ptr(q8), SmemLayoutQ8{});
+  Tensor sQl = make_tensor(make_smem_ptr(q8 + kQ * kHeadDim), SmemLayoutQ8{});
+  float* red = kS8 ? reinterpret_cast<float*>(q8 + 2 * kQ * kHeadDim)
+                   : reinterpret_cast<float*>(base + kQElems + kPElems);  // [2][4 warps][16]
+  float* q_scale_s = red + 2 * 4 * kQ;                                     // variant 7: [16] row scales
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, 64, CONV)
   const int warp = thread / 32, lane = thread % 32;
   const auto barrier = uint32_t(DecodeNamedBarrier::kSwappedReduce);
 
-  constexpr bool kRegK = Traits::kRegisterK;
   constexpr int kRawStages = Traits::kRawStages;
-  if constexpr (kRegK) {
+  if constexpr (kRawKRing) {
     if (thread == 0)  // the raw K ring is this warpgroup's own: thread 0 loads it, all threads read it
       for (int i = 0; i < kRawStages && i < n_blocks; ++i) regk_load_k<Traits>(p, t, ss, t.n_begin + i, i);
+  }
+  if constexpr (kRegK) {
     gather_q_permuted<Traits, decltype(sQ), kQ>(p, t, sQ, thread, 128);
   } else {
     gather_q<Traits, decltype(sQ), kQ>(p, t, sQ, thread, 128);
@@ -761,6 +840,7 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
 
   auto mma_s = [] {
     if constexpr (kRegK) return make_tiled_mma(GMMA::rs_op_selector<Element, Element, float, Shape<_64, QRows, HeadDim>>());
+    else if constexpr (kS8) return make_tiled_mma(GMMA::ss_op_selector<int8_t, int8_t, int32_t, Shape<_64, QRows, HeadDim>>());
     else return make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, HeadDim>>());
   }();
   auto mma_o = make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, BlockN>,
@@ -777,13 +857,25 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
                         FragLayout{}(0, 0, 1) == 8,
                     "A fragment: 8 values per k16 step, value-major, compact");
       return frag;
+    } else if constexpr (kS8) {
+      Tensor sKr = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRawK{});  // (64, D, RAW) int8
+      return thr_s.partition_fragment_A(sKr);                                                       // (MMA, MMA_M, MMA_K, RAW)
     } else {
       Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});  // (64, D, CONV)
       return thr_s.partition_fragment_A(sK);                                                 // (MMA, MMA_M, MMA_K, CONV)
     }
   }();
-  Tensor tSrQ = thr_s.partition_fragment_B(sQ);                             // (MMA, MMA_N, MMA_K)
-  Tensor tSrS = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});        // keys x rows
+  auto tSrQ = [&] {  // (MMA, MMA_N, MMA_K); variant 7: Q's hi part
+    if constexpr (kS8) return thr_s.partition_fragment_B(sQh);
+    else return thr_s.partition_fragment_B(sQ);
+  }();
+  auto tSrQl = [&] {  // variant 7: Q's lo part
+    if constexpr (kS8) return thr_s.partition_fragment_B(sQl);
+    else return 0;
+  }();
+  auto tSrSh = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});        // variant 7: s32 K·hiᵀ
+  auto tSrSl = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});        // variant 7: s32 K·loᵀ
+  Tensor tSrS = make_tensor<float>(tSrSh.layout());                        // keys x rows
   Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<BlockN, QRows>{}));
   Tensor tOrV = thr_o.partition_fragment_A(sVt);                            // (MMA, MMA_M, MMA_K, CONV)
   Tensor tOrP = thr_o.partition_fragment_B(sP);                             // (MMA, MMA_N, MMA_K)
@@ -803,6 +895,7 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   float m_run[kCols], l_run[kCols];
   CUTE_UNROLL
   for (int j = 0; j < kCols; ++j) m_run[j] = -INFINITY, l_run[j] = 0.0f;
+  float q_s[kCols];  // variant 7: the row scales q_s of this thread's columns
 
   CUTE_NO_UNROLL
   for (int i = 0; i < n_blocks; ++i) {
@@ -815,6 +908,29 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
       load_k_fragment<Element, kHeadDim>(ss.k_raw.data(), typename Traits::SmemLayoutRawK{}, k_stage,
                                          ss.k_scale.data() + k_stage * kHeadDim, tSrK, warp, lane);
       wgmma_issue<true>(mma_s, tSrK, tSrQ, tSrS);
+    } else if constexpr (kS8) {
+      const int k_stage = i % kRawStages;
+      Barrier::wait(&ss.k_full[k_stage], (i / kRawStages) & 1);
+      // A new K scale block (or the first tile): Q' and its int8 parts. The previous tile's S
+      // WGMMAs, which read sQh / sQl, completed before its column-max barrier.
+      if (i == 0 || (n * kBlockN) / p.quant_block != ((n - 1) * kBlockN) / p.quant_block) {
+        quantize_q_s8<Element, kHeadDim>(sQ, sQh, sQl, ss.k_scale.data() + k_stage * kHeadDim, q_scale_s, thread);
+        cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA
+        cutlass::arch::NamedBarrier::sync(128, barrier);
+        CUTE_UNROLL
+        for (int j = 0; j < kCols; ++j) q_s[j] = q_scale_s[col[j]];
+      }
+      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ, tSrSh);
+      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQl, tSrSl);
+      warpgroup_wait<0>();
+      auto sh = acc_rowcol(tSrSh);
+      auto sl = acc_rowcol(tSrSl);
+      auto sf = acc_rowcol(tSrS);
+      CUTE_UNROLL
+      for (int j = 0; j < kCols; ++j)
+        CUTE_UNROLL
+        for (int r = 0; r < size<0>(sf); ++r)
+          sf(r, j) = q_s[j] * fmaf(float(sl(r, j)), 1.0f / 254.0f, float(sh(r, j)));
     } else {
       Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
       wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
@@ -842,7 +958,7 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
       if (lane < 4) red_i[warp * kQ + col[j]] = mx[j];
     }
     cutlass::arch::NamedBarrier::sync(128, barrier);
-    if constexpr (kRegK)  // every consumer thread has read this K stage (its WGMMA is complete)
+    if constexpr (kRawKRing)  // every consumer thread has read this K stage (its WGMMA is complete)
       if (thread == 0 && i + kRawStages < n_blocks) regk_load_k<Traits>(p, t, ss, n + kRawStages, i % kRawStages);
     CUTE_UNROLL
     for (int j = 0; j < kCols; ++j) {
@@ -865,7 +981,7 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
     }
     cutlass::arch::fence_view_async_shared();  // P: generic writes -> visible to WGMMA
     cutlass::arch::NamedBarrier::sync(128, barrier);
-    if constexpr (kRegK) Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);  // V converted
+    if constexpr (kRawKRing) Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);  // V converted
     wgmma_issue<false>(mma_o, tOrV(_, _, _, stage), tOrP, tOrO);
     warpgroup_wait<0>();
     Barrier::arrive(&ss.conv_empty[stage]);
@@ -1237,7 +1353,7 @@ template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     decode_int8_regk_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
-  static_assert(Traits::kRegisterK && Traits::kThreads == 256);
+  static_assert(Traits::kRawK && Traits::kThreads == 256);
   extern __shared__ char smem_raw[];
   auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
 
