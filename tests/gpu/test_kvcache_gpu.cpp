@@ -797,6 +797,15 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   c = make(cfg, 2, 4, 1, 384, {384, 130}, true, 10004);  // the int8 kernel: transform + consumer warpgroups
   c.int8 = true, c.num_splits = 2, c.quant_block = 64;
   grid.push_back(c);
+  if (cfg.hdim <= 128)  // the swapped consumer (4) and its 8-bit S (7): raw K ring, V-only transform
+    for (int variant : {4, 7}) {
+      c = make(cfg, 1, 4, 1, 384, {384, 200}, true, 10005 + variant);
+      c.int8 = true, c.num_splits = 2, c.quant_block = 64, c.variant = variant;
+      grid.push_back(c);
+    }
+  c = make(cfg, 2, 4, 1, 1200, {1200, 130}, true, 10012);  // balanced split-KV (6): claims and chunk partials
+  c.num_splits = 3, c.variant = 6;
+  grid.push_back(c);
   run_grid(grid);
   c = make(cfg, 2, 4, 1, 300, {300, -1}, false, 10003);
   c.num_splits = 3;

@@ -145,8 +145,9 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 // decode_int8_regk_kernel.
 // kS8K (variant 7, "half INT8", on top of kSwapped, instead of kRegisterK): the same raw K ring as
 // kRegisterK, but Sᵀ = K·Qᵀ runs as 8-bit WGMMAs on the raw tile itself (no K conversion at all):
-// per K scale block Q' = Q ⊙ s_k is quantized per row to two int8 parts, Q' ≈ q_s · (hi + lo/254),
-// and S = q_s · (K·hiᵀ + K·loᵀ / 254) from two s32 accumulators. See decode_int8_swapped_consume.
+// per K scale block Q' = Q ⊙ s_k is quantized per row to three int8 parts,
+// Q' ≈ q_s · (hi + mid/254 + lo/254²), and S = q_s · (K·hiᵀ + K·midᵀ/254 + K·loᵀ/254²) from three
+// s32 accumulators. See decode_int8_swapped_consume and quantize_q_s8.
 template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1, bool kSwapped_ = false,
           bool kRegisterK_ = false, bool kS8K_ = false>
 struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
@@ -216,10 +217,10 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   // Variant 5 (kRegisterK): the Q area holds the swapped consumer's 16-row Q, P (16 x 64) and its
   // reduction buffers (2 x 4 warps x 16 floats), rounded to the 1 KB swizzle period; a converted
   // V ring; the raw K ring (swizzled) with each stage's K scales; the raw V ring.
-  // kS8K adds the two int8 parts of Q' (16 x hdim each, 1 KB aligned) and the 16 row scales.
+  // kS8K adds the three int8 parts of Q' (16 x hdim each, 1 KB aligned) and the 16 row scales.
   static constexpr int kQ8Offset = ((kSwappedRows * kHeadDim_ * 2 + kSwappedRows * Base::kBlockN * 2 + 1023) / 1024) * 1024;
   static constexpr int kQAreaBytes =
-      kS8K ? ((kQ8Offset + 2 * kSwappedRows * kHeadDim_ + 2 * 4 * kSwappedRows * 4 + kSwappedRows * 4 + 1023) / 1024) * 1024
+      kS8K ? ((kQ8Offset + 3 * kSwappedRows * kHeadDim_ + 2 * 4 * kSwappedRows * 4 + kSwappedRows * 4 + 1023) / 1024) * 1024
            : ((kSwappedRows * kHeadDim_ * 2 + kSwappedRows * Base::kBlockN * 2 + 2 * 4 * kSwappedRows * 4 + 1023) / 1024) * 1024;
   struct SharedStorageRegK {
     cute::array_aligned<Element, kQAreaBytes / sizeof(Element), 1024> q;
@@ -618,6 +619,27 @@ CUTE_DEVICE uint32_t pack_pair(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&out);
 }
 
+// The transform's conversion of one 16-byte chunk of a raw int8 tile row: 16 values times their
+// scales (scale(j), j = 0..15) in fp32, rounded once to Element, stored as 16 consecutive elements
+// of the converted tile row (two 16-byte stores: dst and dst + 8, each contiguous under the
+// tile's swizzle). Shared by the K and V conversions of decode_int8_kernel and the V-only
+// transform of variants 5 and 7.
+template <class Element, class Scale>
+CUTE_DEVICE void convert_int8x16(uint4 raw, Scale const& scale, Element* dst, Element* dst8) {
+  const uint32_t w4[4] = {raw.x, raw.y, raw.z, raw.w};
+  uint32_t out[8];
+  CUTE_UNROLL
+  for (int w = 0; w < 4; ++w) {
+    float f[4];
+    int8x4_to_float(w4[w], f);
+    CUTE_UNROLL
+    for (int j = 0; j < 4; ++j) f[j] *= scale(4 * w + j);
+    out[2 * w] = pack_pair<Element>(f[0], f[1]), out[2 * w + 1] = pack_pair<Element>(f[2], f[3]);
+  }
+  *reinterpret_cast<uint4*>(dst) = make_uint4(out[0], out[1], out[2], out[3]);
+  *reinterpret_cast<uint4*>(dst8) = make_uint4(out[4], out[5], out[6], out[7]);
+}
+
 // Variant 5's K operand. The A fragment of an m64nNk16 WGMMA with 16-bit A in registers (CuTe's
 // ALayout_64x16; the PTX ISA's wgmma .m64nNk16 register-fragment figure): thread t = 32·warp +
 // lane holds values v = 0..7 at row 16·warp + lane/4 + 8·(v/2 % 2) and column 2·(lane % 4) + v % 2
@@ -718,14 +740,18 @@ CUTE_DEVICE void regk_load_k(typename Traits::Params const& p, DecodeTile const&
 }
 
 // Variant 7 ("half INT8"): Q' = Q ⊙ s_k (the K scale block's channel scales, fp32) of the 16
-// swapped rows as int8 pairs, Q' ≈ q_s · (hi + lo / 254) per row: a = Q' · 127 / max|Q'|,
-// hi = rint(a), lo = rint((a − hi) · 254) (|a − hi| ≤ 1/2, so |lo| ≤ 127); q_s = max|Q'| / 127.
-// The pair keeps ~15 bits of Q' (error ≤ max|Q'| / 64 516), more than bf16's 8 bits per value, so
-// the S of the 8-bit WGMMAs is at least as accurate as the bf16 product of the dequantized K.
+// swapped rows as three int8 parts per row, Q' ≈ q_s · (p0 + p1/254 + p2/254²): a = Q' · 127 /
+// max|Q'|, p0 = rint(a), p1 = rint((a − p0) · 254), p2 = rint(((a − p0) · 254 − p1) · 254) (each
+// remainder is within ±1/2, so every part is within ±127); q_s = max|Q'| / 127. The error is at most
+// max|Q'| / 16.4 M per value. Two parts (max|Q'| / 64 516) were measured less accurate than the
+// host-dequantized bf16 path with outlier K channels (H200 r47: O max error 0.0315 against
+// 0.0258, LSE 0.0178 against a bound of 0.0077): the ×20 channel scales put the other channels'
+// Q' far below the row maximum, where bf16's per-value exponent keeps 8 bits and a row-scaled
+// int8 pair does not.
 // Thread t: row t / 8, hdim / 8 contiguous channels; a row's 8 threads are adjacent lanes. A row
-// past the tile's rows is zero in sQ, so its parts and q_s are 0.
+// past the tile's rows is zero in sQ, so its parts and q_s are 0. sQ8: the three parts' tiles.
 template <class Element, int kHeadDim, class TQ, class TQ8>
-CUTE_DEVICE void quantize_q_s8(TQ const& sQ, TQ8& sQh, TQ8& sQl, const float* k_scale, float* q_scale, int thread) {
+CUTE_DEVICE void quantize_q_s8(TQ const& sQ, TQ8 (&sQ8)[3], const float* k_scale, float* q_scale, int thread) {
   constexpr int kPer = kHeadDim / 8;
   static_assert(kPer % 8 == 0 && 16 * 8 == 128, "16 rows x 8 threads, whole 16-byte Q loads");
   const int r = thread / 8, c0 = (thread % 8) * kPer;
@@ -746,27 +772,32 @@ CUTE_DEVICE void quantize_q_s8(TQ const& sQ, TQ8& sQh, TQ8& sQl, const float* k_
   CUTE_UNROLL
   for (int off = 1; off < 8; off *= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
   const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-  uint32_t hi[kPer / 4], lo[kPer / 4];
+  uint32_t part[3][kPer / 4];
   CUTE_UNROLL
   for (int w = 0; w < kPer / 4; ++w) {
-    uint32_t h = 0, l = 0;
+    uint32_t b[3] = {0, 0, 0};
     CUTE_UNROLL
     for (int k = 0; k < 4; ++k) {
-      const float a = q[4 * w + k] * inv;
-      const float ah = rintf(a);
-      h |= (uint32_t(int(ah)) & 0xffu) << (8 * k);
-      l |= (uint32_t(int(rintf((a - ah) * 254.0f))) & 0xffu) << (8 * k);
+      float a = q[4 * w + k] * inv;
+      CUTE_UNROLL
+      for (int j = 0; j < 3; ++j) {
+        const float aj = rintf(a);
+        b[j] |= (uint32_t(int(aj)) & 0xffu) << (8 * k);
+        a = (a - aj) * 254.0f;  // a − aj is exact; the product rounds far below the last part's step
+      }
     }
-    hi[w] = h, lo[w] = l;
-  }
-  if constexpr (kPer == 8) {  // 8 bytes, inside one 16-byte swizzle unit
-    *reinterpret_cast<uint2*>(&sQh(r, c0)) = make_uint2(hi[0], hi[1]);
-    *reinterpret_cast<uint2*>(&sQl(r, c0)) = make_uint2(lo[0], lo[1]);
-  } else {
     CUTE_UNROLL
-    for (int w = 0; w < kPer / 4; w += 4) {  // 16 bytes: one swizzle unit
-      *reinterpret_cast<uint4*>(&sQh(r, c0 + 4 * w)) = make_uint4(hi[w], hi[w + 1], hi[w + 2], hi[w + 3]);
-      *reinterpret_cast<uint4*>(&sQl(r, c0 + 4 * w)) = make_uint4(lo[w], lo[w + 1], lo[w + 2], lo[w + 3]);
+    for (int j = 0; j < 3; ++j) part[j][w] = b[j];
+  }
+  CUTE_UNROLL
+  for (int j = 0; j < 3; ++j) {
+    if constexpr (kPer == 8) {  // 8 bytes, inside one 16-byte swizzle unit
+      *reinterpret_cast<uint2*>(&sQ8[j](r, c0)) = make_uint2(part[j][0], part[j][1]);
+    } else {
+      CUTE_UNROLL
+      for (int w = 0; w < kPer / 4; w += 4)  // 16 bytes: one swizzle unit
+        *reinterpret_cast<uint4*>(&sQ8[j](r, c0 + 4 * w)) =
+            make_uint4(part[j][w], part[j][w + 1], part[j][w + 2], part[j][w + 3]);
     }
   }
   if (thread % 8 == 0) q_scale[r] = amax / 127.0f;
@@ -808,17 +839,19 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
                 "Q, P and the reduction buffers fit the Q storage");
   static_assert(!kS8 || (int((kQElems + kPElems) * sizeof(Element)) <= Traits::kQ8Offset &&
                          Traits::kQ8Offset % 1024 == 0 &&
-                         Traits::kQ8Offset + 2 * kQ * kHeadDim + (2 * 4 * kQ + kQ) * 4 <= int(sizeof(ss.q))),
+                         Traits::kQ8Offset + 3 * kQ * kHeadDim + (2 * 4 * kQ + kQ) * 4 <= int(sizeof(ss.q))),
                 "variant 7: Q, P, Q's int8 parts, the reduction buffers and the row scales fit the Q storage");
   Element* base = ss.q.data();
   Tensor sQ = make_tensor(make_smem_ptr(base), SmemLayoutQ{});             // (16, D)
   Tensor sP = make_tensor(make_smem_ptr(base + kQElems), SmemLayoutP{});   // (16, 64)
-  // Variant 7: Q's int8 parts (16, D) each, in the raw K tile's swizzle (8-bit WGMMA B operands).
+  // Variant 7: Q's three int8 parts (16, D) each, in the raw K tile's swizzle (8-bit WGMMA B operands).
   using SmemLayoutQ8 = decltype(tile_to_shape(typename Traits::SmemLayoutRawKAtom{}, Shape<QRows, HeadDim>{}));
   int8_t* q8 = reinterpret_cast<int8_t*>(base) + Traits::kQ8Offset;
-  Tensor sQh = make_tensor(make_smem_ptr(q8), SmemLayoutQ8{});
-  Tensor sQl = make_tensor(make_smem_ptr(q8 + kQ * kHeadDim), SmemLayoutQ8{});
-  float* red = kS8 ? reinterpret_cast<float*>(q8 + 2 * kQ * kHeadDim)
+  using TensorQ8 = decltype(make_tensor(make_smem_ptr(q8), SmemLayoutQ8{}));
+  TensorQ8 sQ8[3] = {make_tensor(make_smem_ptr(q8), SmemLayoutQ8{}),
+                     make_tensor(make_smem_ptr(q8 + kQ * kHeadDim), SmemLayoutQ8{}),
+                     make_tensor(make_smem_ptr(q8 + 2 * kQ * kHeadDim), SmemLayoutQ8{})};
+  float* red = kS8 ? reinterpret_cast<float*>(q8 + 3 * kQ * kHeadDim)
                    : reinterpret_cast<float*>(base + kQElems + kPElems);  // [2][4 warps][16]
   float* q_scale_s = red + 2 * 4 * kQ;                                     // variant 7: [16] row scales
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, 64, CONV)
@@ -865,17 +898,22 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
       return thr_s.partition_fragment_A(sK);                                                 // (MMA, MMA_M, MMA_K, CONV)
     }
   }();
-  auto tSrQ = [&] {  // (MMA, MMA_N, MMA_K); variant 7: Q's hi part
-    if constexpr (kS8) return thr_s.partition_fragment_B(sQh);
+  auto tSrQ = [&] {  // (MMA, MMA_N, MMA_K); variant 7: Q's first part
+    if constexpr (kS8) return thr_s.partition_fragment_B(sQ8[0]);
     else return thr_s.partition_fragment_B(sQ);
   }();
-  auto tSrQl = [&] {  // variant 7: Q's lo part
-    if constexpr (kS8) return thr_s.partition_fragment_B(sQl);
+  auto tSrQ1 = [&] {  // variant 7: Q's second and third parts
+    if constexpr (kS8) return thr_s.partition_fragment_B(sQ8[1]);
     else return 0;
   }();
-  auto tSrSh = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});        // variant 7: s32 K·hiᵀ
-  auto tSrSl = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});        // variant 7: s32 K·loᵀ
-  Tensor tSrS = make_tensor<float>(tSrSh.layout());                        // keys x rows
+  auto tSrQ2 = [&] {
+    if constexpr (kS8) return thr_s.partition_fragment_B(sQ8[2]);
+    else return 0;
+  }();
+  auto tSrS0 = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});        // variant 7: s32 K·partᵀ, parts 0-2
+  auto tSrS1 = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});
+  auto tSrS2 = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});
+  Tensor tSrS = make_tensor<float>(tSrS0.layout());                        // keys x rows
   Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<BlockN, QRows>{}));
   Tensor tOrV = thr_o.partition_fragment_A(sVt);                            // (MMA, MMA_M, MMA_K, CONV)
   Tensor tOrP = thr_o.partition_fragment_B(sP);                             // (MMA, MMA_N, MMA_K)
@@ -912,25 +950,27 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
       const int k_stage = i % kRawStages;
       Barrier::wait(&ss.k_full[k_stage], (i / kRawStages) & 1);
       // A new K scale block (or the first tile): Q' and its int8 parts. The previous tile's S
-      // WGMMAs, which read sQh / sQl, completed before its column-max barrier.
+      // WGMMAs, which read sQ8, completed before its column-max barrier.
       if (i == 0 || (n * kBlockN) / p.quant_block != ((n - 1) * kBlockN) / p.quant_block) {
-        quantize_q_s8<Element, kHeadDim>(sQ, sQh, sQl, ss.k_scale.data() + k_stage * kHeadDim, q_scale_s, thread);
+        quantize_q_s8<Element, kHeadDim>(sQ, sQ8, ss.k_scale.data() + k_stage * kHeadDim, q_scale_s, thread);
         cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA
         cutlass::arch::NamedBarrier::sync(128, barrier);
         CUTE_UNROLL
         for (int j = 0; j < kCols; ++j) q_s[j] = q_scale_s[col[j]];
       }
-      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ, tSrSh);
-      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQl, tSrSl);
+      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ, tSrS0);
+      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ1, tSrS1);
+      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ2, tSrS2);
       warpgroup_wait<0>();
-      auto sh = acc_rowcol(tSrSh);
-      auto sl = acc_rowcol(tSrSl);
+      auto s0 = acc_rowcol(tSrS0);
+      auto s1 = acc_rowcol(tSrS1);
+      auto s2 = acc_rowcol(tSrS2);
       auto sf = acc_rowcol(tSrS);
       CUTE_UNROLL
       for (int j = 0; j < kCols; ++j)
         CUTE_UNROLL
-        for (int r = 0; r < size<0>(sf); ++r)
-          sf(r, j) = q_s[j] * fmaf(float(sl(r, j)), 1.0f / 254.0f, float(sh(r, j)));
+        for (int r = 0; r < size<0>(sf); ++r)  // each s32 sum is exact in fp32 (|sum| < 2^21)
+          sf(r, j) = q_s[j] * fmaf(fmaf(float(s2(r, j)), 1.0f / 254.0f, float(s1(r, j))), 1.0f / 254.0f, float(s0(r, j)));
     } else {
       Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
       wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
@@ -1138,23 +1178,10 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
           const int r = r0 + k * kRowStep;
           const uint4 kq = *reinterpret_cast<const uint4*>(&sKr(r, c0, rs));
           const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
-          const uint32_t kw[4] = {kq.x, kq.y, kq.z, kq.w}, vw[4] = {vq.x, vq.y, vq.z, vq.w};
-          uint32_t kout[8], vout[8];
-            const float k_valid = !tail || n * kBlockN + r < t.len ? 1.0f : 0.0f;  // vs[k] is 0 there already
-            CUTE_UNROLL
-            for (int w = 0; w < 4; ++w) {
-              float kf[4], vf[4];
-              int8x4_to_float(kw[w], kf);
-              int8x4_to_float(vw[w], vf);
-              CUTE_UNROLL
-              for (int j = 0; j < 4; ++j) kf[j] *= ks[4 * w + j] * k_valid, vf[j] *= vs[k];
-              kout[2 * w] = pack_pair<Element>(kf[0], kf[1]), kout[2 * w + 1] = pack_pair<Element>(kf[2], kf[3]);
-              vout[2 * w] = pack_pair<Element>(vf[0], vf[1]), vout[2 * w + 1] = pack_pair<Element>(vf[2], vf[3]);
-            }
-          *reinterpret_cast<uint4*>(&sK(r, c0, cs)) = make_uint4(kout[0], kout[1], kout[2], kout[3]);
-          *reinterpret_cast<uint4*>(&sK(r, c0 + 8, cs)) = make_uint4(kout[4], kout[5], kout[6], kout[7]);
-          *reinterpret_cast<uint4*>(&sV(r, c0, cs)) = make_uint4(vout[0], vout[1], vout[2], vout[3]);
-          *reinterpret_cast<uint4*>(&sV(r, c0 + 8, cs)) = make_uint4(vout[4], vout[5], vout[6], vout[7]);
+          const float k_valid = !tail || n * kBlockN + r < t.len ? 1.0f : 0.0f;  // vs[k] is 0 there already
+          const float v_scale_k = vs[k];
+          convert_int8x16<Element>(kq, [&](int j) { return ks[j] * k_valid; }, &sK(r, c0, cs), &sK(r, c0 + 8, cs));
+          convert_int8x16<Element>(vq, [&](int) { return v_scale_k; }, &sV(r, c0, cs), &sV(r, c0 + 8, cs));
         }
       }
       cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
@@ -1302,18 +1329,8 @@ CUTE_DEVICE void decode_int8_transform_v(typename Traits::Params const& p, Decod
     for (int k = 0; k < kPerThread; ++k) {
       const int r = r0 + k * kRowStep;
       const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
-      const uint32_t vw[4] = {vq.x, vq.y, vq.z, vq.w};
-      uint32_t vout[8];
-      CUTE_UNROLL
-      for (int w = 0; w < 4; ++w) {
-        float vf[4];
-        int8x4_to_float(vw[w], vf);
-        CUTE_UNROLL
-        for (int j = 0; j < 4; ++j) vf[j] *= vs[k];
-        vout[2 * w] = pack_pair<Element>(vf[0], vf[1]), vout[2 * w + 1] = pack_pair<Element>(vf[2], vf[3]);
-      }
-      *reinterpret_cast<uint4*>(&sV(r, c0, cs)) = make_uint4(vout[0], vout[1], vout[2], vout[3]);
-      *reinterpret_cast<uint4*>(&sV(r, c0 + 8, cs)) = make_uint4(vout[4], vout[5], vout[6], vout[7]);
+      const float v_scale_k = vs[k];
+      convert_int8x16<Element>(vq, [&](int) { return v_scale_k; }, &sV(r, c0, cs), &sV(r, c0 + 8, cs));
     }
     cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
     Barrier::arrive(&ss.conv_full[cs]);
