@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "attention/device/compiled_set.hpp"
@@ -55,15 +56,42 @@ inline Status fwd_can_implement(const FwdParams& fp, int shared_bytes) {
   return Status();
 }
 
+// The non-persistent causal launch order (ws::FwdTileScheduler): (head, batch) pairs per
+// longest-first group, as many as keep the group's K and V within ~24 MB of the 50-60 MB L2.
+// HOPATTN_FWD_CAUSAL_GROUP=N forces at most N pairs per group; 1 (or 0) is the per-pair order
+// used before 2026-11-30 r51 (for the ablation; read once).
+inline int fwd_causal_group(const FwdParams& fp, int element_bytes) {
+  static const int forced = [] {
+    const char* v = std::getenv("HOPATTN_FWD_CAUSAL_GROUP");
+    return v != nullptr && *v != '\0' ? std::max(1, std::atoi(v)) : 0;
+  }();
+  if (forced > 0) return forced;
+  const int64_t kv_bytes = std::max<int64_t>(int64_t(fp.seqlen_k) * fp.hdim * 2 * element_bytes, 1);
+  return int(std::clamp<int64_t>((int64_t(24) << 20) / kv_bytes, 1, 1 << 20));
+}
+
 // Launches `kernel` with one CTA per (Q tile, q-head, batch), or (persistent) one per SM up to
 // the number of tiles.
+// grouped_causal: a warp-specialized non-persistent kernel with a causal mask, whose scheduler
+// takes the (group, m_blocks, groups) grid of fwd_causal_group's order.
 template <class Traits, class Kernel>
-Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent, const FwdParams& fp, Stream stream) {
+Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent, bool grouped_causal,
+                  const FwdParams& fp, Stream stream) {
   if (Status s = fwd_can_implement(fp, shared_bytes); !s.ok()) return s;
   const typename Traits::Params params = make_fwd_params<Traits>(fp);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
   const int m_blocks = (fp.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
   dim3 grid(m_blocks, fp.heads_q, fp.batch);
+  if (grouped_causal) {  // (pair in group, m rank, group); pairs spread evenly over the groups
+    if (m_blocks > 65535)
+      return Status::unsupported("attention forward: causal seqlen_q of " + std::to_string(fp.seqlen_q) +
+                                 " needs more than 65535 Q tiles (grid limit)");
+    const int64_t pairs = int64_t(fp.heads_q) * fp.batch;
+    const int64_t max_group = std::max<int64_t>(fwd_causal_group(fp, int(sizeof(typename Traits::Element))),
+                                                (pairs + 65534) / 65535);  // groups <= 65535
+    const int64_t groups = (pairs + max_group - 1) / max_group, group = (pairs + groups - 1) / groups;
+    grid = dim3(unsigned(group), unsigned(m_blocks), unsigned(groups));
+  }
   if (persistent) {
     int device = 0, sms = 0;
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
@@ -82,13 +110,14 @@ Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
   constexpr FwdSchedule s = fwd_schedule(kHeadDim, kSchedule);
   using Traits = Fa2Traits<Element, kHeadDim, s.tile.block_m, s.tile.block_n, s.tile.stages>;
   if constexpr (s.kernel == FwdKernel::kFa2) {
-    return launch_fwd<Traits>(&fa2_forward_kernel<Traits, Mask>, Traits::kThreads, Traits::kSharedBytes, false, fp,
-                              stream);
+    return launch_fwd<Traits>(&fa2_forward_kernel<Traits, Mask>, Traits::kThreads, Traits::kSharedBytes, false, false,
+                              fp, stream);
   } else {
     constexpr bool kPersistent = s.kernel == FwdKernel::kPersistentPingPong;
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized;
     return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent>, kWsThreads<Traits>,
-                              int(sizeof(WsStorageOf<Traits, kPersistent>)), kPersistent, fp, stream);
+                              int(sizeof(WsStorageOf<Traits, kPersistent>)), kPersistent,
+                              !kPersistent && Mask::kCausal, fp, stream);
   }
 }
 

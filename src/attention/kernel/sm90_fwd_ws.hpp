@@ -142,7 +142,13 @@ struct TileCoord {
 
 // The tile list and who takes which tile.
 //  * Non-persistent: one tile per CTA, t = m + M·(h + H·b) from the CTA's coordinates (m = the
-//    Q-tile index, reversed for causal masks so the longest rows start first).
+//    Q-tile index). With a causal mask the host launches a (group, m_blocks, groups) grid:
+//    pair hb = blockIdx.z · gridDim.x + blockIdx.x, m = m_blocks − 1 − blockIdx.y. CTAs start in
+//    linear order, so groups of gridDim.x (head, batch) pairs run one after another and inside
+//    a group all pairs' longest Q tiles come first: the grid's last CTAs are the shortest tiles
+//    instead of a mix, while a group's K/V (sized by the host to stay in L2,
+//    fwd_causal_group) is shared by the CTAs in flight. A group of one pair is the per-pair
+//    longest-first order of before 2026-11-30 r51. CTAs past the last pair have no tile.
 //  * Persistent, no causal mask (uniform work): CTA i takes tiles i, i + G, i + 2G, ... (G =
 //    gridDim.x); m varies fastest, so the CTAs in flight share one head's K/V in L2.
 //  * Persistent, causal: tiles sorted longest first across all heads (m slowest), dealt out in
@@ -155,8 +161,11 @@ struct FwdTileScheduler {
   CUTE_DEVICE int count() const { return m_blocks * heads * batch; }
   // This CTA's k-th tile, or a value >= count() when it has no more (monotone in k).
   CUTE_DEVICE int tile(int k) const {
-    if constexpr (!kPersistent)
+    if constexpr (!kPersistent) {
+      if constexpr (Mask::kCausal)  // coord() reads the tile from blockIdx; any t < count()
+        return k == 0 && int(blockIdx.z * gridDim.x + blockIdx.x) < heads * batch ? 0 : count();
       return k == 0 ? int(blockIdx.x) + m_blocks * (int(blockIdx.y) + heads * int(blockIdx.z)) : count();
+    }
     const int g = int(gridDim.x), i = int(blockIdx.x);
     return Mask::kCausal ? k * g + ((k & 1) ? g - 1 - i : i) : k * g + i;
   }
@@ -165,8 +174,12 @@ struct FwdTileScheduler {
       const int hb = t % (heads * batch), m = t / (heads * batch);
       return {m_blocks - 1 - m, hb % heads, hb / heads};
     }
+    if (!kPersistent && Mask::kCausal) {  // the grouped grid: (pair in group, m rank, group)
+      const int hb = int(blockIdx.z * gridDim.x + blockIdx.x);
+      return {m_blocks - 1 - int(blockIdx.y), hb % heads, hb / heads};
+    }
     const int m = t % m_blocks, hb = t / m_blocks;
-    return {Mask::kCausal ? m_blocks - 1 - m : m, hb % heads, hb / heads};
+    return {m, hb % heads, hb / heads};
   }
 };
 
