@@ -57,15 +57,20 @@ inline Status fwd_can_implement(const FwdParams& fp, int shared_bytes) {
 }
 
 // The non-persistent causal launch order (ws::FwdTileScheduler): (head, batch) pairs per
-// longest-first group, as many as keep the group's K and V within ~24 MB of the 50-60 MB L2.
-// HOPATTN_FWD_CAUSAL_GROUP=N forces at most N pairs per group; 1 (or 0) is the per-pair order
-// used before 2026-11-30 r51 (for the ablation; read once).
+// longest-first group, as many as keep the group's K and V within ~24 MB of the 50-60 MB L2,
+// for KV lengths of 1k-4k; one pair per group (the per-pair order of before) otherwise.
+// Measured (H200 r51, bf16, causal, A/B interleaved twice, docs/perf-log.md): grouped is 2-4 %
+// faster at hdim 128 2k/4k and hdim 256 1k/2k, even at hdim 128 1k/8k, and 2 % slower at hdim
+// 256 512, 3.6 % at hdim 128 16k.
+// HOPATTN_FWD_CAUSAL_GROUP=N forces at most N pairs per group at every length; 1 (or 0) is
+// the per-pair order (for ablations; read once).
 inline int fwd_causal_group(const FwdParams& fp, int element_bytes) {
   static const int forced = [] {
     const char* v = std::getenv("HOPATTN_FWD_CAUSAL_GROUP");
     return v != nullptr && *v != '\0' ? std::max(1, std::atoi(v)) : 0;
   }();
   if (forced > 0) return forced;
+  if (fp.seqlen_k < 1024 || fp.seqlen_k > 4096) return 1;
   const int64_t kv_bytes = std::max<int64_t>(int64_t(fp.seqlen_k) * fp.hdim * 2 * element_bytes, 1);
   return int(std::clamp<int64_t>((int64_t(24) << 20) / kv_bytes, 1, 1 << 20));
 }
