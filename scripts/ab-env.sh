@@ -20,11 +20,13 @@ for r in $(seq 1 "$rounds"); do
     val=$a
     [ "$arm" = B ] && val=$b
     if [ -n "$val" ]; then
-      env "$var=$val" "$build/bin/hopattn" bench "$@" --csv "$out/ab-$arm-$r.csv" >"$out/ab-$arm-$r.log" 2>&1 || status=1
+      env "$var=$val" "$build/bin/hopattn" bench "$@" --csv "$out/ab-$arm-$r.csv" >"$out/ab-$arm-$r.log" 2>&1
     else
-      env -u "$var" "$build/bin/hopattn" bench "$@" --csv "$out/ab-$arm-$r.csv" >"$out/ab-$arm-$r.log" 2>&1 || status=1
+      env -u "$var" "$build/bin/hopattn" bench "$@" --csv "$out/ab-$arm-$r.csv" >"$out/ab-$arm-$r.log" 2>&1
     fi
-    echo "round $r arm $arm ($var=${val:-unset}): exit $status"
+    rc=$?
+    [ $rc -eq 0 ] || status=1
+    echo "round $r arm $arm ($var=${val:-unset}): exit $rc"
   done
 done
 exit $status

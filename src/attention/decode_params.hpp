@@ -18,9 +18,9 @@ namespace hopattn::attention {
 //                 3 = one consumer, 112 KB, two CTAs per SM (hdim <= 128); 4 = as 3 with the
 //                 swapped-operand consumer (16 packed rows per CTA); 5 = as 4 with K converted
 //                 in the consumer's registers (two CTAs per SM, hdim <= 128); 7 = as 4 with
-//                 Q·Kᵀ as 8-bit WGMMAs on the raw K tile ("half INT8": Q' in two int8 parts).
-// The default (plan_kvcache_attention): int8 1; 16-bit 2 when there are tiles for at least
-// 1.5 waves of one-CTA-per-SM (measured faster there, docs/perf-log.md), else 1 with split-KV.
+//                 Q·Kᵀ as 8-bit WGMMAs on the raw K tile ("half INT8": Q' in three int8 parts).
+// The defaults are chosen by plan_kvcache_attention (kvcache_check.cpp, with the measurements);
+// variants 5, 6 and 7 are forced only.
 constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
   return hdim <= 128 && ((!int8 && variant == 2) || (int8 && ((variant >= 3 && variant <= 5) || variant == 7))) ? 2 : 1;
 }

@@ -1081,6 +1081,8 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
         // Variant 7 rounds differently (S from the int8 K and fp32 scales; K is never rounded to
         // 16 bits), so its max error is compared as the folded-scale variant's was: within 50 %
         // (r47, outlier channels, q_len 1: 1.22x the host path's max error, 1.02x its RMS error).
+        // So variant 7 does NOT meet the 1.15x max-error criterion the other variants are held
+        // to: it is an ablation (forced only), never a default candidate on this evidence.
         const double max_factor = variant == 7 ? 1.5 : 1.15;
         const bool ok = e.bad == 0 && e.rel_l2 <= 1.05 * e_host.rel_l2 && e.max_abs <= max_factor * e_host.max_abs + 1e-6;
         std::printf("%-4s int8 accuracy %s variant %d: O error vs fp64 of the unquantized cache (max / rel-L2): "

@@ -60,8 +60,8 @@ inline Status fwd_can_implement(const FwdParams& fp, int shared_bytes) {
 // longest-first group, as many as keep the group's K and V within ~24 MB of the 50-60 MB L2,
 // for KV lengths of 1k-4k; one pair per group (the per-pair order of before) otherwise.
 // Measured (H200 r51, bf16, causal, A/B interleaved twice, docs/perf-log.md): grouped is 2-4 %
-// faster at hdim 128 2k/4k and hdim 256 1k/2k, even at hdim 128 1k/8k, and 2 % slower at hdim
-// 256 512, 3.6 % at hdim 128 16k.
+// faster at hdim 128 2k/4k and hdim 256 1k/2k, neutral at hdim 128 1k/8k, 2 % slower at hdim
+// 256 512 and 3.6 % slower at hdim 128 16k.
 // HOPATTN_FWD_CAUSAL_GROUP=N forces at most N pairs per group at every length; 1 (or 0) is
 // the per-pair order (for ablations; read once).
 inline int fwd_causal_group(const FwdParams& fp, int element_bytes) {

@@ -819,6 +819,9 @@ CUTE_DEVICE void quantize_q_s8(TQ const& sQ, TQ8 (&sQ8)[3], const float* k_scale
 // Sᵀ = K·Qᵀ as an RS WGMMA (Q gathered with the matching channel permutation), and after the
 // column-max barrier (every thread's K reads are done) thread 0 refills the K stage; V's
 // conv_full is waited on just before Oᵀ += Vᵀ·Pᵀ.
+// Variant 7 (Traits::kS8K) shares variant 5's raw K ring and V handling; its S step: at each K
+// scale block's first tile, quantize_q_s8 (Q' parts and row scales into shared memory, fence,
+// named barrier), then three s8 SS WGMMAs on the raw K stage and S = q_s · (S0 + S1/254 + S2/254²).
 template <class Traits>
 CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, DecodeTile const& t,
                                              typename Traits::SharedStorage& ss, int n_blocks, int thread) {
