@@ -13,6 +13,9 @@
 #   for the same shape, summarised by scripts/ncu_source_top.py into ncu-gemm.txt.
 # --ncu-attn "HDIM CAUSAL SEQLEN SCHEDULE": the same for one forward attention launch (bf16, the
 #   bench's FA3-grid shape) and cuDNN's kernel beside it, into ncu-attn.txt.
+# --ncu-decode "ARGS": the same for one launch of the decode split kernel in
+#   `hopattn bench --op decode ARGS` (give one shape, one --variants entry and one --kv-dtype),
+#   into ncu-decode.txt.
 # --timeline "HQ:HKV B:L SPLITS VARIANT;...": bin/decode_timeline (per-CTA phase stamps of the
 #   16-bit decode kernel and the combine) for each spec, CSVs timeline-*.csv.
 #
@@ -26,7 +29,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-no_tests="" ncu_attn="" timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm=""
+no_tests="" ncu_attn="" timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
     --no-check) no_check=1 ;;
     --ncu-gemm) ncu_gemm=$2; shift ;;
     --ncu-attn) ncu_attn=$2; shift ;;
+    --ncu-decode) ncu_decode=$2; shift ;;
     --timeline) timeline=$2; shift ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
@@ -165,6 +169,13 @@ ncu_attn_profile() {
   done
 }
 if [ -n "$ncu_attn" ]; then step ncu_attn ncu-attn.txt ncu_attn_profile; fi
+ncu_decode_profile() {
+  command -v ncu >/dev/null || { echo "ncu not found"; return 1; }
+  echo "== hopattn decode ($ncu_decode)"
+  # shellcheck disable=SC2086  # ARGS are bench flags, split on purpose
+  ncu_report decode 'decode_(int8_|int8_regk_)?kernel' 3 50 "$build/bin/hopattn" bench --op decode --no-ceilings $ncu_decode
+}
+if [ -n "$ncu_decode" ]; then step ncu_decode ncu-decode.txt ncu_decode_profile; fi
 decode_timelines() {
   local spec heads cache splits variant
   IFS=';' read -ra specs <<<"$timeline"

@@ -150,10 +150,12 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.num_splits = -2;
   expect_error(check(a), "num_splits: -2 is negative");
   a = valid_args();
-  a.variant = 8;
-  expect_error(check(a), "variant: 8 is not 0 (default), 1, 2, 3, 4, 5, 6 or 7");
-  a.variant = 7;
-  expect_error(check(a), "variant: 7 applies to an int8 cache only");
+  a.variant = 10;
+  expect_error(check(a), "variant: 10 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8 or 9");
+  for (int v : {7, 8, 9}) {
+    a.variant = v;
+    expect_error(check(a), "variant: " + std::to_string(v) + " applies to an int8 cache only");
+  }
   a.variant = 3;
   expect_error(check(a), "variant: 3 applies to an int8 cache only");
   a.variant = 4;

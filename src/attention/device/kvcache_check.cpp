@@ -218,7 +218,7 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
   if (a.num_splits < 0) return Status::invalid(cat("num_splits: ", a.num_splits, " is negative (0 = heuristic)"));
   if (a.variant < 0 || a.variant > attention::kDecodeVariantMax)
     return Status::invalid(cat("variant: ", a.variant, " is not 0 (default), ", attention::decode_variant_list()));
-  if (((a.variant >= 3 && a.variant <= 5) || a.variant == 7) && !is_int8(a))
+  if (attention::decode_variant_int8_only(a.variant) && !is_int8(a))
     return Status::invalid(cat("variant: ", a.variant, " applies to an int8 cache only"));
   if (a.variant == 6 && is_int8(a))
     return Status::invalid(cat("variant: 6 (balanced split-KV) applies to a 16-bit cache only"));
