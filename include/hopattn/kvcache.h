@@ -51,11 +51,9 @@ typedef struct hopattn_kvcache_args {
                             WGMMA's M, 16 packed query rows per CTA as N; hdim <= 128), 5 = as 4
                             with K converted in the consumer's registers (hdim <= 128; forced
                             only, not the default), 7 = as 4 with Q·Kᵀ as 8-bit WGMMAs on the
-                            int8 K ("half INT8", hdim <= 128; forced only), 8 = as 4 with the
-                            tiles converted to exact fp16 and the scales folded into Q and P
-                            (hdim <= 128), 9 = as 8 with each raw int8 stage freed before its
-                            conversion (hdim <= 128). bf16/fp16 cache: 6 = balanced split-KV
-                            (chunks claimed by the CTAs; forced only). */
+                            int8 K ("half INT8", hdim <= 128; forced only), 8 = as 4 with one
+                            CTA per SM and a 128 KB raw ring (hdim <= 128; forced only). bf16/fp16 cache:
+                            6 = balanced split-KV (chunks claimed by the CTAs; forced only). */
 } hopattn_kvcache_args_t;
 
 /* Bytes of device workspace a call with these arguments needs (partial O and LSE of split-KV);

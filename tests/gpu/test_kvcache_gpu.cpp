@@ -287,8 +287,6 @@ class KvRun {
   // K dequantized without rounding to the 16-bit dtype (q · scale in fp32): the K that variant 7
   // multiplies with (8-bit WGMMAs on the int8 values, K's scales folded into Q).
   std::vector<float> host_k_unrounded() const { return dequantized(true, false); }
-  // V likewise (variant 8 folds V's scales into P: V is never rounded to 16 bits either).
-  std::vector<float> host_v_unrounded() const { return dequantized(false, false); }
 
   std::vector<float> host_k() const {
     if (c_.int8) return dequantized(true);
@@ -803,9 +801,9 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   c = make(cfg, 2, 4, 1, 384, {384, 130}, true, 10004);  // the int8 kernel: transform + consumer warpgroups
   c.int8 = true, c.num_splits = 2, c.quant_block = 64;
   grid.push_back(c);
-  if (cfg.hdim <= 128)  // the swapped consumer (4), its 8-bit S (7, raw K ring, V-only transform)
-                        // and its folded scales (8: Q'' and V scales from the transform)
-    for (int variant : {4, 7, 8, 9}) {
+  if (cfg.hdim <= 128)  // the swapped consumer (4), its 8-bit S (7: raw K ring, V-only transform)
+                        // and one CTA per SM (8)
+    for (int variant : {4, 7, 8}) {
       c = make(cfg, 1, 4, 1, 384, {384, 200}, true, 10005 + variant);
       c.int8 = true, c.num_splits = 2, c.quant_block = 64, c.variant = variant;
       grid.push_back(c);
@@ -1077,7 +1075,7 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       const ErrorStats e_plain = o_error(plain_run);
       plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
       const ErrorStats e_host = o_error(plain_run);
-      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9}) {
+      for (int variant : {1, 2, 3, 4, 5, 7, 8}) {
         if (variant >= 3 && cfg.hdim > 128) continue;
         int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
@@ -1106,7 +1104,7 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9})
+  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8})
     for (int causal = 0; causal < 4; ++causal) {
       if (attention::decode_variant_int8_only(variant) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
       if (variant == 6 && int8) continue;                                       // 16-bit only
@@ -1118,11 +1116,8 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
       // Variant 7 computes S from the int8 K and fp32 scales, never rounding the dequantized K to
       // 16 bits: its reference takes K that way too (with the rounded K, its LSE differed by up
       // to 0.018 at these outlier channels, r47, against a bound of 0.0077).
-      // Variants 8 and 9 fold both scales (Q'' and P' carry them): K and V unrounded.
-      const References ref = variant == 7   ? compute_references(run.kcase(), run.host_q(), run.host_k_unrounded(), run.host_v())
-                             : variant >= 8 ? compute_references(run.kcase(), run.host_q(), run.host_k_unrounded(),
-                                                                 run.host_v_unrounded())
-                                            : references_of(run);
+      const References ref = variant == 7 ? compute_references(run.kcase(), run.host_q(), run.host_k_unrounded(), run.host_v())
+                                          : references_of(run);
       const CaseResult r = run_case(run, ref);
       std::printf("variant %d: ", variant);
       print_result(c, r);

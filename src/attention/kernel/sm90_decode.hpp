@@ -135,7 +135,8 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 // 128 KB): it holds the bytes in flight.
 // kCtasPerSm 2 (one consumer, hdim <= 128): a 32 KB raw ring, so that two CTAs share an SM
 // (each at most 128 registers per thread) and one's transform overlaps the other's consumer.
-// kSwapped (variant 4, one consumer, two CTAs per SM, hdim <= 128): the consumer computes
+// kSwapped (variant 4: one consumer, two CTAs per SM; variant 8: one CTA per SM with a 128 KB
+// raw ring, the ablation of bytes in flight; hdim <= 128): the consumer computes
 // Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ with the 64 keys (or hdim) as WGMMA's M and at most kSwappedRows
 // packed query rows as N (m64n16 instead of m64n64 / m64n128 with 64 mostly padding rows): see
 // decode_int8_swapped_consume.
@@ -148,16 +149,8 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 // per K scale block Q' = Q ⊙ s_k is quantized per row to three int8 parts,
 // Q' ≈ q_s · (hi + mid/254 + lo/254²), and S = q_s · (K·hiᵀ + K·midᵀ/254 + K·loᵀ/254²) from three
 // s32 accumulators. See decode_int8_swapped_consume and quantize_q_s8.
-// kFold (variant 8, on top of kSwapped): the scales never touch the tiles. The transform converts
-// int8 to exact fp16 (a magic-number conversion on packed halves, no multiply: about a third of
-// the instructions of value · scale rounded to Element) and folds the scales into the small
-// operands instead: per K scale block, Q'' = (Q ⊙ s_k) / c_r in fp16 with c_r = max_d |Q ⊙ s_k|
-// per row (two buffers, by block parity), S = c_r · (Q''·K_int8ᵀ); per tile, P' = P ⊙ s_v / F
-// with F the tile's largest V scale, and O is kept in units of the last tile's F. Both GEMMs run
-// in fp16 whatever Element is (the output is converted at the end). See fold_q_block and
-// decode_int8_swapped_consume.
 template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1, bool kSwapped_ = false,
-          bool kRegisterK_ = false, bool kS8K_ = false, bool kFold_ = false, bool kEarlyRaw_ = false>
+          bool kRegisterK_ = false, bool kS8K_ = false>
 struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
@@ -167,14 +160,6 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   static constexpr bool kSwapped = kSwapped_;
   static constexpr bool kRegisterK = kRegisterK_;
   static constexpr bool kS8K = kS8K_;
-  static constexpr bool kFold = kFold_;
-  // kEarlyRaw (variant 9, on top of kFold): the transform frees each raw stage as soon as every
-  // thread holds its share in registers, before waiting for a free converted stage and converting,
-  // so the stage's refill is in flight during the conversion (two raw stages per CTA: otherwise
-  // one of them is held, not loading, for most of the time).
-  static constexpr bool kEarlyRaw = kEarlyRaw_;
-  // The converted ring's element (and the consumer's WGMMA operands): fp16 with folded scales.
-  using ConvElement = std::conditional_t<kFold, cutlass::half_t, Element>;
   static constexpr bool kRawK = kRegisterK || kS8K;  // the consumer owns a raw (int8) K ring
   static constexpr int kSwappedRows = 16;
   static constexpr int kTileRows = kSwapped ? kSwappedRows : Base::kBlockM;  // query rows per CTA
@@ -183,8 +168,6 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
                 "K in registers: the swapped consumer, two CTAs per SM, hdim 64 or 128");
   static_assert(!kS8K || (kSwapped && !kRegisterK && kCtasPerSm_ == 2 && (kHeadDim_ == 64 || kHeadDim_ == 128)),
                 "8-bit S: the swapped consumer, two CTAs per SM, hdim 64 or 128");
-  static_assert(!kFold || (kSwapped && !kRegisterK_ && !kS8K_), "folded scales: the swapped consumer on converted K and V");
-  static_assert(!kEarlyRaw || kFold, "early raw release: the folded-scale transform");
   static_assert(kConsumers == 1 || (kConsumers == 2 && kHeadDim_ <= 128));
   static_assert(kCtasPerSm == 1 || (kCtasPerSm == 2 && kConsumers == 1 && kHeadDim_ <= 128));
   static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: TMA + transform; then consumers
@@ -221,11 +204,11 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
       cute::take<0, 2>(SmemLayoutRawK{})));
   static constexpr uint32_t kTmaBytesRaw = Base::kBlockN * Base::kHeadDim;
 
-  // Variants 1-4 and 8: the transform converts K and V.
+  // Variants 1-4: the transform converts K and V.
   struct SharedStorageConv {
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutQ>, 1024> q;
-    cute::array_aligned<ConvElement, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> k;
-    cute::array_aligned<ConvElement, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
+    cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> k;
+    cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
     cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRaw>, 128> k_raw;
     cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRaw>, 128> v_raw;
     alignas(8) uint64_t raw_full[kRawStages];
@@ -252,20 +235,6 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
     alignas(8) uint64_t conv_empty[kConvStages];
   };
   using SharedStorage = std::conditional_t<kRawK, SharedStorageRegK, SharedStorageConv>;
-  // Variant 8's use of the Q storage (byte offsets): Q'' (16 x hdim fp16, SW128, one buffer per K
-  // scale block parity), P (16 x 64 fp16), the consumer's reduction buffers [2][4 warps][16]; then
-  // what the transform writes for the consumer: c_r per block parity [2][16], the V scales of each
-  // converted stage [kConvStages][64] (0 past the length) and their per-warp maxima [kConvStages][4].
-  using SmemLayoutQ2 = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<cutlass::half_t>{},
-                                                    cute::Shape<cute::Int<kSwappedRows>, typename Base::HeadDim, cute::_2>{}));
-  static constexpr int kFoldQBytes = 2 * kSwappedRows * kHeadDim_ * 2;
-  static constexpr int kFoldRed = kFoldQBytes + kSwappedRows * Base::kBlockN * 2;
-  static constexpr int kFoldCq = kFoldRed + 2 * 4 * kSwappedRows * 4;
-  static constexpr int kFoldSv = kFoldCq + 2 * kSwappedRows * 4;
-  static constexpr int kFoldVmax = kFoldSv + kConvStages * Base::kBlockN * 4;
-  static_assert(!kFold || (kFoldVmax + kConvStages * 4 * 4 <= int(sizeof(SharedStorageConv::q)) &&
-                           kFoldQBytes % 1024 == 0 && (kFoldQBytes / 2) % 1024 == 0),
-                "variant 8: Q'', P and the scale buffers fit the Q storage, Q'' and P on swizzle periods");
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));  // checked against the device at launch
   static_assert(!kRawK || kSharedBytes <= 113 * 1024, "variants 5 and 7: two CTAs per SM");
 
@@ -672,51 +641,6 @@ CUTE_DEVICE void convert_int8x16(uint4 raw, Scale const& scale, Element* dst, El
   *reinterpret_cast<uint4*>(dst8) = make_uint4(out[4], out[5], out[6], out[7]);
 }
 
-// Variant 8's conversion of one 16-byte chunk of a raw int8 tile row: 16 exact fp16 values, no
-// scale. Each byte, biased to unsigned (u = b + 128), becomes the low mantissa byte of 1024
-// (0x6400 | u = 1024 + u exactly), and one packed subtraction of 1024 + 128 per pair leaves b:
-// per 4 values one LOP3, two PRMT and two HADD2 (convert_int8x16: 15 instructions).
-// Split in two: the bias (one LOP3 per word) as the raw tile is read, the rest as it is written.
-CUTE_DEVICE uint4 bias_int8x16(uint4 raw) {
-  return make_uint4(raw.x ^ 0x80808080u, raw.y ^ 0x80808080u, raw.z ^ 0x80808080u, raw.w ^ 0x80808080u);
-}
-CUTE_DEVICE void convert_biased_int8x16_f16(uint4 biased, cutlass::half_t* dst, cutlass::half_t* dst8) {
-  const uint32_t w4[4] = {biased.x, biased.y, biased.z, biased.w};
-  uint32_t out[8];
-  CUTE_UNROLL
-  for (int w = 0; w < 4; ++w) {
-    const uint32_t u = w4[w];
-    const uint32_t lo = __byte_perm(u, 0x64646464u, 0x4140), hi = __byte_perm(u, 0x64646464u, 0x4342);
-    asm("sub.f16x2 %0, %1, %2;" : "=r"(out[2 * w]) : "r"(lo), "r"(0x64806480u));
-    asm("sub.f16x2 %0, %1, %2;" : "=r"(out[2 * w + 1]) : "r"(hi), "r"(0x64806480u));
-  }
-  *reinterpret_cast<uint4*>(dst) = make_uint4(out[0], out[1], out[2], out[3]);
-  *reinterpret_cast<uint4*>(dst8) = make_uint4(out[4], out[5], out[6], out[7]);
-}
-
-// Variant 8, in the transform warpgroup at a K scale block's first tile: Q'' = (Q ⊙ s_k) / c_r
-// in fp16 and c_r = max_d |Q ⊙ s_k| for this thread's share, row qr (< 16: a row of the tile)
-// and its 16 channels c0.. (q: the row's values in fp32, ks: the block's scales of those
-// channels); the kChunks threads of a row are adjacent lanes and reduce c_r by shuffles.
-// |Q''| <= 1, rounded once (relative 2^-11); rows past the row group's end are 0 with c_r = 0.
-template <int kChunks, class TensorQ2>
-CUTE_DEVICE void fold_q_block(const float (&q)[16], const float (&ks)[16], int qr, int c0, int buf, TensorQ2& sQ2,
-                              float* cq, int thread) {
-  float qs[16], amax = 0.0f;
-  CUTE_UNROLL
-  for (int j = 0; j < 16; ++j) qs[j] = q[j] * ks[j], amax = fmaxf(amax, fabsf(qs[j]));
-  CUTE_UNROLL
-  for (int off = 1; off < kChunks; off *= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-  if (qr >= int(cute::size<0>(sQ2))) return;
-  const float inv = amax > 0.0f ? 1.0f / amax : 0.0f;
-  uint32_t out[8];
-  CUTE_UNROLL
-  for (int w = 0; w < 8; ++w) out[w] = pack_pair<cutlass::half_t>(qs[2 * w] * inv, qs[2 * w + 1] * inv);
-  *reinterpret_cast<uint4*>(&sQ2(qr, c0, buf)) = make_uint4(out[0], out[1], out[2], out[3]);
-  *reinterpret_cast<uint4*>(&sQ2(qr, c0 + 8, buf)) = make_uint4(out[4], out[5], out[6], out[7]);
-  if (thread % kChunks == 0) cq[buf * int(cute::size<0>(sQ2)) + qr] = amax;
-}
-
 // Variant 5's K operand. The A fragment of an m64nNk16 WGMMA with 16-bit A in registers (CuTe's
 // ALayout_64x16; the PTX ISA's wgmma .m64nNk16 register-fragment figure): thread t = 32·warp +
 // lane holds values v = 0..7 at row 16·warp + lane/4 + 8·(v/2 % 2) and column 2·(lane % 4) + v % 2
@@ -910,14 +834,11 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   using QRows = Int<kQ>;
   using BlockN = Int<kBlockN>;
   using HeadDim = Int<kHeadDim>;
-  using CE = typename Traits::ConvElement;  // the 16-bit WGMMA operands: Element, or fp16 (variant 8)
   using SmemLayoutQ = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, Shape<QRows, HeadDim>{}));
-  using SmemLayoutP = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<CE>{}, Shape<QRows, BlockN>{}));
+  using SmemLayoutP = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, Shape<QRows, BlockN>{}));
   constexpr int kQElems = cosize_v<SmemLayoutQ>, kPElems = cosize_v<SmemLayoutP>;
   static_assert((kQElems * sizeof(Element)) % 1024 == 0, "P starts on a swizzle period");
-  constexpr bool kRegK = Traits::kRegisterK, kS8 = Traits::kS8K, kRawKRing = Traits::kRawK, kFold = Traits::kFold;
-  static_assert(!kFold || Traits::kFoldRed == Traits::kFoldQBytes + int(kPElems * sizeof(CE)),
-                "variant 8: P and the reduction buffers where the traits put them");
+  constexpr bool kRegK = Traits::kRegisterK, kS8 = Traits::kS8K, kRawKRing = Traits::kRawK;
   static_assert((kQElems + kPElems) * sizeof(Element) + 2 * 4 * kQ * sizeof(float) <= sizeof(ss.q),
                 "Q, P and the reduction buffers fit the Q storage");
   static_assert(!kS8 || (int((kQElems + kPElems) * sizeof(Element)) <= Traits::kQ8Offset &&
@@ -925,12 +846,8 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
                          Traits::kQ8Offset + 3 * kQ * kHeadDim + (2 * 4 * kQ + kQ) * 4 <= int(sizeof(ss.q))),
                 "variant 7: Q, P, Q's int8 parts, the reduction buffers and the row scales fit the Q storage");
   Element* base = ss.q.data();
-  char* area = reinterpret_cast<char*>(base);
   Tensor sQ = make_tensor(make_smem_ptr(base), SmemLayoutQ{});             // (16, D)
-  // Variant 8: Q'' of the two K scale block parities (16, D, 2) fp16, written by the transform.
-  Tensor sQ2 = make_tensor(make_smem_ptr(reinterpret_cast<cutlass::half_t*>(area)), typename Traits::SmemLayoutQ2{});
-  Tensor sP = make_tensor(make_smem_ptr(reinterpret_cast<CE*>(area + (kFold ? Traits::kFoldQBytes : kQElems * sizeof(Element)))),
-                          SmemLayoutP{});  // (16, 64)
+  Tensor sP = make_tensor(make_smem_ptr(base + kQElems), SmemLayoutP{});   // (16, 64)
   // Variant 7: Q's three int8 parts (16, D) each, in the raw K tile's swizzle (8-bit WGMMA B operands).
   using SmemLayoutQ8 = decltype(tile_to_shape(typename Traits::SmemLayoutRawKAtom{}, Shape<QRows, HeadDim>{}));
   int8_t* q8 = reinterpret_cast<int8_t*>(base) + Traits::kQ8Offset;
@@ -938,14 +855,9 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   TensorQ8 sQ8[3] = {make_tensor(make_smem_ptr(q8), SmemLayoutQ8{}),
                      make_tensor(make_smem_ptr(q8 + kQ * kHeadDim), SmemLayoutQ8{}),
                      make_tensor(make_smem_ptr(q8 + 2 * kQ * kHeadDim), SmemLayoutQ8{})};
-  float* red = kS8     ? reinterpret_cast<float*>(q8 + 3 * kQ * kHeadDim)
-               : kFold ? reinterpret_cast<float*>(area + Traits::kFoldRed)
-                       : reinterpret_cast<float*>(base + kQElems + kPElems);  // [2][4 warps][16]
+  float* red = kS8 ? reinterpret_cast<float*>(q8 + 3 * kQ * kHeadDim)
+                   : reinterpret_cast<float*>(base + kQElems + kPElems);  // [2][4 warps][16]
   float* q_scale_s = red + 2 * 4 * kQ;                                     // variant 7: [16] row scales
-  // Variant 8: c_r per block parity, the converted stages' V scales and per-warp maxima.
-  const float* fold_cq = reinterpret_cast<const float*>(area + Traits::kFoldCq);
-  const float* fold_sv = reinterpret_cast<const float*>(area + Traits::kFoldSv);
-  const float* fold_vmax = reinterpret_cast<const float*>(area + Traits::kFoldVmax);
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, 64, CONV)
   const int warp = thread / 32, lane = thread % 32;
   const auto barrier = uint32_t(DecodeNamedBarrier::kSwappedReduce);
@@ -957,7 +869,7 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   }
   if constexpr (kRegK) {
     gather_q_permuted<Traits, decltype(sQ), kQ>(p, t, sQ, thread, 128);
-  } else if constexpr (!kFold) {  // variant 8's Q'' comes from the transform, with each block's first tile
+  } else {
     gather_q<Traits, decltype(sQ), kQ>(p, t, sQ, thread, 128);
   }
   cutlass::arch::fence_view_async_shared();
@@ -966,9 +878,9 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   auto mma_s = [] {
     if constexpr (kRegK) return make_tiled_mma(GMMA::rs_op_selector<Element, Element, float, Shape<_64, QRows, HeadDim>>());
     else if constexpr (kS8) return make_tiled_mma(GMMA::ss_op_selector<int8_t, int8_t, int32_t, Shape<_64, QRows, HeadDim>>());
-    else return make_tiled_mma(GMMA::ss_op_selector<CE, CE, float, Shape<_64, QRows, HeadDim>>());
+    else return make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, HeadDim>>());
   }();
-  auto mma_o = make_tiled_mma(GMMA::ss_op_selector<CE, CE, float, Shape<_64, QRows, BlockN>,
+  auto mma_o = make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, BlockN>,
                                                    GMMA::Major::MN, GMMA::Major::K>());
   auto thr_s = mma_s.get_thread_slice(thread);
   auto thr_o = mma_o.get_thread_slice(thread);
@@ -990,9 +902,8 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
       return thr_s.partition_fragment_A(sK);                                                 // (MMA, MMA_M, MMA_K, CONV)
     }
   }();
-  auto tSrQ = [&] {  // (MMA, MMA_N, MMA_K); variant 7: Q's first part; variant 8: (..., 2) Q''
+  auto tSrQ = [&] {  // (MMA, MMA_N, MMA_K); variant 7: Q's first part
     if constexpr (kS8) return thr_s.partition_fragment_B(sQ8[0]);
-    else if constexpr (kFold) return thr_s.partition_fragment_B(sQ2);
     else return thr_s.partition_fragment_B(sQ);
   }();
   auto tSrQ1 = [&] {  // variant 7: Q's second and third parts
@@ -1027,10 +938,6 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   CUTE_UNROLL
   for (int j = 0; j < kCols; ++j) m_run[j] = -INFINITY, l_run[j] = 0.0f;
   float q_s[kCols];  // variant 7: the row scales q_s of this thread's columns
-  // Variant 8: O is kept in units of f_run, the last tile's largest V scale (0 before any).
-  float f_run = 0.0f;
-  const int blk_shift = kFold ? 31 - __clz(p.quant_block / kBlockN) : 0;
-  constexpr int kKeys = decltype(size<0>(s))::value;  // S rows (keys) of this thread
 
   CUTE_NO_UNROLL
   for (int i = 0; i < n_blocks; ++i) {
@@ -1070,31 +977,9 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
           sf(r, j) = q_s[j] * fmaf(fmaf(float(s2(r, j)), 1.0f / 254.0f, float(s1(r, j))), 1.0f / 254.0f, float(s0(r, j)));
     } else {
       Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
-      if constexpr (kFold) wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ(_, _, _, (n >> blk_shift) & 1), tSrS);
-      else wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
-    }
-    // Variant 8, read while the WGMMAs run: c_r of this thread's columns, and for P' = P ⊙ s_v / F
-    // the tile's F (largest V scale) and this thread's keys' s_v / F; rf moves O from units of
-    // the previous tiles' F to this one's (a tile whose scales are all 0 keeps the old units).
-    float cqv[kCols], svr[kKeys], rf = 1.0f;
-    if constexpr (kFold) {
-      const int buf = (n >> blk_shift) & 1;
-      CUTE_UNROLL
-      for (int j = 0; j < kCols; ++j) cqv[j] = fold_cq[buf * kQ + col[j]];
-      const float* vm = fold_vmax + stage * 4;
-      const float f = fmaxf(fmaxf(vm[0], vm[1]), fmaxf(vm[2], vm[3]));
-      const float inv_f = f > 0.0f ? 1.0f / f : 0.0f;
-      CUTE_UNROLL
-      for (int r = 0; r < kKeys; ++r) svr[r] = fold_sv[stage * kBlockN + get<0>(cs_(r, 0))] * inv_f;
-      if (f > 0.0f) rf = f_run * inv_f, f_run = f;
+      wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
     }
     warpgroup_wait<0>();
-    if constexpr (kFold) {  // S = c_r · (Q''·Kᵀ), before the mask (c_r = 0 in padding columns)
-      CUTE_UNROLL
-      for (int j = 0; j < kCols; ++j)
-        CUTE_UNROLL
-        for (int r = 0; r < kKeys; ++r) s(r, j) *= cqv[j];
-    }
     if ((n + 1) * kBlockN > t.mask_from) {
       CUTE_UNROLL
       for (int j = 0; j < kCols; ++j) {
@@ -1128,15 +1013,14 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
       const float corr = exp2_ftz((m_run[j] - m_use) * scale_log2);  // 0 while m_run is -inf
       m_run[j] = m_new;
       l_run[j] *= corr;
-      const float o_corr = corr * rf;
       CUTE_UNROLL
-      for (int r = 0; r < size<0>(o); ++r) o(r, j) *= o_corr;
+      for (int r = 0; r < size<0>(o); ++r) o(r, j) *= corr;
       const float bias = -m_use * scale_log2;
       CUTE_UNROLL
       for (int r = 0; r < size<0>(s); ++r) {
         const float pr = exp2_ftz(fmaf(s(r, j), scale_log2, bias));
         l_run[j] += pr;
-        sP(col[j], get<0>(cs_(r, j))) = CE(kFold ? pr * svr[r] : pr);  // variant 8: P' (0 past the length)
+        sP(col[j], get<0>(cs_(r, j))) = Element(pr);
       }
     }
     cutlass::arch::fence_view_async_shared();  // P: generic writes -> visible to WGMMA
@@ -1162,8 +1046,7 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   for (int j = 0; j < kCols; ++j) {
     l_tot[j] = red_l[col[j]] + red_l[kQ + col[j]] + red_l[2 * kQ + col[j]] + red_l[3 * kQ + col[j]];
     lse[j] = t.bad ? NAN : (l_tot[j] > 0.0f ? m_run[j] * p.softmax_scale + logf(l_tot[j]) : -INFINITY);
-    // Variant 8: O back from units of f_run.
-    const float inv = t.bad ? NAN : (l_tot[j] > 0.0f ? (kFold ? f_run : 1.0f) / l_tot[j] : 0.0f);
+    const float inv = t.bad ? NAN : (l_tot[j] > 0.0f ? 1.0f / l_tot[j] : 0.0f);
     CUTE_UNROLL
     for (int r = 0; r < size<0>(o); ++r) o(r, j) *= inv;
   }
@@ -1281,32 +1164,6 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     };
     float ks[16], vs[kVs], ks_next[16], vs_next[kVs];
     if (n_blocks > 0) load_scales(t.n_begin, ks_next, vs_next);
-    // Variant 8: this thread's share of Q (row qr of the 16-row tile, channels c0..c0+15) in
-    // fp32, for fold_q_block at each K scale block's first tile, and where the consumer finds
-    // Q'', c_r and the V scales. A block spans 2^blk_shift tiles (quant_block 64 or 128).
-    constexpr bool kFold = Traits::kFold;
-    const int qr = thread / kChunks;
-    const int blk_shift = kFold ? 31 - __clz(p.quant_block / kBlockN) : 0;
-    float qf[16];
-    char* fold_area = reinterpret_cast<char*>(ss.q.data());
-    float* cq = reinterpret_cast<float*>(fold_area + Traits::kFoldCq);
-    float* sv = reinterpret_cast<float*>(fold_area + Traits::kFoldSv);
-    float* vmax = reinterpret_cast<float*>(fold_area + Traits::kFoldVmax);
-    Tensor sQ2 = make_tensor(make_smem_ptr(reinterpret_cast<cutlass::half_t*>(fold_area)), typename Traits::SmemLayoutQ2{});
-    if constexpr (kFold) {
-      CUTE_UNROLL
-      for (int j = 0; j < 16; ++j) qf[j] = 0.0f;
-      const int row = t.row0 + qr;
-      if (qr < Traits::kSwappedRows && row < t.rows) {
-        const auto* src = reinterpret_cast<const uint4*>(p.q + t.b * p.q_batch_stride + t.pos(row) * p.q_seq_stride +
-                                                         t.head(row) * p.q_head_stride + c0);
-        const uint4 qa = src[0], qb = src[1];
-        const Element* ea = reinterpret_cast<const Element*>(&qa);
-        const Element* eb = reinterpret_cast<const Element*>(&qb);
-        CUTE_UNROLL
-        for (int j = 0; j < 8; ++j) qf[j] = float(ea[j]), qf[8 + j] = float(eb[j]);
-      }
-    }
     CUTE_NO_UNROLL
     for (int i = 0; i < n_blocks; ++i) {
       const int n = t.n_begin + i;
@@ -1318,142 +1175,107 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       if (i + 1 < n_blocks) load_scales(n + 1, ks_next, vs_next);
       const bool tail = (n + 1) * kBlockN > t.len;
       Barrier::wait(&ss.raw_full[rs], (i / kRawStages) & 1);
-      if constexpr (kFold) {
-        // The raw tile's share of this thread into registers (biased, which waits for the loads).
-        uint4 kq[kPerThread], vq[kPerThread];
-        CUTE_UNROLL
-        for (int k = 0; k < kPerThread; ++k) {
-          kq[k] = bias_int8x16(*reinterpret_cast<const uint4*>(&sKr(r0 + k * kRowStep, c0, rs)));
-          vq[k] = bias_int8x16(*reinterpret_cast<const uint4*>(&sVr(r0 + k * kRowStep, c0, rs)));
-        }
-        if constexpr (Traits::kEarlyRaw) {  // every transform thread is done with raw stage rs
-          cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));
-          if (thread == 0 && i + kRawStages < n_blocks) load_raw(n + kRawStages, rs);
-        }
-        Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
-        // The block's Q'' (its buffer's previous block was last read by tile i - 2, whose
-        // conv_empty was just waited for); the tile's V scales and their per-warp maxima.
-        if (i == 0 || (n & ((1 << blk_shift) - 1)) == 0)
-          fold_q_block<kChunks>(qf, ks, qr, c0, (n >> blk_shift) & 1, sQ2, cq, thread);
-        float vm = 0.0f;
-        CUTE_UNROLL
-        for (int k = 0; k < kPerThread; ++k) {
-          vm = fmaxf(vm, vs[k]);
-          if (thread % kChunks == 0) sv[cs * kBlockN + r0 + k * kRowStep] = vs[k];
-        }
-        CUTE_UNROLL
-        for (int off = kChunks; off < 32; off *= 2) vm = fmaxf(vm, __shfl_xor_sync(0xffffffffu, vm, off));
-        if (thread % 32 == 0) vmax[cs * 4 + thread / 32] = vm;
-        // Exact values, no scale; past the length K is masked and V meets P' = 0 (finite values).
+      Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
+      if (has_rows) {
         CUTE_UNROLL
         for (int k = 0; k < kPerThread; ++k) {
           const int r = r0 + k * kRowStep;
-          convert_biased_int8x16_f16(kq[k], &sK(r, c0, cs), &sK(r, c0 + 8, cs));
-          convert_biased_int8x16_f16(vq[k], &sV(r, c0, cs), &sV(r, c0 + 8, cs));
-        }
-      } else {
-        Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
-        if (has_rows) {
-          CUTE_UNROLL
-          for (int k = 0; k < kPerThread; ++k) {
-            const int r = r0 + k * kRowStep;
-            const uint4 kq = *reinterpret_cast<const uint4*>(&sKr(r, c0, rs));
-            const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
-            const float k_valid = !tail || n * kBlockN + r < t.len ? 1.0f : 0.0f;  // vs[k] is 0 there already
-            const float v_scale_k = vs[k];
-            convert_int8x16<Element>(kq, [&](int j) { return ks[j] * k_valid; }, &sK(r, c0, cs), &sK(r, c0 + 8, cs));
-            convert_int8x16<Element>(vq, [&](int) { return v_scale_k; }, &sV(r, c0, cs), &sV(r, c0 + 8, cs));
-          }
+          const uint4 kq = *reinterpret_cast<const uint4*>(&sKr(r, c0, rs));
+          const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
+          const float k_valid = !tail || n * kBlockN + r < t.len ? 1.0f : 0.0f;  // vs[k] is 0 there already
+          const float v_scale_k = vs[k];
+          convert_int8x16<Element>(kq, [&](int j) { return ks[j] * k_valid; }, &sK(r, c0, cs), &sK(r, c0 + 8, cs));
+          convert_int8x16<Element>(vq, [&](int) { return v_scale_k; }, &sV(r, c0, cs), &sV(r, c0 + 8, cs));
         }
       }
       cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
       Barrier::arrive(&ss.conv_full[cs]);
-      if constexpr (!Traits::kEarlyRaw) {  // every transform thread is done with raw stage rs
-        cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));
-        if (thread == 0 && i + kRawStages < n_blocks) load_raw(n + kRawStages, rs);
-      }
+      // Every transform thread is done with raw stage rs.
+      cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));
+      if (thread == 0 && i + kRawStages < n_blocks) load_raw(n + kRawStages, rs);
     }
     return;
   }
 
   if constexpr (Traits::kSwapped) {
     decode_int8_swapped_consume<Traits>(p, t, ss, n_blocks, thread);
-  } else {  // consumer warpgroups: consumer c takes tiles c, c + kConsumers, ...
-    constexpr int kConsumers = Traits::kConsumers;
-    const int consumer = warpgroup - 1;
-    gather_q<Traits>(p, t, sQ, threadIdx.x - 128, 128 * kConsumers);
-    cutlass::arch::fence_view_async_shared();
-    cutlass::arch::NamedBarrier::sync(128 * kConsumers, uint32_t(DecodeNamedBarrier::kConsumersQ));
-
-    typename Traits::TiledMmaQK mma_qk;
-    typename Traits::TiledMmaPV mma_pv;
-    auto thr_qk = mma_qk.get_thread_slice(thread);
-    auto thr_pv = mma_pv.get_thread_slice(thread);
-    Tensor tSrQ = thr_qk.partition_fragment_A(sQ);    // (MMA, MMA_M, MMA_K)
-    Tensor tSrK = thr_qk.partition_fragment_B(sK);
-    Tensor tOrV = thr_pv.partition_fragment_B(sVt);
-    Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});
-    Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});
-    Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
-    Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<BlockM, HeadDim>{}));
-    Tensor tOrP = make_tensor_like<Element>(tSrS);
-    Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));
-    clear(tOrO);
-
-    constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
-    OnlineSoftmax<kRows> softmax(p.softmax_scale);
-    CUTE_NO_UNROLL
-    for (int i = consumer; i < n_blocks; i += kConsumers) {
-      const int n = t.n_begin + i;
-      const int cs = i % kConvStages;
-      Barrier::wait(&ss.conv_full[cs], (i / kConvStages) & 1);
-      wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, cs), tSrS);
-      warpgroup_wait<0>();
-      mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
-      if (i == consumer) softmax.template update<true>(tSrS, tOrO);
-      else softmax.template update<false>(tSrS, tOrO);
-      convert_fragment<Element>(tSrS, tOrP);
-      wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, cs), tOrO);
-      warpgroup_wait<0>();
-      Barrier::arrive(&ss.conv_empty[cs]);
-    }
-
-    float lse[kRows];
-    softmax.finalize(tOrO, lse);
-    if constexpr (kConsumers == 2) {
-      // Merge the second consumer's (O, LSE) into the first's, thread by thread (both warpgroups
-      // hold the same fragment layout). The raw int8 ring is free once both consumers are past their
-      // loops: the last tile's consumer waited for its conversion, the transform's last raw read.
-      static_assert(cute::cosize_v<typename Traits::SmemLayoutRaw> >= 128 * sizeof(float) * decltype(size(tOrO))::value);
-      float* xchg_o = reinterpret_cast<float*>(ss.k_raw.data());
-      float* xchg_lse = reinterpret_cast<float*>(ss.v_raw.data());
-      cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
-      if (consumer == 1) {
-        CUTE_UNROLL
-        for (int i = 0; i < size(tOrO); ++i) xchg_o[i * 128 + thread] = tOrO(i);
-        CUTE_UNROLL
-        for (int r = 0; r < kRows; ++r) xchg_lse[r * 128 + thread] = lse[r];
-      }
-      cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
-      if (consumer == 1) return;
-      auto o = acc_rowcol(tOrO);
-      CUTE_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        const float other = xchg_lse[r * 128 + thread];
-        const float m = fmaxf(lse[r], other);
-        const float wa = m == -INFINITY ? 0.0f : expf(lse[r] - m), wb = m == -INFINITY ? 0.0f : expf(other - m);
-        const float inv = wa + wb > 0.0f ? 1.0f / (wa + wb) : 0.0f;
-        lse[r] = m == -INFINITY ? -INFINITY : m + logf(wa + wb);
-        // o(r, j) is fragment element index_of(r, j); the exchange used the flat fragment index.
-        CUTE_UNROLL
-        for (int j = 0; j < size<1>(o); ++j) {
-          const int flat = o.layout()(r, j);
-          o(r, j) = (wa * o(r, j) + wb * xchg_o[flat * 128 + thread]) * inv;
-        }
-      }
-    }
-    store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread, p.num_splits > 1);
+    return;
   }
+  // Consumer warpgroups: consumer c takes tiles c, c + kConsumers, ...
+  constexpr int kConsumers = Traits::kConsumers;
+  const int consumer = warpgroup - 1;
+  gather_q<Traits>(p, t, sQ, threadIdx.x - 128, 128 * kConsumers);
+  cutlass::arch::fence_view_async_shared();
+  cutlass::arch::NamedBarrier::sync(128 * kConsumers, uint32_t(DecodeNamedBarrier::kConsumersQ));
+
+  typename Traits::TiledMmaQK mma_qk;
+  typename Traits::TiledMmaPV mma_pv;
+  auto thr_qk = mma_qk.get_thread_slice(thread);
+  auto thr_pv = mma_pv.get_thread_slice(thread);
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);    // (MMA, MMA_M, MMA_K)
+  Tensor tSrK = thr_qk.partition_fragment_B(sK);
+  Tensor tOrV = thr_pv.partition_fragment_B(sVt);
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});
+  Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
+  Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<BlockM, HeadDim>{}));
+  Tensor tOrP = make_tensor_like<Element>(tSrS);
+  Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));
+  clear(tOrO);
+
+  constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
+  OnlineSoftmax<kRows> softmax(p.softmax_scale);
+  CUTE_NO_UNROLL
+  for (int i = consumer; i < n_blocks; i += kConsumers) {
+    const int n = t.n_begin + i;
+    const int cs = i % kConvStages;
+    Barrier::wait(&ss.conv_full[cs], (i / kConvStages) & 1);
+    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, cs), tSrS);
+    warpgroup_wait<0>();
+    mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
+    if (i == consumer) softmax.template update<true>(tSrS, tOrO);
+    else softmax.template update<false>(tSrS, tOrO);
+    convert_fragment<Element>(tSrS, tOrP);
+    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, cs), tOrO);
+    warpgroup_wait<0>();
+    Barrier::arrive(&ss.conv_empty[cs]);
+  }
+
+  float lse[kRows];
+  softmax.finalize(tOrO, lse);
+  if constexpr (kConsumers == 2) {
+    // Merge the second consumer's (O, LSE) into the first's, thread by thread (both warpgroups
+    // hold the same fragment layout). The raw int8 ring is free once both consumers are past their
+    // loops: the last tile's consumer waited for its conversion, the transform's last raw read.
+    static_assert(cute::cosize_v<typename Traits::SmemLayoutRaw> >= 128 * sizeof(float) * decltype(size(tOrO))::value);
+    float* xchg_o = reinterpret_cast<float*>(ss.k_raw.data());
+    float* xchg_lse = reinterpret_cast<float*>(ss.v_raw.data());
+    cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
+    if (consumer == 1) {
+      CUTE_UNROLL
+      for (int i = 0; i < size(tOrO); ++i) xchg_o[i * 128 + thread] = tOrO(i);
+      CUTE_UNROLL
+      for (int r = 0; r < kRows; ++r) xchg_lse[r * 128 + thread] = lse[r];
+    }
+    cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
+    if (consumer == 1) return;
+    auto o = acc_rowcol(tOrO);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const float other = xchg_lse[r * 128 + thread];
+      const float m = fmaxf(lse[r], other);
+      const float wa = m == -INFINITY ? 0.0f : expf(lse[r] - m), wb = m == -INFINITY ? 0.0f : expf(other - m);
+      const float inv = wa + wb > 0.0f ? 1.0f / (wa + wb) : 0.0f;
+      lse[r] = m == -INFINITY ? -INFINITY : m + logf(wa + wb);
+      // o(r, j) is fragment element index_of(r, j); the exchange used the flat fragment index.
+      CUTE_UNROLL
+      for (int j = 0; j < size<1>(o); ++j) {
+        const int flat = o.layout()(r, j);
+        o(r, j) = (wa * o(r, j) + wb * xchg_o[flat * 128 + thread]) * inv;
+      }
+    }
+  }
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread, p.num_splits > 1);
 }
 
 // Variant 5's transform warpgroup: V only (K is converted by the consumer). Thread 0 issues the
