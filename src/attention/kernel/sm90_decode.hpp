@@ -150,7 +150,7 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 // Q' ≈ q_s · (hi + mid/254 + lo/254²), and S = q_s · (K·hiᵀ + K·midᵀ/254 + K·loᵀ/254²) from three
 // s32 accumulators. See decode_int8_swapped_consume and quantize_q_s8.
 template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1, bool kSwapped_ = false,
-          bool kRegisterK_ = false, bool kS8K_ = false, bool kRawHalf_ = false>
+          bool kRegisterK_ = false, bool kS8K_ = false>
 struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
@@ -161,14 +161,6 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   static constexpr bool kRegisterK = kRegisterK_;
   static constexpr bool kS8K = kS8K_;
   static constexpr bool kRawK = kRegisterK || kS8K;  // the consumer owns a raw (int8) K ring
-  // kRawHalf (variant 9, on top of kSwapped with two CTAs per SM): the raw ring in 32-key stages
-  // (two per converted tile) and the Q area cut to what the swapped consumer uses (8 KB), so that
-  // 5 raw stages (40 KB) fit instead of 2 (32 KB) and 3 of them stay loading while the transform
-  // converts from the other 2: more bytes in flight per SM.
-  static constexpr bool kRawHalf = kRawHalf_;
-  static_assert(!kRawHalf || (kSwapped && !kRawK && kCtasPerSm_ == 2), "32-key raw stages: variant 4's structure");
-  static constexpr int kRawRows = kRawHalf ? Base::kBlockN / 2 : Base::kBlockN;  // keys per raw stage
-  using RawRows = cute::Int<kRawRows>;
   static constexpr int kSwappedRows = 16;
   static constexpr int kTileRows = kSwapped ? kSwappedRows : Base::kBlockM;  // query rows per CTA
   static_assert(!kSwapped || (kConsumers == 1 && kHeadDim_ <= 128), "swapped: one consumer, hdim <= 128");
@@ -181,17 +173,17 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: TMA + transform; then consumers
   static constexpr int kConvStages = Base::kStages;
   // A raw stage: K + V tiles, and with kRegisterK the tile's K scales (hdim fp32).
-  static constexpr int kRawTileBytes = 2 * kRawRows * kHeadDim_ + (kRawK ? kHeadDim_ * 4 : 0);
+  static constexpr int kRawTileBytes = 2 * Base::kBlockN * kHeadDim_ + (kRawK ? kHeadDim_ * 4 : 0);
   // kRegisterK: no converted K ring (32 KB at hdim 128), so the raw ring grows from 32 to ~66 KB
   // (4 stages at hdim 128, 8 at 64) and the CTA stays under half an SM's shared memory.
-  static constexpr int kRawBudget = kRawK      ? 72 * 1024
-                                    : kRawHalf ? 40 * 1024
+  static constexpr int kRawBudget = kRawK ? 72 * 1024
                                                : (kCtasPerSm == 2 ? 32 * 1024 : (kHeadDim_ == 256 ? 64 * 1024 : 128 * 1024));
   static constexpr int kRawStages = kRawBudget / kRawTileBytes < 16 ? kRawBudget / kRawTileBytes : 16;
   using RawStages = cute::Int<kRawStages>;
   // int8 tiles, row-major (key, channel), stage outermost: the transform reads 16-byte chunks.
-  using SmemLayoutRaw = cute::Layout<cute::Shape<RawRows, typename Base::HeadDim, RawStages>,
-                                     cute::Stride<typename Base::HeadDim, cute::_1, cute::Int<kRawRows * Base::kHeadDim>>>;
+  using SmemLayoutRaw = cute::Layout<cute::Shape<typename Base::BlockN, typename Base::HeadDim, RawStages>,
+                                     cute::Stride<typename Base::HeadDim, cute::_1,
+                                                  cute::Int<Base::kBlockN * Base::kHeadDim>>>;
   // kRegisterK: raw K rows swizzled in 16-byte units (SW128 at hdim 128, SW64 at 64), so that the
   // consumer's 32-bit loads of 8 rows x 4 channel groups per warp hit 32 different banks
   // (unswizzled, the 8 rows of a 128-byte stride share one bank set: 8-way conflicts).
@@ -210,14 +202,11 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
       cute::SM90_TMA_LOAD{},
       cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), typename Base::GmemLayout{}),
       cute::take<0, 2>(SmemLayoutRawK{})));
-  static constexpr uint32_t kTmaBytesRaw = kRawRows * Base::kHeadDim;
-  // The Q area: the 64-row Q tile, or variant 9's 8 KB (the swapped consumer's 16-row Q, P and
-  // reduction buffers: 6.5 KB at hdim 128).
-  static constexpr int kQAreaConv = kRawHalf ? 8 * 1024 / int(sizeof(Element)) : int(cute::cosize_v<typename Base::SmemLayoutQ>);
+  static constexpr uint32_t kTmaBytesRaw = Base::kBlockN * Base::kHeadDim;
 
   // Variants 1-4: the transform converts K and V.
   struct SharedStorageConv {
-    cute::array_aligned<Element, kQAreaConv, 1024> q;
+    cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
     cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRaw>, 128> k_raw;
@@ -247,7 +236,6 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   };
   using SharedStorage = std::conditional_t<kRawK, SharedStorageRegK, SharedStorageConv>;
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));  // checked against the device at launch
-  static_assert(!kRawHalf || kSharedBytes <= 113 * 1024, "variant 9: two CTAs per SM");
   static_assert(!kRawK || kSharedBytes <= 113 * 1024, "variants 5 and 7: two CTAs per SM");
 
   struct Params {
@@ -1139,27 +1127,21 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     const int tma_len = max(p.max_len, 1);
     Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
     Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-    // Raw units of kRawRows keys: kHalves per converted tile (2 with variant 9's 32-key stages);
-    // unit u of this CTA's range is global unit n_begin · kHalves + u, in stage u % kRawStages.
-    constexpr int kRawRows = Traits::kRawRows, kHalves = kBlockN / kRawRows;
-    Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<typename Traits::RawRows, HeadDim>{}, make_coord(_, _0{}));
-    Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<typename Traits::RawRows, HeadDim>{}, make_coord(_, _0{}));
+    Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
+    Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
     auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sKr), group_modes<0, 2>(gK));
     auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sVr), group_modes<0, 2>(gV));
-    const int n_units = n_blocks * kHalves;
-    auto load_raw = [&](int u, int stage) {
-      const int g = t.n_begin * kHalves + u;
+    auto load_raw = [&](int n, int stage) {
       Barrier::arrive_and_expect_tx(&ss.raw_full[stage], 2 * Traits::kTmaBytesRaw);
-      copy(p.tma_k.with(ss.raw_full[stage]), get<0>(tk)(_, g), get<1>(tk)(_, stage));
-      copy(p.tma_v.with(ss.raw_full[stage]), get<0>(tv)(_, g), get<1>(tv)(_, stage));
+      copy(p.tma_k.with(ss.raw_full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
+      copy(p.tma_v.with(ss.raw_full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
     };
     if (thread == 0)
-      for (int u = 0; u < kRawStages && u < n_units; ++u) load_raw(u, u);
+      for (int i = 0; i < kRawStages && i < n_blocks; ++i) load_raw(t.n_begin + i, i);
 
     constexpr int kChunks = kHeadDim / 16;                // 16-channel chunks per row
     constexpr int kRowStep = 128 / kChunks;               // rows between a thread's chunks
     constexpr int kPerThread = cute::max(kBlockN / kRowStep, 1);  // chunks per thread per tile
-    static_assert(kHalves == 1 || kRowStep <= kRawRows, "a thread's row k lies in raw unit k * kRowStep / kRawRows");
     const int c0 = (thread % kChunks) * 16, r0 = thread / kChunks;
     const bool has_rows = r0 < kBlockN;  // hdim 256 with 32-key tiles: 128 threads, 32 x 16 chunks
     const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride + c0;
@@ -1192,21 +1174,14 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       for (int k = 0; k < kVs; ++k) vs[k] = vs_next[k];
       if (i + 1 < n_blocks) load_scales(n + 1, ks_next, vs_next);
       const bool tail = (n + 1) * kBlockN > t.len;
-      CUTE_UNROLL
-      for (int h = 0; h < kHalves; ++h) {
-        const int u = i * kHalves + h;
-        Barrier::wait(&ss.raw_full[u % kRawStages], (u / kRawStages) & 1);
-      }
+      Barrier::wait(&ss.raw_full[rs], (i / kRawStages) & 1);
       Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
       if (has_rows) {
         CUTE_UNROLL
         for (int k = 0; k < kPerThread; ++k) {
           const int r = r0 + k * kRowStep;
-          // Its raw unit (r0 < kRowStep <= kRawRows: known at compile time) and stage.
-          const int h = (k * kRowStep) / kRawRows;
-          const int hs = kHalves == 1 ? rs : (i * kHalves + h) % kRawStages;
-          const uint4 kq = *reinterpret_cast<const uint4*>(&sKr(r - h * kRawRows, c0, hs));
-          const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r - h * kRawRows, c0, hs));
+          const uint4 kq = *reinterpret_cast<const uint4*>(&sKr(r, c0, rs));
+          const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
           const float k_valid = !tail || n * kBlockN + r < t.len ? 1.0f : 0.0f;  // vs[k] is 0 there already
           const float v_scale_k = vs[k];
           convert_int8x16<Element>(kq, [&](int j) { return ks[j] * k_valid; }, &sK(r, c0, cs), &sK(r, c0 + 8, cs));
@@ -1215,96 +1190,92 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       }
       cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
       Barrier::arrive(&ss.conv_full[cs]);
-      // Every transform thread is done with the tile's raw stages.
+      // Every transform thread is done with raw stage rs.
       cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));
-      if (thread == 0)
-        CUTE_UNROLL
-        for (int h = 0; h < kHalves; ++h) {
-          const int u = i * kHalves + h;
-          if (u + kRawStages < n_units) load_raw(u + kRawStages, u % kRawStages);
-        }
+      if (thread == 0 && i + kRawStages < n_blocks) load_raw(n + kRawStages, rs);
     }
     return;
   }
 
   if constexpr (Traits::kSwapped) {
     decode_int8_swapped_consume<Traits>(p, t, ss, n_blocks, thread);
-  } else {  // consumer warpgroups: consumer c takes tiles c, c + kConsumers, ...
-    constexpr int kConsumers = Traits::kConsumers;
-    const int consumer = warpgroup - 1;
-    gather_q<Traits>(p, t, sQ, threadIdx.x - 128, 128 * kConsumers);
-    cutlass::arch::fence_view_async_shared();
-    cutlass::arch::NamedBarrier::sync(128 * kConsumers, uint32_t(DecodeNamedBarrier::kConsumersQ));
-
-    typename Traits::TiledMmaQK mma_qk;
-    typename Traits::TiledMmaPV mma_pv;
-    auto thr_qk = mma_qk.get_thread_slice(thread);
-    auto thr_pv = mma_pv.get_thread_slice(thread);
-    Tensor tSrQ = thr_qk.partition_fragment_A(sQ);    // (MMA, MMA_M, MMA_K)
-    Tensor tSrK = thr_qk.partition_fragment_B(sK);
-    Tensor tOrV = thr_pv.partition_fragment_B(sVt);
-    Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});
-    Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});
-    Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
-    Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<BlockM, HeadDim>{}));
-    Tensor tOrP = make_tensor_like<Element>(tSrS);
-    Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));
-    clear(tOrO);
-
-    constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
-    OnlineSoftmax<kRows> softmax(p.softmax_scale);
-    CUTE_NO_UNROLL
-    for (int i = consumer; i < n_blocks; i += kConsumers) {
-      const int n = t.n_begin + i;
-      const int cs = i % kConvStages;
-      Barrier::wait(&ss.conv_full[cs], (i / kConvStages) & 1);
-      wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, cs), tSrS);
-      warpgroup_wait<0>();
-      mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
-      if (i == consumer) softmax.template update<true>(tSrS, tOrO);
-      else softmax.template update<false>(tSrS, tOrO);
-      convert_fragment<Element>(tSrS, tOrP);
-      wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, cs), tOrO);
-      warpgroup_wait<0>();
-      Barrier::arrive(&ss.conv_empty[cs]);
-    }
-
-    float lse[kRows];
-    softmax.finalize(tOrO, lse);
-    if constexpr (kConsumers == 2) {
-      // Merge the second consumer's (O, LSE) into the first's, thread by thread (both warpgroups
-      // hold the same fragment layout). The raw int8 ring is free once both consumers are past their
-      // loops: the last tile's consumer waited for its conversion, the transform's last raw read.
-      static_assert(cute::cosize_v<typename Traits::SmemLayoutRaw> >= 128 * sizeof(float) * decltype(size(tOrO))::value);
-      float* xchg_o = reinterpret_cast<float*>(ss.k_raw.data());
-      float* xchg_lse = reinterpret_cast<float*>(ss.v_raw.data());
-      cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
-      if (consumer == 1) {
-        CUTE_UNROLL
-        for (int i = 0; i < size(tOrO); ++i) xchg_o[i * 128 + thread] = tOrO(i);
-        CUTE_UNROLL
-        for (int r = 0; r < kRows; ++r) xchg_lse[r * 128 + thread] = lse[r];
-      }
-      cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
-      if (consumer == 1) return;
-      auto o = acc_rowcol(tOrO);
-      CUTE_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        const float other = xchg_lse[r * 128 + thread];
-        const float m = fmaxf(lse[r], other);
-        const float wa = m == -INFINITY ? 0.0f : expf(lse[r] - m), wb = m == -INFINITY ? 0.0f : expf(other - m);
-        const float inv = wa + wb > 0.0f ? 1.0f / (wa + wb) : 0.0f;
-        lse[r] = m == -INFINITY ? -INFINITY : m + logf(wa + wb);
-        // o(r, j) is fragment element index_of(r, j); the exchange used the flat fragment index.
-        CUTE_UNROLL
-        for (int j = 0; j < size<1>(o); ++j) {
-          const int flat = o.layout()(r, j);
-          o(r, j) = (wa * o(r, j) + wb * xchg_o[flat * 128 + thread]) * inv;
-        }
-      }
-    }
-    store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread, p.num_splits > 1);
+    return;
   }
+  // Consumer warpgroups: consumer c takes tiles c, c + kConsumers, ...
+  constexpr int kConsumers = Traits::kConsumers;
+  const int consumer = warpgroup - 1;
+  gather_q<Traits>(p, t, sQ, threadIdx.x - 128, 128 * kConsumers);
+  cutlass::arch::fence_view_async_shared();
+  cutlass::arch::NamedBarrier::sync(128 * kConsumers, uint32_t(DecodeNamedBarrier::kConsumersQ));
+
+  typename Traits::TiledMmaQK mma_qk;
+  typename Traits::TiledMmaPV mma_pv;
+  auto thr_qk = mma_qk.get_thread_slice(thread);
+  auto thr_pv = mma_pv.get_thread_slice(thread);
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);    // (MMA, MMA_M, MMA_K)
+  Tensor tSrK = thr_qk.partition_fragment_B(sK);
+  Tensor tOrV = thr_pv.partition_fragment_B(sVt);
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});
+  Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
+  Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<BlockM, HeadDim>{}));
+  Tensor tOrP = make_tensor_like<Element>(tSrS);
+  Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));
+  clear(tOrO);
+
+  constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
+  OnlineSoftmax<kRows> softmax(p.softmax_scale);
+  CUTE_NO_UNROLL
+  for (int i = consumer; i < n_blocks; i += kConsumers) {
+    const int n = t.n_begin + i;
+    const int cs = i % kConvStages;
+    Barrier::wait(&ss.conv_full[cs], (i / kConvStages) & 1);
+    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, cs), tSrS);
+    warpgroup_wait<0>();
+    mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
+    if (i == consumer) softmax.template update<true>(tSrS, tOrO);
+    else softmax.template update<false>(tSrS, tOrO);
+    convert_fragment<Element>(tSrS, tOrP);
+    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, cs), tOrO);
+    warpgroup_wait<0>();
+    Barrier::arrive(&ss.conv_empty[cs]);
+  }
+
+  float lse[kRows];
+  softmax.finalize(tOrO, lse);
+  if constexpr (kConsumers == 2) {
+    // Merge the second consumer's (O, LSE) into the first's, thread by thread (both warpgroups
+    // hold the same fragment layout). The raw int8 ring is free once both consumers are past their
+    // loops: the last tile's consumer waited for its conversion, the transform's last raw read.
+    static_assert(cute::cosize_v<typename Traits::SmemLayoutRaw> >= 128 * sizeof(float) * decltype(size(tOrO))::value);
+    float* xchg_o = reinterpret_cast<float*>(ss.k_raw.data());
+    float* xchg_lse = reinterpret_cast<float*>(ss.v_raw.data());
+    cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
+    if (consumer == 1) {
+      CUTE_UNROLL
+      for (int i = 0; i < size(tOrO); ++i) xchg_o[i * 128 + thread] = tOrO(i);
+      CUTE_UNROLL
+      for (int r = 0; r < kRows; ++r) xchg_lse[r * 128 + thread] = lse[r];
+    }
+    cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
+    if (consumer == 1) return;
+    auto o = acc_rowcol(tOrO);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const float other = xchg_lse[r * 128 + thread];
+      const float m = fmaxf(lse[r], other);
+      const float wa = m == -INFINITY ? 0.0f : expf(lse[r] - m), wb = m == -INFINITY ? 0.0f : expf(other - m);
+      const float inv = wa + wb > 0.0f ? 1.0f / (wa + wb) : 0.0f;
+      lse[r] = m == -INFINITY ? -INFINITY : m + logf(wa + wb);
+      // o(r, j) is fragment element index_of(r, j); the exchange used the flat fragment index.
+      CUTE_UNROLL
+      for (int j = 0; j < size<1>(o); ++j) {
+        const int flat = o.layout()(r, j);
+        o(r, j) = (wa * o(r, j) + wb * xchg_o[flat * 128 + thread]) * inv;
+      }
+    }
+  }
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread, p.num_splits > 1);
 }
 
 // Variant 5's transform warpgroup: V only (K is converted by the consumer). Thread 0 issues the
