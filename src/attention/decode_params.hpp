@@ -20,9 +20,7 @@ namespace hopattn::attention {
 //                 in the consumer's registers (two CTAs per SM, hdim <= 128); 7 = as 4 with
 //                 Q·Kᵀ as 8-bit WGMMAs on the raw K tile ("half INT8": Q' in three int8 parts);
 //                 8 = as 4 with one CTA per SM and a 128 KB raw ring (hdim <= 128); 9 = as 8
-//                 with two transform warpgroups taking alternate tiles (32 KB raw ring each), four
-//                 converted stages and the consumer software-pipelined (Sᵀ of tile i + 1 in flight
-//                 during tile i's softmax).
+//                 with two transform warpgroups taking alternate tiles (64 KB raw ring each).
 // The defaults are chosen by plan_kvcache_attention (kvcache_check.cpp, with the measurements);
 // variants 5-8 are forced only.
 // Variants that exist for the int8 cache only (3-5, 7-9; at hdim 256 they run variant 2's kernel).

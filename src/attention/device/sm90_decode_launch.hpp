@@ -206,7 +206,6 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
                                     // 7: as 4 with S from 8-bit WGMMAs on the raw K ("half INT8");
                                     // 8: as 4 with one CTA per SM (a 128 KB raw ring);
                                     // 9: as 8 with two transform warpgroups (alternate tiles)
-                                    //    and the consumer software-pipelined over 4 converted stages
       s = dp.variant == 9   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true, false, false, 2>>(dp, stream)
           : dp.variant == 8 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
           : dp.variant == 7 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)

@@ -151,8 +151,8 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 // s32 accumulators. See decode_int8_swapped_consume and quantize_q_s8.
 template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1, bool kSwapped_ = false,
           bool kRegisterK_ = false, bool kS8K_ = false, int kTransforms_ = 1>
-struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, kTransforms_ == 2 ? 4 : 2> {
-  using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, kTransforms_ == 2 ? 4 : 2>;
+struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
+  using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
   static constexpr bool kInt8Cache = true;
   static constexpr int kConsumers = kConsumers_;
@@ -162,13 +162,10 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, kTransforms_ ==
   static constexpr bool kS8K = kS8K_;
   static constexpr bool kRawK = kRegisterK || kS8K;  // the consumer owns a raw (int8) K ring
   // kTransforms 2 (variant 9: the swapped consumer, one CTA per SM): two transform warpgroups,
-  // transform w converting tiles w, w + 2, ... from its own raw ring (32 KB) into converted stages
-  // w and w + 2 of four, and the consumer software-pipelined (kPipelined): Sᵀ of tile i + 1 is
-  // issued before tile i's softmax, and tile i's P·V runs while tile i + 1's S completes.
-  // (Two transforms without the pipelining, r57: 1.73 against variant 8's 1.69 TB/s at 64:8
-  // 32 x 8k — the lone consumer's chain, ~2,300 cycles per 64-key tile, was the bound.)
+  // transform w converting tiles w, w + 2, ... from its own raw ring (64 KB) into converted stage
+  // w, so that one consumer per SM runs at its own pace instead of waiting for one transform
+  // (variant 8, one CTA per SM: the consumer waits on conv_full most, ncu r55).
   static constexpr int kTransforms = kTransforms_;
-  static constexpr bool kPipelined = kTransforms_ == 2;
   static_assert(kTransforms == 1 || (kTransforms == 2 && kSwapped_ && !kRegisterK_ && !kS8K_ && kCtasPerSm_ == 1),
                 "two transforms: the swapped consumer, one CTA per SM");
   static constexpr int kSwappedRows = 16;
@@ -187,7 +184,7 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, kTransforms_ ==
   // kRegisterK: no converted K ring (32 KB at hdim 128), so the raw ring grows from 32 to ~66 KB
   // (4 stages at hdim 128, 8 at 64) and the CTA stays under half an SM's shared memory.
   static constexpr int kRawBudget = kRawK              ? 72 * 1024
-                                    : kTransforms == 2 ? 32 * 1024  // per transform
+                                    : kTransforms == 2 ? 64 * 1024  // per transform
                                                : (kCtasPerSm == 2 ? 32 * 1024 : (kHeadDim_ == 256 ? 64 * 1024 : 128 * 1024));
   static constexpr int kRawStages = kRawBudget / kRawTileBytes < 16 ? kRawBudget / kRawTileBytes : 16;
   using RawStages = cute::Int<kRawStages>;
@@ -951,13 +948,47 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   for (int j = 0; j < kCols; ++j) m_run[j] = -INFINITY, l_run[j] = 0.0f;
   float q_s[kCols];  // variant 7: the row scales q_s of this thread's columns
 
-  // Tile i's softmax on its Sᵀ fragment `acc` (keys x rows): mask, column maxima through shared
-  // memory (every thread's), the running maxima and sums, O rescaled, P into shared memory for
-  // Oᵀ += Vᵀ·Pᵀ (fenced and synchronised: P may be read by the WGMMA on return).
-  auto softmax_to_p = [&](int i, auto& acc) {
+  CUTE_NO_UNROLL
+  for (int i = 0; i < n_blocks; ++i) {
     const int n = t.n_begin + i;
+    const int stage = i % kConvStages;
     float* red_i = red + (i & 1) * 4 * kQ;
-    auto s = acc_rowcol(acc);
+    if constexpr (kRegK) {
+      const int k_stage = i % kRawStages;
+      Barrier::wait(&ss.k_full[k_stage], (i / kRawStages) & 1);
+      load_k_fragment<Element, kHeadDim>(ss.k_raw.data(), typename Traits::SmemLayoutRawK{}, k_stage,
+                                         ss.k_scale.data() + k_stage * kHeadDim, tSrK, warp, lane);
+      wgmma_issue<true>(mma_s, tSrK, tSrQ, tSrS);
+    } else if constexpr (kS8) {
+      const int k_stage = i % kRawStages;
+      Barrier::wait(&ss.k_full[k_stage], (i / kRawStages) & 1);
+      // A new K scale block (or the first tile): Q' and its int8 parts. The previous tile's S
+      // WGMMAs, which read sQ8, completed before its column-max barrier.
+      if (i == 0 || (n * kBlockN) / p.quant_block != ((n - 1) * kBlockN) / p.quant_block) {
+        quantize_q_s8<Element, kHeadDim>(sQ, sQ8, ss.k_scale.data() + k_stage * kHeadDim, q_scale_s, thread);
+        cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA
+        cutlass::arch::NamedBarrier::sync(128, barrier);
+        CUTE_UNROLL
+        for (int j = 0; j < kCols; ++j) q_s[j] = q_scale_s[col[j]];
+      }
+      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ, tSrS0);
+      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ1, tSrS1);
+      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ2, tSrS2);
+      warpgroup_wait<0>();
+      auto s0 = acc_rowcol(tSrS0);
+      auto s1 = acc_rowcol(tSrS1);
+      auto s2 = acc_rowcol(tSrS2);
+      auto sf = acc_rowcol(tSrS);
+      CUTE_UNROLL
+      for (int j = 0; j < kCols; ++j)
+        CUTE_UNROLL
+        for (int r = 0; r < size<0>(sf); ++r)  // each s32 sum is exact in fp32 (|sum| < 2^21)
+          sf(r, j) = q_s[j] * fmaf(fmaf(float(s2(r, j)), 1.0f / 254.0f, float(s1(r, j))), 1.0f / 254.0f, float(s0(r, j)));
+    } else {
+      Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
+      wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
+    }
+    warpgroup_wait<0>();
     if ((n + 1) * kBlockN > t.mask_from) {
       CUTE_UNROLL
       for (int j = 0; j < kCols; ++j) {
@@ -1003,84 +1034,10 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
     }
     cutlass::arch::fence_view_async_shared();  // P: generic writes -> visible to WGMMA
     cutlass::arch::NamedBarrier::sync(128, barrier);
-  };
-  if constexpr (Traits::kPipelined) {
-    // Variant 9: Sᵀ of tile i + 1 (into the other accumulator) is issued before tile i's softmax;
-    // one wait then covers both Sᵀ of tile i and Oᵀ of tile i − 1, whose converted stage is
-    // released there. Two accumulators, each step written for one of them (no dynamic indexing).
-    static_assert(!kRegK && !kS8 && !kRawKRing && kConvStages >= 4,
-                  "pipelined: converted K and V, a stage per tile in flight (i - 1, i, i + 1) plus one converting");
-    Tensor tSrS_b = make_tensor<float>(tSrS.layout());
-    auto issue_s = [&](int i, auto& acc) {
-      const int stage = i % kConvStages;
-      Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
-      wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, acc);
-    };
-    auto step = [&](int i, auto& cur, auto& nxt) {
-      if (i + 1 < n_blocks) {
-        issue_s(i + 1, nxt);
-        warpgroup_wait<1>();
-      } else {
-        warpgroup_wait<0>();
-      }
-      if (i > 0) Barrier::arrive(&ss.conv_empty[(i - 1) % kConvStages]);  // Oᵀ of tile i − 1 is done
-      softmax_to_p(i, cur);
-      wgmma_issue<false>(mma_o, tOrV(_, _, _, i % kConvStages), tOrP, tOrO);
-    };
-    if (n_blocks > 0) issue_s(0, tSrS);
-    CUTE_NO_UNROLL
-    for (int i = 0; i < n_blocks; i += 2) {
-      step(i, tSrS, tSrS_b);
-      if (i + 1 < n_blocks) step(i + 1, tSrS_b, tSrS);
-    }
+    if constexpr (kRawKRing) Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);  // V converted
+    wgmma_issue<false>(mma_o, tOrV(_, _, _, stage), tOrP, tOrO);
     warpgroup_wait<0>();
-  } else {
-    CUTE_NO_UNROLL
-    for (int i = 0; i < n_blocks; ++i) {
-      const int n = t.n_begin + i;
-      const int stage = i % kConvStages;
-      if constexpr (kRegK) {
-        const int k_stage = i % kRawStages;
-        Barrier::wait(&ss.k_full[k_stage], (i / kRawStages) & 1);
-        load_k_fragment<Element, kHeadDim>(ss.k_raw.data(), typename Traits::SmemLayoutRawK{}, k_stage,
-                                           ss.k_scale.data() + k_stage * kHeadDim, tSrK, warp, lane);
-        wgmma_issue<true>(mma_s, tSrK, tSrQ, tSrS);
-      } else if constexpr (kS8) {
-        const int k_stage = i % kRawStages;
-        Barrier::wait(&ss.k_full[k_stage], (i / kRawStages) & 1);
-        // A new K scale block (or the first tile): Q' and its int8 parts. The previous tile's S
-        // WGMMAs, which read sQ8, completed before its column-max barrier.
-        if (i == 0 || (n * kBlockN) / p.quant_block != ((n - 1) * kBlockN) / p.quant_block) {
-          quantize_q_s8<Element, kHeadDim>(sQ, sQ8, ss.k_scale.data() + k_stage * kHeadDim, q_scale_s, thread);
-          cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA
-          cutlass::arch::NamedBarrier::sync(128, barrier);
-          CUTE_UNROLL
-          for (int j = 0; j < kCols; ++j) q_s[j] = q_scale_s[col[j]];
-        }
-        wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ, tSrS0);
-        wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ1, tSrS1);
-        wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ2, tSrS2);
-        warpgroup_wait<0>();
-        auto s0 = acc_rowcol(tSrS0);
-        auto s1 = acc_rowcol(tSrS1);
-        auto s2 = acc_rowcol(tSrS2);
-        auto sf = acc_rowcol(tSrS);
-        CUTE_UNROLL
-        for (int j = 0; j < kCols; ++j)
-          CUTE_UNROLL
-          for (int r = 0; r < size<0>(sf); ++r)  // each s32 sum is exact in fp32 (|sum| < 2^21)
-            sf(r, j) = q_s[j] * fmaf(fmaf(float(s2(r, j)), 1.0f / 254.0f, float(s1(r, j))), 1.0f / 254.0f, float(s0(r, j)));
-      } else {
-        Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
-        wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
-      }
-      warpgroup_wait<0>();
-      softmax_to_p(i, tSrS);
-      if constexpr (kRawKRing) Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);  // V converted
-      wgmma_issue<false>(mma_o, tOrV(_, _, _, stage), tOrP, tOrO);
-      warpgroup_wait<0>();
-      Barrier::arrive(&ss.conv_empty[stage]);
-    }
+    Barrier::arrive(&ss.conv_empty[stage]);
   }
 
   // Row sums over the 8 lanes and the 4 warps; LSE; O = Oᵀ / l, unpacked to (position, head).
