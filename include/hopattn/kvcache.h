@@ -52,8 +52,7 @@ typedef struct hopattn_kvcache_args {
                             with K converted in the consumer's registers (hdim <= 128; forced
                             only, not the default), 7 = as 4 with Q·Kᵀ as 8-bit WGMMAs on the
                             int8 K ("half INT8", hdim <= 128; forced only), 8 = as 4 with one
-                            CTA per SM and a 128 KB raw ring (hdim <= 128; forced only), 9 = as 8
-                            with two transform warpgroups (hdim <= 128; forced only). bf16/fp16 cache:
+                            CTA per SM and a 128 KB raw ring (hdim <= 128; forced only). bf16/fp16 cache:
                             6 = balanced split-KV (chunks claimed by the CTAs; forced only). */
 } hopattn_kvcache_args_t;
 

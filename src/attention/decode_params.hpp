@@ -19,13 +19,12 @@ namespace hopattn::attention {
 //                 swapped-operand consumer (16 packed rows per CTA); 5 = as 4 with K converted
 //                 in the consumer's registers (two CTAs per SM, hdim <= 128); 7 = as 4 with
 //                 Q·Kᵀ as 8-bit WGMMAs on the raw K tile ("half INT8": Q' in three int8 parts);
-//                 8 = as 4 with one CTA per SM and a 128 KB raw ring (hdim <= 128); 9 = as 8
-//                 with two transform warpgroups taking alternate tiles (64 KB raw ring each).
+//                 8 = as 4 with one CTA per SM and a 128 KB raw ring (hdim <= 128).
 // The defaults are chosen by plan_kvcache_attention (kvcache_check.cpp, with the measurements);
 // variants 5-8 are forced only.
-// Variants that exist for the int8 cache only (3-5, 7-9; at hdim 256 they run variant 2's kernel).
+// Variants that exist for the int8 cache only (3-5, 7, 8; at hdim 256 they run variant 2's kernel).
 constexpr bool decode_variant_int8_only(int variant) {
-  return (variant >= 3 && variant <= 5) || (variant >= 7 && variant <= 9);
+  return (variant >= 3 && variant <= 5) || variant == 7 || variant == 8;
 }
 constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
   return hdim <= 128 && ((!int8 && variant == 2) || (int8 && ((variant >= 3 && variant <= 5) || variant == 7))) ? 2 : 1;

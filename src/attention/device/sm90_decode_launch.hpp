@@ -204,10 +204,8 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
                                     // 4: as 3 with the swapped-operand consumer (16 packed rows per CTA);
                                     // 5: as 4 with K converted in the consumer's registers;
                                     // 7: as 4 with S from 8-bit WGMMAs on the raw K ("half INT8");
-                                    // 8: as 4 with one CTA per SM (a 128 KB raw ring);
-                                    // 9: as 8 with two transform warpgroups (alternate tiles)
-      s = dp.variant == 9   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true, false, false, 2>>(dp, stream)
-          : dp.variant == 8 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
+                                    // 8: as 4 with one CTA per SM (a 128 KB raw ring)
+      s = dp.variant == 8   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
           : dp.variant == 7 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)
           : dp.variant == 5 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)
           : dp.variant == 4 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream)

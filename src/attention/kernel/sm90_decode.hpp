@@ -150,7 +150,7 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
 // Q' ≈ q_s · (hi + mid/254 + lo/254²), and S = q_s · (K·hiᵀ + K·midᵀ/254 + K·loᵀ/254²) from three
 // s32 accumulators. See decode_int8_swapped_consume and quantize_q_s8.
 template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1, bool kSwapped_ = false,
-          bool kRegisterK_ = false, bool kS8K_ = false, int kTransforms_ = 1>
+          bool kRegisterK_ = false, bool kS8K_ = false>
 struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
@@ -161,13 +161,6 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   static constexpr bool kRegisterK = kRegisterK_;
   static constexpr bool kS8K = kS8K_;
   static constexpr bool kRawK = kRegisterK || kS8K;  // the consumer owns a raw (int8) K ring
-  // kTransforms 2 (variant 9: the swapped consumer, one CTA per SM): two transform warpgroups,
-  // transform w converting tiles w, w + 2, ... from its own raw ring (64 KB) into converted stage
-  // w, so that one consumer per SM runs at its own pace instead of waiting for one transform
-  // (variant 8, one CTA per SM: the consumer waits on conv_full most, ncu r55).
-  static constexpr int kTransforms = kTransforms_;
-  static_assert(kTransforms == 1 || (kTransforms == 2 && kSwapped_ && !kRegisterK_ && !kS8K_ && kCtasPerSm_ == 1),
-                "two transforms: the swapped consumer, one CTA per SM");
   static constexpr int kSwappedRows = 16;
   static constexpr int kTileRows = kSwapped ? kSwappedRows : Base::kBlockM;  // query rows per CTA
   static_assert(!kSwapped || (kConsumers == 1 && kHeadDim_ <= 128), "swapped: one consumer, hdim <= 128");
@@ -177,14 +170,13 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
                 "8-bit S: the swapped consumer, two CTAs per SM, hdim 64 or 128");
   static_assert(kConsumers == 1 || (kConsumers == 2 && kHeadDim_ <= 128));
   static_assert(kCtasPerSm == 1 || (kCtasPerSm == 2 && kConsumers == 1 && kHeadDim_ <= 128));
-  static constexpr int kThreads = 128 * (kTransforms + kConsumers);  // transforms (thread 0 of each: TMA); consumers
+  static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: TMA + transform; then consumers
   static constexpr int kConvStages = Base::kStages;
   // A raw stage: K + V tiles, and with kRegisterK the tile's K scales (hdim fp32).
   static constexpr int kRawTileBytes = 2 * Base::kBlockN * kHeadDim_ + (kRawK ? kHeadDim_ * 4 : 0);
   // kRegisterK: no converted K ring (32 KB at hdim 128), so the raw ring grows from 32 to ~66 KB
   // (4 stages at hdim 128, 8 at 64) and the CTA stays under half an SM's shared memory.
-  static constexpr int kRawBudget = kRawK              ? 72 * 1024
-                                    : kTransforms == 2 ? 64 * 1024  // per transform
+  static constexpr int kRawBudget = kRawK ? 72 * 1024
                                                : (kCtasPerSm == 2 ? 32 * 1024 : (kHeadDim_ == 256 ? 64 * 1024 : 128 * 1024));
   static constexpr int kRawStages = kRawBudget / kRawTileBytes < 16 ? kRawBudget / kRawTileBytes : 16;
   using RawStages = cute::Int<kRawStages>;
@@ -217,9 +209,9 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
-    cute::array_aligned<int8_t, kTransforms * cute::cosize_v<SmemLayoutRaw>, 128> k_raw;  // one ring per transform
-    cute::array_aligned<int8_t, kTransforms * cute::cosize_v<SmemLayoutRaw>, 128> v_raw;
-    alignas(8) uint64_t raw_full[kTransforms * kRawStages];
+    cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRaw>, 128> k_raw;
+    cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRaw>, 128> v_raw;
+    alignas(8) uint64_t raw_full[kRawStages];
     alignas(8) uint64_t conv_full[kConvStages];
     alignas(8) uint64_t conv_empty[kConvStages];
   };
@@ -276,7 +268,6 @@ enum class DecodeNamedBarrier : uint32_t {
   kTransform = 1,      // the 128 transform threads: a raw (variant 5: raw V) stage is read and may be refilled
   kConsumersQ = 2,     // all consumer threads: the Q tile is gathered
   kConsumerMerge = 3,  // both consumers (256 threads): loops done / second consumer's O written
-  kTransform1 = 5,     // variant 9's second transform warpgroup, as kTransform
   kSwappedReduce = 4,  // swapped consumer (128 threads): column maxima / P / row sums in shared memory;
                        // variant 5: also "every consumer thread has read the raw K stage"
 };
@@ -1107,7 +1098,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   using BlockN = typename Traits::BlockN;
   using HeadDim = typename Traits::HeadDim;
   constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
-  constexpr int kRawStages = Traits::kRawStages, kConvStages = Traits::kConvStages, kTransforms = Traits::kTransforms;
+  constexpr int kRawStages = Traits::kRawStages, kConvStages = Traits::kConvStages;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
 
   extern __shared__ char smem_raw[];
@@ -1124,21 +1115,15 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, BLK_N, CONV)
 
   if (threadIdx.x == 0) {
-    for (int s = 0; s < kTransforms * kRawStages; ++s) Barrier::init(&ss.raw_full[s], 1);
+    for (int s = 0; s < kRawStages; ++s) Barrier::init(&ss.raw_full[s], 1);
     for (int s = 0; s < kConvStages; ++s) Barrier::init(&ss.conv_full[s], 128), Barrier::init(&ss.conv_empty[s], 128);
     cutlass::arch::fence_barrier_init();
   }
   __syncthreads();
 
-  if (warpgroup < kTransforms) {
-    // Transform w (variant 9: w = 0, 1) converts tiles w, w + kTransforms, ... from its own raw
-    // ring; its q-th tile uses raw stage q % kRawStages and converted stage i % kConvStages.
-    const int w = warpgroup;
-    constexpr int kRawElems = cute::cosize_v<typename Traits::SmemLayoutRaw>;
-    Tensor sKr = make_tensor(make_smem_ptr(ss.k_raw.data() + w * kRawElems), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, RAW)
-    Tensor sVr = make_tensor(make_smem_ptr(ss.v_raw.data() + w * kRawElems), typename Traits::SmemLayoutRaw{});
-    uint64_t* raw_full = ss.raw_full + w * kRawStages;
-    const auto transform_barrier = uint32_t(w == 0 ? DecodeNamedBarrier::kTransform : DecodeNamedBarrier::kTransform1);
+  if (warpgroup == 0) {
+    Tensor sKr = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, RAW)
+    Tensor sVr = make_tensor(make_smem_ptr(ss.v_raw.data()), typename Traits::SmemLayoutRaw{});
     const int tma_len = max(p.max_len, 1);
     Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
     Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
@@ -1147,12 +1132,12 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sKr), group_modes<0, 2>(gK));
     auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sVr), group_modes<0, 2>(gV));
     auto load_raw = [&](int n, int stage) {
-      Barrier::arrive_and_expect_tx(&raw_full[stage], 2 * Traits::kTmaBytesRaw);
-      copy(p.tma_k.with(raw_full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
-      copy(p.tma_v.with(raw_full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
+      Barrier::arrive_and_expect_tx(&ss.raw_full[stage], 2 * Traits::kTmaBytesRaw);
+      copy(p.tma_k.with(ss.raw_full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
+      copy(p.tma_v.with(ss.raw_full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
     };
     if (thread == 0)
-      for (int q = 0; q < kRawStages && w + q * kTransforms < n_blocks; ++q) load_raw(t.n_begin + w + q * kTransforms, q);
+      for (int i = 0; i < kRawStages && i < n_blocks; ++i) load_raw(t.n_begin + i, i);
 
     constexpr int kChunks = kHeadDim / 16;                // 16-channel chunks per row
     constexpr int kRowStep = 128 / kChunks;               // rows between a thread's chunks
@@ -1178,18 +1163,18 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       }
     };
     float ks[16], vs[kVs], ks_next[16], vs_next[kVs];
-    if (w < n_blocks) load_scales(t.n_begin + w, ks_next, vs_next);
+    if (n_blocks > 0) load_scales(t.n_begin, ks_next, vs_next);
     CUTE_NO_UNROLL
-    for (int i = w, q = 0; i < n_blocks; i += kTransforms, ++q) {
+    for (int i = 0; i < n_blocks; ++i) {
       const int n = t.n_begin + i;
-      const int rs = q % kRawStages, cs = i % kConvStages;
+      const int rs = i % kRawStages, cs = i % kConvStages;
       CUTE_UNROLL
       for (int j = 0; j < 16; ++j) ks[j] = ks_next[j];
       CUTE_UNROLL
       for (int k = 0; k < kVs; ++k) vs[k] = vs_next[k];
-      if (i + kTransforms < n_blocks) load_scales(n + kTransforms, ks_next, vs_next);
+      if (i + 1 < n_blocks) load_scales(n + 1, ks_next, vs_next);
       const bool tail = (n + 1) * kBlockN > t.len;
-      Barrier::wait(&raw_full[rs], (q / kRawStages) & 1);
+      Barrier::wait(&ss.raw_full[rs], (i / kRawStages) & 1);
       Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
       if (has_rows) {
         CUTE_UNROLL
@@ -1205,9 +1190,9 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       }
       cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
       Barrier::arrive(&ss.conv_full[cs]);
-      // Every thread of this transform is done with raw stage rs.
-      cutlass::arch::NamedBarrier::sync(128, transform_barrier);
-      if (thread == 0 && i + kTransforms * kRawStages < n_blocks) load_raw(n + kTransforms * kRawStages, rs);
+      // Every transform thread is done with raw stage rs.
+      cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));
+      if (thread == 0 && i + kRawStages < n_blocks) load_raw(n + kRawStages, rs);
     }
     return;
   }
