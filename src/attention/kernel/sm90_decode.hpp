@@ -610,6 +610,21 @@ CUTE_DEVICE void int8x4_to_float(uint32_t word, float (&out)[4]) {
   out[3] = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7543)) - 8388736.0f;
 }
 
+// Stores to shared memory through an address CuTe's swizzled pointers computed. Those pointers
+// are generic, so a plain store compiles to a generic ST.E, and the fence.proxy.async that must
+// follow (before a WGMMA reads the data) then compiles to MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S: the
+// MEMBAR waits for every memory operation of the thread, the transform's prefetched scale loads
+// included. st.shared keeps the fence to FENCE.VIEW.ASYNC.S. (The swizzle acts on address bits
+// below 1 KB and the buffers are 1 KB aligned, so the generic and shared addresses agree.)
+CUTE_DEVICE void st_shared_v4(void* ptr, uint4 v) {
+  const auto a = static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+CUTE_DEVICE void st_shared_u16(void* ptr, uint16_t v) {
+  const auto a = static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+  asm volatile("st.shared.u16 [%0], %1;" ::"r"(a), "h"(v) : "memory");
+}
+
 // Two floats to a packed pair of Element (round to nearest even), low half first.
 template <class Element>
 CUTE_DEVICE uint32_t pack_pair(float lo, float hi) {
@@ -637,8 +652,8 @@ CUTE_DEVICE void convert_int8x16(uint4 raw, Scale const& scale, Element* dst, El
     for (int j = 0; j < 4; ++j) f[j] *= scale(4 * w + j);
     out[2 * w] = pack_pair<Element>(f[0], f[1]), out[2 * w + 1] = pack_pair<Element>(f[2], f[3]);
   }
-  *reinterpret_cast<uint4*>(dst) = make_uint4(out[0], out[1], out[2], out[3]);
-  *reinterpret_cast<uint4*>(dst8) = make_uint4(out[4], out[5], out[6], out[7]);
+  st_shared_v4(dst, make_uint4(out[0], out[1], out[2], out[3]));
+  st_shared_v4(dst8, make_uint4(out[4], out[5], out[6], out[7]));
 }
 
 // Variant 5's K operand. The A fragment of an m64nNk16 WGMMA with 16-bit A in registers (CuTe's
@@ -1020,7 +1035,8 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
       for (int r = 0; r < size<0>(s); ++r) {
         const float pr = exp2_ftz(fmaf(s(r, j), scale_log2, bias));
         l_run[j] += pr;
-        sP(col[j], get<0>(cs_(r, j))) = Element(pr);
+        const Element pe(pr);
+        st_shared_u16(&sP(col[j], get<0>(cs_(r, j))), reinterpret_cast<const uint16_t&>(pe));
       }
     }
     cutlass::arch::fence_view_async_shared();  // P: generic writes -> visible to WGMMA
@@ -1080,9 +1096,10 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
 //     conv_empty[cs]  128 arrivals (every thread of the stage's consumer once its P·V on it is
 //                     done); the transform waits before overwriting (first round passes: parity 1).
 //     named barrier kTransform (128 transform threads): the raw stage is read; thread 0 refills it.
-//     Per tile: scales of the next tile loaded into registers (one tile ahead, to hide their
-//     latency), wait raw_full and conv_empty, convert int8 · scale -> Element (rows past the
-//     length as zeros), write, fence, arrive conv_full, barrier 1, refill.
+//     Per tile: wait raw_full and conv_empty, convert int8 · scale -> Element (rows past the
+//     length as zeros; st.shared), write, fence, arrive conv_full, load the next tile's scales
+//     into registers (after the fence, whose MEMBAR would otherwise wait for them), barrier 1,
+//     refill.
 //   warpgroups 1..kConsumers (consumers): per tile wait conv_full, S = Q·Kᵀ, mask, online
 //     softmax, O += P·V, arrive conv_empty. Two consumers then merge (kConsumerMerge over both):
 //     the second writes its O and LSE fragments to the free raw ring, the first combines them by
@@ -1162,17 +1179,16 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
         vs[k] = token < t.len && has_rows ? v_scale[token * p.vs_seq_stride] : 0.0f;
       }
     };
-    float ks[16], vs[kVs], ks_next[16], vs_next[kVs];
-    if (n_blocks > 0) load_scales(t.n_begin, ks_next, vs_next);
+    // The next tile's scales are loaded after this tile's fence.proxy.async: that fence compiles to
+    // MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S, and the MEMBAR waits for every load in flight — issued
+    // at the top of the iteration (as until 2026-11-30), the loads put a global-memory round trip
+    // into every tile's conversion.
+    float ks[16], vs[kVs];
+    if (n_blocks > 0) load_scales(t.n_begin, ks, vs);
     CUTE_NO_UNROLL
     for (int i = 0; i < n_blocks; ++i) {
       const int n = t.n_begin + i;
       const int rs = i % kRawStages, cs = i % kConvStages;
-      CUTE_UNROLL
-      for (int j = 0; j < 16; ++j) ks[j] = ks_next[j];
-      CUTE_UNROLL
-      for (int k = 0; k < kVs; ++k) vs[k] = vs_next[k];
-      if (i + 1 < n_blocks) load_scales(n + 1, ks_next, vs_next);
       const bool tail = (n + 1) * kBlockN > t.len;
       Barrier::wait(&ss.raw_full[rs], (i / kRawStages) & 1);
       Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
@@ -1190,6 +1206,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       }
       cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
       Barrier::arrive(&ss.conv_full[cs]);
+      if (i + 1 < n_blocks) load_scales(n + 1, ks, vs);  // in flight until the next conversion
       // Every transform thread is done with raw stage rs.
       cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));
       if (thread == 0 && i + kRawStages < n_blocks) load_raw(n + kRawStages, rs);
@@ -1318,15 +1335,12 @@ CUTE_DEVICE void decode_int8_transform_v(typename Traits::Params const& p, Decod
       vs[k] = token < t.len ? v_scale[token * p.vs_seq_stride] : 0.0f;
     }
   };
-  float vs[kPerThread], vs_next[kPerThread];
-  if (n_blocks > 0) load_scales(t.n_begin, vs_next);
+  float vs[kPerThread];  // loaded after the previous tile's fence (see decode_int8_kernel)
+  if (n_blocks > 0) load_scales(t.n_begin, vs);
   CUTE_NO_UNROLL
   for (int i = 0; i < n_blocks; ++i) {
     const int n = t.n_begin + i;
     const int rs = i % kRawStages, cs = i % kConvStages;
-    CUTE_UNROLL
-    for (int k = 0; k < kPerThread; ++k) vs[k] = vs_next[k];
-    if (i + 1 < n_blocks) load_scales(n + 1, vs_next);
     Barrier::wait(&ss.v_full[rs], (i / kRawStages) & 1);
     Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
     CUTE_UNROLL
@@ -1338,6 +1352,7 @@ CUTE_DEVICE void decode_int8_transform_v(typename Traits::Params const& p, Decod
     }
     cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
     Barrier::arrive(&ss.conv_full[cs]);
+    if (i + 1 < n_blocks) load_scales(n + 1, vs);
     cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));  // raw stage rs read
     if (thread == 0 && i + kRawStages < n_blocks) load_v(n + kRawStages, rs);
   }
