@@ -26,8 +26,8 @@ namespace hopattn::attention {
 constexpr bool decode_variant_int8_only(int variant) {
   return (variant >= 3 && variant <= 5) || variant == 7 || variant == 8;
 }
-constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
-  return hdim <= 128 && ((!int8 && variant == 2) || (int8 && ((variant >= 3 && variant <= 5) || variant == 7))) ? 2 : 1;
+constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {  // variant 8: one CTA per SM
+  return hdim <= 128 && ((!int8 && variant == 2) || (int8 && decode_variant_int8_only(variant) && variant != 8)) ? 2 : 1;
 }
 
 #if defined(__CUDACC__)

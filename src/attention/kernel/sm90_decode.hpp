@@ -611,11 +611,11 @@ CUTE_DEVICE void int8x4_to_float(uint32_t word, float (&out)[4]) {
 }
 
 // Stores to shared memory through an address CuTe's swizzled pointers computed. Those pointers
-// are generic, so a plain store compiles to a generic ST.E, and the fence.proxy.async that must
-// follow (before a WGMMA reads the data) then compiles to MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S: the
-// MEMBAR waits for every memory operation of the thread, the transform's prefetched scale loads
-// included. st.shared keeps the fence to FENCE.VIEW.ASYNC.S. (The swizzle acts on address bits
-// below 1 KB and the buffers are 1 KB aligned, so the generic and shared addresses agree.)
+// are generic, so a plain store compiles to a generic ST.E; st.shared makes it an STS. (The
+// fence.proxy.async that follows still compiles to MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S after STS,
+// cuobjdump 2026-11-30: what keeps global loads out of that MEMBAR is issuing them after it.) The
+// swizzle acts on address bits below 1 KB and the buffers are 1 KB aligned, so the generic and
+// shared addresses agree.
 CUTE_DEVICE void st_shared_v4(void* ptr, uint4 v) {
   const auto a = static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
