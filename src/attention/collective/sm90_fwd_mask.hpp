@@ -35,6 +35,16 @@ struct FwdMask {
     return ragged;
   }
 
+  // How many leading columns of KV tile n_block some row of Q tile m_block before row_end (a row
+  // of the tile) can see: 0 … kBlockN. Every one of those rows has the columns past it masked,
+  // so a consumer warpgroup that owns the rows may leave them out of its GEMMs.
+  template <int kBlockM, int kBlockN>
+  CUTE_DEVICE int visible_cols(int m_block, int n_block, int row_end) const {
+    int limit = seqlen_k;  // the first column masked for the last of those rows
+    if constexpr (kCausal) limit = min(seqlen_k, m_block * kBlockM + row_end + seqlen_k - seqlen_q);
+    return max(0, min(kBlockN, limit - n_block * kBlockN));
+  }
+
   // tSrS: the thread's S accumulator; tScS: the same partition of an identity tensor over the
   // (kBlockM, kBlockN) tile, giving each value's (row, col) within the tile.
   template <int kBlockM, int kBlockN, class TensorS, class TensorC>

@@ -6,12 +6,16 @@
 
 namespace hopattn::attention {
 
-// Issues tC (+)= tA · tB over every k-block as one WGMMA batch and commits it; the caller waits
-// with cute::warpgroup_wait<N>(). kZeroInit: the first k-block overwrites tC (S = Q·Kᵀ);
-// otherwise all accumulate (O += P·V). A register A operand (tA in rmem) is fenced too, so the
-// compiler neither moves its writes past the arrive nor reuses its registers early.
-template <bool kZeroInit, class TiledMma, class TensorA, class TensorB, class TensorC>
+// Issues tC (+)= tA · tB over every k-block (or the first kKBlocks of them) as one WGMMA batch
+// and commits it; the caller waits with cute::warpgroup_wait<N>(). kZeroInit: the first k-block
+// overwrites tC (S = Q·Kᵀ); otherwise all accumulate (O += P·V). A register A operand (tA in
+// rmem) is fenced too, so the compiler neither moves its writes past the arrive nor reuses its
+// registers early.
+template <bool kZeroInit, int kKBlocks = -1, class TiledMma, class TensorA, class TensorB, class TensorC>
 CUTE_DEVICE void wgmma_issue(TiledMma& mma, TensorA const& tA, TensorB const& tB, TensorC& tC) {
+  constexpr int kAll = decltype(cute::size<2>(tA))::value;
+  static_assert(kKBlocks <= kAll);
+  constexpr int kIssued = kKBlocks < 0 ? kAll : kKBlocks;
   // A is either a tensor of shared-memory descriptors (SS) or of register values (RS).
   constexpr bool kRegisterA = !cute::is_same_v<typename TensorA::value_type, cute::GMMA::DescriptorIterator::value_type>;
   if constexpr (kRegisterA) cute::warpgroup_fence_operand(const_cast<TensorA&>(tA));
@@ -19,7 +23,7 @@ CUTE_DEVICE void wgmma_issue(TiledMma& mma, TensorA const& tA, TensorB const& tB
   cute::warpgroup_arrive();
   mma.accumulate_ = kZeroInit ? cute::GMMA::ScaleOut::Zero : cute::GMMA::ScaleOut::One;
   CUTE_UNROLL
-  for (int k = 0; k < cute::size<2>(tA); ++k) {
+  for (int k = 0; k < kIssued; ++k) {
     cute::gemm(mma, tA(cute::_, cute::_, k), tB(cute::_, cute::_, k), tC);
     mma.accumulate_ = cute::GMMA::ScaleOut::One;
   }

@@ -19,6 +19,16 @@
 
 namespace hopattn::attention {
 
+// Whether the warp-specialized causal kernels narrow a warpgroup's last P·V to the keys its rows
+// see (on unless HOPATTN_FWD_NARROW_PV=0; read once; for same-run ablations, scripts/ab-env.sh).
+inline int fwd_narrow_pv() {
+  static const int on = [] {
+    const char* v = std::getenv("HOPATTN_FWD_NARROW_PV");
+    return v != nullptr && *v != '\0' && std::atoi(v) == 0 ? 0 : 1;
+  }();
+  return on;
+}
+
 template <class Traits>
 typename Traits::Params make_fwd_params(const FwdParams& fp) {
   using namespace cute;
@@ -39,7 +49,7 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
       make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutQ{}),
       make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutOWarpgroup{}),
       fp.seqlen_q, fp.seqlen_k, fp.heads_q, fp.heads_kv, fp.batch,
-      fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride};
+      fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride, fwd_narrow_pv()};
   return p;
 }
 

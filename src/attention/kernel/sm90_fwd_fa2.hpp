@@ -128,6 +128,9 @@ struct Fa2Traits {
     float softmax_scale;
     float* lse;  // (batch, heads_q, seqlen_q) or nullptr
     int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
+    // Warp-specialized causal kernels: a warpgroup's last P·V covers only the keys its rows see
+    // (ws::pv_width_of_last_block). 0 turns that off (HOPATTN_FWD_NARROW_PV=0, for ablations).
+    int narrow_pv;
   };
 };
 

@@ -247,14 +247,52 @@ struct Turns {
   }
 };
 
+// How many of the keys of a tile's last KV block a consumer warpgroup's P·V GEMM covers.
+enum class PvWidth : int { kNone = 0, kHalf = 1, kFull = 2 };
+
+// Whether P·V over a KV block's first half is a whole number of k-blocks of 16.
+template <int kBlockN>
+constexpr bool pv_half_width_ok() {
+  return kBlockN % 32 == 0;
+}
+// Whether a kernel narrows P·V at all: causal masks only, and not on 192-key blocks, whose kernel
+// (schedule 7) already spills 8 bytes and spilled 16 with the extra branch (ptxas).
+template <class Mask, int kBlockN>
+constexpr bool pv_narrows() {
+  return Mask::kCausal && kBlockN != 192;
+}
+
+// The P·V width of a warpgroup's last KV block: the keys its rows (the tile's rows before
+// row_end) can see, rounded up to none, half or all of the block.
+template <int kBlockM, int kBlockN, class Mask>
+CUTE_DEVICE PvWidth pv_width_of_last_block(Mask const& mask, int m_block, int n_blocks, int row_end) {
+  if constexpr (!pv_narrows<Mask, kBlockN>()) {
+    return PvWidth::kFull;
+  } else {
+    const int visible = mask.template visible_cols<kBlockM, kBlockN>(m_block, n_blocks - 1, row_end);
+    if (visible <= 0) return PvWidth::kNone;
+    if (pv_half_width_ok<kBlockN>() && visible <= kBlockN / 2) return PvWidth::kHalf;
+    return PvWidth::kFull;
+  }
+}
+
 // One tile's mainloop: S, softmax and O for the tile's KV range; kv_iter runs on across tiles.
 // Fragments come in as separate tensors (force-inlined), so they stay in registers.
+//
+// last_width: how many keys of the tile's last KV block this warpgroup's P·V covers. Its rows see
+// none past them (the causal diagonal), so their weights in P are 0 and the GEMM may leave them
+// out: above the diagonal a warpgroup's last P·V is half as long (128-key blocks) or absent
+// (64-key blocks), and in ping-pong the other warpgroup gets the tensor cores sooner. S = Q·Kᵀ
+// stays whole: narrowing it (a WGMMA of half the width, or none, writing S on one path) made ptxas
+// serialise every WGMMA of the kernel (C7511/C7515), even with the last block peeled out of the
+// loop and the width a template parameter (measured in the build, 2026-11-30).
 template <class Traits, class Mask, bool kPingPong, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS,
           class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage>
 CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Traits::kWarpgroups> const& turns,
                               MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ, TK const& tSrK, TV const& tOrV, TS& tSrS,
                               TO& tOrO, TC const& tScS, TP& tOrP, TPa& tOrP_a, Softmax& softmax,
-                              float (&alpha)[kRows], int m_block, int n_blocks, bool last_work, int& kv_iter) {
+                              float (&alpha)[kRows], int m_block, int n_blocks, PvWidth last_width, bool last_work,
+                              int& kv_iter) {
   using namespace cute;
   using Element = typename Traits::Element;
   constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kStages = Traits::kStages;
@@ -294,7 +332,11 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   const int last = kv_iter + n_blocks - 1;
   turns.wait();
   FullBarrier::wait(&ss.v_full[stage_of(last)], phase_of(last));
-  wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(last)), tOrO);
+  if (!pv_narrows<Mask, kBlockN>() || last_width == PvWidth::kFull) {
+    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(last)), tOrO);
+  } else if constexpr (pv_narrows<Mask, kBlockN>() && pv_half_width_ok<kBlockN>()) {  // P's first kBlockN / 2 columns
+    if (last_width == PvWidth::kHalf) wgmma_issue<false, kBlockN / 32>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(last)), tOrO);
+  }
   if (!turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
   warpgroup_wait<0>();
   EmptyBarrier::arrive(&ss.v_empty[stage_of(last)]);
@@ -350,8 +392,12 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
       bool last_work = true;  // no later tile of this CTA has a key to visit
       for (int j = k + 1, u = sched.tile(j); u < sched.count() && last_work; u = sched.tile(++j))
         last_work = n_blocks_of(u) == 0;
+      // This warpgroup's rows of the tile end at row 64 w.
+      const PvWidth last_width = p.narrow_pv ? pv_width_of_last_block<Traits::kBlockM, Traits::kBlockN>(
+                                                   mask, c.m_block, n_blocks, 64 * turns.warpgroup)
+                                             : PvWidth::kFull;
       consume_tile<Traits>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a, softmax,
-                           alpha, c.m_block, n_blocks, last_work, kv_iter);
+                           alpha, c.m_block, n_blocks, last_width, last_work, kv_iter);
     }
     float lse[kRows];
     softmax.finalize(tOrO, lse);
