@@ -49,6 +49,8 @@
 //                    (the exponentials run while P·V occupies the tensor cores)
 //     wgmma.wait 0 → O ready;  release v_empty[n-1]; O *= α; Pn = 16-bit(Sn)
 //   [turn] wait v_full[N-1]; issue O += PN-1·VN-1 [pass, except warpgroup 2's last]; wait; release
+//             (causal masks: this last P·V covers only the keys of block N-1 that the
+//             warpgroup's rows see — none, the first half or all; pv_width_of_last_block)
 //   epilogue: O /= rowsum, LSE; O → shared memory → TMA store. O in Q's space: both warpgroups
 //             together (kConsumers), one 128-row store, waited for. O's own staging (persistent,
 //             hdim 64/128): each warpgroup alone, its 64 rows in its own tile (stmatrix), its own
