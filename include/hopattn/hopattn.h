@@ -63,7 +63,7 @@ typedef struct hopattn_tensor {
  * (MHA when equal, GQA when between, MQA when heads_kv == 1).
  * causal: bottom-right aligned, as in FlashAttention-2/3: query i sees key j iff
  *   j <= i + seqlen_k - seqlen_q. A query row that sees no key gets O = 0 and LSE = -inf.
- * softmax_scale: 0 selects the default 1/sqrt(hdim).
+ * softmax_scale: 0 selects the default 1/sqrt(hdim); otherwise positive and finite.
  * seqlen_q == 0 or batch == 0 is a no-op; seqlen_k == 0 writes O = 0 and LSE = -inf. */
 typedef struct hopattn_attention_fwd_args {
   hopattn_tensor_t q;

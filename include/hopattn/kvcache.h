@@ -37,7 +37,7 @@ typedef struct hopattn_kvcache_args {
   hopattn_tensor_t k_scale;
   hopattn_tensor_t v_scale;
   int32_t quant_block;   /* int8 cache: tokens per K scale block (64 or 128); else ignored */
-  float softmax_scale;   /* 0: 1/sqrt(hdim) */
+  float softmax_scale;   /* 0: 1/sqrt(hdim); otherwise positive and finite */
   int32_t causal;
   int32_t num_splits;    /* split-KV: 0 = heuristic, >= 1 forced */
   int32_t pack_gqa;      /* query-head packing: -1 = heuristic, 0 = off, 1 = on */

@@ -204,6 +204,9 @@ TEST(AttentionChecks, SoftmaxScaleAndSchedule) {
   a.softmax_scale = std::numeric_limits<float>::quiet_NaN();
   expect_error(check(a), StatusCode::kInvalidArgument, "softmax_scale: must be finite");
   a = valid_args();
+  a.softmax_scale = -0.125f;
+  expect_error(check(a), StatusCode::kInvalidArgument, "softmax_scale: must be positive (0 selects 1/sqrt(hdim)), got -0.125");
+  a = valid_args();
   a.schedule = 99;
   expect_error(check(a), StatusCode::kInvalidArgument, "schedule: 99 is out of range");
 }

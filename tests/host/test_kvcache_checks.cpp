@@ -2,6 +2,8 @@
 // without a GPU (fake, never dereferenced pointers; the SM count passed in).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <string>
 
 #include "attention/decode_params.hpp"
@@ -74,6 +76,15 @@ TEST(KvCacheChecks, DtypesAndHeads) {
   a = valid_args();
   a.k_cache.shape[2] = a.v_cache.shape[2] = 5;
   expect_error(check(a), "heads_q = 32 is not a multiple of heads_kv = 5");
+}
+
+TEST(KvCacheChecks, SoftmaxScale) {
+  KvCacheArgs a = valid_args();
+  a.softmax_scale = std::numeric_limits<float>::infinity();
+  expect_error(check(a), "softmax_scale: must be finite");
+  a = valid_args();
+  a.softmax_scale = -0.5f;
+  expect_error(check(a), "softmax_scale: must be positive (0 selects 1/sqrt(hdim)), got -0.5");
 }
 
 TEST(KvCacheChecks, ScalesWithTheWrongShape) {

@@ -141,6 +141,10 @@ Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContex
   if (Status s = check_aliasing(a); !s.ok()) return s;
   if (!std::isfinite(a.softmax_scale))
     return Status::invalid(cat("softmax_scale: must be finite, got ", a.softmax_scale));
+  // The kernels keep the running maximum of the raw scores: with a negative scale the exponents
+  // would grow instead of shrink and overflow to inf on ordinary inputs.
+  if (a.softmax_scale < 0.0f)
+    return Status::invalid(cat("softmax_scale: must be positive (0 selects 1/sqrt(hdim)), got ", a.softmax_scale));
   if (a.schedule < 0 || a.schedule >= attention::kScheduleCount)
     return Status::invalid(cat("schedule: ", a.schedule, " is out of range [0, ",
                                attention::kScheduleCount, ")"));

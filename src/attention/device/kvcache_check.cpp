@@ -215,6 +215,8 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
   if (Status s = check_scales(a); !s.ok()) return s;
   if (Status s = check_aliasing(a); !s.ok()) return s;
   if (!std::isfinite(a.softmax_scale)) return Status::invalid("softmax_scale: must be finite");
+  if (a.softmax_scale < 0.0f)  // the running maximum is of raw scores (as attention_check.cpp)
+    return Status::invalid(cat("softmax_scale: must be positive (0 selects 1/sqrt(hdim)), got ", a.softmax_scale));
   if (a.num_splits < 0) return Status::invalid(cat("num_splits: ", a.num_splits, " is negative (0 = heuristic)"));
   if (a.variant < 0 || a.variant > attention::kDecodeVariantMax)
     return Status::invalid(cat("variant: ", a.variant, " is not 0 (default), ", attention::decode_variant_list()));
