@@ -25,11 +25,16 @@ CUTE_DEVICE float exp2_ftz(float x) {
 
 template <int kRows>
 struct OnlineSoftmax {
-  float row_max[kRows];
+  float row_max[kRows];   // the maximum the exponentials are taken against (see stale_log2)
   float row_sum[kRows];  // partial: this thread's columns only, until finalize()
   float scale_log2;
+  // A row keeps its maximum while a new tile's scores exceed it by at most this much after
+  // scaling (log2 units), so its weights stay ≤ 2^stale_log2 and O needs no rescale (the lazy
+  // rescale of FlashAttention-4). 0: the maximum is always exact (weights ≤ 1).
+  float stale_log2;
 
-  CUTE_DEVICE explicit OnlineSoftmax(float softmax_scale) : scale_log2(softmax_scale * float(M_LOG2E)) {
+  CUTE_DEVICE explicit OnlineSoftmax(float softmax_scale, float stale_log2_ = 0.0f)
+      : scale_log2(softmax_scale * float(M_LOG2E)), stale_log2(stale_log2_) {
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) row_max[r] = -INFINITY, row_sum[r] = 0.0f;
   }
@@ -57,14 +62,20 @@ struct OnlineSoftmax {
       CUTE_UNROLL
       for (int j = 0; j < cute::size<1>(s); ++j) m = fmaxf(m, s(r, j));
       m = quad_max(m);
+      // Keep the row's maximum if the new one is within stale_log2 of it (the whole quad decides
+      // alike: m and row_max are quad-uniform).
+      const bool keep = !kFirst && row_max[r] != -INFINITY && (m - row_max[r]) * scale_log2 <= stale_log2;
+      if (keep) m = row_max[r];
       // A row that has seen only masked scores keeps max = -inf; use 0 as the offset so that
       // exp2(-inf - 0) = 0 instead of NaN.
       const float offset = m == -INFINITY ? 0.0f : m * scale_log2;
       alpha[r] = 1.0f;
       if constexpr (!kFirst) {
-        const float old = row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale_log2;
-        alpha[r] = exp2_ftz(old - offset);
-        row_sum[r] *= alpha[r];
+        if (!keep) {
+          const float old = row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale_log2;
+          alpha[r] = exp2_ftz(old - offset);
+          row_sum[r] *= alpha[r];
+        }
       }
       row_max[r] = m;
       float sum = 0.0f;
@@ -85,6 +96,16 @@ struct OnlineSoftmax {
       CUTE_UNROLL
       for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= alpha[r];
     }
+  }
+
+  // rescale(), left out when no row of the warp changed its maximum (every alpha 1): with
+  // stale_log2 > 0 that is most tiles after the first few. Call with the whole warp.
+  template <class TensorO>
+  CUTE_DEVICE static void rescale_if_needed(TensorO& tOrO, float const (&alpha)[kRows]) {
+    bool needed = false;
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) needed |= alpha[r] != 1.0f;
+    if (__any_sync(0xffffffffu, needed)) rescale(tOrO, alpha);
   }
 
   // Both steps at once, for schedules whose O is not being written while the softmax runs.

@@ -19,6 +19,17 @@
 
 namespace hopattn::attention {
 
+// How far a row's softmax maximum may lag in the warp-specialized kernels before O is rescaled
+// (log2 units; weights stay ≤ 2^this): 8 (FlashAttention-4's choice) unless
+// HOPATTN_FWD_STALE_MAX_LOG2 says otherwise (clamped to [0, 16]; read once).
+inline float fwd_stale_max_log2() {
+  static const float v = [] {
+    const char* e = std::getenv("HOPATTN_FWD_STALE_MAX_LOG2");
+    return e != nullptr && *e != '\0' ? std::clamp(float(std::atof(e)), 0.0f, 16.0f) : 8.0f;
+  }();
+  return v;
+}
+
 // Whether the warp-specialized causal kernels narrow a warpgroup's last P·V to the keys its rows
 // see (on unless HOPATTN_FWD_NARROW_PV=0; read once; for same-run ablations, scripts/ab-env.sh).
 inline int fwd_narrow_pv() {
@@ -49,7 +60,8 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
       make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutQ{}),
       make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutOWarpgroup{}),
       fp.seqlen_q, fp.seqlen_k, fp.heads_q, fp.heads_kv, fp.batch,
-      fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride, fwd_narrow_pv()};
+      fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride, fwd_narrow_pv(),
+      fwd_stale_max_log2()};
   return p;
 }
 

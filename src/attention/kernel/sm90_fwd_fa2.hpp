@@ -131,6 +131,10 @@ struct Fa2Traits {
     // Warp-specialized causal kernels: a warpgroup's last P·V covers only the keys its rows see
     // (ws::pv_width_of_last_block). 0 turns that off (HOPATTN_FWD_NARROW_PV=0, for ablations).
     int narrow_pv;
+    // Warp-specialized kernels: how far (log2 units, after scaling) a row's maximum may lag its
+    // scores before O is rescaled (OnlineSoftmax::stale_log2); 8 by default,
+    // HOPATTN_FWD_STALE_MAX_LOG2 overrides (0: exact maxima, for ablations).
+    float stale_max_log2;
   };
 };
 

@@ -328,7 +328,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     softmax.template online_exp<false>(tSrS, alpha);
     warpgroup_wait<0>();
     EmptyBarrier::arrive(&ss.v_empty[stage_of(prev)]);
-    softmax.rescale(tOrO, alpha);
+    softmax.rescale_if_needed(tOrO, alpha);
     convert_fragment<Element>(tSrS, tOrP);
   }
   const int last = kv_iter + n_blocks - 1;
@@ -383,7 +383,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     const TileCoord c = sched.coord(t);
     const int n_blocks = n_blocks_of(t);
     clear(tOrO);
-    OnlineSoftmax<kRows> softmax(p.softmax_scale);
+    OnlineSoftmax<kRows> softmax(p.softmax_scale, p.stale_max_log2);
     FullBarrier::wait(&ss.q_full, q_iter & 1);
     ++q_iter;
     if constexpr (Storage::kSeparateStagingO)
