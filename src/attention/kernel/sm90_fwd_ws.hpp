@@ -47,7 +47,9 @@
 //     [turn] wait k_full[n]; issue Sn = Q·Knᵀ; wait v_full[n-1]; issue O += Pn-1·Vn-1 [pass]
 //     wgmma.wait 1 → Sn ready; release k_empty[n]; mask; online exp of Sn → α
 //                    (the exponentials run while P·V occupies the tensor cores)
-//     wgmma.wait 0 → O ready;  release v_empty[n-1]; O *= α; Pn = 16-bit(Sn)
+//     wgmma.wait 0 → O ready;  release v_empty[n-1]; O *= α (skipped when no row of the
+//                    warp moved its maximum: rows keep a stale maximum up to 2^8 below their
+//                    scores, Params::stale_max_log2); Pn = 16-bit(Sn)
 //   [turn] wait v_full[N-1]; issue O += PN-1·VN-1 [pass, except warpgroup 2's last]; wait; release
 //             (causal masks: this last P·V covers only the keys of block N-1 that the
 //             warpgroup's rows see — none, the first half or all; pv_width_of_last_block)
