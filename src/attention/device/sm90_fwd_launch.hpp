@@ -19,7 +19,7 @@
 
 namespace hopattn::attention {
 
-// How far a row's softmax maximum may lag in the warp-specialized kernels before O is rescaled
+// How far a row's softmax maximum may lag in the FA2 and warp-specialized kernels before O is rescaled
 // (log2 units; weights stay ≤ 2^this): 8 (FlashAttention-4's choice) unless
 // HOPATTN_FWD_STALE_MAX_LOG2 says otherwise (clamped to [0, 16]; read once).
 inline float fwd_stale_max_log2() {

@@ -131,8 +131,8 @@ struct Fa2Traits {
     // Warp-specialized causal kernels: a warpgroup's last P·V covers only the keys its rows see
     // (ws::pv_width_of_last_block). 0 turns that off (HOPATTN_FWD_NARROW_PV=0, for ablations).
     int narrow_pv;
-    // Warp-specialized kernels: how far (log2 units, after scaling) a row's maximum may lag its
-    // scores before O is rescaled (OnlineSoftmax::stale_log2); 8 by default,
+    // How far (log2 units, after scaling) a row's maximum may lag its scores before O is
+    // rescaled (OnlineSoftmax::stale_log2), in the FA2 and warp-specialized kernels; 8 by default,
     // HOPATTN_FWD_STALE_MAX_LOG2 overrides (0: exact maxima, for ablations).
     float stale_max_log2;
   };
@@ -218,7 +218,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   clear(tOrO);
 
   constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
-  OnlineSoftmax<kRows> softmax(p.softmax_scale);
+  OnlineSoftmax<kRows> softmax(p.softmax_scale, p.stale_max_log2);
+  float alpha[kRows];
   CUTE_NO_UNROLL
   for (int n = 0; n < n_blocks; ++n) {
     const int stage = n % kStages;
@@ -229,8 +230,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     warpgroup_wait<0>();
     if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n))
       mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
-    if (n == 0) softmax.template update<true>(tSrS, tOrO);
-    else softmax.template update<false>(tSrS, tOrO);
+    if (n == 0) {
+      softmax.template online_exp<true>(tSrS, alpha);
+    } else {
+      softmax.template online_exp<false>(tSrS, alpha);
+      softmax.rescale_if_needed(tOrO, alpha);  // every thread of the CTA is here
+    }
     convert_fragment<Element>(tSrS, tOrP);
     fa2::Barrier::wait(&ss.v_full[stage], phase);
     wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
