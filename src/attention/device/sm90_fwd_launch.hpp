@@ -19,13 +19,19 @@
 
 namespace hopattn::attention {
 
+// The value of an ablation switch of the environment, or nullptr when it is unset or empty.
+inline const char* fwd_env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
 // How far a row's softmax maximum may lag in the FA2 and warp-specialized kernels before O is rescaled
 // (log2 units; weights stay ≤ 2^this): 8 (FlashAttention-4's choice) unless
 // HOPATTN_FWD_STALE_MAX_LOG2 says otherwise (clamped to [0, 16]; read once).
 inline float fwd_stale_max_log2() {
   static const float v = [] {
-    const char* e = std::getenv("HOPATTN_FWD_STALE_MAX_LOG2");
-    return e != nullptr && *e != '\0' ? std::clamp(float(std::atof(e)), 0.0f, 16.0f) : 8.0f;
+    const char* e = fwd_env("HOPATTN_FWD_STALE_MAX_LOG2");
+    return e != nullptr ? std::clamp(float(std::atof(e)), 0.0f, 16.0f) : 8.0f;
   }();
   return v;
 }
@@ -34,8 +40,8 @@ inline float fwd_stale_max_log2() {
 // see (on unless HOPATTN_FWD_NARROW_PV=0; read once; for same-run ablations, scripts/ab-env.sh).
 inline int fwd_narrow_pv() {
   static const int on = [] {
-    const char* v = std::getenv("HOPATTN_FWD_NARROW_PV");
-    return v != nullptr && *v != '\0' && std::atoi(v) == 0 ? 0 : 1;
+    const char* v = fwd_env("HOPATTN_FWD_NARROW_PV");
+    return v != nullptr && std::atoi(v) == 0 ? 0 : 1;
   }();
   return on;
 }
@@ -88,8 +94,8 @@ inline Status fwd_can_implement(const FwdParams& fp, int shared_bytes) {
 // the per-pair order (for ablations; read once).
 inline int fwd_causal_group(const FwdParams& fp, int element_bytes) {
   static const int forced = [] {
-    const char* v = std::getenv("HOPATTN_FWD_CAUSAL_GROUP");
-    return v != nullptr && *v != '\0' ? std::max(1, std::atoi(v)) : 0;
+    const char* v = fwd_env("HOPATTN_FWD_CAUSAL_GROUP");
+    return v != nullptr ? std::max(1, std::atoi(v)) : 0;
   }();
   if (forced > 0) return forced;
   if (fp.seqlen_k < 1024 || fp.seqlen_k > 4096) return 1;

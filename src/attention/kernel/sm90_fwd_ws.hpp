@@ -340,7 +340,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(last)), tOrO);
   } else if constexpr (pv_narrows<Mask, kBlockN>() && pv_half_width_ok<kBlockN>()) {  // P's first kBlockN / 2 columns
     if (last_width == PvWidth::kHalf) wgmma_issue<false, kBlockN / 32>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(last)), tOrO);
-  }
+  }  // PvWidth::kNone: no P·V for this block (every weight of the warpgroup's rows is 0)
   if (!turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
   warpgroup_wait<0>();
   EmptyBarrier::arrive(&ss.v_empty[stage_of(last)]);
