@@ -12,6 +12,7 @@
 
 #include "attention/device/compiled_set.hpp"
 #include "attention/fwd_params.hpp"
+#include "attention/fwd_tile_order.hpp"
 #include "attention/kernel/sm90_fwd_config.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"
 #include "attention/kernel/sm90_fwd_ws.hpp"
@@ -103,6 +104,20 @@ inline int fwd_causal_group(const FwdParams& fp, int element_bytes) {
   return int(std::clamp<int64_t>((int64_t(24) << 20) / kv_bytes, 1, 1 << 20));
 }
 
+// Pairs per group of the persistent causal tile order (fwd_tile_order.hpp) on `ctas` CTAs: the
+// exactly balanced group sizes, as large as keeps a group's K and V within ~24 MB of L2.
+// HOPATTN_FWD_PERSISTENT_GROUP=N forces N pairs per group; 0 is one group of every pair, the order
+// before 2026-12-01 (for ablations; read once).
+inline int fwd_persistent_group(const FwdParams& fp, int m_blocks, int ctas, int element_bytes) {
+  static const int forced = [] {
+    const char* v = fwd_env("HOPATTN_FWD_PERSISTENT_GROUP");
+    return v != nullptr ? std::max(0, std::atoi(v)) : -1;
+  }();
+  if (forced >= 0) return forced;
+  const int64_t kv_bytes = int64_t(fp.seqlen_k) * fp.hdim * 2 * element_bytes;
+  return fwd_persistent_causal_group(m_blocks, int64_t(fp.heads_q) * fp.batch, ctas, kv_bytes, int64_t(24) << 20);
+}
+
 // Launches `kernel` with one CTA per (Q tile, q-head, batch), or (persistent) one per SM up to
 // the number of tiles.
 // grouped_causal: a warp-specialized non-persistent kernel with a causal mask, whose scheduler
@@ -111,7 +126,7 @@ template <class Traits, class Kernel>
 Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent, bool grouped_causal,
                   const FwdParams& fp, Stream stream) {
   if (Status s = fwd_can_implement(fp, shared_bytes); !s.ok()) return s;
-  const typename Traits::Params params = make_fwd_params<Traits>(fp);
+  typename Traits::Params params = make_fwd_params<Traits>(fp);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
   const int m_blocks = (fp.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
   dim3 grid(m_blocks, fp.heads_q, fp.batch);
@@ -132,6 +147,7 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     const int64_t tiles = int64_t(m_blocks) * fp.heads_q * fp.batch;
     if (tiles > INT32_MAX) return Status::unsupported("attention forward: more than 2^31 tiles");
     grid = dim3(unsigned(std::min<int64_t>(tiles, sms)), 1, 1);
+    if (fp.causal) params.causal_group = fwd_persistent_group(fp, m_blocks, int(grid.x), int(sizeof(typename Traits::Element)));
   }
   kernel<<<grid, threads, shared_bytes, stream>>>(params);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());

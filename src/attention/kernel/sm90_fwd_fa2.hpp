@@ -135,6 +135,9 @@ struct Fa2Traits {
     // rescaled (OnlineSoftmax::stale_log2), in the FA2 and warp-specialized kernels; 8 by default,
     // HOPATTN_FWD_STALE_MAX_LOG2 overrides (0: exact maxima, for ablations).
     float stale_max_log2;
+    // Persistent warp-specialized kernels with a causal mask: (head, batch) pairs per group of the
+    // tile order (ws::FwdTileScheduler); 0 = one group of every pair. Set by launch_fwd.
+    int causal_group = 0;
   };
 };
 

@@ -78,6 +78,7 @@
 #include "attention/collective/sm90_fwd_mask.hpp"
 #include "attention/collective/sm90_fwd_softmax.hpp"
 #include "attention/collective/sm90_wgmma.hpp"
+#include "attention/fwd_tile_order.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"  // Fa2Traits: the same tiles, MMAs, layouts and TMA
 
 namespace hopattn::attention {
@@ -155,13 +156,16 @@ struct TileCoord {
 //    longest-first order of before 2026-11-30 r51. CTAs past the last pair have no tile.
 //  * Persistent, no causal mask (uniform work): CTA i takes tiles i, i + G, i + 2G, ... (G =
 //    gridDim.x); m varies fastest, so the CTAs in flight share one head's K/V in L2.
-//  * Persistent, causal: tiles sorted longest first across all heads (m slowest), dealt out in
-//    a zig-zag (round k: CTA i takes position i of the round when k is even, G-1-i when odd), the
-//    classic static approximation of longest-processing-time-first. A plain round-robin left
-//    CTAs with up to 1.5x the work of others (measured: 0.75x of the non-persistent kernel).
+//  * Persistent, causal: the (head, batch) pairs in groups of `group` (fwd_tile_order.hpp: the
+//    order, why groups, and the group sizes that make the dealing exactly balanced); inside a
+//    group longest first (m slowest); dealt out in a zig-zag (round k: CTA i takes position i of
+//    the round when k is even, G-1-i when odd), the classic static approximation of
+//    longest-processing-time-first. A plain round-robin left CTAs with up to 1.5x the work of
+//    others (measured: 0.75x of the non-persistent kernel).
 template <class Mask, bool kPersistent>
 struct FwdTileScheduler {
   int m_blocks, heads, batch;
+  int group = 0;  // persistent causal: pairs per group; <= 0 or >= heads * batch: one group
   CUTE_DEVICE int count() const { return m_blocks * heads * batch; }
   // This CTA's k-th tile, or a value >= count() when it has no more (monotone in k).
   CUTE_DEVICE int tile(int k) const {
@@ -171,12 +175,12 @@ struct FwdTileScheduler {
       return k == 0 ? int(blockIdx.x) + m_blocks * (int(blockIdx.y) + heads * int(blockIdx.z)) : count();
     }
     const int g = int(gridDim.x), i = int(blockIdx.x);
-    return Mask::kCausal ? k * g + ((k & 1) ? g - 1 - i : i) : k * g + i;
+    return Mask::kCausal ? zigzag_position(k, i, g) : k * g + i;
   }
   CUTE_DEVICE TileCoord coord(int t) const {
-    if (kPersistent && Mask::kCausal) {  // longest first: m slowest
-      const int hb = t % (heads * batch), m = t / (heads * batch);
-      return {m_blocks - 1 - m, hb % heads, hb / heads};
+    if (kPersistent && Mask::kCausal) {  // by group; inside a group longest first (fwd_tile_order.hpp)
+      const FwdTileIndex x = persistent_causal_tile(t, m_blocks, heads * batch, group);
+      return {x.m_block, x.hb % heads, x.hb / heads};
     }
     if (!kPersistent && Mask::kCausal) {  // the grouped grid: (pair in group, m rank, group)
       const int hb = int(blockIdx.z * gridDim.x + blockIdx.x);
@@ -437,7 +441,7 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   using Storage = WsStorageOf<Traits, kPersistent>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
   const ws::FwdTileScheduler<Mask, kPersistent> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, p.heads_q,
-                                                      p.batch};
+                                                      p.batch, p.causal_group};
   if (threadIdx.x == 0) {
     ws::FullBarrier::init(&ss.q_full, 1);
     ws::EmptyBarrier::init(&ss.q_empty, Storage::kSeparateStagingO ? kConsumerThreads : 1);

@@ -1,0 +1,72 @@
+// The persistent forward kernels' causal tile order, shared by the kernel (ws::FwdTileScheduler)
+// and the host (the group size, and the host tests that check the order is a permutation and
+// balanced). No CUDA or CuTe header: compiled by nvcc and by the host compiler alike.
+//
+// Tiles are (Q tile m, head h, batch b); a "pair" is (h, b), hb = h + heads · b. The (head, batch)
+// pairs are cut into groups of `group` pairs (the last group also takes the pairs that do not
+// fill a group of their own). The groups' tiles come one group after another; inside a group the
+// tiles go longest first (the Q-tile index m from m_blocks − 1 down to 0, slowest), the pair fastest. The CTAs of the grid
+// deal the positions out in a zig-zag: round k covers positions [k·G, (k+1)·G); CTA i takes
+// position i of the round when k is even and G − 1 − i when k is odd.
+//
+// Why groups: the tiles in flight at one time are a window of ~G consecutive positions. With one
+// group of every pair (the order before 2026-12-01) that window swept every head once per Q-tile
+// length, so each head's K/V came from HBM once per Q tile (at seqlen 1k, hdim 128: ~590 MB of K/V
+// reads for 128 MB of K/V). A group keeps the window on a set of pairs whose K/V fits in L2.
+//
+// Why these group sizes (fwd_persistent_causal_group): with group = G / c, where c divides G and
+// m_blocks is a multiple of 2c, a round holds exactly c whole Q-tile lengths of one group and a
+// group a whole, even number of rounds. In rounds 2j and 2j+1 CTA i then gets lengths
+// L − f and L − 2c + 1 + f (L the round pair's longest, f = i / group), the same sum for every CTA:
+// the dealing is exactly balanced when the pairs make whole groups.
+#pragma once
+
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define HOPATTN_FWD_HD __host__ __device__ inline
+#else
+#define HOPATTN_FWD_HD inline
+#endif
+
+namespace hopattn::attention {
+
+struct FwdTileIndex {
+  int m_block, hb;  // Q-tile index, pair (h + heads · b)
+};
+
+// Position t < m_blocks · pairs of the persistent causal order. group <= 0 or >= pairs: one group.
+// The pairs that do not fill a group join the last one (a partial group of their own, dealt after
+// the whole ones, measured up to 9 % imbalance in the host test's model; joined, at most ~3 %, the
+// one-group order's figure).
+HOPATTN_FWD_HD FwdTileIndex persistent_causal_tile(int t, int m_blocks, int pairs, int group) {
+  const int per_group = group > 0 && group < pairs ? group : pairs;
+  const int groups = pairs / per_group;  // >= 1; the last takes the remainder
+  int g = t / (per_group * m_blocks);
+  g = g < groups - 1 ? g : groups - 1;
+  const int r = t - g * per_group * m_blocks;
+  const int in_group = g == groups - 1 ? pairs - g * per_group : per_group;
+  const int m = r / in_group;
+  return {m_blocks - 1 - m, g * per_group + (r - m * in_group)};
+}
+
+// The zig-zag: CTA i's k-th position among G CTAs (may be >= the tile count: no more tiles).
+HOPATTN_FWD_HD int zigzag_position(int k, int i, int ctas) { return k * ctas + ((k & 1) ? ctas - 1 - i : i); }
+
+// Pairs per group for the persistent causal order on `ctas` CTAs: the largest G / c (c | G,
+// m_blocks a multiple of 2c) whose K/V (kv_bytes_per_pair each) fits in l2_budget bytes, else the
+// smallest such G / c; 0 (one group of every pair) when no c qualifies (odd m_blocks) or when every
+// pair fits in one group anyway.
+inline int fwd_persistent_causal_group(int m_blocks, int64_t pairs, int ctas, int64_t kv_bytes_per_pair,
+                                       int64_t l2_budget) {
+  int chosen = 0;
+  for (int c = 1; c <= m_blocks / 2 && c <= ctas; ++c) {
+    if (ctas % c != 0 || m_blocks % (2 * c) != 0) continue;
+    const int group = ctas / c;
+    chosen = group;  // c grows: groups shrink; stop at the first that fits
+    if (int64_t(group) * kv_bytes_per_pair <= l2_budget) break;
+  }
+  return int64_t(chosen) >= pairs ? 0 : chosen;
+}
+
+}  // namespace hopattn::attention

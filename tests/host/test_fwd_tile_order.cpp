@@ -1,0 +1,117 @@
+// The persistent forward kernels' causal tile order (src/attention/fwd_tile_order.hpp), checked on
+// the host: every tile exactly once, longest first inside a group, and the zig-zag dealing of the
+// chosen group sizes balanced. The kernel calls the same functions (ws::FwdTileScheduler).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "attention/fwd_tile_order.hpp"
+
+namespace hopattn::attention {
+namespace {
+
+// Each (m, pair) exactly once over t in [0, m_blocks * pairs); inside a group m never grows.
+void expect_permutation(int m_blocks, int pairs, int group) {
+  SCOPED_TRACE("m_blocks " + std::to_string(m_blocks) + " pairs " + std::to_string(pairs) + " group " +
+               std::to_string(group));
+  std::vector<int> seen(size_t(m_blocks) * pairs, 0);
+  const int per_group = group > 0 && group < pairs ? group : pairs;
+  const int groups = pairs / per_group;  // the last one takes the remainder
+  int prev_group = -1, prev_m = 0;
+  for (int t = 0; t < m_blocks * pairs; ++t) {
+    const FwdTileIndex x = persistent_causal_tile(t, m_blocks, pairs, group);
+    ASSERT_GE(x.m_block, 0);
+    ASSERT_LT(x.m_block, m_blocks);
+    ASSERT_GE(x.hb, 0);
+    ASSERT_LT(x.hb, pairs);
+    ++seen[size_t(x.hb) * m_blocks + x.m_block];
+    const int g = std::min(x.hb / per_group, groups - 1);
+    ASSERT_GE(g, prev_group) << "groups come one after another (t " << t << ")";
+    if (g == prev_group) {
+      ASSERT_LE(x.m_block, prev_m) << "longest first inside a group (t " << t << ")";
+    }
+    prev_group = g;
+    prev_m = x.m_block;
+  }
+  for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "tile " << i;
+}
+
+TEST(FwdTileOrder, EveryTileOnceLongestFirstInsideGroups) {
+  for (int m_blocks : {1, 2, 3, 4, 8, 17})
+    for (int pairs : {1, 5, 33, 64, 100})
+      for (int group : {0, 1, 7, 33, 64, 1000}) expect_permutation(m_blocks, pairs, group);
+}
+
+// Work per CTA of the zig-zag dealing: a tile of Q-tile index m costs m + 1 KV blocks (square
+// causal, block_m = block_n) plus `overhead` (its prologue and epilogue).
+std::vector<double> dealt_work(int m_blocks, int pairs, int group, int ctas, double overhead) {
+  std::vector<double> work(size_t(ctas), 0.0);
+  const int count = m_blocks * pairs;
+  for (int i = 0; i < ctas; ++i)
+    for (int k = 0;; ++k) {
+      const int t = zigzag_position(k, i, ctas);
+      if (t >= count) break;
+      work[size_t(i)] += persistent_causal_tile(t, m_blocks, pairs, group).m_block + 1 + overhead;
+    }
+  return work;
+}
+
+TEST(FwdTileOrder, ChosenGroupsDealExactlyBalancedWork) {
+  // A whole number of groups of G / c pairs: every CTA gets the same work.
+  for (int m_blocks : {4, 8, 16, 32})
+    for (int c : {1, 2, 4}) {
+      if (m_blocks % (2 * c) != 0) continue;
+      const int ctas = 132, group = ctas / c;
+      const std::vector<double> w = dealt_work(m_blocks, 3 * group, group, ctas, 1.0);
+      EXPECT_EQ(*std::max_element(w.begin(), w.end()), *std::min_element(w.begin(), w.end()))
+          << "m_blocks " << m_blocks << " group " << group;
+    }
+}
+
+TEST(FwdTileOrder, BenchGridGroupsFitL2AndBalance) {
+  // The FlashAttention-3 grid (16k tokens, hidden 2048, block_m 128) on an H200's 132 SMs and an
+  // H100 PCIe's 114: the chosen group keeps K/V within the budget where a qualifying size does;
+  // the busiest CTA has at most 1 % more work than the mean where the pairs make whole groups, and
+  // at most 3.5 % otherwise (one group of every pair, the order before: up to 5 %).
+  const int64_t budget = int64_t(24) << 20;
+  for (int sms : {132, 114})
+    for (int hdim : {64, 128, 256})
+      for (int seqlen = 512; seqlen <= 16384; seqlen *= 2) {
+        const int m_blocks = seqlen / 128, pairs = (2048 / hdim) * (16384 / seqlen);
+        const int grid = std::min(sms, m_blocks * pairs);  // as launch_fwd
+        const int64_t kv_bytes = int64_t(seqlen) * hdim * 2 * 2;
+        const int group = fwd_persistent_causal_group(m_blocks, pairs, grid, kv_bytes, budget);
+        SCOPED_TRACE("ctas " + std::to_string(grid) + " hdim " + std::to_string(hdim) + " seqlen " +
+                     std::to_string(seqlen) + " group " + std::to_string(group));
+        EXPECT_TRUE(group == 0 || (grid % group == 0 && m_blocks % (2 * (grid / group)) == 0));
+        if (group > 0 && group * kv_bytes > budget) {  // only when no smaller balanced size exists
+          EXPECT_EQ(fwd_persistent_causal_group(m_blocks, pairs, grid, kv_bytes, 0), group);
+        }
+        const std::vector<double> w = dealt_work(m_blocks, pairs, group, grid, 1.0);
+        double sum = 0;
+        for (double x : w) sum += x;
+        const bool whole = group > 0 && pairs % group == 0;
+        EXPECT_LE(*std::max_element(w.begin(), w.end()) / (sum / double(w.size())), whole ? 1.01 : 1.035);
+      }
+}
+
+TEST(FwdTileOrder, GroupChoice) {
+  // seqlen 1k, hdim 128 (512 KB of K/V per pair), 256 pairs, 132 CTAs: 132 and 66 pairs exceed
+  // 24 MB, 33 fits.
+  EXPECT_EQ(fwd_persistent_causal_group(8, 256, 132, 512 << 10, int64_t(24) << 20), 33);
+  // A budget that holds 66 pairs but not 132.
+  EXPECT_EQ(fwd_persistent_causal_group(8, 256, 132, 512 << 10, int64_t(40) << 20), 66);
+  // m_blocks 4: c = 4 does not divide into 2c; 66 is the smallest balanced group.
+  EXPECT_EQ(fwd_persistent_causal_group(4, 512, 132, 16 << 20, int64_t(24) << 20), 66);
+  // Odd m_blocks: no balanced size; one group of every pair.
+  EXPECT_EQ(fwd_persistent_causal_group(5, 512, 132, 1 << 20, int64_t(24) << 20), 0);
+  // Every pair already fits in one group.
+  EXPECT_EQ(fwd_persistent_causal_group(8, 20, 132, 1 << 20, int64_t(24) << 20), 0);
+  // 6 CTAs (a tiny problem): c in {1, 2, 3} with m_blocks 12; 1 MB per pair, budget 2 MB -> 2.
+  EXPECT_EQ(fwd_persistent_causal_group(12, 100, 6, 1 << 20, int64_t(2) << 20), 2);
+}
+
+}  // namespace
+}  // namespace hopattn::attention
