@@ -2,6 +2,7 @@
 // lengths, seqlen_q < and > seqlen_k, batch 1..4, MHA/GQA/MQA, causal on and off, inputs x1 and
 // x8, padded strides, the bench's shapes), one test per (dtype, head dim), every schedule on a
 // subset, and run-to-run bit equality (a moving result is a race).
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "attention/device/compiled_set.hpp"
+#include "attention/fwd_tile_order.hpp"
+#include "attention/kernel/sm90_fwd_config.hpp"
 #include "attention_check.hpp"
 #include "device_utils.hpp"
 #include "gpu_test.hpp"
@@ -79,6 +82,35 @@ std::vector<CheckCase> schedule_grid(const Config& cfg) {
 TEST_P(AttentionFwd, EveryScheduleMatchesFloat64Reference) {
   HOPATTN_REQUIRE_SM90();
   for (int s = 1; s < attention::kScheduleCount; ++s) run_grid(schedule_grid(GetParam()), s);
+}
+
+// The persistent causal tile order in groups of (head, batch) pairs (fwd_tile_order.hpp) takes
+// effect only with more pairs than a group: 9 x 16 pairs at seqlen 1000 (8 Q tiles) on 132 SMs
+// make groups of 66 (hdim 64) or 33 pairs (hdim 128, 256), the last group with the remainder.
+TEST_P(AttentionFwd, PersistentCausalOrderInGroups) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  CheckCase c;
+  c.p = AttnProblem{9, 1000, 1000, 16, 4, cfg.hdim, true, 0.0f};
+  c.dtype = cfg.dtype;
+  c.seed = 777;
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  const int m_blocks = 8, pairs = 9 * 16;
+  const int group = attention::fwd_persistent_causal_group(m_blocks, pairs, sms, int64_t(1000) * cfg.hdim * 2 * 2,
+                                                           int64_t(24) << 20);
+  std::printf("%d SMs: %d pairs per group of the persistent causal order (0: one group)\n", sms, group);
+  if (sms == 132) {
+    EXPECT_EQ(group, cfg.hdim == 64 ? 66 : 33);
+  }
+  int persistent = 0;
+  for (int s = 1; s < attention::kScheduleCount; ++s)
+    if (attention::fwd_schedule(cfg.hdim, s).kernel == attention::FwdKernel::kPersistentPingPong) {
+      run_grid({c}, s);
+      ++persistent;
+    }
+  EXPECT_GE(persistent, 1);
 }
 
 // One small problem per schedule, causal and not: the case gpu-run.sh runs under

@@ -89,11 +89,16 @@ constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
 // fastest in the same-run ablation on the FlashAttention-3 grid (H200, 2026-11-30 r10,
 // bench/results/2026-11-30-r10-fwd-defaults.csv, docs/perf-log.md), where batch·seqlen = 16k:
 //  * hdim 64: the FA2-style kernel (1), whose two short GEMMs per tile the producer warp and the
-//    turn-taking do not pay back; from 8k keys the 192-key ping-pong kernel (7).
+//    turn-taking do not pay back; non-causal from 4k keys schedule 10 (below). Causal at every
+//    length since 2026-12-01 r68 (before: 7 from 8k keys): with its lazy rescale
+//    (r67) the FA2 kernel ran 8k/16k at 1.068/1.079 of cuDNN against schedule 7's 0.960/1.009
+//    (bench/results/2026-12-01-r68-*).
 //  * hdim 128: short non-causal sequences (<= 4k keys) the persistent ping-pong kernel (6): the
 //    next tile's Q and first K/V load during the current tile's last GEMMs and epilogue, which a
-//    one-tile CTA pays in full (0.86 vs 0.76 of cuDNN at 512); causal, it balances worse and
-//    wins only at 512. Longer: the ping-pong kernel, 192-key tiles (7) from 8k keys.
+//    one-tile CTA pays in full (0.86 vs 0.76 of cuDNN at 512). Causal up to 2k keys, 6 too since
+//    its tile order keeps K/V in L2 (2026-12-01 r68, fwd_tile_order.hpp: 1k 1.004 vs schedule 5's
+//    0.91 of cuDNN, 512 0.99, 2k 0.98 vs 0.975); 5 at 4k. Longer: the ping-pong kernel, 192-key
+//    tiles (7) from 8k keys.
 //  * hdim 256: the persistent ping-pong kernel on 80-key tiles (9) non-causal from 1k keys and
 //    causal from 4k (2026-11-30 r33, bench/results/2026-11-30-r33-fwd-fa3-widths.csv: 0.954-0.999
 //    vs 0.909-0.953 of cuDNN non-causal, 1.030-1.098 vs 0.997-1.055 causal); the ping-pong kernel
@@ -104,13 +109,12 @@ constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
 //    loses (0.64-0.89 at <= 2k).
 constexpr int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
   if (hdim == 64) {
-    if (!causal && seqlen_k >= 4096) return 10;
-    return seqlen_k >= 8192 ? 7 : 1;
+    return !causal && seqlen_k >= 4096 ? 10 : 1;
   }
   if (hdim == 128) {
     if (seqlen_k >= 8192) return 7;
     if (!causal) return 6;
-    return seqlen_k <= 512 ? 6 : 5;
+    return seqlen_k <= 2048 ? 6 : 5;
   }
   return seqlen_k >= (causal ? 4096 : 1024) ? 9 : 5;
 }
