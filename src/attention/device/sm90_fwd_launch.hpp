@@ -47,6 +47,17 @@ inline int fwd_narrow_pv() {
   return on;
 }
 
+// Whether the persistent kernel at hdim 256 stages O per warpgroup in its own half of Q's space
+// (WsSharedStorageQHalves; on unless HOPATTN_FWD_Q_HALVES=0, which restores the CTA-wide staging
+// in Q's space; read once; for same-run ablations, scripts/ab-env.sh).
+inline bool fwd_q_halves() {
+  static const bool on = [] {
+    const char* v = fwd_env("HOPATTN_FWD_Q_HALVES");
+    return !(v != nullptr && std::atoi(v) == 0);
+  }();
+  return on;
+}
+
 template <class Traits>
 typename Traits::Params make_fwd_params(const FwdParams& fp) {
   using namespace cute;
@@ -66,6 +77,7 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
       make_tma_copy(SM90_TMA_LOAD{}, v, take<0, 2>(typename Traits::SmemLayoutKV{})),
       make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutQ{}),
       make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutOWarpgroup{}),
+      make_tma_copy(SM90_TMA_LOAD{}, q, typename Traits::SmemLayoutOWarpgroup{}),
       fp.seqlen_q, fp.seqlen_k, fp.heads_q, fp.heads_kv, fp.batch,
       fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride, fwd_narrow_pv(),
       fwd_stale_max_log2()};
@@ -164,6 +176,11 @@ Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
   } else {
     constexpr bool kPersistent = s.kernel == FwdKernel::kPersistentPingPong;
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized;
+    if constexpr (ws_q_halves<Traits, kPersistent>()) {
+      if (!fwd_q_halves())  // the CTA-wide staging of O in Q's space, for ablations
+        return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, false>, kWsThreads<Traits>,
+                                  int(sizeof(WsStorageOf<Traits, kPersistent, false>)), kPersistent, false, fp, stream);
+    }
     return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent>, kWsThreads<Traits>,
                               int(sizeof(WsStorageOf<Traits, kPersistent>)), kPersistent,
                               !kPersistent && Mask::kCausal, fp, stream);

@@ -105,8 +105,14 @@ struct Fa2Traits {
   using TmaStoreOWarpgroup = decltype(cute::make_tma_copy(
       cute::SM90_TMA_STORE{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}),
       SmemLayoutOWarpgroup{}));
+  // One warpgroup's rows of Q loaded into its own (64, hdim) tile (the persistent schedule at hdim
+  // 256, whose O is staged per warpgroup in Q's space: WsSharedStorageQHalves).
+  using TmaLoadQWarpgroup = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}),
+      SmemLayoutOWarpgroup{}));
 
   static constexpr uint32_t kTmaBytesQ = kBlockM * kHeadDim * sizeof(Element);
+  static constexpr uint32_t kTmaBytesQWarpgroup = kWarpgroupRows * kHeadDim * sizeof(Element);
   static constexpr uint32_t kTmaBytesKV = kBlockN * kHeadDim * sizeof(Element);
 
   struct SharedStorage {
@@ -124,6 +130,7 @@ struct Fa2Traits {
     TmaLoadKV tma_k, tma_v;
     TmaStoreO tma_o;
     TmaStoreOWarpgroup tma_o_warpgroup;
+    TmaLoadQWarpgroup tma_q_warpgroup;
     int seqlen_q, seqlen_k, heads_q, heads_kv, batch;
     float softmax_scale;
     float* lse;  // (batch, heads_q, seqlen_q) or nullptr

@@ -73,6 +73,8 @@
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/cutlass.h>
 
+#include <type_traits>
+
 #include "attention/collective/sm90_fwd_epilogue.hpp"
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
 #include "attention/collective/sm90_fwd_mask.hpp"
@@ -112,24 +114,51 @@ struct WsSharedStorageBase {
 template <class Traits, bool kSeparateO>
 struct WsSharedStorage : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = false;
+  static constexpr bool kQHalves = false;
   CUTE_DEVICE typename Traits::Element* o_staging() { return this->q.data(); }
 };
 template <class Traits>
 struct WsSharedStorage<Traits, true> : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = true;
+  static constexpr bool kQHalves = false;
   // One (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutOWarpgroups).
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutOWarpgroups>, 1024> o;
   CUTE_DEVICE typename Traits::Element* o_staging() { return o.data(); }
 };
 
+// Q's space as one (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutOWarpgroups, the
+// same bytes as the 128-row Q tile), each with its own pipeline: warpgroup w's Q rows are loaded
+// into tile w (q_full_wg[w], 1 arrival + the tile's bytes), only warpgroup w's S = Q·Kᵀ reads them,
+// warpgroup w stages its rows of O there for its own TMA store, and once that store has read the
+// tile its issuing thread frees it (q_empty_wg[w], 1 arrival). The persistent schedule where O has
+// no room of its own (hdim 256): the warpgroups no longer meet at a CTA-wide epilogue, and the
+// next tile's Q rows of one warpgroup load while the other still computes.
+template <class Traits>
+struct WsSharedStorageQHalves : WsSharedStorageBase<Traits> {
+  static constexpr bool kSeparateStagingO = false;
+  static constexpr bool kQHalves = true;
+  alignas(8) uint64_t q_full_wg[Traits::kWarpgroups];
+  alignas(8) uint64_t q_empty_wg[Traits::kWarpgroups];
+  CUTE_DEVICE typename Traits::Element* o_staging() { return this->q.data(); }
+};
+
 // The persistent schedule stages O separately wherever that fits in shared memory (hdim 64 and
-// 128 with 128x128x2 tiles: 192 KB at hdim 128; not hdim 256, where Q and O are 64 KB each).
+// 128 with 128x128x2 tiles: 192 KB at hdim 128; not hdim 256, where Q and O are 64 KB each), and
+// per warpgroup in Q's space otherwise (WsSharedStorageQHalves; kAllowQHalves = false keeps the
+// CTA-wide staging in Q's space of before 2026-12-01, for ablations).
 template <class Traits, bool kPersistent>
 constexpr bool ws_separate_o() {
   return kPersistent && sizeof(WsSharedStorage<Traits, true>) <= 227 * 1024;
 }
 template <class Traits, bool kPersistent>
-using WsStorageOf = WsSharedStorage<Traits, ws_separate_o<Traits, kPersistent>()>;
+constexpr bool ws_q_halves() {
+  return kPersistent && !ws_separate_o<Traits, kPersistent>() && Traits::kWarpgroups == 2;
+}
+template <class Traits, bool kPersistent, bool kAllowQHalves = true>
+using WsStorageOf = std::conditional_t<
+    ws_separate_o<Traits, kPersistent>(), WsSharedStorage<Traits, true>,
+    std::conditional_t<kAllowQHalves && ws_q_halves<Traits, kPersistent>(), WsSharedStorageQHalves<Traits>,
+                       WsSharedStorage<Traits, false>>>;
 
 namespace ws {
 
@@ -228,9 +257,24 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       ++kv_iter;
     };
     if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
-    EmptyBarrier::wait(&ss.q_empty, (q_iter & 1) ^ 1u);
-    FullBarrier::arrive_and_expect_tx(&ss.q_full, Traits::kTmaBytesQ);
-    copy(p.tma_q.with(ss.q_full), get<0>(q_parts), get<1>(q_parts));
+    if constexpr (Storage::kQHalves) {  // each warpgroup's rows into its own tile, as it frees it
+      using WgTile = Shape<Int<Traits::kWarpgroupRows>, typename Traits::HeadDim>;
+      Tensor mQw = p.tma_q_warpgroup.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
+      CUTE_UNROLL
+      for (int w = 0; w < Traits::kWarpgroups; ++w) {
+        Tensor sQw = make_tensor(make_smem_ptr(ss.q.data() + w * cosize_v<typename Traits::SmemLayoutOWarpgroup>),
+                                 typename Traits::SmemLayoutOWarpgroup{});  // (WG_M, D)
+        Tensor gQw = local_tile(mQw(_, _, c.h, c.b), WgTile{}, make_coord(c.m_block * Traits::kWarpgroups + w, _0{}));
+        auto parts = tma_partition(p.tma_q_warpgroup, _0{}, Layout<_1>{}, group_modes<0, 2>(sQw), group_modes<0, 2>(gQw));
+        EmptyBarrier::wait(&ss.q_empty_wg[w], (q_iter & 1) ^ 1u);
+        FullBarrier::arrive_and_expect_tx(&ss.q_full_wg[w], Traits::kTmaBytesQWarpgroup);
+        copy(p.tma_q_warpgroup.with(ss.q_full_wg[w]), get<0>(parts), get<1>(parts));
+      }
+    } else {
+      EmptyBarrier::wait(&ss.q_empty, (q_iter & 1) ^ 1u);
+      FullBarrier::arrive_and_expect_tx(&ss.q_full, Traits::kTmaBytesQ);
+      copy(p.tma_q.with(ss.q_full), get<0>(q_parts), get<1>(q_parts));
+    }
     ++q_iter;
     for (int n = 1; n < n_blocks; ++n) load_kv(n);
   }
@@ -365,7 +409,16 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   const Mask mask{p.seqlen_q, p.seqlen_k};
   auto n_blocks_of = [&](int t) { return mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(sched.coord(t).m_block); };
 
-  Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
+  // (BLK_M, D); with Q halves, row m is row m % 64 of warpgroup tile m / 64 (WsSharedStorageQHalves).
+  using RowsToTiles = Layout<Shape<Shape<Int<Traits::kWarpgroupRows>, Int<Traits::kWarpgroups>>, HeadDim>,
+                             Stride<Stride<_1, Int<Traits::kWarpgroupRows * Traits::kHeadDim>>, Int<Traits::kWarpgroupRows>>>;
+  Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()),
+                          [] {
+                            if constexpr (Storage::kQHalves)
+                              return composition(typename Traits::SmemLayoutOWarpgroups{}, RowsToTiles{});
+                            else
+                              return typename Traits::SmemLayoutQ{};
+                          }());
   Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, PIPE)
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, BLK_N, PIPE)
   typename Traits::TiledMmaQK mma_qk;
@@ -390,7 +443,10 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     const int n_blocks = n_blocks_of(t);
     clear(tOrO);
     OnlineSoftmax<kRows> softmax(p.softmax_scale, p.stale_max_log2);
-    FullBarrier::wait(&ss.q_full, q_iter & 1);
+    if constexpr (Storage::kQHalves)
+      FullBarrier::wait(&ss.q_full_wg[turns.warpgroup - 1], q_iter & 1);
+    else
+      FullBarrier::wait(&ss.q_full, q_iter & 1);
     ++q_iter;
     if constexpr (Storage::kSeparateStagingO)
       if (n_blocks == 0) EmptyBarrier::arrive(&ss.q_empty);  // no S reads this tile's Q
@@ -409,10 +465,17 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     }
     float lse[kRows];
     softmax.finalize(tOrO, lse);
-    if constexpr (Storage::kSeparateStagingO) {
-      // O has its own staging tiles: each warpgroup stores its rows on its own (no CTA-wide sync).
+    if constexpr (Storage::kSeparateStagingO || Storage::kQHalves) {
+      // O has its own staging tiles, or each warpgroup its own tile of Q's space: each warpgroup
+      // stores its rows on its own (no CTA-wide sync).
       store_o_and_lse_warpgroup<Traits>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b, thread_idx,
                                         uint32_t(FwdNamedBarrier::kEpilogueWarpgroup) + turns.warpgroup - 1);
+      if constexpr (Storage::kQHalves) {
+        if (thread_idx % 128 == 0) {  // the store has read the tile: the next Q rows may land there
+          tma_store_wait<0>();
+          EmptyBarrier::arrive(&ss.q_empty_wg[turns.warpgroup - 1]);
+        }
+      }
     } else {
       store_o_and_lse<Traits>(
           p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b, thread_idx,
@@ -431,20 +494,25 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
 template <class Traits>
 constexpr int kWsThreads = Traits::kThreads + 128;
 
-template <class Traits, class Mask, bool kPingPong, bool kPersistent>
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kAllowQHalves = true>
 __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
   static_assert(Traits::kWarpgroups == 2 || !kPersistent, "the persistent schedule has two consumer warpgroups");
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   extern __shared__ char smem_raw[];
-  using Storage = WsStorageOf<Traits, kPersistent>;
+  using Storage = WsStorageOf<Traits, kPersistent, kAllowQHalves>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
   const ws::FwdTileScheduler<Mask, kPersistent> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, p.heads_q,
                                                       p.batch, p.causal_group};
   if (threadIdx.x == 0) {
     ws::FullBarrier::init(&ss.q_full, 1);
     ws::EmptyBarrier::init(&ss.q_empty, Storage::kSeparateStagingO ? kConsumerThreads : 1);
+    if constexpr (Storage::kQHalves)
+      for (int w = 0; w < Traits::kWarpgroups; ++w) {
+        ws::FullBarrier::init(&ss.q_full_wg[w], 1);
+        ws::EmptyBarrier::init(&ss.q_empty_wg[w], 1);
+      }
     for (int s = 0; s < Traits::kStages; ++s) {
       ws::FullBarrier::init(&ss.k_full[s], 1);
       ws::FullBarrier::init(&ss.v_full[s], 1);
