@@ -102,7 +102,9 @@ constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
 //  * hdim 256: the persistent ping-pong kernel on 80-key tiles (9) non-causal from 1k keys and
 //    causal from 4k (2026-11-30 r33, bench/results/2026-11-30-r33-fwd-fa3-widths.csv: 0.954-0.999
 //    vs 0.909-0.953 of cuDNN non-causal, 1.030-1.098 vs 0.997-1.055 causal); the ping-pong kernel
-//    on 64-key tiles (5) below that.
+//    on 64-key tiles (5) below that, except non-causal below 1k keys: the persistent kernel on
+//    64-key tiles (6) since its O is staged per warpgroup in Q's space (2026-12-01 r70, 512: 0.994
+//    vs 0.942 of cuDNN in both arms of an A/B, bench/results/2026-12-01-r70-*).
 //  * hdim 64 non-causal from 4k keys: three consumer warpgroups (10), 2026-11-30 r36 with both
 //    row orders (bench/results/2026-11-30-r36-fwd-hd64-3wg*.csv): 4k 0.884-0.902 vs 0.874-0.880,
 //    8k 0.936-0.942 vs 0.897-0.899, 16k 0.940 vs 0.900-0.907 of cuDNN; below 4k and causal it
@@ -116,7 +118,8 @@ constexpr int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
     if (!causal) return 6;
     return seqlen_k <= 2048 ? 6 : 5;
   }
-  return seqlen_k >= (causal ? 4096 : 1024) ? 9 : 5;
+  if (causal) return seqlen_k >= 4096 ? 9 : 5;
+  return seqlen_k >= 1024 ? 9 : 6;
 }
 
 }  // namespace hopattn::attention

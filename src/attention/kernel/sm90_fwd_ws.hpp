@@ -21,7 +21,13 @@
 //
 // Pipelines (mbarriers in SharedStorage):
 //   q_full          producer → consumers; 1 arrival (arrive_and_expect_tx) + Q tile bytes
-//   q_empty         consumers → producer. Non-persistent, and persistent at hdim 256: 1
+//   q_full_wg[w], q_empty_wg[w]   persistent at hdim 256 instead of q_full/q_empty
+//                   (WsSharedStorageQHalves): Q's space as one 64-row tile per consumer warpgroup,
+//                   loaded by a 64-row TMA (1 arrival + its bytes), read only by warpgroup w, which
+//                   then stages its O rows there; freed (1 arrival) by the warpgroup's store thread
+//                   once its O store has read the tile
+//   q_empty         consumers → producer. Non-persistent (and persistent at hdim 256 with
+//                   HOPATTN_FWD_Q_HALVES=0): 1
 //                   arrival, by the thread that issued the O store of the tile once that store
 //                   has finished reading shared memory (O is staged in Q's space). Persistent at
 //                   hdim 64/128 (O has its own staging tile, WsSharedStorage<., true>): 256
@@ -57,7 +63,9 @@
 //             together (kConsumers), one 128-row store, waited for. O's own staging (persistent,
 //             hdim 64/128): each warpgroup alone, its 64 rows in its own tile (stmatrix), its own
 //             store, not waited for until its next epilogue (and before exit), so the warpgroups
-//             stay staggered across tiles
+//             stay staggered across tiles. Q halves (persistent, hdim 256): each warpgroup alone
+//             into its own half of Q's space, its store waited for by its issuing thread, which
+//             then frees the half for the warpgroup's next Q rows
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
 // warpgroup (2, or 3) grants warpgroup 1 its first turn and skips its own very last pass (in the
 // CTA's last tile that has work), so every named-barrier arrival is matched before the CTA exits.
