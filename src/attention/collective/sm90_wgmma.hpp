@@ -32,6 +32,27 @@ CUTE_DEVICE void wgmma_issue(TiledMma& mma, TensorA const& tA, TensorB const& tB
   if constexpr (kRegisterA) cute::warpgroup_fence_operand(const_cast<TensorA&>(tA));
 }
 
+// Keeps the instructions that compute `value` ahead of the next cute::warpgroup_wait<N>() in the
+// SASS. ptxas schedules a wgmma.wait_group like a cheap instruction: with nothing tying it down it
+// hoisted the wait for the in-flight P·V above the softmax exponentials (into the latency of the
+// row-maximum shuffles), so no softmax overlapped P·V (SASS of every warp-specialized kernel before
+// 2026-12-01: WARPGROUP.DEPBAR.LE gsb0, 0x0 ahead of every MUFU.EX2 of the loop). It does keep a
+// shared-memory store before a later wait; this one is predicated on value < 0, never true for
+// the row sums passed in (sums of exponentials: >= 0, or NaN, which compares false), so it stores
+// nothing, and it costs one compare and one (predicated-off) store. A conditional wait instead
+// made ptxas serialise every WGMMA (C7514).
+CUTE_DEVICE void keep_before_wgmma_wait(float value, void const* smem) {
+  const uint32_t addr = cute::cast_smem_ptr_to_uint(smem);
+  asm volatile(
+      "{\n"
+      " .reg .pred p;\n"
+      " setp.lt.f32 p, %0, 0f00000000;\n"
+      " @p st.shared.u32 [%1], 0;\n"
+      "}\n" ::"f"(value),
+      "r"(addr)
+      : "memory");
+}
+
 // Converts a float fragment to `To` (bf16/fp16), two values per cvt instruction.
 template <class To, class TensorFrom, class TensorTo>
 CUTE_DEVICE void convert_fragment(TensorFrom const& from, TensorTo& to) {
