@@ -99,6 +99,8 @@ sass_summary() {
   local lmem
   lmem=$(grep -cE "\b(LDL|STL)" "$out/sass.txt")
   echo "local memory (LDL/STL) instructions: $lmem"
+  # The softmax must sit between the loop's two WGMMA waits in every warp-specialized kernel.
+  python3 "$root/scripts/sass_overlap_check.py" "$out/sass.txt" || echo "sass overlap: exit 1"
   rm -f "$out/sass.txt"  # too big to come back; the counts above are what matters
   # A spill is a defect even when every test passes (r19: 618 LDL/STL from two hoisted strides).
   [ "$lmem" -eq 0 ] || echo "sass: exit 1 (local memory in the library's kernels)"
