@@ -85,10 +85,7 @@ CUTE_DEVICE void store_o_and_lse_warpgroup(typename Traits::Params const& p, typ
   store_lse<Traits>(p, tScS, lse, m_block, h, b, thread_idx);
   Tensor rO = make_tensor_like<Element>(tOrO);
   convert_fragment<Element>(tOrO, rO);
-  // (BLK_M, D) over the stacked per-warpgroup tiles: row m is row m % kWgRows of tile m / kWgRows.
-  using RowsToTiles = Layout<Shape<Shape<Int<kWgRows>, Int<kWarpgroups>>, Int<kHeadDim>>,
-                             Stride<Stride<_1, Int<kWgRows * kHeadDim>>, Int<kWgRows>>>;
-  Tensor sO = make_tensor(make_smem_ptr(smem_o), composition(typename Traits::SmemLayoutOWarpgroups{}, RowsToTiles{}));
+  Tensor sO = make_tensor(make_smem_ptr(smem_o), typename Traits::SmemLayoutRowsOfWarpgroups{});  // (BLK_M, D)
   auto tiled_copy_o = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_pv);  // as store_o_and_lse
   auto copy_o = tiled_copy_o.get_thread_slice(thread_idx);
   Tensor tOrO_copy = copy_o.retile_S(rO);

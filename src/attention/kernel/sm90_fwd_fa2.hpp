@@ -102,6 +102,12 @@ struct Fa2Traits {
   using SmemLayoutOWarpgroup = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<cute::Int<kWarpgroupRows>, HeadDim>{}));
   using SmemLayoutOWarpgroups =
       decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<cute::Int<kWarpgroupRows>, HeadDim, cute::Int<kWarpgroups>>{}));
+  // (BLK_M, D) over those stacked tiles: row m is row m % 64 of tile m / 64 (the per-warpgroup O
+  // staging, and Q's space split per warpgroup in WsSharedStorageQHalves).
+  using SmemLayoutRowsOfWarpgroups = decltype(cute::composition(
+      SmemLayoutOWarpgroups{},
+      cute::Layout<cute::Shape<cute::Shape<cute::Int<kWarpgroupRows>, cute::Int<kWarpgroups>>, HeadDim>,
+                   cute::Stride<cute::Stride<cute::_1, cute::Int<kWarpgroupRows * kHeadDim>>, cute::Int<kWarpgroupRows>>>{}));
   using TmaStoreOWarpgroup = decltype(cute::make_tma_copy(
       cute::SM90_TMA_STORE{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}),
       SmemLayoutOWarpgroup{}));

@@ -423,15 +423,9 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   auto n_blocks_of = [&](int t) { return mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(sched.coord(t).m_block); };
 
   // (BLK_M, D); with Q halves, row m is row m % 64 of warpgroup tile m / 64 (WsSharedStorageQHalves).
-  using RowsToTiles = Layout<Shape<Shape<Int<Traits::kWarpgroupRows>, Int<Traits::kWarpgroups>>, HeadDim>,
-                             Stride<Stride<_1, Int<Traits::kWarpgroupRows * Traits::kHeadDim>>, Int<Traits::kWarpgroupRows>>>;
-  Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()),
-                          [] {
-                            if constexpr (Storage::kQHalves)
-                              return composition(typename Traits::SmemLayoutOWarpgroups{}, RowsToTiles{});
-                            else
-                              return typename Traits::SmemLayoutQ{};
-                          }());
+  using SmemLayoutQ = std::conditional_t<Storage::kQHalves, typename Traits::SmemLayoutRowsOfWarpgroups,
+                                         typename Traits::SmemLayoutQ>;
+  Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), SmemLayoutQ{});
   Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, PIPE)
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, BLK_N, PIPE)
   typename Traits::TiledMmaQK mma_qk;
