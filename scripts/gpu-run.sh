@@ -109,11 +109,11 @@ sass_summary >>"$summary" 2>&1
 # The gpu-labelled suite (the host tests are CI's; some need the build machine's compiler).
 [ -n "$no_tests" ] || step tests tests.log ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
   --timeout "${TEST_TIMEOUT:-600}"
-# Races and barrier misuse: every schedule on one small shape (bf16, hdim 128 and 256: hdim 256's
+# Races and barrier misuse: every schedule on one small shape (bf16, hdim 64, 128 and 256: hdim 256's
 # persistent kernel has its own Q pipelines) under compute-sanitizer's racecheck and synccheck.
 sanitize() {
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 1; }
-  local filter='Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd128:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd256'
+  local filter='Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd64:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd128:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd256'
   for tool in racecheck synccheck; do
     echo "== compute-sanitizer --tool $tool"
     compute-sanitizer --tool $tool --error-exitcode 3 "$build/bin/gpu_attention_fwd" --gtest_filter="$filter" \

@@ -197,7 +197,7 @@ Status run_fwd_schedule(const FwdParams& fp, Stream stream) {
 // 0 is resolved to an explicit one for this call's mask and KV length.
 template <class Element, int kHeadDim>
 Status run_forward_schedules(const FwdParams& fp, Stream stream) {
-  static_assert(kFwdSchedules == 11 && kScheduleCount == kFwdSchedules, "add the new schedule below");
+  static_assert(kFwdSchedules == 12 && kScheduleCount == kFwdSchedules, "add the new schedule below");
   switch (fp.schedule) {
     case 0: {
       FwdParams resolved = fp;
@@ -214,6 +214,7 @@ Status run_forward_schedules(const FwdParams& fp, Stream stream) {
     case 8: return run_fwd_schedule<Element, kHeadDim, 8>(fp, stream);
     case 9: return run_fwd_schedule<Element, kHeadDim, 9>(fp, stream);
     case 10: return run_fwd_schedule<Element, kHeadDim, 10>(fp, stream);
+    case 11: return run_fwd_schedule<Element, kHeadDim, 11>(fp, stream);
   }
   return Status::invalid("schedule: " + std::to_string(fp.schedule) + " is out of range");
 }

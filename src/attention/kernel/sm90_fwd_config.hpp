@@ -1,6 +1,6 @@
 // The forward schedules: which kernel and which tile configuration, per head dim. Schedule 0 is
 // the default (the fastest measured, see docs/perf-log.md); schedules 1.. name every compiled
-// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6,7,8,9,10`). The instance
+// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6,7,8,9,10,11`). The instance
 // list (src/attention/instances/) compiles all of them for each dtype and head dim.
 //
 // block_n is one of CuTe's standard WGMMA N sizes (256, 192, 128, 96, 64, 32) or 176 / 80, whose
@@ -30,7 +30,7 @@ struct FwdSchedule {
   FwdTileConfig tile;
 };
 
-constexpr int kFwdSchedules = 11;  // 0 (default) and 1..10
+constexpr int kFwdSchedules = 12;  // 0 (default) and 1..11
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
 // block_n/4, O = hdim/2. Shared memory: Q (also the O staging tile, block_m·hdim; the persistent
@@ -66,6 +66,11 @@ constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
     case 10:
       return hdim == 64 ? FwdSchedule{FwdKernel::kWarpSpecializedPingPong, {192, 128, 2, 3}}
                         : FwdSchedule{FwdKernel::kWarpSpecializedPingPong, ws_tile};
+    // 10 on the persistent grid (one CTA per SM; O staged in a 24 KB tile of its own: Q 24 KB +
+    // K/V 64 KB + O 24 KB = 112 KB). At hdim 128 and 256 it is schedule 6 (the same instance).
+    case 11:
+      return hdim == 64 ? FwdSchedule{FwdKernel::kPersistentPingPong, {192, 128, 2, 3}}
+                        : FwdSchedule{FwdKernel::kPersistentPingPong, ws_tile};
     default: break;
   }
   if (hdim == 64) {
@@ -85,41 +90,9 @@ constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
   return {FwdKernel::kFa2, {128, 64, 2, 2}};
 }
 
-// The default (schedule 0), chosen per call from the head dim, the mask and the KV length; the
-// fastest in the same-run ablation on the FlashAttention-3 grid (H200, 2026-11-30 r10,
-// bench/results/2026-11-30-r10-fwd-defaults.csv, docs/perf-log.md), where batch·seqlen = 16k:
-//  * hdim 64: the FA2-style kernel (1), whose two short GEMMs per tile the producer warp and the
-//    turn-taking do not pay back; non-causal from 4k keys schedule 10 (below). Causal at every
-//    length since 2026-12-01 r68 (before: 7 from 8k keys): with its lazy rescale
-//    (r67) the FA2 kernel ran 8k/16k at 1.068/1.079 of cuDNN against schedule 7's 0.960/1.009
-//    (bench/results/2026-12-01-r68-*).
-//  * hdim 128: short non-causal sequences (<= 4k keys) the persistent ping-pong kernel (6): the
-//    next tile's Q and first K/V load during the current tile's last GEMMs and epilogue, which a
-//    one-tile CTA pays in full (0.86 vs 0.76 of cuDNN at 512). Causal up to 2k keys, 6 too since
-//    its tile order keeps K/V in L2 (2026-12-01 r68, fwd_tile_order.hpp: 1k 1.004 vs schedule 5's
-//    0.91 of cuDNN, 512 0.99, 2k 0.98 vs 0.975); 5 at 4k. Longer: the ping-pong kernel, 192-key
-//    tiles (7) from 8k keys.
-//  * hdim 256: the persistent ping-pong kernel on 80-key tiles (9) non-causal from 1k keys and
-//    causal from 4k (2026-11-30 r33, bench/results/2026-11-30-r33-fwd-fa3-widths.csv: 0.954-0.999
-//    vs 0.909-0.953 of cuDNN non-causal, 1.030-1.098 vs 0.997-1.055 causal); the ping-pong kernel
-//    on 64-key tiles (5) below that, except non-causal below 1k keys: the persistent kernel on
-//    64-key tiles (6) since its O is staged per warpgroup in Q's space (2026-12-01 r70, 512: 0.994
-//    vs 0.942 of cuDNN in both arms of an A/B, bench/results/2026-12-01-r70-*).
-//  * hdim 64 non-causal from 4k keys: three consumer warpgroups (10), 2026-11-30 r36 with both
-//    row orders (bench/results/2026-11-30-r36-fwd-hd64-3wg*.csv): 4k 0.884-0.902 vs 0.874-0.880,
-//    8k 0.936-0.942 vs 0.897-0.899, 16k 0.940 vs 0.900-0.907 of cuDNN; below 4k and causal it
-//    loses (0.64-0.89 at <= 2k).
-constexpr int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
-  if (hdim == 64) {
-    return !causal && seqlen_k >= 4096 ? 10 : 1;
-  }
-  if (hdim == 128) {
-    if (seqlen_k >= 8192) return 7;
-    if (!causal) return 6;
-    return seqlen_k <= 2048 ? 6 : 5;
-  }
-  if (causal) return seqlen_k >= 4096 ? 9 : 5;
-  return seqlen_k >= 1024 ? 9 : 6;
-}
+// The default (schedule 0) for a call: the fastest schedule measured for its head dim, mask and
+// KV length (the table and its measurements: src/attention/device/fwd_defaults.cpp, kept out of
+// this header so that a change of default does not recompile the kernel instances).
+int fwd_default_schedule(int hdim, bool causal, long long seqlen_k);
 
 }  // namespace hopattn::attention

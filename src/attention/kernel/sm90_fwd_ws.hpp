@@ -15,7 +15,7 @@
 //   warpgroup 1  consumer   setmaxnreg.inc 240  rows [0, 64) of the Q tile
 //   warpgroup 2  consumer   setmaxnreg.inc 240  rows [64, 128)
 //   128·24 + 256·240 = 64512 ≤ 65536 registers per SM.
-// With three consumer warpgroups (schedule 10 at hdim 64: 192 rows, not persistent): 512 threads,
+// With three consumer warpgroups (schedules 10 and 11 at hdim 64: 192 rows; 11 persistent): 512 threads,
 // a 128-register cap at entry, consumers setmaxnreg.inc 160 (128·24 + 384·160 = 64512); every
 // "256 consumer threads" below is then 384, and ping-pong turns go round 1 -> 2 -> 3 -> 1.
 //
@@ -388,7 +388,11 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     float sums = 0.0f;
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) sums += softmax.row_sum[r];
+#ifndef HOPATTN_FWD_NO_SOFTMAX_PIN  // the ablation build (CMake HOPATTN_FWD_SOFTMAX_PIN=OFF) drops it
     keep_before_wgmma_wait(sums, &ss.v_empty[stage_of(prev)]);
+#else
+    (void)sums;
+#endif
     warpgroup_wait<0>();
     EmptyBarrier::arrive(&ss.v_empty[stage_of(prev)]);
     softmax.rescale_if_needed(tOrO, alpha);
@@ -505,7 +509,6 @@ template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kAllo
 __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
-  static_assert(Traits::kWarpgroups == 2 || !kPersistent, "the persistent schedule has two consumer warpgroups");
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   extern __shared__ char smem_raw[];
   using Storage = WsStorageOf<Traits, kPersistent, kAllowQHalves>;

@@ -1,0 +1,47 @@
+// The default forward schedule per call (schedule 0): a table over head dim, mask and KV length,
+// from same-run ablations on the H200 (docs/perf-log.md). Declared in kernel/sm90_fwd_config.hpp.
+#include "attention/kernel/sm90_fwd_config.hpp"
+
+namespace hopattn::attention {
+
+// The default (schedule 0), chosen per call from the head dim, the mask and the KV length; the
+// fastest in the same-run ablation on the FlashAttention-3 grid (H200, 2026-11-30 r10,
+// bench/results/2026-11-30-r10-fwd-defaults.csv, docs/perf-log.md), where batch·seqlen = 16k:
+//  * hdim 64: the FA2-style kernel (1), whose two short GEMMs per tile the producer warp and the
+//    turn-taking do not pay back; non-causal from 4k keys schedule 10 (below). Causal at every
+//    length since 2026-12-01 r68 (before: 7 from 8k keys): with its lazy rescale
+//    (r67) the FA2 kernel ran 8k/16k at 1.068/1.079 of cuDNN against schedule 7's 0.960/1.009
+//    (bench/results/2026-12-01-r68-*).
+//  * hdim 128: short non-causal sequences (<= 4k keys) the persistent ping-pong kernel (6): the
+//    next tile's Q and first K/V load during the current tile's last GEMMs and epilogue, which a
+//    one-tile CTA pays in full (0.86 vs 0.76 of cuDNN at 512). Causal up to 2k keys, 6 too since
+//    its tile order keeps K/V in L2 (2026-12-01 r68, fwd_tile_order.hpp: 1k 1.004 vs schedule 5's
+//    0.91 of cuDNN, 512 0.99, 2k 0.98 vs 0.975); 5 at 4k. Longer: the ping-pong kernel, 192-key
+//    tiles (7) from 8k keys.
+//  * hdim 256: the persistent ping-pong kernel on 80-key tiles (9) non-causal from 1k keys and
+//    causal from 4k (2026-11-30 r33, bench/results/2026-11-30-r33-fwd-fa3-widths.csv: 0.954-0.999
+//    vs 0.909-0.953 of cuDNN non-causal, 1.030-1.098 vs 0.997-1.055 causal); the ping-pong kernel
+//    on 64-key tiles (5) below that, except non-causal below 1k keys: the persistent kernel on
+//    64-key tiles (6) since its O is staged per warpgroup in Q's space (2026-12-01 r70, 512: 0.994
+//    vs 0.942 of cuDNN in both arms of an A/B, bench/results/2026-12-01-r70-*).
+//  * hdim 64 non-causal from 4k keys: three consumer warpgroups (10), 2026-11-30 r36 with both
+//    row orders (bench/results/2026-11-30-r36-fwd-hd64-3wg*.csv): 4k 0.884-0.902 vs 0.874-0.880,
+//    8k 0.936-0.942 vs 0.897-0.899, 16k 0.940 vs 0.900-0.907 of cuDNN; below 4k and causal it
+//    loses (0.64-0.89 at <= 2k). Causal from 8k keys too since 2026-12-01 r74, once the softmax
+//    overlapped P·V (r73): 8k 1.111/1.113 vs the FA2 kernel's 1.077/1.071, 16k 1.124/1.103 vs
+//    1.088/1.080 of cuDNN, two runs in one call (bench/results/2026-12-01-r74-*); 4k 1.047 vs 1.073.
+int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
+  if (hdim == 64) {
+    if (causal) return seqlen_k >= 8192 ? 10 : 1;
+    return seqlen_k >= 4096 ? 10 : 1;
+  }
+  if (hdim == 128) {
+    if (seqlen_k >= 8192) return 7;
+    if (!causal) return 6;
+    return seqlen_k <= 2048 ? 6 : 5;
+  }
+  if (causal) return seqlen_k >= 4096 ? 9 : 5;
+  return seqlen_k >= 1024 ? 9 : 6;
+}
+
+}  // namespace hopattn::attention
