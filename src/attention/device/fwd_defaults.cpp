@@ -30,10 +30,15 @@ namespace hopattn::attention {
 //    loses (0.64-0.89 at <= 2k). Causal from 8k keys too since 2026-12-01 r74, once the softmax
 //    overlapped P·V (r73): 8k 1.111/1.113 vs the FA2 kernel's 1.077/1.071, 16k 1.124/1.103 vs
 //    1.088/1.080 of cuDNN, two runs in one call (bench/results/2026-12-01-r74-*); 4k 1.047 vs 1.073.
+//    Non-causal from 2k keys: the same kernel on the persistent grid (11), 2026-12-01 r75, two
+//    runs in one call (bench/results/2026-12-01-r75-fwd-hd64-schedules-*.csv): 2k 1.025/1.020 vs the
+//    FA2 kernel's 0.979/0.977, 4k 0.996/0.991 vs 10's 0.983/0.981, 8k 1.016/1.012 vs 10's
+//    1.021/1.017 (a tie), 16k 1.065/1.063 vs 10's 1.042/1.039; 1k 0.953 vs FA2's 0.990/0.982 (six
+//    192-row tiles for 5.3 tiles' worth of rows). Causal it loses to 10 from 8k keys (1.04 vs 1.11).
 int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
   if (hdim == 64) {
     if (causal) return seqlen_k >= 8192 ? 10 : 1;
-    return seqlen_k >= 4096 ? 10 : 1;
+    return seqlen_k >= 2048 ? 11 : 1;
   }
   if (hdim == 128) {
     if (seqlen_k >= 8192) return 7;
