@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Same-run A/B of a library environment switch: `hopattn bench` alternately with VAR=A and VAR=B,
 # ROUNDS times each (A B A B ...), so that drift over the run shows up in both arms.
-# CSV and log per round into OUT_DIR (ab-<A|B>-<round>.csv). Used for HOPATTN_FWD_CAUSAL_GROUP
-# (docs/perf-log.md, 2026-11-30 r51).
+# CSV and log per round (ab-<A|B>-<round>.csv/.log), bundled at the end into OUT_DIR/ab.tar.gz.
+# Used for HOPATTN_FWD_CAUSAL_GROUP (docs/perf-log.md, 2026-11-30 r51), and with
+# VAR=LD_LIBRARY_PATH for two builds of the library (r76: "BUILD_A/lib:/usr/local/cuda/lib64" vs
+# "BUILD_B/lib:..."; the binary's RUNPATH yields to LD_LIBRARY_PATH).
 #
 #   scripts/ab-env.sh OUT_DIR VAR A B ROUNDS [bench args...]
 # An empty A or B runs with VAR unset. Uses $BUILD/bin/hopattn (default build/).
@@ -29,4 +31,7 @@ for r in $(seq 1 "$rounds"); do
     echo "round $r arm $arm ($var=${val:-unset}): exit $rc"
   done
 done
+# The device tool brings back only a handful of files per call (r75 lost the B arm's CSVs that
+# way): bundle the rounds into one archive.
+(cd "$out" && ls ab-*.csv ab-*.log 2>/dev/null | tar -czf ab.tar.gz -T - && rm -f ab-*.csv ab-*.log) || status=1
 exit $status
