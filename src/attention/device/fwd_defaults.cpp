@@ -8,7 +8,8 @@ namespace hopattn::attention {
 // fastest in the same-run ablation on the FlashAttention-3 grid (H200, 2026-11-30 r10,
 // bench/results/2026-11-30-r10-fwd-defaults.csv, docs/perf-log.md), where batch·seqlen = 16k:
 //  * hdim 64: the FA2-style kernel (1), whose two short GEMMs per tile the producer warp and the
-//    turn-taking do not pay back; non-causal from 4k keys schedule 10 (below). Causal at every
+//    turn-taking do not pay back; the three-warpgroup kernels non-causal from 2k keys (11) and
+//    causal from 8k (10) (last bullet). Causal at every
 //    length since 2026-12-01 r68 (before: 7 from 8k keys): with its lazy rescale
 //    (r67) the FA2 kernel ran 8k/16k at 1.068/1.079 of cuDNN against schedule 7's 0.960/1.009
 //    (bench/results/2026-12-01-r68-*).

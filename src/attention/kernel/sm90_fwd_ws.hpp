@@ -384,14 +384,13 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
       if (n == n_blocks - 1) EmptyBarrier::arrive(&ss.q_empty);  // the tile's last S has read Q
     if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
     softmax.template online_exp<false>(tSrS, alpha);
-    // The exponentials overlap P·V only if they stay ahead of the wait (keep_before_wgmma_wait).
-    float sums = 0.0f;
-    CUTE_UNROLL
-    for (int r = 0; r < kRows; ++r) sums += softmax.row_sum[r];
 #ifndef HOPATTN_FWD_NO_SOFTMAX_PIN  // the ablation build (CMake HOPATTN_FWD_SOFTMAX_PIN=OFF) drops it
-    keep_before_wgmma_wait(sums, &ss.v_empty[stage_of(prev)]);
-#else
-    (void)sums;
+    {  // the exponentials overlap P·V only if they stay ahead of the wait (keep_before_wgmma_wait)
+      float sums = 0.0f;
+      CUTE_UNROLL
+      for (int r = 0; r < kRows; ++r) sums += softmax.row_sum[r];
+      keep_before_wgmma_wait(sums, &ss.v_empty[stage_of(prev)]);
+    }
 #endif
     warpgroup_wait<0>();
     EmptyBarrier::arrive(&ss.v_empty[stage_of(prev)]);
