@@ -109,6 +109,14 @@ sass_summary >>"$summary" 2>&1
 # The gpu-labelled suite (the host tests are CI's; some need the build machine's compiler).
 [ -n "$no_tests" ] || step tests tests.log ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
   --timeout "${TEST_TIMEOUT:-600}"
+# The persistent kernels' grouped zig-zag causal order (the folded order is the default): the
+# persistent tests again with HOPATTN_FWD_PERSISTENT_ORDER=zigzag.
+zigzag_tests() {
+  HOPATTN_FWD_PERSISTENT_ORDER=zigzag "$build/bin/gpu_attention_fwd" --gtest_filter='*Persistent*'
+}
+if [ -z "$no_tests" ] && [ -x "$build/bin/gpu_attention_fwd" ] && [ -z "$tests_regex" -o -n "$(echo AttentionFwd | grep -E "$tests_regex")" ]; then
+  step zigzag_tests zigzag-tests.log zigzag_tests
+fi
 # Races and barrier misuse: every schedule on one small shape (bf16, hdim 64, 128 and 256: hdim 256's
 # persistent kernel has its own Q pipelines) under compute-sanitizer's racecheck and synccheck.
 sanitize() {

@@ -1,6 +1,12 @@
-// The persistent forward kernels' causal tile order, shared by the kernel (ws::FwdTileScheduler)
+// The persistent forward kernels' causal tile orders, shared by the kernel (ws::FwdTileScheduler)
 // and the host (the group size, and the host tests that check the order is a permutation and
 // balanced). No CUDA or CuTe header: compiled by nvcc and by the host compiler alike.
+//
+// Two orders. The default since 2026-12-01 (twelfth session) is the FOLDED order (below, after
+// the grouped one); the GROUPED zig-zag order is kept for ablations (HOPATTN_FWD_PERSISTENT_ORDER=
+// zigzag or HOPATTN_FWD_PERSISTENT_GROUP=N, sm90_fwd_launch.hpp).
+//
+// --- The grouped zig-zag order ---
 //
 // Tiles are (Q tile m, head h, batch b); a "pair" is (h, b), hb = h + heads · b. The (head, batch)
 // pairs are cut into groups of `group` pairs (the last group also takes the pairs that do not
@@ -67,6 +73,52 @@ inline int fwd_persistent_causal_group(int m_blocks, int64_t pairs, int ctas, in
     if (int64_t(group) * kv_bytes_per_pair <= l2_budget) break;
   }
   return int64_t(chosen) >= pairs ? 0 : chosen;
+}
+
+// --- The folded order ---
+//
+// A work unit is two Q tiles: under a causal mask tile m visits about m + 1 KV blocks, so a
+// pair's longest left and shortest left, m = M − 1 − r and m = r (M = m_blocks), hold about
+// M + 1 blocks together, and every unit holds about the same work. With M odd each pair's middle
+// tile (m = M / 2, about (M + 1) / 2 blocks) has no partner in its pair: the middle tiles of pairs
+// 2q and 2q + 1 make a unit instead. Dealing units round-robin (CTA i takes units i, i + G,
+// i + 2G, ..., each unit's first tile, the longer, then its second) balances the CTAs up to the
+// last round's tail, whatever M and the pair count are. Units go pair-major, so the ~G units in
+// flight span only ~G / (M / 2) pairs, whose K/V stays in L2 — the grouped order's balanced group
+// sizes could not get below 33 pairs on 132 SMs at 4k-16k keys (66-128 MB of K/V at hdim 128).
+//
+//   M even: U = M / 2 units per pair; unit j: pair j / U, r = j % U, tiles (M − 1 − r, r).
+//   M odd:  blocks of M units per two pairs (2q, 2q + 1): h = M / 2 units of pair 2q, h of pair
+//           2q + 1 (as above), then (middle of 2q, middle of 2q + 1). With an odd pair count the
+//           last block's units that name pair `pairs` are not tiles.
+// Positions: unit j's tiles are positions 2j and 2j + 1; a position that names no tile has
+// valid = false (the kernel skips it).
+struct FwdFoldedTile {
+  int m_block, hb;
+  bool valid;
+};
+
+HOPATTN_FWD_HD int64_t folded_units(int m_blocks, int64_t pairs) {
+  return m_blocks % 2 == 0 ? pairs * (m_blocks / 2) : (pairs + 1) / 2 * int64_t(m_blocks);
+}
+// Positions in all: two per unit (int64: the host checks that the grid's positions fit an int).
+HOPATTN_FWD_HD int64_t folded_positions(int m_blocks, int64_t pairs) { return 2 * folded_units(m_blocks, pairs); }
+// CTA i's k-th position among G CTAs: unit (k / 2)·G + i, its first tile (k even), then its second.
+HOPATTN_FWD_HD int folded_position(int k, int i, int ctas) { return 2 * ((k >> 1) * ctas + i) + (k & 1); }
+HOPATTN_FWD_HD FwdFoldedTile folded_causal_tile(int t, int m_blocks, int pairs) {
+  const int j = t >> 1;
+  const bool second = (t & 1) != 0;
+  if (m_blocks % 2 == 0) {
+    const int units = m_blocks / 2, hb = j / units, r = j - hb * units;
+    return {second ? r : m_blocks - 1 - r, hb, hb < pairs};
+  }
+  const int h = m_blocks / 2, q = j / m_blocks, r = j - q * m_blocks;
+  if (r == 2 * h) {  // the two pairs' middle tiles
+    const int hb = 2 * q + (second ? 1 : 0);
+    return {h, hb, hb < pairs};
+  }
+  const int hb = 2 * q + r / h, rr = r % h;  // h > 0 here: r < 2h
+  return {second ? rr : m_blocks - 1 - rr, hb, hb < pairs};
 }
 
 }  // namespace hopattn::attention

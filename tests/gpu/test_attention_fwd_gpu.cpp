@@ -84,7 +84,36 @@ TEST_P(AttentionFwd, EveryScheduleMatchesFloat64Reference) {
   for (int s = 1; s < attention::kScheduleCount; ++s) run_grid(schedule_grid(GetParam()), s);
 }
 
-// The persistent causal tile order in groups of (head, batch) pairs (fwd_tile_order.hpp) takes
+// The persistent causal tile orders (fwd_tile_order.hpp). The folded order (the default) on shapes
+// whose unit count is below, near and above the SM count: an odd number of Q tiles (a lone middle
+// tile per pair: 1100 rows are 9 tiles of 128, 6 of 192), an even one, GQA, seqlen_q < seqlen_k.
+TEST_P(AttentionFwd, PersistentCausalFoldedOrder) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  std::vector<CheckCase> cases;
+  const AttnProblem shapes[] = {{1, 1100, 1100, 3, 1, cfg.hdim, true, 0.0f},   // 3 pairs: 15 / 9 units
+                                {5, 1100, 1100, 8, 2, cfg.hdim, true, 0.0f},   // 40 pairs: 200 / 120 units
+                                {3, 1024, 1024, 12, 12, cfg.hdim, true, 0.0f}, // 36 pairs, even tile count
+                                {2, 700, 2000, 6, 3, cfg.hdim, true, 0.0f}};   // bottom-right, sq < sk
+  int seed = 1500;
+  for (const AttnProblem& sh : shapes) {
+    CheckCase c;
+    c.p = sh;
+    c.dtype = cfg.dtype;
+    c.seed = seed++;
+    cases.push_back(c);
+  }
+  int persistent = 0;
+  for (int s = 1; s < attention::kScheduleCount; ++s)
+    if (attention::fwd_schedule(cfg.hdim, s).kernel == attention::FwdKernel::kPersistentPingPong) {
+      run_grid(cases, s);
+      ++persistent;
+    }
+  EXPECT_GE(persistent, 1);
+}
+
+// The grouped zig-zag order (HOPATTN_FWD_PERSISTENT_ORDER=zigzag, as gpu-run.sh reruns the
+// persistent tests; the folded order otherwise) takes
 // effect only with more pairs than a group: 9 x 16 pairs at seqlen 1000 (8 Q tiles) on 132 SMs
 // make groups of 66 (hdim 64) or 33 pairs (hdim 128, 256), the last group with the remainder.
 TEST_P(AttentionFwd, PersistentCausalOrderInGroups) {

@@ -113,5 +113,71 @@ TEST(FwdTileOrder, GroupChoice) {
   EXPECT_EQ(fwd_persistent_causal_group(12, 100, 6, 1 << 20, int64_t(2) << 20), 2);
 }
 
+// The folded order: over every CTA's positions (monotone in k), each (m, pair) exactly once; a
+// unit's first tile never shorter than its second; positions that name no tile only where the
+// order says (an odd m_blocks with an odd pair count: the last block's units past the last pair).
+TEST(FwdTileOrder, FoldedOrderEveryTileOnce) {
+  for (int m_blocks : {1, 2, 3, 4, 5, 8, 9, 17, 43, 128})
+    for (int pairs : {1, 2, 3, 16, 33, 100, 512})
+      for (int ctas : {1, 7, 132}) {
+        SCOPED_TRACE("m_blocks " + std::to_string(m_blocks) + " pairs " + std::to_string(pairs) + " ctas " +
+                     std::to_string(ctas));
+        const int64_t end = folded_positions(m_blocks, pairs);
+        ASSERT_EQ(end % 2, 0);
+        std::vector<int> seen(size_t(m_blocks) * pairs, 0);
+        int64_t invalid = 0;
+        for (int i = 0; i < ctas; ++i) {
+          int prev = -1;
+          for (int k = 0;; ++k) {
+            const int t = folded_position(k, i, ctas);
+            if (t >= end) break;
+            ASSERT_GT(t, prev) << "monotone in k";
+            prev = t;
+            const FwdFoldedTile x = folded_causal_tile(t, m_blocks, pairs);
+            if (!x.valid) {
+              ++invalid;
+              continue;
+            }
+            ASSERT_GE(x.m_block, 0);
+            ASSERT_LT(x.m_block, m_blocks);
+            ASSERT_GE(x.hb, 0);
+            ASSERT_LT(x.hb, pairs);
+            ++seen[size_t(x.hb) * m_blocks + x.m_block];
+            if ((t & 1) == 0) {
+              const FwdFoldedTile y = folded_causal_tile(t + 1, m_blocks, pairs);
+              if (y.valid) {
+                ASSERT_GE(x.m_block, y.m_block) << "the unit's longer tile first (t " << t << ")";
+              }
+            }
+          }
+        }
+        for (size_t j = 0; j < seen.size(); ++j) ASSERT_EQ(seen[j], 1) << "tile " << j;
+        EXPECT_EQ(invalid, end - int64_t(m_blocks) * pairs);
+        if (m_blocks % 2 == 0 || pairs % 2 == 0) {
+          EXPECT_EQ(invalid, 0);
+        }
+      }
+}
+
+// Work per CTA of the folded dealing, in the model of dealt_work: the busiest CTA has at most about
+// one unit (M + 1 blocks plus two tiles' overhead) more than the least busy, for even and odd M.
+TEST(FwdTileOrder, FoldedOrderBalancedUpToOneUnit) {
+  for (int m_blocks : {2, 4, 5, 8, 9, 16, 32, 43, 64, 128})
+    for (int pairs : {16, 32, 64, 100, 256, 512}) {
+      const int ctas = 132;
+      std::vector<double> work(ctas, 0.0);
+      const int64_t end = folded_positions(m_blocks, pairs);
+      for (int i = 0; i < ctas; ++i)
+        for (int k = 0;; ++k) {
+          const int t = folded_position(k, i, ctas);
+          if (t >= end) break;
+          const FwdFoldedTile x = folded_causal_tile(t, m_blocks, pairs);
+          if (x.valid) work[size_t(i)] += x.m_block + 1 + 1.0;
+        }
+      const double spread = *std::max_element(work.begin(), work.end()) - *std::min_element(work.begin(), work.end());
+      EXPECT_LE(spread, m_blocks + 1 + 2.0) << "m_blocks " << m_blocks << " pairs " << pairs;
+    }
+}
+
 }  // namespace
 }  // namespace hopattn::attention

@@ -58,6 +58,17 @@ inline bool fwd_q_halves() {
   return on;
 }
 
+// Whether the hdim 256 persistent kernel's producer loads K/V tile w + 1 between the Q rows of
+// warpgroups w and w + 1 (on unless HOPATTN_FWD_Q_BEFORE_KV=1, the order before; read once; for
+// same-run ablations, scripts/ab-env.sh).
+inline int fwd_kv_between_q_halves() {
+  static const int on = [] {
+    const char* v = fwd_env("HOPATTN_FWD_Q_BEFORE_KV");
+    return v != nullptr && std::atoi(v) != 0 ? 0 : 1;
+  }();
+  return on;
+}
+
 template <class Traits>
 typename Traits::Params make_fwd_params(const FwdParams& fp) {
   using namespace cute;
@@ -81,6 +92,7 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
       fp.seqlen_q, fp.seqlen_k, fp.heads_q, fp.heads_kv, fp.batch,
       fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride, fwd_narrow_pv(),
       fwd_stale_max_log2()};
+  p.kv_between_q_halves = fwd_kv_between_q_halves();
   return p;
 }
 
@@ -116,16 +128,23 @@ inline int fwd_causal_group(const FwdParams& fp, int element_bytes) {
   return int(std::clamp<int64_t>((int64_t(24) << 20) / kv_bytes, 1, 1 << 20));
 }
 
-// Pairs per group of the persistent causal tile order (fwd_tile_order.hpp) on `ctas` CTAs: the
-// exactly balanced group sizes, as large as keeps a group's K and V within ~24 MB of L2.
-// HOPATTN_FWD_PERSISTENT_GROUP=N forces N pairs per group; 0 is one group of every pair, the order
-// before 2026-12-01 (for ablations; read once).
+// The persistent causal tile order (fwd_tile_order.hpp) as Params::causal_group: -1 the folded
+// order (the default since 2026-12-01, twelfth session); N >= 0 the grouped zig-zag order with N
+// pairs per group (0: one group of every pair, the order before 2026-12-01 r68).
+// HOPATTN_FWD_PERSISTENT_ORDER=zigzag selects the grouped order with its exactly balanced group
+// size, the largest that keeps a group's K and V within ~24 MB of L2; HOPATTN_FWD_PERSISTENT_GROUP=N
+// the grouped order with N pairs per group (for ablations; read once).
 inline int fwd_persistent_group(const FwdParams& fp, int m_blocks, int ctas, int element_bytes) {
   static const int forced = [] {
     const char* v = fwd_env("HOPATTN_FWD_PERSISTENT_GROUP");
     return v != nullptr ? std::max(0, std::atoi(v)) : -1;
   }();
+  static const bool zigzag = [] {
+    const char* v = fwd_env("HOPATTN_FWD_PERSISTENT_ORDER");
+    return v != nullptr && std::string(v) == "zigzag";
+  }();
   if (forced >= 0) return forced;
+  if (!zigzag) return -1;
   const int64_t kv_bytes = int64_t(fp.seqlen_k) * fp.hdim * 2 * element_bytes;
   return fwd_persistent_causal_group(m_blocks, int64_t(fp.heads_q) * fp.batch, ctas, kv_bytes, int64_t(24) << 20);
 }
@@ -159,7 +178,15 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     const int64_t tiles = int64_t(m_blocks) * fp.heads_q * fp.batch;
     if (tiles > INT32_MAX) return Status::unsupported("attention forward: more than 2^31 tiles");
     grid = dim3(unsigned(std::min<int64_t>(tiles, sms)), 1, 1);
-    if (fp.causal) params.causal_group = fwd_persistent_group(fp, m_blocks, int(grid.x), int(sizeof(typename Traits::Element)));
+    if (fp.causal) {
+      params.causal_group = fwd_persistent_group(fp, m_blocks, int(grid.x), int(sizeof(typename Traits::Element)));
+      if (params.causal_group < 0) {  // folded: a CTA per unit at most; positions must fit an int
+        const int64_t pairs = int64_t(fp.heads_q) * fp.batch;
+        if (folded_positions(m_blocks, pairs) + 2 * int64_t(sms) > INT32_MAX)
+          return Status::unsupported("attention forward: more than 2^31 tiles");
+        grid.x = unsigned(std::min<int64_t>(folded_units(m_blocks, pairs), sms));
+      }
+    }
   }
   kernel<<<grid, threads, shared_bytes, stream>>>(params);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());

@@ -149,8 +149,13 @@ struct Fa2Traits {
     // HOPATTN_FWD_STALE_MAX_LOG2 overrides (0: exact maxima, for ablations).
     float stale_max_log2;
     // Persistent warp-specialized kernels with a causal mask: (head, batch) pairs per group of the
-    // tile order (ws::FwdTileScheduler); 0 = one group of every pair. Set by launch_fwd.
+    // tile order (ws::FwdTileScheduler); 0 = one group of every pair; < 0 the folded order. Set
+    // by launch_fwd.
     int causal_group = 0;
+    // Persistent kernel with Q halves (hdim 256): the producer loads K/V tile w + 1 before warpgroup
+    // w + 1's Q rows (1, the default) or every warpgroup's Q rows first (0,
+    // HOPATTN_FWD_Q_BEFORE_KV=1, the order before 2026-12-01's twelfth session; for ablations).
+    int kv_between_q_halves = 1;
   };
 };
 

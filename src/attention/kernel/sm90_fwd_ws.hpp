@@ -6,8 +6,8 @@
 //
 // Grid: one CTA per (Q tile of 128 rows, q-head, batch), longest causal tiles first (as fa2);
 // or, persistent (kPersistent), one CTA per SM looping over tiles (FwdTileScheduler says which;
-// longest-first for causal masks); the next tile's first K/V loads overlap the current tile's
-// epilogue.
+// for causal masks, units of a pair's long and short Q tile, fwd_tile_order.hpp's folded order);
+// the next tile's first K/V loads overlap the current tile's epilogue.
 //
 // Warp roles (384 threads, __launch_bounds__(384, 1): a 168-register cap at entry, which is what
 // lets setmaxnreg take effect):
@@ -69,7 +69,9 @@
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
 // warpgroup (2, or 3) grants warpgroup 1 its first turn and skips its own very last pass (in the
 // CTA's last tile that has work), so every named-barrier arrival is matched before the CTA exits.
-// Producer timeline per tile: K/V tile 0, then (after q_empty) Q, then K/V tiles 1 .. N-1.
+// Producer timeline per tile: K/V tile 0, then (after q_empty) Q, then K/V tiles 1 .. N-1. Q
+// halves: K/V 0, warpgroup 1's Q rows (after q_empty_wg[0]), K/V 1, warpgroup 2's Q rows (after
+// q_empty_wg[1]), K/V 2 .. N-1.
 #pragma once
 
 // clang-format off
@@ -180,6 +182,7 @@ constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and 
 
 struct TileCoord {
   int m_block, h, b;
+  bool valid = true;  // false: a position of the folded order that holds no tile (skipped)
 };
 
 // The tile list and who takes which tile.
@@ -193,7 +196,10 @@ struct TileCoord {
 //    longest-first order of before 2026-11-30 r51. CTAs past the last pair have no tile.
 //  * Persistent, no causal mask (uniform work): CTA i takes tiles i, i + G, i + 2G, ... (G =
 //    gridDim.x); m varies fastest, so the CTAs in flight share one head's K/V in L2.
-//  * Persistent, causal: the (head, batch) pairs in groups of `group` (fwd_tile_order.hpp: the
+//  * Persistent, causal, group < 0 (the default): the folded order (fwd_tile_order.hpp): units of
+//    two Q tiles, a pair's longest and shortest left (or two pairs' middle tiles), about equal
+//    work each, dealt round-robin in pair-major order; a CTA takes a unit's longer tile first.
+//  * Persistent, causal, group >= 0: the (head, batch) pairs in groups of `group` (fwd_tile_order.hpp: the
 //    order, why groups, and the group sizes that make the dealing exactly balanced); inside a
 //    group longest first (m slowest); dealt out in a zig-zag (round k: CTA i takes position i of
 //    the round when k is even, G-1-i when odd), the classic static approximation of
@@ -202,9 +208,12 @@ struct TileCoord {
 template <class Mask, bool kPersistent>
 struct FwdTileScheduler {
   int m_blocks, heads, batch;
-  int group = 0;  // persistent causal: pairs per group; <= 0 or >= heads * batch: one group
+  int group = 0;  // persistent causal: < 0 the folded order; else pairs per group (0 or >= heads * batch: one)
   CUTE_DEVICE int count() const { return m_blocks * heads * batch; }
-  // This CTA's k-th tile, or a value >= count() when it has no more (monotone in k).
+  CUTE_DEVICE bool folded() const { return kPersistent && Mask::kCausal && group < 0; }
+  // Positions of the order: the tiles, or (folded) two per unit, some of which hold no tile.
+  CUTE_DEVICE int end() const { return folded() ? int(folded_positions(m_blocks, heads * batch)) : count(); }
+  // This CTA's k-th position, or a value >= end() when it has no more (monotone in k).
   CUTE_DEVICE int tile(int k) const {
     if constexpr (!kPersistent) {
       if constexpr (Mask::kCausal)  // coord() reads the tile from blockIdx; any t < count()
@@ -212,9 +221,14 @@ struct FwdTileScheduler {
       return k == 0 ? int(blockIdx.x) + m_blocks * (int(blockIdx.y) + heads * int(blockIdx.z)) : count();
     }
     const int g = int(gridDim.x), i = int(blockIdx.x);
+    if (folded()) return folded_position(k, i, g);
     return Mask::kCausal ? zigzag_position(k, i, g) : k * g + i;
   }
   CUTE_DEVICE TileCoord coord(int t) const {
+    if (folded()) {
+      const FwdFoldedTile x = folded_causal_tile(t, m_blocks, heads * batch);
+      return {x.m_block, x.hb % heads, x.hb / heads, x.valid};
+    }
     if (kPersistent && Mask::kCausal) {  // by group; inside a group longest first (fwd_tile_order.hpp)
       const FwdTileIndex x = persistent_causal_tile(t, m_blocks, heads * batch, group);
       return {x.m_block, x.hb % heads, x.hb / heads};
@@ -243,8 +257,9 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
   using TileQ = Shape<typename Traits::BlockM, typename Traits::HeadDim>;
   using TileKV = Shape<typename Traits::BlockN, typename Traits::HeadDim>;
   int kv_iter = 0, q_iter = 0;
-  for (int k = 0, t = sched.tile(0); t < sched.count(); t = sched.tile(++k)) {
+  for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
     const TileCoord c = sched.coord(t);
+    if (!c.valid) continue;  // the consumers skip it too
     const int h_kv = c.h / (p.heads_q / p.heads_kv);
     const int n_blocks = mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(c.m_block);
     Tensor gQ = local_tile(mQ(_, _, c.h, c.b), TileQ{}, make_coord(c.m_block, _0{}));  // (BLK_M, D)
@@ -265,6 +280,7 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       ++kv_iter;
     };
     if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
+    int n_next = 1;                // the next K/V tile to load
     if constexpr (Storage::kQHalves) {  // each warpgroup's rows into its own tile, as it frees it
       using WgTile = Shape<Int<Traits::kWarpgroupRows>, typename Traits::HeadDim>;
       Tensor mQw = p.tma_q_warpgroup.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
@@ -277,6 +293,10 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
         EmptyBarrier::wait(&ss.q_empty_wg[w], (q_iter & 1) ^ 1u);
         FullBarrier::arrive_and_expect_tx(&ss.q_full_wg[w], Traits::kTmaBytesQWarpgroup);
         copy(p.tma_q_warpgroup.with(ss.q_full_wg[w]), get<0>(parts), get<1>(parts));
+        // K/V tile w + 1 before warpgroup w + 1's Q: the wait for warpgroup w + 1's O store (it
+        // ends its tile later, ping-pong) must not hold back the K/V that warpgroup w needs next
+        // (2026-12-01, twelfth session; before: every warpgroup's Q, then K/V 1 ..).
+        if (p.kv_between_q_halves && w + 1 < Traits::kWarpgroups && n_next < n_blocks) load_kv(n_next++);
       }
     } else {
       EmptyBarrier::wait(&ss.q_empty, (q_iter & 1) ^ 1u);
@@ -284,7 +304,7 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       copy(p.tma_q.with(ss.q_full), get<0>(q_parts), get<1>(q_parts));
     }
     ++q_iter;
-    for (int n = 1; n < n_blocks; ++n) load_kv(n);
+    for (int n = n_next; n < n_blocks; ++n) load_kv(n);
   }
 }
 
@@ -423,7 +443,10 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   const int thread_idx = int(threadIdx.x) - 128;  // among the consumers
   const Turns<kPingPong, Traits::kWarpgroups> turns{int(threadIdx.x) / 128};
   const Mask mask{p.seqlen_q, p.seqlen_k};
-  auto n_blocks_of = [&](int t) { return mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(sched.coord(t).m_block); };
+  auto n_blocks_of = [&](int t) {
+    const TileCoord c = sched.coord(t);
+    return c.valid ? mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(c.m_block) : 0;
+  };
 
   // (BLK_M, D); with Q halves, row m is row m % 64 of warpgroup tile m / 64 (WsSharedStorageQHalves).
   using SmemLayoutQ = std::conditional_t<Storage::kQHalves, typename Traits::SmemLayoutRowsOfWarpgroups,
@@ -448,8 +471,9 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
 
   int kv_iter = 0, q_iter = 0;
   bool granted_first_turn = false;
-  for (int k = 0, t = sched.tile(0); t < sched.count(); t = sched.tile(++k)) {
+  for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
     const TileCoord c = sched.coord(t);
+    if (!c.valid) continue;  // a folded position without a tile (the producer skips it too)
     const int n_blocks = n_blocks_of(t);
     clear(tOrO);
     OnlineSoftmax<kRows> softmax(p.softmax_scale, p.stale_max_log2);
@@ -464,7 +488,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
       if (kPingPong && turns.last() && !granted_first_turn) turns.pass();  // warpgroup 1 goes first
       granted_first_turn = true;
       bool last_work = true;  // no later tile of this CTA has a key to visit
-      for (int j = k + 1, u = sched.tile(j); u < sched.count() && last_work; u = sched.tile(++j))
+      for (int j = k + 1, u = sched.tile(j); u < sched.end() && last_work; u = sched.tile(++j))
         last_work = n_blocks_of(u) == 0;
       // This warpgroup's rows of the tile end at row 64 w.
       const PvWidth last_width = p.narrow_pv ? pv_width_of_last_block<Traits::kBlockM, Traits::kBlockN>(
