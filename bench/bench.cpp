@@ -348,6 +348,21 @@ int run_bench(const BenchOptions& opt) {
   reference::fill_normal(buf.q.get(), opt.dtype, elems, 1, 1.0f, stream);
   reference::fill_normal(buf.k.get(), opt.dtype, elems, 2, 1.0f, stream);
   reference::fill_normal(buf.v.get(), opt.dtype, elems, 3, 1.0f, stream);
+  // HOPATTN_BENCH_BF16_VALUES=1 with --dtype fp16: the same normal values rounded to bf16's 8-bit
+  // significand first (exact in fp16), to tell whether fp16's speed gap to bf16 follows the data
+  // (more toggling significand bits, more power at a power-capped clock) or the dtype.
+  if (const char* e = std::getenv("HOPATTN_BENCH_BF16_VALUES");
+      e != nullptr && std::atoi(e) != 0 && opt.dtype == HOPATTN_DTYPE_FP16) {
+    HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    int seed = 1;
+    for (DeviceBuffer* b : {&buf.q, &buf.k, &buf.v}) {
+      reference::fill_normal(b->get(), HOPATTN_DTYPE_BF16, elems, uint64_t(seed++), 1.0f, stream);
+      HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+      const std::vector<float> host = reference::download_as_float(b->get(), HOPATTN_DTYPE_BF16, elems);
+      reference::upload_from_float(b->get(), HOPATTN_DTYPE_FP16, host.data(), elems);
+    }
+    std::printf("inputs: fp16 holding bf16-rounded normal values (HOPATTN_BENCH_BF16_VALUES)\n");
+  }
 
   // (name, schedule or -1 for cuDNN)
   std::vector<std::pair<std::string, int>> impls;
