@@ -5,8 +5,12 @@
 namespace hopattn::attention {
 
 // The default (schedule 0), chosen per call from the head dim, the mask and the KV length; the
-// fastest in the same-run ablation on the FlashAttention-3 grid (H200, 2026-11-30 r10,
-// bench/results/2026-11-30-r10-fwd-defaults.csv, docs/perf-log.md), where batch·seqlen = 16k:
+// fastest in the same-run ablations on the FlashAttention-3 grid (H200, docs/perf-log.md), where
+// batch·seqlen = 16k. The table in short (the function below is the authority):
+//   hdim 64:  causal: 11 from 8k keys, else 1;      non-causal: 11 from 2k keys, else 1
+//   hdim 128: causal: 7 above 12k keys, else 6;     non-causal: 7 from 8k keys, else 6
+//   hdim 256: causal: 6 from 2k to 12k keys, else 5; non-causal: 6
+// The history, oldest first (later bullets override earlier ones; r78 is the newest):
 //  * hdim 64: the FA2-style kernel (1), whose two short GEMMs per tile the producer warp and the
 //    turn-taking do not pay back; the three-warpgroup kernels non-causal from 2k keys (11) and
 //    causal from 8k (10) (last bullet). Causal at every
@@ -36,18 +40,31 @@ namespace hopattn::attention {
 //    FA2 kernel's 0.979/0.977, 4k 0.996/0.991 vs 10's 0.983/0.981, 8k 1.016/1.012 vs 10's
 //    1.021/1.017 (a tie), 16k 1.065/1.063 vs 10's 1.042/1.039; 1k 0.953 vs FA2's 0.990/0.982 (six
 //    192-row tiles for 5.3 tiles' worth of rows). Causal it loses to 10 from 8k keys (1.04 vs 1.11).
+//
+// Since 2026-12-01 r78 (twelfth session), with the persistent kernels' folded causal order
+// (fwd_tile_order.hpp; A/B against the grouped zig-zag order, two rounds each,
+// bench/results/2026-12-01-r78-*), × cuDNN per round:
+//  * hdim 64 causal from 8k keys: the three-warpgroup persistent kernel (11), 1.140/1.126 at 8k and
+//    1.150/1.148 at 16k (schedule 10 in r74/r77, other runs: 1.096-1.111 and 1.103-1.145).
+//  * hdim 128 causal up to 8k keys: the persistent kernel (6), 4k 1.112/1.107 vs 5's 1.071/1.065,
+//    8k 1.111/1.107 vs 5's 1.055/1.062 (7 in r77: 0.999); 16k stays on 7 (6: 1.079/1.087, 5:
+//    1.123/1.125; 7 in r77: 1.121).
+//  * hdim 256: the persistent kernel on 64-key tiles (6) non-causal at every length (r78's
+//    Q-before-K/V A/B, four runs: 1k 1.059-1.085 vs 9's 1.036-1.056, 4k 1.094-1.109 vs 1.011-1.043,
+//    16k 1.132-1.147 vs 1.090-1.098) and causal from 2k keys (2k 1.120-1.138 vs 5's 1.054-1.099, 4k
+//    1.156-1.190 vs 9's 1.108-1.160, 8k 1.144-1.210 vs 9's 1.163-1.202); causal from 16k the
+//    ping-pong kernel (5): 1.177-1.209 vs 6's 1.133-1.218, 9's 1.114-1.173.
 int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
   if (hdim == 64) {
-    if (causal) return seqlen_k >= 8192 ? 10 : 1;
+    if (causal) return seqlen_k >= 8192 ? 11 : 1;
     return seqlen_k >= 2048 ? 11 : 1;
   }
   if (hdim == 128) {
-    if (seqlen_k >= 8192) return 7;
-    if (!causal) return 6;
-    return seqlen_k <= 2048 ? 6 : 5;
+    if (causal) return seqlen_k > 12288 ? 7 : 6;
+    return seqlen_k >= 8192 ? 7 : 6;
   }
-  if (causal) return seqlen_k >= 4096 ? 9 : 5;
-  return seqlen_k >= 1024 ? 9 : 6;
+  if (causal) return seqlen_k > 12288 ? 5 : (seqlen_k >= 2048 ? 6 : 5);
+  return 6;
 }
 
 }  // namespace hopattn::attention

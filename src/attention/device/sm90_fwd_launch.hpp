@@ -58,17 +58,6 @@ inline bool fwd_q_halves() {
   return on;
 }
 
-// Whether the hdim 256 persistent kernel's producer loads K/V tile w + 1 between the Q rows of
-// warpgroups w and w + 1 (on unless HOPATTN_FWD_Q_BEFORE_KV=1, the order before; read once; for
-// same-run ablations, scripts/ab-env.sh).
-inline int fwd_kv_between_q_halves() {
-  static const int on = [] {
-    const char* v = fwd_env("HOPATTN_FWD_Q_BEFORE_KV");
-    return v != nullptr && std::atoi(v) != 0 ? 0 : 1;
-  }();
-  return on;
-}
-
 template <class Traits>
 typename Traits::Params make_fwd_params(const FwdParams& fp) {
   using namespace cute;
@@ -92,7 +81,6 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
       fp.seqlen_q, fp.seqlen_k, fp.heads_q, fp.heads_kv, fp.batch,
       fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride, fwd_narrow_pv(),
       fwd_stale_max_log2()};
-  p.kv_between_q_halves = fwd_kv_between_q_halves();
   return p;
 }
 

@@ -152,10 +152,6 @@ struct Fa2Traits {
     // tile order (ws::FwdTileScheduler); 0 = one group of every pair; < 0 the folded order. Set
     // by launch_fwd.
     int causal_group = 0;
-    // Persistent kernel with Q halves (hdim 256): the producer loads K/V tile w + 1 before warpgroup
-    // w + 1's Q rows (1, the default) or every warpgroup's Q rows first (0,
-    // HOPATTN_FWD_Q_BEFORE_KV=1, the order before 2026-12-01's twelfth session; for ablations).
-    int kv_between_q_halves = 1;
   };
 };
 

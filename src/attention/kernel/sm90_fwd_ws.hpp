@@ -69,9 +69,9 @@
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
 // warpgroup (2, or 3) grants warpgroup 1 its first turn and skips its own very last pass (in the
 // CTA's last tile that has work), so every named-barrier arrival is matched before the CTA exits.
-// Producer timeline per tile: K/V tile 0, then (after q_empty) Q, then K/V tiles 1 .. N-1. Q
-// halves: K/V 0, warpgroup 1's Q rows (after q_empty_wg[0]), K/V 1, warpgroup 2's Q rows (after
-// q_empty_wg[1]), K/V 2 .. N-1.
+// Producer timeline per tile: K/V tile 0, then (after q_empty) Q, then K/V tiles 1 .. N-1. (Q
+// halves: K/V 1 issued between the two warpgroups' Q rows, so that warpgroup 1 need not wait for
+// warpgroup 2's O store, measured neutral, 0.98-1.02 (2026-12-01 r78), and not kept.)
 #pragma once
 
 // clang-format off
@@ -280,7 +280,6 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       ++kv_iter;
     };
     if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
-    int n_next = 1;                // the next K/V tile to load
     if constexpr (Storage::kQHalves) {  // each warpgroup's rows into its own tile, as it frees it
       using WgTile = Shape<Int<Traits::kWarpgroupRows>, typename Traits::HeadDim>;
       Tensor mQw = p.tma_q_warpgroup.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
@@ -293,10 +292,6 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
         EmptyBarrier::wait(&ss.q_empty_wg[w], (q_iter & 1) ^ 1u);
         FullBarrier::arrive_and_expect_tx(&ss.q_full_wg[w], Traits::kTmaBytesQWarpgroup);
         copy(p.tma_q_warpgroup.with(ss.q_full_wg[w]), get<0>(parts), get<1>(parts));
-        // K/V tile w + 1 before warpgroup w + 1's Q: the wait for warpgroup w + 1's O store (it
-        // ends its tile later, ping-pong) must not hold back the K/V that warpgroup w needs next
-        // (2026-12-01, twelfth session; before: every warpgroup's Q, then K/V 1 ..).
-        if (p.kv_between_q_halves && w + 1 < Traits::kWarpgroups && n_next < n_blocks) load_kv(n_next++);
       }
     } else {
       EmptyBarrier::wait(&ss.q_empty, (q_iter & 1) ^ 1u);
@@ -304,7 +299,7 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       copy(p.tma_q.with(ss.q_full), get<0>(q_parts), get<1>(q_parts));
     }
     ++q_iter;
-    for (int n = n_next; n < n_blocks; ++n) load_kv(n);
+    for (int n = 1; n < n_blocks; ++n) load_kv(n);
   }
 }
 
