@@ -152,11 +152,13 @@ void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
 std::string bench_usage() {
   return "usage: hopattn bench [--op attn|decode|gemm] [--csv FILE] [--plot FILE.svg] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
          "                     [--causal 0,1] [--dtype bf16|fp16] [--tokens 16384] [--hidden 2048]\n"
-         "                     [--no-ceilings] [--quick] [--schedules 0,1,2]\n"
+         "                     [--no-ceilings] [--quick] [--schedules 0,1,2] [--rounds 1]\n"
          "Default grid: FlashAttention-3 paper's (16k tokens, hidden 2048, bf16, head dims 64/128/256,\n"
          "seqlen 512..16k, causal and not), with cuDNN and the ceilings measured in the same run.\n"
          "--quick: a short grid (hdim 128, seqlen 1024 and 4096) for a smoke run.\n"
          "--schedules: hopattn schedules to time; rows of schedule k > 0 have impl hopattn:<tile config>.\n"
+         "--rounds N: time each cell's implementations N times, interleaved (the order rotates each\n"
+         "round), and report each one's median (note: the spread); one round moves a cell by up to ~5 %.\n"
          "\n"
          "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
@@ -246,6 +248,11 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--hidden") o->hidden = parse_int_list(value()).at(0);
       else if (a == "--no-ceilings") o->ceilings = false;
       else if (a == "--schedules") o->schedules = parse_int_list(value());
+      else if (a == "--rounds") {
+        o->rounds = parse_int_list(value()).at(0);
+        if (o->rounds < 1 || o->rounds > 100)
+          throw std::invalid_argument("--rounds " + std::to_string(o->rounds) + " must be in [1, 100]");
+      }
       else if (a == "--qlen") o->qlens = parse_int_list(value());
       else if (a == "--heads") o->decode_heads = parse_pair_list(value(), a);
       else if (a == "--cache") o->decode_caches = parse_pair_list(value(), a);
@@ -392,28 +399,49 @@ int run_bench(const BenchOptions& opt) {
         // The order of measurement rotates by one implementation per cell, so that none is always
         // timed late in a long back-to-back cell (r34: persistent kernels measured 5-9 % slower as
         // the sixth of seven rows than as the first); rows are reported in the listed order.
-        const size_t n_impls = impls.size(), first = size_t(done - 1) % std::max<size_t>(n_impls, 1);
+        // With --rounds R the whole rotation runs R times, starting one implementation later
+        // each round; a row's time is the median of its rounds.
+        const size_t n_impls = impls.size();
         std::vector<std::optional<Row>> measured(n_impls);
-        for (size_t j = 0; j < n_impls; ++j) {
-          const size_t k = (first + j) % n_impls;
-          const auto& [base_name, schedule] = impls[k];
-          const std::string name =
-              schedule > 0 ? base_name + ":" + attention::schedule_name(hdim, schedule) : base_name;
-          const ForwardFn fn = forward_fn(schedule);
-          Row r;
-          r.op = "attn_fwd", r.dtype = hopattn_dtype_name(opt.dtype);
-          r.hdim = hdim, r.causal = causal, r.batch = batch, r.heads_q = r.heads_kv = heads;
-          r.seqlen_q = r.seqlen_k = seqlen;
-          std::string reason;
-          if (!time_attention(name, fn, args, stream, opt.target_group_ms, &r, &reason)) {
-            skipped.emplace(name, reason);
-            continue;
+        std::vector<std::vector<double>> round_ms(n_impls);
+        for (int round = 0; round < opt.rounds; ++round) {
+          for (size_t j = 0; j < n_impls; ++j) {
+            const size_t first = size_t(done - 1 + round) % std::max<size_t>(n_impls, 1);
+            const size_t k = (first + j) % n_impls;
+            if (round > 0 && !measured[k]) continue;  // failed in round 0 (reason recorded)
+            const auto& [base_name, schedule] = impls[k];
+            const std::string name =
+                schedule > 0 ? base_name + ":" + attention::schedule_name(hdim, schedule) : base_name;
+            const ForwardFn fn = forward_fn(schedule);
+            Row r;
+            r.op = "attn_fwd", r.dtype = hopattn_dtype_name(opt.dtype);
+            r.hdim = hdim, r.causal = causal, r.batch = batch, r.heads_q = r.heads_kv = heads;
+            r.seqlen_q = r.seqlen_k = seqlen;
+            std::string reason;
+            if (!time_attention(name, fn, args, stream, opt.target_group_ms, &r, &reason)) {
+              skipped.emplace(name, reason);
+              continue;
+            }
+            round_ms[k].push_back(r.ms);
+            measured[k] = r;
           }
-          r.tflops = prob.flops() / (r.ms * 1e-3) / 1e12;
-          r.tbps = 4.0 * elems * 2 / (r.ms * 1e-3) / 1e12;  // Q, K, V read and O written once
-          if (gemm_tflops > 0) r.frac_of_gemm = r.tflops / gemm_tflops;
-          if (name == "cudnn") cudnn_ms = r.ms;
-          measured[k] = r;
+        }
+        for (size_t k = 0; k < n_impls; ++k) {
+          std::optional<Row>& r = measured[k];
+          if (!r) continue;
+          std::vector<double> v = round_ms[k];
+          std::sort(v.begin(), v.end());
+          const size_t n = v.size();
+          r->ms = n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+          if (n > 1) {
+            char note[96];
+            std::snprintf(note, sizeof(note), "median of %zu rounds, %.4f-%.4f ms", n, v.front(), v.back());
+            r->note = note;
+          }
+          r->tflops = prob.flops() / (r->ms * 1e-3) / 1e12;
+          r->tbps = 4.0 * elems * 2 / (r->ms * 1e-3) / 1e12;  // Q, K, V read and O written once
+          if (gemm_tflops > 0) r->frac_of_gemm = r->tflops / gemm_tflops;
+          if (r->impl == "cudnn") cudnn_ms = r->ms;
         }
         for (std::optional<Row>& r : measured) {
           if (!r) continue;

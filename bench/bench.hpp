@@ -30,6 +30,7 @@ struct BenchOptions {
   bool ceilings = true;
   std::vector<int> schedules = {0};  // hopattn schedules to time (0: the default per head dim)
   double target_group_ms = 25.0;
+  int rounds = 1;  // attention: each cell's implementations timed this many times, interleaved
 
   std::string op = "attn";  // attn or decode (gemm is dispatched by the CLI before parsing)
   // --op decode: causal, every sequence's cache full (cache_seqlens = cache length), default
