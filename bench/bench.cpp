@@ -152,13 +152,15 @@ void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
 std::string bench_usage() {
   return "usage: hopattn bench [--op attn|decode|gemm] [--csv FILE] [--plot FILE.svg] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
          "                     [--causal 0,1] [--dtype bf16|fp16] [--tokens 16384] [--hidden 2048]\n"
-         "                     [--no-ceilings] [--quick] [--schedules 0,1,2] [--rounds 1]\n"
+         "                     [--no-ceilings] [--quick] [--schedules 0,1,2] [--rounds 1] [--warmup-ms 200]\n"
          "Default grid: FlashAttention-3 paper's (16k tokens, hidden 2048, bf16, head dims 64/128/256,\n"
          "seqlen 512..16k, causal and not), with cuDNN and the ceilings measured in the same run.\n"
          "--quick: a short grid (hdim 128, seqlen 1024 and 4096) for a smoke run.\n"
          "--schedules: hopattn schedules to time; rows of schedule k > 0 have impl hopattn:<tile config>.\n"
          "--rounds N: time each cell's implementations N times, interleaved (the order rotates each\n"
          "round), and report each one's median (note: the spread); one round moves a cell by up to ~5 %.\n"
+         "--warmup-ms T: before each cell, run its first implementation T ms untimed (default 200; 0:\n"
+         "none), so that the first one timed does not get the GPU fresh from the previous cell's pause.\n"
          "\n"
          "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
@@ -248,7 +250,11 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--hidden") o->hidden = parse_int_list(value()).at(0);
       else if (a == "--no-ceilings") o->ceilings = false;
       else if (a == "--schedules") o->schedules = parse_int_list(value());
-      else if (a == "--rounds") {
+      else if (a == "--warmup-ms") {
+        o->warmup_ms = std::atof(value().c_str());
+        if (!(o->warmup_ms >= 0 && o->warmup_ms <= 60000))
+          throw std::invalid_argument("--warmup-ms must be in [0, 60000]");
+      } else if (a == "--rounds") {
         o->rounds = parse_int_list(value()).at(0);
         if (o->rounds < 1 || o->rounds > 100)
           throw std::invalid_argument("--rounds " + std::to_string(o->rounds) + " must be in [1, 100]");
@@ -404,6 +410,14 @@ int run_bench(const BenchOptions& opt) {
         const size_t n_impls = impls.size();
         std::vector<std::optional<Row>> measured(n_impls);
         std::vector<std::vector<double>> round_ms(n_impls);
+        if (opt.warmup_ms > 0 && n_impls > 0) {
+          // Untimed: the implementation timed first; a failing call is left to the timing below.
+          const ForwardFn warm = forward_fn(impls[size_t(done - 1) % n_impls].second);
+          if (warm(args, stream).ok()) {
+            HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+            time_launches([&] { (void)warm(args, stream); }, stream, opt.warmup_ms / 2, 2);
+          }
+        }
         for (int round = 0; round < opt.rounds; ++round) {
           for (size_t j = 0; j < n_impls; ++j) {
             const size_t first = size_t(done - 1 + round) % std::max<size_t>(n_impls, 1);

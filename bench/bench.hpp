@@ -31,6 +31,8 @@ struct BenchOptions {
   std::vector<int> schedules = {0};  // hopattn schedules to time (0: the default per head dim)
   double target_group_ms = 25.0;
   int rounds = 1;  // attention: each cell's implementations timed this many times, interleaved
+  // attention: the cell's first implementation runs this long, untimed, before the cell is timed
+  double warmup_ms = 200.0;
 
   std::string op = "attn";  // attn or decode (gemm is dispatched by the CLI before parsing)
   // --op decode: causal, every sequence's cache full (cache_seqlens = cache length), default
