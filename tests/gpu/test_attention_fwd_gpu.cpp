@@ -165,28 +165,34 @@ TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {
   fill_normal(q.get(), cfg.dtype, int64_t(b) * s * hq * d, 91, 2.0f);
   fill_normal(k.get(), cfg.dtype, int64_t(b) * s * hkv * d, 92, 2.0f);
   fill_normal(v.get(), cfg.dtype, int64_t(b) * s * hkv * d, 93, 1.0f);
-  for (int causal = 0; causal < 2; ++causal) {
-    AttentionForwardArgs a{};
-    a.q = tensor_bshd(q.get(), cfg.dtype, b, s, hq, d);
-    a.k = tensor_bshd(k.get(), cfg.dtype, b, s, hkv, d);
-    a.v = tensor_bshd(v.get(), cfg.dtype, b, s, hkv, d);
-    a.o = tensor_bshd(o.get(), cfg.dtype, b, s, hq, d);
-    a.lse = tensor_lse(lse.as<float>(), b, hq, s);
-    a.causal = causal;
-    std::vector<float> first_o, first_lse;
-    for (int rep = 0; rep < 20; ++rep) {
-      fill_nan(o.get(), 2, int64_t(b) * s * hq * d);
-      ASSERT_TRUE(attention_forward(a, nullptr).ok());
-      std::vector<float> ho = download_as_float(o.get(), cfg.dtype, int64_t(b) * s * hq * d);
-      std::vector<float> hl = download_as_float(lse.get(), HOPATTN_DTYPE_FP32, int64_t(b) * hq * s);
-      if (rep == 0) {
-        first_o = ho, first_lse = hl;
-        continue;
+  // The default schedule 20 times, every explicit schedule 5 times (a race moves the result).
+  for (int schedule = 0; schedule < attention::kScheduleCount; ++schedule)
+    for (int causal = 0; causal < 2; ++causal) {
+      AttentionForwardArgs a{};
+      a.q = tensor_bshd(q.get(), cfg.dtype, b, s, hq, d);
+      a.k = tensor_bshd(k.get(), cfg.dtype, b, s, hkv, d);
+      a.v = tensor_bshd(v.get(), cfg.dtype, b, s, hkv, d);
+      a.o = tensor_bshd(o.get(), cfg.dtype, b, s, hq, d);
+      a.lse = tensor_lse(lse.as<float>(), b, hq, s);
+      a.causal = causal;
+      a.schedule = schedule;
+      std::vector<float> first_o, first_lse;
+      const int reps = schedule == 0 ? 20 : 5;
+      for (int rep = 0; rep < reps; ++rep) {
+        fill_nan(o.get(), 2, int64_t(b) * s * hq * d);
+        ASSERT_TRUE(attention_forward(a, nullptr).ok()) << "schedule " << schedule;
+        std::vector<float> ho = download_as_float(o.get(), cfg.dtype, int64_t(b) * s * hq * d);
+        std::vector<float> hl = download_as_float(lse.get(), HOPATTN_DTYPE_FP32, int64_t(b) * hq * s);
+        if (rep == 0) {
+          first_o = ho, first_lse = hl;
+          continue;
+        }
+        ASSERT_EQ(std::memcmp(ho.data(), first_o.data(), ho.size() * 4), 0)
+            << "O changed on repetition " << rep << " (schedule " << schedule << ", causal " << causal << ")";
+        ASSERT_EQ(std::memcmp(hl.data(), first_lse.data(), hl.size() * 4), 0)
+            << "LSE changed on repetition " << rep << " (schedule " << schedule << ", causal " << causal << ")";
       }
-      ASSERT_EQ(std::memcmp(ho.data(), first_o.data(), ho.size() * 4), 0) << "O changed on repetition " << rep << " (causal " << causal << ")";
-      ASSERT_EQ(std::memcmp(hl.data(), first_lse.data(), hl.size() * 4), 0) << "LSE changed on repetition " << rep;
     }
-  }
 }
 
 std::string config_name(const ::testing::TestParamInfo<Config>& info) {
