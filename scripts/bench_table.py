@@ -2,8 +2,11 @@
 """Turns a `hopattn bench --csv` file into markdown tables: one row per (hdim, causal, seqlen),
 one column per implementation, cells "TFLOP/s (ratio to cuDNN)"; for `--op decode` rows one row
 per (hdim, heads, batch, cache length, q_len), one column per implementation and cache dtype,
-cells "TB/s (ratio to cuDNN)", or why the row was not timed. Usage: bench_table.py FILE.csv"""
+cells "TB/s (ratio to cuDNN)", or why the row was not timed; then per attention implementation the
+geomean of its ratios to cuDNN, the cells >= 1.0 and the lowest. Usage: bench_table.py FILE.csv"""
 import csv
+import math
+import re
 import sys
 from collections import OrderedDict
 
@@ -30,7 +33,29 @@ def main(path):
         print("|---|---|" + "---|" * len(impls))
         for (causal, seqlen), by_impl in cells.items():
             print(f"| {causal} | {seqlen} | " + " | ".join(by_impl.get(i, "-") for i in impls) + " |")
+    summary(attn)
     decode_table([r for r in rows if r["op"] == "decode"])
+
+
+def summary(attn):
+    """Per implementation over every cell it has: geomean of the ratio to cuDNN, cells >= 1.0,
+    the lowest cell, and (rows from --rounds) the median spread of its rounds."""
+    by_impl = OrderedDict()
+    for r in attn:
+        if r["impl"] != "cudnn" and r["ratio_vs_cudnn"]:
+            by_impl.setdefault(r["impl"], []).append(r)
+    if by_impl:
+        print()
+    for impl, part in by_impl.items():
+        ratios = [float(r["ratio_vs_cudnn"]) for r in part]
+        geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        low = min(part, key=lambda r: float(r["ratio_vs_cudnn"]))
+        spreads = sorted(float(m.group(2)) / float(m.group(1)) - 1 for m in
+                         (re.search(r"([0-9.]+)-([0-9.]+) ms", r["note"]) for r in part) if m)
+        extra = f", rounds' spread median {100 * spreads[len(spreads) // 2]:.1f} %" if spreads else ""
+        print(f"- {impl}: geomean {geo:.3f}x cuDNN over {len(ratios)} cells, {sum(x >= 1.0 for x in ratios)} >= 1.0, "
+              f"lowest {float(low['ratio_vs_cudnn']):.3f} (hdim {low['hdim']}, causal {low['causal']}, "
+              f"seqlen {low['seqlen_q']}){extra}")
 
 
 def decode_table(dec):
