@@ -19,6 +19,7 @@
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
 #include "device_utils.hpp"
+#include "gpu_state.hpp"
 #include "plot.hpp"
 #include "results.hpp"
 #include "timing.hpp"
@@ -328,6 +329,8 @@ int run_bench(const BenchOptions& opt) {
   }
   cudaStream_t stream;
   HOPATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  int device = 0;  // for the NVML samples of each row (gpu_state.hpp)
+  HOPATTN_CUDA_CHECK(cudaGetDevice(&device));
   const RunInfo info = current_run_info();
   std::printf("hopattn bench  commit %s  %s  %s\n", info.commit.c_str(), info.date.c_str(), info.gpu.c_str());
 
@@ -410,6 +413,7 @@ int run_bench(const BenchOptions& opt) {
         const size_t n_impls = impls.size();
         std::vector<std::optional<Row>> measured(n_impls);
         std::vector<std::vector<double>> round_ms(n_impls);
+        std::vector<std::vector<GpuState>> round_state(n_impls);  // sampled right after each timing
         if (opt.warmup_ms > 0 && n_impls > 0) {
           // Untimed: the implementation timed first; a failing call is left to the timing below.
           const ForwardFn warm = forward_fn(impls[size_t(done - 1) % n_impls].second);
@@ -437,6 +441,7 @@ int run_bench(const BenchOptions& opt) {
               continue;
             }
             round_ms[k].push_back(r.ms);
+            round_state[k].push_back(sample_gpu_state(device));
             measured[k] = r;
           }
         }
@@ -452,6 +457,8 @@ int run_bench(const BenchOptions& opt) {
             std::snprintf(note, sizeof(note), "median of %zu rounds, %.4f-%.4f ms", n, v.front(), v.back());
             r->note = note;
           }
+          const std::string state = describe_gpu_states(round_state[k].data(), int(round_state[k].size()));
+          if (!state.empty()) r->note += (r->note.empty() ? "" : "; ") + state;
           r->tflops = prob.flops() / (r->ms * 1e-3) / 1e12;
           r->tbps = 4.0 * elems * 2 / (r->ms * 1e-3) / 1e12;  // Q, K, V read and O written once
           if (gemm_tflops > 0) r->frac_of_gemm = r->tflops / gemm_tflops;

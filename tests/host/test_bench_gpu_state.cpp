@@ -1,0 +1,22 @@
+// The bench's GPU-state note (bench/gpu_state.hpp): ranges over the samples that are ok, nothing
+// when none is (a machine without NVML, as CI's).
+#include <gtest/gtest.h>
+
+#include "gpu_state.hpp"
+
+namespace hopattn::bench {
+namespace {
+
+TEST(BenchGpuState, DescribesRangesOfTheValidSamples) {
+  GpuState s[3];
+  s[0].ok = true, s[0].sm_mhz = 1980, s[0].power_mw = 612400, s[0].temp_c = 51;
+  s[1].ok = false, s[1].sm_mhz = 100, s[1].power_mw = 1000, s[1].temp_c = 99;  // ignored
+  s[2].ok = true, s[2].sm_mhz = 1755, s[2].power_mw = 690000, s[2].temp_c = 51;
+  EXPECT_EQ(describe_gpu_states(s, 3), "sm 1755-1980 MHz, 612-690 W, 51 C");
+  EXPECT_EQ(describe_gpu_states(s, 1), "sm 1980 MHz, 612 W, 51 C");
+  EXPECT_EQ(describe_gpu_states(s + 1, 1), "");
+  EXPECT_EQ(describe_gpu_states(s, 0), "");
+}
+
+}  // namespace
+}  // namespace hopattn::bench
