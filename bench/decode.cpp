@@ -23,6 +23,7 @@
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
 #include "device_utils.hpp"
+#include "gpu_state.hpp"
 #include "hopattn/kvcache.hpp"
 #include "results.hpp"
 #include "timing.hpp"
@@ -74,6 +75,7 @@ struct Measured {
   double b2b_ms = 0;     // back to back (time_launches)
   double graph_ms = 0;   // CUDA graph of kGraphCalls calls, per call; 0: not capturable
   std::string graph_why; // why not
+  GpuState state;        // sampled right after the timings (gpu_state.hpp)
   bool ok() const { return error.empty(); }
   double ms() const { return graph_ms > 0 ? graph_ms : b2b_ms; }
   const char* how() const { return !ok() ? "-" : graph_ms > 0 ? "graph" : "b2b"; }
@@ -94,6 +96,8 @@ Measured measure(const std::function<Status()>& call, Stream stream, double targ
   m.b2b_ms = time_launches(launch, stream, target_ms).median_ms;
   Timing g;
   if (time_graph(launch, stream, kGraphCalls, target_ms, &g, &m.graph_why)) m.graph_ms = g.median_ms;
+  int device = 0;
+  if (cudaGetDevice(&device) == cudaSuccess) m.state = sample_gpu_state(device);
   return m;
 }
 
@@ -137,6 +141,8 @@ void set_figures(Row* r, const Measured& m, const Shape& s, hopattn_dtype_t cach
               fmt("%.5g", m.b2b_ms) + " ms";
   else
     r->note = "back to back (CUDA graph capture failed: " + m.graph_why + ")";
+  const std::string state = describe_gpu_states(&m.state, 1);
+  if (!state.empty()) r->note += "; " + state;
 }
 
 void print_decode_table(const std::vector<DecodeResult>& results, double copy_tbps) {

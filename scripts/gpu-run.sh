@@ -134,7 +134,9 @@ sanitize() {
 }
 if [ -n "$sanitize_flag" ]; then step sanitize sanitize.log sanitize; fi
 if [ -z "$no_check" ]; then step check check.log "$build/bin/hopattn" check $quick; fi
-if [ -z "$no_bench" ]; then step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" $bench_args; fi
+# Three interleaved rounds per cell, medians (one round moves a cell by up to ~5 %: r80-r82);
+# --bench "--rounds 1 ..." overrides (the later flag wins).
+if [ -z "$no_bench" ]; then step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" --rounds 3 $bench_args; fi
 if [ -n "$decode_bench_args" ]; then
   step decode_bench decode_bench.log "$build/bin/hopattn" bench --op decode --csv "$out/decode.csv" $decode_bench_args
 fi
