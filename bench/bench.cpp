@@ -414,17 +414,19 @@ int run_bench(const BenchOptions& opt) {
         std::vector<std::optional<Row>> measured(n_impls);
         std::vector<std::vector<double>> round_ms(n_impls);
         std::vector<std::vector<GpuState>> round_state(n_impls);  // sampled right after each timing
+        // The implementation a round starts with: one later each cell and each round.
+        auto first_of = [&](int round) { return size_t(done - 1 + round) % std::max<size_t>(n_impls, 1); };
         if (opt.warmup_ms > 0 && n_impls > 0) {
           // Untimed: the implementation timed first; a failing call is left to the timing below.
-          const ForwardFn warm = forward_fn(impls[size_t(done - 1) % n_impls].second);
+          const ForwardFn warm = forward_fn(impls[first_of(0)].second);
           if (warm(args, stream).ok()) {
             HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
             time_launches([&] { (void)warm(args, stream); }, stream, opt.warmup_ms / 2, 2);
           }
         }
         for (int round = 0; round < opt.rounds; ++round) {
+          const size_t first = first_of(round);
           for (size_t j = 0; j < n_impls; ++j) {
-            const size_t first = size_t(done - 1 + round) % std::max<size_t>(n_impls, 1);
             const size_t k = (first + j) % n_impls;
             if (round > 0 && !measured[k]) continue;  // failed in round 0 (reason recorded)
             const auto& [base_name, schedule] = impls[k];

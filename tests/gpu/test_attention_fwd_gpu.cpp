@@ -85,14 +85,15 @@ TEST_P(AttentionFwd, EveryScheduleMatchesFloat64Reference) {
 }
 
 // The persistent causal tile orders (fwd_tile_order.hpp). The folded order (the default) on shapes
-// whose unit count is below, near and above the SM count: an odd number of Q tiles (a lone middle
-// tile per pair: 1100 rows are 9 tiles of 128, 6 of 192), an even one, GQA, seqlen_q < seqlen_k.
+// whose unit count is below, near and above the SM count: an odd number of Q tiles (1100 rows are
+// 9 tiles of 128, 6 of 192: two pairs' middle tiles make a unit, and with an odd pair count the
+// last unit names no second pair), an even one, GQA, seqlen_q < seqlen_k. Units: 128 / 192 rows.
 TEST_P(AttentionFwd, PersistentCausalFoldedOrder) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   std::vector<CheckCase> cases;
-  const AttnProblem shapes[] = {{1, 1100, 1100, 3, 1, cfg.hdim, true, 0.0f},   // 3 pairs: 15 / 9 units
-                                {5, 1100, 1100, 8, 2, cfg.hdim, true, 0.0f},   // 40 pairs: 200 / 120 units
+  const AttnProblem shapes[] = {{1, 1100, 1100, 3, 1, cfg.hdim, true, 0.0f},   // 3 pairs: 18 / 9 units
+                                {5, 1100, 1100, 8, 2, cfg.hdim, true, 0.0f},   // 40 pairs: 180 / 120 units
                                 {3, 1024, 1024, 12, 12, cfg.hdim, true, 0.0f}, // 36 pairs, even tile count
                                 {2, 700, 2000, 6, 3, cfg.hdim, true, 0.0f}};   // bottom-right, sq < sk
   int seed = 1500;
