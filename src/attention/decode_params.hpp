@@ -19,14 +19,18 @@ namespace hopattn::attention {
 //                 swapped-operand consumer (16 packed rows per CTA); 5 = as 4 with K converted
 //                 in the consumer's registers (two CTAs per SM, hdim <= 128); 7 = as 4 with
 //                 Q·Kᵀ as 8-bit WGMMAs on the raw K tile ("half INT8": Q' in three int8 parts);
-//                 8 = as 4 with one CTA per SM and a 128 KB raw ring (hdim <= 128).
+//                 8 = as 4 with one CTA per SM and a 128 KB raw ring (hdim <= 128);
+//                 9 = no transform warpgroup: 8 warps dequantize the raw tiles into their
+//                 mma.sync fragments, one CTA per SM (kernel/sm90_decode_int8_mma.hpp; hdim 128,
+//                 variant 4's kernel at hdim 64).
 // The defaults are chosen by plan_kvcache_attention (kvcache_check.cpp, with the measurements);
 // variants 5-8 are forced only.
-// Variants that exist for the int8 cache only (3-5, 7, 8; at hdim 256 they run variant 2's kernel).
+// Variants that exist for the int8 cache only (3-5, 7-9; at hdim 256 they run variant 2's kernel).
 constexpr bool decode_variant_int8_only(int variant) {
-  return (variant >= 3 && variant <= 5) || variant == 7 || variant == 8;
+  return (variant >= 3 && variant <= 5) || variant == 7 || variant == 8 || variant == 9;
 }
-constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {  // variant 8: one CTA per SM
+constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {  // variant 8, 9 (hdim 128): one CTA per SM
+  if (int8 && variant == 9) return hdim == 64 ? 2 : 1;
   return hdim <= 128 && ((!int8 && variant == 2) || (int8 && decode_variant_int8_only(variant) && variant != 8)) ? 2 : 1;
 }
 

@@ -801,9 +801,9 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   c = make(cfg, 2, 4, 1, 384, {384, 130}, true, 10004);  // the int8 kernel: transform + consumer warpgroups
   c.int8 = true, c.num_splits = 2, c.quant_block = 64;
   grid.push_back(c);
-  if (cfg.hdim <= 128)  // the swapped consumer (4), its 8-bit S (7: raw K ring, V-only transform)
-                        // and one CTA per SM (8)
-    for (int variant : {4, 7, 8}) {
+  if (cfg.hdim <= 128)  // the swapped consumer (4), its 8-bit S (7: raw K ring, V-only transform),
+                        // one CTA per SM (8) and the register-dequantizing mma.sync warps (9)
+    for (int variant : {4, 7, 8, 9}) {
       c = make(cfg, 1, 4, 1, 384, {384, 200}, true, 10005 + variant);
       c.int8 = true, c.num_splits = 2, c.quant_block = 64, c.variant = variant;
       grid.push_back(c);
@@ -957,7 +957,9 @@ TEST_P(KvCacheGpu, RepeatedRunsAreBitIdentical) {
   KvCase heuristic = make(cfg, 2, 8, 1, 1030, {1000, 45, 777}, true, 9000);
   KvCase forced = make(cfg, 7, 8, 2, 1030, {1030, 0, 333}, false, 9001);
   forced.num_splits = 1000, forced.pack_gqa = 0;
-  for (const KvCase& c : {heuristic, forced}) {
+  KvCase int8_regs = make(cfg, 1, 16, 2, 4096, {4096, 3001}, false, 9002);  // variant 9's 8 warps merged
+  int8_regs.int8 = true, int8_regs.variant = 9, int8_regs.num_splits = 1;
+  for (const KvCase& c : {heuristic, forced, int8_regs}) {
     KvRun run(c);
     const CaseResult r = run_case(run, references_of(run));
     print_result(c, r);
@@ -1008,6 +1010,39 @@ TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
   grid.push_back(c);
   c = make(cfg, 1, 4, 1, 65536, {65536}, false, seed++);
   c.int8 = true;
+  grid.push_back(c);
+  run_grid(grid);
+}
+
+// Variant 9 (kernel/sm90_decode_int8_mma.hpp: 8 warps dequantize into mma.sync fragments; hdim 128,
+// elsewhere it runs variant 4) against the fp64 reference over the dequantized cache: every head
+// grouping the tile packs (64:8, 32:8, 8:1, MHA, MQA), seqlen_q 1, 2, 7, 16 (several 16-row CTAs),
+// lengths 1, 17, 1000, 4097 and ragged batches with empty caches, forced splits 1, 3 and 1000,
+// both scale blocks, outlier channels, and a batch whose tiles outnumber the
+// warps of a CTA many times (4097 keys, one split: 65 tiles over 8 warps).
+TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  std::vector<KvCase> grid;
+  uint64_t seed = 15000;
+  const struct { int hq, hkv; } groupings[] = {{64, 8}, {32, 8}, {8, 1}, {4, 4}, {16, 1}};
+  for (auto g : groupings)
+    for (int sq : {1, 2, 7, 16})
+      for (int causal = 0; causal < 2; ++causal) {
+        if (g.hq == 64 && sq > 2) continue;  // keeps the fp64 reference short
+        KvCase c = make(cfg, sq, g.hq, g.hkv, 1024, {causal ? sq : 0, 1000, 17}, causal != 0, seed++);
+        c.int8 = true, c.quant_block = (sq % 2) ? 128 : 64, c.variant = 9;
+        c.num_splits = sq == 2 ? 3 : 0, c.outliers = causal != 0;
+        grid.push_back(c);
+      }
+  for (int len : {1, 17, 1000, 4097})
+    for (int splits : {1, 3, 1000}) {
+      KvCase c = make(cfg, 1, 32, 8, 4160, {len, len > 1 ? len - 1 : 0}, false, seed++);
+      c.int8 = true, c.num_splits = splits, c.variant = 9, c.quant_block = 64;
+      grid.push_back(c);
+    }
+  KvCase c = make(cfg, 1, 8, 1, 65536, {65536}, true, seed++);
+  c.int8 = true, c.variant = 9, c.outliers = true;
   grid.push_back(c);
   run_grid(grid);
 }
@@ -1075,7 +1110,7 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       const ErrorStats e_plain = o_error(plain_run);
       plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
       const ErrorStats e_host = o_error(plain_run);
-      for (int variant : {1, 2, 3, 4, 5, 7, 8}) {
+      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9}) {
         if (variant >= 3 && cfg.hdim > 128) continue;
         int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
@@ -1104,7 +1139,7 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8})
+  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9})
     for (int causal = 0; causal < 4; ++causal) {
       if (attention::decode_variant_int8_only(variant) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
       if (variant == 6 && int8) continue;                                       // 16-bit only

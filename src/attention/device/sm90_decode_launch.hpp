@@ -12,6 +12,7 @@
 #include "attention/decode_params.hpp"
 #include "attention/kernel/sm90_decode.hpp"
 #include "attention/kernel/sm90_decode_balanced.hpp"
+#include "attention/kernel/sm90_decode_int8_mma.hpp"
 #include "common/cuda_check.hpp"
 
 namespace hopattn::attention {
@@ -131,7 +132,8 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
     p.v_scale = dp.v_scale;
     p.vs_batch_stride = dp.vs_batch_stride, p.vs_seq_stride = dp.vs_seq_stride, p.vs_head_stride = dp.vs_head_stride;
     p.quant_block = dp.quant_block;
-    if constexpr (Traits::kRawK) return launch_decode_kernel<Traits>(&decode_int8_regk_kernel<Traits>, p, g, stream);
+    if constexpr (IsDecodeInt8Mma<Traits>::value) return launch_decode_kernel<Traits>(&decode_int8_mma_kernel<Traits>, p, g, stream);
+    else if constexpr (Traits::kRawK) return launch_decode_kernel<Traits>(&decode_int8_regk_kernel<Traits>, p, g, stream);
     else return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
   } else {
     return launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream);
@@ -204,8 +206,12 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
                                     // 4: as 3 with the swapped-operand consumer (16 packed rows per CTA);
                                     // 5: as 4 with K converted in the consumer's registers;
                                     // 7: as 4 with S from 8-bit WGMMAs on the raw K ("half INT8");
-                                    // 8: as 4 with one CTA per SM (a 128 KB raw ring)
-      s = dp.variant == 8   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
+                                    // 8: as 4 with one CTA per SM (a 128 KB raw ring);
+                                    // 9: dequantized in the registers of mma.sync warps (hdim 128;
+                                    //    at hdim 64 variant 4 runs)
+      s = dp.variant == 9 && kHeadDim == 128 ? run_decode_split<DecodeInt8MmaTraits<Element, 128>>(dp, stream)
+          : dp.variant == 9 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream)
+          : dp.variant == 8   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
           : dp.variant == 7 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)
           : dp.variant == 5 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)
           : dp.variant == 4 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream)

@@ -1,0 +1,485 @@
+// Decode over an int8 KV cache, variant 9: the int8 tiles are dequantized in the registers of the
+// warps that multiply them (mma.sync m16n8k16), with no transform warpgroup and no converted copy
+// of K or V in shared memory. hdim 128, at most 16 packed query rows per CTA (decode with a GQA
+// group of <= 16; more rows take several CTAs, as variant 4).
+//
+// Why (docs/decode.md, perf-log 2026-11-30 r41-r58): variants 1-8 convert each int8 tile into a
+// 16-bit tile in shared memory for WGMMA, ~5,970 warp instructions per 64-key tile, and their
+// consumer warpgroup's per-tile chain (wait, S WGMMA, reductions through shared memory, P through
+// shared memory, P·V WGMMA) runs at ~2,300 cycles per tile. Here each consumer warp takes whole
+// 64-key tiles on its own: its mma.sync operands come straight from registers, so K and V are
+// read from shared memory once (16-byte loads) and nothing is written back; the softmax
+// reductions stay inside quads (shuffles). Estimated ~2,100 warp instructions per tile at 8
+// warps per SM, against ~4,200 issue slots per tile at the bandwidth target: memory-bound.
+//
+// Roles (kThreads = 288, one CTA per SM):
+//   warps 0-7 (consumers): warp w takes the CTA's tiles i = w, w + 8, ... of [n_begin, n_end).
+//   warp 8 (producer): lane 0 issues per tile the TMA of the raw K and V tiles (64 keys × 128
+//     int8, 128-byte swizzle) and the bulk copy of the tile's K scale block (128 fp32); all 32
+//     lanes copy the tile's 64 V scales with cp.async (0 past the sequence's length: src-size 0),
+//     each to the slot its consumer thread reads (vscale_slot).
+// Pipeline (kStages = 12, stage i % 12 for the CTA's i-th tile):
+//   full[s]   33 arrivals: lane 0's arrive.expect_tx (K + V + K-scale bytes) and the 32 producer
+//             lanes' cp.async.mbarrier.arrive.noinc (the V scales landed). The owning warp waits.
+//   empty[s]  32 arrivals: every lane of the consuming warp once its tile is done (it read K, V
+//             and the scales into registers). The producer waits before refilling (from round 1).
+// Per tile (consumer warp, lane = 4·g + c, the mma fragment coordinates):
+//   S = Q·Kᵀ (16 rows × 64 keys) as 8 n8 tiles × 8 k16 steps; K's B fragment from two 16-byte loads
+//   per key row, value · scale (fp32) rounded once to Element: bit for bit the K that the host
+//   dequantization and variants 1-4 use. Mask, online softmax in registers, P as the A fragment
+//   of O += P·V (16 n8 tiles × 4 k16 steps), V's B fragment from four 16-byte loads per k16 step,
+//   value · (per-token scale) rounded once.
+// End: a named barrier over the 256 consumer threads; each warp writes (max, sum, O) into the
+//   free K ring; each thread merges one (row, 8 channels) over the 8 warps by log-sum-exp weights
+//   and writes O (or the split's fp32 partial) and LSE, rows unpacked to (position, q-head).
+//
+// Permutations (the reason no data moves between lanes): S sums over channels and O += P·V over
+// keys, so K and Q may share any channel order, K and V (and P) any key order, and O's columns
+// any order that the epilogue undoes.
+//   - Channels of S: thread c's k16 steps s = 0..3 read physical channels [16c, 16c + 16), steps
+//     4..7 [64 + 16c, 64 + 16c + 16); in step s the fragment's k = 2c + i is channel
+//     64·(s/4) + 16c + 4·(s%4) + i and k = 2c + 8 + i that + 2 (int8_mma_channel).
+//   - Keys: column n of S's n8 tile j is key 8j + int8_mma_key_perm(n), which makes both the K loads
+//     (rows of lanes g = 2m, 2m+1 differ in bit 2: disjoint 16-byte chunks under the swizzle) and
+//     the V loads (the four keys of lanes c = 0..3 differ in bits 1-2) free of bank conflicts.
+//   - O's columns: n8 tile t, column n is channel 16n + t, so V's B fragment for all 16 n8 tiles
+//     comes from one 16-byte load per key (channels 16g .. 16g + 15), and a thread's O row holds
+//     channels [32c, 32c + 32).
+// host test: tests/host/test_decode_int8_mma_layout.cu checks these maps and the bank claims.
+#pragma once
+
+// clang-format off
+#include <cute/tensor.hpp>  // first: the atoms below assume it
+// clang-format on
+#include <cute/arch/copy_sm90_tma.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/numeric_conversion.h>
+
+#include <type_traits>
+
+#include "attention/collective/sm90_fwd_softmax.hpp"
+#include "attention/kernel/sm90_decode.hpp"
+
+namespace hopattn::attention {
+
+// The key order inside an n8 tile of S (see the header comment): 0, 4, 2, 6, 5, 1, 7, 3, one
+// nibble each (a lookup that device code can index at run time).
+CUTE_HOST_DEVICE constexpr int int8_mma_key_perm(int n) { return (0x37156240 >> (4 * n)) & 0xF; }
+CUTE_HOST_DEVICE constexpr int int8_mma_key(int j, int n) { return 8 * j + int8_mma_key_perm(n); }
+
+// Physical channel of k = kk (0..15) in k16 step s of S's GEMM.
+CUTE_HOST_DEVICE constexpr int int8_mma_channel(int s, int kk) {
+  const int c = (kk % 8) / 2, i = kk % 2, hi = kk / 8;
+  return 64 * (s / 4) + 16 * c + 4 * (s % 4) + 2 * hi + i;
+}
+
+// The V scale slot (of 64 per stage) holding key `key`'s scale: thread c reads its 16 keys
+// (k16 step s' = 0..3, then keys π(2s', 2c), π(2s', 2c+1), π(2s'+1, 2c), π(2s'+1, 2c+1)) as
+// slots 16c + 4s' + 0..3.
+CUTE_HOST_DEVICE constexpr int int8_mma_vscale_slot(int key) {
+  int n = 0;
+  for (int m = 0; m < 8; ++m)
+    if (int8_mma_key_perm(m) == key % 8) n = m;
+  const int j = key / 8, c = n / 2, e = n % 2;
+  return 16 * c + 4 * (j / 2) + 2 * (j % 2) + e;
+}
+
+// Byte offset of (row, 16-byte chunk) in a 1 KB-aligned tile of 128-byte rows under the TMA's
+// 128-byte swizzle (chunk ^= row % 8); the host test checks it against CuTe's layout.
+CUTE_HOST_DEVICE constexpr int int8_mma_sw128(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
+
+template <class Element_, int kHeadDim_>
+struct DecodeInt8MmaTraits {
+  static_assert(kHeadDim_ == 128, "variant 9: hdim 128");
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr bool kInt8Cache = true;
+  static constexpr bool kRawK = false;
+  static constexpr int kBlockN = 64;    // keys per tile (divides both scale blocks)
+  static constexpr int kTileRows = 16;  // packed query rows per CTA: the mma's M
+  static constexpr int kWarps = 8;      // consumer warps
+  static constexpr int kThreads = 32 * (kWarps + 1);
+  static constexpr int kStages = 12;
+  static constexpr int kTileBytes = kBlockN * kHeadDim;  // one raw K or V tile
+  using BlockN = cute::Int<kBlockN>;
+  using HeadDim = cute::Int<kHeadDim>;
+  using Stages = cute::Int<kStages>;
+  // Raw tiles (key, channel, stage), 128-byte swizzle (the TMA writes it, int8_mma_sw128 reads it).
+  using SmemLayoutRaw = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<int8_t>{},
+                                                     cute::Shape<BlockN, HeadDim, Stages>{}));
+  using SmemLayoutRawK = SmemLayoutRaw;
+  using GmemLayout = typename Fa2Traits<Element_, kHeadDim_, 64, 64, 2>::GmemLayout;  // (seq, D, heads, batch)
+  using TmaLoadRaw = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), GmemLayout{}),
+      cute::take<0, 2>(SmemLayoutRaw{})));
+  using TmaLoadRawK = TmaLoadRaw;
+  static constexpr uint32_t kTxBytes = 2 * kTileBytes + kHeadDim * sizeof(float);
+
+  // The merge after the loops reuses the K ring: per warp 16 rows × (128 + 4) floats of O, then
+  // the rows' maxima and sums.
+  static constexpr int kMergeStride = kHeadDim + 4;
+  struct SharedStorage {
+    cute::array_aligned<int8_t, kStages * kTileBytes, 1024> k_raw;
+    cute::array_aligned<int8_t, kStages * kTileBytes, 1024> v_raw;
+    cute::array_aligned<float, kStages * kHeadDim, 16> k_scale;
+    cute::array_aligned<float, kStages * kBlockN, 16> v_scale;  // slots: int8_mma_vscale_slot
+    cute::array_aligned<uint32_t, 8 * 32 * 4, 16> q_frag;  // Q's A fragments: (k16 step, lane, register)
+    alignas(8) uint64_t full[kStages];
+    alignas(8) uint64_t empty[kStages];
+  };
+  static_assert(kWarps * kTileRows * (kMergeStride + 2) * 4 <= kStages * kTileBytes, "the merge fits the K ring");
+  static constexpr int kSharedBytes = int(sizeof(SharedStorage));
+
+  struct Params {
+    TmaLoadRaw tma_k, tma_v;
+    const Element* q;
+    int64_t q_batch_stride, q_seq_stride, q_head_stride;
+    Element* o;
+    int64_t o_batch_stride, o_seq_stride, o_head_stride;
+    float* lse;
+    int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
+    const int32_t* cache_seqlens;
+    float* o_part;
+    float* lse_part;
+    int32_t* error;
+    int batch, seqlen_q, heads_q, heads_kv, max_len;
+    int group, rows, num_splits;
+    float softmax_scale;
+    bool causal;
+    const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
+    int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
+    const float* v_scale;  // (batch, max_len, heads_kv)
+    int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
+    int quant_block;
+  };
+};
+
+template <class T>
+struct IsDecodeInt8Mma : std::false_type {};
+template <class E, int D>
+struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D>> : std::true_type {};
+
+namespace int8_mma_detail {
+
+CUTE_DEVICE uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+CUTE_DEVICE uint4 lds128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
+CUTE_DEVICE float4 lds128f(uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr));
+  return v;
+}
+
+// D = A·B + D, m16n8k16, fp32 accumulators.
+template <class Element>
+CUTE_DEVICE void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<Element, cutlass::bfloat16_t>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
+// Byte b (0..3) of a word whose bytes are already biased (x ^ 0x80) -> the exact float value.
+CUTE_DEVICE float biased_byte_to_float(uint32_t biased, int b) {
+  return __uint_as_float(__byte_perm(biased, 0x4B000000u, 0x7540 + b)) - 8388736.0f;
+}
+
+CUTE_DEVICE void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+CUTE_DEVICE void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+
+}  // namespace int8_mma_detail
+
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    decode_int8_mma_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
+  using namespace cute;
+  using namespace int8_mma_detail;
+  using Element = typename Traits::Element;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim, kStages = Traits::kStages;
+  constexpr int kWarps = Traits::kWarps, kTileBytes = Traits::kTileBytes;
+
+  extern __shared__ char smem_raw[];
+  auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  DecodeTile t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
+  // Q first (its loads reach the memory system ahead of the TMA tiles; see QRegisters): rows g and
+  // g + 8, channels [16c, 16c + 16) and [64 + 16c, 64 + 16c + 16), i.e. 8 bf16 pairs per half.
+  const int g = lane / 4, c = lane % 4;
+  uint4 qv[2][4];  // [row g / g + 8][half 0 lo, half 0 hi, half 1 lo, half 1 hi]
+  if (warp < kWarps) {
+    CUTE_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const int row = t.row0 + g + 8 * h;
+      CUTE_UNROLL
+      for (int k = 0; k < 4; ++k) qv[h][k] = make_uint4(0, 0, 0, 0);
+      if (row < t.rows) {
+        const Element* src = p.q + t.b * p.q_batch_stride + t.pos(row) * p.q_seq_stride + t.head(row) * p.q_head_stride;
+        CUTE_UNROLL
+        for (int k = 0; k < 4; ++k)
+          qv[h][k] = *reinterpret_cast<const uint4*>(src + 64 * (k / 2) + 16 * c + 8 * (k % 2));
+      }
+    }
+  }
+  t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
+  if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  const int n_blocks = t.n_end - t.n_begin;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) Barrier::init(&ss.full[s], 33), Barrier::init(&ss.empty[s], 32);
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warp == kWarps) {  // producer
+    Tensor sK = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRaw{});
+    Tensor sV = make_tensor(make_smem_ptr(ss.v_raw.data()), typename Traits::SmemLayoutRaw{});
+    const int tma_len = max(p.max_len, 1);
+    Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+    Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+    Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
+    Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
+    auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+    auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+    const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride;
+    const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
+    // This lane's two keys of every tile and their slots.
+    const int slot0 = int8_mma_vscale_slot(2 * lane), slot1 = int8_mma_vscale_slot(2 * lane + 1);
+    for (int i = 0; i < n_blocks; ++i) {
+      const int n = t.n_begin + i, stage = i % kStages;
+      if (i >= kStages) Barrier::wait(&ss.empty[stage], ((i / kStages) - 1) & 1);
+      if (lane == 0) {
+        Barrier::arrive_and_expect_tx(&ss.full[stage], Traits::kTxBytes);
+        copy(p.tma_k.with(ss.full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
+        copy(p.tma_v.with(ss.full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
+        SM90_BULK_COPY_G2S::copy(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride, &ss.full[stage],
+                                 ss.k_scale.data() + stage * kHeadDim, kHeadDim * sizeof(float));
+      }
+      const int tok0 = n * kBlockN + 2 * lane, tok1 = tok0 + 1;
+      const uint32_t vs_base = smem_u32(ss.v_scale.data() + stage * kBlockN);
+      // Past the length: nothing read (src-size 0), the slot zero-filled; the address stays in range.
+      cp_async_4(vs_base + 4 * slot0, v_scale + (tok0 < t.len ? tok0 : 0) * p.vs_seq_stride, tok0 < t.len ? 4 : 0);
+      cp_async_4(vs_base + 4 * slot1, v_scale + (tok1 < t.len ? tok1 : 0) * p.vs_seq_stride, tok1 < t.len ? 4 : 0);
+      cp_async_mbarrier_arrive_noinc(&ss.full[stage]);
+    }
+    return;
+  }
+
+  // Consumer warp. Q's A fragments: k16 step s, registers (row g, k 2c..2c+1), (g+8, ...),
+  // (g, k 2c+8..2c+9), (g+8, ...) = channel pairs 64(s/4) + 16c + 4(s%4) + {0, 2}: words 2(s%4)
+  // and 2(s%4) + 1 of the half's 8 words. Every warp's are the same: warp 0 writes them to shared
+  // memory, where the loop reloads a half's worth per tile (in registers all 32 would spill).
+  const uint32_t qf_base = smem_u32(ss.q_frag.data());
+  if (warp == 0) {
+    CUTE_UNROLL
+    for (int s = 0; s < 8; ++s) {
+      const int half = s / 4, w = 2 * (s % 4);
+      auto word = [&](int h, int k) {
+        const uint4& v = qv[h][2 * half + k / 4];
+        const int x = k % 4;
+        return x == 0 ? v.x : x == 1 ? v.y : x == 2 ? v.z : v.w;
+      };
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(qf_base + 16 * (s * 32 + lane)), "r"(word(0, w)),
+                   "r"(word(1, w)), "r"(word(0, w + 1)), "r"(word(1, w + 1))
+                   : "memory");
+    }
+  }
+  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
+
+  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  float o[16][4];
+  CUTE_UNROLL
+  for (int tt = 0; tt < 16; ++tt) o[tt][0] = o[tt][1] = o[tt][2] = o[tt][3] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  const int limit0 = t.key_limit(t.row0 + g), limit1 = t.key_limit(t.row0 + g + 8);
+  const uint32_t k_base = smem_u32(ss.k_raw.data()), v_base = smem_u32(ss.v_raw.data());
+  const uint32_t ks_base = smem_u32(ss.k_scale.data()), vs_base = smem_u32(ss.v_scale.data());
+  // Row 8j + σ of a tile sits at 1024 j + (offset of row σ): the swizzle acts within each 1 KB
+  // (8 rows), so the thread's K rows (σ = perm(g), chunks c and c + 4) and V rows (σ = perm(2c),
+  // perm(2c + 1), chunk g) need two offsets each, and j becomes an immediate.
+  const int k_off[2] = {int8_mma_sw128(int8_mma_key_perm(g), c), int8_mma_sw128(int8_mma_key_perm(g), c + 4)};
+  const int v_off[2] = {int8_mma_sw128(int8_mma_key_perm(2 * c), g), int8_mma_sw128(int8_mma_key_perm(2 * c + 1), g)};
+
+  CUTE_NO_UNROLL
+  for (int i = warp; i < n_blocks; i += kWarps) {
+    const int n = t.n_begin + i, stage = i % kStages;
+    Barrier::wait(&ss.full[stage], (i / kStages) & 1);
+    const uint32_t k_tile = k_base + stage * kTileBytes, v_tile = v_base + stage * kTileBytes;
+
+    // S = Q·Kᵀ, one half of the channels at a time (its 16 K scales in registers: the other half's
+    // would not fit beside O, S and Q).
+    float s_acc[8][4];
+    CUTE_UNROLL
+    for (int j = 0; j < 8; ++j) s_acc[j][0] = s_acc[j][1] = s_acc[j][2] = s_acc[j][3] = 0.0f;
+    CUTE_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      float ks[16];  // channels 64·half + 16c .. + 15
+      uint4 qa[4];   // Q's A fragments of k16 steps 4·half .. 4·half + 3
+      CUTE_UNROLL
+      for (int q = 0; q < 4; ++q) {
+        const float4 f = lds128f(ks_base + 4 * (stage * kHeadDim + 64 * half + 16 * c + 4 * q));
+        ks[4 * q] = f.x, ks[4 * q + 1] = f.y, ks[4 * q + 2] = f.z, ks[4 * q + 3] = f.w;
+        qa[q] = lds128(qf_base + 16 * ((4 * half + q) * 32 + lane));
+      }
+      CUTE_UNROLL
+      for (int j = 0; j < 8; ++j) {
+        const uint4 raw = lds128(k_tile + 1024 * j + k_off[half]);
+        const uint32_t w4[4] = {raw.x ^ 0x80808080u, raw.y ^ 0x80808080u, raw.z ^ 0x80808080u, raw.w ^ 0x80808080u};
+        CUTE_UNROLL
+        for (int q = 0; q < 4; ++q) {  // k16 step 4·half + q: bytes 4q .. 4q + 3
+          const float* sc = ks + 4 * q;
+          const uint32_t b0 = pack_pair<Element>(biased_byte_to_float(w4[q], 0) * sc[0], biased_byte_to_float(w4[q], 1) * sc[1]);
+          const uint32_t b1 = pack_pair<Element>(biased_byte_to_float(w4[q], 2) * sc[2], biased_byte_to_float(w4[q], 3) * sc[3]);
+          mma16816<Element>(s_acc[j], qa[q].x, qa[q].y, qa[q].z, qa[q].w, b0, b1);
+        }
+      }
+    }
+
+    // Mask (the tile reaching past the first row's last visible key), then the online softmax.
+    if ((n + 1) * kBlockN > t.mask_from) {
+      CUTE_UNROLL
+      for (int j = 0; j < 8; ++j)
+        CUTE_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          const int key = n * kBlockN + int8_mma_key(j, 2 * c + e);
+          if (key >= limit0) s_acc[j][e] = -INFINITY;
+          if (key >= limit1) s_acc[j][2 + e] = -INFINITY;
+        }
+    }
+    float alpha[2];
+    CUTE_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      float mx = -INFINITY;
+      CUTE_UNROLL
+      for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[j][2 * h], s_acc[j][2 * h + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m_run[h], mx * scale_log2);
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+      alpha[h] = exp2_ftz(m_run[h] - m_use);
+      m_run[h] = m_new;
+      float sum = 0.0f;
+      CUTE_UNROLL
+      for (int j = 0; j < 8; ++j)
+        CUTE_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          const float pv = exp2_ftz(s_acc[j][2 * h + e] * scale_log2 - m_use);
+          s_acc[j][2 * h + e] = pv;
+          sum += pv;
+        }
+      l_run[h] = l_run[h] * alpha[h] + sum;
+    }
+    CUTE_UNROLL
+    for (int tt = 0; tt < 16; ++tt) o[tt][0] *= alpha[0], o[tt][1] *= alpha[0], o[tt][2] *= alpha[1], o[tt][3] *= alpha[1];
+
+    // O += P·V: k16 step s' covers S tiles 2s', 2s'+1; V's B fragment for n8 tile tt (channel
+    // 16g + tt) from keys π(2s', 2c), π(2s', 2c+1) (b0) and π(2s'+1, 2c), π(2s'+1, 2c+1) (b1).
+    CUTE_UNROLL
+    for (int sp = 0; sp < 4; ++sp) {
+      const uint32_t a0 = pack_pair<Element>(s_acc[2 * sp][0], s_acc[2 * sp][1]);
+      const uint32_t a1 = pack_pair<Element>(s_acc[2 * sp][2], s_acc[2 * sp][3]);
+      const uint32_t a2 = pack_pair<Element>(s_acc[2 * sp + 1][0], s_acc[2 * sp + 1][1]);
+      const uint32_t a3 = pack_pair<Element>(s_acc[2 * sp + 1][2], s_acc[2 * sp + 1][3]);
+      const float4 vsc = lds128f(vs_base + 4 * (stage * kBlockN + 16 * c + 4 * sp));
+      const float vsk[4] = {vsc.x, vsc.y, vsc.z, vsc.w};
+      uint32_t vw[4][4];  // [key 0..3][word], biased
+      CUTE_UNROLL
+      for (int k = 0; k < 4; ++k) {
+        const uint4 raw = lds128(v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2]);
+        vw[k][0] = raw.x ^ 0x80808080u, vw[k][1] = raw.y ^ 0x80808080u;
+        vw[k][2] = raw.z ^ 0x80808080u, vw[k][3] = raw.w ^ 0x80808080u;
+      }
+      CUTE_UNROLL
+      for (int tt = 0; tt < 16; ++tt) {
+        const int wi = tt / 4, by = tt % 4;
+        const uint32_t b0 = pack_pair<Element>(biased_byte_to_float(vw[0][wi], by) * vsk[0],
+                                               biased_byte_to_float(vw[1][wi], by) * vsk[1]);
+        const uint32_t b1 = pack_pair<Element>(biased_byte_to_float(vw[2][wi], by) * vsk[2],
+                                               biased_byte_to_float(vw[3][wi], by) * vsk[3]);
+        mma16816<Element>(o[tt], a0, a1, a2, a3, b0, b1);
+      }
+    }
+    Barrier::arrive(&ss.empty[stage]);
+  }
+
+  // Merge the 8 warps. Row sums over the quad first; every lane of a quad then holds its rows'.
+  CUTE_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
+  }
+  constexpr int kStride = Traits::kMergeStride;
+  float* merge_o = reinterpret_cast<float*>(ss.k_raw.data());  // (warp, row, kStride)
+  float* merge_ml = merge_o + kWarps * 16 * kStride;           // (warp, row, {m, l})
+  // Every consumer is past its loop (so the K ring is no longer read) before any writes.
+  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
+  CUTE_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    float* dst = merge_o + (warp * 16 + g + 8 * h) * kStride;
+    CUTE_UNROLL
+    for (int tt = 0; tt < 16; ++tt) dst[32 * c + tt] = o[tt][2 * h], dst[32 * c + 16 + tt] = o[tt][2 * h + 1];
+    if (c == 0) merge_ml[(warp * 16 + g + 8 * h) * 2] = m_run[h], merge_ml[(warp * 16 + g + 8 * h) * 2 + 1] = l_run[h];
+  }
+  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
+
+  // Thread -> (row, 8 channels): 16 rows × 16 chunks over the 256 consumer threads.
+  const int tid = threadIdx.x, row_l = tid / 16, ch = 8 * (tid % 16);
+  const int row = t.row0 + row_l;
+  if (row >= t.rows) return;
+  float m_all = -INFINITY;
+  CUTE_UNROLL
+  for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, merge_ml[(w * 16 + row_l) * 2]);
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, l_all = 0.0f;
+  if (m_all != -INFINITY) {
+    CUTE_UNROLL
+    for (int w = 0; w < kWarps; ++w) {
+      const float wt = exp2_ftz(merge_ml[(w * 16 + row_l) * 2] - m_all);
+      l_all += wt * merge_ml[(w * 16 + row_l) * 2 + 1];
+      const float* src = merge_o + (w * 16 + row_l) * kStride + ch;
+      const float4 x0 = *reinterpret_cast<const float4*>(src), x1 = *reinterpret_cast<const float4*>(src + 4);
+      acc[0] += wt * x0.x, acc[1] += wt * x0.y, acc[2] += wt * x0.z, acc[3] += wt * x0.w;
+      acc[4] += wt * x1.x, acc[5] += wt * x1.y, acc[6] += wt * x1.z, acc[7] += wt * x1.w;
+    }
+  }
+  const float inv = t.bad ? NAN : (l_all > 0.0f ? 1.0f / l_all : 0.0f);
+  const float lse = t.bad ? NAN : (l_all > 0.0f ? m_all * 0.6931471805599453f + logf(l_all) : -INFINITY);
+  CUTE_UNROLL
+  for (int k = 0; k < 8; ++k) acc[k] *= inv;
+  const int sp = t.pos(row), h = t.head(row);
+  const bool partial = p.num_splits > 1;
+  if (tid % 16 == 0) {
+    if (partial)
+      p.lse_part[((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp] = lse;
+    else if (p.lse != nullptr)
+      p.lse[t.b * p.lse_batch_stride + h * p.lse_head_stride + sp * p.lse_seq_stride] = lse;
+  }
+  if (partial) {
+    float* dst = p.o_part + (((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp) * kHeadDim + ch;
+    *reinterpret_cast<float4*>(dst) = make_float4(acc[0], acc[1], acc[2], acc[3]);
+    *reinterpret_cast<float4*>(dst + 4) = make_float4(acc[4], acc[5], acc[6], acc[7]);
+  } else {
+    Element* dst = p.o + t.b * p.o_batch_stride + sp * p.o_seq_stride + h * p.o_head_stride + ch;
+    CUTE_UNROLL
+    for (int k = 0; k < 8; k += 2) *reinterpret_cast<uint32_t*>(dst + k) = pack_pair<Element>(acc[k], acc[k + 1]);
+  }
+}
+
+}  // namespace hopattn::attention
