@@ -12,9 +12,9 @@
 // reductions stay inside quads (shuffles). Estimated ~2,100 warp instructions per tile at 8
 // warps per SM, against ~4,200 issue slots per tile at the bandwidth target: memory-bound.
 //
-// Roles (kThreads = 288, one CTA per SM):
+// Roles (kThreads = 384, one CTA per SM; setmaxnreg: consumers 232 registers, producer 40):
 //   warps 0-7 (consumers): warp w takes the CTA's tiles i = w, w + 8, ... of [n_begin, n_end).
-//   warp 8 (producer): lane 0 issues per tile the TMA of the raw K and V tiles (64 keys × 128
+//   warp 8 (producer; warps 9-11 leave at once): lane 0 issues per tile the TMA of the raw K and V tiles (64 keys × 128
 //     int8, 128-byte swizzle) and the bulk copy of the tile's K scale block (128 fp32); all 32
 //     lanes copy the tile's 64 V scales with cp.async (0 past the sequence's length: src-size 0),
 //     each to the slot its consumer thread reads (vscale_slot).
@@ -53,6 +53,7 @@
 // clang-format on
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/numeric_conversion.h>
 
 #include <type_traits>
@@ -97,8 +98,12 @@ struct DecodeInt8MmaTraits {
   static constexpr bool kRawK = false;
   static constexpr int kBlockN = 64;    // keys per tile (divides both scale blocks)
   static constexpr int kTileRows = 16;  // packed query rows per CTA: the mma's M
-  static constexpr int kWarps = 8;      // consumer warps
-  static constexpr int kThreads = 32 * (kWarps + 1);
+  static constexpr int kWarps = 8;      // consumer warps (warpgroups 0 and 1)
+  // A third warpgroup for the producer (one warp works, three leave): registers are handed out per
+  // 128 threads, so 288 threads got 168 registers each, as 384 do (ncu, r84) and the consumers
+  // spilled; with the producer warpgroup down to 40 (setmaxnreg) they get 232.
+  static constexpr int kThreads = 32 * kWarps + 128;
+  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr int kStages = 12;
   static constexpr int kTileBytes = kBlockN * kHeadDim;  // one raw K or V tile
   using BlockN = cute::Int<kBlockN>;
@@ -249,7 +254,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
   __syncthreads();
 
-  if (warp == kWarps) {  // producer
+  if (warp >= kWarps) {  // producer warpgroup
+    cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
+    if (warp > kWarps) return;
     Tensor sK = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRaw{});
     Tensor sV = make_tensor(make_smem_ptr(ss.v_raw.data()), typename Traits::SmemLayoutRaw{});
     const int tma_len = max(p.max_len, 1);
@@ -283,6 +290,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     return;
   }
 
+  cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
   // Consumer warp. Q's A fragments: k16 step s, registers (row g, k 2c..2c+1), (g+8, ...),
   // (g, k 2c+8..2c+9), (g+8, ...) = channel pairs 64(s/4) + 16c + 4(s%4) + {0, 2}: words 2(s%4)
   // and 2(s%4) + 1 of the half's 8 words. Every warp's are the same: warp 0 writes them to shared
