@@ -208,11 +208,9 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
                                     // 7: as 4 with S from 8-bit WGMMAs on the raw K ("half INT8");
                                     // 8: as 4 with one CTA per SM (a 128 KB raw ring);
                                     // 9: dequantized in the registers of mma.sync warps (hdim 128;
-                                    //    at hdim 64 variant 4 runs); 10: as 9 with the scales
-                                    //    folded into Q and P
-      s = dp.variant == 9 && kHeadDim == 128    ? run_decode_split<DecodeInt8MmaTraits<Element, 128>>(dp, stream)
-          : dp.variant == 10 && kHeadDim == 128 ? run_decode_split<DecodeInt8MmaTraits<Element, 128, true>>(dp, stream)
-          : dp.variant >= 9 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream)
+                                    //    at hdim 64 variant 4 runs)
+      s = dp.variant == 9 && kHeadDim == 128 ? run_decode_split<DecodeInt8MmaTraits<Element, 128>>(dp, stream)
+          : dp.variant == 9 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream)
           : dp.variant == 8   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
           : dp.variant == 7 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)
           : dp.variant == 5 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)

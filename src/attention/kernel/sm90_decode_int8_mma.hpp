@@ -89,14 +89,10 @@ CUTE_HOST_DEVICE constexpr int int8_mma_vscale_slot(int key) {
 // 128-byte swizzle (chunk ^= row % 8); the host test checks it against CuTe's layout.
 CUTE_HOST_DEVICE constexpr int int8_mma_sw128(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
 
-template <class Element_, int kHeadDim_, bool kFold_ = false>
+template <class Element_, int kHeadDim_>
 struct DecodeInt8MmaTraits {
-  static_assert(kHeadDim_ == 128, "variants 9 and 10: hdim 128");
+  static_assert(kHeadDim_ == 128, "variant 9: hdim 128");
   using Element = Element_;
-  // Variant 10: the scales fold into the small operands, as issue 7 describes: S = (Q ⊙ s_k)·K8ᵀ
-  // with Q' rounded once to Element per tile, O = (P ⊙ s_v)·V8 with P' rounded once; the int8
-  // values enter the MMAs exactly (2 instructions per value instead of 3.5).
-  static constexpr bool kFold = kFold_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kInt8Cache = true;
   static constexpr bool kRawK = false;
@@ -108,7 +104,7 @@ struct DecodeInt8MmaTraits {
   // spilled; with the producer warpgroup down to 40 (setmaxnreg) they get 232.
   static constexpr int kThreads = 32 * kWarps + 128;
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-  static constexpr int kStages = 13;  // 12 in r83-r86
+  static constexpr int kStages = 12;  // 13 measured (r87): not faster
   static constexpr int kTileBytes = kBlockN * kHeadDim;  // one raw K or V tile
   using BlockN = cute::Int<kBlockN>;
   using HeadDim = cute::Int<kHeadDim>;
@@ -132,9 +128,7 @@ struct DecodeInt8MmaTraits {
     cute::array_aligned<int8_t, kStages * kTileBytes, 1024> v_raw;
     cute::array_aligned<float, kStages * kHeadDim, 16> k_scale;
     cute::array_aligned<float, kStages * kBlockN, 16> v_scale;  // slots: int8_mma_vscale_slot
-    // Q's A fragments: (k16 step, lane, register) as Element pairs, or with kFold (k16 step, half,
-    // lane, 4 values) as fp32 (scaled per tile).
-    cute::array_aligned<uint32_t, 8 * 32 * (kFold ? 8 : 4), 16> q_frag;
+    cute::array_aligned<uint32_t, 8 * 32 * 4, 16> q_frag;  // Q's A fragments: (k16 step, lane, register)
     alignas(8) uint64_t full[kStages];
     alignas(8) uint64_t empty[kStages];
   };
@@ -167,8 +161,8 @@ struct DecodeInt8MmaTraits {
 
 template <class T>
 struct IsDecodeInt8Mma : std::false_type {};
-template <class E, int D, bool F>
-struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, F>> : std::true_type {};
+template <class E, int D>
+struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D>> : std::true_type {};
 
 namespace int8_mma_detail {
 
@@ -206,33 +200,6 @@ CUTE_DEVICE void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, 
 // Byte b (0..3) of a word whose bytes are already biased (x ^ 0x80) -> the exact float value.
 CUTE_DEVICE float biased_byte_to_float(uint32_t biased, int b) {
   return __uint_as_float(__byte_perm(biased, 0x4B000000u, 0x7540 + b)) - 8388736.0f;
-}
-
-// r's bytes 0 and 2 (signed int8; bytes 1 and 3 ignored) -> the exact Element pair, low half
-// first. bf16 (7 stored significand bits): 128 + (x & 127) plus -128 or -256 by x's sign bit, one
-// exact add. fp16: 1024 + (x + 128) from the bit pattern, minus 1152.
-template <class Element>
-CUTE_DEVICE uint32_t int8_pair_exact(uint32_t r) {
-  uint32_t d;
-  if constexpr (std::is_same_v<Element, cutlass::bfloat16_t>) {
-    const uint32_t v = (r & 0x007F007Fu) | 0x43004300u, n = (r & 0x00800080u) | 0xC300C300u;
-    asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(v), "r"(n));
-  } else {
-    const uint32_t h = (r & 0x00FF00FFu) ^ 0x64806480u;
-    asm("add.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(h), "r"(0xE480E480u));
-  }
-  return d;
-}
-
-// An Element pair (low half first) -> two floats.
-template <class Element>
-CUTE_DEVICE void unpack_pair(uint32_t w, float& lo, float& hi) {
-  if constexpr (std::is_same_v<Element, cutlass::bfloat16_t>) {
-    lo = __uint_as_float(w << 16), hi = __uint_as_float(w & 0xFFFF0000u);
-  } else {
-    const __half2 h = *reinterpret_cast<const __half2*>(&w);
-    lo = __low2float(h), hi = __high2float(h);
-  }
 }
 
 CUTE_DEVICE void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
@@ -277,10 +244,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
     }
   }
-  t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
-  if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
-  const int n_blocks = t.n_end - t.n_begin;
-
+  // The length and the KV range are read by each role after the split (live across it, they
+  // were spilled around setmaxnreg and reloaded in the loops: r83-r87).
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) Barrier::init(&ss.full[s], 33), Barrier::init(&ss.empty[s], 32);
     cutlass::arch::fence_barrier_init();
@@ -290,6 +255,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   if (warp >= kWarps) {  // producer warpgroup
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
     if (warp > kWarps) return;
+    t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
+    const int n_blocks = t.n_end - t.n_begin;
     Tensor sK = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRaw{});
     Tensor sV = make_tensor(make_smem_ptr(ss.v_raw.data()), typename Traits::SmemLayoutRaw{});
     const int tma_len = max(p.max_len, 1);
@@ -303,6 +270,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
     // This lane's two keys of every tile and their slots.
     const int slot0 = int8_mma_vscale_slot(2 * lane), slot1 = int8_mma_vscale_slot(2 * lane + 1);
+#pragma unroll 1
     for (int i = 0; i < n_blocks; ++i) {
       const int n = t.n_begin + i, stage = i % kStages;
       if (i >= kStages) Barrier::wait(&ss.empty[stage], ((i / kStages) - 1) & 1);
@@ -324,6 +292,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
 
   cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
+  t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
+  if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  const int n_blocks = t.n_end - t.n_begin;
   // Consumer warp. Q's A fragments: k16 step s, registers (row g, k 2c..2c+1), (g+8, ...),
   // (g, k 2c+8..2c+9), (g+8, ...) = channel pairs 64(s/4) + 16c + 4(s%4) + {0, 2}: words 2(s%4)
   // and 2(s%4) + 1 of the half's 8 words. Every warp's are the same: warp 0 writes them to shared
@@ -338,20 +309,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         const int x = k % 4;
         return x == 0 ? v.x : x == 1 ? v.y : x == 2 ? v.z : v.w;
       };
-      if constexpr (Traits::kFold) {
-        float f[8];
-        unpack_pair<Element>(word(0, w), f[0], f[1]), unpack_pair<Element>(word(1, w), f[2], f[3]);
-        unpack_pair<Element>(word(0, w + 1), f[4], f[5]), unpack_pair<Element>(word(1, w + 1), f[6], f[7]);
-        CUTE_UNROLL
-        for (int hv = 0; hv < 2; ++hv)
-          asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(qf_base + 16 * ((2 * s + hv) * 32 + lane)),
-                       "f"(f[4 * hv]), "f"(f[4 * hv + 1]), "f"(f[4 * hv + 2]), "f"(f[4 * hv + 3])
-                       : "memory");
-      } else {
-        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(qf_base + 16 * (s * 32 + lane)), "r"(word(0, w)),
-                     "r"(word(1, w)), "r"(word(0, w + 1)), "r"(word(1, w + 1))
-                     : "memory");
-      }
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(qf_base + 16 * (s * 32 + lane)), "r"(word(0, w)),
+                   "r"(word(1, w)), "r"(word(0, w + 1)), "r"(word(1, w + 1))
+                   : "memory");
     }
   }
   cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
@@ -362,6 +322,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   for (int tt = 0; tt < 16; ++tt) o[tt][0] = o[tt][1] = o[tt][2] = o[tt][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
   const int limit0 = t.key_limit(t.row0 + g), limit1 = t.key_limit(t.row0 + g + 8);
+  // What the loop needs of the tile, in four registers; the rest of it is recomputed after the
+  // loop (kept live across it, it pushed the loop over 232 registers: r83-r87 spilled 20 B).
+  const int n_begin = t.n_begin, mask_from = t.mask_from, len = t.len;
   const uint32_t k_base = smem_u32(ss.k_raw.data()), v_base = smem_u32(ss.v_raw.data());
   const uint32_t ks_base = smem_u32(ss.k_scale.data()), vs_base = smem_u32(ss.v_scale.data());
   // Row 8j + σ of a tile sits at 1024 j + (offset of row σ): the swizzle acts within each 1 KB
@@ -372,7 +335,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   CUTE_NO_UNROLL
   for (int i = warp; i < n_blocks; i += kWarps) {
-    const int n = t.n_begin + i, stage = i % kStages;
+    const int n = n_begin + i, stage = i % kStages;
     Barrier::wait(&ss.full[stage], (i / kStages) & 1);
     const uint32_t k_tile = k_base + stage * kTileBytes, v_tile = v_base + stage * kTileBytes;
 
@@ -393,28 +356,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       for (int q = 0; q < 4; ++q) {
         const float4 f = lds128f(ks_base + 4 * (stage * kHeadDim + 64 * half + 16 * c + 4 * q));
         ks[4 * q] = f.x, ks[4 * q + 1] = f.y, ks[4 * q + 2] = f.z, ks[4 * q + 3] = f.w;
-        if constexpr (Traits::kFold) {  // Q' = Q ⊙ s_k, rounded once
-          const int sq = 4 * half + q;
-          const float4 x = lds128f(qf_base + 16 * ((2 * sq) * 32 + lane));
-          const float4 y = lds128f(qf_base + 16 * ((2 * sq + 1) * 32 + lane));
-          qa[q].x = pack_pair<Element>(x.x * f.x, x.y * f.y), qa[q].y = pack_pair<Element>(x.z * f.x, x.w * f.y);
-          qa[q].z = pack_pair<Element>(y.x * f.z, y.y * f.w), qa[q].w = pack_pair<Element>(y.z * f.z, y.w * f.w);
-        } else {
-          qa[q] = lds128(qf_base + 16 * ((4 * half + q) * 32 + lane));
-        }
+        qa[q] = lds128(qf_base + 16 * ((4 * half + q) * 32 + lane));
       }
       CUTE_UNROLL
       for (int j = 0; j < 8; ++j) {
         const uint4 raw = lds128(k_tile + 1024 * j + k_off_h);
-        if constexpr (Traits::kFold) {
-          const uint32_t w4[4] = {raw.x, raw.y, raw.z, raw.w};
-          CUTE_UNROLL
-          for (int q = 0; q < 4; ++q)
-            mma16816<Element>(s_acc[j], qa[q].x, qa[q].y, qa[q].z, qa[q].w,
-                              int8_pair_exact<Element>(__byte_perm(w4[q], 0, 0x1100)),
-                              int8_pair_exact<Element>(__byte_perm(w4[q], 0, 0x3322)));
-          continue;
-        }
         const uint32_t w4[4] = {raw.x ^ 0x80808080u, raw.y ^ 0x80808080u, raw.z ^ 0x80808080u, raw.w ^ 0x80808080u};
         CUTE_UNROLL
         for (int q = 0; q < 4; ++q) {  // k16 step 4·half + q: bytes 4q .. 4q + 3
@@ -427,7 +373,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     }
 
     // Mask (the tile reaching past the first row's last visible key), then the online softmax.
-    if ((n + 1) * kBlockN > t.mask_from) {
+    if ((n + 1) * kBlockN > mask_from) {
       CUTE_UNROLL
       for (int j = 0; j < 8; ++j)
         CUTE_UNROLL
@@ -470,14 +416,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     uint32_t pa[4][4];
     CUTE_UNROLL
     for (int sp = 0; sp < 4; ++sp) {
-      if constexpr (Traits::kFold) {  // P' = P ⊙ s_v, rounded once
-        const float4 v = lds128f(vs_base + 4 * (stage * kBlockN + 16 * c + 4 * sp));
-        pa[sp][0] = pack_pair<Element>(s_acc[2 * sp][0] * v.x, s_acc[2 * sp][1] * v.y);
-        pa[sp][1] = pack_pair<Element>(s_acc[2 * sp][2] * v.x, s_acc[2 * sp][3] * v.y);
-        pa[sp][2] = pack_pair<Element>(s_acc[2 * sp + 1][0] * v.z, s_acc[2 * sp + 1][1] * v.w);
-        pa[sp][3] = pack_pair<Element>(s_acc[2 * sp + 1][2] * v.z, s_acc[2 * sp + 1][3] * v.w);
-        continue;
-      }
       pa[sp][0] = pack_pair<Element>(s_acc[2 * sp][0], s_acc[2 * sp][1]);
       pa[sp][1] = pack_pair<Element>(s_acc[2 * sp][2], s_acc[2 * sp][3]);
       pa[sp][2] = pack_pair<Element>(s_acc[2 * sp + 1][0], s_acc[2 * sp + 1][1]);
@@ -490,22 +428,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       for (int r = 0; r < 3; ++r)
         CUTE_UNROLL
         for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
-      uint32_t vw[4][4];  // [key 0..3][word]; biased (x ^ 0x80) unless kFold
+      uint32_t vw[4][4];  // [key 0..3][word], biased (x ^ 0x80)
       CUTE_UNROLL
       for (int k = 0; k < 4; ++k) {
         const uint4 raw = lds128(v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2]);
-        const uint32_t bias = Traits::kFold ? 0u : 0x80808080u;
-        vw[k][0] = raw.x ^ bias, vw[k][1] = raw.y ^ bias, vw[k][2] = raw.z ^ bias, vw[k][3] = raw.w ^ bias;
+        vw[k][0] = raw.x ^ 0x80808080u, vw[k][1] = raw.y ^ 0x80808080u;
+        vw[k][2] = raw.z ^ 0x80808080u, vw[k][3] = raw.w ^ 0x80808080u;
       }
-      if constexpr (Traits::kFold) {
-        CUTE_UNROLL
-        for (int tt = 0; tt < 16; ++tt) {
-          const int wi = tt / 4, by = tt % 4;
-          const uint32_t sel = by | (by << 4) | ((4 + by) << 8) | ((4 + by) << 12);  // bytes 0, 2: key a, key b
-          mma16816<Element>(o[tt], a0, a1, a2, a3, int8_pair_exact<Element>(__byte_perm(vw[0][wi], vw[1][wi], sel)),
-                            int8_pair_exact<Element>(__byte_perm(vw[2][wi], vw[3][wi], sel)));
-        }
-      } else {
+      {
         const float4 vsc = lds128f(vs_base + 4 * (stage * kBlockN + 16 * c + 4 * sp));
         const float vsk[4] = {vsc.x, vsc.y, vsc.z, vsc.w};
         CUTE_UNROLL
@@ -543,6 +473,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
 
   // Thread -> (row, 8 channels): 16 rows × 16 chunks over the 256 consumer threads.
+  t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
+  t.template set_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p, len);
   const int tid = threadIdx.x, row_l = tid / 16, ch = 8 * (tid % 16);
   const int row = t.row0 + row_l;
   if (row >= t.rows) return;
