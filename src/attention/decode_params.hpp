@@ -22,15 +22,16 @@ namespace hopattn::attention {
 //                 8 = as 4 with one CTA per SM and a 128 KB raw ring (hdim <= 128);
 //                 9 = no transform warpgroup: 8 warps dequantize the raw tiles into their
 //                 mma.sync fragments, one CTA per SM (kernel/sm90_decode_int8_mma.hpp; hdim 128,
-//                 variant 4's kernel at hdim 64).
+//                 variant 4's kernel at hdim 64), 32 keys per stage; 10 = as 9 with 64-key
+//                 stages (the ablation: fewer bytes in flight).
 // The defaults are chosen by plan_kvcache_attention (kvcache_check.cpp, with the measurements);
 // variants 5-8 are forced only.
-// Variants that exist for the int8 cache only (3-5, 7-9; at hdim 256 they run variant 2's kernel).
+// Variants that exist for the int8 cache only (3-5, 7-10; at hdim 256 they run variant 2's kernel).
 constexpr bool decode_variant_int8_only(int variant) {
-  return (variant >= 3 && variant <= 5) || (variant >= 7 && variant <= 9);
+  return (variant >= 3 && variant <= 5) || (variant >= 7 && variant <= 10);
 }
-constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {  // variants 8, 9 (hdim 128): one CTA per SM
-  if (int8 && variant == 9) return hdim == 64 ? 2 : 1;
+constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {  // variants 8-10 (hdim 128): one CTA per SM
+  if (int8 && (variant == 9 || variant == 10)) return hdim == 64 ? 2 : 1;
   return hdim <= 128 && ((!int8 && variant == 2) || (int8 && decode_variant_int8_only(variant) && variant != 8)) ? 2 : 1;
 }
 

@@ -807,7 +807,7 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   grid.push_back(c);
   if (cfg.hdim <= 128)  // the swapped consumer (4), its 8-bit S (7: raw K ring, V-only transform),
                         // one CTA per SM (8) and the register-dequantizing mma.sync warps (9)
-    for (int variant : {4, 7, 8, 9}) {
+    for (int variant : {4, 7, 8, 9, 10}) {
       c = make(cfg, 1, 4, 1, 384, {384, 200}, true, 10005 + variant);
       c.int8 = true, c.num_splits = 2, c.quant_block = 64, c.variant = variant;
       grid.push_back(c);
@@ -963,7 +963,9 @@ TEST_P(KvCacheGpu, RepeatedRunsAreBitIdentical) {
   forced.num_splits = 1000, forced.pack_gqa = 0;
   KvCase int8_regs = make(cfg, 1, 16, 2, 4096, {4096, 3001}, false, 9002);  // variant 9's 8 warps merged
   int8_regs.int8 = true, int8_regs.variant = 9, int8_regs.num_splits = 1;
-  for (const KvCase& c : {heuristic, forced, int8_regs}) {
+  KvCase int8_regs64 = int8_regs;
+  int8_regs64.variant = 10, int8_regs64.seed = 9003;
+  for (const KvCase& c : {heuristic, forced, int8_regs, int8_regs64}) {
     KvRun run(c);
     const CaseResult r = run_case(run, references_of(run));
     print_result(c, r);
@@ -1018,8 +1020,8 @@ TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
   run_grid(grid);
 }
 
-// Variant 9 (kernel/sm90_decode_int8_mma.hpp: 8 warps dequantize into mma.sync fragments; hdim 128,
-// elsewhere it runs variant 4) against the fp64 reference over the dequantized cache: every head
+// Variants 9 and 10 (kernel/sm90_decode_int8_mma.hpp: 8 warps dequantize into mma.sync fragments,
+// 32 or 64 keys per stage; hdim 128, elsewhere they run variant 4), alternating, against the fp64 reference over the dequantized cache: every head
 // grouping the tile packs (64:8, 32:8, 8:1, MHA, MQA), seqlen_q 1, 2, 7, 16 (several 16-row CTAs),
 // lengths 1, 17, 1000, 4097 and ragged batches with empty caches, forced splits 1, 3 and 1000,
 // both scale blocks, outlier channels, and a batch whose tiles outnumber the
@@ -1035,14 +1037,14 @@ TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
       for (int causal = 0; causal < 2; ++causal) {
         if (g.hq == 64 && sq > 2) continue;  // keeps the fp64 reference short
         KvCase c = make(cfg, sq, g.hq, g.hkv, 1024, {causal ? sq : 0, 1000, 17}, causal != 0, seed++);
-        c.int8 = true, c.quant_block = (sq % 2) ? 128 : 64, c.variant = 9;
+        c.int8 = true, c.quant_block = (sq % 2) ? 128 : 64, c.variant = 9 + (sq + causal) % 2;
         c.num_splits = sq == 2 ? 3 : 0, c.outliers = causal != 0;
         grid.push_back(c);
       }
   for (int len : {1, 17, 1000, 4097})
     for (int splits : {1, 3, 1000}) {
       KvCase c = make(cfg, 1, 32, 8, 4160, {len, len > 1 ? len - 1 : 0}, false, seed++);
-      c.int8 = true, c.num_splits = splits, c.variant = 9, c.quant_block = 64;
+      c.int8 = true, c.num_splits = splits, c.variant = splits == 3 ? 10 : 9, c.quant_block = 64;
       grid.push_back(c);
     }
   KvCase c = make(cfg, 1, 8, 1, 65536, {65536}, true, seed++);
@@ -1114,7 +1116,7 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       const ErrorStats e_plain = o_error(plain_run);
       plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
       const ErrorStats e_host = o_error(plain_run);
-      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9}) {
+      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9, 10}) {
         if (variant >= 3 && cfg.hdim > 128) continue;
         int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
@@ -1143,7 +1145,7 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9})
+  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
     for (int causal = 0; causal < 4; ++causal) {
       if (attention::decode_variant_int8_only(variant) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
       if (variant == 6 && int8) continue;                                       // 16-bit only

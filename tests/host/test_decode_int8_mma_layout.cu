@@ -13,15 +13,19 @@
 namespace hopattn::attention {
 namespace {
 
-using Traits = DecodeInt8MmaTraits<cutlass::bfloat16_t, 128>;
-
-TEST(DecodeInt8Mma, SwizzleFormulaIsTheTmaLayout) {
+template <class Traits>
+void check_swizzle() {
   const auto layout = typename Traits::SmemLayoutRaw{};
   for (int stage = 0; stage < Traits::kStages; ++stage)
-    for (int row = 0; row < 64; ++row)
+    for (int row = 0; row < Traits::kBlockN; ++row)
       for (int ch = 0; ch < 128; ++ch)
         ASSERT_EQ(int(layout(row, ch, stage)), stage * Traits::kTileBytes + int8_mma_sw128(row, ch / 16) + ch % 16)
-            << "row " << row << " channel " << ch << " stage " << stage;
+            << "row " << row << " channel " << ch << " stage " << stage << " (" << Traits::kBlockN << "-key stages)";
+}
+
+TEST(DecodeInt8Mma, SwizzleFormulaIsTheTmaLayout) {
+  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 32>>();
+  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 64>>();
 }
 
 // The kernel addresses row 8j + perm(n) as 1024 j + int8_mma_sw128(perm(n), chunk).
@@ -49,6 +53,10 @@ TEST(DecodeInt8Mma, ChannelAndKeyMapsArePermutations) {
   for (int key = 0; key < 64; ++key) slots.insert(int8_mma_vscale_slot(key));
   EXPECT_EQ(slots.size(), 64u);
   EXPECT_EQ(*slots.rbegin(), 63);
+  std::set<int> slots32;
+  for (int key = 0; key < 32; ++key) slots32.insert(int8_mma_vscale_slot(key, 32));
+  EXPECT_EQ(slots32.size(), 32u);
+  EXPECT_EQ(*slots32.rbegin(), 31);
 }
 
 // The kernel's fragments, rebuilt element by element from the m16n8k16 layouts of the PTX ISA
@@ -99,10 +107,11 @@ TEST(DecodeInt8Mma, FragmentsGiveTheProducts) {
       }
   // V scale slots: thread c, step sp reads slots 16c + 4sp + {0..3} for keys (2sp, 2c), (2sp, 2c+1),
   // (2sp+1, 2c), (2sp+1, 2c+1).
-  for (int c = 0; c < 4; ++c)
-    for (int sp = 0; sp < 4; ++sp)
-      for (int e = 0; e < 4; ++e)
-        EXPECT_EQ(int8_mma_vscale_slot(int8_mma_key(2 * sp + e / 2, 2 * c + e % 2)), 16 * c + 4 * sp + e);
+  for (int block_n : {32, 64})
+    for (int c = 0; c < 4; ++c)
+      for (int sp = 0; sp < block_n / 16; ++sp)
+        for (int e = 0; e < 4; ++e)
+          EXPECT_EQ(int8_mma_vscale_slot(int8_mma_key(2 * sp + e / 2, 2 * c + e % 2), block_n), block_n / 4 * c + 4 * sp + e);
 }
 
 // A 16-byte shared load is served per quarter warp (8 lanes); those 8 lanes hit 8 different

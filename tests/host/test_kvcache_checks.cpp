@@ -161,9 +161,9 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.num_splits = -2;
   expect_error(check(a), "num_splits: -2 is negative");
   a = valid_args();
-  a.variant = 10;
-  expect_error(check(a), "variant: 10 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8 or 9");
-  for (int v : {7, 8, 9}) {
+  a.variant = 11;
+  expect_error(check(a), "variant: 11 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8, 9 or 10");
+  for (int v : {7, 8, 9, 10}) {
     a.variant = v;
     expect_error(check(a), "variant: " + std::to_string(v) + " applies to an int8 cache only");
   }

@@ -74,29 +74,34 @@ CUTE_HOST_DEVICE constexpr int int8_mma_channel(int s, int kk) {
   return 64 * (s / 4) + 16 * c + 4 * (s % 4) + 2 * hi + i;
 }
 
-// The V scale slot (of 64 per stage) holding key `key`'s scale: thread c reads its 16 keys
-// (k16 step s' = 0..3, then keys π(2s', 2c), π(2s', 2c+1), π(2s'+1, 2c), π(2s'+1, 2c+1)) as
-// slots 16c + 4s' + 0..3.
-CUTE_HOST_DEVICE constexpr int int8_mma_vscale_slot(int key) {
+// The V scale slot (of block_n per stage) holding key `key`'s scale: thread c reads its
+// block_n / 4 keys (k16 step s' = 0 .. block_n/16 - 1, then keys π(2s', 2c), π(2s', 2c+1),
+// π(2s'+1, 2c), π(2s'+1, 2c+1)) as slots (block_n / 4)·c + 4s' + 0..3.
+CUTE_HOST_DEVICE constexpr int int8_mma_vscale_slot(int key, int block_n = 64) {
   int n = 0;
   for (int m = 0; m < 8; ++m)
     if (int8_mma_key_perm(m) == key % 8) n = m;
   const int j = key / 8, c = n / 2, e = n % 2;
-  return 16 * c + 4 * (j / 2) + 2 * (j % 2) + e;
+  return (block_n / 4) * c + 4 * (j / 2) + 2 * (j % 2) + e;
 }
 
 // Byte offset of (row, 16-byte chunk) in a 1 KB-aligned tile of 128-byte rows under the TMA's
 // 128-byte swizzle (chunk ^= row % 8); the host test checks it against CuTe's layout.
 CUTE_HOST_DEVICE constexpr int int8_mma_sw128(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
 
-template <class Element_, int kHeadDim_>
+// kBlockN_: keys per stage and per warp step. 32 (variant 9): the 8 warps hold 8 stages of 8.6 KB
+// while computing and 16 of the 24 are in flight; 64 (variant 10, the ablation): 8 of 12 stages of
+// 16.9 KB held, 4 in flight (r86-r88: ncu's top stall was the wait for a stage to land).
+template <class Element_, int kHeadDim_, int kBlockN_ = 32>
 struct DecodeInt8MmaTraits {
-  static_assert(kHeadDim_ == 128, "variant 9: hdim 128");
+  static_assert(kHeadDim_ == 128, "variants 9 and 10: hdim 128");
+  static_assert(kBlockN_ == 32 || kBlockN_ == 64, "32 or 64 keys per stage");
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kInt8Cache = true;
   static constexpr bool kRawK = false;
-  static constexpr int kBlockN = 64;    // keys per tile (divides both scale blocks)
+  static constexpr int kBlockN = kBlockN_;  // keys per tile (divides both scale blocks)
+  static constexpr int kNTiles = kBlockN / 8;  // n8 tiles of S per tile; k16 steps of P·V: kNTiles / 2
   static constexpr int kTileRows = 16;  // packed query rows per CTA: the mma's M
   static constexpr int kWarps = 8;      // consumer warps (warpgroups 0 and 1)
   // A third warpgroup for the producer (one warp works, three leave): registers are handed out per
@@ -104,7 +109,7 @@ struct DecodeInt8MmaTraits {
   // spilled; with the producer warpgroup down to 40 (setmaxnreg) they get 232.
   static constexpr int kThreads = 32 * kWarps + 128;
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-  static constexpr int kStages = 12;  // 13 measured (r87): not faster
+  static constexpr int kStages = kBlockN == 32 ? 24 : 12;  // 64 keys: 13 measured (r87), not faster
   static constexpr int kTileBytes = kBlockN * kHeadDim;  // one raw K or V tile
   using BlockN = cute::Int<kBlockN>;
   using HeadDim = cute::Int<kHeadDim>;
@@ -161,8 +166,8 @@ struct DecodeInt8MmaTraits {
 
 template <class T>
 struct IsDecodeInt8Mma : std::false_type {};
-template <class E, int D>
-struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D>> : std::true_type {};
+template <class E, int D, int N>
+struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, N>> : std::true_type {};
 
 namespace int8_mma_detail {
 
@@ -219,6 +224,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   using Element = typename Traits::Element;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim, kStages = Traits::kStages;
+  constexpr int kNTiles = Traits::kNTiles, kPvSteps = kNTiles / 2;
   constexpr int kWarps = Traits::kWarps, kTileBytes = Traits::kTileBytes;
 
   extern __shared__ char smem_raw[];
@@ -268,8 +274,11 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
     const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride;
     const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
-    // This lane's two keys of every tile and their slots.
-    const int slot0 = int8_mma_vscale_slot(2 * lane), slot1 = int8_mma_vscale_slot(2 * lane + 1);
+    // This lane's keys of every tile (kBlockN / 32 of them) and their slots.
+    constexpr int kPerLane = kBlockN / 32;
+    int slot[kPerLane];
+    CUTE_UNROLL
+    for (int e = 0; e < kPerLane; ++e) slot[e] = int8_mma_vscale_slot(kPerLane * lane + e, kBlockN);
 #pragma unroll 1
     for (int i = 0; i < n_blocks; ++i) {
       const int n = t.n_begin + i, stage = i % kStages;
@@ -281,11 +290,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         SM90_BULK_COPY_G2S::copy(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride, &ss.full[stage],
                                  ss.k_scale.data() + stage * kHeadDim, kHeadDim * sizeof(float));
       }
-      const int tok0 = n * kBlockN + 2 * lane, tok1 = tok0 + 1;
       const uint32_t vs_base = smem_u32(ss.v_scale.data() + stage * kBlockN);
-      // Past the length: nothing read (src-size 0), the slot zero-filled; the address stays in range.
-      cp_async_4(vs_base + 4 * slot0, v_scale + (tok0 < t.len ? tok0 : 0) * p.vs_seq_stride, tok0 < t.len ? 4 : 0);
-      cp_async_4(vs_base + 4 * slot1, v_scale + (tok1 < t.len ? tok1 : 0) * p.vs_seq_stride, tok1 < t.len ? 4 : 0);
+      CUTE_UNROLL
+      for (int e = 0; e < kPerLane; ++e) {
+        // Past the length: nothing read (src-size 0), the slot zero-filled; the address stays in range.
+        const int tok = n * kBlockN + kPerLane * lane + e;
+        cp_async_4(vs_base + 4 * slot[e], v_scale + (tok < t.len ? tok : 0) * p.vs_seq_stride, tok < t.len ? 4 : 0);
+      }
       cp_async_mbarrier_arrive_noinc(&ss.full[stage]);
     }
     return;
@@ -341,9 +352,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
     // S = Q·Kᵀ, one half of the channels at a time (its 16 K scales in registers: the other half's
     // would not fit beside O, S and Q).
-    float s_acc[8][4];
+    float s_acc[kNTiles][4];
     CUTE_UNROLL
-    for (int j = 0; j < 8; ++j) s_acc[j][0] = s_acc[j][1] = s_acc[j][2] = s_acc[j][3] = 0.0f;
+    for (int j = 0; j < kNTiles; ++j) s_acc[j][0] = s_acc[j][1] = s_acc[j][2] = s_acc[j][3] = 0.0f;
     // Not unrolled (nor is the P·V loop below): fully unrolled, the tile's body was ~2,450
     // instructions (39 KB of code) and ncu's top stall was no_instruction (r85: 1.60 cycles per
     // issue), eight warps at different places of a loop larger than the instruction cache.
@@ -359,7 +370,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         qa[q] = lds128(qf_base + 16 * ((4 * half + q) * 32 + lane));
       }
       CUTE_UNROLL
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < kNTiles; ++j) {
         const uint4 raw = lds128(k_tile + 1024 * j + k_off_h);
         const uint32_t w4[4] = {raw.x ^ 0x80808080u, raw.y ^ 0x80808080u, raw.z ^ 0x80808080u, raw.w ^ 0x80808080u};
         CUTE_UNROLL
@@ -375,7 +386,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // Mask (the tile reaching past the first row's last visible key), then the online softmax.
     if ((n + 1) * kBlockN > mask_from) {
       CUTE_UNROLL
-      for (int j = 0; j < 8; ++j)
+      for (int j = 0; j < kNTiles; ++j)
         CUTE_UNROLL
         for (int e = 0; e < 2; ++e) {
           const int key = n * kBlockN + int8_mma_key(j, 2 * c + e);
@@ -388,7 +399,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     for (int h = 0; h < 2; ++h) {
       float mx = -INFINITY;
       CUTE_UNROLL
-      for (int j = 0; j < 8; ++j) mx = fmaxf(mx, fmaxf(s_acc[j][2 * h], s_acc[j][2 * h + 1]));
+      for (int j = 0; j < kNTiles; ++j) mx = fmaxf(mx, fmaxf(s_acc[j][2 * h], s_acc[j][2 * h + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float m_new = fmaxf(m_run[h], mx * scale_log2);
@@ -397,7 +408,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       m_run[h] = m_new;
       float sum = 0.0f;
       CUTE_UNROLL
-      for (int j = 0; j < 8; ++j)
+      for (int j = 0; j < kNTiles; ++j)
         CUTE_UNROLL
         for (int e = 0; e < 2; ++e) {
           const float pv = exp2_ftz(s_acc[j][2 * h + e] * scale_log2 - m_use);
@@ -413,19 +424,19 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     // 16g + tt) from keys π(2s', 2c), π(2s', 2c+1) (b0) and π(2s'+1, 2c), π(2s'+1, 2c+1) (b1).
     // P's A fragments of the four k16 steps; the loop takes pa[0] and shifts the rest down (it is
     // not unrolled, and a register array is indexed only by constants).
-    uint32_t pa[4][4];
+    uint32_t pa[kPvSteps][4];
     CUTE_UNROLL
-    for (int sp = 0; sp < 4; ++sp) {
+    for (int sp = 0; sp < kPvSteps; ++sp) {
       pa[sp][0] = pack_pair<Element>(s_acc[2 * sp][0], s_acc[2 * sp][1]);
       pa[sp][1] = pack_pair<Element>(s_acc[2 * sp][2], s_acc[2 * sp][3]);
       pa[sp][2] = pack_pair<Element>(s_acc[2 * sp + 1][0], s_acc[2 * sp + 1][1]);
       pa[sp][3] = pack_pair<Element>(s_acc[2 * sp + 1][2], s_acc[2 * sp + 1][3]);
     }
 #pragma unroll 1
-    for (int sp = 0; sp < 4; ++sp) {
+    for (int sp = 0; sp < kPvSteps; ++sp) {
       const uint32_t a0 = pa[0][0], a1 = pa[0][1], a2 = pa[0][2], a3 = pa[0][3];
       CUTE_UNROLL
-      for (int r = 0; r < 3; ++r)
+      for (int r = 0; r < kPvSteps - 1; ++r)
         CUTE_UNROLL
         for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
       uint32_t vw[4][4];  // [key 0..3][word], biased (x ^ 0x80)
@@ -436,7 +447,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         vw[k][2] = raw.z ^ 0x80808080u, vw[k][3] = raw.w ^ 0x80808080u;
       }
       {
-        const float4 vsc = lds128f(vs_base + 4 * (stage * kBlockN + 16 * c + 4 * sp));
+        const float4 vsc = lds128f(vs_base + 4 * (stage * kBlockN + (kBlockN / 4) * c + 4 * sp));
         const float vsk[4] = {vsc.x, vsc.y, vsc.z, vsc.w};
         CUTE_UNROLL
         for (int tt = 0; tt < 16; ++tt) {
