@@ -218,8 +218,17 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   EXPECT_EQ(p.workspace_bytes, 0u);
   EXPECT_EQ(p.variant, 2);  // 512 tiles: two CTAs per SM
   EXPECT_EQ(plan_kvcache_attention(valid_args(), kSms).variant, 1);  // 16 tiles: one CTA per SM, splits
-  // INT8, hdim 128, q_len 1 (8 packed rows): the swapped-operand consumer (4) at any batch.
-  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 4);
+  // INT8, hdim 128, q_len 1 (8 packed rows): the register-dequantizing mma.sync warps (9) at any
+  // batch; at hdim 64 the swapped-operand consumer (4).
+  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 9);
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 9), 1);
+  {
+    KvCacheArgs h64 = int8_args();
+    for (Tensor* t : {&h64.q, &h64.o}) t->shape[3] = 64;
+    for (Tensor* t : {&h64.k_cache, &h64.v_cache}) t->shape[3] = 64;
+    h64.k_scale.shape[3] = 64;
+    EXPECT_EQ(plan_kvcache_attention(h64, kSms).variant, 4);
+  }
   // q_len 4 (32 packed rows): one consumer; 16 tiles -> one CTA per SM (2), 64 tiles -> two (3).
   a = int8_args();
   for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 4;
@@ -231,7 +240,7 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   a.k_scale.shape[0] = a.v_scale.shape[0] = 16;
   EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 3);
   for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 1;  // back to q_len 1 at batch 16
-  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 4);
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 9);
 }
 
 // Variant 5 (int8, K converted in the consumer's registers) is forceable but never the default

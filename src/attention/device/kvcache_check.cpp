@@ -151,7 +151,12 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   // q_len 1, d 128: 8-25 % faster than the default of the time (2.03-2.09 TB/s of int8 bytes at
   // 64:8 and 32:8 from 8 x 8k on, 0.020 vs 0.023 ms at 1 x 8k); 1.5-3x slower once a tile needs
   // more than one 16-row slice (q_len 4 and 16 at 64:8), where 3 / 2 stay.
+  // At hdim 128 since 2026-12-01 variant 9 (the int8 tiles dequantized in the registers of eight
+  // mma.sync warps, one CTA per SM): H200 r89, q_len 1, d 128, 64:8 and 32:8, 1.30-1.42x variant
+  // 4's speed from 8 x 8k on (2.63-2.96 TB/s of int8 bytes), 8:1 equal or faster except 1 x 8k
+  // (0.0166 vs 0.0157 ms).
   if (a.variant != 0) plan.variant = a.variant;
+  else if (is_int8(a) && hdim == 128 && rows <= 16) plan.variant = 9;
   else if (is_int8(a) && hdim <= 128 && rows <= 16) plan.variant = 4;
   else if (is_int8(a)) plan.variant = hdim > 128 ? 1 : (tiles * 4 >= int64_t(sms) ? 3 : 2);
   else plan.variant = hdim <= 128 && tiles * 2 >= int64_t(sms) * 3 ? 2 : 1;

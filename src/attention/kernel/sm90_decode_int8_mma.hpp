@@ -89,10 +89,12 @@ CUTE_HOST_DEVICE constexpr int int8_mma_vscale_slot(int key, int block_n = 64) {
 // 128-byte swizzle (chunk ^= row % 8); the host test checks it against CuTe's layout.
 CUTE_HOST_DEVICE constexpr int int8_mma_sw128(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
 
-// kBlockN_: keys per stage and per warp step. 32 (variant 9): the 8 warps hold 8 stages of 8.6 KB
-// while computing and 16 of the 24 are in flight; 64 (variant 10, the ablation): 8 of 12 stages of
-// 16.9 KB held, 4 in flight (r86-r88: ncu's top stall was the wait for a stage to land).
-template <class Element_, int kHeadDim_, int kBlockN_ = 32>
+// kBlockN_: keys per stage and per warp step. 64 (variant 9): the 8 warps hold 8 of the 12 stages
+// of 16.9 KB while computing, 4 are in flight. 32 (variant 10, the ablation): 8 of 24 stages of 8.6
+// KB held, 16 in flight — built because ncu's top stall at 64 keys was the wait for a stage
+// (r86-r88), and measured 25 % slower (r89): the per-tile cost (waits, scale and Q fragment
+// loads, softmax, O rescale), not the bytes in flight, bounds the kernel.
+template <class Element_, int kHeadDim_, int kBlockN_ = 64>
 struct DecodeInt8MmaTraits {
   static_assert(kHeadDim_ == 128, "variants 9 and 10: hdim 128");
   static_assert(kBlockN_ == 32 || kBlockN_ == 64, "32 or 64 keys per stage");
