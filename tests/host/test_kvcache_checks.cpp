@@ -244,13 +244,13 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
 }
 
 // Variant 5 (int8, K converted in the consumer's registers) is forceable but never the default
-// (until the GPU measures it faster than 4); it plans as 4 does: two CTAs per SM.
+// (measured slower than 4); it plans as 4 does: two CTAs per SM. (The default at hdim 128 is 9.)
 TEST(KvCachePlan, Int8Variant5IsForcedOnlyAndPlansLikeVariant4) {
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 5), 2);
   EXPECT_EQ(attention::decode_ctas_per_sm(64, true, 5), 2);
   EXPECT_EQ(attention::decode_ctas_per_sm(256, true, 5), 1);  // hdim 256 runs the one-consumer kernel
   KvCacheArgs a = int8_args();
-  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 4);
+  EXPECT_NE(plan_kvcache_attention(a, kSms).variant, 5);
   for (int64_t q_len : {1, 4}) {  // 8 and 32 packed rows: a forced 5 with more than 16 rows is allowed too
     for (Tensor* t : {&a.q, &a.o}) t->shape[1] = q_len;
     a.lse = tensor_lse(static_cast<float*>(a.lse.data), 4, 32, q_len);
