@@ -185,7 +185,7 @@ ncu_decode_profile() {
   command -v ncu >/dev/null || { echo "ncu not found"; return 1; }
   echo "== hopattn decode ($ncu_decode)"
   # shellcheck disable=SC2086  # ARGS are bench flags, split on purpose
-  ncu_report decode 'decode_(int8_|int8_regk_)?kernel' 3 50 "$build/bin/hopattn" bench --op decode --no-ceilings $ncu_decode
+  ncu_report decode 'decode_(int8_|int8_regk_|int8_mma_)?kernel' 3 50 "$build/bin/hopattn" bench --op decode --no-ceilings $ncu_decode
 }
 if [ -n "$ncu_decode" ]; then step ncu_decode ncu-decode.txt ncu_decode_profile; fi
 decode_timelines() {
