@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -86,16 +85,6 @@ Status launch_decode_combine(const DecodeParams& dp, Stream stream) {
   return Status();
 }
 
-// Variants 9 and 10: tiles the producer prefetches into L2 ahead of its TMA loads.
-// HOPATTN_DECODE_L2_PREFETCH=N overrides the default (for same-run A/Bs; 0 turns it off).
-inline int decode_l2_prefetch() {
-  static const int value = [] {
-    const char* env = std::getenv("HOPATTN_DECODE_L2_PREFETCH");
-    return env != nullptr ? std::max(0, std::atoi(env)) : 8;
-  }();
-  return value;
-}
-
 template <class Traits, class Kernel>
 Status launch_decode_kernel(Kernel kernel, const typename Traits::Params& p, const DecodeGrid& g, Stream stream) {
   int device = 0, smem_optin = 0;
@@ -143,10 +132,7 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
     p.v_scale = dp.v_scale;
     p.vs_batch_stride = dp.vs_batch_stride, p.vs_seq_stride = dp.vs_seq_stride, p.vs_head_stride = dp.vs_head_stride;
     p.quant_block = dp.quant_block;
-    if constexpr (IsDecodeInt8Mma<Traits>::value) {
-      p.l2_prefetch = decode_l2_prefetch();
-      return launch_decode_kernel<Traits>(&decode_int8_mma_kernel<Traits>, p, g, stream);
-    }
+    if constexpr (IsDecodeInt8Mma<Traits>::value) return launch_decode_kernel<Traits>(&decode_int8_mma_kernel<Traits>, p, g, stream);
     else if constexpr (Traits::kRawK) return launch_decode_kernel<Traits>(&decode_int8_regk_kernel<Traits>, p, g, stream);
     else return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
   } else {

@@ -163,11 +163,6 @@ struct DecodeInt8MmaTraits {
     const float* v_scale;  // (batch, max_len, heads_kv)
     int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
     int quant_block;
-    // Tiles ahead of the TMA that the producer prefetches into L2 (0: none;
-    // HOPATTN_DECODE_L2_PREFETCH, sm90_decode_launch.hpp): the ring holds only ~4 tiles in flight
-    // while the 8 warps compute, and the consumers waited for their stage ~40 % of the time (ncu
-    // source counters, r91).
-    int l2_prefetch;
   };
 };
 
@@ -296,10 +291,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         copy(p.tma_v.with(ss.full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
         SM90_BULK_COPY_G2S::copy(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride, &ss.full[stage],
                                  ss.k_scale.data() + stage * kHeadDim, kHeadDim * sizeof(float));
-        if (p.l2_prefetch > 0 && i + p.l2_prefetch < n_blocks) {
-          cute::prefetch(p.tma_k, get<0>(tk)(_, n + p.l2_prefetch));
-          cute::prefetch(p.tma_v, get<0>(tv)(_, n + p.l2_prefetch));
-        }
       }
       const uint32_t vs_base = smem_u32(ss.v_scale.data() + stage * kBlockN);
       CUTE_UNROLL
