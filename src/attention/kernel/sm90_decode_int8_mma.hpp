@@ -94,10 +94,15 @@ CUTE_HOST_DEVICE constexpr int int8_mma_sw128(int row, int chunk) { return row *
 // KB held, 16 in flight — built because ncu's top stall at 64 keys was the wait for a stage
 // (r86-r88), and measured 25 % slower (r89): the per-tile cost (waits, scale and Q fragment
 // loads, softmax, O rescale), not the bytes in flight, bounds the kernel.
-template <class Element_, int kHeadDim_, int kBlockN_ = 64>
+// kWarps_: consumer warps. 8 (variant 9) hold 8 of the 12 stages while computing, so warp w's next
+// tile is loaded only when warp w - 4 releases a stage: in steady state a round of 8 tiles takes
+// at least two load latencies. 6 (variant 10) leave 6 stages spare: a round of 6 tiles takes at
+// least one latency, with a quarter fewer warps computing.
+template <class Element_, int kHeadDim_, int kBlockN_ = 64, int kWarps_ = 8>
 struct DecodeInt8MmaTraits {
   static_assert(kHeadDim_ == 128, "variants 9 and 10: hdim 128");
   static_assert(kBlockN_ == 32 || kBlockN_ == 64, "32 or 64 keys per stage");
+  static_assert(kWarps_ == 6 || kWarps_ == 8, "6 or 8 consumer warps");
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kInt8Cache = true;
@@ -105,11 +110,14 @@ struct DecodeInt8MmaTraits {
   static constexpr int kBlockN = kBlockN_;  // keys per tile (divides both scale blocks)
   static constexpr int kNTiles = kBlockN / 8;  // n8 tiles of S per tile; k16 steps of P·V: kNTiles / 2
   static constexpr int kTileRows = 16;  // packed query rows per CTA: the mma's M
-  static constexpr int kWarps = 8;      // consumer warps (warpgroups 0 and 1)
+  static constexpr int kWarps = kWarps_;  // consumer warps (8: warpgroups 0 and 1)
   // A third warpgroup for the producer (one warp works, three leave): registers are handed out per
   // 128 threads, so 288 threads got 168 registers each, as 384 do (ncu, r84) and the consumers
   // spilled; with the producer warpgroup down to 40 (setmaxnreg) they get 232.
-  static constexpr int kThreads = 32 * kWarps + 128;
+  // 6 consumer warps + 1 producer warp (224 threads) get 255 registers each without setmaxnreg,
+  // which needs whole warpgroups.
+  static constexpr bool kSetMaxNreg = kWarps == 8;
+  static constexpr int kThreads = kSetMaxNreg ? 32 * kWarps + 128 : 32 * (kWarps + 1);
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr int kStages = kBlockN == 32 ? 24 : 12;  // 64 keys: 13 measured (r87), not faster
   static constexpr int kTileBytes = kBlockN * kHeadDim;  // one raw K or V tile
@@ -168,8 +176,8 @@ struct DecodeInt8MmaTraits {
 
 template <class T>
 struct IsDecodeInt8Mma : std::false_type {};
-template <class E, int D, int N>
-struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, N>> : std::true_type {};
+template <class E, int D, int N, int W>
+struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, N, W>> : std::true_type {};
 
 namespace int8_mma_detail {
 
@@ -260,8 +268,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
   __syncthreads();
 
-  if (warp >= kWarps) {  // producer warpgroup
-    cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
+  if (warp >= kWarps) {  // producer warpgroup (or warp)
+    if constexpr (Traits::kSetMaxNreg) cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
     if (warp > kWarps) return;
     t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
     const int n_blocks = t.n_end - t.n_begin;
@@ -304,7 +312,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     return;
   }
 
-  cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
+  if constexpr (Traits::kSetMaxNreg) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
   t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
   if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
   const int n_blocks = t.n_end - t.n_begin;
@@ -485,47 +493,49 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   }
   cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
 
-  // Thread -> (row, 8 channels): 16 rows × 16 chunks over the 256 consumer threads.
+  // Items (row, 8 channels): 16 rows × 16 chunks over the consumer threads.
   t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
   t.template set_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p, len);
-  const int tid = threadIdx.x, row_l = tid / 16, ch = 8 * (tid % 16);
-  const int row = t.row0 + row_l;
-  if (row >= t.rows) return;
-  float m_all = -INFINITY;
-  CUTE_UNROLL
-  for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, merge_ml[(w * 16 + row_l) * 2]);
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, l_all = 0.0f;
-  if (m_all != -INFINITY) {
+  for (int item = threadIdx.x; item < 256; item += 32 * kWarps) {
+    const int row_l = item / 16, ch = 8 * (item % 16);
+    const int row = t.row0 + row_l;
+    if (row >= t.rows) continue;
+    float m_all = -INFINITY;
     CUTE_UNROLL
-    for (int w = 0; w < kWarps; ++w) {
-      const float wt = exp2_ftz(merge_ml[(w * 16 + row_l) * 2] - m_all);
-      l_all += wt * merge_ml[(w * 16 + row_l) * 2 + 1];
-      const float* src = merge_o + (w * 16 + row_l) * kStride + ch;
-      const float4 x0 = *reinterpret_cast<const float4*>(src), x1 = *reinterpret_cast<const float4*>(src + 4);
-      acc[0] += wt * x0.x, acc[1] += wt * x0.y, acc[2] += wt * x0.z, acc[3] += wt * x0.w;
-      acc[4] += wt * x1.x, acc[5] += wt * x1.y, acc[6] += wt * x1.z, acc[7] += wt * x1.w;
+    for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, merge_ml[(w * 16 + row_l) * 2]);
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, l_all = 0.0f;
+    if (m_all != -INFINITY) {
+      CUTE_UNROLL
+      for (int w = 0; w < kWarps; ++w) {
+        const float wt = exp2_ftz(merge_ml[(w * 16 + row_l) * 2] - m_all);
+        l_all += wt * merge_ml[(w * 16 + row_l) * 2 + 1];
+        const float* src = merge_o + (w * 16 + row_l) * kStride + ch;
+        const float4 x0 = *reinterpret_cast<const float4*>(src), x1 = *reinterpret_cast<const float4*>(src + 4);
+        acc[0] += wt * x0.x, acc[1] += wt * x0.y, acc[2] += wt * x0.z, acc[3] += wt * x0.w;
+        acc[4] += wt * x1.x, acc[5] += wt * x1.y, acc[6] += wt * x1.z, acc[7] += wt * x1.w;
+      }
     }
-  }
-  const float inv = t.bad ? NAN : (l_all > 0.0f ? 1.0f / l_all : 0.0f);
-  const float lse = t.bad ? NAN : (l_all > 0.0f ? m_all * 0.6931471805599453f + logf(l_all) : -INFINITY);
-  CUTE_UNROLL
-  for (int k = 0; k < 8; ++k) acc[k] *= inv;
-  const int sp = t.pos(row), h = t.head(row);
-  const bool partial = p.num_splits > 1;
-  if (tid % 16 == 0) {
-    if (partial)
-      p.lse_part[((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp] = lse;
-    else if (p.lse != nullptr)
-      p.lse[t.b * p.lse_batch_stride + h * p.lse_head_stride + sp * p.lse_seq_stride] = lse;
-  }
-  if (partial) {
-    float* dst = p.o_part + (((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp) * kHeadDim + ch;
-    *reinterpret_cast<float4*>(dst) = make_float4(acc[0], acc[1], acc[2], acc[3]);
-    *reinterpret_cast<float4*>(dst + 4) = make_float4(acc[4], acc[5], acc[6], acc[7]);
-  } else {
-    Element* dst = p.o + t.b * p.o_batch_stride + sp * p.o_seq_stride + h * p.o_head_stride + ch;
+    const float inv = t.bad ? NAN : (l_all > 0.0f ? 1.0f / l_all : 0.0f);
+    const float lse = t.bad ? NAN : (l_all > 0.0f ? m_all * 0.6931471805599453f + logf(l_all) : -INFINITY);
     CUTE_UNROLL
-    for (int k = 0; k < 8; k += 2) *reinterpret_cast<uint32_t*>(dst + k) = pack_pair<Element>(acc[k], acc[k + 1]);
+    for (int k = 0; k < 8; ++k) acc[k] *= inv;
+    const int sp = t.pos(row), h = t.head(row);
+    const bool partial = p.num_splits > 1;
+    if (item % 16 == 0) {
+      if (partial)
+        p.lse_part[((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp] = lse;
+      else if (p.lse != nullptr)
+        p.lse[t.b * p.lse_batch_stride + h * p.lse_head_stride + sp * p.lse_seq_stride] = lse;
+    }
+    if (partial) {
+      float* dst = p.o_part + (((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp) * kHeadDim + ch;
+      *reinterpret_cast<float4*>(dst) = make_float4(acc[0], acc[1], acc[2], acc[3]);
+      *reinterpret_cast<float4*>(dst + 4) = make_float4(acc[4], acc[5], acc[6], acc[7]);
+    } else {
+      Element* dst = p.o + t.b * p.o_batch_stride + sp * p.o_seq_stride + h * p.o_head_stride + ch;
+      CUTE_UNROLL
+      for (int k = 0; k < 8; k += 2) *reinterpret_cast<uint32_t*>(dst + k) = pack_pair<Element>(acc[k], acc[k + 1]);
+    }
   }
 }
 
