@@ -12,7 +12,8 @@
 // reductions stay inside quads (shuffles). Estimated ~2,100 warp instructions per tile at 8
 // warps per SM, against ~4,200 issue slots per tile at the bandwidth target: memory-bound.
 //
-// Roles (kThreads = 384, one CTA per SM; setmaxnreg: consumers 232 registers, producer 40):
+// Roles (variant 9: kThreads = 384, one CTA per SM; setmaxnreg: consumers 232 registers, producer
+// 40; variant 10, the ablation: 6 consumer warps and one producer warp, 224 threads):
 //   warps 0-7 (consumers): warp w takes the CTA's tiles i = w, w + 8, ... of [n_begin, n_end).
 //   warp 8 (producer; warps 9-11 leave at once): lane 0 issues per tile the TMA of the raw K and V tiles (64 keys × 128
 //     int8, 128-byte swizzle) and the bulk copy of the tile's K scale block (128 fp32); all 32
@@ -90,14 +91,14 @@ CUTE_HOST_DEVICE constexpr int int8_mma_vscale_slot(int key, int block_n = 64) {
 CUTE_HOST_DEVICE constexpr int int8_mma_sw128(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
 
 // kBlockN_: keys per stage and per warp step. 64 (variant 9): the 8 warps hold 8 of the 12 stages
-// of 16.9 KB while computing, 4 are in flight. 32 (variant 10, the ablation): 8 of 24 stages of 8.6
-// KB held, 16 in flight — built because ncu's top stall at 64 keys was the wait for a stage
-// (r86-r88), and measured 25 % slower (r89): the per-tile cost (waits, scale and Q fragment
-// loads, softmax, O rescale), not the bytes in flight, bounds the kernel.
+// of 16.9 KB while computing, 4 are in flight. 32 (variant 10 of r89, no variant now; the host
+// test keeps its layout checked): 8 of 24 stages of 8.6 KB held, 16 in flight — built because
+// ncu's top stall at 64 keys was the wait for a stage (r86-r88), and measured 25 % slower (r89).
 // kWarps_: consumer warps. 8 (variant 9) hold 8 of the 12 stages while computing, so warp w's next
 // tile is loaded only when warp w - 4 releases a stage: in steady state a round of 8 tiles takes
 // at least two load latencies. 6 (variant 10) leave 6 stages spare: a round of 6 tiles takes at
-// least one latency, with a quarter fewer warps computing.
+// least one latency, with a quarter fewer warps computing — measured 6-11 % slower (r93): the rate
+// follows the computing warps.
 template <class Element_, int kHeadDim_, int kBlockN_ = 64, int kWarps_ = 8>
 struct DecodeInt8MmaTraits {
   static_assert(kHeadDim_ == 128, "variants 9 and 10: hdim 128");
