@@ -172,8 +172,19 @@ struct DecodeInt8MmaTraits {
     const float* v_scale;  // (batch, max_len, heads_kv)
     int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
     int quant_block;
+#ifdef HOPATTN_DECODE_STAMPS
+    // Measurement builds only (bench/decode_int8_timeline.cu): clock64 per tile, laid out by
+    // int8_mma_stamp_slot; stamp_tiles tiles per consumer warp.
+    uint64_t* stamps;
+    int stamp_tiles;
+#endif
   };
 };
+
+// Stamps of CTA `cta` (measurement builds): slot 0 the SM id; consumer warp w's k-th tile at
+// 1 + 3 (w · tiles + k) + {0: before its stage wait, 1: after it, 2: after its release}; the
+// producer's i-th tile (i < warps · tiles) at 1 + 3 · warps · tiles + i, after its empty wait.
+CUTE_HOST_DEVICE constexpr int64_t int8_mma_stamps_per_cta(int warps, int tiles) { return 1 + 4 * int64_t(warps) * tiles; }
 
 template <class T>
 struct IsDecodeInt8Mma : std::false_type {};
@@ -294,6 +305,17 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     for (int i = 0; i < n_blocks; ++i) {
       const int n = t.n_begin + i, stage = i % kStages;
       if (i >= kStages) Barrier::wait(&ss.empty[stage], ((i / kStages) - 1) & 1);
+#ifdef HOPATTN_DECODE_STAMPS
+      if (lane == 0 && p.stamps != nullptr && i < kWarps * p.stamp_tiles) {
+        uint64_t* st = p.stamps + stamp_cta() * int8_mma_stamps_per_cta(kWarps, p.stamp_tiles);
+        st[1 + 3 * int64_t(kWarps) * p.stamp_tiles + i] = clock64();
+        if (i == 0) {
+          uint32_t smid;
+          asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+          st[0] = smid;
+        }
+      }
+#endif
       if (lane == 0) {
         Barrier::arrive_and_expect_tx(&ss.full[stage], Traits::kTxBytes);
         copy(p.tma_k.with(ss.full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
@@ -358,7 +380,17 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   CUTE_NO_UNROLL
   for (int i = warp; i < n_blocks; i += kWarps) {
     const int n = n_begin + i, stage = i % kStages;
+#ifdef HOPATTN_DECODE_STAMPS
+    uint64_t* st = nullptr;
+    if (lane == 0 && p.stamps != nullptr && i / kWarps < p.stamp_tiles)
+      st = p.stamps + stamp_cta() * int8_mma_stamps_per_cta(kWarps, p.stamp_tiles) + 1 +
+           3 * (int64_t(warp) * p.stamp_tiles + i / kWarps);
+    if (st != nullptr) st[0] = clock64();
+#endif
     Barrier::wait(&ss.full[stage], (i / kStages) & 1);
+#ifdef HOPATTN_DECODE_STAMPS
+    if (st != nullptr) st[1] = clock64();
+#endif
     const uint32_t k_tile = k_base + stage * kTileBytes, v_tile = v_base + stage * kTileBytes;
 
     // S = Q·Kᵀ, one half of the channels at a time (its 16 K scales in registers: the other half's
@@ -472,6 +504,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       }
     }
     Barrier::arrive(&ss.empty[stage]);
+#ifdef HOPATTN_DECODE_STAMPS
+    if (st != nullptr) st[2] = clock64();
+#endif
   }
 
   // Merge the 8 warps. Row sums over the quad first; every lane of a quad then holds its rows'.
