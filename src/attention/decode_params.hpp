@@ -22,7 +22,7 @@ namespace hopattn::attention {
 //                 8 = as 4 with one CTA per SM and a 128 KB raw ring (hdim <= 128);
 //                 9 = no transform warpgroup: 8 warps dequantize the raw tiles into their
 //                 mma.sync fragments, one CTA per SM (kernel/sm90_decode_int8_mma.hpp; hdim 128,
-//                 variant 4's kernel at hdim 64), 64 keys per stage; 10 = as 9 with 6 consumer
+//                 refused at other head dims), 64 keys per stage; 10 = as 9 with 6 consumer
 //                 warps (the ablation: more stages spare per warp).
 // The defaults are chosen by plan_kvcache_attention (kvcache_check.cpp, with the measurements);
 // variants 5-8 and 10 are forced only.

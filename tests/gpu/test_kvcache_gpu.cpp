@@ -808,6 +808,7 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   if (cfg.hdim <= 128)  // the swapped consumer (4), its 8-bit S (7: raw K ring, V-only transform),
                         // one CTA per SM (8) and the register-dequantizing mma.sync warps (9)
     for (int variant : {4, 7, 8, 9, 10}) {
+      if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9 and 10: hdim 128 only
       c = make(cfg, 1, 4, 1, 384, {384, 200}, true, 10005 + variant);
       c.int8 = true, c.num_splits = 2, c.quant_block = 64, c.variant = variant;
       grid.push_back(c);
@@ -965,7 +966,9 @@ TEST_P(KvCacheGpu, RepeatedRunsAreBitIdentical) {
   int8_regs.int8 = true, int8_regs.variant = 9, int8_regs.num_splits = 1;
   KvCase int8_regs64 = int8_regs;
   int8_regs64.variant = 10, int8_regs64.seed = 9003;
-  for (const KvCase& c : {heuristic, forced, int8_regs, int8_regs64}) {
+  std::vector<KvCase> cases = {heuristic, forced};
+  if (cfg.hdim == 128) cases.push_back(int8_regs), cases.push_back(int8_regs64);  // variants 9, 10: hdim 128 only
+  for (const KvCase& c : cases) {
     KvRun run(c);
     const CaseResult r = run_case(run, references_of(run));
     print_result(c, r);
@@ -1021,7 +1024,7 @@ TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
 }
 
 // Variants 9 and 10 (kernel/sm90_decode_int8_mma.hpp: 8 warps dequantize into mma.sync fragments,
-// 32 or 64 keys per stage; hdim 128, elsewhere they run variant 4), alternating, against the fp64 reference over the dequantized cache: every head
+// eight or six warps; hdim 128 only), alternating, against the fp64 reference over the dequantized cache: every head
 // grouping the tile packs (64:8, 32:8, 8:1, MHA, MQA), seqlen_q 1, 2, 7, 16 (several 16-row CTAs),
 // lengths 1, 17, 1000, 4097 and ragged batches with empty caches, forced splits 1, 3 and 1000,
 // both scale blocks, outlier channels, and a batch whose tiles outnumber the
@@ -1029,6 +1032,7 @@ TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
 TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  if (cfg.hdim != 128) GTEST_SKIP() << "variants 9 and 10 are compiled for hdim 128 only (other head dims: refused, tested on the host)";
   std::vector<KvCase> grid;
   uint64_t seed = 15000;
   const struct { int hq, hkv; } groupings[] = {{64, 8}, {32, 8}, {8, 1}, {4, 4}, {16, 1}};
@@ -1118,6 +1122,7 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       const ErrorStats e_host = o_error(plain_run);
       for (int variant : {1, 2, 3, 4, 5, 7, 8, 9, 10}) {
         if (variant >= 3 && cfg.hdim > 128) continue;
+        if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9 and 10: hdim 128 only
         int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
         // Variant 7 rounds differently (S from the int8 K and fp32 scales; K is never rounded to
@@ -1148,6 +1153,7 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
     for (int causal = 0; causal < 4; ++causal) {
       if (attention::decode_variant_int8_only(variant) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
+      if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9, 10: hdim 128 only
       if (variant == 6 && int8) continue;                                       // 16-bit only
       KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
       c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;

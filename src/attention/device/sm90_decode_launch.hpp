@@ -207,13 +207,13 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
                                     // 5: as 4 with K converted in the consumer's registers;
                                     // 7: as 4 with S from 8-bit WGMMAs on the raw K ("half INT8");
                                     // 8: as 4 with one CTA per SM (a 128 KB raw ring);
-                                    // 9: dequantized in the registers of mma.sync warps (hdim 128;
-                                    //    at hdim 64 variant 4 runs), 64 keys per stage;
+                                    // 9: dequantized in the registers of mma.sync warps (hdim 128
+                                    //    only: check_kvcache_attention refuses others), 64 keys per stage;
                                     // 10: as 9 with 6 consumer warps (the ablation; 32-key stages
                                     //     were variant 10 in r89: 25 % slower)
       s = dp.variant == 9 && kHeadDim == 128    ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64>>(dp, stream)
           : dp.variant == 10 && kHeadDim == 128 ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64, 6>>(dp, stream)
-          : dp.variant >= 9 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream)
+          : dp.variant >= 9 ? Status::unsupported("kvcache attention: variants 9 and 10 exist at hdim 128 only")
           : dp.variant == 8   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
           : dp.variant == 7 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)
           : dp.variant == 5 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)

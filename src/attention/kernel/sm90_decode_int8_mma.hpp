@@ -9,14 +9,16 @@
 // shared memory, P·V WGMMA) runs at ~2,300 cycles per tile. Here each consumer warp takes whole
 // 64-key tiles on its own: its mma.sync operands come straight from registers, so K and V are
 // read from shared memory once (16-byte loads) and nothing is written back; the softmax
-// reductions stay inside quads (shuffles). Estimated ~2,100 warp instructions per tile at 8
-// warps per SM, against ~4,200 issue slots per tile at the bandwidth target: memory-bound.
+// reductions stay inside quads (shuffles). Measured (r86-r93): ~2,780 warp instructions per tile,
+// 2.6-3.2 TB/s of int8 bytes (variant 4: 2.1); ncu puts 40 % of the consumers' stall samples on
+// the wait for their stage, yet more bytes in flight, L2 prefetch and fewer warps were all slower
+// (docs/decode.md, "Variant 9").
 //
 // Roles (variant 9: kThreads = 384, one CTA per SM; setmaxnreg: consumers 232 registers, producer
 // 40; variant 10, the ablation: 6 consumer warps and one producer warp, 224 threads):
 //   warps 0-7 (consumers): warp w takes the CTA's tiles i = w, w + 8, ... of [n_begin, n_end).
-//   warp 8 (producer; warps 9-11 leave at once): lane 0 issues per tile the TMA of the raw K and V tiles (64 keys × 128
-//     int8, 128-byte swizzle) and the bulk copy of the tile's K scale block (128 fp32); all 32
+//   warp 8 (producer; warps 9-11 leave at once): lane 0 issues per tile the TMA of the raw K and
+//     V tiles (64 keys × 128 int8, 128-byte swizzle) and the bulk copy of the tile's K scale block (128 fp32); all 32
 //     lanes copy the tile's 64 V scales with cp.async (0 past the sequence's length: src-size 0),
 //     each to the slot its consumer thread reads (vscale_slot).
 // Pipeline (kStages = 12, stage i % 12 for the CTA's i-th tile):
@@ -24,8 +26,11 @@
 //             lanes' cp.async.mbarrier.arrive.noinc (the V scales landed). The owning warp waits.
 //   empty[s]  32 arrivals: every lane of the consuming warp once its tile is done (it read K, V
 //             and the scales into registers). The producer waits before refilling (from round 1).
+// Before the loop warp 0 writes Q's A fragments (the same in every warp) to q_frag; a named
+// barrier over the consumers publishes them.
 // Per tile (consumer warp, lane = 4·g + c, the mma fragment coordinates):
-//   S = Q·Kᵀ (16 rows × 64 keys) as 8 n8 tiles × 8 k16 steps; K's B fragment from two 16-byte loads
+//   S = Q·Kᵀ (16 rows × 64 keys) as 8 n8 tiles × 8 k16 steps, one half of the channels at a time
+//   (its 16 K scales and 4 Q fragments reloaded from shared memory); K's B fragment from two 16-byte loads
 //   per key row, value · scale (fp32) rounded once to Element: bit for bit the K that the host
 //   dequantization and variants 1-4 use. Mask, online softmax in registers, P as the A fragment
 //   of O += P·V (16 n8 tiles × 4 k16 steps), V's B fragment from four 16-byte loads per k16 step,
