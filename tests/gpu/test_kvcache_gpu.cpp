@@ -1032,7 +1032,18 @@ TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
 TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
-  if (cfg.hdim != 128) GTEST_SKIP() << "variants 9 and 10 are compiled for hdim 128 only (other head dims: refused, tested on the host)";
+  if (cfg.hdim != 128) {  // compiled for hdim 128 only: the call must refuse them, naming both
+    KvCase c = make(cfg, 1, 8, 1, 256, {256}, false, 15999);
+    c.int8 = true, c.variant = 4;
+    KvRun run(c);
+    for (int variant : {9, 10}) {
+      run.args.variant = variant;
+      const hopattn_status_t s = run.launch(nullptr);
+      EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << "variant " << variant << " at hdim " << cfg.hdim << ": " << status_string(s);
+      EXPECT_NE(status_string(s).find("hdim " + std::to_string(cfg.hdim)), std::string::npos) << status_string(s);
+    }
+    return;
+  }
   std::vector<KvCase> grid;
   uint64_t seed = 15000;
   const struct { int hq, hkv; } groupings[] = {{64, 8}, {32, 8}, {8, 1}, {4, 4}, {16, 1}};
