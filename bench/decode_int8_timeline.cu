@@ -1,10 +1,11 @@
-// decode_int8_timeline: where the int8 decode kernel of variants 9 and 10 (kernel/sm90_decode_int8_mma.hpp)
+// decode_int8_timeline: where the int8 decode kernel of variants 9-11 (kernel/sm90_decode_int8_mma.hpp)
 // spends a tile, warp by warp. A measurement tool, not part of the library: this translation unit
 // compiles the kernel with HOPATTN_DECODE_STAMPS, so lane 0 of each consumer warp records clock64
 // before and after waiting for its stage and after releasing it, and the producer records when it
-// issues each tile (after its empty wait). All stamps of a CTA come from one SM's clock.
+// issues each tile (after its empty wait; variant 11: the warp's lane 0 when it issues the tile's
+// K). All stamps of a CTA come from one SM's clock.
 //
-//   decode_int8_timeline --heads 64:8 --cache 32:8192 [--variant 9|10] [--splits 1] [--tiles 64] --csv FILE
+//   decode_int8_timeline --heads 64:8 --cache 32:8192 [--variant 9|10|11] [--splits 1] [--tiles 64] --csv FILE
 //
 // Cache: random int8 values and positive scales (timing only; correctness is the gpu tests'),
 // every sequence full, causal, q_len 1, hdim 128, query heads packed. One warm-up launch, then
@@ -13,7 +14,11 @@
 //   wait    cycles a warp waited for its stage (data not there yet),
 //   compute cycles from the wait's end to the release,
 //   latency cycles from the producer issuing a tile to its warp's wait ending (when it waited),
-//   refill  cycles from a stage's release to the producer issuing the tile that reuses it.
+//   refill  cycles from a stage's release to the producer issuing the tile that reuses it,
+//   period  cycles from a warp's release of one tile to its release of the next.
+// Variant 11 has no stage ring: its wait and "issued" stamps are those of the tile's V (the wait
+// for K before S took ~100 cycles, r95), so compute is P·V alone, latency is from V's issue (after
+// the warp's previous S), and there is no refill.
 #define HOPATTN_DECODE_STAMPS 1
 
 #include <cuda_runtime.h>
@@ -152,10 +157,14 @@ int run(const Options& o) {
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
+  const auto kernel = [] {
+    if constexpr (Traits::kWarpRings) return &decode_int8_mma_warp_rings_kernel<Traits>;
+    else return &decode_int8_mma_kernel<Traits>;
+  }();
   for (int rep = 0; rep < 2; ++rep) {  // warm-up, then the stamped launch
     p.stamps = rep == 1 ? stamps : nullptr;
     CHECK_CUDA(cudaEventRecord(e0));
-    if (Status s = launch_decode_kernel<Traits>(&decode_int8_mma_kernel<Traits>, p, g, nullptr); !s.ok()) {
+    if (Status s = launch_decode_kernel<Traits>(kernel, p, g, nullptr); !s.ok()) {
       std::fprintf(stderr, "%s\n", s.message().c_str());
       return 1;
     }
@@ -177,7 +186,7 @@ int run(const Options& o) {
   std::fprintf(f, "# heads %d:%d batch %d len %d splits %d variant %d: %.3f us (stamped launch)\n", o.hq, o.hkv,
                o.batch, o.len, o.splits, o.variant, 1000.0 * ms);
   std::fprintf(f, "cta,smid,warp,k,tile,issued,wait_start,wait_end,released\n");
-  Mean wait, compute, latency, refill, waited;
+  Mean wait, compute, latency, refill, waited, period;
   for (int c = 0; c < ctas; ++c) {
     const uint64_t* st = &h[int64_t(c) * per_cta];
     const uint64_t* issued = st + 1 + 3 * int64_t(kWarps) * o.tiles;
@@ -195,14 +204,16 @@ int run(const Options& o) {
         std::fprintf(f, "%d,%llu,%d,%d,%d,%s,%s,%s,%s\n", c, (unsigned long long)st[0], w, k, tile,
                      rel(issued[tile]).c_str(), rel(r[0]).c_str(), rel(r[1]).c_str(), rel(r[2]).c_str());
         if (k == 0) continue;  // the first tiles measure the pipeline fill
+        period.add(double(r[2] - r[-1]));  // the warp's previous release: r - 3 + 2
         wait.add(double(r[1] - r[0]));
         compute.add(double(r[2] - r[1]));
         waited.add(r[1] - r[0] > 200 ? 1.0 : 0.0);
         if (issued[tile] != 0 && r[1] - r[0] > 200) latency.add(double(r[1] - issued[tile]));
       }
-    for (int tile = kStages; tile < kWarps * o.tiles; ++tile)
-      if (issued[tile] != 0 && released[tile - kStages] != 0)
-        refill.add(double(int64_t(issued[tile] - released[tile - kStages])));
+    if (!Traits::kWarpRings)  // variant 11: a warp refills its own slot at once (no refill to measure)
+      for (int tile = kStages; tile < kWarps * o.tiles; ++tile)
+        if (issued[tile] != 0 && released[tile - kStages] != 0)
+          refill.add(double(int64_t(issued[tile] - released[tile - kStages])));
   }
   std::fclose(f);
   const double us = 1000.0 / clock_khz;  // per cycle at the nominal clock
@@ -215,6 +226,7 @@ int run(const Options& o) {
   std::printf("  latency %9.0f (%.2f us) from issue to the wait's end, where the warp waited\n", latency.get(),
               latency.get() * us);
   std::printf("  refill  %9.0f (%.2f us) from a stage's release to its next issue\n", refill.get(), refill.get() * us);
+  std::printf("  period  %9.0f (%.2f us) from a warp's release of one tile to its next\n", period.get(), period.get() * us);
   std::printf("CSV: %s\n", o.csv.c_str());
   return 0;
 }
@@ -236,17 +248,18 @@ int main(int argc, char** argv) {
     else ok = false;
     if (!ok) {
       std::fprintf(stderr,
-                   "usage: decode_int8_timeline --heads HQ:HKV --cache B:L [--variant 9|10] [--splits S] [--tiles N] "
+                   "usage: decode_int8_timeline --heads HQ:HKV --cache B:L [--variant 9|10|11] [--splits S] [--tiles N] "
                    "--csv FILE\n");
       return 2;
     }
     ++i;
   }
   if (o.hq % o.hkv != 0 || o.hq / o.hkv > 16 || o.splits < 1 || o.tiles < 1 || o.len % 128 != 0 ||
-      (o.variant != 9 && o.variant != 10)) {
-    std::fprintf(stderr, "decode_int8_timeline: bad arguments (group <= 16, length a multiple of 128, variant 9 or 10)\n");
+      (o.variant < 9 || o.variant > 11)) {
+    std::fprintf(stderr, "decode_int8_timeline: bad arguments (group <= 16, length a multiple of 128, variant 9, 10 or 11)\n");
     return 2;
   }
-  return o.variant == 10 ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 6>>(o)
+  return o.variant == 10   ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 6>>(o)
+         : o.variant == 11 ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8, Int8MmaLoads::kWarpRings>>(o)
                          : run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8>>(o);
 }

@@ -132,8 +132,12 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
     p.v_scale = dp.v_scale;
     p.vs_batch_stride = dp.vs_batch_stride, p.vs_seq_stride = dp.vs_seq_stride, p.vs_head_stride = dp.vs_head_stride;
     p.quant_block = dp.quant_block;
-    if constexpr (IsDecodeInt8Mma<Traits>::value) return launch_decode_kernel<Traits>(&decode_int8_mma_kernel<Traits>, p, g, stream);
-    else if constexpr (Traits::kRawK) return launch_decode_kernel<Traits>(&decode_int8_regk_kernel<Traits>, p, g, stream);
+    if constexpr (IsDecodeInt8Mma<Traits>::value) {
+      if constexpr (Traits::kWarpRings)
+        return launch_decode_kernel<Traits>(&decode_int8_mma_warp_rings_kernel<Traits>, p, g, stream);
+      else
+        return launch_decode_kernel<Traits>(&decode_int8_mma_kernel<Traits>, p, g, stream);
+    } else if constexpr (Traits::kRawK) return launch_decode_kernel<Traits>(&decode_int8_regk_kernel<Traits>, p, g, stream);
     else return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
   } else {
     return launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream);
@@ -210,10 +214,13 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
                                     // 9: dequantized in the registers of mma.sync warps (hdim 128
                                     //    only: check_kvcache_attention refuses others), 64 keys per stage;
                                     // 10: as 9 with 6 consumer warps (the ablation; 32-key stages
-                                    //     were variant 10 in r89: 25 % slower)
+                                    //     were variant 10 in r89: 25 % slower);
+                                    // 11: as 9 with no producer: each warp loads its own tiles
       s = dp.variant == 9 && kHeadDim == 128    ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64>>(dp, stream)
           : dp.variant == 10 && kHeadDim == 128 ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64, 6>>(dp, stream)
-          : dp.variant >= 9 ? Status::unsupported("kvcache attention: variants 9 and 10 exist at hdim 128 only")
+          : dp.variant == 11 && kHeadDim == 128
+              ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64, 8, Int8MmaLoads::kWarpRings>>(dp, stream)
+          : dp.variant >= 9 ? Status::unsupported("kvcache attention: variants 9, 10 and 11 exist at hdim 128 only")
           : dp.variant == 8   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
           : dp.variant == 7 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)
           : dp.variant == 5 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)

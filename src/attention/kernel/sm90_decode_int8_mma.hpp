@@ -95,6 +95,12 @@ CUTE_HOST_DEVICE constexpr int int8_mma_vscale_slot(int key, int block_n = 64) {
 // 128-byte swizzle (chunk ^= row % 8); the host test checks it against CuTe's layout.
 CUTE_HOST_DEVICE constexpr int int8_mma_sw128(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
 
+// How the tiles reach the consumer warps.
+enum class Int8MmaLoads {
+  kProducerRing,  // variants 9, 10: one producer warp fills one ring of (K, V) stages in order
+  kWarpRings,     // variant 11: each consumer warp loads its own tiles into a private ring
+};
+
 // kBlockN_: keys per stage and per warp step. 64 (variant 9): the 8 warps hold 8 of the 12 stages
 // of 16.9 KB while computing, 4 are in flight. 32 (variant 10 of r89, no variant now; the host
 // test keeps its layout checked): 8 of 24 stages of 8.6 KB held, 16 in flight — built because
@@ -104,15 +110,20 @@ CUTE_HOST_DEVICE constexpr int int8_mma_sw128(int row, int chunk) { return row *
 // at least two load latencies. 6 (variant 10) leave 6 stages spare: a round of 6 tiles takes at
 // least one latency, with a quarter fewer warps computing — measured 6-11 % slower (r93): the rate
 // follows the computing warps.
-template <class Element_, int kHeadDim_, int kBlockN_ = 64, int kWarps_ = 8>
+// kLoads_ = kWarpRings (variant 11): no producer; kStages counts half-tile slots (a K or a V tile),
+// three per warp (24 × 8 KB + their scales: the most that fits), and the kernel has 8 warps.
+template <class Element_, int kHeadDim_, int kBlockN_ = 64, int kWarps_ = 8,
+          Int8MmaLoads kLoads_ = Int8MmaLoads::kProducerRing>
 struct DecodeInt8MmaTraits {
-  static_assert(kHeadDim_ == 128, "variants 9 and 10: hdim 128");
+  static_assert(kHeadDim_ == 128, "variants 9-11: hdim 128");
   static_assert(kBlockN_ == 32 || kBlockN_ == 64, "32 or 64 keys per stage");
   static_assert(kWarps_ == 6 || kWarps_ == 8, "6 or 8 consumer warps");
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kInt8Cache = true;
   static constexpr bool kRawK = false;
+  static constexpr bool kWarpRings = kLoads_ == Int8MmaLoads::kWarpRings;
+  static_assert(!kWarpRings || (kBlockN_ == 64 && kWarps_ == 8), "variant 11: 64-key tiles, 8 warps");
   static constexpr int kBlockN = kBlockN_;  // keys per tile (divides both scale blocks)
   static constexpr int kNTiles = kBlockN / 8;  // n8 tiles of S per tile; k16 steps of P·V: kNTiles / 2
   static constexpr int kTileRows = 16;  // packed query rows per CTA: the mma's M
@@ -121,11 +132,13 @@ struct DecodeInt8MmaTraits {
   // 128 threads, so 288 threads got 168 registers each, as 384 do (ncu, r84) and the consumers
   // spilled; with the producer warpgroup down to 40 (setmaxnreg) they get 232.
   // 6 consumer warps + 1 producer warp (224 threads) get 255 registers each without setmaxnreg,
-  // which needs whole warpgroups.
-  static constexpr bool kSetMaxNreg = kWarps == 8;
-  static constexpr int kThreads = kSetMaxNreg ? 32 * kWarps + 128 : 32 * (kWarps + 1);
+  // which needs whole warpgroups. Variant 11's 256 threads get 255 each.
+  static constexpr bool kSetMaxNreg = !kWarpRings && kWarps == 8;
+  static constexpr int kThreads = kWarpRings ? 32 * kWarps : kSetMaxNreg ? 32 * kWarps + 128 : 32 * (kWarps + 1);
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-  static constexpr int kStages = kBlockN == 32 ? 24 : 12;  // 64 keys: 13 measured (r87), not faster
+  static constexpr int kSlotsPerWarp = 3;  // variant 11
+  // 64 keys: 13 measured (r87), not faster.
+  static constexpr int kStages = kWarpRings ? kSlotsPerWarp * kWarps : kBlockN == 32 ? 24 : 12;
   static constexpr int kTileBytes = kBlockN * kHeadDim;  // one raw K or V tile
   using BlockN = cute::Int<kBlockN>;
   using HeadDim = cute::Int<kHeadDim>;
@@ -141,10 +154,10 @@ struct DecodeInt8MmaTraits {
   using TmaLoadRawK = TmaLoadRaw;
   static constexpr uint32_t kTxBytes = 2 * kTileBytes + kHeadDim * sizeof(float);
 
-  // The merge after the loops reuses the K ring: per warp 16 rows × (128 + 4) floats of O, then
+  // The merge after the loops reuses the tile ring: per warp 16 rows × (128 + 4) floats of O, then
   // the rows' maxima and sums.
   static constexpr int kMergeStride = kHeadDim + 4;
-  struct SharedStorage {
+  struct RingStorage {  // variants 9, 10
     cute::array_aligned<int8_t, kStages * kTileBytes, 1024> k_raw;
     cute::array_aligned<int8_t, kStages * kTileBytes, 1024> v_raw;
     cute::array_aligned<float, kStages * kHeadDim, 16> k_scale;
@@ -153,7 +166,14 @@ struct DecodeInt8MmaTraits {
     alignas(8) uint64_t full[kStages];
     alignas(8) uint64_t empty[kStages];
   };
-  static_assert(kWarps * kTileRows * (kMergeStride + 2) * 4 <= kStages * kTileBytes, "the merge fits the K ring");
+  struct WarpRingStorage {  // variant 11: slot s of warp w is kSlotsPerWarp·w + s
+    cute::array_aligned<int8_t, kStages * kTileBytes, 1024> raw;  // a K or a V tile per slot
+    cute::array_aligned<float, kStages * kHeadDim, 16> scale;     // its 128 K scales or 64 V scale slots
+    cute::array_aligned<uint32_t, 8 * 32 * 4, 16> q_frag;
+    alignas(8) uint64_t full[kStages];
+  };
+  using SharedStorage = std::conditional_t<kWarpRings, WarpRingStorage, RingStorage>;
+  static_assert(kWarps * kTileRows * (kMergeStride + 2) * 4 <= kStages * kTileBytes, "the merge fits the tile ring");
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));
 
   struct Params {
@@ -193,8 +213,8 @@ CUTE_HOST_DEVICE constexpr int64_t int8_mma_stamps_per_cta(int warps, int tiles)
 
 template <class T>
 struct IsDecodeInt8Mma : std::false_type {};
-template <class E, int D, int N, int W>
-struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, N, W>> : std::true_type {};
+template <class E, int D, int N, int W, Int8MmaLoads L>
+struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, N, W, L>> : std::true_type {};
 
 namespace int8_mma_detail {
 
@@ -241,289 +261,189 @@ CUTE_DEVICE void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_u32(bar)) : "memory");
 }
 
-}  // namespace int8_mma_detail
 
+// Q's rows g and g + 8 of the CTA's packed rows, channels [16c, 16c + 16) and [64 + 16c, 64 + 16c + 16)
+// (8 bf16 pairs per half), zero past the rows; read first, so that its loads reach the memory
+// system ahead of the tiles.
 template <class Traits>
-__global__ void __launch_bounds__(Traits::kThreads, 1)
-    decode_int8_mma_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
-  using namespace cute;
-  using namespace int8_mma_detail;
+CUTE_DEVICE void load_q(typename Traits::Params const& p, DecodeTile const& t, int g, int c, uint4 (&qv)[2][4]) {
   using Element = typename Traits::Element;
-  using Barrier = cutlass::arch::ClusterTransactionBarrier;
-  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim, kStages = Traits::kStages;
-  constexpr int kNTiles = Traits::kNTiles, kPvSteps = kNTiles / 2;
-  constexpr int kWarps = Traits::kWarps, kTileBytes = Traits::kTileBytes;
-
-  extern __shared__ char smem_raw[];
-  auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-
-  DecodeTile t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
-  // Q first (its loads reach the memory system ahead of the TMA tiles; see QRegisters): rows g and
-  // g + 8, channels [16c, 16c + 16) and [64 + 16c, 64 + 16c + 16), i.e. 8 bf16 pairs per half.
-  const int g = lane / 4, c = lane % 4;
-  uint4 qv[2][4];  // [row g / g + 8][half 0 lo, half 0 hi, half 1 lo, half 1 hi]
-  if (warp < kWarps) {
-    CUTE_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      const int row = t.row0 + g + 8 * h;
-      CUTE_UNROLL
-      for (int k = 0; k < 4; ++k) qv[h][k] = make_uint4(0, 0, 0, 0);
-      if (row < t.rows) {
-        const Element* src = p.q + t.b * p.q_batch_stride + t.pos(row) * p.q_seq_stride + t.head(row) * p.q_head_stride;
-        CUTE_UNROLL
-        for (int k = 0; k < 4; ++k)
-          qv[h][k] = *reinterpret_cast<const uint4*>(src + 64 * (k / 2) + 16 * c + 8 * (k % 2));
-      }
-    }
-  }
-  // The length and the KV range are read by each role after the split (live across it, they
-  // were spilled around setmaxnreg and reloaded in the loops: r83-r87).
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) Barrier::init(&ss.full[s], 33), Barrier::init(&ss.empty[s], 32);
-    cutlass::arch::fence_barrier_init();
-  }
-  __syncthreads();
-
-  if (warp >= kWarps) {  // producer warpgroup (or warp)
-    if constexpr (Traits::kSetMaxNreg) cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
-    if (warp > kWarps) return;
-    t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
-    const int n_blocks = t.n_end - t.n_begin;
-    Tensor sK = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRaw{});
-    Tensor sV = make_tensor(make_smem_ptr(ss.v_raw.data()), typename Traits::SmemLayoutRaw{});
-    const int tma_len = max(p.max_len, 1);
-    Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-    Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-    Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
-    Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
-    auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-    auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
-    const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride;
-    const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
-    // This lane's keys of every tile (kBlockN / 32 of them) and their slots.
-    constexpr int kPerLane = kBlockN / 32;
-    int slot[kPerLane];
-    CUTE_UNROLL
-    for (int e = 0; e < kPerLane; ++e) slot[e] = int8_mma_vscale_slot(kPerLane * lane + e, kBlockN);
-#pragma unroll 1
-    for (int i = 0; i < n_blocks; ++i) {
-      const int n = t.n_begin + i, stage = i % kStages;
-      if (i >= kStages) Barrier::wait(&ss.empty[stage], ((i / kStages) - 1) & 1);
-#ifdef HOPATTN_DECODE_STAMPS
-      if (lane == 0 && p.stamps != nullptr && i < kWarps * p.stamp_tiles) {
-        uint64_t* st = p.stamps + stamp_cta() * int8_mma_stamps_per_cta(kWarps, p.stamp_tiles);
-        st[1 + 3 * int64_t(kWarps) * p.stamp_tiles + i] = clock64();
-        if (i == 0) {
-          uint32_t smid;
-          asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-          st[0] = smid;
-        }
-      }
-#endif
-      if (lane == 0) {
-        Barrier::arrive_and_expect_tx(&ss.full[stage], Traits::kTxBytes);
-        copy(p.tma_k.with(ss.full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
-        copy(p.tma_v.with(ss.full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
-        SM90_BULK_COPY_G2S::copy(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride, &ss.full[stage],
-                                 ss.k_scale.data() + stage * kHeadDim, kHeadDim * sizeof(float));
-      }
-      const uint32_t vs_base = smem_u32(ss.v_scale.data() + stage * kBlockN);
-      CUTE_UNROLL
-      for (int e = 0; e < kPerLane; ++e) {
-        // Past the length: nothing read (src-size 0), the slot zero-filled; the address stays in range.
-        const int tok = n * kBlockN + kPerLane * lane + e;
-        cp_async_4(vs_base + 4 * slot[e], v_scale + (tok < t.len ? tok : 0) * p.vs_seq_stride, tok < t.len ? 4 : 0);
-      }
-      cp_async_mbarrier_arrive_noinc(&ss.full[stage]);
-    }
-    return;
-  }
-
-  if constexpr (Traits::kSetMaxNreg) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
-  t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
-  if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
-  const int n_blocks = t.n_end - t.n_begin;
-  // Consumer warp. Q's A fragments: k16 step s, registers (row g, k 2c..2c+1), (g+8, ...),
-  // (g, k 2c+8..2c+9), (g+8, ...) = channel pairs 64(s/4) + 16c + 4(s%4) + {0, 2}: words 2(s%4)
-  // and 2(s%4) + 1 of the half's 8 words. Every warp's are the same: warp 0 writes them to shared
-  // memory, where the loop reloads a half's worth per tile (in registers all 32 would spill).
-  const uint32_t qf_base = smem_u32(ss.q_frag.data());
-  if (warp == 0) {
-    CUTE_UNROLL
-    for (int s = 0; s < 8; ++s) {
-      const int half = s / 4, w = 2 * (s % 4);
-      auto word = [&](int h, int k) {
-        const uint4& v = qv[h][2 * half + k / 4];
-        const int x = k % 4;
-        return x == 0 ? v.x : x == 1 ? v.y : x == 2 ? v.z : v.w;
-      };
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(qf_base + 16 * (s * 32 + lane)), "r"(word(0, w)),
-                   "r"(word(1, w)), "r"(word(0, w + 1)), "r"(word(1, w + 1))
-                   : "memory");
-    }
-  }
-  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
-
-  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
-  float o[16][4];
   CUTE_UNROLL
-  for (int tt = 0; tt < 16; ++tt) o[tt][0] = o[tt][1] = o[tt][2] = o[tt][3] = 0.0f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-  const int limit0 = t.key_limit(t.row0 + g), limit1 = t.key_limit(t.row0 + g + 8);
-  // What the loop needs of the tile, in four registers; the rest of it is recomputed after the
-  // loop (kept live across it, it pushed the loop over 232 registers: r83-r87 spilled 20 B).
-  const int n_begin = t.n_begin, mask_from = t.mask_from, len = t.len;
-  const uint32_t k_base = smem_u32(ss.k_raw.data()), v_base = smem_u32(ss.v_raw.data());
-  const uint32_t ks_base = smem_u32(ss.k_scale.data()), vs_base = smem_u32(ss.v_scale.data());
-  // Row 8j + σ of a tile sits at 1024 j + (offset of row σ): the swizzle acts within each 1 KB
-  // (8 rows), so the thread's K rows (σ = perm(g), chunks c and c + 4) and V rows (σ = perm(2c),
-  // perm(2c + 1), chunk g) need two offsets each, and j becomes an immediate.
-  const int k_off[2] = {int8_mma_sw128(int8_mma_key_perm(g), c), int8_mma_sw128(int8_mma_key_perm(g), c + 4)};
-  const int v_off[2] = {int8_mma_sw128(int8_mma_key_perm(2 * c), g), int8_mma_sw128(int8_mma_key_perm(2 * c + 1), g)};
-
-  CUTE_NO_UNROLL
-  for (int i = warp; i < n_blocks; i += kWarps) {
-    const int n = n_begin + i, stage = i % kStages;
-#ifdef HOPATTN_DECODE_STAMPS
-    uint64_t* st = nullptr;
-    if (lane == 0 && p.stamps != nullptr && i / kWarps < p.stamp_tiles)
-      st = p.stamps + stamp_cta() * int8_mma_stamps_per_cta(kWarps, p.stamp_tiles) + 1 +
-           3 * (int64_t(warp) * p.stamp_tiles + i / kWarps);
-    if (st != nullptr) st[0] = clock64();
-#endif
-    Barrier::wait(&ss.full[stage], (i / kStages) & 1);
-#ifdef HOPATTN_DECODE_STAMPS
-    if (st != nullptr) st[1] = clock64();
-#endif
-    const uint32_t k_tile = k_base + stage * kTileBytes, v_tile = v_base + stage * kTileBytes;
-
-    // S = Q·Kᵀ, one half of the channels at a time (its 16 K scales in registers: the other half's
-    // would not fit beside O, S and Q).
-    float s_acc[kNTiles][4];
+  for (int h = 0; h < 2; ++h) {
+    const int row = t.row0 + g + 8 * h;
     CUTE_UNROLL
-    for (int j = 0; j < kNTiles; ++j) s_acc[j][0] = s_acc[j][1] = s_acc[j][2] = s_acc[j][3] = 0.0f;
-    // Not unrolled (nor is the P·V loop below): fully unrolled, the tile's body was ~2,450
-    // instructions (39 KB of code) and ncu's top stall was no_instruction (r85: 1.60 cycles per
-    // issue), eight warps at different places of a loop larger than the instruction cache.
-#pragma unroll 1
-    for (int half = 0; half < 2; ++half) {
-      const int k_off_h = half ? k_off[1] : k_off[0];
-      float ks[16];  // channels 64·half + 16c .. + 15
-      uint4 qa[4];   // Q's A fragments of k16 steps 4·half .. 4·half + 3
+    for (int k = 0; k < 4; ++k) qv[h][k] = make_uint4(0, 0, 0, 0);
+    if (row < t.rows) {
+      const Element* src = p.q + t.b * p.q_batch_stride + t.pos(row) * p.q_seq_stride + t.head(row) * p.q_head_stride;
       CUTE_UNROLL
-      for (int q = 0; q < 4; ++q) {
-        const float4 f = lds128f(ks_base + 4 * (stage * kHeadDim + 64 * half + 16 * c + 4 * q));
-        ks[4 * q] = f.x, ks[4 * q + 1] = f.y, ks[4 * q + 2] = f.z, ks[4 * q + 3] = f.w;
-        qa[q] = lds128(qf_base + 16 * ((4 * half + q) * 32 + lane));
-      }
-      CUTE_UNROLL
-      for (int j = 0; j < kNTiles; ++j) {
-        const uint4 raw = lds128(k_tile + 1024 * j + k_off_h);
-        const uint32_t w4[4] = {raw.x ^ 0x80808080u, raw.y ^ 0x80808080u, raw.z ^ 0x80808080u, raw.w ^ 0x80808080u};
-        CUTE_UNROLL
-        for (int q = 0; q < 4; ++q) {  // k16 step 4·half + q: bytes 4q .. 4q + 3
-          const float* sc = ks + 4 * q;
-          const uint32_t b0 = pack_pair<Element>(biased_byte_to_float(w4[q], 0) * sc[0], biased_byte_to_float(w4[q], 1) * sc[1]);
-          const uint32_t b1 = pack_pair<Element>(biased_byte_to_float(w4[q], 2) * sc[2], biased_byte_to_float(w4[q], 3) * sc[3]);
-          mma16816<Element>(s_acc[j], qa[q].x, qa[q].y, qa[q].z, qa[q].w, b0, b1);
-        }
-      }
+      for (int k = 0; k < 4; ++k) qv[h][k] = *reinterpret_cast<const uint4*>(src + 64 * (k / 2) + 16 * c + 8 * (k % 2));
     }
-
-    // Mask (the tile reaching past the first row's last visible key), then the online softmax.
-    if ((n + 1) * kBlockN > mask_from) {
-      CUTE_UNROLL
-      for (int j = 0; j < kNTiles; ++j)
-        CUTE_UNROLL
-        for (int e = 0; e < 2; ++e) {
-          const int key = n * kBlockN + int8_mma_key(j, 2 * c + e);
-          if (key >= limit0) s_acc[j][e] = -INFINITY;
-          if (key >= limit1) s_acc[j][2 + e] = -INFINITY;
-        }
-    }
-    float alpha[2];
-    CUTE_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      float mx = -INFINITY;
-      CUTE_UNROLL
-      for (int j = 0; j < kNTiles; ++j) mx = fmaxf(mx, fmaxf(s_acc[j][2 * h], s_acc[j][2 * h + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_run[h], mx * scale_log2);
-      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
-      alpha[h] = exp2_ftz(m_run[h] - m_use);
-      m_run[h] = m_new;
-      float sum = 0.0f;
-      CUTE_UNROLL
-      for (int j = 0; j < kNTiles; ++j)
-        CUTE_UNROLL
-        for (int e = 0; e < 2; ++e) {
-          const float pv = exp2_ftz(s_acc[j][2 * h + e] * scale_log2 - m_use);
-          s_acc[j][2 * h + e] = pv;
-          sum += pv;
-        }
-      l_run[h] = l_run[h] * alpha[h] + sum;
-    }
-    CUTE_UNROLL
-    for (int tt = 0; tt < 16; ++tt) o[tt][0] *= alpha[0], o[tt][1] *= alpha[0], o[tt][2] *= alpha[1], o[tt][3] *= alpha[1];
-
-    // O += P·V: k16 step s' covers S tiles 2s', 2s'+1; V's B fragment for n8 tile tt (channel
-    // 16g + tt) from keys π(2s', 2c), π(2s', 2c+1) (b0) and π(2s'+1, 2c), π(2s'+1, 2c+1) (b1).
-    // P's A fragments of the four k16 steps; the loop takes pa[0] and shifts the rest down (it is
-    // not unrolled, and a register array is indexed only by constants).
-    uint32_t pa[kPvSteps][4];
-    CUTE_UNROLL
-    for (int sp = 0; sp < kPvSteps; ++sp) {
-      pa[sp][0] = pack_pair<Element>(s_acc[2 * sp][0], s_acc[2 * sp][1]);
-      pa[sp][1] = pack_pair<Element>(s_acc[2 * sp][2], s_acc[2 * sp][3]);
-      pa[sp][2] = pack_pair<Element>(s_acc[2 * sp + 1][0], s_acc[2 * sp + 1][1]);
-      pa[sp][3] = pack_pair<Element>(s_acc[2 * sp + 1][2], s_acc[2 * sp + 1][3]);
-    }
-#pragma unroll 1
-    for (int sp = 0; sp < kPvSteps; ++sp) {
-      const uint32_t a0 = pa[0][0], a1 = pa[0][1], a2 = pa[0][2], a3 = pa[0][3];
-      CUTE_UNROLL
-      for (int r = 0; r < kPvSteps - 1; ++r)
-        CUTE_UNROLL
-        for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
-      uint32_t vw[4][4];  // [key 0..3][word], biased (x ^ 0x80)
-      CUTE_UNROLL
-      for (int k = 0; k < 4; ++k) {
-        const uint4 raw = lds128(v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2]);
-        vw[k][0] = raw.x ^ 0x80808080u, vw[k][1] = raw.y ^ 0x80808080u;
-        vw[k][2] = raw.z ^ 0x80808080u, vw[k][3] = raw.w ^ 0x80808080u;
-      }
-      {
-        const float4 vsc = lds128f(vs_base + 4 * (stage * kBlockN + (kBlockN / 4) * c + 4 * sp));
-        const float vsk[4] = {vsc.x, vsc.y, vsc.z, vsc.w};
-        CUTE_UNROLL
-        for (int tt = 0; tt < 16; ++tt) {
-          const int wi = tt / 4, by = tt % 4;
-          const uint32_t b0 = pack_pair<Element>(biased_byte_to_float(vw[0][wi], by) * vsk[0],
-                                                 biased_byte_to_float(vw[1][wi], by) * vsk[1]);
-          const uint32_t b1 = pack_pair<Element>(biased_byte_to_float(vw[2][wi], by) * vsk[2],
-                                                 biased_byte_to_float(vw[3][wi], by) * vsk[3]);
-          mma16816<Element>(o[tt], a0, a1, a2, a3, b0, b1);
-        }
-      }
-    }
-    Barrier::arrive(&ss.empty[stage]);
-#ifdef HOPATTN_DECODE_STAMPS
-    if (st != nullptr) st[2] = clock64();
-#endif
   }
+}
 
-  // Merge the 8 warps. Row sums over the quad first; every lane of a quad then holds its rows'.
+// Q's A fragments to shared memory (one warp; every warp's are the same): k16 step s, registers
+// (row g, k 2c..2c+1), (g+8, ...), (g, k 2c+8..2c+9), (g+8, ...) = channel pairs
+// 64(s/4) + 16c + 4(s%4) + {0, 2}: words 2(s%4) and 2(s%4) + 1 of the half's 8 words. The loop
+// reloads a half's worth per tile (in registers all 32 would spill).
+CUTE_DEVICE void publish_q(uint4 const (&qv)[2][4], uint32_t qf_base, int lane) {
+  CUTE_UNROLL
+  for (int s = 0; s < 8; ++s) {
+    const int half = s / 4, w = 2 * (s % 4);
+    auto word = [&](int h, int k) {
+      const uint4& v = qv[h][2 * half + k / 4];
+      const int x = k % 4;
+      return x == 0 ? v.x : x == 1 ? v.y : x == 2 ? v.z : v.w;
+    };
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(qf_base + 16 * (s * 32 + lane)), "r"(word(0, w)),
+                 "r"(word(1, w)), "r"(word(0, w + 1)), "r"(word(1, w + 1))
+                 : "memory");
+  }
+}
+
+// S = Q·Kᵀ of one tile (16 rows × kBlockN keys) from the raw K tile at k_tile and its 128 K scales
+// at ks_addr, one half of the channels at a time (its 16 K scales in registers: the other half's
+// would not fit beside O, S and Q). k_off: the thread's row offsets for chunks c and c + 4.
+template <class Element, int kNTiles>
+CUTE_DEVICE void tile_scores(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32_t ks_addr, uint32_t qf_base,
+                             const int (&k_off)[2], int c, int lane) {
+  CUTE_UNROLL
+  for (int j = 0; j < kNTiles; ++j) s_acc[j][0] = s_acc[j][1] = s_acc[j][2] = s_acc[j][3] = 0.0f;
+  // Not unrolled (nor is the P·V loop): fully unrolled, the tile's body was ~2,450 instructions
+  // (39 KB of code) and ncu's top stall was no_instruction (r85: 1.60 cycles per issue), eight
+  // warps at different places of a loop larger than the instruction cache.
+#pragma unroll 1
+  for (int half = 0; half < 2; ++half) {
+    const int k_off_h = half ? k_off[1] : k_off[0];
+    float ks[16];  // channels 64·half + 16c .. + 15
+    uint4 qa[4];   // Q's A fragments of k16 steps 4·half .. 4·half + 3
+    CUTE_UNROLL
+    for (int q = 0; q < 4; ++q) {
+      const float4 f = lds128f(ks_addr + 4 * (64 * half + 16 * c + 4 * q));
+      ks[4 * q] = f.x, ks[4 * q + 1] = f.y, ks[4 * q + 2] = f.z, ks[4 * q + 3] = f.w;
+      qa[q] = lds128(qf_base + 16 * ((4 * half + q) * 32 + lane));
+    }
+    CUTE_UNROLL
+    for (int j = 0; j < kNTiles; ++j) {
+      const uint4 raw = lds128(k_tile + 1024 * j + k_off_h);
+      const uint32_t w4[4] = {raw.x ^ 0x80808080u, raw.y ^ 0x80808080u, raw.z ^ 0x80808080u, raw.w ^ 0x80808080u};
+      CUTE_UNROLL
+      for (int q = 0; q < 4; ++q) {  // k16 step 4·half + q: bytes 4q .. 4q + 3
+        const float* sc = ks + 4 * q;
+        const uint32_t b0 = pack_pair<Element>(biased_byte_to_float(w4[q], 0) * sc[0], biased_byte_to_float(w4[q], 1) * sc[1]);
+        const uint32_t b1 = pack_pair<Element>(biased_byte_to_float(w4[q], 2) * sc[2], biased_byte_to_float(w4[q], 3) * sc[3]);
+        mma16816<Element>(s_acc[j], qa[q].x, qa[q].y, qa[q].z, qa[q].w, b0, b1);
+      }
+    }
+  }
+}
+
+// The running (max, sum, O) of rows g and g + 8 over one more tile, whose first key is n·kBlockN:
+// the mask (keys at or past a row's limit), then the online softmax; s_acc becomes P.
+template <int kBlockN, int kNTiles>
+CUTE_DEVICE void online_softmax(float (&s_acc)[kNTiles][4], float (&o)[16][4], float (&m_run)[2], float (&l_run)[2],
+                                int n, int mask_from, int limit0, int limit1, float scale_log2, int c) {
+  if ((n + 1) * kBlockN > mask_from) {
+    CUTE_UNROLL
+    for (int j = 0; j < kNTiles; ++j)
+      CUTE_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        const int key = n * kBlockN + int8_mma_key(j, 2 * c + e);
+        if (key >= limit0) s_acc[j][e] = -INFINITY;
+        if (key >= limit1) s_acc[j][2 + e] = -INFINITY;
+      }
+  }
+  float alpha[2];
+  CUTE_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    float mx = -INFINITY;
+    CUTE_UNROLL
+    for (int j = 0; j < kNTiles; ++j) mx = fmaxf(mx, fmaxf(s_acc[j][2 * h], s_acc[j][2 * h + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m_run[h], mx * scale_log2);
+    const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+    alpha[h] = exp2_ftz(m_run[h] - m_use);
+    m_run[h] = m_new;
+    float sum = 0.0f;
+    CUTE_UNROLL
+    for (int j = 0; j < kNTiles; ++j)
+      CUTE_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        const float pv = exp2_ftz(s_acc[j][2 * h + e] * scale_log2 - m_use);
+        s_acc[j][2 * h + e] = pv;
+        sum += pv;
+      }
+    l_run[h] = l_run[h] * alpha[h] + sum;
+  }
+  CUTE_UNROLL
+  for (int tt = 0; tt < 16; ++tt) o[tt][0] *= alpha[0], o[tt][1] *= alpha[0], o[tt][2] *= alpha[1], o[tt][3] *= alpha[1];
+}
+
+// O += P·V from the raw V tile at v_tile and its kBlockN V scale slots at vs_addr
+// (int8_mma_vscale_slot). k16 step s' covers S tiles 2s', 2s'+1; V's B fragment for n8 tile tt
+// (channel 16g + tt) from keys π(2s', 2c), π(2s', 2c+1) (b0) and π(2s'+1, 2c), π(2s'+1, 2c+1)
+// (b1). v_off: the thread's row offsets of keys π(2c) and π(2c + 1), chunk g.
+template <class Element, int kBlockN, int kNTiles>
+CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], uint32_t v_tile, uint32_t vs_addr,
+                         const int (&v_off)[2], int c) {
+  constexpr int kPvSteps = kNTiles / 2;
+  // P's A fragments of the k16 steps; the loop takes pa[0] and shifts the rest down (it is not
+  // unrolled, and a register array is indexed only by constants).
+  uint32_t pa[kPvSteps][4];
+  CUTE_UNROLL
+  for (int sp = 0; sp < kPvSteps; ++sp) {
+    pa[sp][0] = pack_pair<Element>(s_acc[2 * sp][0], s_acc[2 * sp][1]);
+    pa[sp][1] = pack_pair<Element>(s_acc[2 * sp][2], s_acc[2 * sp][3]);
+    pa[sp][2] = pack_pair<Element>(s_acc[2 * sp + 1][0], s_acc[2 * sp + 1][1]);
+    pa[sp][3] = pack_pair<Element>(s_acc[2 * sp + 1][2], s_acc[2 * sp + 1][3]);
+  }
+#pragma unroll 1
+  for (int sp = 0; sp < kPvSteps; ++sp) {
+    const uint32_t a0 = pa[0][0], a1 = pa[0][1], a2 = pa[0][2], a3 = pa[0][3];
+    CUTE_UNROLL
+    for (int r = 0; r < kPvSteps - 1; ++r)
+      CUTE_UNROLL
+      for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
+    uint32_t vw[4][4];  // [key 0..3][word], biased (x ^ 0x80)
+    CUTE_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      const uint4 raw = lds128(v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2]);
+      vw[k][0] = raw.x ^ 0x80808080u, vw[k][1] = raw.y ^ 0x80808080u;
+      vw[k][2] = raw.z ^ 0x80808080u, vw[k][3] = raw.w ^ 0x80808080u;
+    }
+    const float4 vsc = lds128f(vs_addr + 4 * ((kBlockN / 4) * c + 4 * sp));
+    const float vsk[4] = {vsc.x, vsc.y, vsc.z, vsc.w};
+    CUTE_UNROLL
+    for (int tt = 0; tt < 16; ++tt) {
+      const int wi = tt / 4, by = tt % 4;
+      const uint32_t b0 = pack_pair<Element>(biased_byte_to_float(vw[0][wi], by) * vsk[0],
+                                             biased_byte_to_float(vw[1][wi], by) * vsk[1]);
+      const uint32_t b1 = pack_pair<Element>(biased_byte_to_float(vw[2][wi], by) * vsk[2],
+                                             biased_byte_to_float(vw[3][wi], by) * vsk[3]);
+      mma16816<Element>(o[tt], a0, a1, a2, a3, b0, b1);
+    }
+  }
+}
+
+// After the loops: the kWarps warps' (max, sum, O) of the CTA's 16 rows merged by log-sum-exp
+// weights through merge_area (free shared memory of at least kWarps · 16 · (kMergeStride + 2)
+// floats), then O (or the split's fp32 partial) and LSE written, rows unpacked to (position,
+// q-head). Called by all kWarps consumer warps; len: the sequence's length as read before the loop.
+template <class Traits>
+CUTE_DEVICE void merge_and_store(typename Traits::Params const& p, float* merge_area, float (&o)[16][4],
+                                 float (&m_run)[2], float (&l_run)[2], int len, int warp, int lane) {
+  using Element = typename Traits::Element;
+  constexpr int kWarps = Traits::kWarps, kHeadDim = Traits::kHeadDim, kStride = Traits::kMergeStride;
+  const int g = lane / 4, c = lane % 4;
+  // Row sums over the quad first; every lane of a quad then holds its rows'.
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
   }
-  constexpr int kStride = Traits::kMergeStride;
-  float* merge_o = reinterpret_cast<float*>(ss.k_raw.data());  // (warp, row, kStride)
-  float* merge_ml = merge_o + kWarps * 16 * kStride;           // (warp, row, {m, l})
-  // Every consumer is past its loop (so the K ring is no longer read) before any writes.
+  float* merge_o = merge_area;                       // (warp, row, kStride)
+  float* merge_ml = merge_o + kWarps * 16 * kStride;  // (warp, row, {m, l})
+  // Every consumer is past its loop (so the tile ring is no longer read) before any writes.
   cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {
@@ -535,8 +455,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
 
   // Items (row, 8 channels): 16 rows × 16 chunks over the consumer threads.
-  t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
-  t.template set_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p, len);
+  DecodeTile t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
+  t.template set_length<typename Traits::Params, Traits::kTileRows, Traits::kBlockN>(p, len);
   for (int item = threadIdx.x; item < 256; item += 32 * kWarps) {
     const int row_l = item / 16, ch = 8 * (item % 16);
     const int row = t.row0 + row_l;
@@ -578,6 +498,286 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       for (int k = 0; k < 8; k += 2) *reinterpret_cast<uint32_t*>(dst + k) = pack_pair<Element>(acc[k], acc[k + 1]);
     }
   }
+}
+
+// The thread's row offsets in a tile (row 8j + σ sits at 1024 j + the offset of row σ: the
+// swizzle acts within each 1 KB of 8 rows, so j becomes an immediate): K rows σ = perm(g),
+// chunks c and c + 4; V rows σ = perm(2c), perm(2c + 1), chunk g.
+struct Int8MmaOffsets {
+  int k[2], v[2];
+  CUTE_DEVICE Int8MmaOffsets(int g, int c)
+      : k{int8_mma_sw128(int8_mma_key_perm(g), c), int8_mma_sw128(int8_mma_key_perm(g), c + 4)},
+        v{int8_mma_sw128(int8_mma_key_perm(2 * c), g), int8_mma_sw128(int8_mma_key_perm(2 * c + 1), g)} {}
+};
+
+#ifdef HOPATTN_DECODE_STAMPS
+// Measurement builds: lane 0's stamp slots of consumer warp `warp`'s k-th tile (nullptr past the
+// recorded tiles) and the producer's slot of the CTA's i-th tile.
+template <class Params>
+CUTE_DEVICE uint64_t* consumer_stamps(Params const& p, int warp, int k, int warps, int lane) {
+  if (lane != 0 || p.stamps == nullptr || k >= p.stamp_tiles) return nullptr;
+  return p.stamps + stamp_cta() * int8_mma_stamps_per_cta(warps, p.stamp_tiles) + 1 + 3 * (int64_t(warp) * p.stamp_tiles + k);
+}
+template <class Params>
+CUTE_DEVICE void producer_stamp(Params const& p, int i, int warps) {
+  if (p.stamps == nullptr || i >= warps * p.stamp_tiles) return;
+  uint64_t* st = p.stamps + stamp_cta() * int8_mma_stamps_per_cta(warps, p.stamp_tiles);
+  st[1 + 3 * int64_t(warps) * p.stamp_tiles + i] = clock64();
+  if (i == 0) {
+    uint32_t smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    st[0] = smid;
+  }
+}
+#endif
+
+}  // namespace int8_mma_detail
+
+// Variants 9 and 10: one ring of kStages (K, V) stages filled in order by a producer warp.
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    decode_int8_mma_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
+  using namespace cute;
+  using namespace int8_mma_detail;
+  using Element = typename Traits::Element;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim, kStages = Traits::kStages;
+  constexpr int kNTiles = Traits::kNTiles, kWarps = Traits::kWarps, kTileBytes = Traits::kTileBytes;
+
+  extern __shared__ char smem_raw[];
+  auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, c = lane % 4;
+
+  DecodeTile t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
+  uint4 qv[2][4];  // [row g / g + 8][half 0 lo, half 0 hi, half 1 lo, half 1 hi]
+  if (warp < kWarps) load_q<Traits>(p, t, g, c, qv);
+  // The length and the KV range are read by each role after the split (live across it, they
+  // were spilled around setmaxnreg and reloaded in the loops: r83-r87).
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) Barrier::init(&ss.full[s], 33), Barrier::init(&ss.empty[s], 32);
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warp >= kWarps) {  // producer warpgroup (or warp)
+    if constexpr (Traits::kSetMaxNreg) cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
+    if (warp > kWarps) return;
+    t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
+    const int n_blocks = t.n_end - t.n_begin;
+    Tensor sK = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, PIPE)
+    Tensor sV = make_tensor(make_smem_ptr(ss.v_raw.data()), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, PIPE)
+    const int tma_len = max(p.max_len, 1);
+    Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+    Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+    Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+    Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+    auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+    auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+    const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride;
+    const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
+    // This lane's keys of every tile (kBlockN / 32 of them) and their slots.
+    constexpr int kPerLane = kBlockN / 32;
+    int slot[kPerLane];
+    CUTE_UNROLL
+    for (int e = 0; e < kPerLane; ++e) slot[e] = int8_mma_vscale_slot(kPerLane * lane + e, kBlockN);
+#pragma unroll 1
+    for (int i = 0; i < n_blocks; ++i) {
+      const int n = t.n_begin + i, stage = i % kStages;
+      if (i >= kStages) Barrier::wait(&ss.empty[stage], ((i / kStages) - 1) & 1);
+#ifdef HOPATTN_DECODE_STAMPS
+      if (lane == 0) producer_stamp(p, i, kWarps);
+#endif
+      if (lane == 0) {
+        Barrier::arrive_and_expect_tx(&ss.full[stage], Traits::kTxBytes);
+        copy(p.tma_k.with(ss.full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
+        copy(p.tma_v.with(ss.full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
+        SM90_BULK_COPY_G2S::copy(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride, &ss.full[stage],
+                                 ss.k_scale.data() + stage * kHeadDim, kHeadDim * sizeof(float));
+      }
+      const uint32_t vs_base = smem_u32(ss.v_scale.data() + stage * kBlockN);
+      CUTE_UNROLL
+      for (int e = 0; e < kPerLane; ++e) {
+        // Past the length: nothing read (src-size 0), the slot zero-filled; the address stays in range.
+        const int tok = n * kBlockN + kPerLane * lane + e;
+        cp_async_4(vs_base + 4 * slot[e], v_scale + (tok < t.len ? tok : 0) * p.vs_seq_stride, tok < t.len ? 4 : 0);
+      }
+      cp_async_mbarrier_arrive_noinc(&ss.full[stage]);
+    }
+    return;
+  }
+
+  if constexpr (Traits::kSetMaxNreg) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
+  t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
+  if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  const int n_blocks = t.n_end - t.n_begin;
+  const uint32_t qf_base = smem_u32(ss.q_frag.data());
+  if (warp == 0) publish_q(qv, qf_base, lane);
+  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
+
+  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  float o[16][4];
+  CUTE_UNROLL
+  for (int tt = 0; tt < 16; ++tt) o[tt][0] = o[tt][1] = o[tt][2] = o[tt][3] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  const int limit0 = t.key_limit(t.row0 + g), limit1 = t.key_limit(t.row0 + g + 8);
+  // What the loop needs of the tile, in four registers; the rest of it is recomputed after the
+  // loop (kept live across it, it pushed the loop over 232 registers: r83-r87 spilled 20 B).
+  const int n_begin = t.n_begin, mask_from = t.mask_from, len = t.len;
+  const uint32_t k_base = smem_u32(ss.k_raw.data()), v_base = smem_u32(ss.v_raw.data());
+  const uint32_t ks_base = smem_u32(ss.k_scale.data()), vs_base = smem_u32(ss.v_scale.data());
+  const Int8MmaOffsets off(g, c);
+
+  CUTE_NO_UNROLL
+  for (int i = warp; i < n_blocks; i += kWarps) {
+    const int n = n_begin + i, stage = i % kStages;
+#ifdef HOPATTN_DECODE_STAMPS
+    uint64_t* st = consumer_stamps(p, warp, i / kWarps, kWarps, lane);
+    if (st != nullptr) st[0] = clock64();
+#endif
+    Barrier::wait(&ss.full[stage], (i / kStages) & 1);
+#ifdef HOPATTN_DECODE_STAMPS
+    if (st != nullptr) st[1] = clock64();
+#endif
+    float s_acc[kNTiles][4];
+    tile_scores<Element>(s_acc, k_base + stage * kTileBytes, ks_base + 4 * stage * kHeadDim, qf_base, off.k, c, lane);
+    online_softmax<kBlockN>(s_acc, o, m_run, l_run, n, mask_from, limit0, limit1, scale_log2, c);
+    tile_pv<Element, kBlockN>(o, s_acc, v_base + stage * kTileBytes, vs_base + 4 * stage * kBlockN, off.v, c);
+    Barrier::arrive(&ss.empty[stage]);
+#ifdef HOPATTN_DECODE_STAMPS
+    if (st != nullptr) st[2] = clock64();
+#endif
+  }
+  merge_and_store<Traits>(p, reinterpret_cast<float*>(ss.k_raw.data()), o, m_run, l_run, len, warp, lane);
+}
+
+// Variant 11: no producer. Each consumer warp loads its own tiles (TMA and the bulk copy by lane 0,
+// the V scales by cp.async from all lanes) into a private ring of three half-tile slots, holding
+// K and V tiles alternately: K_0, V_0, K_1 first; K_k's slot is refilled with V_{k+1} as soon as
+// S_k is computed, V_k's with K_{k+2} after P·V. A slot is reused only by the warp that read it,
+// so no barrier orders warps against each other and none waits for another's release (variant
+// 9's in-order producer kept released stages empty ~7,100 cycles per tile: timeline r94).
+template <class Traits>
+__global__ void __launch_bounds__(Traits::kThreads, 1)
+    decode_int8_mma_warp_rings_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
+  using namespace cute;
+  using namespace int8_mma_detail;
+  using Element = typename Traits::Element;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim, kSlots = Traits::kStages;
+  constexpr int kNTiles = Traits::kNTiles, kWarps = Traits::kWarps, kTileBytes = Traits::kTileBytes;
+  constexpr int kRing = Traits::kSlotsPerWarp;
+  static_assert(kBlockN == 64, "two keys of V's scales per lane");
+
+  extern __shared__ char smem_raw[];
+  auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, c = lane % 4;
+
+  DecodeTile t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
+  uint4 qv[2][4];  // [row g / g + 8][half 0 lo, half 0 hi, half 1 lo, half 1 hi]
+  load_q<Traits>(p, t, g, c, qv);
+  if (threadIdx.x == 0) {  // 33 arrivals: lane 0's arrive.expect_tx and every lane's cp.async arrival
+    for (int s = 0; s < kSlots; ++s) Barrier::init(&ss.full[s], 33);
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+  t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
+  if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  const int n_blocks = t.n_end - t.n_begin;
+  const int tiles = n_blocks > warp ? (n_blocks - warp + kWarps - 1) / kWarps : 0;  // this warp's: warp + kWarps·k
+  const int items = 2 * tiles;  // K_0, V_0, K_1, V_1, ...: item j in slot j % kRing of the warp's ring
+
+  Tensor sKV = make_tensor(make_smem_ptr(ss.raw.data()), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, SLOT)
+  const int tma_len = max(p.max_len, 1);
+  Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+  Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+  Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sKV), group_modes<0, 2>(gK));
+  auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sKV), group_modes<0, 2>(gV));
+  const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride;
+  const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
+  const int vslot0 = int8_mma_vscale_slot(2 * lane), vslot1 = int8_mma_vscale_slot(2 * lane + 1);
+  const int n_first = t.n_begin + warp, len = t.len;
+  // Item j into slot kRing·warp + j % kRing. The warp read the slot's previous item before this
+  // call (its values are in registers): __syncwarp orders the other lanes' reads and, with the
+  // proxy fence, the TMA's writes after them.
+  auto issue = [&](int j) {
+    const int slot = kRing * warp + j % kRing, n = n_first + kWarps * (j / 2);
+    uint64_t* bar = &ss.full[slot];
+    float* scales = ss.scale.data() + slot * kHeadDim;
+    __syncwarp();
+#ifdef HOPATTN_DECODE_STAMPS
+    if (lane == 0 && j % 2 == 1) producer_stamp(p, warp + kWarps * (j / 2), kWarps);  // V's issue
+#endif
+    if (j % 2 == 0) {
+      cp_async_mbarrier_arrive_noinc(bar);  // K: no copies of the lanes' own, arrives at once
+      if (lane == 0) {
+        cutlass::arch::fence_view_async_shared();
+        Barrier::arrive_and_expect_tx(bar, kTileBytes + kHeadDim * sizeof(float));
+        copy(p.tma_k.with(*bar), get<0>(tk)(_, n), get<1>(tk)(_, slot));
+        SM90_BULK_COPY_G2S::copy(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride, bar, scales,
+                                 kHeadDim * sizeof(float));
+      }
+    } else {
+      // Past the length: nothing read (src-size 0), the slot zero-filled; the address stays in range.
+      const uint32_t vs = smem_u32(scales);
+      const int tok = n * kBlockN + 2 * lane;
+      cp_async_4(vs + 4 * vslot0, v_scale + (tok < len ? tok : 0) * p.vs_seq_stride, tok < len ? 4 : 0);
+      cp_async_4(vs + 4 * vslot1, v_scale + (tok + 1 < len ? tok + 1 : 0) * p.vs_seq_stride, tok + 1 < len ? 4 : 0);
+      cp_async_mbarrier_arrive_noinc(bar);  // arrives when the lane's copies land
+      if (lane == 0) {
+        cutlass::arch::fence_view_async_shared();
+        Barrier::arrive_and_expect_tx(bar, kTileBytes);
+        copy(p.tma_v.with(*bar), get<0>(tv)(_, n), get<1>(tv)(_, slot));
+      }
+    }
+  };
+  CUTE_NO_UNROLL
+  for (int j = 0; j < min(kRing, items); ++j) issue(j);
+
+  const uint32_t qf_base = smem_u32(ss.q_frag.data());
+  if (warp == 0) publish_q(qv, qf_base, lane);
+  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
+
+  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  float o[16][4];
+  CUTE_UNROLL
+  for (int tt = 0; tt < 16; ++tt) o[tt][0] = o[tt][1] = o[tt][2] = o[tt][3] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  const int limit0 = t.key_limit(t.row0 + g), limit1 = t.key_limit(t.row0 + g + 8);
+  const int mask_from = t.mask_from;
+  const uint32_t raw_base = smem_u32(ss.raw.data()), scale_base = smem_u32(ss.scale.data());
+  const Int8MmaOffsets off(g, c);
+
+  CUTE_NO_UNROLL
+  for (int k = 0; k < tiles; ++k) {
+    const int n = n_first + kWarps * k, jk = 2 * k, jv = 2 * k + 1;
+    const int slot_k = kRing * warp + jk % kRing, slot_v = kRing * warp + jv % kRing;
+    Barrier::wait(&ss.full[slot_k], (jk / kRing) & 1);
+    float s_acc[kNTiles][4];
+    tile_scores<Element>(s_acc, raw_base + slot_k * kTileBytes, scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c,
+                         lane);
+    if (jk + kRing < items) issue(jk + kRing);  // V_{k+1} into K_k's slot
+    online_softmax<kBlockN>(s_acc, o, m_run, l_run, n, mask_from, limit0, limit1, scale_log2, c);
+#ifdef HOPATTN_DECODE_STAMPS
+    // Measurement builds: variant 11 stamps the wait for V (r95: the wait for K took ~100 cycles).
+    uint64_t* st = consumer_stamps(p, warp, k, kWarps, lane);
+    if (st != nullptr) st[0] = clock64();
+#endif
+    Barrier::wait(&ss.full[slot_v], (jv / kRing) & 1);
+#ifdef HOPATTN_DECODE_STAMPS
+    if (st != nullptr) st[1] = clock64();
+#endif
+    tile_pv<Element, kBlockN>(o, s_acc, raw_base + slot_v * kTileBytes, scale_base + 4 * slot_v * kHeadDim, off.v, c);
+    if (jv + kRing < items) issue(jv + kRing);  // K_{k+2} into V_k's slot
+#ifdef HOPATTN_DECODE_STAMPS
+    if (st != nullptr) st[2] = clock64();
+#endif
+  }
+  // Every issued item was waited for, so the ring is quiet once all warps pass merge's barrier.
+  merge_and_store<Traits>(p, reinterpret_cast<float*>(ss.raw.data()), o, m_run, l_run, len, warp, lane);
 }
 
 }  // namespace hopattn::attention
