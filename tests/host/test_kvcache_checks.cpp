@@ -229,10 +229,11 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   EXPECT_EQ(p.workspace_bytes, 0u);
   EXPECT_EQ(p.variant, 2);  // 512 tiles: two CTAs per SM
   EXPECT_EQ(plan_kvcache_attention(valid_args(), kSms).variant, 1);  // 16 tiles: one CTA per SM, splits
-  // INT8, hdim 128, q_len 1 (8 packed rows): the register-dequantizing mma.sync warps (9) at any
-  // batch; at hdim 64 the swapped-operand consumer (4).
-  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 9);
+  // INT8, hdim 128, q_len 1 (8 packed rows): the register-dequantizing mma.sync warps with their
+  // own rings (11) at any batch; at hdim 64 the swapped-operand consumer (4).
+  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 11);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 9), 1);
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 11), 1);
   {
     KvCacheArgs h64 = int8_args();
     for (Tensor* t : {&h64.q, &h64.o}) t->shape[3] = 64;
@@ -251,11 +252,11 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   a.k_scale.shape[0] = a.v_scale.shape[0] = 16;
   EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 3);
   for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 1;  // back to q_len 1 at batch 16
-  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 9);
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 11);
 }
 
 // Variant 5 (int8, K converted in the consumer's registers) is forceable but never the default
-// (measured slower than 4); it plans as 4 does: two CTAs per SM. (The default at hdim 128 is 9.)
+// (measured slower than 4); it plans as 4 does: two CTAs per SM. (The default at hdim 128 is 11.)
 TEST(KvCachePlan, Int8Variant5IsForcedOnlyAndPlansLikeVariant4) {
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 5), 2);
   EXPECT_EQ(attention::decode_ctas_per_sm(64, true, 5), 2);

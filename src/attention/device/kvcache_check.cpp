@@ -155,8 +155,11 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   // mma.sync warps, one CTA per SM): H200 r89, q_len 1, d 128, 64:8 and 32:8, 1.30-1.42x variant
   // 4's speed from 8 x 8k on (2.63-2.96 TB/s of int8 bytes), 8:1 equal or faster except 1 x 8k
   // (0.0166 vs 0.0157 ms).
+  // Since r95 variant 11 (variant 9's warps, each loading its own tiles; no producer): same run,
+  // 1-3 % faster than variant 9 at the KV >= 256 MB shapes (64:8 and 32:8), 5-7 % at 1 x 8k, equal
+  // on the split shapes; 8:1 1 x 8k 4 % slower (0.0173 vs 0.0166 ms).
   if (a.variant != 0) plan.variant = a.variant;
-  else if (is_int8(a) && hdim == 128 && rows <= 16) plan.variant = 9;
+  else if (is_int8(a) && hdim == 128 && rows <= 16) plan.variant = 11;
   else if (is_int8(a) && hdim <= 128 && rows <= 16) plan.variant = 4;
   else if (is_int8(a)) plan.variant = hdim > 128 ? 1 : (tiles * 4 >= int64_t(sms) ? 3 : 2);
   else plan.variant = hdim <= 128 && tiles * 2 >= int64_t(sms) * 3 ? 2 : 1;
