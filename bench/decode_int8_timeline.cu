@@ -255,11 +255,13 @@ int main(int argc, char** argv) {
     ++i;
   }
   if (o.hq % o.hkv != 0 || o.hq / o.hkv > 16 || o.splits < 1 || o.tiles < 1 || o.len % 128 != 0 ||
-      (o.variant < 9 || o.variant > 11)) {
-    std::fprintf(stderr, "decode_int8_timeline: bad arguments (group <= 16, length a multiple of 128, variant 9, 10 or 11)\n");
+      (o.variant < 9 || o.variant > 12)) {
+    std::fprintf(stderr, "decode_int8_timeline: bad arguments (group <= 16, length a multiple of 128, variant 9-12)\n");
     return 2;
   }
   return o.variant == 10   ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 6>>(o)
          : o.variant == 11 ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8, Int8MmaLoads::kWarpRings>>(o)
+         : o.variant == 12
+             ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8, Int8MmaLoads::kWarpRings, Int8MmaMath::kHalfScaled>>(o)
                          : run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8>>(o);
 }

@@ -287,6 +287,8 @@ class KvRun {
   // K dequantized without rounding to the 16-bit dtype (q · scale in fp32): the K that variant 7
   // multiplies with (8-bit WGMMAs on the int8 values, K's scales folded into Q).
   std::vector<float> host_k_unrounded() const { return dequantized(true, false); }
+  // V likewise: variant 12 multiplies the int8 values by fp16 scales and never rounds V to the dtype.
+  std::vector<float> host_v_unrounded() const { return dequantized(false, false); }
 
   std::vector<float> host_k() const {
     if (c_.int8) return dequantized(true);
@@ -594,10 +596,15 @@ CaseResult run_case(KvRun& run, const References& ref) {
 
 // Variant 7 never rounds the dequantized K to 16 bits: its reference takes K that way too (with
 // the rounded K, its LSE differed by up to 0.018 at outlier channels, r47, against a bound of 0.0077).
+// Variant 12 rounds neither K nor V to the dtype (fp16 products, 11 bits): its reference takes both
+// unrounded (against the rounded ones, a length-1 sequence's O, which is V itself, differed by one
+// bf16 ulp, r97).
 References references_of(const KvRun& run) {
   const KvCase& c = run.kcase();
-  return compute_references(c, run.host_q(), c.int8 && c.variant == 7 ? run.host_k_unrounded() : run.host_k(),
-                            run.host_v());
+  const bool k_unrounded = c.int8 && (c.variant == 7 || c.variant == 12);
+  const bool v_unrounded = c.int8 && c.variant == 12;
+  return compute_references(c, run.host_q(), k_unrounded ? run.host_k_unrounded() : run.host_k(),
+                            v_unrounded ? run.host_v_unrounded() : run.host_v());
 }
 
 void run_grid(const std::vector<KvCase>& grid) {
@@ -806,9 +813,9 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   c.int8 = true, c.num_splits = 2, c.quant_block = 64;
   grid.push_back(c);
   if (cfg.hdim <= 128)  // the swapped consumer (4), its 8-bit S (7: raw K ring, V-only transform),
-                        // one CTA per SM (8) and the register-dequantizing mma.sync warps (9-11)
-    for (int variant : {4, 7, 8, 9, 10, 11}) {
-      if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-11: hdim 128 only
+                        // one CTA per SM (8) and the register-dequantizing mma.sync warps (9-12)
+    for (int variant : {4, 7, 8, 9, 10, 11, 12}) {
+      if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-12: hdim 128 only
       c = make(cfg, 1, 4, 1, 384, {384, 200}, true, 10005 + variant);
       c.int8 = true, c.num_splits = 2, c.quant_block = 64, c.variant = variant;
       grid.push_back(c);
@@ -968,9 +975,11 @@ TEST_P(KvCacheGpu, RepeatedRunsAreBitIdentical) {
   int8_regs64.variant = 10, int8_regs64.seed = 9003;
   KvCase int8_rings = int8_regs;  // variant 11: each warp's private ring, 9 tiles per warp
   int8_rings.variant = 11, int8_rings.seed = 9004;
+  KvCase int8_half = int8_regs;  // variant 12: fp16 operands
+  int8_half.variant = 12, int8_half.seed = 9005;
   std::vector<KvCase> cases = {heuristic, forced};
-  if (cfg.hdim == 128)  // variants 9-11: hdim 128 only
-    cases.push_back(int8_regs), cases.push_back(int8_regs64), cases.push_back(int8_rings);
+  if (cfg.hdim == 128)  // variants 9-12: hdim 128 only
+    for (const KvCase& c : {int8_regs, int8_regs64, int8_rings, int8_half}) cases.push_back(c);
   for (const KvCase& c : cases) {
     KvRun run(c);
     const CaseResult r = run_case(run, references_of(run));
@@ -1027,8 +1036,9 @@ TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
 }
 
 // Variants 9 and 10 (kernel/sm90_decode_int8_mma.hpp: warps dequantize into mma.sync fragments,
-// eight or six warps; hdim 128 only), alternating, and variant 11 (eight warps, each loading its
-// own tiles) on every case, against the fp64 reference over the dequantized cache: every head
+// eight or six warps; hdim 128 only), alternating, and variants 11 (eight warps, each loading its
+// own tiles) and 12 (its fp16 operands; reference over the unrounded dequantized cache) on every
+// case, against the fp64 reference over the dequantized cache: every head
 // grouping the tile packs (64:8, 32:8, 8:1, MHA, MQA), seqlen_q 1, 2, 7, 16 (several 16-row CTAs),
 // lengths 1, 17, 1000, 4097 and ragged batches with empty caches, forced splits 1, 3 and 1000,
 // both scale blocks, outlier channels, and a batch whose tiles outnumber the
@@ -1040,7 +1050,7 @@ TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
     KvCase c = make(cfg, 1, 8, 1, 256, {256}, false, 15999);
     c.int8 = true, c.variant = 4;
     KvRun run(c);
-    for (int variant : {9, 10, 11}) {
+    for (int variant : {9, 10, 11, 12}) {
       run.args.variant = variant;
       const hopattn_status_t s = run.launch(nullptr);
       EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << "variant " << variant << " at hdim " << cfg.hdim << ": " << status_string(s);
@@ -1069,12 +1079,14 @@ TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
   KvCase c = make(cfg, 1, 8, 1, 65536, {65536}, true, seed++);
   c.int8 = true, c.variant = 9, c.outliers = true;
   grid.push_back(c);
-  // Variant 11 (the warps' private rings) on every case of the grid, with its own inputs.
-  for (size_t i = 0, n = grid.size(); i < n; ++i) {
-    KvCase r = grid[i];
-    r.variant = 11, r.seed = seed++;
-    grid.push_back(r);
-  }
+  // Variants 11 (the warps' private rings) and 12 (its fp16 operands) on every case of the grid,
+  // with their own inputs.
+  for (size_t i = 0, n = grid.size(); i < n; ++i)
+    for (int variant : {11, 12}) {
+      KvCase r = grid[i];
+      r.variant = variant, r.seed = seed++;
+      grid.push_back(r);
+    }
   run_grid(grid);
 }
 
@@ -1141,9 +1153,9 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       const ErrorStats e_plain = o_error(plain_run);
       plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
       const ErrorStats e_host = o_error(plain_run);
-      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9, 10, 11}) {
+      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12}) {
         if (variant >= 3 && cfg.hdim > 128) continue;
-        if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-11: hdim 128 only
+        if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-12: hdim 128 only
         int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
         // Variant 7 rounds differently (S from the int8 K and fp32 scales; K is never rounded to
@@ -1151,8 +1163,16 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
         // (r47, outlier channels, q_len 1: 1.22x the host path's max error, 1.02x its RMS error).
         // So variant 7 does NOT meet the 1.15x max-error criterion the other variants are held
         // to: it is an ablation (forced only), never a default candidate on this evidence.
-        const double max_factor = variant == 7 ? 1.5 : 1.15;
-        const bool ok = e.bad == 0 && e.rel_l2 <= 1.05 * e_host.rel_l2 && e.max_abs <= max_factor * e_host.max_abs + 1e-6;
+        // Variant 12 (fp16 operands, K and V never rounded to the dtype) does not meet it either
+        // at bf16 with outlier K channels, q_len 1 (r97: 1.23x the host path's max error, 1.048x
+        // its RMS): there the host path's rounding of value · scale to bf16 lands on the original
+        // bf16 K for many outlier elements (the quantization step is close to bf16's spacing), an
+        // advantage of the rounding that a more exact product does not have. It is held to 1.5x /
+        // 1.10x and stays forced only.
+        const double max_factor = variant == 7 || variant == 12 ? 1.5 : 1.15;
+        const double rms_factor = variant == 12 ? 1.10 : 1.05;
+        const bool ok =
+            e.bad == 0 && e.rel_l2 <= rms_factor * e_host.rel_l2 && e.max_abs <= max_factor * e_host.max_abs + 1e-6;
         std::printf("%-4s int8 accuracy %s variant %d: O error vs fp64 of the unquantized cache (max / rel-L2): "
                     "int8 kernel %.3g / %.3g, host quantization + %s kernel %.3g / %.3g, %s kernel on the "
                     "unquantized cache %.3g / %.3g\n",
@@ -1171,10 +1191,10 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
+  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
     for (int causal = 0; causal < 4; ++causal) {
       if (attention::decode_variant_int8_only(variant) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
-      if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9-11: hdim 128 only
+      if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9-12: hdim 128 only
       if (variant == 6 && int8) continue;                                       // 16-bit only
       KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
       c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;

@@ -1,7 +1,16 @@
-// Decode over an int8 KV cache, variant 9: the int8 tiles are dequantized in the registers of the
-// warps that multiply them (mma.sync m16n8k16), with no transform warpgroup and no converted copy
-// of K or V in shared memory. hdim 128, at most 16 packed query rows per CTA (decode with a GQA
-// group of <= 16; more rows take several CTAs, as variant 4).
+// Decode over an int8 KV cache, variants 9-12: the int8 tiles are dequantized in the registers of
+// the warps that multiply them (mma.sync m16n8k16), with no transform warpgroup and no converted
+// copy of K or V in shared memory. hdim 128, at most 16 packed query rows per CTA (decode with a
+// GQA group of <= 16; more rows take several CTAs, as variant 4).
+//
+// Variant 11 (the int8 default at hdim 128 since r95) and 12 run decode_int8_mma_warp_rings_kernel
+// (its comment has the roles): no producer, each of the 8 warps loads its own tiles into a private
+// ring of three half-tile slots; full[slot] 33 arrivals (lane 0's arrive.expect_tx, every lane's
+// cp.async.mbarrier.arrive.noinc), no empty barriers (a warp refills only slots it has read).
+// Variant 12 computes with fp16 operands: int8 exact in fp16, scales shifted by powers of two
+// (half_exponent), ~2 instructions a value instead of ~3.75; 8-13 % faster than 11 (r97), but
+// not as accurate as the host path at bf16 with outlier K channels (max error 1.23x): forced only.
+// The rest of this comment describes variants 9 and 10 (decode_int8_mma_kernel).
 //
 // Why (docs/decode.md, perf-log 2026-11-30 r41-r58): variants 1-8 convert each int8 tile into a
 // 16-bit tile in shared memory for WGMMA, ~5,970 warp instructions per 64-key tile, and their
@@ -60,6 +69,7 @@
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
+#include <cuda_fp16.h>
 #include <cutlass/numeric_conversion.h>
 
 #include <type_traits>
@@ -112,8 +122,14 @@ enum class Int8MmaLoads {
 // follows the computing warps.
 // kLoads_ = kWarpRings (variant 11): no producer; kStages counts half-tile slots (a K or a V tile),
 // three per warp (24 × 8 KB + their scales: the most that fits), and the kernel has 8 warps.
+// kMath_ = kHalfScaled (variant 12, with kWarpRings): fp16 operands with power-of-two prescales
+// (see half_exponent) instead of value · scale rounded to Element.
+enum class Int8MmaMath {
+  kElement,      // variants 9-11: K and V dequantized as the host does (value · scale in fp32, rounded once)
+  kHalfScaled,   // variant 12: exact int8 in fp16 times a power-of-two-shifted scale (~2 instructions a value)
+};
 template <class Element_, int kHeadDim_, int kBlockN_ = 64, int kWarps_ = 8,
-          Int8MmaLoads kLoads_ = Int8MmaLoads::kProducerRing>
+          Int8MmaLoads kLoads_ = Int8MmaLoads::kProducerRing, Int8MmaMath kMath_ = Int8MmaMath::kElement>
 struct DecodeInt8MmaTraits {
   static_assert(kHeadDim_ == 128, "variants 9-11: hdim 128");
   static_assert(kBlockN_ == 32 || kBlockN_ == 64, "32 or 64 keys per stage");
@@ -124,6 +140,8 @@ struct DecodeInt8MmaTraits {
   static constexpr bool kRawK = false;
   static constexpr bool kWarpRings = kLoads_ == Int8MmaLoads::kWarpRings;
   static_assert(!kWarpRings || (kBlockN_ == 64 && kWarps_ == 8), "variant 11: 64-key tiles, 8 warps");
+  static constexpr bool kHalfScaled = kMath_ == Int8MmaMath::kHalfScaled;
+  static_assert(!kHalfScaled || kWarpRings, "variant 12 is variant 11's kernel");
   static constexpr int kBlockN = kBlockN_;  // keys per tile (divides both scale blocks)
   static constexpr int kNTiles = kBlockN / 8;  // n8 tiles of S per tile; k16 steps of P·V: kNTiles / 2
   static constexpr int kTileRows = 16;  // packed query rows per CTA: the mma's M
@@ -213,8 +231,8 @@ CUTE_HOST_DEVICE constexpr int64_t int8_mma_stamps_per_cta(int warps, int tiles)
 
 template <class T>
 struct IsDecodeInt8Mma : std::false_type {};
-template <class E, int D, int N, int W, Int8MmaLoads L>
-struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, N, W, L>> : std::true_type {};
+template <class E, int D, int N, int W, Int8MmaLoads L, Int8MmaMath M>
+struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, N, W, L, M>> : std::true_type {};
 
 namespace int8_mma_detail {
 
@@ -337,11 +355,12 @@ CUTE_DEVICE void tile_scores(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32
   }
 }
 
-// The running (max, sum, O) of rows g and g + 8 over one more tile, whose first key is n·kBlockN:
-// the mask (keys at or past a row's limit), then the online softmax; s_acc becomes P.
+// The running (max, sum) of rows g and g + 8 over one more tile, whose first key is n·kBlockN:
+// the mask (keys at or past a row's limit), then the online softmax with row h's scores times
+// scale[h] (log2 units); s_acc becomes P, alpha the factor for the rows' O.
 template <int kBlockN, int kNTiles>
-CUTE_DEVICE void online_softmax(float (&s_acc)[kNTiles][4], float (&o)[16][4], float (&m_run)[2], float (&l_run)[2],
-                                int n, int mask_from, int limit0, int limit1, float scale_log2, int c) {
+CUTE_DEVICE void online_softmax(float (&s_acc)[kNTiles][4], float (&m_run)[2], float (&l_run)[2], float (&alpha)[2],
+                                int n, int mask_from, int limit0, int limit1, const float (&scale)[2], int c) {
   if ((n + 1) * kBlockN > mask_from) {
     CUTE_UNROLL
     for (int j = 0; j < kNTiles; ++j)
@@ -352,7 +371,6 @@ CUTE_DEVICE void online_softmax(float (&s_acc)[kNTiles][4], float (&o)[16][4], f
         if (key >= limit1) s_acc[j][2 + e] = -INFINITY;
       }
   }
-  float alpha[2];
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {
     float mx = -INFINITY;
@@ -360,7 +378,7 @@ CUTE_DEVICE void online_softmax(float (&s_acc)[kNTiles][4], float (&o)[16][4], f
     for (int j = 0; j < kNTiles; ++j) mx = fmaxf(mx, fmaxf(s_acc[j][2 * h], s_acc[j][2 * h + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(m_run[h], mx * scale_log2);
+    const float m_new = fmaxf(m_run[h], mx * scale[h]);
     const float m_use = m_new == -INFINITY ? 0.0f : m_new;
     alpha[h] = exp2_ftz(m_run[h] - m_use);
     m_run[h] = m_new;
@@ -369,14 +387,17 @@ CUTE_DEVICE void online_softmax(float (&s_acc)[kNTiles][4], float (&o)[16][4], f
     for (int j = 0; j < kNTiles; ++j)
       CUTE_UNROLL
       for (int e = 0; e < 2; ++e) {
-        const float pv = exp2_ftz(s_acc[j][2 * h + e] * scale_log2 - m_use);
+        const float pv = exp2_ftz(s_acc[j][2 * h + e] * scale[h] - m_use);
         s_acc[j][2 * h + e] = pv;
         sum += pv;
       }
     l_run[h] = l_run[h] * alpha[h] + sum;
   }
+}
+
+CUTE_DEVICE void rescale_o(float (&o)[16][4], float a0, float a1) {  // rows g (a0) and g + 8 (a1)
   CUTE_UNROLL
-  for (int tt = 0; tt < 16; ++tt) o[tt][0] *= alpha[0], o[tt][1] *= alpha[0], o[tt][2] *= alpha[1], o[tt][3] *= alpha[1];
+  for (int tt = 0; tt < 16; ++tt) o[tt][0] *= a0, o[tt][1] *= a0, o[tt][2] *= a1, o[tt][3] *= a1;
 }
 
 // O += P·V from the raw V tile at v_tile and its kBlockN V scale slots at vs_addr
@@ -500,6 +521,189 @@ CUTE_DEVICE void merge_and_store(typename Traits::Params const& p, float* merge_
   }
 }
 
+// ---- Variant 12: fp16 operands, int8 values made exact in fp16, scales as powers of two apart ----
+// K' = x · (s_k · 2^-e_K) and V' = x · (s_v · 2^-e_V) are computed in fp16x2 (x exact: the byte
+// under the 1024 magic, minus 1152; one rounding of the product to 11 bits), Q' = q · 2^-e_Q per
+// row (exact: a 16-bit q has at most 11 significant bits), P in fp16; both GEMMs are fp16 mma.sync
+// with fp32 accumulators. Each exponent puts its tensor's largest magnitude in [2^14, 2^15), so
+// nothing overflows fp16 and small values keep 11 bits down to 2^-29 of the largest. The factors
+// come back exactly: 2^(e_Q + e_K) in the softmax's scale, 2^e_V in O's running exponent.
+
+// e with m · 2^-e in [2^14, 2^15) for m > 0 (0 otherwise), kept within [-100, 100].
+CUTE_DEVICE int half_exponent(float m) {
+  if (!(m > 0.0f)) return 0;
+  const int e = int((__float_as_uint(m) >> 23) & 0xFF) - 127 - 14;
+  return e < -100 ? -100 : (e > 100 ? 100 : e);
+}
+// 2^e as a float for e in [-126, 127]; 0 below.
+CUTE_DEVICE float exp2_int(int e) { return e < -126 ? 0.0f : __uint_as_float(uint32_t(e + 127) << 23); }
+
+CUTE_DEVICE uint32_t hadd2(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+CUTE_DEVICE uint32_t hmul2(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+// (b ? a ^ c : c) per bit: the low bytes of each half of a, sign-flipped (biased), under the high byte 0x64.
+CUTE_DEVICE uint32_t bias_into_magic(uint32_t a) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(d) : "r"(a), "r"(0x00FF00FFu), "r"(0x64806480u));
+  return d;
+}
+constexpr uint32_t kMinus1152x2 = 0xE480E480u;  // -(1024 + 128) in both fp16 halves
+
+// Q's 16-bit words (two Elements) -> fp16 pairs times f (a power of two).
+template <class Element>
+CUTE_DEVICE uint32_t scaled_half_pair(uint32_t w, float f) {
+  float lo, hi;
+  if constexpr (std::is_same_v<Element, cutlass::bfloat16_t>) {
+    lo = __uint_as_float(w << 16), hi = __uint_as_float(w & 0xFFFF0000u);
+  } else {
+    const __half2 h = *reinterpret_cast<const __half2*>(&w);
+    lo = __low2float(h), hi = __high2float(h);
+  }
+  return pack_pair<cutlass::half_t>(lo * f, hi * f);
+}
+
+// Q (as load_q read it) -> Q' in fp16, rows g and g + 8 scaled by 2^-e_q[h]; e_q per row from the
+// row's largest |q| over the quad.
+template <class Element>
+CUTE_DEVICE void q_to_half(uint4 (&qv)[2][4], int (&e_q)[2]) {
+  CUTE_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    float m = 0.0f;
+    CUTE_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t w[4] = {qv[h][k].x, qv[h][k].y, qv[h][k].z, qv[h][k].w};
+      CUTE_UNROLL
+      for (int x = 0; x < 4; ++x) {
+        float lo, hi;
+        if constexpr (std::is_same_v<Element, cutlass::bfloat16_t>) {
+          lo = __uint_as_float(w[x] << 16), hi = __uint_as_float(w[x] & 0xFFFF0000u);
+        } else {
+          const __half2 hh = *reinterpret_cast<const __half2*>(&w[x]);
+          lo = __low2float(hh), hi = __high2float(hh);
+        }
+        m = fmaxf(m, fmaxf(fabsf(lo), fabsf(hi)));
+      }
+    }
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    e_q[h] = half_exponent(m);
+    const float f = exp2_int(-e_q[h]);
+    CUTE_UNROLL
+    for (int k = 0; k < 4; ++k)
+      qv[h][k] = make_uint4(scaled_half_pair<Element>(qv[h][k].x, f), scaled_half_pair<Element>(qv[h][k].y, f),
+                            scaled_half_pair<Element>(qv[h][k].z, f), scaled_half_pair<Element>(qv[h][k].w, f));
+  }
+}
+
+// S' = Q'·K'ᵀ of one tile in fp16 (see tile_scores for the maps); returns e_K, the tile's K
+// exponent (S = S' · 2^(e_Q + e_K)). The largest of the block's 128 scales comes from the thread's
+// 32 and the quad's shuffles.
+template <int kNTiles>
+CUTE_DEVICE int tile_scores_half(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32_t ks_addr, uint32_t qf_base,
+                                 const int (&k_off)[2], int c, int lane) {
+  float m = 0.0f;
+  CUTE_UNROLL
+  for (int q = 0; q < 8; ++q) {  // channels 64·(q/4) + 16c + 4·(q%4) .. + 3
+    const float4 f = lds128f(ks_addr + 4 * (64 * (q / 4) + 16 * c + 4 * (q % 4)));
+    m = fmaxf(m, fmaxf(fmaxf(f.x, f.y), fmaxf(f.z, f.w)));
+  }
+  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+  const int e_k = half_exponent(127.0f * m);
+  const float fk = exp2_int(-e_k);
+  CUTE_UNROLL
+  for (int j = 0; j < kNTiles; ++j) s_acc[j][0] = s_acc[j][1] = s_acc[j][2] = s_acc[j][3] = 0.0f;
+#pragma unroll 1
+  for (int half = 0; half < 2; ++half) {
+    const int k_off_h = half ? k_off[1] : k_off[0];
+    uint32_t ks2[8];  // fp16 pairs of scaled scales: channels (4q, 4q + 1), (4q + 2, 4q + 3) of the half's 16
+    uint4 qa[4];
+    CUTE_UNROLL
+    for (int q = 0; q < 4; ++q) {
+      const float4 f = lds128f(ks_addr + 4 * (64 * half + 16 * c + 4 * q));
+      ks2[2 * q] = pack_pair<cutlass::half_t>(f.x * fk, f.y * fk);
+      ks2[2 * q + 1] = pack_pair<cutlass::half_t>(f.z * fk, f.w * fk);
+      qa[q] = lds128(qf_base + 16 * ((4 * half + q) * 32 + lane));
+    }
+    CUTE_UNROLL
+    for (int j = 0; j < kNTiles; ++j) {
+      const uint4 raw = lds128(k_tile + 1024 * j + k_off_h);
+      const uint32_t w4[4] = {raw.x ^ 0x80808080u, raw.y ^ 0x80808080u, raw.z ^ 0x80808080u, raw.w ^ 0x80808080u};
+      CUTE_UNROLL
+      for (int q = 0; q < 4; ++q) {
+        const uint32_t b0 = hmul2(hadd2(__byte_perm(w4[q], 0x64646464u, 0x4140), kMinus1152x2), ks2[2 * q]);
+        const uint32_t b1 = hmul2(hadd2(__byte_perm(w4[q], 0x64646464u, 0x4342), kMinus1152x2), ks2[2 * q + 1]);
+        mma16816<cutlass::half_t>(s_acc[j], qa[q].x, qa[q].y, qa[q].z, qa[q].w, b0, b1);
+      }
+    }
+  }
+  return e_k;
+}
+
+// The tile's V exponent from its 64 V scales (the thread's 16 and the quad's shuffles), never more
+// than 80 below the previous (so O, rescaled by 2^(e_prev - e), stays far from overflow).
+CUTE_DEVICE int tile_v_exponent(uint32_t vs_addr, int c, int e_prev) {
+  float m = 0.0f;
+  CUTE_UNROLL
+  for (int q = 0; q < 4; ++q) {
+    const float4 f = lds128f(vs_addr + 4 * (16 * c + 4 * q));
+    m = fmaxf(m, fmaxf(fmaxf(f.x, f.y), fmaxf(f.z, f.w)));
+  }
+  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+  const int e = half_exponent(127.0f * m);
+  return e < e_prev - 80 ? e_prev - 80 : e;
+}
+
+// O' += P·V' in fp16 (see tile_pv for the maps), V' = x · s_v · 2^-e_v.
+template <int kNTiles>
+CUTE_DEVICE void tile_pv_half(float (&o)[16][4], float const (&s_acc)[kNTiles][4], uint32_t v_tile, uint32_t vs_addr,
+                              const int (&v_off)[2], int c, int e_v) {
+  constexpr int kPvSteps = kNTiles / 2;
+  const float fv = exp2_int(-e_v);
+  uint32_t pa[kPvSteps][4];
+  CUTE_UNROLL
+  for (int sp = 0; sp < kPvSteps; ++sp) {
+    pa[sp][0] = pack_pair<cutlass::half_t>(s_acc[2 * sp][0], s_acc[2 * sp][1]);
+    pa[sp][1] = pack_pair<cutlass::half_t>(s_acc[2 * sp][2], s_acc[2 * sp][3]);
+    pa[sp][2] = pack_pair<cutlass::half_t>(s_acc[2 * sp + 1][0], s_acc[2 * sp + 1][1]);
+    pa[sp][3] = pack_pair<cutlass::half_t>(s_acc[2 * sp + 1][2], s_acc[2 * sp + 1][3]);
+  }
+#pragma unroll 1
+  for (int sp = 0; sp < kPvSteps; ++sp) {
+    const uint32_t a0 = pa[0][0], a1 = pa[0][1], a2 = pa[0][2], a3 = pa[0][3];
+    CUTE_UNROLL
+    for (int r = 0; r < kPvSteps - 1; ++r)
+      CUTE_UNROLL
+      for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
+    uint32_t vw[4][4];  // [key 0..3][word], raw
+    CUTE_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      const uint4 raw = lds128(v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2]);
+      vw[k][0] = raw.x, vw[k][1] = raw.y, vw[k][2] = raw.z, vw[k][3] = raw.w;
+    }
+    const float4 vsc = lds128f(vs_addr + 4 * (16 * c + 4 * sp));
+    const uint32_t s01 = pack_pair<cutlass::half_t>(vsc.x * fv, vsc.y * fv);
+    const uint32_t s23 = pack_pair<cutlass::half_t>(vsc.z * fv, vsc.w * fv);
+    CUTE_UNROLL
+    for (int tt = 0; tt < 16; ++tt) {
+      const int wi = tt / 4, by = tt % 4;
+      // Byte `by` of keys 0 and 1 (2 and 3) into the low bytes of the two halves.
+      const uint32_t sel = uint32_t(by) | (uint32_t(4 + by) << 8);
+      const uint32_t b0 = hmul2(hadd2(bias_into_magic(__byte_perm(vw[0][wi], vw[1][wi], sel)), kMinus1152x2), s01);
+      const uint32_t b1 = hmul2(hadd2(bias_into_magic(__byte_perm(vw[2][wi], vw[3][wi], sel)), kMinus1152x2), s23);
+      mma16816<cutlass::half_t>(o[tt], a0, a1, a2, a3, b0, b1);
+    }
+  }
+}
+
 // The thread's row offsets in a tile (row 8j + σ sits at 1024 j + the offset of row σ: the
 // swizzle acts within each 1 KB of 8 rows, so j becomes an immediate): K rows σ = perm(g),
 // chunks c and c + 4; V rows σ = perm(2c), perm(2c + 1), chunk g.
@@ -616,6 +820,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
 
   const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
+  const float scale[2] = {scale_log2, scale_log2};
   float o[16][4];
   CUTE_UNROLL
   for (int tt = 0; tt < 16; ++tt) o[tt][0] = o[tt][1] = o[tt][2] = o[tt][3] = 0.0f;
@@ -641,7 +846,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 #endif
     float s_acc[kNTiles][4];
     tile_scores<Element>(s_acc, k_base + stage * kTileBytes, ks_base + 4 * stage * kHeadDim, qf_base, off.k, c, lane);
-    online_softmax<kBlockN>(s_acc, o, m_run, l_run, n, mask_from, limit0, limit1, scale_log2, c);
+    float alpha[2];
+    online_softmax<kBlockN>(s_acc, m_run, l_run, alpha, n, mask_from, limit0, limit1, scale, c);
+    rescale_o(o, alpha[0], alpha[1]);
     tile_pv<Element, kBlockN>(o, s_acc, v_base + stage * kTileBytes, vs_base + 4 * stage * kBlockN, off.v, c);
     Barrier::arrive(&ss.empty[stage]);
 #ifdef HOPATTN_DECODE_STAMPS
@@ -651,12 +858,20 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   merge_and_store<Traits>(p, reinterpret_cast<float*>(ss.k_raw.data()), o, m_run, l_run, len, warp, lane);
 }
 
-// Variant 11: no producer. Each consumer warp loads its own tiles (TMA and the bulk copy by lane 0,
-// the V scales by cp.async from all lanes) into a private ring of three half-tile slots, holding
-// K and V tiles alternately: K_0, V_0, K_1 first; K_k's slot is refilled with V_{k+1} as soon as
-// S_k is computed, V_k's with K_{k+2} after P·V. A slot is reused only by the warp that read it,
-// so no barrier orders warps against each other and none waits for another's release (variant
-// 9's in-order producer kept released stages empty ~7,100 cycles per tile: timeline r94).
+// Variants 11 and 12: no producer. Each consumer warp loads its own tiles (TMA and the bulk copy by
+// lane 0, the V scales by cp.async from all lanes) into a private ring of three half-tile slots,
+// holding K and V tiles alternately: K_0, V_0, K_1 first; K_k's slot is refilled with V_{k+1} as
+// soon as S_k is computed, V_k's with K_{k+2} after P·V. A slot is reused only by the warp that
+// read it, so no barrier orders warps against each other and none waits for another's release
+// (variant 9's in-order producer kept released stages empty ~7,100 cycles per tile: timeline r94).
+// Roles: warps 0-7, 256 threads, 255 registers allowed (174-177 used, no spills), one CTA per SM,
+// 213 KB of shared memory (24 slots × (8 KB + 512 B of scales), Q's fragments, 24 barriers).
+// Per warp and tile: wait full[K slot] -> S -> issue V_{k+1} -> softmax -> wait full[V slot] ->
+// P·V -> issue K_{k+2}. Measured per tile (r96, 64:8 32 × 8k): waits ~100 cycles, S + softmax
+// ~5,000, P·V ~3,900: the warps' own instructions bound it (IPC ~2.5), not the loads.
+// Variant 12 (Traits::kHalfScaled): Q' = Q · 2^-e_q per row once; per tile S' from
+// tile_scores_half (returns e_K, folded into the softmax scale), and O kept as O · 2^-e_v with
+// e_v the last tile's V exponent (the change of exponent folded into the softmax's rescale).
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     decode_int8_mma_warp_rings_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
@@ -677,6 +892,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   DecodeTile t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
   uint4 qv[2][4];  // [row g / g + 8][half 0 lo, half 0 hi, half 1 lo, half 1 hi]
   load_q<Traits>(p, t, g, c, qv);
+  int e_q[2] = {0, 0};  // variant 12: Q' = Q · 2^-e_q per row
+  if constexpr (Traits::kHalfScaled) q_to_half<Element>(qv, e_q);
   if (threadIdx.x == 0) {  // 33 arrivals: lane 0's arrive.expect_tx and every lane's cp.async arrival
     for (int s = 0; s < kSlots; ++s) Barrier::init(&ss.full[s], 33);
     cutlass::arch::fence_barrier_init();
@@ -742,10 +959,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
 
   const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
-  float o[16][4];
+  const float scale_q[2] = {scale_log2 * exp2_int(e_q[0]), scale_log2 * exp2_int(e_q[1])};
+  float o[16][4];  // variant 12: O · 2^-e_v, e_v the last tile's V exponent
   CUTE_UNROLL
   for (int tt = 0; tt < 16; ++tt) o[tt][0] = o[tt][1] = o[tt][2] = o[tt][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+  int e_v = -100;
   const int limit0 = t.key_limit(t.row0 + g), limit1 = t.key_limit(t.row0 + g + 8);
   const int mask_from = t.mask_from;
   const uint32_t raw_base = smem_u32(ss.raw.data()), scale_base = smem_u32(ss.scale.data());
@@ -757,10 +976,19 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     const int slot_k = kRing * warp + jk % kRing, slot_v = kRing * warp + jv % kRing;
     Barrier::wait(&ss.full[slot_k], (jk / kRing) & 1);
     float s_acc[kNTiles][4];
-    tile_scores<Element>(s_acc, raw_base + slot_k * kTileBytes, scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c,
-                         lane);
+    float scale[2] = {scale_q[0], scale_q[1]};
+    if constexpr (Traits::kHalfScaled) {
+      const float fk = exp2_int(tile_scores_half(s_acc, raw_base + slot_k * kTileBytes,
+                                                 scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c, lane));
+      scale[0] *= fk, scale[1] *= fk;
+    } else {
+      tile_scores<Element>(s_acc, raw_base + slot_k * kTileBytes, scale_base + 4 * slot_k * kHeadDim, qf_base, off.k,
+                           c, lane);
+    }
     if (jk + kRing < items) issue(jk + kRing);  // V_{k+1} into K_k's slot
-    online_softmax<kBlockN>(s_acc, o, m_run, l_run, n, mask_from, limit0, limit1, scale_log2, c);
+    float alpha[2];
+    online_softmax<kBlockN>(s_acc, m_run, l_run, alpha, n, mask_from, limit0, limit1, scale, c);
+    if constexpr (!Traits::kHalfScaled) rescale_o(o, alpha[0], alpha[1]);
 #ifdef HOPATTN_DECODE_STAMPS
     // Measurement builds: variant 11 stamps the wait for V (r95: the wait for K took ~100 cycles).
     uint64_t* st = consumer_stamps(p, warp, k, kWarps, lane);
@@ -770,12 +998,22 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 #ifdef HOPATTN_DECODE_STAMPS
     if (st != nullptr) st[1] = clock64();
 #endif
-    tile_pv<Element, kBlockN>(o, s_acc, raw_base + slot_v * kTileBytes, scale_base + 4 * slot_v * kHeadDim, off.v, c);
+    const uint32_t v_tile = raw_base + slot_v * kTileBytes, vs_addr = scale_base + 4 * slot_v * kHeadDim;
+    if constexpr (Traits::kHalfScaled) {
+      const int e_new = tile_v_exponent(vs_addr, c, e_v);
+      const float f = exp2_int(e_v - e_new);  // O' from the previous exponent to this tile's
+      e_v = e_new;
+      rescale_o(o, alpha[0] * f, alpha[1] * f);
+      tile_pv_half(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
+    } else {
+      tile_pv<Element, kBlockN>(o, s_acc, v_tile, vs_addr, off.v, c);
+    }
     if (jv + kRing < items) issue(jv + kRing);  // K_{k+2} into V_k's slot
 #ifdef HOPATTN_DECODE_STAMPS
     if (st != nullptr) st[2] = clock64();
 #endif
   }
+  if constexpr (Traits::kHalfScaled) rescale_o(o, exp2_int(e_v), exp2_int(e_v));
   // Every issued item was waited for, so the ring is quiet once all warps pass merge's barrier.
   merge_and_store<Traits>(p, reinterpret_cast<float*>(ss.raw.data()), o, m_run, l_run, len, warp, lane);
 }
