@@ -27,6 +27,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -287,8 +288,42 @@ class KvRun {
   // K dequantized without rounding to the 16-bit dtype (q · scale in fp32): the K that variant 7
   // multiplies with (8-bit WGMMAs on the int8 values, K's scales folded into Q).
   std::vector<float> host_k_unrounded() const { return dequantized(true, false); }
-  // V likewise: variant 12 multiplies the int8 values by fp16 scales and never rounds V to the dtype.
-  std::vector<float> host_v_unrounded() const { return dequantized(false, false); }
+  // Variant 12's K and V (kernel/sm90_decode_int8_mma.hpp, tile_scores_half and tile_pv_half):
+  // per 64-key tile, value · fp16(scale · 2^-e) rounded to fp16, times 2^e, where e puts 127 times
+  // the tile's largest scale in [2^14, 2^15) (half_exponent; V's scales at or past the sequence's
+  // length are 0 in the kernel, so they take no part in V's maximum). The kernel also keeps V's
+  // exponent within 80 of the previous tile's, which inputs this close never reach.
+  std::vector<float> host_half_scaled(bool k) const {
+    const std::vector<int8_t> q = host_int8(k);
+    const std::vector<float> sc = host_scales(k);
+    const int hkv = c_.heads_kv, d = c_.hdim, blocks = c_.max_len / c_.quant_block, tile = 64;
+    auto scale_of = [&](int b, int t, int h, int ch) {
+      return k ? sc[((size_t(b) * blocks + t / c_.quant_block) * hkv + h) * d + ch] : sc[(size_t(b) * c_.max_len + t) * hkv + h];
+    };
+    auto half_exponent = [](float m) {
+      if (!(m > 0.0f)) return 0;
+      uint32_t bits;
+      std::memcpy(&bits, &m, 4);
+      return std::clamp(int((bits >> 23) & 0xFF) - 127 - 14, -100, 100);
+    };
+    std::vector<float> out(q.size(), 0.0f);
+    for (int b = 0; b < c_.batch(); ++b)
+      for (int h = 0; h < hkv; ++h)
+        for (int t0 = 0; t0 < c_.max_len; t0 += tile) {
+          float m = 0.0f;
+          for (int t = t0; t < std::min(t0 + tile, c_.max_len); ++t)
+            for (int ch = 0; ch < (k ? d : 1); ++ch)
+              if (k || t < c_.lens[b]) m = std::max(m, scale_of(b, t, h, ch));
+          const int e = half_exponent(127.0f * m);
+          for (int t = t0; t < std::min(t0 + tile, c_.max_len); ++t)
+            for (int ch = 0; ch < d; ++ch) {
+              const size_t i = ((size_t(b) * c_.max_len + t) * hkv + h) * d + ch;
+              const float s16 = round_to_dtype(std::ldexp(scale_of(b, t, h, ch), -e), HOPATTN_DTYPE_FP16);
+              out[i] = std::ldexp(round_to_dtype(float(q[i]) * s16, HOPATTN_DTYPE_FP16), e);
+            }
+        }
+    return out;
+  }
 
   std::vector<float> host_k() const {
     if (c_.int8) return dequantized(true);
@@ -596,15 +631,16 @@ CaseResult run_case(KvRun& run, const References& ref) {
 
 // Variant 7 never rounds the dequantized K to 16 bits: its reference takes K that way too (with
 // the rounded K, its LSE differed by up to 0.018 at outlier channels, r47, against a bound of 0.0077).
-// Variant 12 rounds neither K nor V to the dtype (fp16 products, 11 bits): its reference takes both
-// unrounded (against the rounded ones, a length-1 sequence's O, which is V itself, differed by one
-// bf16 ulp, r97).
+// Variant 12 computes with fp16 K and V of its own (host_half_scaled): its reference takes those
+// (against the dtype-rounded ones, a length-1 sequence's O, which is V itself, differed by one bf16
+// ulp, r97; against the unrounded ones, fp16 LSEs at outlier channels missed their bounds by up to
+// 4x, r98: the kernel's K carries fp16 rounding that the other variants' references already hold).
 References references_of(const KvRun& run) {
   const KvCase& c = run.kcase();
-  const bool k_unrounded = c.int8 && (c.variant == 7 || c.variant == 12);
-  const bool v_unrounded = c.int8 && c.variant == 12;
-  return compute_references(c, run.host_q(), k_unrounded ? run.host_k_unrounded() : run.host_k(),
-                            v_unrounded ? run.host_v_unrounded() : run.host_v());
+  if (c.int8 && c.variant == 12)
+    return compute_references(c, run.host_q(), run.host_half_scaled(true), run.host_half_scaled(false));
+  return compute_references(c, run.host_q(), c.int8 && c.variant == 7 ? run.host_k_unrounded() : run.host_k(),
+                            run.host_v());
 }
 
 void run_grid(const std::vector<KvCase>& grid) {
@@ -1037,7 +1073,7 @@ TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
 
 // Variants 9 and 10 (kernel/sm90_decode_int8_mma.hpp: warps dequantize into mma.sync fragments,
 // eight or six warps; hdim 128 only), alternating, and variants 11 (eight warps, each loading its
-// own tiles) and 12 (its fp16 operands; reference over the unrounded dequantized cache) on every
+// own tiles) and 12 (its fp16 operands; reference over its own fp16 K and V) on every
 // case, against the fp64 reference over the dequantized cache: every head
 // grouping the tile packs (64:8, 32:8, 8:1, MHA, MQA), seqlen_q 1, 2, 7, 16 (several 16-row CTAs),
 // lengths 1, 17, 1000, 4097 and ragged batches with empty caches, forced splits 1, 3 and 1000,
