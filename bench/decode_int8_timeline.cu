@@ -5,7 +5,7 @@
 // issues each tile (after its empty wait; variant 11: the warp's lane 0 when it issues the tile's
 // K). All stamps of a CTA come from one SM's clock.
 //
-//   decode_int8_timeline --heads 64:8 --cache 32:8192 [--variant 9|10|11] [--splits 1] [--tiles 64] --csv FILE
+//   decode_int8_timeline --heads 64:8 --cache 32:8192 [--variant 9-13] [--splits 1] [--tiles 64] --csv FILE
 //
 // Cache: random int8 values and positive scales (timing only; correctness is the gpu tests'),
 // every sequence full, causal, q_len 1, hdim 128, query heads packed. One warm-up launch, then
@@ -30,50 +30,20 @@
 #include <vector>
 
 #include "attention/device/sm90_decode_launch.hpp"
+#include "timeline_util.cuh"
 
 namespace {
 
 using namespace hopattn;
 using namespace hopattn::attention;
+using namespace hopattn::timeline;
 using Element = cutlass::bfloat16_t;
 constexpr int kHeadDim = 128;
-
-#define CHECK_CUDA(x)                                                                         \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
-
-__device__ uint32_t mix(int64_t i, uint32_t seed) {
-  uint32_t x = uint32_t(i) * 2654435761u ^ seed;
-  x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
-  return x;
-}
-__global__ void fill_int8(int8_t* p, int64_t n, uint32_t seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    p[i] = int8_t(int(mix(i, seed) % 255u) - 127);
-}
-__global__ void fill_float(float* p, int64_t n, uint32_t seed, float lo, float hi) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    p[i] = lo + (hi - lo) * float(mix(i, seed) & 0xffff) / 65536.0f;
-}
-__global__ void fill_bf16(Element* p, int64_t n, uint32_t seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    p[i] = Element(float(mix(i, seed) & 0xffff) / 32768.0f - 1.0f);
-}
-__global__ void fill_int(int32_t* p, int n, int v) {
-  for (int i = threadIdx.x; i < n; i += blockDim.x) p[i] = v;
-}
 
 struct Options {
   int hq = 64, hkv = 8, batch = 32, len = 8192, splits = 1, variant = 9, tiles = 64;
   std::string csv = "decode-int8-timeline.csv";
 };
-
-bool parse_pair(const char* s, int* a, int* b) { return std::sscanf(s, "%d:%d", a, b) == 2; }
 
 struct Mean {
   double sum = 0;
@@ -103,7 +73,7 @@ int run(const Options& o) {
   CHECK_CUDA(cudaMalloc(&ws, (q_elems + int64_t(o.batch) * o.hq) * o.splits * sizeof(float)));
   fill_int8<<<1024, 256>>>(k, kv, 1u);
   fill_int8<<<1024, 256>>>(v, kv, 2u);
-  fill_bf16<<<64, 256>>>(q, q_elems, 3u);
+  fill_uniform<<<64, 256>>>(q, q_elems, 3u);
   fill_float<<<256, 256>>>(ks, ks_n, 4u, 0.005f, 0.02f);
   fill_float<<<256, 256>>>(vs, vs_n, 5u, 0.005f, 0.02f);
   fill_int<<<1, 1024>>>(lens, o.batch, o.len);
@@ -248,19 +218,20 @@ int main(int argc, char** argv) {
     else ok = false;
     if (!ok) {
       std::fprintf(stderr,
-                   "usage: decode_int8_timeline --heads HQ:HKV --cache B:L [--variant 9|10|11] [--splits S] [--tiles N] "
+                   "usage: decode_int8_timeline --heads HQ:HKV --cache B:L [--variant 9-13] [--splits S] [--tiles N] "
                    "--csv FILE\n");
       return 2;
     }
     ++i;
   }
   if (o.hq % o.hkv != 0 || o.hq / o.hkv > 16 || o.splits < 1 || o.tiles < 1 || o.len % 128 != 0 ||
-      (o.variant < 9 || o.variant > 12)) {
-    std::fprintf(stderr, "decode_int8_timeline: bad arguments (group <= 16, length a multiple of 128, variant 9-12)\n");
+      (o.variant < 9 || o.variant > 13)) {
+    std::fprintf(stderr, "decode_int8_timeline: bad arguments (group <= 16, length a multiple of 128, variant 9-13)\n");
     return 2;
   }
   return o.variant == 10   ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 6>>(o)
          : o.variant == 11 ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8, Int8MmaLoads::kWarpRings>>(o)
+         : o.variant == 13 ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 4, Int8MmaLoads::kWarpRings>>(o)
          : o.variant == 12
              ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8, Int8MmaLoads::kWarpRings, Int8MmaMath::kHalfScaled>>(o)
                          : run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8>>(o);

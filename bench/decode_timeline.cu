@@ -20,41 +20,20 @@
 #include <vector>
 
 #include "attention/device/sm90_decode_launch.hpp"
+#include "timeline_util.cuh"
 
 namespace {
 
 using namespace hopattn;
 using namespace hopattn::attention;
+using namespace hopattn::timeline;
 using Element = cutlass::bfloat16_t;
 constexpr int kHeadDim = 128;
-
-#define CHECK_CUDA(x)                                                                       \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
-
-__global__ void fill_random(Element* p, int64_t n, uint32_t seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    uint32_t x = uint32_t(i) * 2654435761u ^ seed;
-    x ^= x >> 15, x *= 2246822519u, x ^= x >> 13;
-    p[i] = Element(float(x & 0xffff) / 32768.0f - 1.0f);
-  }
-}
-
-__global__ void fill_int(int32_t* p, int n, int v) {
-  if (int(threadIdx.x) < n) p[threadIdx.x] = v;
-}
 
 struct Options {
   int hq = 64, hkv = 8, batch = 1, len = 65536, splits = 16, variant = 1, steps = 4;
   std::string csv = "decode-timeline.csv";
 };
-
-bool parse_pair(const char* s, int* a, int* b) { return std::sscanf(s, "%d:%d", a, b) == 2; }
 
 template <class Traits>
 int run(const Options& o) {
@@ -71,9 +50,9 @@ int run(const Options& o) {
   CHECK_CUDA(cudaMalloc(&error, 3 * sizeof(int32_t)));
   CHECK_CUDA(cudaMemset(error, 0, 3 * sizeof(int32_t)));
   CHECK_CUDA(cudaMalloc(&ws, (q_elems + int64_t(o.batch) * o.hq) * o.splits * sizeof(float)));
-  fill_random<<<1024, 256>>>(k, kv_elems, 1u);
-  fill_random<<<1024, 256>>>(v, kv_elems, 2u);
-  fill_random<<<64, 256>>>(q, q_elems, 3u);
+  fill_uniform<<<1024, 256>>>(k, kv_elems, 1u);
+  fill_uniform<<<1024, 256>>>(v, kv_elems, 2u);
+  fill_uniform<<<64, 256>>>(q, q_elems, 3u);
   fill_int<<<1, 1024>>>(lens, o.batch, o.len);
   CHECK_CUDA(cudaDeviceSynchronize());
 

@@ -7,9 +7,9 @@
 
 namespace hopattn::attention {
 
-constexpr int kDecodeVariantMax = 12;
+constexpr int kDecodeVariantMax = 13;
 
-// "1, 2, ..., 11 or 12": the variants that can be forced, for argument errors.
+// "1, 2, ..., 12 or 13": the variants that can be forced, for argument errors.
 inline std::string decode_variant_list() {
   std::string s;
   for (int v = 1; v <= kDecodeVariantMax; ++v) s += (v == 1 ? "" : v == kDecodeVariantMax ? " or " : ", ") + std::to_string(v);

@@ -216,7 +216,8 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
                                     // 10: as 9 with 6 consumer warps (the ablation; 32-key stages
                                     //     were variant 10 in r89: 25 % slower);
                                     // 11: as 9 with no producer: each warp loads its own tiles;
-                                    // 12: as 11 with fp16 operands (exact int8, power-of-two scales)
+                                    // 12: as 11 with fp16 operands (exact int8, power-of-two scales);
+                                    // 13: as 11 with 4 warps per CTA, two CTAs per SM
       s = dp.variant == 9 && kHeadDim == 128    ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64>>(dp, stream)
           : dp.variant == 10 && kHeadDim == 128 ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64, 6>>(dp, stream)
           : dp.variant == 11 && kHeadDim == 128
@@ -224,7 +225,9 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
           : dp.variant == 12 && kHeadDim == 128
               ? run_decode_split<
                     DecodeInt8MmaTraits<Element, 128, 64, 8, Int8MmaLoads::kWarpRings, Int8MmaMath::kHalfScaled>>(dp, stream)
-          : dp.variant >= 9 ? Status::unsupported("kvcache attention: variants 9-12 exist at hdim 128 only")
+          : dp.variant == 13 && kHeadDim == 128
+              ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64, 4, Int8MmaLoads::kWarpRings>>(dp, stream)
+          : dp.variant >= 9 ? Status::unsupported("kvcache attention: variants 9-13 exist at hdim 128 only")
           : dp.variant == 8   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
           : dp.variant == 7 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)
           : dp.variant == 5 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)

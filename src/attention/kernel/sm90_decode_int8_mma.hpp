@@ -10,6 +10,7 @@
 // Variant 12 computes with fp16 operands: int8 exact in fp16, scales shifted by powers of two
 // (half_exponent), ~2 instructions a value instead of ~3.75; 8-13 % faster than 11 (r97), but
 // not as accurate as the host path at bf16 with outlier K channels (max error 1.23x): forced only.
+// Variant 13 is variant 11 with 4 warps per CTA (12 slots, 107 KB) and two CTAs per SM.
 // The rest of this comment describes variants 9 and 10 (decode_int8_mma_kernel).
 //
 // Why (docs/decode.md, perf-log 2026-11-30 r41-r58): variants 1-8 convert each int8 tile into a
@@ -133,13 +134,17 @@ template <class Element_, int kHeadDim_, int kBlockN_ = 64, int kWarps_ = 8,
 struct DecodeInt8MmaTraits {
   static_assert(kHeadDim_ == 128, "variants 9-11: hdim 128");
   static_assert(kBlockN_ == 32 || kBlockN_ == 64, "32 or 64 keys per stage");
-  static_assert(kWarps_ == 6 || kWarps_ == 8, "6 or 8 consumer warps");
+  static_assert(kWarps_ == 4 || kWarps_ == 6 || kWarps_ == 8, "4, 6 or 8 consumer warps");
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kInt8Cache = true;
   static constexpr bool kRawK = false;
   static constexpr bool kWarpRings = kLoads_ == Int8MmaLoads::kWarpRings;
-  static_assert(!kWarpRings || (kBlockN_ == 64 && kWarps_ == 8), "variant 11: 64-key tiles, 8 warps");
+  static_assert(kWarpRings ? (kBlockN_ == 64 && kWarps_ != 6) : kWarps_ != 4,
+                "variants 11-13: 64-key tiles, 8 or 4 warps; 9, 10: 8 or 6");
+  // Variant 13: 4 warps per CTA and two CTAs per SM (each 107 KB), so one CTA's first loads and
+  // final merge overlap the other's tiles.
+  static constexpr int kCtasPerSm = kWarpRings && kWarps_ == 4 ? 2 : 1;
   static constexpr bool kHalfScaled = kMath_ == Int8MmaMath::kHalfScaled;
   static_assert(!kHalfScaled || kWarpRings, "variant 12 is variant 11's kernel");
   static constexpr int kBlockN = kBlockN_;  // keys per tile (divides both scale blocks)
@@ -873,7 +878,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 // tile_scores_half (returns e_K, folded into the softmax scale), and O kept as O · 2^-e_v with
 // e_v the last tile's V exponent (the change of exponent folded into the softmax's rescale).
 template <class Traits>
-__global__ void __launch_bounds__(Traits::kThreads, 1)
+__global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     decode_int8_mma_warp_rings_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   using namespace cute;
   using namespace int8_mma_detail;
