@@ -4,6 +4,7 @@
 #
 #   scripts/gpu-run.sh OUT_DIR [--quick] [--sanitize] [--tests REGEX] [--bench "ARGS" | --no-bench]
 #                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--ncu-gemm "M N K VARIANT"]
+#                      [--timeline "SPECS"] [--int8-timeline "SPECS"]
 #
 # --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu).
 # --no-tests: skip the gpu test suite (a run that only measures).
@@ -18,6 +19,8 @@
 #   into ncu-decode.txt.
 # --timeline "HQ:HKV B:L SPLITS VARIANT;...": bin/decode_timeline (per-CTA phase stamps of the
 #   16-bit decode kernel and the combine) for each spec, CSVs timeline-*.csv.
+# --int8-timeline "HQ:HKV B:L VARIANT;...": bin/decode_int8_timeline (per-warp, per-tile stamps of
+#   the int8 mma.sync kernels, variants 9-13) for each spec; summaries in int8-timeline.txt.
 #
 # The device tool brings back only a handful of files per call: the step logs are bundled into
 # logs.tar.gz at the end (summary.txt and the CSVs stay separate), and the SASS dump is not kept.
@@ -29,7 +32,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-no_tests="" ncu_attn="" timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
+no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
     --ncu-attn) ncu_attn=$2; shift ;;
     --ncu-decode) ncu_decode=$2; shift ;;
     --timeline) timeline=$2; shift ;;
+    --int8-timeline) int8_timeline=$2; shift ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
   shift
@@ -185,7 +189,7 @@ ncu_decode_profile() {
   command -v ncu >/dev/null || { echo "ncu not found"; return 1; }
   echo "== hopattn decode ($ncu_decode)"
   # shellcheck disable=SC2086  # ARGS are bench flags, split on purpose
-  ncu_report decode 'decode_(int8_|int8_regk_|int8_mma_)?kernel' 3 50 "$build/bin/hopattn" bench --op decode --no-ceilings $ncu_decode
+  ncu_report decode 'decode_(int8_|int8_regk_|int8_mma_|int8_mma_warp_rings_)?kernel' 3 50 "$build/bin/hopattn" bench --op decode --no-ceilings $ncu_decode
 }
 if [ -n "$ncu_decode" ]; then step ncu_decode ncu-decode.txt ncu_decode_profile; fi
 decode_timelines() {
@@ -198,6 +202,17 @@ decode_timelines() {
   done
 }
 if [ -n "$timeline" ]; then step timeline timeline.log decode_timelines; fi
+int8_timelines() {
+  local spec heads cache variant
+  IFS=';' read -ra specs <<<"$int8_timeline"
+  for spec in "${specs[@]}"; do
+    read -r heads cache variant <<<"$spec"
+    echo "== $heads $cache variant ${variant:-11}"
+    "$build/bin/decode_int8_timeline" --heads "$heads" --cache "$cache" --variant "${variant:-11}" \
+      --csv "$out/int8-timeline-${heads/:/_}-${cache/:/x}-v${variant:-11}.csv.txt" || return 1
+  done
+}
+if [ -n "$int8_timeline" ]; then step int8_timeline int8-timeline.txt int8_timelines; fi
 echo "== summary"
 cat "$summary"
 grep -E "HGMMA instructions|LDL/STL" "$summary"
