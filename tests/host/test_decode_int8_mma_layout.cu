@@ -24,8 +24,9 @@ void check_swizzle() {
 }
 
 TEST(DecodeInt8Mma, SwizzleFormulaIsTheTmaLayout) {
-  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 32>>();
   check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 64>>();
+  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 64, 8, Int8MmaLoads::kWarpRings>>();  // 24 slots
+  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 64, 4, Int8MmaLoads::kWarpRings>>();  // 12 slots
 }
 
 // The kernel addresses row 8j + perm(n) as 1024 j + int8_mma_sw128(perm(n), chunk).

@@ -112,10 +112,10 @@ enum class Int8MmaLoads {
   kWarpRings,     // variant 11: each consumer warp loads its own tiles into a private ring
 };
 
-// kBlockN_: keys per stage and per warp step. 64 (variant 9): the 8 warps hold 8 of the 12 stages
-// of 16.9 KB while computing, 4 are in flight. 32 (variant 10 of r89, no variant now; the host
-// test keeps its layout checked): 8 of 24 stages of 8.6 KB held, 16 in flight — built because
-// ncu's top stall at 64 keys was the wait for a stage (r86-r88), and measured 25 % slower (r89).
+// kBlockN_: keys per stage and per warp step, 64 (variant 9: the 8 warps hold 8 of the 12 stages
+// of 16.9 KB while computing, 4 are in flight). 32 (variant 10 of r89: 8 of 24 stages of 8.6 KB
+// held, 16 in flight) was built because ncu's top stall at 64 keys was the wait for a stage
+// (r86-r88), measured 25 % slower (r89), and removed.
 // kWarps_: consumer warps. 8 (variant 9) hold 8 of the 12 stages while computing, so warp w's next
 // tile is loaded only when warp w - 4 releases a stage: in steady state a round of 8 tiles takes
 // at least two load latencies. 6 (variant 10) leave 6 stages spare: a round of 6 tiles takes at
@@ -133,7 +133,7 @@ template <class Element_, int kHeadDim_, int kBlockN_ = 64, int kWarps_ = 8,
           Int8MmaLoads kLoads_ = Int8MmaLoads::kProducerRing, Int8MmaMath kMath_ = Int8MmaMath::kElement>
 struct DecodeInt8MmaTraits {
   static_assert(kHeadDim_ == 128, "variants 9-11: hdim 128");
-  static_assert(kBlockN_ == 32 || kBlockN_ == 64, "32 or 64 keys per stage");
+  static_assert(kBlockN_ == 64, "64 keys per stage (32 measured 25 % slower, r89)");
   static_assert(kWarps_ == 4 || kWarps_ == 6 || kWarps_ == 8, "4, 6 or 8 consumer warps");
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -161,7 +161,7 @@ struct DecodeInt8MmaTraits {
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr int kSlotsPerWarp = 3;  // variant 11
   // 64 keys: 13 measured (r87), not faster.
-  static constexpr int kStages = kWarpRings ? kSlotsPerWarp * kWarps : kBlockN == 32 ? 24 : 12;
+  static constexpr int kStages = kWarpRings ? kSlotsPerWarp * kWarps : 12;
   static constexpr int kTileBytes = kBlockN * kHeadDim;  // one raw K or V tile
   using BlockN = cute::Int<kBlockN>;
   using HeadDim = cute::Int<kHeadDim>;
@@ -709,6 +709,23 @@ CUTE_DEVICE void tile_pv_half(float (&o)[16][4], float const (&s_acc)[kNTiles][4
   }
 }
 
+// The TMA views of the CTA's KV head: get<0> the K pair, get<1> the V pair, each (source tiles of
+// the cache indexed (_, tile), destination slots of the ring at k_smem / v_smem indexed (_, slot)).
+template <class Traits>
+CUTE_DEVICE auto tma_views(typename Traits::Params const& p, DecodeTile const& t, int8_t* k_smem, int8_t* v_smem) {
+  using namespace cute;
+  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
+  Tensor sK = make_tensor(make_smem_ptr(k_smem), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, SLOT)
+  Tensor sV = make_tensor(make_smem_ptr(v_smem), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, SLOT)
+  const int tma_len = max(p.max_len, 1);
+  Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+  Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+  Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  return make_tuple(tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK)),
+                    tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV)));
+}
+
 // The thread's row offsets in a tile (row 8j + σ sits at 1024 j + the offset of row σ: the
 // swizzle acts within each 1 KB of 8 rows, so j becomes an immediate): K rows σ = perm(g),
 // chunks c and c + 4; V rows σ = perm(2c), perm(2c + 1), chunk g.
@@ -774,15 +791,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     if (warp > kWarps) return;
     t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
     const int n_blocks = t.n_end - t.n_begin;
-    Tensor sK = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, PIPE)
-    Tensor sV = make_tensor(make_smem_ptr(ss.v_raw.data()), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, PIPE)
-    const int tma_len = max(p.max_len, 1);
-    Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-    Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-    Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
-    Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
-    auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-    auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+    const auto views = tma_views<Traits>(p, t, ss.k_raw.data(), ss.v_raw.data());
+    const auto tk = get<0>(views), tv = get<1>(views);
     const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride;
     const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
     // This lane's keys of every tile (kBlockN / 32 of them) and their slots.
@@ -910,14 +920,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   const int tiles = n_blocks > warp ? (n_blocks - warp + kWarps - 1) / kWarps : 0;  // this warp's: warp + kWarps·k
   const int items = 2 * tiles;  // K_0, V_0, K_1, V_1, ...: item j in slot j % kRing of the warp's ring
 
-  Tensor sKV = make_tensor(make_smem_ptr(ss.raw.data()), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, SLOT)
-  const int tma_len = max(p.max_len, 1);
-  Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-  Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-  Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
-  Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
-  auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sKV), group_modes<0, 2>(gK));
-  auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sKV), group_modes<0, 2>(gV));
+  const auto views = tma_views<Traits>(p, t, ss.raw.data(), ss.raw.data());  // K and V share the slots
+  const auto tk = get<0>(views), tv = get<1>(views);
   const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride;
   const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
   const int vslot0 = int8_mma_vscale_slot(2 * lane), vslot1 = int8_mma_vscale_slot(2 * lane + 1);
