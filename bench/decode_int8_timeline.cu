@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
   }
   return o.variant == 10   ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 6>>(o)
          : o.variant == 11 ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8, Int8MmaLoads::kWarpRings>>(o)
-         : o.variant == 13 ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 4, Int8MmaLoads::kWarpRings>>(o)
+         : o.variant == 13 ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 4, Int8MmaLoads::kWarpRings, Int8MmaMath::kElement, 2>>(o)
          : o.variant == 12
              ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8, Int8MmaLoads::kWarpRings, Int8MmaMath::kHalfScaled>>(o)
                          : run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8>>(o);

@@ -850,8 +850,8 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   grid.push_back(c);
   if (cfg.hdim <= 128)  // the swapped consumer (4), its 8-bit S (7: raw K ring, V-only transform),
                         // one CTA per SM (8) and the register-dequantizing mma.sync warps (9-12)
-    for (int variant : {4, 7, 8, 9, 10, 11, 12, 13}) {
-      if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-13: hdim 128 only
+    for (int variant : {4, 7, 8, 9, 10, 11, 12, 13, 14, 15}) {
+      if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-15: hdim 128 only
       c = make(cfg, 1, 4, 1, 384, {384, 200}, true, 10005 + variant);
       c.int8 = true, c.num_splits = 2, c.quant_block = 64, c.variant = variant;
       grid.push_back(c);
@@ -1015,9 +1015,14 @@ TEST_P(KvCacheGpu, RepeatedRunsAreBitIdentical) {
   int8_half.variant = 12, int8_half.seed = 9005;
   KvCase int8_four = int8_regs;  // variant 13: 4 warps per CTA, 17 tiles per warp
   int8_four.variant = 13, int8_four.seed = 9006;
+  KvCase int8_fma = int8_regs;  // variant 14: one FFMA a value
+  int8_fma.variant = 14, int8_fma.seed = 9007;
+  KvCase int8_three = int8_regs;  // variant 15: three CTAs per SM, two slots a warp
+  int8_three.variant = 15, int8_three.seed = 9008;
   std::vector<KvCase> cases = {heuristic, forced};
-  if (cfg.hdim == 128)  // variants 9-13: hdim 128 only
-    for (const KvCase& c : {int8_regs, int8_regs64, int8_rings, int8_half, int8_four}) cases.push_back(c);
+  if (cfg.hdim == 128)  // variants 9-15: hdim 128 only
+    for (const KvCase& c : {int8_regs, int8_regs64, int8_rings, int8_half, int8_four, int8_fma, int8_three})
+      cases.push_back(c);
   for (const KvCase& c : cases) {
     KvRun run(c);
     const CaseResult r = run_case(run, references_of(run));
@@ -1075,8 +1080,8 @@ TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
 
 // Variants 9 and 10 (kernel/sm90_decode_int8_mma.hpp: warps dequantize into mma.sync fragments,
 // eight or six warps; hdim 128 only), alternating, and variants 11 (eight warps, each loading its
-// own tiles), 12 (its fp16 operands; reference over its own fp16 K and V) and 13 (4 warps per CTA,
-// two CTAs per SM) on every
+// own tiles), 12 (its fp16 operands; reference over its own fp16 K and V), 13 (4 warps per CTA,
+// two CTAs per SM), 14 (one FFMA a value) and 15 (three CTAs per SM, two slots a warp) on every
 // case, against the fp64 reference over the dequantized cache: every head
 // grouping the tile packs (64:8, 32:8, 8:1, MHA, MQA), seqlen_q 1, 2, 7, 16 (several 16-row CTAs),
 // lengths 1, 17, 1000, 4097 and ragged batches with empty caches, forced splits 1, 3 and 1000,
@@ -1089,7 +1094,7 @@ TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
     KvCase c = make(cfg, 1, 8, 1, 256, {256}, false, 15999);
     c.int8 = true, c.variant = 4;
     KvRun run(c);
-    for (int variant : {9, 10, 11, 12, 13}) {
+    for (int variant : {9, 10, 11, 12, 13, 14, 15}) {
       run.args.variant = variant;
       const hopattn_status_t s = run.launch(nullptr);
       EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << "variant " << variant << " at hdim " << cfg.hdim << ": " << status_string(s);
@@ -1118,10 +1123,10 @@ TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
   KvCase c = make(cfg, 1, 8, 1, 65536, {65536}, true, seed++);
   c.int8 = true, c.variant = 9, c.outliers = true;
   grid.push_back(c);
-  // Variants 11 (the warps' private rings), 12 (its fp16 operands) and 13 (4 warps per CTA) on
-  // every case of the grid, with their own inputs.
+  // Variants 11 (the warps' private rings), 12 (its fp16 operands), 13 (4 warps per CTA), 14 (one
+  // FFMA a value) and 15 (three CTAs per SM) on every case of the grid, with their own inputs.
   for (size_t i = 0, n = grid.size(); i < n; ++i)
-    for (int variant : {11, 12, 13}) {
+    for (int variant : {11, 12, 13, 14, 15}) {
       KvCase r = grid[i];
       r.variant = variant, r.seed = seed++;
       grid.push_back(r);
@@ -1192,9 +1197,9 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       const ErrorStats e_plain = o_error(plain_run);
       plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
       const ErrorStats e_host = o_error(plain_run);
-      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13}) {
+      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15}) {
         if (variant >= 3 && cfg.hdim > 128) continue;
-        if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-13: hdim 128 only
+        if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-15: hdim 128 only
         int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
         // Variant 7 rounds differently (S from the int8 K and fp32 scales; K is never rounded to
@@ -1230,10 +1235,10 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13})
+  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
     for (int causal = 0; causal < 4; ++causal) {
       if (attention::decode_variant_int8_only(variant) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
-      if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9-13: hdim 128 only
+      if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9-15: hdim 128 only
       if (variant == 6 && int8) continue;                                       // 16-bit only
       KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
       c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;

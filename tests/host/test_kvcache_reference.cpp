@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -90,8 +91,43 @@ TEST(Int8Cache, OutlierChannelsKeepTheirOwnScale) {
   for (int t = 0; t < p.max_len; ++t) k[size_t(t) * p.hdim + 3] *= 20.0f;
   const Int8Cache outlier = quantize_kv_int8(p, 128, k.data(), v.data());
   for (int ch = 0; ch < p.hdim; ++ch)
-    if (ch != 3) EXPECT_EQ(plain.k_scale[ch], outlier.k_scale[ch]) << "channel " << ch;
-  EXPECT_NEAR(outlier.k_scale[3], 20.0f * plain.k_scale[3], 1e-5f * outlier.k_scale[3]);
+    if (ch != 3) {
+      EXPECT_EQ(plain.k_scale[ch], outlier.k_scale[ch]) << "channel " << ch;
+    }
+  // Both scales are rounded up to 15 significant bits (each by less than 2^-14 of itself).
+  EXPECT_NEAR(outlier.k_scale[3], 20.0f * plain.k_scale[3], 0x1p-13f * outlier.k_scale[3]);
+}
+
+TEST(Int8Cache, ScalesHaveFifteenSignificantBitsAndCoverTheirGroup) {
+  // The int8 mma kernels' one-FFMA dequantization is exact only for scales of <= 15 significant
+  // bits (kernel/sm90_decode_int8_mma.hpp, dequant_fma); rounding up keeps |x| / scale <= 127.
+  KvCacheProblem p{2, 1, 256, 4, 2, 64, true, 0.0f};
+  const size_t n = size_t(p.batch) * p.max_len * p.heads_kv * p.hdim;
+  auto k = randn(n, 11);
+  const auto v = randn(n, 12);
+  for (size_t i = 5; i < n; i += size_t(p.hdim)) k[i] *= 20.0f;  // an outlier channel
+  const Int8Cache c = quantize_kv_int8(p, 64, k.data(), v.data());
+  int exact = 0;
+  for (const std::vector<float>* scales : {&c.k_scale, &c.v_scale})
+    for (float s : *scales) {
+      uint32_t bits;
+      std::memcpy(&bits, &s, 4);
+      EXPECT_EQ(bits & 0x1FFu, 0u) << s;
+      EXPECT_GT(s, 0.0f);
+    }
+  // Every stored value is within [-127, 127] and |x| <= 127.5 · scale (rounded up, never down).
+  const int blocks = p.max_len / 64;
+  for (int b = 0; b < p.batch; ++b)
+    for (int t = 0; t < p.max_len; ++t)
+      for (int h = 0; h < p.heads_kv; ++h)
+        for (int ch = 0; ch < p.hdim; ++ch) {
+          const size_t i = ((size_t(b) * p.max_len + t) * p.heads_kv + h) * p.hdim + ch;
+          const float ks = c.k_scale[((size_t(b) * blocks + t / 64) * p.heads_kv + h) * p.hdim + ch];
+          EXPECT_LE(std::abs(k[i]), 127.0f * ks);
+          EXPECT_LE(std::abs(float(c.k[i]) * ks - k[i]), 0.5f * ks * (1.0f + 1e-6f));
+          exact += c.k[i] == 127 || c.k[i] == -127;
+        }
+  EXPECT_GT(exact, 0);  // the largest of a group still maps to (nearly) ±127
 }
 
 TEST(Int8Cache, ZeroGroupsStoreZeros) {

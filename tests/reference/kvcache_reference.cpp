@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -27,6 +28,18 @@ void kvcache_attention_cpu_fp64(const KvCacheProblem& p, const float* q, const f
 
 namespace {
 
+// amax / 127 rounded up to 15 significant bits (the low 9 of fp32's 23 stored bits cleared), so that
+// the kernels' one-FFMA dequantization is exact (kernel/sm90_decode_int8_mma.hpp, dequant_fma).
+float scale_of(float amax) {
+  uint32_t bits;
+  const float s = amax / 127.0f;
+  std::memcpy(&bits, &s, 4);
+  bits = (bits + 0x1FFu) & ~0x1FFu;
+  float r;
+  std::memcpy(&r, &bits, 4);
+  return r;
+}
+
 int8_t quantize(float x, float scale) {
   if (scale == 0.0f) return 0;
   return int8_t(std::clamp(std::nearbyint(x / scale), -127.0f, 127.0f));
@@ -47,7 +60,7 @@ Int8Cache quantize_kv_int8(const KvCacheProblem& p, int block, const float* k, c
         for (int ch = 0; ch < d; ++ch) {
           float amax = 0.0f;
           for (int t = blk * block; t < (blk + 1) * block; ++t) amax = std::max(amax, std::abs(k[at(b, t, h, ch)]));
-          const float scale = amax / 127.0f;
+          const float scale = scale_of(amax);
           c.k_scale[((int64_t(b) * blocks + blk) * hkv + h) * d + ch] = scale;
           for (int t = blk * block; t < (blk + 1) * block; ++t) c.k[at(b, t, h, ch)] = quantize(k[at(b, t, h, ch)], scale);
         }
@@ -56,7 +69,7 @@ Int8Cache quantize_kv_int8(const KvCacheProblem& p, int block, const float* k, c
       for (int h = 0; h < hkv; ++h) {
         float amax = 0.0f;
         for (int ch = 0; ch < d; ++ch) amax = std::max(amax, std::abs(v[at(b, t, h, ch)]));
-        const float scale = amax / 127.0f;
+        const float scale = scale_of(amax);
         c.v_scale[(int64_t(b) * p.max_len + t) * hkv + h] = scale;
         for (int ch = 0; ch < d; ++ch) c.v[at(b, t, h, ch)] = quantize(v[at(b, t, h, ch)], scale);
       }

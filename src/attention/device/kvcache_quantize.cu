@@ -1,7 +1,8 @@
 // INT8 KV-cache quantization (hopattn_kvcache_quantize_int8): argument checks and two small
 // kernels, K scaled per (block of quant_block tokens, kv-head, channel), V per (token, kv-head).
 // Rounding matches the host reference (tests/reference/kvcache_reference.cpp) bit for bit:
-// scale = amax / 127 and q = round-to-nearest-even(x / scale), both correctly rounded in fp32.
+// scale = amax / 127 correctly rounded in fp32 and rounded up to 15 significant bits, q =
+// round-to-nearest-even(x / scale) correctly rounded in fp32.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -36,6 +37,12 @@ __device__ float load_element(const void* base, int64_t i, bool bf16) {
               : __half2float(static_cast<const __half*>(base)[i]);
 }
 
+// amax / 127 (correctly rounded), then rounded up to 15 significant bits: the int8 mma kernels'
+// one-FFMA dequantization (kernel/sm90_decode_int8_mma.hpp, dequant_fma) is exact for such scales.
+__device__ float scale_of(float amax) {
+  return __uint_as_float((__float_as_uint(__fdiv_rn(amax, 127.0f)) + 0x1FFu) & ~0x1FFu);
+}
+
 __device__ int8_t quantize_value(float x, float scale) {
   if (scale == 0.0f) return 0;
   return int8_t(max(-127, min(127, __float2int_rn(__fdiv_rn(x, scale)))));
@@ -53,7 +60,7 @@ __global__ void quantize_k_kernel(QuantParams p) {
     auto src = [&](int t) { return b * p.k_st[0] + int64_t(t) * p.k_st[1] + h * p.k_st[2] + c; };
     float amax = 0.0f;
     for (int t = blk * p.block; t < (blk + 1) * p.block; ++t) amax = fmaxf(amax, fabsf(load_element(p.k, src(t), p.bf16)));
-    const float scale = __fdiv_rn(amax, 127.0f);
+    const float scale = scale_of(amax);
     p.ks[b * p.ks_st[0] + blk * p.ks_st[1] + h * p.ks_st[2] + c] = scale;
     for (int t = blk * p.block; t < (blk + 1) * p.block; ++t)
       p.kq[b * p.kq_st[0] + int64_t(t) * p.kq_st[1] + h * p.kq_st[2] + c] =
@@ -74,7 +81,7 @@ __global__ void quantize_v_kernel(QuantParams p) {
     float amax = 0.0f;
     for (int c = lane; c < p.hdim; c += 32) amax = fmaxf(amax, fabsf(load_element(p.v, src + c, p.bf16)));
     for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-    const float scale = __fdiv_rn(amax, 127.0f);
+    const float scale = scale_of(amax);
     if (lane == 0) p.vs[b * p.vs_st[0] + int64_t(t) * p.vs_st[1] + h * p.vs_st[2]] = scale;
     const int64_t dst = b * p.vq_st[0] + int64_t(t) * p.vq_st[1] + h * p.vq_st[2];
     for (int c = lane; c < p.hdim; c += 32) p.vq[dst + c] = quantize_value(load_element(p.v, src + c, p.bf16), scale);

@@ -126,11 +126,16 @@ enum class Int8MmaLoads {
 // kMath_ = kHalfScaled (variant 12, with kWarpRings): fp16 operands with power-of-two prescales
 // (see half_exponent) instead of value · scale rounded to Element.
 enum class Int8MmaMath {
-  kElement,      // variants 9-11: K and V dequantized as the host does (value · scale in fp32, rounded once)
+  kElement,      // variants 9-11, 13: K and V dequantized as the host does (value · scale in fp32, rounded once)
   kHalfScaled,   // variant 12: exact int8 in fp16 times a power-of-two-shifted scale (~2 instructions a value)
+  kElementFma,   // variants 14, 15: kElement's values in one FFMA a value instead of FADD + FMUL (dequant_fma)
 };
+// kCtasPerSm_ (warp rings only): CTAs sharing an SM. 1: variants 11, 12, 14 (8 warps, 213 KB);
+// 2: variant 13 (4 warps, 3 slots each, 107 KB); 3: variant 15 (4 warps, 2 slots each, ~74 KB; the
+// launch bound caps registers at 168).
 template <class Element_, int kHeadDim_, int kBlockN_ = 64, int kWarps_ = 8,
-          Int8MmaLoads kLoads_ = Int8MmaLoads::kProducerRing, Int8MmaMath kMath_ = Int8MmaMath::kElement>
+          Int8MmaLoads kLoads_ = Int8MmaLoads::kProducerRing, Int8MmaMath kMath_ = Int8MmaMath::kElement,
+          int kCtasPerSm_ = 1>
 struct DecodeInt8MmaTraits {
   static_assert(kHeadDim_ == 128, "variants 9-11: hdim 128");
   static_assert(kBlockN_ == 64, "64 keys per stage (32 measured 25 % slower, r89)");
@@ -142,11 +147,13 @@ struct DecodeInt8MmaTraits {
   static constexpr bool kWarpRings = kLoads_ == Int8MmaLoads::kWarpRings;
   static_assert(kWarpRings ? (kBlockN_ == 64 && kWarps_ != 6) : kWarps_ != 4,
                 "variants 11-13: 64-key tiles, 8 or 4 warps; 9, 10: 8 or 6");
-  // Variant 13: 4 warps per CTA and two CTAs per SM (each 107 KB), so one CTA's first loads and
-  // final merge overlap the other's tiles.
-  static constexpr int kCtasPerSm = kWarpRings && kWarps_ == 4 ? 2 : 1;
+  // Variants 13 and 15: 4 warps per CTA and two or three CTAs per SM, so one CTA's first loads and
+  // final merge overlap the others' tiles.
+  static constexpr int kCtasPerSm = kCtasPerSm_;
+  static_assert(kCtasPerSm == 1 || (kWarpRings && kWarps_ == 4 && kCtasPerSm <= 3), "2 or 3 CTAs: 4-warp rings");
   static constexpr bool kHalfScaled = kMath_ == Int8MmaMath::kHalfScaled;
-  static_assert(!kHalfScaled || kWarpRings, "variant 12 is variant 11's kernel");
+  static constexpr bool kFma = kMath_ == Int8MmaMath::kElementFma;
+  static_assert(!(kHalfScaled || kFma) || kWarpRings, "variants 12, 14, 15 are variant 11's kernel");
   static constexpr int kBlockN = kBlockN_;  // keys per tile (divides both scale blocks)
   static constexpr int kNTiles = kBlockN / 8;  // n8 tiles of S per tile; k16 steps of P·V: kNTiles / 2
   static constexpr int kTileRows = 16;  // packed query rows per CTA: the mma's M
@@ -159,7 +166,8 @@ struct DecodeInt8MmaTraits {
   static constexpr bool kSetMaxNreg = !kWarpRings && kWarps == 8;
   static constexpr int kThreads = kWarpRings ? 32 * kWarps : kSetMaxNreg ? 32 * kWarps + 128 : 32 * (kWarps + 1);
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-  static constexpr int kSlotsPerWarp = 3;  // variant 11
+  // Variant 11: three slots a warp (K_k, V_k, K_k+1 in flight); variant 15 (three CTAs) two.
+  static constexpr int kSlotsPerWarp = kCtasPerSm == 3 ? 2 : 3;
   // 64 keys: 13 measured (r87), not faster.
   static constexpr int kStages = kWarpRings ? kSlotsPerWarp * kWarps : 12;
   static constexpr int kTileBytes = kBlockN * kHeadDim;  // one raw K or V tile
@@ -236,8 +244,8 @@ CUTE_HOST_DEVICE constexpr int64_t int8_mma_stamps_per_cta(int warps, int tiles)
 
 template <class T>
 struct IsDecodeInt8Mma : std::false_type {};
-template <class E, int D, int N, int W, Int8MmaLoads L, Int8MmaMath M>
-struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, N, W, L, M>> : std::true_type {};
+template <class E, int D, int N, int W, Int8MmaLoads L, Int8MmaMath M, int C>
+struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, N, W, L, M, C>> : std::true_type {};
 
 namespace int8_mma_detail {
 
@@ -276,6 +284,19 @@ CUTE_DEVICE void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, 
 CUTE_DEVICE float biased_byte_to_float(uint32_t biased, int b) {
   return __uint_as_float(__byte_perm(biased, 0x4B000000u, 0x7540 + b)) - 8388736.0f;
 }
+
+// Variants 14, 15: byte b (0..3) of a biased word under the 2^15 magic: the float 2^15 + u exactly
+// (u = value + 128 in mantissa bits 8-15). dequant_fma(x, s, neg) = fma(x, s, -(2^15 + 128)·s)
+// is x·s + neg with one rounding: value · s exactly, hence the same fp32 as kElement's
+// (x - 2^23 - 128)·s, when s has at most 15 significant bits (then (2^15 + 128)·s, 9 bits
+// times 15, is exact, and so is value · s, 8 bits times 15). hopattn's quantizer rounds its
+// scales up to 15 bits (kvcache_quantize.cu); other scales are off by at most s · 2^-9 before the
+// rounding to Element.
+CUTE_DEVICE float biased_byte_magic15(uint32_t biased, int b) {
+  return __uint_as_float(__byte_perm(biased, 0x47000000u, 0x7604 + 16 * b));
+}
+constexpr float kMagic15Offset = 32896.0f;  // 2^15 + 128
+CUTE_DEVICE float dequant_fma(float x, float s, float neg_offset_s) { return fmaf(x, s, neg_offset_s); }
 
 CUTE_DEVICE void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
@@ -324,36 +345,55 @@ CUTE_DEVICE void publish_q(uint4 const (&qv)[2][4], uint32_t qf_base, int lane) 
 }
 
 // S = Q·Kᵀ of one tile (16 rows × kBlockN keys) from the raw K tile at k_tile and its 128 K scales
-// at ks_addr, one half of the channels at a time (its 16 K scales in registers: the other half's
-// would not fit beside O, S and Q). k_off: the thread's row offsets for chunks c and c + 4.
-template <class Element, int kNTiles>
+// at ks_addr, kSteps k16 steps (a half or, kSteps = 2, a quarter of the channels) at a time: their
+// K scales in registers (the other passes' would not fit beside O, S and Q; variant 15's 168
+// registers need quarters once the FFMA's constants sit beside the scales). k_off: the thread's
+// row offsets for chunks c and c + 4.
+template <class Element, int kNTiles, bool kFma = false, int kSteps = 4>
 CUTE_DEVICE void tile_scores(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32_t ks_addr, uint32_t qf_base,
                              const int (&k_off)[2], int c, int lane) {
+  static_assert(kSteps == 4 || kSteps == 2, "a half or a quarter of the channels per pass");
   CUTE_UNROLL
   for (int j = 0; j < kNTiles; ++j) s_acc[j][0] = s_acc[j][1] = s_acc[j][2] = s_acc[j][3] = 0.0f;
   // Not unrolled (nor is the P·V loop): fully unrolled, the tile's body was ~2,450 instructions
   // (39 KB of code) and ncu's top stall was no_instruction (r85: 1.60 cycles per issue), eight
   // warps at different places of a loop larger than the instruction cache.
 #pragma unroll 1
-  for (int half = 0; half < 2; ++half) {
-    const int k_off_h = half ? k_off[1] : k_off[0];
-    float ks[16];  // channels 64·half + 16c .. + 15
-    uint4 qa[4];   // Q's A fragments of k16 steps 4·half .. 4·half + 3
+  for (int pass = 0; pass < 8 / kSteps; ++pass) {
+    const int half = pass * kSteps / 4, q0 = pass * kSteps % 4;  // k16 steps 4·half + q0 + (0 .. kSteps - 1)
+    const int k_off_p = (half ? k_off[1] : k_off[0]) + 4 * q0;
+    float ks[4 * kSteps];  // channels 64·half + 16c + 4·q0 .. + 4·kSteps - 1
+    float kn[kFma ? 4 * kSteps : 1];  // variants 14, 15: -(2^15 + 128) · ks
+    uint4 qa[kSteps];  // Q's A fragments of the pass's k16 steps
     CUTE_UNROLL
-    for (int q = 0; q < 4; ++q) {
-      const float4 f = lds128f(ks_addr + 4 * (64 * half + 16 * c + 4 * q));
+    for (int q = 0; q < kSteps; ++q) {
+      const float4 f = lds128f(ks_addr + 4 * (64 * half + 16 * c + 4 * (q0 + q)));
       ks[4 * q] = f.x, ks[4 * q + 1] = f.y, ks[4 * q + 2] = f.z, ks[4 * q + 3] = f.w;
-      qa[q] = lds128(qf_base + 16 * ((4 * half + q) * 32 + lane));
+      qa[q] = lds128(qf_base + 16 * ((4 * half + q0 + q) * 32 + lane));
     }
+    if constexpr (kFma) {
+      CUTE_UNROLL
+      for (int i = 0; i < 4 * kSteps; ++i) kn[i] = -kMagic15Offset * ks[i];
+    }
+    // Channel i of the pass's: value · scale in fp32.
+    auto deq = [&](uint32_t w, int b, int i) {
+      if constexpr (kFma) return dequant_fma(biased_byte_magic15(w, b), ks[i], kn[i]);
+      else return biased_byte_to_float(w, b) * ks[i];
+    };
     CUTE_UNROLL
     for (int j = 0; j < kNTiles; ++j) {
-      const uint4 raw = lds128(k_tile + 1024 * j + k_off_h);
-      const uint32_t w4[4] = {raw.x ^ 0x80808080u, raw.y ^ 0x80808080u, raw.z ^ 0x80808080u, raw.w ^ 0x80808080u};
+      uint32_t w4[kSteps];  // bytes 4·q0 .. 4·(q0 + kSteps) - 1 of the row's chunk, biased
+      if constexpr (kSteps == 4) {
+        const uint4 raw = lds128(k_tile + 1024 * j + k_off_p);
+        w4[0] = raw.x, w4[1] = raw.y, w4[2] = raw.z, w4[3] = raw.w;
+      } else {
+        asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(w4[0]), "=r"(w4[1]) : "r"(k_tile + 1024 * j + k_off_p));
+      }
       CUTE_UNROLL
-      for (int q = 0; q < 4; ++q) {  // k16 step 4·half + q: bytes 4q .. 4q + 3
-        const float* sc = ks + 4 * q;
-        const uint32_t b0 = pack_pair<Element>(biased_byte_to_float(w4[q], 0) * sc[0], biased_byte_to_float(w4[q], 1) * sc[1]);
-        const uint32_t b1 = pack_pair<Element>(biased_byte_to_float(w4[q], 2) * sc[2], biased_byte_to_float(w4[q], 3) * sc[3]);
+      for (int q = 0; q < kSteps; ++q) {  // k16 step 4·half + q0 + q: bytes 4q .. 4q + 3 of w4
+        const uint32_t w = w4[q] ^ 0x80808080u;
+        const uint32_t b0 = pack_pair<Element>(deq(w, 0, 4 * q), deq(w, 1, 4 * q + 1));
+        const uint32_t b1 = pack_pair<Element>(deq(w, 2, 4 * q + 2), deq(w, 3, 4 * q + 3));
         mma16816<Element>(s_acc[j], qa[q].x, qa[q].y, qa[q].z, qa[q].w, b0, b1);
       }
     }
@@ -409,7 +449,7 @@ CUTE_DEVICE void rescale_o(float (&o)[16][4], float a0, float a1) {  // rows g (
 // (int8_mma_vscale_slot). k16 step s' covers S tiles 2s', 2s'+1; V's B fragment for n8 tile tt
 // (channel 16g + tt) from keys π(2s', 2c), π(2s', 2c+1) (b0) and π(2s'+1, 2c), π(2s'+1, 2c+1)
 // (b1). v_off: the thread's row offsets of keys π(2c) and π(2c + 1), chunk g.
-template <class Element, int kBlockN, int kNTiles>
+template <class Element, int kBlockN, int kNTiles, bool kFma = false>
 CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], uint32_t v_tile, uint32_t vs_addr,
                          const int (&v_off)[2], int c) {
   constexpr int kPvSteps = kNTiles / 2;
@@ -439,13 +479,17 @@ CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], ui
     }
     const float4 vsc = lds128f(vs_addr + 4 * ((kBlockN / 4) * c + 4 * sp));
     const float vsk[4] = {vsc.x, vsc.y, vsc.z, vsc.w};
+    const float vn[4] = {-kMagic15Offset * vsc.x, -kMagic15Offset * vsc.y, -kMagic15Offset * vsc.z,
+                         -kMagic15Offset * vsc.w};  // variants 14, 15
+    auto deq = [&](int k, int wi, int by) {  // key k (0..3) of the step, byte `by` of its word wi
+      if constexpr (kFma) return dequant_fma(biased_byte_magic15(vw[k][wi], by), vsk[k], vn[k]);
+      else return biased_byte_to_float(vw[k][wi], by) * vsk[k];
+    };
     CUTE_UNROLL
     for (int tt = 0; tt < 16; ++tt) {
       const int wi = tt / 4, by = tt % 4;
-      const uint32_t b0 = pack_pair<Element>(biased_byte_to_float(vw[0][wi], by) * vsk[0],
-                                             biased_byte_to_float(vw[1][wi], by) * vsk[1]);
-      const uint32_t b1 = pack_pair<Element>(biased_byte_to_float(vw[2][wi], by) * vsk[2],
-                                             biased_byte_to_float(vw[3][wi], by) * vsk[3]);
+      const uint32_t b0 = pack_pair<Element>(deq(0, wi, by), deq(1, wi, by));
+      const uint32_t b1 = pack_pair<Element>(deq(2, wi, by), deq(3, wi, by));
       mma16816<Element>(o[tt], a0, a1, a2, a3, b0, b1);
     }
   }
@@ -991,8 +1035,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
                                                  scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c, lane));
       scale[0] *= fk, scale[1] *= fk;
     } else {
-      tile_scores<Element>(s_acc, raw_base + slot_k * kTileBytes, scale_base + 4 * slot_k * kHeadDim, qf_base, off.k,
-                           c, lane);
+      tile_scores<Element, kNTiles, Traits::kFma, Traits::kCtasPerSm == 3 ? 2 : 4>(
+          s_acc, raw_base + slot_k * kTileBytes, scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c, lane);
     }
     if (jk + kRing < items) issue(jk + kRing);  // V_{k+1} into K_k's slot
     float alpha[2];
@@ -1015,7 +1059,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       rescale_o(o, alpha[0] * f, alpha[1] * f);
       tile_pv_half(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
     } else {
-      tile_pv<Element, kBlockN>(o, s_acc, v_tile, vs_addr, off.v, c);
+      tile_pv<Element, kBlockN, kNTiles, Traits::kFma>(o, s_acc, v_tile, vs_addr, off.v, c);
     }
     if (jv + kRing < items) issue(jv + kRing);  // K_{k+2} into V_k's slot
 #ifdef HOPATTN_DECODE_STAMPS
