@@ -288,6 +288,8 @@ class KvRun {
   // K dequantized without rounding to the 16-bit dtype (q · scale in fp32): the K that variant 7
   // multiplies with (8-bit WGMMAs on the int8 values, K's scales folded into Q).
   std::vector<float> host_k_unrounded() const { return dequantized(true, false); }
+  // V likewise (q · scale in fp32, not rounded): variants 16 and 17 fold V's scales into P.
+  std::vector<float> host_v_unrounded() const { return dequantized(false, false); }
   // Variant 12's K and V (kernel/sm90_decode_int8_mma.hpp, tile_scores_half and tile_pv_half):
   // per 64-key tile, value · fp16(scale · 2^-e) rounded to fp16, times 2^e, where e puts 127 times
   // the tile's largest scale in [2^14, 2^15) (half_exponent; V's scales at or past the sequence's
@@ -635,12 +637,14 @@ CaseResult run_case(KvRun& run, const References& ref) {
 // (against the dtype-rounded ones, a length-1 sequence's O, which is V itself, differed by one bf16
 // ulp, r97; against the unrounded ones, fp16 LSEs at outlier channels missed their bounds by up to
 // 4x, r98: the kernel's K carries fp16 rounding that the other variants' references already hold).
+// Variants 16 and 17 round K as the host does but never V (its scales are folded into P): V unrounded.
 References references_of(const KvRun& run) {
   const KvCase& c = run.kcase();
   if (c.int8 && c.variant == 12)
     return compute_references(c, run.host_q(), run.host_half_scaled(true), run.host_half_scaled(false));
+  const bool fold_v = c.int8 && (c.variant == 16 || c.variant == 17);
   return compute_references(c, run.host_q(), c.int8 && c.variant == 7 ? run.host_k_unrounded() : run.host_k(),
-                            run.host_v());
+                            fold_v ? run.host_v_unrounded() : run.host_v());
 }
 
 void run_grid(const std::vector<KvCase>& grid) {
@@ -850,8 +854,8 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   grid.push_back(c);
   if (cfg.hdim <= 128)  // the swapped consumer (4), its 8-bit S (7: raw K ring, V-only transform),
                         // one CTA per SM (8) and the register-dequantizing mma.sync warps (9-12)
-    for (int variant : {4, 7, 8, 9, 10, 11, 12, 13, 14, 15}) {
-      if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-15: hdim 128 only
+    for (int variant : {4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}) {
+      if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-17: hdim 128 only
       c = make(cfg, 1, 4, 1, 384, {384, 200}, true, 10005 + variant);
       c.int8 = true, c.num_splits = 2, c.quant_block = 64, c.variant = variant;
       grid.push_back(c);
@@ -1019,9 +1023,14 @@ TEST_P(KvCacheGpu, RepeatedRunsAreBitIdentical) {
   int8_fma.variant = 14, int8_fma.seed = 9007;
   KvCase int8_three = int8_regs;  // variant 15: three CTAs per SM, two slots a warp
   int8_three.variant = 15, int8_three.seed = 9008;
+  KvCase int8_fold = int8_regs;  // variant 16: V's scales folded into P
+  int8_fold.variant = 16, int8_fold.seed = 9009;
+  KvCase int8_fold3 = int8_regs;  // variant 17: as 16, three CTAs per SM
+  int8_fold3.variant = 17, int8_fold3.seed = 9010;
   std::vector<KvCase> cases = {heuristic, forced};
-  if (cfg.hdim == 128)  // variants 9-15: hdim 128 only
-    for (const KvCase& c : {int8_regs, int8_regs64, int8_rings, int8_half, int8_four, int8_fma, int8_three})
+  if (cfg.hdim == 128)  // variants 9-17: hdim 128 only
+    for (const KvCase& c :
+         {int8_regs, int8_regs64, int8_rings, int8_half, int8_four, int8_fma, int8_three, int8_fold, int8_fold3})
       cases.push_back(c);
   for (const KvCase& c : cases) {
     KvRun run(c);
@@ -1081,7 +1090,8 @@ TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
 // Variants 9 and 10 (kernel/sm90_decode_int8_mma.hpp: warps dequantize into mma.sync fragments,
 // eight or six warps; hdim 128 only), alternating, and variants 11 (eight warps, each loading its
 // own tiles), 12 (its fp16 operands; reference over its own fp16 K and V), 13 (4 warps per CTA,
-// two CTAs per SM), 14 (one FFMA a value) and 15 (three CTAs per SM, two slots a warp) on every
+// two CTAs per SM), 14 (one FFMA a value), 15 (three CTAs per SM, two slots a warp), 16 (V's
+// scales folded into P; reference over the unrounded V) and 17 (16 with three CTAs) on every
 // case, against the fp64 reference over the dequantized cache: every head
 // grouping the tile packs (64:8, 32:8, 8:1, MHA, MQA), seqlen_q 1, 2, 7, 16 (several 16-row CTAs),
 // lengths 1, 17, 1000, 4097 and ragged batches with empty caches, forced splits 1, 3 and 1000,
@@ -1094,7 +1104,7 @@ TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
     KvCase c = make(cfg, 1, 8, 1, 256, {256}, false, 15999);
     c.int8 = true, c.variant = 4;
     KvRun run(c);
-    for (int variant : {9, 10, 11, 12, 13, 14, 15}) {
+    for (int variant : {9, 10, 11, 12, 13, 14, 15, 16, 17}) {
       run.args.variant = variant;
       const hopattn_status_t s = run.launch(nullptr);
       EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << "variant " << variant << " at hdim " << cfg.hdim << ": " << status_string(s);
@@ -1124,9 +1134,10 @@ TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
   c.int8 = true, c.variant = 9, c.outliers = true;
   grid.push_back(c);
   // Variants 11 (the warps' private rings), 12 (its fp16 operands), 13 (4 warps per CTA), 14 (one
-  // FFMA a value) and 15 (three CTAs per SM) on every case of the grid, with their own inputs.
+  // FFMA a value), 15 (three CTAs per SM), 16 and 17 (V's scales folded into P) on every case of
+  // the grid, with their own inputs.
   for (size_t i = 0, n = grid.size(); i < n; ++i)
-    for (int variant : {11, 12, 13, 14, 15}) {
+    for (int variant : {11, 12, 13, 14, 15, 16, 17}) {
       KvCase r = grid[i];
       r.variant = variant, r.seed = seed++;
       grid.push_back(r);
@@ -1197,9 +1208,9 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       const ErrorStats e_plain = o_error(plain_run);
       plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
       const ErrorStats e_host = o_error(plain_run);
-      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15}) {
+      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}) {
         if (variant >= 3 && cfg.hdim > 128) continue;
-        if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-15: hdim 128 only
+        if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-17: hdim 128 only
         int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
         // Variant 7 rounds differently (S from the int8 K and fp32 scales; K is never rounded to
@@ -1235,10 +1246,10 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})
     for (int causal = 0; causal < 4; ++causal) {
       if (attention::decode_variant_int8_only(variant) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
-      if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9-15: hdim 128 only
+      if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9-17: hdim 128 only
       if (variant == 6 && int8) continue;                                       // 16-bit only
       KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
       c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;

@@ -161,19 +161,19 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.num_splits = -2;
   expect_error(check(a), "num_splits: -2 is negative");
   a = valid_args();
-  a.variant = 16;
-  expect_error(check(a), "variant: 16 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14 or 15");
-  for (int v : {7, 8, 9, 10, 11, 12, 13, 14, 15}) {
+  a.variant = 18;
+  expect_error(check(a), "variant: 18 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 or 17");
+  for (int v : {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}) {
     a.variant = v;
     expect_error(check(a), "variant: " + std::to_string(v) + " applies to an int8 cache only");
   }
-  {  // variants 9-15 exist at hdim 128 only
+  {  // variants 9-17 exist at hdim 128 only
     KvCacheArgs h64 = int8_args();
     for (Tensor* t : {&h64.q, &h64.o, &h64.k_cache, &h64.v_cache}) *t = tensor_bshd(t->data, t->dtype, t->shape[0], t->shape[1], t->shape[2], 64);
     h64.k_scale = tensor_bshd(h64.k_scale.data, HOPATTN_DTYPE_FP32, 4, 64, 4, 64);
     h64.lse.data = nullptr;
     EXPECT_TRUE(check(h64).ok()) << check(h64).to_string();
-    for (int v : {9, 10, 11, 12, 13, 14, 15}) {
+    for (int v : {9, 10, 11, 12, 13, 14, 15, 16, 17}) {
       h64.variant = v;
       expect_error(check(h64), "variant: " + std::to_string(v) + " is compiled for hdim 128 only, q has hdim 64");
     }

@@ -230,7 +230,7 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
     return Status::invalid(cat("variant: ", a.variant, " is not 0 (default), ", attention::decode_variant_list()));
   if (attention::decode_variant_int8_only(a.variant) && !is_int8(a))
     return Status::invalid(cat("variant: ", a.variant, " applies to an int8 cache only"));
-  if (a.variant >= 9 && a.variant <= 15 && a.q.shape[3] != 128)  // kernel/sm90_decode_int8_mma.hpp
+  if (a.variant >= 9 && a.variant <= 17 && a.q.shape[3] != 128)  // kernel/sm90_decode_int8_mma.hpp
     return Status::unsupported(cat("variant: ", a.variant, " is compiled for hdim 128 only, q has hdim ", a.q.shape[3]));
   if (a.variant == 6 && is_int8(a))
     return Status::invalid(cat("variant: 6 (balanced split-KV) applies to a 16-bit cache only"));

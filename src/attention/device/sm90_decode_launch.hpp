@@ -219,7 +219,9 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
                                     // 12: as 11 with fp16 operands (exact int8, power-of-two scales);
                                     // 13: as 11 with 4 warps per CTA, two CTAs per SM;
                                     // 14: as 11 with one FFMA a value (dequant_fma);
-                                    // 15: as 14 with 4 warps per CTA, 2 slots each, three CTAs per SM
+                                    // 15: as 14 with 4 warps per CTA, 2 slots each, three CTAs per SM;
+                                    // 16: as 14 with V exact in fp16, its scales folded into P; 17: as 16
+                                    //     with 15's three CTAs per SM
       s = dp.variant == 9 && kHeadDim == 128    ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64>>(dp, stream)
           : dp.variant == 10 && kHeadDim == 128 ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64, 6>>(dp, stream)
           : dp.variant == 11 && kHeadDim == 128
@@ -237,7 +239,14 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
               ? run_decode_split<
                     DecodeInt8MmaTraits<Element, 128, 64, 4, Int8MmaLoads::kWarpRings, Int8MmaMath::kElementFma, 3>>(dp,
                                                                                                                  stream)
-          : dp.variant >= 9 ? Status::unsupported("kvcache attention: variants 9-15 exist at hdim 128 only")
+          : dp.variant == 16 && kHeadDim == 128
+              ? run_decode_split<
+                    DecodeInt8MmaTraits<Element, 128, 64, 8, Int8MmaLoads::kWarpRings, Int8MmaMath::kFmaKFoldV>>(dp, stream)
+          : dp.variant == 17 && kHeadDim == 128
+              ? run_decode_split<
+                    DecodeInt8MmaTraits<Element, 128, 64, 4, Int8MmaLoads::kWarpRings, Int8MmaMath::kFmaKFoldV, 3>>(dp,
+                                                                                                                 stream)
+          : dp.variant >= 9 ? Status::unsupported("kvcache attention: variants 9-17 exist at hdim 128 only")
           : dp.variant == 8   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
           : dp.variant == 7 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)
           : dp.variant == 5 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)

@@ -129,6 +129,7 @@ enum class Int8MmaMath {
   kElement,      // variants 9-11, 13: K and V dequantized as the host does (value · scale in fp32, rounded once)
   kHalfScaled,   // variant 12: exact int8 in fp16 times a power-of-two-shifted scale (~2 instructions a value)
   kElementFma,   // variants 14, 15: kElement's values in one FFMA a value instead of FADD + FMUL (dequant_fma)
+  kFmaKFoldV,    // variants 16, 17: K as kElementFma; V exact in fp16 with its scales folded into P (tile_pv_fold)
 };
 // kCtasPerSm_ (warp rings only): CTAs sharing an SM. 1: variants 11, 12, 14 (8 warps, 213 KB);
 // 2: variant 13 (4 warps, 3 slots each, 107 KB); 3: variant 15 (4 warps, 2 slots each, ~74 KB; the
@@ -152,8 +153,9 @@ struct DecodeInt8MmaTraits {
   static constexpr int kCtasPerSm = kCtasPerSm_;
   static_assert(kCtasPerSm == 1 || (kWarpRings && kWarps_ == 4 && kCtasPerSm <= 3), "2 or 3 CTAs: 4-warp rings");
   static constexpr bool kHalfScaled = kMath_ == Int8MmaMath::kHalfScaled;
-  static constexpr bool kFma = kMath_ == Int8MmaMath::kElementFma;
-  static_assert(!(kHalfScaled || kFma) || kWarpRings, "variants 12, 14, 15 are variant 11's kernel");
+  static constexpr bool kFma = kMath_ == Int8MmaMath::kElementFma || kMath_ == Int8MmaMath::kFmaKFoldV;
+  static constexpr bool kFoldV = kMath_ == Int8MmaMath::kFmaKFoldV;
+  static_assert(!(kHalfScaled || kFma) || kWarpRings, "variants 12, 14-17 are variant 11's kernel");
   static constexpr int kBlockN = kBlockN_;  // keys per tile (divides both scale blocks)
   static constexpr int kNTiles = kBlockN / 8;  // n8 tiles of S per tile; k16 steps of P·V: kNTiles / 2
   static constexpr int kTileRows = 16;  // packed query rows per CTA: the mma's M
@@ -753,6 +755,50 @@ CUTE_DEVICE void tile_pv_half(float (&o)[16][4], float const (&s_acc)[kNTiles][4
   }
 }
 
+// Variants 16, 17: O' += P'·V8 in fp16 with O' = O · 2^-e_v: V's int8 values exact in fp16 (the
+// byte under the 1024 magic, minus 1152: no scale, ~1.5 instructions a value instead of ~2.75) and
+// each key's scale folded into P: P' = fp16(p · s_v · 2^-e_v), 8 FMULs per k16 step. K keeps the
+// host's rounding (tile_scores), so the outlier-channel accuracy of variant 11 stays; V's products
+// are not rounded to Element (as variant 12's; v12 matched the host path on Gaussian V, r97).
+template <int kNTiles>
+CUTE_DEVICE void tile_pv_fold(float (&o)[16][4], float const (&s_acc)[kNTiles][4], uint32_t v_tile, uint32_t vs_addr,
+                              const int (&v_off)[2], int c, int e_v) {
+  constexpr int kPvSteps = kNTiles / 2;
+  const float fv = exp2_int(-e_v);
+  uint32_t pa[kPvSteps][4];
+  CUTE_UNROLL
+  for (int sp = 0; sp < kPvSteps; ++sp) {  // the step's keys π(2sp, 2c), π(2sp, 2c+1), π(2sp+1, 2c), π(2sp+1, 2c+1)
+    const float4 vsc = lds128f(vs_addr + 4 * (16 * c + 4 * sp));
+    const float s0 = vsc.x * fv, s1 = vsc.y * fv, s2 = vsc.z * fv, s3 = vsc.w * fv;
+    pa[sp][0] = pack_pair<cutlass::half_t>(s_acc[2 * sp][0] * s0, s_acc[2 * sp][1] * s1);
+    pa[sp][1] = pack_pair<cutlass::half_t>(s_acc[2 * sp][2] * s0, s_acc[2 * sp][3] * s1);
+    pa[sp][2] = pack_pair<cutlass::half_t>(s_acc[2 * sp + 1][0] * s2, s_acc[2 * sp + 1][1] * s3);
+    pa[sp][3] = pack_pair<cutlass::half_t>(s_acc[2 * sp + 1][2] * s2, s_acc[2 * sp + 1][3] * s3);
+  }
+#pragma unroll 1
+  for (int sp = 0; sp < kPvSteps; ++sp) {
+    const uint32_t a0 = pa[0][0], a1 = pa[0][1], a2 = pa[0][2], a3 = pa[0][3];
+    CUTE_UNROLL
+    for (int r = 0; r < kPvSteps - 1; ++r)
+      CUTE_UNROLL
+      for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
+    uint32_t vw[4][4];  // [key 0..3][word], raw
+    CUTE_UNROLL
+    for (int k = 0; k < 4; ++k) {
+      const uint4 raw = lds128(v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2]);
+      vw[k][0] = raw.x, vw[k][1] = raw.y, vw[k][2] = raw.z, vw[k][3] = raw.w;
+    }
+    CUTE_UNROLL
+    for (int tt = 0; tt < 16; ++tt) {
+      const int wi = tt / 4, by = tt % 4;
+      const uint32_t sel = uint32_t(by) | (uint32_t(4 + by) << 8);  // byte `by` of keys 0 and 1 (2 and 3)
+      const uint32_t b0 = hadd2(bias_into_magic(__byte_perm(vw[0][wi], vw[1][wi], sel)), kMinus1152x2);
+      const uint32_t b1 = hadd2(bias_into_magic(__byte_perm(vw[2][wi], vw[3][wi], sel)), kMinus1152x2);
+      mma16816<cutlass::half_t>(o[tt], a0, a1, a2, a3, b0, b1);
+    }
+  }
+}
+
 // The TMA views of the CTA's KV head: get<0> the K pair, get<1> the V pair, each (source tiles of
 // the cache indexed (_, tile), destination slots of the ring at k_smem / v_smem indexed (_, slot)).
 template <class Traits>
@@ -1041,7 +1087,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     if (jk + kRing < items) issue(jk + kRing);  // V_{k+1} into K_k's slot
     float alpha[2];
     online_softmax<kBlockN>(s_acc, m_run, l_run, alpha, n, mask_from, limit0, limit1, scale, c);
-    if constexpr (!Traits::kHalfScaled) rescale_o(o, alpha[0], alpha[1]);
+    if constexpr (!Traits::kHalfScaled && !Traits::kFoldV) rescale_o(o, alpha[0], alpha[1]);
 #ifdef HOPATTN_DECODE_STAMPS
     // Measurement builds: variant 11 stamps the wait for V (r95: the wait for K took ~100 cycles).
     uint64_t* st = consumer_stamps(p, warp, k, kWarps, lane);
@@ -1052,12 +1098,13 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     if (st != nullptr) st[1] = clock64();
 #endif
     const uint32_t v_tile = raw_base + slot_v * kTileBytes, vs_addr = scale_base + 4 * slot_v * kHeadDim;
-    if constexpr (Traits::kHalfScaled) {
+    if constexpr (Traits::kHalfScaled || Traits::kFoldV) {
       const int e_new = tile_v_exponent(vs_addr, c, e_v);
       const float f = exp2_int(e_v - e_new);  // O' from the previous exponent to this tile's
       e_v = e_new;
       rescale_o(o, alpha[0] * f, alpha[1] * f);
-      tile_pv_half(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
+      if constexpr (Traits::kFoldV) tile_pv_fold(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
+      else tile_pv_half(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
     } else {
       tile_pv<Element, kBlockN, kNTiles, Traits::kFma>(o, s_acc, v_tile, vs_addr, off.v, c);
     }
@@ -1066,7 +1113,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     if (st != nullptr) st[2] = clock64();
 #endif
   }
-  if constexpr (Traits::kHalfScaled) rescale_o(o, exp2_int(e_v), exp2_int(e_v));
+  if constexpr (Traits::kHalfScaled || Traits::kFoldV) rescale_o(o, exp2_int(e_v), exp2_int(e_v));
   // Every issued item was waited for, so the ring is quiet once all warps pass merge's barrier.
   merge_and_store<Traits>(p, reinterpret_cast<float*>(ss.raw.data()), o, m_run, l_run, len, warp, lane);
 }
