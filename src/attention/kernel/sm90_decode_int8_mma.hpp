@@ -404,10 +404,13 @@ CUTE_DEVICE void tile_scores(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32
 
 // The running (max, sum) of rows g and g + 8 over one more tile, whose first key is n·kBlockN:
 // the mask (keys at or past a row's limit), then the online softmax with row h's scores times
-// scale[h] (log2 units); s_acc becomes P, alpha the factor for the rows' O.
+// scale[h] (log2 units); s_acc becomes P, alpha the factor for the rows' O. hi: whether rows
+// g + 8 exist in the CTA (warp-uniform; not with <= 8 packed rows, e.g. 64:8 or 32:8 at q_len 1):
+// without them their P is 0 and alpha 1, and the half of the softmax that served them is skipped.
 template <int kBlockN, int kNTiles>
 CUTE_DEVICE void online_softmax(float (&s_acc)[kNTiles][4], float (&m_run)[2], float (&l_run)[2], float (&alpha)[2],
-                                int n, int mask_from, int limit0, int limit1, const float (&scale)[2], int c) {
+                                int n, int mask_from, int limit0, int limit1, const float (&scale)[2], int c,
+                                bool hi = true) {
   if ((n + 1) * kBlockN > mask_from) {
     CUTE_UNROLL
     for (int j = 0; j < kNTiles; ++j)
@@ -418,8 +421,14 @@ CUTE_DEVICE void online_softmax(float (&s_acc)[kNTiles][4], float (&m_run)[2], f
         if (key >= limit1) s_acc[j][2 + e] = -INFINITY;
       }
   }
+  if (!hi) {
+    alpha[1] = 1.0f;
+    CUTE_UNROLL
+    for (int j = 0; j < kNTiles; ++j) s_acc[j][2] = s_acc[j][3] = 0.0f;
+  }
   CUTE_UNROLL
   for (int h = 0; h < 2; ++h) {
+    if (h == 1 && !hi) break;
     float mx = -INFINITY;
     CUTE_UNROLL
     for (int j = 0; j < kNTiles; ++j) mx = fmaxf(mx, fmaxf(s_acc[j][2 * h], s_acc[j][2 * h + 1]));
@@ -445,6 +454,17 @@ CUTE_DEVICE void online_softmax(float (&s_acc)[kNTiles][4], float (&m_run)[2], f
 CUTE_DEVICE void rescale_o(float (&o)[16][4], float a0, float a1) {  // rows g (a0) and g + 8 (a1)
   CUTE_UNROLL
   for (int tt = 0; tt < 16; ++tt) o[tt][0] *= a0, o[tt][1] *= a0, o[tt][2] *= a1, o[tt][3] *= a1;
+}
+// Variants 14-17: the same, skipped when no lane's factor differs from 1 (a row's maximum rarely
+// changes once its first tiles are seen; 64 FMULs a tile), and rows g + 8 only when they exist.
+CUTE_DEVICE void rescale_o_lazy(float (&o)[16][4], float a0, float a1, bool hi) {
+  if (!__any_sync(0xffffffffu, a0 != 1.0f || a1 != 1.0f)) return;
+  if (hi) {
+    rescale_o(o, a0, a1);
+  } else {
+    CUTE_UNROLL
+    for (int tt = 0; tt < 16; ++tt) o[tt][0] *= a0, o[tt][1] *= a0;
+  }
 }
 
 // O += P·V from the raw V tile at v_tile and its kBlockN V scale slots at vs_addr
@@ -1016,6 +1036,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
   const int vslot0 = int8_mma_vscale_slot(2 * lane), vslot1 = int8_mma_vscale_slot(2 * lane + 1);
   const int n_first = t.n_begin + warp, len = t.len;
+  const int qb_shift = 31 - __clz(p.quant_block);  // 64 or 128 (checked on the host)
   // Item j into slot kRing·warp + j % kRing. The warp read the slot's previous item before this
   // call (its values are in registers): __syncwarp orders the other lanes' reads and, with the
   // proxy fence, the TMA's writes after them.
@@ -1033,7 +1054,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
         cutlass::arch::fence_view_async_shared();
         Barrier::arrive_and_expect_tx(bar, kTileBytes + kHeadDim * sizeof(float));
         copy(p.tma_k.with(*bar), get<0>(tk)(_, n), get<1>(tk)(_, slot));
-        SM90_BULK_COPY_G2S::copy(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride, bar, scales,
+        SM90_BULK_COPY_G2S::copy(k_scale + ((n * kBlockN) >> qb_shift) * p.ks_block_stride, bar, scales,
                                  kHeadDim * sizeof(float));
       }
     } else {
@@ -1066,6 +1087,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   int e_v = -100;
   const int limit0 = t.key_limit(t.row0 + g), limit1 = t.key_limit(t.row0 + g + 8);
   const int mask_from = t.mask_from;
+  // Variants 14-17: rows g + 8 exist (more than 8 packed rows in the CTA); warp-uniform.
+  const bool hi = !Traits::kFma || t.rows - t.row0 > 8;
   const uint32_t raw_base = smem_u32(ss.raw.data()), scale_base = smem_u32(ss.scale.data());
   const Int8MmaOffsets off(g, c);
 
@@ -1086,8 +1109,9 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     }
     if (jk + kRing < items) issue(jk + kRing);  // V_{k+1} into K_k's slot
     float alpha[2];
-    online_softmax<kBlockN>(s_acc, m_run, l_run, alpha, n, mask_from, limit0, limit1, scale, c);
-    if constexpr (!Traits::kHalfScaled && !Traits::kFoldV) rescale_o(o, alpha[0], alpha[1]);
+    online_softmax<kBlockN>(s_acc, m_run, l_run, alpha, n, mask_from, limit0, limit1, scale, c, hi);
+    if constexpr (Traits::kFma && !Traits::kFoldV) rescale_o_lazy(o, alpha[0], alpha[1], hi);
+    else if constexpr (!Traits::kHalfScaled && !Traits::kFoldV) rescale_o(o, alpha[0], alpha[1]);
 #ifdef HOPATTN_DECODE_STAMPS
     // Measurement builds: variant 11 stamps the wait for V (r95: the wait for K took ~100 cycles).
     uint64_t* st = consumer_stamps(p, warp, k, kWarps, lane);
@@ -1099,12 +1123,20 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
 #endif
     const uint32_t v_tile = raw_base + slot_v * kTileBytes, vs_addr = scale_base + 4 * slot_v * kHeadDim;
     if constexpr (Traits::kHalfScaled || Traits::kFoldV) {
-      const int e_new = tile_v_exponent(vs_addr, c, e_v);
+      // Variants 16, 17: the exponent only grows (P' = p · s_v · 2^-e_v stays below 2^15 / 127 as
+      // long as e_v is at least the tile's), so O's rescale is mostly skipped; variant 12 follows
+      // each tile's (its V' values keep 11 bits).
+      const int e_tile = tile_v_exponent(vs_addr, c, e_v);
+      const int e_new = Traits::kFoldV ? max(e_v, e_tile) : e_tile;
       const float f = exp2_int(e_v - e_new);  // O' from the previous exponent to this tile's
       e_v = e_new;
-      rescale_o(o, alpha[0] * f, alpha[1] * f);
-      if constexpr (Traits::kFoldV) tile_pv_fold(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
-      else tile_pv_half(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
+      if constexpr (Traits::kFoldV) {
+        rescale_o_lazy(o, alpha[0] * f, alpha[1] * f, hi);
+        tile_pv_fold(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
+      } else {
+        rescale_o(o, alpha[0] * f, alpha[1] * f);
+        tile_pv_half(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
+      }
     } else {
       tile_pv<Element, kBlockN, kNTiles, Traits::kFma>(o, s_acc, v_tile, vs_addr, off.v, c);
     }
