@@ -230,11 +230,24 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   EXPECT_EQ(p.variant, 2);  // 512 tiles: two CTAs per SM
   EXPECT_EQ(plan_kvcache_attention(valid_args(), kSms).variant, 1);  // 16 tiles: one CTA per SM, splits
   // INT8, hdim 128, q_len 1 (8 packed rows): the register-dequantizing mma.sync warps with their
-  // own rings (11) at any batch; at hdim 64 the swapped-operand consumer (4).
-  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 11);
+  // own rings, V folded into P (16), and from three waves of three CTAs per SM on the 4-warp CTAs
+  // (17); at hdim 64 the swapped-operand consumer (4).
+  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 16);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 9), 1);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 11), 1);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 13), 2);
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 14), 1);
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 15), 3);
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 16), 1);
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 17), 3);
+  {
+    KvCacheArgs many = int8_args();  // 128 x 4 KV heads = 512 tiles >= 3 x 132: variant 17, one split
+    for (Tensor* t : {&many.q, &many.o, &many.k_cache, &many.v_cache}) t->shape[0] = 128;
+    many.k_scale.shape[0] = many.v_scale.shape[0] = 128;
+    const KvCachePlan mp = plan_kvcache_attention(many, kSms);
+    EXPECT_EQ(mp.variant, 17);
+    EXPECT_EQ(mp.num_splits, 1);
+  }
   {
     KvCacheArgs h64 = int8_args();
     for (Tensor* t : {&h64.q, &h64.o}) t->shape[3] = 64;
@@ -253,11 +266,11 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   a.k_scale.shape[0] = a.v_scale.shape[0] = 16;
   EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 3);
   for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 1;  // back to q_len 1 at batch 16
-  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 11);
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 16);
 }
 
 // Variant 5 (int8, K converted in the consumer's registers) is forceable but never the default
-// (measured slower than 4); it plans as 4 does: two CTAs per SM. (The default at hdim 128 is 11.)
+// (measured slower than 4); it plans as 4 does: two CTAs per SM. (The default at hdim 128 is 16 or 17.)
 TEST(KvCachePlan, Int8Variant5IsForcedOnlyAndPlansLikeVariant4) {
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 5), 2);
   EXPECT_EQ(attention::decode_ctas_per_sm(64, true, 5), 2);
