@@ -638,12 +638,14 @@ CaseResult run_case(KvRun& run, const References& ref) {
 // ulp, r97; against the unrounded ones, fp16 LSEs at outlier channels missed their bounds by up to
 // 4x, r98: the kernel's K carries fp16 rounding that the other variants' references already hold).
 // Variants 16 and 17 round K as the host does but never V (its scales are folded into P): V unrounded.
+// The variant that runs: the forced one, or the plan's default (16 or 17 for int8 at hdim 128).
 References references_of(const KvRun& run) {
   const KvCase& c = run.kcase();
-  if (c.int8 && c.variant == 12)
+  const int variant = c.variant != 0 ? c.variant : run.plan().variant;
+  if (c.int8 && variant == 12)
     return compute_references(c, run.host_q(), run.host_half_scaled(true), run.host_half_scaled(false));
-  const bool fold_v = c.int8 && (c.variant == 16 || c.variant == 17);
-  return compute_references(c, run.host_q(), c.int8 && c.variant == 7 ? run.host_k_unrounded() : run.host_k(),
+  const bool fold_v = c.int8 && (variant == 16 || variant == 17);
+  return compute_references(c, run.host_q(), c.int8 && variant == 7 ? run.host_k_unrounded() : run.host_k(),
                             fold_v ? run.host_v_unrounded() : run.host_v());
 }
 

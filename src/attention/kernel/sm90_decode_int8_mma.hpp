@@ -346,6 +346,18 @@ CUTE_DEVICE void publish_q(uint4 const (&qv)[2][4], uint32_t qf_base, int lane) 
   }
 }
 
+// kWords (4 or 2) consecutive 32-bit words of shared memory at addr (16- or 8-byte aligned).
+template <int kWords>
+CUTE_DEVICE void load_v_words(uint32_t (&w)[kWords], uint32_t addr) {
+  if constexpr (kWords == 4) {
+    const uint4 raw = lds128(addr);
+    w[0] = raw.x, w[1] = raw.y, w[2] = raw.z, w[3] = raw.w;
+  } else {
+    static_assert(kWords == 2, "4 or 2 words");
+    asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "r"(addr));
+  }
+}
+
 // S = Q·Kᵀ of one tile (16 rows × kBlockN keys) from the raw K tile at k_tile and its 128 K scales
 // at ks_addr, kSteps k16 steps (a half or, kSteps = 2, a quarter of the channels) at a time: their
 // K scales in registers (the other passes' would not fit beside O, S and Q; variant 15's 168
@@ -354,7 +366,7 @@ CUTE_DEVICE void publish_q(uint4 const (&qv)[2][4], uint32_t qf_base, int lane) 
 template <class Element, int kNTiles, bool kFma = false, int kSteps = 4>
 CUTE_DEVICE void tile_scores(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32_t ks_addr, uint32_t qf_base,
                              const int (&k_off)[2], int c, int lane) {
-  static_assert(kSteps == 4 || kSteps == 2, "a half or a quarter of the channels per pass");
+  static_assert(kSteps == 4 || kSteps == 2 || kSteps == 1, "a half, a quarter or an eighth of the channels per pass");
   CUTE_UNROLL
   for (int j = 0; j < kNTiles; ++j) s_acc[j][0] = s_acc[j][1] = s_acc[j][2] = s_acc[j][3] = 0.0f;
   // Not unrolled (nor is the P·V loop): fully unrolled, the tile's body was ~2,450 instructions
@@ -385,11 +397,10 @@ CUTE_DEVICE void tile_scores(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32
     CUTE_UNROLL
     for (int j = 0; j < kNTiles; ++j) {
       uint32_t w4[kSteps];  // bytes 4·q0 .. 4·(q0 + kSteps) - 1 of the row's chunk, biased
-      if constexpr (kSteps == 4) {
-        const uint4 raw = lds128(k_tile + 1024 * j + k_off_p);
-        w4[0] = raw.x, w4[1] = raw.y, w4[2] = raw.z, w4[3] = raw.w;
+      if constexpr (kSteps == 1) {
+        asm volatile("ld.shared.b32 %0, [%1];" : "=r"(w4[0]) : "r"(k_tile + 1024 * j + k_off_p));
       } else {
-        asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(w4[0]), "=r"(w4[1]) : "r"(k_tile + 1024 * j + k_off_p));
+        load_v_words<kSteps>(w4, k_tile + 1024 * j + k_off_p);
       }
       CUTE_UNROLL
       for (int q = 0; q < kSteps; ++q) {  // k16 step 4·half + q0 + q: bytes 4q .. 4q + 3 of w4
@@ -471,7 +482,9 @@ CUTE_DEVICE void rescale_o_lazy(float (&o)[16][4], float a0, float a1, bool hi) 
 // (int8_mma_vscale_slot). k16 step s' covers S tiles 2s', 2s'+1; V's B fragment for n8 tile tt
 // (channel 16g + tt) from keys π(2s', 2c), π(2s', 2c+1) (b0) and π(2s'+1, 2c), π(2s'+1, 2c+1)
 // (b1). v_off: the thread's row offsets of keys π(2c) and π(2c + 1), chunk g.
-template <class Element, int kBlockN, int kNTiles, bool kFma = false>
+// kVWords: 32-bit words of each key's 16-byte chunk held at a time (4, or 2 for the three-CTA
+// variants' 168 registers: two 8-byte loads a key instead of one 16-byte load).
+template <class Element, int kBlockN, int kNTiles, bool kFma = false, int kVWords = 4>
 CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], uint32_t v_tile, uint32_t vs_addr,
                          const int (&v_off)[2], int c) {
   constexpr int kPvSteps = kNTiles / 2;
@@ -492,27 +505,30 @@ CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], ui
     for (int r = 0; r < kPvSteps - 1; ++r)
       CUTE_UNROLL
       for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
-    uint32_t vw[4][4];  // [key 0..3][word], biased (x ^ 0x80)
-    CUTE_UNROLL
-    for (int k = 0; k < 4; ++k) {
-      const uint4 raw = lds128(v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2]);
-      vw[k][0] = raw.x ^ 0x80808080u, vw[k][1] = raw.y ^ 0x80808080u;
-      vw[k][2] = raw.z ^ 0x80808080u, vw[k][3] = raw.w ^ 0x80808080u;
-    }
     const float4 vsc = lds128f(vs_addr + 4 * ((kBlockN / 4) * c + 4 * sp));
     const float vsk[4] = {vsc.x, vsc.y, vsc.z, vsc.w};
     const float vn[4] = {-kMagic15Offset * vsc.x, -kMagic15Offset * vsc.y, -kMagic15Offset * vsc.z,
                          -kMagic15Offset * vsc.w};  // variants 14, 15
-    auto deq = [&](int k, int wi, int by) {  // key k (0..3) of the step, byte `by` of its word wi
-      if constexpr (kFma) return dequant_fma(biased_byte_magic15(vw[k][wi], by), vsk[k], vn[k]);
-      else return biased_byte_to_float(vw[k][wi], by) * vsk[k];
-    };
     CUTE_UNROLL
-    for (int tt = 0; tt < 16; ++tt) {
-      const int wi = tt / 4, by = tt % 4;
-      const uint32_t b0 = pack_pair<Element>(deq(0, wi, by), deq(1, wi, by));
-      const uint32_t b1 = pack_pair<Element>(deq(2, wi, by), deq(3, wi, by));
-      mma16816<Element>(o[tt], a0, a1, a2, a3, b0, b1);
+    for (int w0 = 0; w0 < 4; w0 += kVWords) {
+      uint32_t vw[4][kVWords];  // [key 0..3][word w0 + i], biased (x ^ 0x80)
+      CUTE_UNROLL
+      for (int k = 0; k < 4; ++k) load_v_words<kVWords>(vw[k], v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2] + 4 * w0);
+      CUTE_UNROLL
+      for (int k = 0; k < 4; ++k)
+        CUTE_UNROLL
+        for (int i = 0; i < kVWords; ++i) vw[k][i] ^= 0x80808080u;
+      auto deq = [&](int k, int wi, int by) {  // key k (0..3) of the step, byte `by` of its word wi
+        if constexpr (kFma) return dequant_fma(biased_byte_magic15(vw[k][wi], by), vsk[k], vn[k]);
+        else return biased_byte_to_float(vw[k][wi], by) * vsk[k];
+      };
+      CUTE_UNROLL
+      for (int tt = 4 * w0; tt < 4 * (w0 + kVWords); ++tt) {
+        const int wi = tt / 4 - w0, by = tt % 4;
+        const uint32_t b0 = pack_pair<Element>(deq(0, wi, by), deq(1, wi, by));
+        const uint32_t b1 = pack_pair<Element>(deq(2, wi, by), deq(3, wi, by));
+        mma16816<Element>(o[tt], a0, a1, a2, a3, b0, b1);
+      }
     }
   }
 }
@@ -780,7 +796,7 @@ CUTE_DEVICE void tile_pv_half(float (&o)[16][4], float const (&s_acc)[kNTiles][4
 // each key's scale folded into P: P' = fp16(p · s_v · 2^-e_v), 8 FMULs per k16 step. K keeps the
 // host's rounding (tile_scores), so the outlier-channel accuracy of variant 11 stays; V's products
 // are not rounded to Element (as variant 12's; v12 matched the host path on Gaussian V, r97).
-template <int kNTiles>
+template <int kNTiles, int kVWords = 4>
 CUTE_DEVICE void tile_pv_fold(float (&o)[16][4], float const (&s_acc)[kNTiles][4], uint32_t v_tile, uint32_t vs_addr,
                               const int (&v_off)[2], int c, int e_v) {
   constexpr int kPvSteps = kNTiles / 2;
@@ -802,19 +818,19 @@ CUTE_DEVICE void tile_pv_fold(float (&o)[16][4], float const (&s_acc)[kNTiles][4
     for (int r = 0; r < kPvSteps - 1; ++r)
       CUTE_UNROLL
       for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
-    uint32_t vw[4][4];  // [key 0..3][word], raw
     CUTE_UNROLL
-    for (int k = 0; k < 4; ++k) {
-      const uint4 raw = lds128(v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2]);
-      vw[k][0] = raw.x, vw[k][1] = raw.y, vw[k][2] = raw.z, vw[k][3] = raw.w;
-    }
-    CUTE_UNROLL
-    for (int tt = 0; tt < 16; ++tt) {
-      const int wi = tt / 4, by = tt % 4;
-      const uint32_t sel = uint32_t(by) | (uint32_t(4 + by) << 8);  // byte `by` of keys 0 and 1 (2 and 3)
-      const uint32_t b0 = hadd2(bias_into_magic(__byte_perm(vw[0][wi], vw[1][wi], sel)), kMinus1152x2);
-      const uint32_t b1 = hadd2(bias_into_magic(__byte_perm(vw[2][wi], vw[3][wi], sel)), kMinus1152x2);
-      mma16816<cutlass::half_t>(o[tt], a0, a1, a2, a3, b0, b1);
+    for (int w0 = 0; w0 < 4; w0 += kVWords) {
+      uint32_t vw[4][kVWords];  // [key 0..3][word w0 + i], raw
+      CUTE_UNROLL
+      for (int k = 0; k < 4; ++k) load_v_words<kVWords>(vw[k], v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2] + 4 * w0);
+      CUTE_UNROLL
+      for (int tt = 4 * w0; tt < 4 * (w0 + kVWords); ++tt) {
+        const int wi = tt / 4 - w0, by = tt % 4;
+        const uint32_t sel = uint32_t(by) | (uint32_t(4 + by) << 8);  // byte `by` of keys 0 and 1 (2 and 3)
+        const uint32_t b0 = hadd2(bias_into_magic(__byte_perm(vw[0][wi], vw[1][wi], sel)), kMinus1152x2);
+        const uint32_t b1 = hadd2(bias_into_magic(__byte_perm(vw[2][wi], vw[3][wi], sel)), kMinus1152x2);
+        mma16816<cutlass::half_t>(o[tt], a0, a1, a2, a3, b0, b1);
+      }
     }
   }
 }
@@ -1008,6 +1024,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   constexpr int kNTiles = Traits::kNTiles, kWarps = Traits::kWarps, kTileBytes = Traits::kTileBytes;
   constexpr int kRing = Traits::kSlotsPerWarp;
   static_assert(kBlockN == 64, "two keys of V's scales per lane");
+  // Three CTAs per SM (168 registers): K's channels a quarter at a time, V's words two at a time.
+  constexpr int kSteps = Traits::kCtasPerSm == 3 ? 1 : 4, kVWords = Traits::kCtasPerSm == 3 ? 2 : 4;
 
   extern __shared__ char smem_raw[];
   auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
@@ -1104,7 +1122,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
                                                  scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c, lane));
       scale[0] *= fk, scale[1] *= fk;
     } else {
-      tile_scores<Element, kNTiles, Traits::kFma, Traits::kCtasPerSm == 3 ? 2 : 4>(
+      tile_scores<Element, kNTiles, Traits::kFma, kSteps>(
           s_acc, raw_base + slot_k * kTileBytes, scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c, lane);
     }
     if (jk + kRing < items) issue(jk + kRing);  // V_{k+1} into K_k's slot
@@ -1132,13 +1150,13 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       e_v = e_new;
       if constexpr (Traits::kFoldV) {
         rescale_o_lazy(o, alpha[0] * f, alpha[1] * f, hi);
-        tile_pv_fold(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
+        tile_pv_fold<kNTiles, kVWords>(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
       } else {
         rescale_o(o, alpha[0] * f, alpha[1] * f);
         tile_pv_half(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
       }
     } else {
-      tile_pv<Element, kBlockN, kNTiles, Traits::kFma>(o, s_acc, v_tile, vs_addr, off.v, c);
+      tile_pv<Element, kBlockN, kNTiles, Traits::kFma, kVWords>(o, s_acc, v_tile, vs_addr, off.v, c);
     }
     if (jv + kRing < items) issue(jv + kRing);  // K_{k+2} into V_k's slot
 #ifdef HOPATTN_DECODE_STAMPS
