@@ -158,11 +158,12 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   // Since r95 variant 11 (variant 9's warps, each loading its own tiles; no producer): same run,
   // 1-3 % faster than variant 9 at the KV >= 256 MB shapes (64:8 and 32:8), 5-7 % at 1 x 8k, equal
   // on the split shapes; 8:1 1 x 8k 4 % slower (0.0173 vs 0.0166 ms).
-  // Since the fifteenth session (r101-r103, bench/results/2026-12-01-r103-*): variant 16 (K's
+  // Since the fifteenth session (r101-r105, bench/results/2026-12-01-r10[1-5]-*): variant 16 (K's
   // value · scale in one FFMA, V exact in fp16 with its scales folded into P) and, from three
   // waves of three CTAs per SM on, 17 (16 with three 4-warp CTAs per SM). Same run, int8 vs cuDNN
-  // bf16, 64:8 / 32:8: 32 x 8k 1.65-1.70 (variant 11: 1.51-1.54), 16 x 32k 2.06-2.07 (1.77-1.82),
-  // 128 x 2k with 17 1.59-1.64 (11: 1.42-1.44; 16: 1.53-1.60); the split shapes 3-8 % faster.
+  // bf16, 64:8 / 32:8 (r103): 32 x 8k 1.59-1.70 (variant 11: 1.51-1.54), 16 x 32k 2.06-2.07
+  // (1.77-1.82), 128 x 2k with 17 1.58-1.64 (11: 1.42-1.44; 16: 1.53-1.60); the split shapes 3-8 %
+  // faster. r105 (final build): 128 x 2k 17 1.76-1.81, 11 1.44-1.47; 32 x 8k 16 1.68-1.74.
   if (a.variant != 0) plan.variant = a.variant;
   else if (is_int8(a) && hdim == 128 && rows <= 16) plan.variant = tiles >= 3 * int64_t(sms) ? 17 : 16;
   else if (is_int8(a) && hdim <= 128 && rows <= 16) plan.variant = 4;

@@ -1,4 +1,4 @@
-// Decode over an int8 KV cache, variants 9-12: the int8 tiles are dequantized in the registers of
+// Decode over an int8 KV cache, variants 9-17: the int8 tiles are dequantized in the registers of
 // the warps that multiply them (mma.sync m16n8k16), with no transform warpgroup and no converted
 // copy of K or V in shared memory. hdim 128, at most 16 packed query rows per CTA (decode with a
 // GQA group of <= 16; more rows take several CTAs, as variant 4).
@@ -11,6 +11,12 @@
 // (half_exponent), ~2 instructions a value instead of ~3.75; 8-13 % faster than 11 (r97), but
 // not as accurate as the host path at bf16 with outlier K channels (max error 1.23x): forced only.
 // Variant 13 is variant 11 with 4 warps per CTA (12 slots, 107 KB) and two CTAs per SM.
+// Variants 14-17 (the int8 default at hdim 128 is 16, or 17 from three waves of three CTAs per SM;
+// perf-log "fifteenth session"): 14 = 11 with value · scale in one FFMA (dequant_fma: exact for
+// the quantizer's 15-bit scales); 15 = 14 with 4 warps, two slots a warp, three CTAs per SM;
+// 16 = 14 with V exact in fp16 and its per-token scales folded into P (tile_pv_fold), K still
+// rounded as the host does (the outlier-channel accuracy of 11); 17 = 16 with 15's three CTAs.
+// The three-CTA kernels take K's channels an eighth and V's words two at a time (<= 168 registers).
 // The rest of this comment describes variants 9 and 10 (decode_int8_mma_kernel).
 //
 // Why (docs/decode.md, perf-log 2026-11-30 r41-r58): variants 1-8 convert each int8 tile into a
