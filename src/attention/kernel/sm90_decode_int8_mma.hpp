@@ -484,6 +484,28 @@ CUTE_DEVICE void rescale_o_lazy(float (&o)[16][4], float a0, float a1, bool hi) 
   }
 }
 
+// P's A fragments of every k16 step of P·V, packed from the softmax's fp32 P (S tiles 2s', 2s'+1).
+template <class T, int kNTiles>
+CUTE_DEVICE void pack_p(float const (&s_acc)[kNTiles][4], uint32_t (&pa)[kNTiles / 2][4]) {
+  CUTE_UNROLL
+  for (int sp = 0; sp < kNTiles / 2; ++sp) {
+    pa[sp][0] = pack_pair<T>(s_acc[2 * sp][0], s_acc[2 * sp][1]);
+    pa[sp][1] = pack_pair<T>(s_acc[2 * sp][2], s_acc[2 * sp][3]);
+    pa[sp][2] = pack_pair<T>(s_acc[2 * sp + 1][0], s_acc[2 * sp + 1][1]);
+    pa[sp][3] = pack_pair<T>(s_acc[2 * sp + 1][2], s_acc[2 * sp + 1][3]);
+  }
+}
+// The P·V loop's A fragment: pa[0], the rest shifted down (the loop is not unrolled, and a
+// register array is indexed only by constants).
+template <int kSteps>
+CUTE_DEVICE void pop_front(uint32_t (&pa)[kSteps][4], uint32_t& a0, uint32_t& a1, uint32_t& a2, uint32_t& a3) {
+  a0 = pa[0][0], a1 = pa[0][1], a2 = pa[0][2], a3 = pa[0][3];
+  CUTE_UNROLL
+  for (int r = 0; r < kSteps - 1; ++r)
+    CUTE_UNROLL
+    for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
+}
+
 // O += P·V from the raw V tile at v_tile and its kBlockN V scale slots at vs_addr
 // (int8_mma_vscale_slot). k16 step s' covers S tiles 2s', 2s'+1; V's B fragment for n8 tile tt
 // (channel 16g + tt) from keys π(2s', 2c), π(2s', 2c+1) (b0) and π(2s'+1, 2c), π(2s'+1, 2c+1)
@@ -494,23 +516,12 @@ template <class Element, int kBlockN, int kNTiles, bool kFma = false, int kVWord
 CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], uint32_t v_tile, uint32_t vs_addr,
                          const int (&v_off)[2], int c) {
   constexpr int kPvSteps = kNTiles / 2;
-  // P's A fragments of the k16 steps; the loop takes pa[0] and shifts the rest down (it is not
-  // unrolled, and a register array is indexed only by constants).
-  uint32_t pa[kPvSteps][4];
-  CUTE_UNROLL
-  for (int sp = 0; sp < kPvSteps; ++sp) {
-    pa[sp][0] = pack_pair<Element>(s_acc[2 * sp][0], s_acc[2 * sp][1]);
-    pa[sp][1] = pack_pair<Element>(s_acc[2 * sp][2], s_acc[2 * sp][3]);
-    pa[sp][2] = pack_pair<Element>(s_acc[2 * sp + 1][0], s_acc[2 * sp + 1][1]);
-    pa[sp][3] = pack_pair<Element>(s_acc[2 * sp + 1][2], s_acc[2 * sp + 1][3]);
-  }
+  uint32_t pa[kPvSteps][4];  // P's A fragments of the k16 steps (pop_front takes them in order)
+  pack_p<Element>(s_acc, pa);
 #pragma unroll 1
   for (int sp = 0; sp < kPvSteps; ++sp) {
-    const uint32_t a0 = pa[0][0], a1 = pa[0][1], a2 = pa[0][2], a3 = pa[0][3];
-    CUTE_UNROLL
-    for (int r = 0; r < kPvSteps - 1; ++r)
-      CUTE_UNROLL
-      for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
+    uint32_t a0, a1, a2, a3;
+    pop_front(pa, a0, a1, a2, a3);
     const float4 vsc = lds128f(vs_addr + 4 * ((kBlockN / 4) * c + 4 * sp));
     const float vsk[4] = {vsc.x, vsc.y, vsc.z, vsc.w};
     const float vn[4] = {-kMagic15Offset * vsc.x, -kMagic15Offset * vsc.y, -kMagic15Offset * vsc.z,
@@ -762,20 +773,11 @@ CUTE_DEVICE void tile_pv_half(float (&o)[16][4], float const (&s_acc)[kNTiles][4
   constexpr int kPvSteps = kNTiles / 2;
   const float fv = exp2_int(-e_v);
   uint32_t pa[kPvSteps][4];
-  CUTE_UNROLL
-  for (int sp = 0; sp < kPvSteps; ++sp) {
-    pa[sp][0] = pack_pair<cutlass::half_t>(s_acc[2 * sp][0], s_acc[2 * sp][1]);
-    pa[sp][1] = pack_pair<cutlass::half_t>(s_acc[2 * sp][2], s_acc[2 * sp][3]);
-    pa[sp][2] = pack_pair<cutlass::half_t>(s_acc[2 * sp + 1][0], s_acc[2 * sp + 1][1]);
-    pa[sp][3] = pack_pair<cutlass::half_t>(s_acc[2 * sp + 1][2], s_acc[2 * sp + 1][3]);
-  }
+  pack_p<cutlass::half_t>(s_acc, pa);
 #pragma unroll 1
   for (int sp = 0; sp < kPvSteps; ++sp) {
-    const uint32_t a0 = pa[0][0], a1 = pa[0][1], a2 = pa[0][2], a3 = pa[0][3];
-    CUTE_UNROLL
-    for (int r = 0; r < kPvSteps - 1; ++r)
-      CUTE_UNROLL
-      for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
+    uint32_t a0, a1, a2, a3;
+    pop_front(pa, a0, a1, a2, a3);
     uint32_t vw[4][4];  // [key 0..3][word], raw
     CUTE_UNROLL
     for (int k = 0; k < 4; ++k) {
@@ -819,11 +821,8 @@ CUTE_DEVICE void tile_pv_fold(float (&o)[16][4], float const (&s_acc)[kNTiles][4
   }
 #pragma unroll 1
   for (int sp = 0; sp < kPvSteps; ++sp) {
-    const uint32_t a0 = pa[0][0], a1 = pa[0][1], a2 = pa[0][2], a3 = pa[0][3];
-    CUTE_UNROLL
-    for (int r = 0; r < kPvSteps - 1; ++r)
-      CUTE_UNROLL
-      for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
+    uint32_t a0, a1, a2, a3;
+    pop_front(pa, a0, a1, a2, a3);
     CUTE_UNROLL
     for (int w0 = 0; w0 < 4; w0 += kVWords) {
       uint32_t vw[4][kVWords];  // [key 0..3][word w0 + i], raw
