@@ -166,7 +166,7 @@ std::string bench_usage() {
          "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
          "                     [--kv-dtype bf16,int8] [--variants 0,1,2,3,4] [--splits 0,2,16] [--hdim 128]\n"
-         "                     [--no-ceilings]\n"
+         "                     [--no-ceilings] [--rounds 1]\n"
          "Attention over a KV cache (hopattn_kvcache_attention, causal, every cache full, default\n"
          "heuristics) vs cuDNN SDPA at the same shape and 16-bit dtype, with the device-copy ceiling\n"
          "(TB/s; not with --no-ceilings).\n"
@@ -175,7 +175,8 @@ std::string bench_usage() {
          "quant_block 128, bf16 queries); a call that fails (e.g. not supported yet) is a row with its\n"
          "reason instead of a time. --quick: heads 32:8, caches 1:8192 and 8:8192, qlen 1 (flags given\n"
          "explicitly win). --splits: KvCacheArgs::num_splits values timed (0: the heuristic; others\n"
-         "forced, capped at one split per 128 keys; rows hopattn[:vN]:sK).\n"
+         "forced, capped at one split per 128 keys; rows hopattn[:vN]:sK). --rounds N: as for attention\n"
+         "(every row and the cell's cuDNN row timed N times in rotating order; medians).\n"
          "Figures: ms per call (CUDA graph replay when capturable, else back to back),\n"
          "TFLOP/s = 4*b*hq*qlen*len*d/t, TB/s = K+V cache bytes (+ scales)/t; docs/decode.md.\n";
 }

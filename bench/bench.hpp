@@ -30,7 +30,7 @@ struct BenchOptions {
   bool ceilings = true;
   std::vector<int> schedules = {0};  // hopattn schedules to time (0: the default per head dim)
   double target_group_ms = 25.0;
-  int rounds = 1;  // attention: each cell's implementations timed this many times, interleaved
+  int rounds = 1;  // attention and decode: each cell's implementations timed this many times, interleaved
   // attention: the cell's first implementation runs this long, untimed, before the cell is timed
   double warmup_ms = 200.0;
 

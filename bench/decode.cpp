@@ -261,57 +261,107 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             args.num_splits = 0;  // set per --splits entry below (0: the heuristic)
             args.pack_gqa = -1;   // heuristic
 
-            // cuDNN SDPA at the same shape, reading the same cache (16-bit caches only).
-            Measured theirs;
-            bool have_cudnn = false;
-            if (cudnn && !int8) {
-              have_cudnn = true;
-              if (!alloc_error.empty()) {
-                theirs.error = alloc_error;
-              } else {
-                AttentionForwardArgs fa{};
-                fa.q = args.q, fa.k = args.k_cache, fa.v = args.v_cache, fa.o = args.o;
-                fa.causal = 1;  // bottom-right: query row i sees keys j <= i + len - qlen
-                theirs = measure([&] { return cudnn->forward(fa, stream); }, stream, opt.target_group_ms);
+            // What this cell times: hopattn's --variants x --splits entries, then cuDNN SDPA at the
+            // same shape, reading the same cache (16-bit caches only). With --rounds R they are all
+            // timed R times, the order rotating by one entry per round (and per cell), and each
+            // row reports the median of its rounds (the same kernel timed twice in one round-robin
+            // moves by up to 5 %: perf-log, fifteenth session).
+            struct Entry {
+              std::string impl;
+              bool cudnn = false;
+              int variant = 0, splits = 0;
+              std::string plan_note;
+              DeviceBuffer workspace;
+              size_t ws_bytes = 0;
+              std::vector<Measured> runs;
+              std::string error;  // why it is not timed (then runs stops growing)
+            };
+            std::vector<Entry> entries;
+            for (int variant : opt.variants)
+              for (int splits : opt.splits) {
+                Entry e;
+                e.impl = (variant == 0 ? std::string("hopattn") : "hopattn:v" + std::to_string(variant)) +
+                         (splits == 0 ? "" : ":s" + std::to_string(splits));
+                e.variant = variant, e.splits = splits;
+                args.variant = variant, args.num_splits = splits;
+                if (!alloc_error.empty()) {
+                  e.error = alloc_error;
+                } else {
+                  // The workspace is queried and allocated before anything is timed.
+                  const Status ws = from_c(hopattn_kvcache_workspace_size(&args, &e.ws_bytes));
+                  if (!ws.ok()) {
+                    e.error = "workspace query: " + ws.to_string();
+                  } else {
+                    e.workspace = DeviceBuffer(e.ws_bytes);
+                    args.workspace = e.workspace.get(), args.workspace_bytes = e.ws_bytes;
+                    const KvCachePlan plan = plan_kvcache_attention(args, sms);
+                    e.plan_note = "; plan: " + std::to_string(plan.num_splits) + " KV splits, pack_gqa " +
+                                  (plan.pack_gqa ? "on" : "off") + ", workspace " + std::to_string(e.ws_bytes) + " B";
+                  }
+                }
+                entries.push_back(std::move(e));
               }
+            const bool have_cudnn = cudnn && !int8;
+            if (have_cudnn) {
+              Entry e;
+              e.impl = "cudnn", e.cudnn = true, e.error = alloc_error;
+              entries.push_back(std::move(e));
+            }
+            AttentionForwardArgs fa{};
+            fa.q = args.q, fa.k = args.k_cache, fa.v = args.v_cache, fa.o = args.o;
+            fa.causal = 1;  // bottom-right: query row i sees keys j <= i + len - qlen
+            const size_t n_entries = entries.size();
+            for (int round = 0; round < opt.rounds; ++round)
+              for (size_t j = 0; j < n_entries; ++j) {
+                Entry& e = entries[(size_t(done) + size_t(round) + j) % n_entries];
+                if (!e.error.empty()) continue;
+                Measured m;
+                if (e.cudnn) {
+                  m = measure([&] { return cudnn->forward(fa, stream); }, stream, opt.target_group_ms);
+                } else {
+                  args.variant = e.variant, args.num_splits = e.splits;
+                  args.workspace = e.workspace.get(), args.workspace_bytes = e.ws_bytes;
+                  m = measure([&] { return from_c(hopattn_kvcache_attention(&args, stream)); }, stream,
+                              opt.target_group_ms);
+                }
+                if (!m.ok()) e.error = m.error;
+                else e.runs.push_back(m);
+              }
+            // An entry's figures: the run with the median time (its own graph and back-to-back
+            // figures and GPU state), and the spread of the rounds.
+            auto median_of = [](const Entry& e, std::string* spread) {
+              Measured m;
+              if (!e.error.empty() || e.runs.empty()) {
+                m.error = e.error.empty() ? "not timed" : e.error;
+                return m;
+              }
+              std::vector<size_t> order(e.runs.size());
+              for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+              std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return e.runs[a].ms() < e.runs[b].ms(); });
+              m = e.runs[order[order.size() / 2]];
+              if (e.runs.size() > 1)
+                *spread = "; median of " + std::to_string(e.runs.size()) + " rounds, " +
+                          fmt("%.4f", e.runs[order.front()].ms()) + "-" + fmt("%.4f", e.runs[order.back()].ms()) + " ms";
+              return m;
+            };
+            Measured theirs;
+            std::string theirs_spread;
+            if (have_cudnn) {
+              theirs = median_of(entries.back(), &theirs_spread);
               if (cache_dtype == HOPATTN_DTYPE_BF16) cudnn_bf16[qlen] = theirs;
             }
             const Measured* baseline = nullptr;  // what the ratio is against
             if (have_cudnn) baseline = &theirs;
             else if (int8 && cudnn_bf16.count(qlen)) baseline = &cudnn_bf16[qlen];
 
-            // hopattn, each --variants entry (KvCacheArgs::variant; 0 is the library's default).
-            for (int variant : opt.variants)
-            for (int splits : opt.splits) {
-              const std::string impl = (variant == 0 ? std::string("hopattn") : "hopattn:v" + std::to_string(variant)) +
-                                       (splits == 0 ? "" : ":s" + std::to_string(splits));
-              args.num_splits = splits;
-              // hopattn: the workspace is queried and allocated before anything is timed.
-              Measured mine;
-              DeviceBuffer workspace;
-              std::string plan_note;
-              args.variant = variant;
-              if (!alloc_error.empty()) {
-                mine.error = alloc_error;
-              } else {
-                size_t ws_bytes = 0;
-                const Status ws = from_c(hopattn_kvcache_workspace_size(&args, &ws_bytes));
-                if (!ws.ok()) {
-                  mine.error = "workspace query: " + ws.to_string();
-                } else {
-                  workspace = DeviceBuffer(ws_bytes);
-                  args.workspace = workspace.get(), args.workspace_bytes = ws_bytes;
-                  const KvCachePlan plan = plan_kvcache_attention(args, sms);
-                  plan_note = "; plan: " + std::to_string(plan.num_splits) + " KV splits, pack_gqa " +
-                              (plan.pack_gqa ? "on" : "off") + ", workspace " + std::to_string(ws_bytes) + " B";
-                  mine = measure([&] { return from_c(hopattn_kvcache_attention(&args, stream)); }, stream,
-                                 opt.target_group_ms);
-                }
-              }
-              Row r = decode_row(impl, dtype_name, shape);
+            for (const Entry& e : entries) {
+              if (e.cudnn) continue;
+              std::string spread;
+              const Measured mine = median_of(e, &spread);
+              Row r = decode_row(e.impl, dtype_name, shape);
               set_figures(&r, mine, shape, cache_dtype);
               if (mine.ok()) {
-                r.note += plan_note;
+                r.note += spread + e.plan_note;
                 bool from_b2b = false;
                 if (baseline) r.ratio_vs_cudnn = ratio_vs(mine, *baseline, &from_b2b);
                 if (r.ratio_vs_cudnn > 0) {
@@ -319,7 +369,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   if (from_b2b && mine.graph_ms > 0) r.note += "; vs_cudnn from back-to-back figures";
                 }
               } else {
-                auto& f = failures[{impl, dtype_name}];
+                auto& f = failures[{e.impl, dtype_name}];
                 if (f.first++ == 0) f.second = mine.error;
               }
               results.push_back({r, mine.how()});
@@ -328,6 +378,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               Row c = decode_row("cudnn", dtype_name, shape);
               set_figures(&c, theirs, shape, cache_dtype);
               if (theirs.ok()) {
+                c.note += theirs_spread;
                 c.ratio_vs_cudnn = 1.0;
               } else {
                 auto& f = failures[{"cudnn", dtype_name}];
