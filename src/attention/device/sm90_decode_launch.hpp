@@ -201,6 +201,10 @@ Status run_decode_balanced(const DecodeParams& dp, Stream stream) {
   return Status();
 }
 
+// Variants 11-17 (kernel/sm90_decode_int8_mma.hpp): hdim 128, 64-key tiles, each warp's own ring.
+template <class Element, int kWarps, Int8MmaMath kMath, int kCtasPerSm = 1>
+using WarpRings = DecodeInt8MmaTraits<Element, 128, 64, kWarps, Int8MmaLoads::kWarpRings, kMath, kCtasPerSm>;
+
 template <class Element, int kHeadDim>
 Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
   if (dp.variant == 6) return run_decode_balanced<Element, kHeadDim>(dp, stream);
@@ -224,28 +228,15 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
                                     //     with 15's three CTAs per SM
       s = dp.variant == 9 && kHeadDim == 128    ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64>>(dp, stream)
           : dp.variant == 10 && kHeadDim == 128 ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64, 6>>(dp, stream)
-          : dp.variant == 11 && kHeadDim == 128
-              ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64, 8, Int8MmaLoads::kWarpRings>>(dp, stream)
-          : dp.variant == 12 && kHeadDim == 128
-              ? run_decode_split<
-                    DecodeInt8MmaTraits<Element, 128, 64, 8, Int8MmaLoads::kWarpRings, Int8MmaMath::kHalfScaled>>(dp, stream)
-          : dp.variant == 13 && kHeadDim == 128
-              ? run_decode_split<
-                    DecodeInt8MmaTraits<Element, 128, 64, 4, Int8MmaLoads::kWarpRings, Int8MmaMath::kElement, 2>>(dp, stream)
-          : dp.variant == 14 && kHeadDim == 128
-              ? run_decode_split<
-                    DecodeInt8MmaTraits<Element, 128, 64, 8, Int8MmaLoads::kWarpRings, Int8MmaMath::kElementFma>>(dp, stream)
+          : dp.variant == 11 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kElement>>(dp, stream)
+          : dp.variant == 12 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kHalfScaled>>(dp, stream)
+          : dp.variant == 13 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 4, Int8MmaMath::kElement, 2>>(dp, stream)
+          : dp.variant == 14 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kElementFma>>(dp, stream)
           : dp.variant == 15 && kHeadDim == 128
-              ? run_decode_split<
-                    DecodeInt8MmaTraits<Element, 128, 64, 4, Int8MmaLoads::kWarpRings, Int8MmaMath::kElementFma, 3>>(dp,
-                                                                                                                 stream)
-          : dp.variant == 16 && kHeadDim == 128
-              ? run_decode_split<
-                    DecodeInt8MmaTraits<Element, 128, 64, 8, Int8MmaLoads::kWarpRings, Int8MmaMath::kFmaKFoldV>>(dp, stream)
+              ? run_decode_split<WarpRings<Element, 4, Int8MmaMath::kElementFma, 3>>(dp, stream)
+          : dp.variant == 16 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kFmaKFoldV>>(dp, stream)
           : dp.variant == 17 && kHeadDim == 128
-              ? run_decode_split<
-                    DecodeInt8MmaTraits<Element, 128, 64, 4, Int8MmaLoads::kWarpRings, Int8MmaMath::kFmaKFoldV, 3>>(dp,
-                                                                                                                 stream)
+              ? run_decode_split<WarpRings<Element, 4, Int8MmaMath::kFmaKFoldV, 3>>(dp, stream)
           : dp.variant >= 9 ? Status::unsupported("kvcache attention: variants 9-17 exist at hdim 128 only")
           : dp.variant == 8   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
           : dp.variant == 7 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)
