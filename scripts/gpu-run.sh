@@ -20,7 +20,7 @@
 # --timeline "HQ:HKV B:L SPLITS VARIANT;...": bin/decode_timeline (per-CTA phase stamps of the
 #   16-bit decode kernel and the combine) for each spec, CSVs timeline-*.csv.
 # --int8-timeline "HQ:HKV B:L VARIANT;...": bin/decode_int8_timeline (per-warp, per-tile stamps of
-#   the int8 mma.sync kernels, variants 9-13) for each spec; summaries in int8-timeline.txt.
+#   the int8 mma.sync kernels, variants 9-13, 16, 17) for each spec; summaries in int8-timeline.txt.
 #
 # The device tool brings back only a handful of files per call: the step logs are bundled into
 # logs.tar.gz at the end (summary.txt and the CSVs stay separate), and the SASS dump is not kept.
