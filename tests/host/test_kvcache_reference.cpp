@@ -107,7 +107,7 @@ TEST(Int8Cache, ScalesHaveFifteenSignificantBitsAndCoverTheirGroup) {
   const auto v = randn(n, 12);
   for (size_t i = 5; i < n; i += size_t(p.hdim)) k[i] *= 20.0f;  // an outlier channel
   const Int8Cache c = quantize_kv_int8(p, 64, k.data(), v.data());
-  int exact = 0;
+  int full_scale = 0;
   for (const std::vector<float>* scales : {&c.k_scale, &c.v_scale})
     for (float s : *scales) {
       uint32_t bits;
@@ -125,9 +125,15 @@ TEST(Int8Cache, ScalesHaveFifteenSignificantBitsAndCoverTheirGroup) {
           const float ks = c.k_scale[((size_t(b) * blocks + t / 64) * p.heads_kv + h) * p.hdim + ch];
           EXPECT_LE(std::abs(k[i]), 127.0f * ks);
           EXPECT_LE(std::abs(float(c.k[i]) * ks - k[i]), 0.5f * ks * (1.0f + 1e-6f));
-          exact += c.k[i] == 127 || c.k[i] == -127;
+          full_scale += c.k[i] == 127 || c.k[i] == -127;
         }
-  EXPECT_GT(exact, 0);  // the largest of a group still maps to (nearly) ±127
+  EXPECT_GT(full_scale, 0);  // the largest of a group still maps to ±127
+  for (size_t r = 0; r < c.v_scale.size(); ++r)  // V likewise, per (token, kv-head) row
+    for (int ch = 0; ch < p.hdim; ++ch) {
+      const size_t i = r * p.hdim + ch;
+      EXPECT_LE(std::abs(v[i]), 127.0f * c.v_scale[r]);
+      EXPECT_LE(std::abs(float(c.v[i]) * c.v_scale[r] - v[i]), 0.5f * c.v_scale[r] * (1.0f + 1e-6f));
+    }
 }
 
 TEST(Int8Cache, ZeroGroupsStoreZeros) {

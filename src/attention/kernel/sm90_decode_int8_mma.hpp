@@ -352,15 +352,18 @@ CUTE_DEVICE void publish_q(uint4 const (&qv)[2][4], uint32_t qf_base, int lane) 
   }
 }
 
-// kWords (4 or 2) consecutive 32-bit words of shared memory at addr (16- or 8-byte aligned).
+// kWords (4, 2 or 1) consecutive 32-bit words of shared memory at addr (aligned to their size):
+// a K row's or a V row's bytes of the pass.
 template <int kWords>
-CUTE_DEVICE void load_v_words(uint32_t (&w)[kWords], uint32_t addr) {
+CUTE_DEVICE void lds_words(uint32_t (&w)[kWords], uint32_t addr) {
   if constexpr (kWords == 4) {
     const uint4 raw = lds128(addr);
     w[0] = raw.x, w[1] = raw.y, w[2] = raw.z, w[3] = raw.w;
-  } else {
-    static_assert(kWords == 2, "4 or 2 words");
+  } else if constexpr (kWords == 2) {
     asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "r"(addr));
+  } else {
+    static_assert(kWords == 1, "4, 2 or 1 words");
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(w[0]) : "r"(addr));
   }
 }
 
@@ -403,11 +406,7 @@ CUTE_DEVICE void tile_scores(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32
     CUTE_UNROLL
     for (int j = 0; j < kNTiles; ++j) {
       uint32_t w4[kSteps];  // bytes 4·q0 .. 4·(q0 + kSteps) - 1 of the row's chunk, biased
-      if constexpr (kSteps == 1) {
-        asm volatile("ld.shared.b32 %0, [%1];" : "=r"(w4[0]) : "r"(k_tile + 1024 * j + k_off_p));
-      } else {
-        load_v_words<kSteps>(w4, k_tile + 1024 * j + k_off_p);
-      }
+      lds_words<kSteps>(w4, k_tile + 1024 * j + k_off_p);
       CUTE_UNROLL
       for (int q = 0; q < kSteps; ++q) {  // k16 step 4·half + q0 + q: bytes 4q .. 4q + 3 of w4
         const uint32_t w = w4[q] ^ 0x80808080u;
@@ -530,7 +529,7 @@ CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], ui
     for (int w0 = 0; w0 < 4; w0 += kVWords) {
       uint32_t vw[4][kVWords];  // [key 0..3][word w0 + i], biased (x ^ 0x80)
       CUTE_UNROLL
-      for (int k = 0; k < 4; ++k) load_v_words<kVWords>(vw[k], v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2] + 4 * w0);
+      for (int k = 0; k < 4; ++k) lds_words<kVWords>(vw[k], v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2] + 4 * w0);
       CUTE_UNROLL
       for (int k = 0; k < 4; ++k)
         CUTE_UNROLL
@@ -827,7 +826,7 @@ CUTE_DEVICE void tile_pv_fold(float (&o)[16][4], float const (&s_acc)[kNTiles][4
     for (int w0 = 0; w0 < 4; w0 += kVWords) {
       uint32_t vw[4][kVWords];  // [key 0..3][word w0 + i], raw
       CUTE_UNROLL
-      for (int k = 0; k < 4; ++k) load_v_words<kVWords>(vw[k], v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2] + 4 * w0);
+      for (int k = 0; k < 4; ++k) lds_words<kVWords>(vw[k], v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2] + 4 * w0);
       CUTE_UNROLL
       for (int tt = 4 * w0; tt < 4 * (w0 + kVWords); ++tt) {
         const int wi = tt / 4 - w0, by = tt % 4;
