@@ -77,9 +77,12 @@ hopattn_status_t hopattn_kvcache_device_check(void* stream);
  *   v_int8      (batch, len, heads_kv, hdim)            int8, written
  *   k_scale     (batch, len / quant_block, heads_kv, hdim) fp32, written: max |k| over the block / 127
  *   v_scale     (batch, len, heads_kv)                  fp32, written: max |v| over the channels / 127
- * Each scale is rounded up to 15 significant bits (the low 9 of fp32's stored bits cleared): the
- * int8 kernels then dequantize value · scale exactly in one FFMA. Scales from elsewhere work too
- * (their product is then off by at most scale · 2^-9 before the rounding to bf16/fp16).
+ * Each scale is rounded, K's to the nearest value of 8 significant bits (a bf16 value: the low 16
+ * of fp32's stored bits cleared; |k| / scale stays below 127.5) and V's up to 15 significant bits
+ * (the low 9 cleared): the int8 kernels then dequantize value · scale
+ * exactly (K in packed bf16 pairs, V in one FFMA). Scales from elsewhere work too (the product
+ * is then off by at most scale · 2^-9 before the rounding to bf16/fp16, or at bf16 with variants
+ * 20/21, K's scale is first rounded to bf16).
  * An all-zero group gets scale 0 and zeros. Appending to a cache: quantize each block once it is
  * full, passing views (pointer at the block's first token, len = the new full blocks' tokens) of
  * the bf16 staging tensor, the int8 cache and both scale tensors; stored blocks never change.

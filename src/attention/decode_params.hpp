@@ -31,18 +31,21 @@ namespace hopattn::attention {
 //                 bits, which the quantizer writes); 15 = as 14 with 4 warps per CTA, two slots
 //                 a warp and three CTAs per SM; 16 = as 14 with V's int8 values exact in fp16
 //                 and its per-token scales folded into P (fp16 P·V); 17 = as 16 with 15's three
-//                 CTAs per SM.
+//                 CTAs per SM; 18 = 16's values with the keys as the mma's M and the rows as
+//                 its N (at most 8 packed rows a CTA: half the mma work of 16 there); 19 = as 18
+//                 with 17's three CTAs per SM; 20, 21 = as 18, 19 with K dequantized in packed
+//                 bf16 pairs (at bf16; fp16 runs 18's and 19's code).
 // The defaults are chosen by plan_kvcache_attention (kvcache_check.cpp, with the measurements);
 // variants 5-8 and 10 are forced only.
-// Variants that exist for the int8 cache only (3-5, 7-17; at hdim 256 they run variant 2's kernel).
+// Variants that exist for the int8 cache only (3-5, 7-21; at hdim 256 they run variant 2's kernel).
 constexpr bool decode_variant_int8_only(int variant) {
-  return (variant >= 3 && variant <= 5) || (variant >= 7 && variant <= 17);
+  return (variant >= 3 && variant <= 5) || (variant >= 7 && variant <= 21);
 }
-// Variants 8-12, 14 and 16 (hdim 128): one CTA per SM; 13: two; 15 and 17: three.
+// Variants 8-12, 14, 16, 18 and 20 (hdim 128): one CTA per SM; 13: two; 15, 17, 19 and 21: three.
 constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
   if (int8 && variant == 13) return 2;
-  if (int8 && (variant == 15 || variant == 17)) return 3;
-  if (int8 && ((variant >= 9 && variant <= 12) || variant == 14 || variant == 16)) return hdim == 64 ? 2 : 1;
+  if (int8 && (variant == 15 || variant == 17 || variant == 19 || variant == 21)) return 3;
+  if (int8 && ((variant >= 9 && variant <= 12) || variant == 14 || variant == 16 || variant == 18 || variant == 20)) return hdim == 64 ? 2 : 1;
   return hdim <= 128 && ((!int8 && variant == 2) || (int8 && decode_variant_int8_only(variant) && variant != 8)) ? 2 : 1;
 }
 

@@ -637,14 +637,14 @@ CaseResult run_case(KvRun& run, const References& ref) {
 // (against the dtype-rounded ones, a length-1 sequence's O, which is V itself, differed by one bf16
 // ulp, r97; against the unrounded ones, fp16 LSEs at outlier channels missed their bounds by up to
 // 4x, r98: the kernel's K carries fp16 rounding that the other variants' references already hold).
-// Variants 16 and 17 round K as the host does but never V (its scales are folded into P): V unrounded.
-// The variant that runs: the forced one, or the plan's default (16 or 17 for int8 at hdim 128).
+// Variants 16-21 round K as the host does but never V (its scales are folded into P): V unrounded.
+// The variant that runs: the forced one, or the plan's default (16-21 for int8 at hdim 128).
 References references_of(const KvRun& run) {
   const KvCase& c = run.kcase();
   const int variant = c.variant != 0 ? c.variant : run.plan().variant;
   if (c.int8 && variant == 12)
     return compute_references(c, run.host_q(), run.host_half_scaled(true), run.host_half_scaled(false));
-  const bool fold_v = c.int8 && (variant == 16 || variant == 17);
+  const bool fold_v = c.int8 && variant >= 16 && variant <= 21;
   return compute_references(c, run.host_q(), c.int8 && variant == 7 ? run.host_k_unrounded() : run.host_k(),
                             fold_v ? run.host_v_unrounded() : run.host_v());
 }
@@ -856,8 +856,8 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   grid.push_back(c);
   if (cfg.hdim <= 128)  // the swapped consumer (4), its 8-bit S (7: raw K ring, V-only transform),
                         // one CTA per SM (8) and the register-dequantizing mma.sync warps (9-12)
-    for (int variant : {4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}) {
-      if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-17: hdim 128 only
+    for (int variant : {4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
+      if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-21: hdim 128 only
       c = make(cfg, 1, 4, 1, 384, {384, 200}, true, 10005 + variant);
       c.int8 = true, c.num_splits = 2, c.quant_block = 64, c.variant = variant;
       grid.push_back(c);
@@ -1029,10 +1029,18 @@ TEST_P(KvCacheGpu, RepeatedRunsAreBitIdentical) {
   int8_fold.variant = 16, int8_fold.seed = 9009;
   KvCase int8_fold3 = int8_regs;  // variant 17: as 16, three CTAs per SM
   int8_fold3.variant = 17, int8_fold3.seed = 9010;
+  KvCase int8_swap = int8_regs;  // variant 18: the keys as the mma's M, 8 rows a CTA
+  int8_swap.variant = 18, int8_swap.seed = 9011;
+  KvCase int8_swap3 = int8_regs;  // variant 19: as 18, three CTAs per SM
+  int8_swap3.variant = 19, int8_swap3.seed = 9012;
+  KvCase int8_packed = int8_regs;  // variant 20: as 18 with K in packed bf16 pairs
+  int8_packed.variant = 20, int8_packed.seed = 9013;
+  KvCase int8_packed3 = int8_regs;  // variant 21: as 20, three CTAs per SM
+  int8_packed3.variant = 21, int8_packed3.seed = 9014;
   std::vector<KvCase> cases = {heuristic, forced};
-  if (cfg.hdim == 128)  // variants 9-17: hdim 128 only
-    for (const KvCase& c :
-         {int8_regs, int8_regs64, int8_rings, int8_half, int8_four, int8_fma, int8_three, int8_fold, int8_fold3})
+  if (cfg.hdim == 128)  // variants 9-21: hdim 128 only
+    for (const KvCase& c : {int8_regs, int8_regs64, int8_rings, int8_half, int8_four, int8_fma, int8_three, int8_fold,
+                            int8_fold3, int8_swap, int8_swap3, int8_packed, int8_packed3})
       cases.push_back(c);
   for (const KvCase& c : cases) {
     KvRun run(c);
@@ -1106,7 +1114,7 @@ TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
     KvCase c = make(cfg, 1, 8, 1, 256, {256}, false, 15999);
     c.int8 = true, c.variant = 4;
     KvRun run(c);
-    for (int variant : {9, 10, 11, 12, 13, 14, 15, 16, 17}) {
+    for (int variant : {9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
       run.args.variant = variant;
       const hopattn_status_t s = run.launch(nullptr);
       EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << "variant " << variant << " at hdim " << cfg.hdim << ": " << status_string(s);
@@ -1136,10 +1144,11 @@ TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
   c.int8 = true, c.variant = 9, c.outliers = true;
   grid.push_back(c);
   // Variants 11 (the warps' private rings), 12 (its fp16 operands), 13 (4 warps per CTA), 14 (one
-  // FFMA a value), 15 (three CTAs per SM), 16 and 17 (V's scales folded into P) on every case of
-  // the grid, with their own inputs.
+  // FFMA a value), 15 (three CTAs per SM), 16 and 17 (V's scales folded into P), 18 and 19 (the
+  // keys as the mma's M, 8 rows a CTA: many CTAs per row group at 16 and more rows), 20 and 21
+  // (18, 19 with K in packed bf16 pairs) on every case of the grid, with their own inputs.
   for (size_t i = 0, n = grid.size(); i < n; ++i)
-    for (int variant : {11, 12, 13, 14, 15, 16, 17}) {
+    for (int variant : {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
       KvCase r = grid[i];
       r.variant = variant, r.seed = seed++;
       grid.push_back(r);
@@ -1210,9 +1219,9 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       const ErrorStats e_plain = o_error(plain_run);
       plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
       const ErrorStats e_host = o_error(plain_run);
-      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}) {
+      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
         if (variant >= 3 && cfg.hdim > 128) continue;
-        if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-17: hdim 128 only
+        if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-21: hdim 128 only
         int8_run.args.variant = variant;
         const ErrorStats e = o_error(int8_run);
         // Variant 7 rounds differently (S from the int8 K and fp32 scales; K is never rounded to
@@ -1248,10 +1257,10 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})
+  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21})
     for (int causal = 0; causal < 4; ++causal) {
       if (attention::decode_variant_int8_only(variant) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
-      if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9-17: hdim 128 only
+      if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9-21: hdim 128 only
       if (variant == 6 && int8) continue;                                       // 16-bit only
       KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
       c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;

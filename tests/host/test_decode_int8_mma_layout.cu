@@ -4,6 +4,8 @@
 // Compiled by nvcc for the kernel header's types; nothing runs on a GPU.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstring>
 #include <random>
 #include <set>
 #include <vector>
@@ -113,6 +115,165 @@ TEST(DecodeInt8Mma, FragmentsGiveTheProducts) {
       for (int sp = 0; sp < block_n / 16; ++sp)
         for (int e = 0; e < 4; ++e)
           EXPECT_EQ(int8_mma_vscale_slot(int8_mma_key(2 * sp + e / 2, 2 * c + e % 2), block_n), block_n / 4 * c + 4 * sp + e);
+}
+
+// Variants 18, 19 (keys as the mma's M): the warp's fragments rebuilt lane by lane as the kernel
+// builds them, multiplied by a host model of mma.sync m16n8k16 and of movmatrix.trans (both from
+// the PTX ISA's fragment layouts), give Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ at the registers the maps name.
+namespace swap_model {
+using Pair = std::array<long, 2>;
+// D += A·B for one warp: A's registers (g, 2c+i), (g+8, 2c+i), (g, 2c+8+i), (g+8, 2c+8+i); B's
+// (2c+i, g), (2c+8+i, g); D's (g, 2c+i), (g+8, 2c+i).
+void mma(const std::array<std::array<Pair, 4>, 32>& a, const std::array<std::array<Pair, 2>, 32>& b,
+         std::array<std::array<long, 4>, 32>& d) {
+  long am[16][16], bm[16][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, c = lane % 4;
+    for (int i = 0; i < 2; ++i) {
+      am[g][2 * c + i] = a[lane][0][i], am[g + 8][2 * c + i] = a[lane][1][i];
+      am[g][2 * c + 8 + i] = a[lane][2][i], am[g + 8][2 * c + 8 + i] = a[lane][3][i];
+      bm[2 * c + i][g] = b[lane][0][i], bm[2 * c + 8 + i][g] = b[lane][1][i];
+    }
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, c = lane % 4;
+    for (int e = 0; e < 4; ++e) {
+      const int row = g + 8 * (e / 2), col = 2 * c + e % 2;
+      for (int k = 0; k < 16; ++k) d[lane][e] += am[row][k] * bm[k][col];
+    }
+  }
+}
+// movmatrix.m8n8.trans: lane (g, c) holds elements (g, 2c), (g, 2c+1) before and after.
+std::array<Pair, 32> movmatrix_trans(const std::array<Pair, 32>& x) {
+  long m[8][8];
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 2; ++i) m[lane / 4][2 * (lane % 4) + i] = x[lane][i];
+  std::array<Pair, 32> y;
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 2; ++i) y[lane][i] = m[2 * (lane % 4) + i][lane / 4];
+  return y;
+}
+}  // namespace swap_model
+
+TEST(DecodeInt8Mma, SwappedFragmentsGiveTheProducts) {
+  using namespace swap_model;
+  std::mt19937 rng(18);
+  std::vector<long> q(8 * 128), k(64 * 128), v(64 * 128), p(8 * 64);
+  for (long& x : q) x = long(rng() % 21) - 10;
+  for (long& x : k) x = long(rng() % 255) - 127;
+  for (long& x : v) x = long(rng() % 255) - 127;
+  for (long& x : p) x = long(rng() % 11);
+  // Q's B fragment (publish_q_swap): load_q's uint4 kq = 2(s/4) + (s%4)/2 of row g holds channels
+  // 64(kq/2) + 16c + 8(kq%2) + 0..7; words (x, y) for even s, (z, w) for odd: channel pairs 2·word.
+  // With packed K (variants 20, 21) the two words' halves are exchanged: (0, 2) and (1, 3).
+  auto q_pair = [&](int lane, int s, int reg, bool packed) {
+    const int g = lane / 4, c = lane % 4, kq = 2 * (s / 4) + (s % 4) / 2, word = 2 * (s % 2);
+    const int ch = 64 * (kq / 2) + 16 * c + 8 * (kq % 2) + 2 * word;  // the first of the four
+    return packed ? Pair{q[g * 128 + ch + reg], q[g * 128 + ch + 2 + reg]}
+                  : Pair{q[g * 128 + ch + 2 * reg], q[g * 128 + ch + 2 * reg + 1]};
+  };
+  // K's rows (tile_scores_swap): m-tile mt reads key rows int8_mma_key(2mt, g) (wa) and (2mt+1, g)
+  // (wb), chunk c (half 0) or c + 4 (half 1), word q: channels 64·half + 16c + 4q + 0..3; a0/a1
+  // take bytes 0, 1 of wa/wb, a2/a3 bytes 2, 3 (packed K: bytes 0, 2 and 1, 3).
+  for (int packed = 0; packed < 2; ++packed)
+  for (int mt = 0; mt < 4; ++mt) {
+    std::array<std::array<long, 4>, 32> d{};
+    for (int s = 0; s < 8; ++s) {
+      std::array<std::array<Pair, 4>, 32> a;
+      std::array<std::array<Pair, 2>, 32> b;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, c = lane % 4, ch = 64 * (s / 4) + 16 * c + 4 * (s % 4);
+        const long* ka = &k[int8_mma_key(2 * mt, g) * 128 + ch];
+        const long* kb = &k[int8_mma_key(2 * mt + 1, g) * 128 + ch];
+        if (packed)
+          a[lane] = {Pair{ka[0], ka[2]}, Pair{kb[0], kb[2]}, Pair{ka[1], ka[3]}, Pair{kb[1], kb[3]}};
+        else
+          a[lane] = {Pair{ka[0], ka[1]}, Pair{kb[0], kb[1]}, Pair{ka[2], ka[3]}, Pair{kb[2], kb[3]}};
+        b[lane] = {q_pair(lane, s, 0, packed != 0), q_pair(lane, s, 1, packed != 0)};
+      }
+      mma(a, b, d);
+    }
+    for (int lane = 0; lane < 32; ++lane)
+      for (int e = 0; e < 4; ++e) {
+        const int row = int8_swap_row(e, lane % 4), key = int8_swap_s_key(mt, e, lane / 4);
+        long ref = 0;
+        for (int ch = 0; ch < 128; ++ch) ref += q[row * 128 + ch] * k[key * 128 + ch];
+        ASSERT_EQ(d[lane][e], ref) << "m-tile " << mt << " lane " << lane << " register " << e << " packed " << packed;
+      }
+  }
+  // Oᵀ = Vᵀ·Pᵀ (tile_pv_swap): Pᵀ's B fragment of step sp is movmatrix of Sᵀ's m-tile sp (registers
+  // 0, 1 and 2, 3); V's keys 0..3 are rows int8_mma_key(2sp, 2c), (2sp, 2c+1), (2sp+1, 2c),
+  // (2sp+1, 2c+1), chunk g; m-tile mt takes bytes tt = 2mt + h (channel 16g + tt).
+  std::array<std::array<long, 4>, 32> o[8] = {};
+  for (int sp = 0; sp < 4; ++sp) {
+    std::array<Pair, 32> x0, x1;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int g = lane / 4, c = lane % 4;
+      auto held = [&](int e) { return p[int8_swap_row(e, c) * 64 + int8_swap_s_key(sp, e, g)]; };
+      x0[lane] = {held(0), held(1)}, x1[lane] = {held(2), held(3)};
+    }
+    const std::array<Pair, 32> b0 = movmatrix_trans(x0), b1 = movmatrix_trans(x1);
+    for (int mt = 0; mt < 8; ++mt) {
+      std::array<std::array<Pair, 4>, 32> a;
+      std::array<std::array<Pair, 2>, 32> b;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, c = lane % 4;
+        const int keys[4] = {int8_mma_key(2 * sp, 2 * c), int8_mma_key(2 * sp, 2 * c + 1),
+                             int8_mma_key(2 * sp + 1, 2 * c), int8_mma_key(2 * sp + 1, 2 * c + 1)};
+        Pair lo[2], hi[2];
+        for (int h = 0; h < 2; ++h) {
+          const int ch = 16 * g + 2 * mt + h;
+          lo[h] = {v[keys[0] * 128 + ch], v[keys[1] * 128 + ch]};
+          hi[h] = {v[keys[2] * 128 + ch], v[keys[3] * 128 + ch]};
+        }
+        a[lane] = {lo[0], lo[1], hi[0], hi[1]};
+        b[lane] = {b0[lane], b1[lane]};
+      }
+      mma(a, b, o[mt]);
+    }
+  }
+  for (int mt = 0; mt < 8; ++mt)
+    for (int lane = 0; lane < 32; ++lane)
+      for (int e = 0; e < 4; ++e) {
+        const int row = int8_swap_row(e, lane % 4), ch = int8_swap_o_channel(mt, e, lane / 4);
+        long ref = 0;
+        for (int key = 0; key < 64; ++key) ref += p[row * 64 + key] * v[key * 128 + ch];
+        ASSERT_EQ(o[mt][lane][e], ref) << "m-tile " << mt << " lane " << lane << " register " << e;
+      }
+  // V's scales: thread g reads slots 8g + j, the scale of key int8_mma_key(j, g) (its Sᵀ keys), and
+  // the slots are a permutation of the tile's 64.
+  std::set<int> slots;
+  for (int key = 0; key < 64; ++key) slots.insert(int8_swap_vscale_slot(key));
+  EXPECT_EQ(slots.size(), 64u);
+  EXPECT_EQ(*slots.rbegin(), 63);
+  for (int g = 0; g < 8; ++g)
+    for (int j = 0; j < 8; ++j) EXPECT_EQ(int8_swap_vscale_slot(int8_mma_key(j, g)), 8 * g + j);
+  // Every Oᵀ channel of a row appears once over the lanes g and the registers.
+  std::set<int> chans;
+  for (int g = 0; g < 8; ++g)
+    for (int mt = 0; mt < 8; ++mt)
+      for (int e = 0; e < 4; e += 2) chans.insert(int8_swap_o_channel(mt, e, g));
+  EXPECT_EQ(chans.size(), 128u);
+}
+
+// k_pair_bf16's bit trick: for every int8 byte in either half of a word, the bf16 0x4300 | (x &
+// 0x7F) minus the bf16 0x4300 | (x & 0x80) is x (both exact: 128 + m and 128 or 256).
+TEST(DecodeInt8Mma, PackedKPairsHoldTheInt8Values) {
+  auto bf16 = [](uint32_t half) {
+    const uint32_t bits = (half & 0xFFFFu) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  for (int x = -128; x < 128; ++x)
+    for (int pos = 0; pos < 2; ++pos) {
+      const uint32_t w = (uint32_t(uint8_t(int8_t(x))) << (16 * pos)) | (pos ? 0x5Au : 0xA5u << 16);
+      const uint32_t v = int8_mma_detail::k_pair_value_bits(w) >> (16 * pos);
+      const uint32_t o = int8_mma_detail::k_pair_offset_bits(w) >> (16 * pos);
+      EXPECT_EQ(bf16(v) - bf16(o), float(x)) << "byte " << x << " in half " << pos;
+      EXPECT_GE(bf16(v), 128.0f);
+      EXPECT_LT(bf16(v), 256.0f);
+    }
 }
 
 // A 16-byte shared load is served per quarter warp (8 lanes); those 8 lanes hit 8 different

@@ -161,19 +161,20 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.num_splits = -2;
   expect_error(check(a), "num_splits: -2 is negative");
   a = valid_args();
-  a.variant = 18;
-  expect_error(check(a), "variant: 18 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 or 17");
-  for (int v : {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}) {
+  a.variant = 22;
+  expect_error(check(a), "variant: 22 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, "
+                         "18, 19, 20 or 21");
+  for (int v : {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
     a.variant = v;
     expect_error(check(a), "variant: " + std::to_string(v) + " applies to an int8 cache only");
   }
-  {  // variants 9-17 exist at hdim 128 only
+  {  // variants 9-21 exist at hdim 128 only
     KvCacheArgs h64 = int8_args();
     for (Tensor* t : {&h64.q, &h64.o, &h64.k_cache, &h64.v_cache}) *t = tensor_bshd(t->data, t->dtype, t->shape[0], t->shape[1], t->shape[2], 64);
     h64.k_scale = tensor_bshd(h64.k_scale.data, HOPATTN_DTYPE_FP32, 4, 64, 4, 64);
     h64.lse.data = nullptr;
     EXPECT_TRUE(check(h64).ok()) << check(h64).to_string();
-    for (int v : {9, 10, 11, 12, 13, 14, 15, 16, 17}) {
+    for (int v : {9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
       h64.variant = v;
       expect_error(check(h64), "variant: " + std::to_string(v) + " is compiled for hdim 128 only, q has hdim 64");
     }
@@ -230,9 +231,10 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   EXPECT_EQ(p.variant, 2);  // 512 tiles: two CTAs per SM
   EXPECT_EQ(plan_kvcache_attention(valid_args(), kSms).variant, 1);  // 16 tiles: one CTA per SM, splits
   // INT8, hdim 128, q_len 1 (8 packed rows): the register-dequantizing mma.sync warps with their
-  // own rings, V folded into P (16), and from three waves of three CTAs per SM on the 4-warp CTAs
-  // (17); at hdim 64 the swapped-operand consumer (4).
-  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 16);
+  // own rings, V folded into P, the keys as the mma's M, K in packed bf16 pairs (20), and from
+  // three waves of three CTAs per SM on the 4-warp CTAs (21); 9-16 rows: the rows as M (16, 17);
+  // at hdim 64 the swapped-operand consumer (4).
+  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 20);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 9), 1);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 11), 1);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 13), 2);
@@ -240,13 +242,20 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 15), 3);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 16), 1);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 17), 3);
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 18), 1);
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 19), 3);
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 20), 1);
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 21), 3);
   {
-    KvCacheArgs many = int8_args();  // 128 x 4 KV heads = 512 tiles >= 3 x 132: variant 17, one split
+    KvCacheArgs many = int8_args();  // 128 x 4 KV heads = 512 tiles >= 3 x 132: variant 21, one split
     for (Tensor* t : {&many.q, &many.o, &many.k_cache, &many.v_cache}) t->shape[0] = 128;
     many.k_scale.shape[0] = many.v_scale.shape[0] = 128;
     const KvCachePlan mp = plan_kvcache_attention(many, kSms);
-    EXPECT_EQ(mp.variant, 17);
+    EXPECT_EQ(mp.variant, 21);
     EXPECT_EQ(mp.num_splits, 1);
+    for (Tensor* t : {&many.q, &many.o}) t->shape[1] = 2;  // q_len 2: 16 packed rows, the rows as M
+    many.lse.data = nullptr;
+    EXPECT_EQ(plan_kvcache_attention(many, kSms).variant, 17);
   }
   {
     KvCacheArgs h64 = int8_args();
@@ -266,6 +275,8 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   a.k_scale.shape[0] = a.v_scale.shape[0] = 16;
   EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 3);
   for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 1;  // back to q_len 1 at batch 16
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 20);
+  for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 2;  // q_len 2: 16 packed rows
   EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 16);
 }
 

@@ -28,13 +28,16 @@ void kvcache_attention_cpu_fp64(const KvCacheProblem& p, const float* q, const f
 
 namespace {
 
-// amax / 127 rounded up to 15 significant bits (the low 9 of fp32's 23 stored bits cleared), so that
-// the kernels' one-FFMA dequantization is exact (kernel/sm90_decode_int8_mma.hpp, dequant_fma).
-float scale_of(float amax) {
+// amax / 127, V's rounded up to 15 significant bits (the low 9 of fp32's 23 stored bits cleared)
+// and K's to the nearest value of 8 (the low 16 cleared: a bf16 value), so that the kernels'
+// one-FFMA dequantization (dequant_fma) and packed bf16 dequantization of K (k_pair_bf16,
+// kernel/sm90_decode_int8_mma.hpp) are exact. K's largest value still maps to ±127: amax / scale
+// <= 127 / (1 - 2^-8) < 127.5.
+float scale_of(float amax, uint32_t add, uint32_t low_bits) {
   uint32_t bits;
   const float s = amax / 127.0f;
   std::memcpy(&bits, &s, 4);
-  bits = (bits + 0x1FFu) & ~0x1FFu;
+  bits = (bits + add) & ~low_bits;
   float r;
   std::memcpy(&r, &bits, 4);
   return r;
@@ -60,7 +63,7 @@ Int8Cache quantize_kv_int8(const KvCacheProblem& p, int block, const float* k, c
         for (int ch = 0; ch < d; ++ch) {
           float amax = 0.0f;
           for (int t = blk * block; t < (blk + 1) * block; ++t) amax = std::max(amax, std::abs(k[at(b, t, h, ch)]));
-          const float scale = scale_of(amax);
+          const float scale = scale_of(amax, 0x8000u, 0xFFFFu);
           c.k_scale[((int64_t(b) * blocks + blk) * hkv + h) * d + ch] = scale;
           for (int t = blk * block; t < (blk + 1) * block; ++t) c.k[at(b, t, h, ch)] = quantize(k[at(b, t, h, ch)], scale);
         }
@@ -69,7 +72,7 @@ Int8Cache quantize_kv_int8(const KvCacheProblem& p, int block, const float* k, c
       for (int h = 0; h < hkv; ++h) {
         float amax = 0.0f;
         for (int ch = 0; ch < d; ++ch) amax = std::max(amax, std::abs(v[at(b, t, h, ch)]));
-        const float scale = scale_of(amax);
+        const float scale = scale_of(amax, 0x1FFu, 0x1FFu);
         c.v_scale[(int64_t(b) * p.max_len + t) * hkv + h] = scale;
         for (int ch = 0; ch < d; ++ch) c.v[at(b, t, h, ch)] = quantize(v[at(b, t, h, ch)], scale);
       }

@@ -24,7 +24,8 @@ void kvcache_attention_cpu_fp64(const KvCacheProblem& p, const float* q, const f
 //   K: one scale per (block of `block` tokens, kv-head, channel) = max |k| over the block / 127
 //      (outlier channels get their own scale; appending a block never rescales older ones);
 //   V: one scale per (token, kv-head) = max |v| over the channels / 127.
-// Each scale is rounded up to 15 significant bits (fp32 with the low 9 stored bits cleared).
+// Each scale is rounded: K's to the nearest value of 8 significant bits (a bf16 value: the low 16
+// stored bits of the fp32 cleared), V's up to 15 (the low 9 cleared).
 // A scale of 0 (an all-zero group) stores zeros.
 struct Int8Cache {
   std::vector<int8_t> k, v;           // (batch, max_len, heads_kv, d)

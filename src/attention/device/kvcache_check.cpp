@@ -164,7 +164,11 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   // bf16, 64:8 / 32:8 (r103): 32 x 8k 1.59-1.70 (variant 11: 1.51-1.54), 16 x 32k 2.06-2.07
   // (1.77-1.82), 128 x 2k with 17 1.58-1.64 (11: 1.42-1.44; 16: 1.53-1.60); the split shapes 3-8 %
   // faster. r105 (final build): 128 x 2k 17 1.76-1.81, 11 1.44-1.47; 32 x 8k 16 1.68-1.74.
+  // Sixteenth session: at most 8 packed rows (64:8 and 32:8 at q_len 1), variant 20 (16's values
+  // with the keys as the mma's M: half the mma work; K dequantized in packed bf16 pairs), or 21
+  // (20 with 17's three CTAs per SM).
   if (a.variant != 0) plan.variant = a.variant;
+  else if (is_int8(a) && hdim == 128 && rows <= 8) plan.variant = tiles >= 3 * int64_t(sms) ? 21 : 20;
   else if (is_int8(a) && hdim == 128 && rows <= 16) plan.variant = tiles >= 3 * int64_t(sms) ? 17 : 16;
   else if (is_int8(a) && hdim <= 128 && rows <= 16) plan.variant = 4;
   else if (is_int8(a)) plan.variant = hdim > 128 ? 1 : (tiles * 4 >= int64_t(sms) ? 3 : 2);
@@ -236,7 +240,7 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
     return Status::invalid(cat("variant: ", a.variant, " is not 0 (default), ", attention::decode_variant_list()));
   if (attention::decode_variant_int8_only(a.variant) && !is_int8(a))
     return Status::invalid(cat("variant: ", a.variant, " applies to an int8 cache only"));
-  if (a.variant >= 9 && a.variant <= 17 && a.q.shape[3] != 128)  // kernel/sm90_decode_int8_mma.hpp
+  if (a.variant >= 9 && a.variant <= 21 && a.q.shape[3] != 128)  // kernel/sm90_decode_int8_mma.hpp
     return Status::unsupported(cat("variant: ", a.variant, " is compiled for hdim 128 only, q has hdim ", a.q.shape[3]));
   if (a.variant == 6 && is_int8(a))
     return Status::invalid(cat("variant: 6 (balanced split-KV) applies to a 16-bit cache only"));

@@ -37,11 +37,16 @@ __device__ float load_element(const void* base, int64_t i, bool bf16) {
               : __half2float(static_cast<const __half*>(base)[i]);
 }
 
-// amax / 127 (correctly rounded), then rounded up to 15 significant bits: the int8 mma kernels'
-// one-FFMA dequantization (kernel/sm90_decode_int8_mma.hpp, dequant_fma) is exact for such scales.
-__device__ float scale_of(float amax) {
-  return __uint_as_float((__float_as_uint(__fdiv_rn(amax, 127.0f)) + 0x1FFu) & ~0x1FFu);
+// amax / 127 (correctly rounded), then V's rounded up to 15 significant bits and K's to the
+// nearest value of 8 (a bf16 value; amax / scale <= 127 / (1 - 2^-8) < 127.5, so the largest still
+// maps to ±127 and nothing clips): the int8 mma kernels' one-FFMA dequantization
+// (kernel/sm90_decode_int8_mma.hpp, dequant_fma) is exact for both, and their packed bf16
+// dequantization of K (k_pair_bf16) for K's.
+__device__ float scale_of(float amax, uint32_t add, uint32_t low_bits) {
+  return __uint_as_float((__float_as_uint(__fdiv_rn(amax, 127.0f)) + add) & ~low_bits);
 }
+__device__ float k_scale_of(float amax) { return scale_of(amax, 0x8000u, 0xFFFFu); }
+__device__ float v_scale_of(float amax) { return scale_of(amax, 0x1FFu, 0x1FFu); }
 
 __device__ int8_t quantize_value(float x, float scale) {
   if (scale == 0.0f) return 0;
@@ -60,7 +65,7 @@ __global__ void quantize_k_kernel(QuantParams p) {
     auto src = [&](int t) { return b * p.k_st[0] + int64_t(t) * p.k_st[1] + h * p.k_st[2] + c; };
     float amax = 0.0f;
     for (int t = blk * p.block; t < (blk + 1) * p.block; ++t) amax = fmaxf(amax, fabsf(load_element(p.k, src(t), p.bf16)));
-    const float scale = scale_of(amax);
+    const float scale = k_scale_of(amax);
     p.ks[b * p.ks_st[0] + blk * p.ks_st[1] + h * p.ks_st[2] + c] = scale;
     for (int t = blk * p.block; t < (blk + 1) * p.block; ++t)
       p.kq[b * p.kq_st[0] + int64_t(t) * p.kq_st[1] + h * p.kq_st[2] + c] =
@@ -81,7 +86,7 @@ __global__ void quantize_v_kernel(QuantParams p) {
     float amax = 0.0f;
     for (int c = lane; c < p.hdim; c += 32) amax = fmaxf(amax, fabsf(load_element(p.v, src + c, p.bf16)));
     for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-    const float scale = scale_of(amax);
+    const float scale = v_scale_of(amax);
     if (lane == 0) p.vs[b * p.vs_st[0] + int64_t(t) * p.vs_st[1] + h * p.vs_st[2]] = scale;
     const int64_t dst = b * p.vq_st[0] + int64_t(t) * p.vq_st[1] + h * p.vq_st[2];
     for (int c = lane; c < p.hdim; c += 32) p.vq[dst + c] = quantize_value(load_element(p.v, src + c, p.bf16), scale);

@@ -201,7 +201,7 @@ Status run_decode_balanced(const DecodeParams& dp, Stream stream) {
   return Status();
 }
 
-// Variants 11-17 (kernel/sm90_decode_int8_mma.hpp): hdim 128, 64-key tiles, each warp's own ring.
+// Variants 11-21 (kernel/sm90_decode_int8_mma.hpp): hdim 128, 64-key tiles, each warp's own ring.
 template <class Element, int kWarps, Int8MmaMath kMath, int kCtasPerSm = 1>
 using WarpRings = DecodeInt8MmaTraits<Element, 128, 64, kWarps, Int8MmaLoads::kWarpRings, kMath, kCtasPerSm>;
 
@@ -225,7 +225,11 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
                                     // 14: as 11 with one FFMA a value (dequant_fma);
                                     // 15: as 14 with 4 warps per CTA, 2 slots each, three CTAs per SM;
                                     // 16: as 14 with V exact in fp16, its scales folded into P; 17: as 16
-                                    //     with 15's three CTAs per SM
+                                    //     with 15's three CTAs per SM;
+                                    // 18: 16's values with the keys as the mma's M (<= 8 rows a CTA);
+                                    // 19: as 18 with 17's three CTAs per SM;
+                                    // 20, 21: as 18, 19 with K dequantized in bf16 pairs (bf16;
+                                    //     at fp16 they run 18's and 19's code)
       s = dp.variant == 9 && kHeadDim == 128    ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64>>(dp, stream)
           : dp.variant == 10 && kHeadDim == 128 ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64, 6>>(dp, stream)
           : dp.variant == 11 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kElement>>(dp, stream)
@@ -237,7 +241,13 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
           : dp.variant == 16 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kFmaKFoldV>>(dp, stream)
           : dp.variant == 17 && kHeadDim == 128
               ? run_decode_split<WarpRings<Element, 4, Int8MmaMath::kFmaKFoldV, 3>>(dp, stream)
-          : dp.variant >= 9 ? Status::unsupported("kvcache attention: variants 9-17 exist at hdim 128 only")
+          : dp.variant == 18 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kSwapFoldV>>(dp, stream)
+          : dp.variant == 19 && kHeadDim == 128
+              ? run_decode_split<WarpRings<Element, 4, Int8MmaMath::kSwapFoldV, 3>>(dp, stream)
+          : dp.variant == 20 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kSwapPackedK>>(dp, stream)
+          : dp.variant == 21 && kHeadDim == 128
+              ? run_decode_split<WarpRings<Element, 4, Int8MmaMath::kSwapPackedK, 3>>(dp, stream)
+          : dp.variant >= 9 ? Status::unsupported("kvcache attention: variants 9-21 exist at hdim 128 only")
           : dp.variant == 8   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
           : dp.variant == 7 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)
           : dp.variant == 5 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)

@@ -108,6 +108,21 @@ CUTE_HOST_DEVICE constexpr int int8_mma_vscale_slot(int key, int block_n = 64) {
   return (block_n / 4) * c + 4 * (j / 2) + 2 * (j % 2) + e;
 }
 
+// Variants 18, 19 (keys as the mma's M; see "Variants 18, 19" below): the fragment maps. Register e
+// of Sᵀ's m-tile mt in thread (g, c) holds key int8_swap_s_key(mt, e, g) of row int8_swap_row(e, c);
+// register e of Oᵀ's m-tile mt holds channel int8_swap_o_channel(mt, e, g) of the same row.
+CUTE_HOST_DEVICE constexpr int int8_swap_s_key(int mt, int e, int g) { return int8_mma_key(2 * mt + e / 2, g); }
+CUTE_HOST_DEVICE constexpr int int8_swap_o_channel(int mt, int e, int g) { return 16 * g + 2 * mt + e / 2; }
+CUTE_HOST_DEVICE constexpr int int8_swap_row(int e, int c) { return 2 * c + e % 2; }
+// The V scale slot of key `key` (64-key tiles): thread g reads slots 8g .. 8g + 7, the scales of
+// keys int8_mma_key(j, g) for j = 0 .. 7 (the keys of its Sᵀ registers).
+CUTE_HOST_DEVICE constexpr int int8_swap_vscale_slot(int key) {
+  int n = 0;
+  for (int m = 0; m < 8; ++m)
+    if (int8_mma_key_perm(m) == key % 8) n = m;
+  return 8 * n + key / 8;
+}
+
 // Byte offset of (row, 16-byte chunk) in a 1 KB-aligned tile of 128-byte rows under the TMA's
 // 128-byte swizzle (chunk ^= row % 8); the host test checks it against CuTe's layout.
 CUTE_HOST_DEVICE constexpr int int8_mma_sw128(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
@@ -136,6 +151,8 @@ enum class Int8MmaMath {
   kHalfScaled,   // variant 12: exact int8 in fp16 times a power-of-two-shifted scale (~2 instructions a value)
   kElementFma,   // variants 14, 15: kElement's values in one FFMA a value instead of FADD + FMUL (dequant_fma)
   kFmaKFoldV,    // variants 16, 17: K as kElementFma; V exact in fp16 with its scales folded into P (tile_pv_fold)
+  kSwapFoldV,    // variants 18, 19: kFmaKFoldV's values with the keys as the mma's M (Sᵀ = K·Qᵀ, Oᵀ = Vᵀ·Pᵀ), <= 8 rows a CTA
+  kSwapPackedK,  // variants 20, 21: as kSwapFoldV with K dequantized in bf16 pairs (bf16 only; fp16 runs kSwapFoldV's code)
 };
 // kCtasPerSm_ (warp rings only): CTAs sharing an SM. 1: variants 11, 12, 14 (8 warps, 213 KB);
 // 2: variant 13 (4 warps, 3 slots each, 107 KB); 3: variant 15 (4 warps, 2 slots each, ~74 KB; the
@@ -159,12 +176,17 @@ struct DecodeInt8MmaTraits {
   static constexpr int kCtasPerSm = kCtasPerSm_;
   static_assert(kCtasPerSm == 1 || (kWarpRings && kWarps_ == 4 && kCtasPerSm <= 3), "2 or 3 CTAs: 4-warp rings");
   static constexpr bool kHalfScaled = kMath_ == Int8MmaMath::kHalfScaled;
-  static constexpr bool kFma = kMath_ == Int8MmaMath::kElementFma || kMath_ == Int8MmaMath::kFmaKFoldV;
-  static constexpr bool kFoldV = kMath_ == Int8MmaMath::kFmaKFoldV;
+  static constexpr bool kSwap = kMath_ == Int8MmaMath::kSwapFoldV || kMath_ == Int8MmaMath::kSwapPackedK;
+  // Variants 20, 21 at bf16: K's value · scale as packed bf16 pairs (k_pair_bf16), exact for the
+  // quantizer's K scales (8 significant bits).
+  static constexpr bool kPackedK =
+      kMath_ == Int8MmaMath::kSwapPackedK && std::is_same_v<Element_, cutlass::bfloat16_t>;
+  static constexpr bool kFma = kMath_ == Int8MmaMath::kElementFma || kMath_ == Int8MmaMath::kFmaKFoldV || kSwap;
+  static constexpr bool kFoldV = kMath_ == Int8MmaMath::kFmaKFoldV || kSwap;
   static_assert(!(kHalfScaled || kFma) || kWarpRings, "variants 12, 14-17 are variant 11's kernel");
   static constexpr int kBlockN = kBlockN_;  // keys per tile (divides both scale blocks)
   static constexpr int kNTiles = kBlockN / 8;  // n8 tiles of S per tile; k16 steps of P·V: kNTiles / 2
-  static constexpr int kTileRows = 16;  // packed query rows per CTA: the mma's M
+  static constexpr int kTileRows = kSwap ? 8 : 16;  // packed query rows per CTA: the mma's M (variants 18, 19: N)
   static constexpr int kWarps = kWarps_;  // consumer warps (8: warpgroups 0 and 1)
   // A third warpgroup for the producer (one warp works, three leave): registers are handed out per
   // 128 threads, so 288 threads got 168 registers each, as 384 do (ncu, r84) and the consumers
@@ -554,10 +576,12 @@ CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], ui
 // floats), then O (or the split's fp32 partial) and LSE written, rows unpacked to (position,
 // q-head). Called by all kWarps consumer warps; len: the sequence's length as read before the loop.
 template <class Traits>
+CUTE_DEVICE void merge_partials_and_store(typename Traits::Params const& p, const float* merge_area, int len);
+
+template <class Traits>
 CUTE_DEVICE void merge_and_store(typename Traits::Params const& p, float* merge_area, float (&o)[16][4],
                                  float (&m_run)[2], float (&l_run)[2], int len, int warp, int lane) {
-  using Element = typename Traits::Element;
-  constexpr int kWarps = Traits::kWarps, kHeadDim = Traits::kHeadDim, kStride = Traits::kMergeStride;
+  constexpr int kWarps = Traits::kWarps, kStride = Traits::kMergeStride;
   const int g = lane / 4, c = lane % 4;
   // Row sums over the quad first; every lane of a quad then holds its rows'.
   CUTE_UNROLL
@@ -577,11 +601,21 @@ CUTE_DEVICE void merge_and_store(typename Traits::Params const& p, float* merge_
     if (c == 0) merge_ml[(warp * 16 + g + 8 * h) * 2] = m_run[h], merge_ml[(warp * 16 + g + 8 * h) * 2 + 1] = l_run[h];
   }
   cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
+  merge_partials_and_store<Traits>(p, merge_area, len);
+}
 
-  // Items (row, 8 channels): 16 rows × 16 chunks over the consumer threads.
+// The second half of the merge, once every warp's (max, sum, O) sits in merge_area (rows of 16 a
+// warp, as merge_and_store writes them).
+template <class Traits>
+CUTE_DEVICE void merge_partials_and_store(typename Traits::Params const& p, const float* merge_area, int len) {
+  using Element = typename Traits::Element;
+  constexpr int kWarps = Traits::kWarps, kHeadDim = Traits::kHeadDim, kStride = Traits::kMergeStride;
+  const float* merge_o = merge_area;                       // (warp, row, kStride)
+  const float* merge_ml = merge_o + kWarps * 16 * kStride;  // (warp, row, {m, l})
+  // Items (row, 8 channels): the CTA's rows × 16 chunks over the consumer threads.
   DecodeTile t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
   t.template set_length<typename Traits::Params, Traits::kTileRows, Traits::kBlockN>(p, len);
-  for (int item = threadIdx.x; item < 256; item += 32 * kWarps) {
+  for (int item = threadIdx.x; item < Traits::kTileRows * 16; item += 32 * kWarps) {
     const int row_l = item / 16, ch = 8 * (item % 16);
     const int row = t.row0 + row_l;
     if (row >= t.rows) continue;
@@ -839,6 +873,242 @@ CUTE_DEVICE void tile_pv_fold(float (&o)[16][4], float const (&s_acc)[kNTiles][4
   }
 }
 
+// ---- Variants 18, 19: the keys as the mma's M dimension, at most 8 packed rows a CTA ----
+// Sᵀ = K·Qᵀ (m16n8k16: M = 16 keys, N = 8 rows, K = 16 channels) and Oᵀ = Vᵀ·Pᵀ (M = 16 channels,
+// N = 8 rows, K = 16 keys). With <= 8 packed rows (64:8 or 32:8 at q_len 1) variants 16/17's M =
+// 16 rows leave half of every mma, of S's registers and of O's on absent rows; here the rows are
+// N = 8: half the HMMAs, Sᵀ in 16 registers, Oᵀ in 32. The values are variant 16's: K's A
+// fragment of m-tile mt is variant 16's B fragments of n8 tiles 2mt (rows g) and 2mt + 1 (rows
+// g + 8), V's A fragment of m-tile mt its B fragments of n8 tiles 2mt and 2mt + 1, so the loads
+// and conversions are the same instructions. Pᵀ's B fragment is Sᵀ's C fragment transposed, one
+// movmatrix per 8 × 8 block. Maps: int8_swap_s_key, int8_swap_o_channel, int8_swap_row.
+
+// Q's B fragments (row g; the same in every warp) to shared memory: k16 step s, the words of
+// channel pairs int8_mma_channel(s, 2c) and int8_mma_channel(s, 2c + 8) (publish_q's a0 and a2).
+// kPackedK (variants 20, 21): the channels of the four bytes of K's word in the order 0, 2 | 1, 3
+// (k_pair_bf16's pairs), Q's likewise.
+template <bool kPackedK = false>
+CUTE_DEVICE void publish_q_swap(uint4 const (&qv)[2][4], uint32_t qf_base, int lane) {
+  CUTE_UNROLL
+  for (int s = 0; s < 8; ++s) {
+    const uint4& v = qv[0][2 * (s / 4) + (s % 4) / 2];
+    uint32_t w0 = s % 2 == 0 ? v.x : v.z, w1 = s % 2 == 0 ? v.y : v.w;  // channels (0, 1), (2, 3) of the four
+    if constexpr (kPackedK) {
+      const uint32_t x = w0;
+      w0 = __byte_perm(x, w1, 0x5410), w1 = __byte_perm(x, w1, 0x7632);  // (0, 2), (1, 3)
+    }
+    asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(qf_base + 8 * (s * 32 + lane)), "r"(w0), "r"(w1) : "memory");
+  }
+}
+
+CUTE_DEVICE uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t d;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(d) : "r"(x));
+  return d;
+}
+
+CUTE_DEVICE uint32_t sub_bf16x2(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("sub.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+CUTE_DEVICE uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+// Bytes 0 and 2 of w (raw int8 x = m - 128·sign, m its low 7 bits) times the bf16 scales of the
+// pair s2, as a bf16 pair rounded once: 128 + m is the bf16 0x4300 | m and 128 · (1 + sign) the
+// bf16 0x4300 | (x & 0x80) (the sign bit lands on the exponent's lowest bit: 128 or 256), so one
+// packed subtraction gives x exactly and one packed product x · s rounded to bf16 — the host's
+// value when s has at most 8 significant bits (the quantizer's K scales), 4.5 instructions a pair
+// with the shift for bytes 1 and 3 instead of tile_scores' 5.5 (XOR, 2 PRMT, 2 FFMA, F2FP).
+CUTE_HOST_DEVICE constexpr uint32_t k_pair_value_bits(uint32_t w) { return (w & 0x007F007Fu) | 0x43004300u; }
+CUTE_HOST_DEVICE constexpr uint32_t k_pair_offset_bits(uint32_t w) { return (w & 0x00800080u) | 0x43004300u; }
+// (a & mask) | c in one LOP3: written out, ptxas splits it in two (both constants immediates).
+CUTE_DEVICE uint32_t and_or(uint32_t a, uint32_t mask, uint32_t c) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(mask), "r"(c));
+  return d;
+}
+CUTE_DEVICE uint32_t k_pair_bf16(uint32_t w, uint32_t s2) {
+  const uint32_t value = and_or(w, 0x007F007Fu, 0x43004300u), offset = and_or(w, 0x00800080u, 0x43004300u);
+  return mul_bf16x2(sub_bf16x2(value, offset), s2);  // k_pair_value_bits(w) - k_pair_offset_bits(w), times s2
+}
+
+// Sᵀ = K·Qᵀ of one tile (64 keys × 8 rows: m-tiles mt = 0..3), kSteps k16 steps a pass, K as
+// tile_scores dequantizes it (value · scale in one FFMA, rounded once to Element), or with
+// kPackedK in bf16 pairs (k_pair_bf16; channels 0, 2 | 1, 3 of each word, as publish_q_swap).
+template <class Element, int kSteps = 4, bool kPackedK = false>
+CUTE_DEVICE void tile_scores_swap(float (&s_acc)[4][4], uint32_t k_tile, uint32_t ks_addr, uint32_t qf_base,
+                                  const int (&k_off)[2], int c, int lane) {
+  static_assert(kSteps == 4 || kSteps == 2 || kSteps == 1, "a half, a quarter or an eighth of the channels per pass");
+  CUTE_UNROLL
+  for (int mt = 0; mt < 4; ++mt) s_acc[mt][0] = s_acc[mt][1] = s_acc[mt][2] = s_acc[mt][3] = 0.0f;
+#pragma unroll 1
+  for (int pass = 0; pass < 8 / kSteps; ++pass) {
+    const int half = pass * kSteps / 4, q0 = pass * kSteps % 4;  // k16 steps 4·half + q0 + (0 .. kSteps - 1)
+    const int k_off_p = (half ? k_off[1] : k_off[0]) + 4 * q0;
+    float ks[kPackedK ? 1 : 4 * kSteps] = {}, kn[kPackedK ? 1 : 4 * kSteps] = {};  // K scales, -(2^15 + 128) times them
+    uint32_t ks2[kSteps][2];  // kPackedK: bf16 scale pairs of channels (0, 2) and (1, 3) of each word
+    uint32_t qb[kSteps][2];  // Q's B fragments of the pass's k16 steps
+    CUTE_UNROLL
+    for (int q = 0; q < kSteps; ++q) {
+      const float4 f = lds128f(ks_addr + 4 * (64 * half + 16 * c + 4 * (q0 + q)));
+      if constexpr (kPackedK) {
+        ks2[q][0] = pack_pair<cutlass::bfloat16_t>(f.x, f.z), ks2[q][1] = pack_pair<cutlass::bfloat16_t>(f.y, f.w);
+      } else {
+        ks[4 * q] = f.x, ks[4 * q + 1] = f.y, ks[4 * q + 2] = f.z, ks[4 * q + 3] = f.w;
+      }
+      asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];"
+                   : "=r"(qb[q][0]), "=r"(qb[q][1])
+                   : "r"(qf_base + 8 * ((4 * half + q0 + q) * 32 + lane)));
+    }
+    if constexpr (!kPackedK) {
+      CUTE_UNROLL
+      for (int i = 0; i < 4 * kSteps; ++i) kn[i] = -kMagic15Offset * ks[i];
+    }
+    auto deq = [&](uint32_t w, int b, int i) { return dequant_fma(biased_byte_magic15(w, b), ks[i], kn[i]); };
+    CUTE_UNROLL
+    for (int mt = 0; mt < 4; ++mt) {
+      uint32_t wa[kSteps], wb[kSteps];  // key rows int8_mma_key(2mt, g) (A's rows g) and (2mt + 1, g) (rows g + 8)
+      lds_words<kSteps>(wa, k_tile + 1024 * (2 * mt) + k_off_p);
+      lds_words<kSteps>(wb, k_tile + 1024 * (2 * mt + 1) + k_off_p);
+      CUTE_UNROLL
+      for (int q = 0; q < kSteps; ++q) {
+        uint32_t a0, a1, a2, a3;  // (key A, k 2c..), (key B, 2c..), (A, 2c + 8..), (B, 2c + 8..)
+        if constexpr (kPackedK) {
+          a0 = k_pair_bf16(wa[q], ks2[q][0]), a2 = k_pair_bf16(wa[q] >> 8, ks2[q][1]);
+          a1 = k_pair_bf16(wb[q], ks2[q][0]), a3 = k_pair_bf16(wb[q] >> 8, ks2[q][1]);
+        } else {
+          const uint32_t xa = wa[q] ^ 0x80808080u, xb = wb[q] ^ 0x80808080u;
+          a0 = pack_pair<Element>(deq(xa, 0, 4 * q), deq(xa, 1, 4 * q + 1));
+          a1 = pack_pair<Element>(deq(xb, 0, 4 * q), deq(xb, 1, 4 * q + 1));
+          a2 = pack_pair<Element>(deq(xa, 2, 4 * q + 2), deq(xa, 3, 4 * q + 3));
+          a3 = pack_pair<Element>(deq(xb, 2, 4 * q + 2), deq(xb, 3, 4 * q + 3));
+        }
+        mma16816<Element>(s_acc[mt], a0, a1, a2, a3, qb[q][0], qb[q][1]);
+      }
+    }
+  }
+}
+
+// online_softmax for Sᵀ: rows 2c and 2c + 1 (registers e % 2), their maxima over the thread's 8
+// keys each and the 8 lanes g; l_run holds the thread's partial sums (merge_and_store_swap adds
+// the lanes'). limit[r]: the first key row 2c + r must not see.
+CUTE_DEVICE void online_softmax_swap(float (&s_acc)[4][4], float (&m_run)[2], float (&l_run)[2], float (&alpha)[2],
+                                     int n, int mask_from, const int (&limit)[2], float scale, int g) {
+  if ((n + 1) * 64 > mask_from) {
+    CUTE_UNROLL
+    for (int mt = 0; mt < 4; ++mt)
+      CUTE_UNROLL
+      for (int e = 0; e < 4; ++e)
+        if (n * 64 + int8_swap_s_key(mt, e, g) >= limit[e % 2]) s_acc[mt][e] = -INFINITY;
+  }
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    float mx = -INFINITY;
+    CUTE_UNROLL
+    for (int mt = 0; mt < 4; ++mt) mx = fmaxf(mx, fmaxf(s_acc[mt][r], s_acc[mt][2 + r]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+    const float m_new = fmaxf(m_run[r], mx * scale);
+    const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+    alpha[r] = exp2_ftz(m_run[r] - m_use);
+    m_run[r] = m_new;
+    float sum = 0.0f;
+    CUTE_UNROLL
+    for (int mt = 0; mt < 4; ++mt)
+      CUTE_UNROLL
+      for (int e = r; e < 4; e += 2) {
+        const float pv = exp2_ftz(s_acc[mt][e] * scale - m_use);
+        s_acc[mt][e] = pv;
+        sum += pv;
+      }
+    l_run[r] = l_run[r] * alpha[r] + sum;
+  }
+}
+
+// Oᵀ's columns (rows 2c, 2c + 1) times a0, a1; skipped when no lane's factor differs from 1.
+CUTE_DEVICE void rescale_o_swap(float (&o)[8][4], float a0, float a1) {
+  if (!__any_sync(0xffffffffu, a0 != 1.0f || a1 != 1.0f)) return;
+  CUTE_UNROLL
+  for (int mt = 0; mt < 8; ++mt) o[mt][0] *= a0, o[mt][1] *= a1, o[mt][2] *= a0, o[mt][3] *= a1;
+}
+
+// Oᵀ' += Vᵀ·P'ᵀ in fp16 with Oᵀ' = Oᵀ · 2^-e_v (tile_pv_fold's values): V's int8 exact in fp16,
+// P' = fp16(p · s_v · 2^-e_v), its B fragment of k16 step sp from Sᵀ's m-tile sp by movmatrix
+// (k = 2c + i is key int8_mma_key(2sp, 2c + i), k = 2c + 8 + i key int8_mma_key(2sp + 1, 2c + i),
+// the keys V's loads give: v_off as tile_pv's). vs_addr: the tile's scales by int8_swap_vscale_slot.
+template <int kVWords = 4>
+CUTE_DEVICE void tile_pv_swap(float (&o)[8][4], float const (&s_acc)[4][4], uint32_t v_tile, uint32_t vs_addr,
+                              const int (&v_off)[2], int g, int e_v) {
+  const float fv = exp2_int(-e_v);
+  const float4 sa = lds128f(vs_addr + 32 * g), sb = lds128f(vs_addr + 32 * g + 16);
+  const float sv[8] = {sa.x * fv, sa.y * fv, sa.z * fv, sa.w * fv, sb.x * fv, sb.y * fv, sb.z * fv, sb.w * fv};
+  uint32_t pb[4][2];
+  CUTE_UNROLL
+  for (int sp = 0; sp < 4; ++sp) {  // registers 0, 1: key int8_mma_key(2sp, g); 2, 3: (2sp + 1, g)
+    pb[sp][0] = movmatrix_trans(pack_pair<cutlass::half_t>(s_acc[sp][0] * sv[2 * sp], s_acc[sp][1] * sv[2 * sp]));
+    pb[sp][1] =
+        movmatrix_trans(pack_pair<cutlass::half_t>(s_acc[sp][2] * sv[2 * sp + 1], s_acc[sp][3] * sv[2 * sp + 1]));
+  }
+#pragma unroll 1
+  for (int sp = 0; sp < 4; ++sp) {
+    const uint32_t b0 = pb[0][0], b1 = pb[0][1];
+    CUTE_UNROLL
+    for (int r = 0; r < 3; ++r) pb[r][0] = pb[r + 1][0], pb[r][1] = pb[r + 1][1];
+    CUTE_UNROLL
+    for (int w0 = 0; w0 < 4; w0 += kVWords) {
+      uint32_t vw[4][kVWords];  // [key 0..3][word w0 + i], raw
+      CUTE_UNROLL
+      for (int k = 0; k < 4; ++k) lds_words<kVWords>(vw[k], v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2] + 4 * w0);
+      CUTE_UNROLL
+      for (int mt = 2 * w0; mt < 2 * (w0 + kVWords); ++mt) {  // channels 16g + 2mt (rows g), + 1 (rows g + 8)
+        uint32_t lo[2], hi[2];  // keys 0, 1 (k = 2c + i) and 2, 3 (k = 2c + 8 + i)
+        CUTE_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const int tt = 2 * mt + h, wi = tt / 4 - w0, by = tt % 4;
+          const uint32_t sel = uint32_t(by) | (uint32_t(4 + by) << 8);
+          lo[h] = hadd2(bias_into_magic(__byte_perm(vw[0][wi], vw[1][wi], sel)), kMinus1152x2);
+          hi[h] = hadd2(bias_into_magic(__byte_perm(vw[2][wi], vw[3][wi], sel)), kMinus1152x2);
+        }
+        mma16816<cutlass::half_t>(o[mt], lo[0], lo[1], hi[0], hi[1], b0, b1);
+      }
+    }
+  }
+}
+
+// merge_and_store for Oᵀ: the row sums over the 8 lanes g, then each warp's rows 2c, 2c + 1 into
+// merge_area in merge_and_store's layout.
+template <class Traits>
+CUTE_DEVICE void merge_and_store_swap(typename Traits::Params const& p, float* merge_area, float (&o)[8][4],
+                                      float (&m_run)[2], float (&l_run)[2], int len, int warp, int lane) {
+  constexpr int kWarps = Traits::kWarps, kStride = Traits::kMergeStride;
+  const int g = lane / 4, c = lane % 4;
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 4);
+    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 8);
+    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 16);
+  }
+  float* merge_o = merge_area;                       // (warp, row, kStride)
+  float* merge_ml = merge_o + kWarps * 16 * kStride;  // (warp, row, {m, l})
+  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    const int row = warp * 16 + int8_swap_row(r, c);
+    CUTE_UNROLL
+    for (int mt = 0; mt < 8; ++mt)
+      CUTE_UNROLL
+      for (int e = r; e < 4; e += 2) merge_o[row * kStride + int8_swap_o_channel(mt, e, g)] = o[mt][e];
+    if (g == 0) merge_ml[row * 2] = m_run[r], merge_ml[row * 2 + 1] = l_run[r];
+  }
+  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
+  merge_partials_and_store<Traits>(p, merge_area, len);
+}
+
 // The TMA views of the CTA's KV head: get<0> the K pair, get<1> the V pair, each (source tiles of
 // the cache indexed (_, tile), destination slots of the ring at k_smem / v_smem indexed (_, slot)).
 template <class Traits>
@@ -1028,8 +1298,12 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   constexpr int kNTiles = Traits::kNTiles, kWarps = Traits::kWarps, kTileBytes = Traits::kTileBytes;
   constexpr int kRing = Traits::kSlotsPerWarp;
   static_assert(kBlockN == 64, "two keys of V's scales per lane");
-  // Three CTAs per SM (168 registers): K's channels a quarter at a time, V's words two at a time.
-  constexpr int kSteps = Traits::kCtasPerSm == 3 ? 1 : 4, kVWords = Traits::kCtasPerSm == 3 ? 2 : 4;
+  // Three CTAs per SM (168 registers): K's channels an eighth at a time, V's words two at a time
+  // (variant 19's Sᵀ and Oᵀ take half the registers: it keeps 16's passes).
+  constexpr bool kSwap = Traits::kSwap;
+  constexpr int kSteps = Traits::kCtasPerSm == 3 && !kSwap ? 1 : 4;
+  constexpr int kVWords = Traits::kCtasPerSm == 3 && !kSwap ? 2 : 4;
+  constexpr int kSTiles = kSwap ? 4 : kNTiles, kOTiles = kSwap ? 8 : 16;  // S's and O's fragments
 
   extern __shared__ char smem_raw[];
   auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
@@ -1056,7 +1330,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   const auto tk = get<0>(views), tv = get<1>(views);
   const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride;
   const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
-  const int vslot0 = int8_mma_vscale_slot(2 * lane), vslot1 = int8_mma_vscale_slot(2 * lane + 1);
+  const int vslot0 = kSwap ? int8_swap_vscale_slot(2 * lane) : int8_mma_vscale_slot(2 * lane);
+  const int vslot1 = kSwap ? int8_swap_vscale_slot(2 * lane + 1) : int8_mma_vscale_slot(2 * lane + 1);
   const int n_first = t.n_begin + warp, len = t.len;
   const int qb_shift = 31 - __clz(p.quant_block);  // 64 or 128 (checked on the host)
   // Item j into slot kRing·warp + j % kRing. The warp read the slot's previous item before this
@@ -1097,17 +1372,21 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   for (int j = 0; j < min(kRing, items); ++j) issue(j);
 
   const uint32_t qf_base = smem_u32(ss.q_frag.data());
-  if (warp == 0) publish_q(qv, qf_base, lane);
+  if (warp == 0) {
+    if constexpr (kSwap) publish_q_swap<Traits::kPackedK>(qv, qf_base, lane);
+    else publish_q(qv, qf_base, lane);
+  }
   cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
 
   const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
   const float scale_q[2] = {scale_log2 * exp2_int(e_q[0]), scale_log2 * exp2_int(e_q[1])};
-  float o[16][4];  // variant 12: O · 2^-e_v, e_v the last tile's V exponent
+  float o[kOTiles][4];  // variants 12, 16-19: O · 2^-e_v, e_v the last tile's V exponent; 18, 19: Oᵀ
   CUTE_UNROLL
-  for (int tt = 0; tt < 16; ++tt) o[tt][0] = o[tt][1] = o[tt][2] = o[tt][3] = 0.0f;
+  for (int tt = 0; tt < kOTiles; ++tt) o[tt][0] = o[tt][1] = o[tt][2] = o[tt][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
   int e_v = -100;
   const int limit0 = t.key_limit(t.row0 + g), limit1 = t.key_limit(t.row0 + g + 8);
+  const int limit_swap[2] = {t.key_limit(t.row0 + 2 * c), t.key_limit(t.row0 + 2 * c + 1)};  // 18, 19: rows 2c, 2c + 1
   const int mask_from = t.mask_from;
   // Variants 14-17: rows g + 8 exist (more than 8 packed rows in the CTA); warp-uniform.
   const bool hi = !Traits::kFma || t.rows - t.row0 > 8;
@@ -1119,9 +1398,12 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     const int n = n_first + kWarps * k, jk = 2 * k, jv = 2 * k + 1;
     const int slot_k = kRing * warp + jk % kRing, slot_v = kRing * warp + jv % kRing;
     Barrier::wait(&ss.full[slot_k], (jk / kRing) & 1);
-    float s_acc[kNTiles][4];
+    float s_acc[kSTiles][4];
     float scale[2] = {scale_q[0], scale_q[1]};
-    if constexpr (Traits::kHalfScaled) {
+    if constexpr (kSwap) {
+      tile_scores_swap<Element, kSteps, Traits::kPackedK>(s_acc, raw_base + slot_k * kTileBytes,
+                                                          scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c, lane);
+    } else if constexpr (Traits::kHalfScaled) {
       const float fk = exp2_int(tile_scores_half(s_acc, raw_base + slot_k * kTileBytes,
                                                  scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c, lane));
       scale[0] *= fk, scale[1] *= fk;
@@ -1131,7 +1413,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     }
     if (jk + kRing < items) issue(jk + kRing);  // V_{k+1} into K_k's slot
     float alpha[2];
-    online_softmax<kBlockN>(s_acc, m_run, l_run, alpha, n, mask_from, limit0, limit1, scale, c, hi);
+    if constexpr (kSwap) online_softmax_swap(s_acc, m_run, l_run, alpha, n, mask_from, limit_swap, scale[0], g);
+    else online_softmax<kBlockN>(s_acc, m_run, l_run, alpha, n, mask_from, limit0, limit1, scale, c, hi);
     if constexpr (Traits::kFma && !Traits::kFoldV) rescale_o_lazy(o, alpha[0], alpha[1], hi);
     else if constexpr (!Traits::kHalfScaled && !Traits::kFoldV) rescale_o(o, alpha[0], alpha[1]);
 #ifdef HOPATTN_DECODE_STAMPS
@@ -1152,7 +1435,10 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       const int e_new = Traits::kFoldV ? max(e_v, e_tile) : e_tile;
       const float f = exp2_int(e_v - e_new);  // O' from the previous exponent to this tile's
       e_v = e_new;
-      if constexpr (Traits::kFoldV) {
+      if constexpr (kSwap) {
+        rescale_o_swap(o, alpha[0] * f, alpha[1] * f);
+        tile_pv_swap<kVWords>(o, s_acc, v_tile, vs_addr, off.v, g, e_v);
+      } else if constexpr (Traits::kFoldV) {
         rescale_o_lazy(o, alpha[0] * f, alpha[1] * f, hi);
         tile_pv_fold<kNTiles, kVWords>(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
       } else {
@@ -1167,9 +1453,15 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     if (st != nullptr) st[2] = clock64();
 #endif
   }
-  if constexpr (Traits::kHalfScaled || Traits::kFoldV) rescale_o(o, exp2_int(e_v), exp2_int(e_v));
+  if constexpr (Traits::kHalfScaled || Traits::kFoldV) {
+    const float f = exp2_int(e_v);
+    CUTE_UNROLL
+    for (int tt = 0; tt < kOTiles; ++tt) o[tt][0] *= f, o[tt][1] *= f, o[tt][2] *= f, o[tt][3] *= f;
+  }
   // Every issued item was waited for, so the ring is quiet once all warps pass merge's barrier.
-  merge_and_store<Traits>(p, reinterpret_cast<float*>(ss.raw.data()), o, m_run, l_run, len, warp, lane);
+  float* merge_area = reinterpret_cast<float*>(ss.raw.data());
+  if constexpr (kSwap) merge_and_store_swap<Traits>(p, merge_area, o, m_run, l_run, len, warp, lane);
+  else merge_and_store<Traits>(p, merge_area, o, m_run, l_run, len, warp, lane);
 }
 
 }  // namespace hopattn::attention
