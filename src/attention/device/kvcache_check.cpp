@@ -166,7 +166,10 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   // faster. r105 (final build): 128 x 2k 17 1.76-1.81, 11 1.44-1.47; 32 x 8k 16 1.68-1.74.
   // Sixteenth session: at most 8 packed rows (64:8 and 32:8 at q_len 1), variant 20 (16's values
   // with the keys as the mma's M: half the mma work; K dequantized in packed bf16 pairs), or 21
-  // (20 with 17's three CTAs per SM).
+  // (20 with 17's three CTAs per SM) from three waves of three CTAs per SM. H200 r107, medians of
+  // 3 rounds, int8 vs cuDNN bf16, 64:8 / 32:8: 32 x 8k 20 1.94 / 1.94 (21 1.84 / 1.89, 16
+  // 1.70); 128 x 2k 21 1.92 / 1.93 (20 1.81 / 1.83, 17 1.67 / 1.73); 16 x 32k 20 2.33 / 2.34
+  // (21 2.34 / 2.33, 16 2.04).
   if (a.variant != 0) plan.variant = a.variant;
   else if (is_int8(a) && hdim == 128 && rows <= 8) plan.variant = tiles >= 3 * int64_t(sms) ? 21 : 20;
   else if (is_int8(a) && hdim == 128 && rows <= 16) plan.variant = tiles >= 3 * int64_t(sms) ? 17 : 16;

@@ -1,4 +1,4 @@
-// Decode over an int8 KV cache, variants 9-17: the int8 tiles are dequantized in the registers of
+// Decode over an int8 KV cache, variants 9-21: the int8 tiles are dequantized in the registers of
 // the warps that multiply them (mma.sync m16n8k16), with no transform warpgroup and no converted
 // copy of K or V in shared memory. hdim 128, at most 16 packed query rows per CTA (decode with a
 // GQA group of <= 16; more rows take several CTAs, as variant 4).
@@ -17,6 +17,11 @@
 // 16 = 14 with V exact in fp16 and its per-token scales folded into P (tile_pv_fold), K still
 // rounded as the host does (the outlier-channel accuracy of 11); 17 = 16 with 15's three CTAs.
 // The three-CTA kernels take K's channels an eighth and V's words two at a time (<= 168 registers).
+// Variants 18-21 (the int8 default at hdim 128 for <= 8 packed rows is 20, or 21 from three waves
+// of three CTAs per SM; perf-log "sixteenth session"): 16's values with the keys as the mma's M
+// and the rows as its N = 8 (Sᵀ = K·Qᵀ, Oᵀ = Vᵀ·Pᵀ; "Variants 18, 19" below), 8 rows a CTA; 19 with
+// three 4-warp CTAs per SM; 20, 21 = 18, 19 with K dequantized in packed bf16 pairs (k_pair_bf16,
+// exact for the quantizer's 8-bit K scales; bf16 only).
 // The rest of this comment describes variants 9 and 10 (decode_int8_mma_kernel).
 //
 // Why (docs/decode.md, perf-log 2026-11-30 r41-r58): variants 1-8 convert each int8 tile into a
