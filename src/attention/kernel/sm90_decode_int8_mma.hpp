@@ -583,10 +583,24 @@ CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], ui
 template <class Traits>
 CUTE_DEVICE void merge_partials_and_store(typename Traits::Params const& p, const float* merge_area, int len);
 
+// The frame of both merges: once every consumer is past its loop (so the tile ring is no longer
+// read), write(merge_o, merge_ml) stores the warp's O rows (warp, row, kStride) and (max, sum)
+// pairs (warp, row, {m, l}); then, after a second barrier, merge_partials_and_store.
+template <class Traits, class Write>
+CUTE_DEVICE void merge_through_shared(typename Traits::Params const& p, float* merge_area, int len, Write&& write) {
+  constexpr int kWarps = Traits::kWarps, kStride = Traits::kMergeStride;
+  float* merge_o = merge_area;
+  float* merge_ml = merge_o + kWarps * 16 * kStride;
+  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
+  write(merge_o, merge_ml);
+  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
+  merge_partials_and_store<Traits>(p, merge_area, len);
+}
+
 template <class Traits>
 CUTE_DEVICE void merge_and_store(typename Traits::Params const& p, float* merge_area, float (&o)[16][4],
                                  float (&m_run)[2], float (&l_run)[2], int len, int warp, int lane) {
-  constexpr int kWarps = Traits::kWarps, kStride = Traits::kMergeStride;
+  constexpr int kStride = Traits::kMergeStride;
   const int g = lane / 4, c = lane % 4;
   // Row sums over the quad first; every lane of a quad then holds its rows'.
   CUTE_UNROLL
@@ -594,19 +608,15 @@ CUTE_DEVICE void merge_and_store(typename Traits::Params const& p, float* merge_
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
   }
-  float* merge_o = merge_area;                       // (warp, row, kStride)
-  float* merge_ml = merge_o + kWarps * 16 * kStride;  // (warp, row, {m, l})
-  // Every consumer is past its loop (so the tile ring is no longer read) before any writes.
-  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
-  CUTE_UNROLL
-  for (int h = 0; h < 2; ++h) {
-    float* dst = merge_o + (warp * 16 + g + 8 * h) * kStride;
+  merge_through_shared<Traits>(p, merge_area, len, [&](float* merge_o, float* merge_ml) {
     CUTE_UNROLL
-    for (int tt = 0; tt < 16; ++tt) dst[32 * c + tt] = o[tt][2 * h], dst[32 * c + 16 + tt] = o[tt][2 * h + 1];
-    if (c == 0) merge_ml[(warp * 16 + g + 8 * h) * 2] = m_run[h], merge_ml[(warp * 16 + g + 8 * h) * 2 + 1] = l_run[h];
-  }
-  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
-  merge_partials_and_store<Traits>(p, merge_area, len);
+    for (int h = 0; h < 2; ++h) {
+      float* dst = merge_o + (warp * 16 + g + 8 * h) * kStride;
+      CUTE_UNROLL
+      for (int tt = 0; tt < 16; ++tt) dst[32 * c + tt] = o[tt][2 * h], dst[32 * c + 16 + tt] = o[tt][2 * h + 1];
+      if (c == 0) merge_ml[(warp * 16 + g + 8 * h) * 2] = m_run[h], merge_ml[(warp * 16 + g + 8 * h) * 2 + 1] = l_run[h];
+    }
+  });
 }
 
 // The second half of the merge, once every warp's (max, sum, O) sits in merge_area (rows of 16 a
@@ -1090,7 +1100,7 @@ CUTE_DEVICE void tile_pv_swap(float (&o)[8][4], float const (&s_acc)[4][4], uint
 template <class Traits>
 CUTE_DEVICE void merge_and_store_swap(typename Traits::Params const& p, float* merge_area, float (&o)[8][4],
                                       float (&m_run)[2], float (&l_run)[2], int len, int warp, int lane) {
-  constexpr int kWarps = Traits::kWarps, kStride = Traits::kMergeStride;
+  constexpr int kStride = Traits::kMergeStride;
   const int g = lane / 4, c = lane % 4;
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
@@ -1098,20 +1108,17 @@ CUTE_DEVICE void merge_and_store_swap(typename Traits::Params const& p, float* m
     l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 8);
     l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 16);
   }
-  float* merge_o = merge_area;                       // (warp, row, kStride)
-  float* merge_ml = merge_o + kWarps * 16 * kStride;  // (warp, row, {m, l})
-  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
-  CUTE_UNROLL
-  for (int r = 0; r < 2; ++r) {
-    const int row = warp * 16 + int8_swap_row(r, c);
+  merge_through_shared<Traits>(p, merge_area, len, [&](float* merge_o, float* merge_ml) {
     CUTE_UNROLL
-    for (int mt = 0; mt < 8; ++mt)
+    for (int r = 0; r < 2; ++r) {
+      const int row = warp * 16 + int8_swap_row(r, c);
       CUTE_UNROLL
-      for (int e = r; e < 4; e += 2) merge_o[row * kStride + int8_swap_o_channel(mt, e, g)] = o[mt][e];
-    if (g == 0) merge_ml[row * 2] = m_run[r], merge_ml[row * 2 + 1] = l_run[r];
-  }
-  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
-  merge_partials_and_store<Traits>(p, merge_area, len);
+      for (int mt = 0; mt < 8; ++mt)
+        CUTE_UNROLL
+        for (int e = r; e < 4; e += 2) merge_o[row * kStride + int8_swap_o_channel(mt, e, g)] = o[mt][e];
+      if (g == 0) merge_ml[row * 2] = m_run[r], merge_ml[row * 2 + 1] = l_run[r];
+    }
+  });
 }
 
 // The TMA views of the CTA's KV head: get<0> the K pair, get<1> the V pair, each (source tiles of
