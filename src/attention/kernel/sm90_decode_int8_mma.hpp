@@ -1,7 +1,7 @@
 // Decode over an int8 KV cache, variants 9-21: the int8 tiles are dequantized in the registers of
 // the warps that multiply them (mma.sync m16n8k16), with no transform warpgroup and no converted
-// copy of K or V in shared memory. hdim 128, at most 16 packed query rows per CTA (decode with a
-// GQA group of <= 16; more rows take several CTAs, as variant 4).
+// copy of K or V in shared memory. hdim 128, at most 16 packed query rows per CTA (8 for variants
+// 18-21; decode with a GQA group of <= 16; more rows take several CTAs, as variant 4).
 //
 // Variant 11 (the int8 default at hdim 128 since r95) and 12 run decode_int8_mma_warp_rings_kernel
 // (its comment has the roles): no producer, each of the 8 warps loads its own tiles into a private
@@ -159,9 +159,9 @@ enum class Int8MmaMath {
   kSwapFoldV,    // variants 18, 19: kFmaKFoldV's values with the keys as the mma's M (Sᵀ = K·Qᵀ, Oᵀ = Vᵀ·Pᵀ), <= 8 rows a CTA
   kSwapPackedK,  // variants 20, 21: as kSwapFoldV with K dequantized in bf16 pairs (bf16 only; fp16 runs kSwapFoldV's code)
 };
-// kCtasPerSm_ (warp rings only): CTAs sharing an SM. 1: variants 11, 12, 14 (8 warps, 213 KB);
-// 2: variant 13 (4 warps, 3 slots each, 107 KB); 3: variant 15 (4 warps, 2 slots each, ~74 KB; the
-// launch bound caps registers at 168).
+// kCtasPerSm_ (warp rings only): CTAs sharing an SM. 1: variants 11, 12, 14, 16, 18, 20 (8 warps,
+// 213 KB); 2: variant 13 (4 warps, 3 slots each, 107 KB); 3: variants 15, 17, 19, 21 (4 warps, 2
+// slots each, ~74 KB; the launch bound caps registers at 168).
 template <class Element_, int kHeadDim_, int kBlockN_ = 64, int kWarps_ = 8,
           Int8MmaLoads kLoads_ = Int8MmaLoads::kProducerRing, Int8MmaMath kMath_ = Int8MmaMath::kElement,
           int kCtasPerSm_ = 1>
@@ -188,10 +188,10 @@ struct DecodeInt8MmaTraits {
       kMath_ == Int8MmaMath::kSwapPackedK && std::is_same_v<Element_, cutlass::bfloat16_t>;
   static constexpr bool kFma = kMath_ == Int8MmaMath::kElementFma || kMath_ == Int8MmaMath::kFmaKFoldV || kSwap;
   static constexpr bool kFoldV = kMath_ == Int8MmaMath::kFmaKFoldV || kSwap;
-  static_assert(!(kHalfScaled || kFma) || kWarpRings, "variants 12, 14-17 are variant 11's kernel");
+  static_assert(!(kHalfScaled || kFma) || kWarpRings, "variants 12, 14-21 are variant 11's kernel");
   static constexpr int kBlockN = kBlockN_;  // keys per tile (divides both scale blocks)
   static constexpr int kNTiles = kBlockN / 8;  // n8 tiles of S per tile; k16 steps of P·V: kNTiles / 2
-  static constexpr int kTileRows = kSwap ? 8 : 16;  // packed query rows per CTA: the mma's M (variants 18, 19: N)
+  static constexpr int kTileRows = kSwap ? 8 : 16;  // packed query rows per CTA: the mma's M (variants 18-21: N)
   static constexpr int kWarps = kWarps_;  // consumer warps (8: warpgroups 0 and 1)
   // A third warpgroup for the producer (one warp works, three leave): registers are handed out per
   // 128 threads, so 288 threads got 168 registers each, as 384 do (ncu, r84) and the consumers
