@@ -3,13 +3,15 @@
 # `hopattn bench`, with logs and CSV written to OUT_DIR.
 #
 #   scripts/gpu-run.sh OUT_DIR [--quick] [--sanitize] [--tests REGEX] [--bench "ARGS" | --no-bench]
-#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--ncu-gemm "M N K VARIANT"]
+#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--ncu-gemm "M N K VARIANT"] [--no-sass]
 #                      [--timeline "SPECS"] [--int8-timeline "SPECS"]
 #
 # --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu).
 # --no-tests: skip the gpu test suite (a run that only measures).
 # --no-bench: skip the attention bench (e.g. a run that only measures decode or the GEMM).
 # --no-check: skip `hopattn check`.
+# --no-sass: skip the SASS summary (cuobjdump of the whole library and the overlap check: ~1.5 min
+#   on 2 cores; r110's 150 s ncu call spent most of its time there and profiled nothing).
 # --ncu-gemm "M N K VARIANT": ncu source counters of that GEMM (one launch) and of cuBLAS's kernel
 #   for the same shape, summarised by scripts/ncu_source_top.py into ncu-gemm.txt.
 # --ncu-attn "HDIM CAUSAL SEQLEN SCHEDULE": the same for one forward attention launch (bf16, the
@@ -32,7 +34,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
+no_sass="" no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
@@ -44,6 +46,7 @@ while [ $# -gt 0 ]; do
     --no-bench) no_bench=1 ;;
     --no-tests) no_tests=1 ;;
     --no-check) no_check=1 ;;
+    --no-sass) no_sass=1 ;;
     --ncu-gemm) ncu_gemm=$2; shift ;;
     --ncu-attn) ncu_attn=$2; shift ;;
     --ncu-decode) ncu_decode=$2; shift ;;
@@ -109,7 +112,7 @@ sass_summary() {
   # A spill is a defect even when every test passes (r19: 618 LDL/STL from two hoisted strides).
   [ "$lmem" -eq 0 ] || echo "sass: exit 1 (local memory in the library's kernels)"
 }
-sass_summary >>"$summary" 2>&1
+[ -n "$no_sass" ] || sass_summary >>"$summary" 2>&1
 # The gpu-labelled suite (the host tests are CI's; some need the build machine's compiler).
 [ -n "$no_tests" ] || step tests tests.log ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
   --timeout "${TEST_TIMEOUT:-600}"
