@@ -521,15 +521,16 @@ CUTE_DEVICE void pack_p(float const (&s_acc)[kNTiles][4], uint32_t (&pa)[kNTiles
     pa[sp][3] = pack_pair<T>(s_acc[2 * sp + 1][2], s_acc[2 * sp + 1][3]);
   }
 }
-// The P·V loop's A fragment: pa[0], the rest shifted down (the loop is not unrolled, and a
-// register array is indexed only by constants).
-template <int kSteps>
-CUTE_DEVICE void pop_front(uint32_t (&pa)[kSteps][4], uint32_t& a0, uint32_t& a1, uint32_t& a2, uint32_t& a3) {
-  a0 = pa[0][0], a1 = pa[0][1], a2 = pa[0][2], a3 = pa[0][3];
+// The P·V loop's fragment of P: pa[0], the rest shifted down (the loop is not unrolled, and a
+// register array is indexed only by constants). kRegs: 4 (P's A fragment) or 2 (P'ᵀ's B fragment).
+template <int kSteps, int kRegs>
+CUTE_DEVICE void pop_front(uint32_t (&pa)[kSteps][kRegs], uint32_t (&out)[kRegs]) {
+  CUTE_UNROLL
+  for (int x = 0; x < kRegs; ++x) out[x] = pa[0][x];
   CUTE_UNROLL
   for (int r = 0; r < kSteps - 1; ++r)
     CUTE_UNROLL
-    for (int x = 0; x < 4; ++x) pa[r][x] = pa[r + 1][x];
+    for (int x = 0; x < kRegs; ++x) pa[r][x] = pa[r + 1][x];
 }
 
 // O += P·V from the raw V tile at v_tile and its kBlockN V scale slots at vs_addr
@@ -546,8 +547,8 @@ CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], ui
   pack_p<Element>(s_acc, pa);
 #pragma unroll 1
   for (int sp = 0; sp < kPvSteps; ++sp) {
-    uint32_t a0, a1, a2, a3;
-    pop_front(pa, a0, a1, a2, a3);
+    uint32_t a[4];
+    pop_front(pa, a);
     const float4 vsc = lds128f(vs_addr + 4 * ((kBlockN / 4) * c + 4 * sp));
     const float vsk[4] = {vsc.x, vsc.y, vsc.z, vsc.w};
     const float vn[4] = {-kMagic15Offset * vsc.x, -kMagic15Offset * vsc.y, -kMagic15Offset * vsc.z,
@@ -570,7 +571,7 @@ CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], ui
         const int wi = tt / 4 - w0, by = tt % 4;
         const uint32_t b0 = pack_pair<Element>(deq(0, wi, by), deq(1, wi, by));
         const uint32_t b1 = pack_pair<Element>(deq(2, wi, by), deq(3, wi, by));
-        mma16816<Element>(o[tt], a0, a1, a2, a3, b0, b1);
+        mma16816<Element>(o[tt], a[0], a[1], a[2], a[3], b0, b1);
       }
     }
   }
@@ -824,8 +825,8 @@ CUTE_DEVICE void tile_pv_half(float (&o)[16][4], float const (&s_acc)[kNTiles][4
   pack_p<cutlass::half_t>(s_acc, pa);
 #pragma unroll 1
   for (int sp = 0; sp < kPvSteps; ++sp) {
-    uint32_t a0, a1, a2, a3;
-    pop_front(pa, a0, a1, a2, a3);
+    uint32_t a[4];
+    pop_front(pa, a);
     uint32_t vw[4][4];  // [key 0..3][word], raw
     CUTE_UNROLL
     for (int k = 0; k < 4; ++k) {
@@ -842,7 +843,7 @@ CUTE_DEVICE void tile_pv_half(float (&o)[16][4], float const (&s_acc)[kNTiles][4
       const uint32_t sel = uint32_t(by) | (uint32_t(4 + by) << 8);
       const uint32_t b0 = hmul2(hadd2(bias_into_magic(__byte_perm(vw[0][wi], vw[1][wi], sel)), kMinus1152x2), s01);
       const uint32_t b1 = hmul2(hadd2(bias_into_magic(__byte_perm(vw[2][wi], vw[3][wi], sel)), kMinus1152x2), s23);
-      mma16816<cutlass::half_t>(o[tt], a0, a1, a2, a3, b0, b1);
+      mma16816<cutlass::half_t>(o[tt], a[0], a[1], a[2], a[3], b0, b1);
     }
   }
 }
@@ -869,8 +870,8 @@ CUTE_DEVICE void tile_pv_fold(float (&o)[16][4], float const (&s_acc)[kNTiles][4
   }
 #pragma unroll 1
   for (int sp = 0; sp < kPvSteps; ++sp) {
-    uint32_t a0, a1, a2, a3;
-    pop_front(pa, a0, a1, a2, a3);
+    uint32_t a[4];
+    pop_front(pa, a);
     CUTE_UNROLL
     for (int w0 = 0; w0 < 4; w0 += kVWords) {
       uint32_t vw[4][kVWords];  // [key 0..3][word w0 + i], raw
@@ -882,7 +883,7 @@ CUTE_DEVICE void tile_pv_fold(float (&o)[16][4], float const (&s_acc)[kNTiles][4
         const uint32_t sel = uint32_t(by) | (uint32_t(4 + by) << 8);  // byte `by` of keys 0 and 1 (2 and 3)
         const uint32_t b0 = hadd2(bias_into_magic(__byte_perm(vw[0][wi], vw[1][wi], sel)), kMinus1152x2);
         const uint32_t b1 = hadd2(bias_into_magic(__byte_perm(vw[2][wi], vw[3][wi], sel)), kMinus1152x2);
-        mma16816<cutlass::half_t>(o[tt], a0, a1, a2, a3, b0, b1);
+        mma16816<cutlass::half_t>(o[tt], a[0], a[1], a[2], a[3], b0, b1);
       }
     }
   }
@@ -1071,9 +1072,8 @@ CUTE_DEVICE void tile_pv_swap(float (&o)[8][4], float const (&s_acc)[4][4], uint
   }
 #pragma unroll 1
   for (int sp = 0; sp < 4; ++sp) {
-    const uint32_t b0 = pb[0][0], b1 = pb[0][1];
-    CUTE_UNROLL
-    for (int r = 0; r < 3; ++r) pb[r][0] = pb[r + 1][0], pb[r][1] = pb[r + 1][1];
+    uint32_t b[2];
+    pop_front(pb, b);
     CUTE_UNROLL
     for (int w0 = 0; w0 < 4; w0 += kVWords) {
       uint32_t vw[4][kVWords];  // [key 0..3][word w0 + i], raw
@@ -1089,7 +1089,7 @@ CUTE_DEVICE void tile_pv_swap(float (&o)[8][4], float const (&s_acc)[4][4], uint
           lo[h] = hadd2(bias_into_magic(__byte_perm(vw[0][wi], vw[1][wi], sel)), kMinus1152x2);
           hi[h] = hadd2(bias_into_magic(__byte_perm(vw[2][wi], vw[3][wi], sel)), kMinus1152x2);
         }
-        mma16816<cutlass::half_t>(o[mt], lo[0], lo[1], hi[0], hi[1], b0, b1);
+        mma16816<cutlass::half_t>(o[mt], lo[0], lo[1], hi[0], hi[1], b[0], b[1]);
       }
     }
   }
