@@ -14,8 +14,8 @@
 #   on 2 cores; r110's 150 s ncu call spent most of its time there and profiled nothing).
 # --ncu-gemm "M N K VARIANT": ncu source counters of that GEMM (one launch) and of cuBLAS's kernel
 #   for the same shape, summarised by scripts/ncu_source_top.py into ncu-gemm.txt.
-# --ncu-attn "HDIM CAUSAL SEQLEN SCHEDULE": the same for one forward attention launch (bf16, the
-#   bench's FA3-grid shape) and cuDNN's kernel beside it, into ncu-attn.txt.
+# --ncu-attn "HDIM CAUSAL SEQLEN SCHEDULE;...": the same for one forward attention launch (bf16, the
+#   bench's FA3-grid shape) and cuDNN's kernel beside it, for each spec, into ncu-attn.txt.
 # --ncu-decode "ARGS": the same for one launch of the decode split kernel in
 #   `hopattn bench --op decode ARGS` (give one shape, one --variants entry and one --kv-dtype),
 #   into ncu-decode.txt.
@@ -178,14 +178,18 @@ if [ -n "$ncu_gemm" ]; then step ncu_gemm ncu-gemm.txt ncu_gemm_profile; fi
 # One forward attention launch (the bench's FA3-grid shape, bf16) and cuDNN's kernel beside it.
 ncu_attn_profile() {
   command -v ncu >/dev/null || { echo "ncu not found"; return 1; }
-  set -- $ncu_attn
-  local hdim=$1 causal=$2 seqlen=$3 schedule=$4 who filter
-  for who in hopattn cudnn; do
-    if [ $who = hopattn ]; then filter='(ws|fa2)_forward_kernel'; else filter='^(cudnn|sm90|nvjet|fmha|flash)'; fi
-    echo "== $who (hdim $hdim, causal $causal, seqlen $seqlen, schedule $schedule)"
-    ncu_report "attn-$who" "$filter" 3 50 "$build/bin/hopattn" bench --hdim "$hdim" --causal "$causal" \
-      --seqlen "$seqlen" --schedules "$schedule" --no-ceilings || return 1
+  local spec specs hdim causal seqlen schedule who filter status=0
+  IFS=';' read -ra specs <<<"$ncu_attn"
+  for spec in "${specs[@]}"; do
+    read -r hdim causal seqlen schedule <<<"$spec"
+    for who in hopattn cudnn; do
+      if [ $who = hopattn ]; then filter='(ws|fa2)_forward_kernel'; else filter='^(cudnn|sm90|nvjet|fmha|flash)'; fi
+      echo "== $who (hdim $hdim, causal $causal, seqlen $seqlen, schedule $schedule)"
+      ncu_report "attn-$who-$hdim-$causal-$seqlen" "$filter" 3 50 "$build/bin/hopattn" bench --hdim "$hdim" \
+        --causal "$causal" --seqlen "$seqlen" --schedules "$schedule" --no-ceilings --warmup-ms 0 || status=1
+    done
   done
+  return $status
 }
 if [ -n "$ncu_attn" ]; then step ncu_attn ncu-attn.txt ncu_attn_profile; fi
 ncu_decode_profile() {

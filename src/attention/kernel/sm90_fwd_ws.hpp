@@ -11,12 +11,13 @@
 //
 // Warp roles (384 threads, __launch_bounds__(384, 1): a 168-register cap at entry, which is what
 // lets setmaxnreg take effect):
-//   warpgroup 0  producer   setmaxnreg.dec 24   one elected thread issues TMA for Q, K[n], V[n]
+//   warpgroup 0  producer   setmaxnreg.dec 32   one elected thread issues TMA for Q, K[n], V[n]
 //   warpgroup 1  consumer   setmaxnreg.inc 240  rows [0, 64) of the Q tile
 //   warpgroup 2  consumer   setmaxnreg.inc 240  rows [64, 128)
-//   128·24 + 256·240 = 64512 ≤ 65536 registers per SM.
+//   128·32 + 256·240 = 65536 registers per SM (24 for the producer spilled one register once it
+//   also prefetched the next tile, 2026-12-02).
 // With three consumer warpgroups (schedules 10 and 11 at hdim 64: 192 rows; 11 persistent): 512 threads,
-// a 128-register cap at entry, consumers setmaxnreg.inc 160 (128·24 + 384·160 = 64512); every
+// a 128-register cap at entry, consumers setmaxnreg.inc 160 (128·32 + 384·160 = 65536); every
 // "256 consumer threads" below is then 384, and ping-pong turns go round 1 -> 2 -> 3 -> 1.
 //
 // Pipelines (mbarriers in SharedStorage):
@@ -174,9 +175,9 @@ namespace ws {
 
 using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
 using EmptyBarrier = cutlass::arch::ClusterBarrier;
-constexpr int kProducerRegisters = 24;
-// setmaxnreg budgets per consumer thread: 128·24 + 256·240 = 64512 with two consumer warpgroups,
-// 128·24 + 384·160 = 64512 with three (multiples of 8, at most 65536 per SM).
+constexpr int kProducerRegisters = 32;
+// setmaxnreg budgets per consumer thread: 128·32 + 256·240 = 65536 with two consumer warpgroups,
+// 128·32 + 384·160 = 65536 with three (multiples of 8, at most 65536 per SM).
 constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 : 240; }
 constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
 
@@ -256,18 +257,45 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
   Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_k, int(Traits::kHeadDim), p.heads_kv, p.batch));
   using TileQ = Shape<typename Traits::BlockM, typename Traits::HeadDim>;
   using TileKV = Shape<typename Traits::BlockN, typename Traits::HeadDim>;
+  // The TMA sources of tile c: Q's tile and every K and V block of its (head, batch) pair.
+  auto sources = [&](TileCoord const& c) {
+    const int h_kv = c.h / (p.heads_q / p.heads_kv);
+    Tensor gQ = local_tile(mQ(_, _, c.h, c.b), TileQ{}, make_coord(c.m_block, _0{}));  // (BLK_M, D)
+    Tensor gK = local_tile(mK(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
+    Tensor gV = local_tile(mV(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
+    return cute::make_tuple(
+        tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ)),
+        tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK)),
+        tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV)));
+  };
+  // Persistent: this CTA's next tile with work after position k, its Q and first K/V blocks
+  // prefetched into L2 while tile k runs, so that their loads (Q's after the previous tile's
+  // q_empty) hit L2 instead of waiting for HBM at the tile's start.
+  auto prefetch_next = [&](int k) {
+    if constexpr (kPersistent) {
+      if (p.prefetch_blocks < 0) return;
+      int u = sched.tile(++k);
+      while (u < sched.end() && !sched.coord(u).valid) u = sched.tile(++k);
+      if (u >= sched.end()) return;
+      const TileCoord x = sched.coord(u);
+      auto src = sources(x);
+      prefetch(p.tma_q, get<0>(get<0>(src)));
+      const int n_blocks = min(mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(x.m_block), p.prefetch_blocks);
+      for (int n = 0; n < n_blocks; ++n) {
+        prefetch(p.tma_k, get<0>(get<1>(src))(_, n));
+        prefetch(p.tma_v, get<0>(get<2>(src))(_, n));
+      }
+    }
+  };
   int kv_iter = 0, q_iter = 0;
   for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // the consumers skip it too
-    const int h_kv = c.h / (p.heads_q / p.heads_kv);
     const int n_blocks = mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(c.m_block);
-    Tensor gQ = local_tile(mQ(_, _, c.h, c.b), TileQ{}, make_coord(c.m_block, _0{}));  // (BLK_M, D)
-    Tensor gK = local_tile(mK(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
-    Tensor gV = local_tile(mV(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
-    auto q_parts = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
-    auto k_parts = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-    auto v_parts = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+    auto parts = sources(c);  // C++17: no lambda may capture a structured binding
+    [[maybe_unused]] auto& q_parts = get<0>(parts);
+    auto& k_parts = get<1>(parts);
+    auto& v_parts = get<2>(parts);
     auto load_kv = [&](int n) {
       const int stage = kv_iter % kStages;
       const uint32_t phase = (kv_iter / kStages) & 1;
@@ -280,6 +308,7 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       ++kv_iter;
     };
     if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
+    prefetch_next(k);
     if constexpr (Storage::kQHalves) {  // each warpgroup's rows into its own tile, as it frees it
       using WgTile = Shape<Int<Traits::kWarpgroupRows>, typename Traits::HeadDim>;
       Tensor mQw = p.tma_q_warpgroup.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
@@ -552,7 +581,12 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   __syncthreads();
   if (threadIdx.x < 128) {  // producer warpgroup
     cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
-    if (threadIdx.x == 0) ws::produce<Traits>(p, ss, sched);
+    if (threadIdx.x == 0) {
+      cute::prefetch_tma_descriptor(p.tma_q.get_tma_descriptor());
+      cute::prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
+      cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
+      ws::produce<Traits>(p, ss, sched);
+    }
   } else {
     cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups)>();
     ws::consume<Traits, Mask, kPingPong>(p, ss, sched);
