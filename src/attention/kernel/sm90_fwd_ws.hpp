@@ -11,13 +11,14 @@
 //
 // Warp roles (384 threads, __launch_bounds__(384, 1): a 168-register cap at entry, which is what
 // lets setmaxnreg take effect):
-//   warpgroup 0  producer   setmaxnreg.dec 32   one elected thread issues TMA for Q, K[n], V[n]
+//   warpgroup 0  producer   setmaxnreg.dec 24   one elected thread issues TMA for Q, K[n], V[n]
 //   warpgroup 1  consumer   setmaxnreg.inc 240  rows [0, 64) of the Q tile
 //   warpgroup 2  consumer   setmaxnreg.inc 240  rows [64, 128)
-//   128·32 + 256·240 = 65536 registers per SM (24 for the producer spilled one register once it
-//   also prefetched the next tile, 2026-12-02).
+//   128·24 + 256·240 = 64512 = 384·168, the pool the CTA was launched with: setmaxnreg moves
+//   registers only within that pool, so a producer at 32 leaves the consumers short and their
+//   setmaxnreg.inc waits forever (a hang seen on the H200, 2026-12-02).
 // With three consumer warpgroups (schedules 10 and 11 at hdim 64: 192 rows; 11 persistent): 512 threads,
-// a 128-register cap at entry, consumers setmaxnreg.inc 160 (128·32 + 384·160 = 65536); every
+// a 128-register cap at entry, producer 32, consumers setmaxnreg.inc 160 (128·32 + 384·160 = 65536 = 512·128); every
 // "256 consumer threads" below is then 384, and ping-pong turns go round 1 -> 2 -> 3 -> 1.
 //
 // Pipelines (mbarriers in SharedStorage):
@@ -175,10 +176,19 @@ namespace ws {
 
 using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
 using EmptyBarrier = cutlass::arch::ClusterBarrier;
-constexpr int kProducerRegisters = 32;
-// setmaxnreg budgets per consumer thread: 128·32 + 256·240 = 65536 with two consumer warpgroups,
+// setmaxnreg budgets (multiples of 8) within the CTA's launch pool (threads × the launch-bounds
+// cap): producer 24 + two consumer warpgroups at 240 = 384·168; producer 32 + three at 160 = 512·128.
+constexpr int producer_registers(int warpgroups) { return warpgroups == 3 ? 32 : 24; }
+// Per consumer thread: 128·24 + 256·240 = 64512 with two consumer warpgroups,
 // 128·32 + 384·160 = 65536 with three (multiples of 8, at most 65536 per SM).
 constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 : 240; }
+// The launch pool: the register cap ptxas takes from __launch_bounds__(threads, 1) (65536 / threads,
+// a multiple of 8), times the threads.
+constexpr int launch_pool_registers(int threads) { return (65536 / threads) / 8 * 8 * threads; }
+static_assert(producer_registers(2) * 128 + consumer_registers(2) * 256 <= launch_pool_registers(384),
+              "two consumer warpgroups: setmaxnreg budgets exceed the launch pool (consumers would wait forever)");
+static_assert(producer_registers(3) * 128 + consumer_registers(3) * 384 <= launch_pool_registers(512),
+              "three consumer warpgroups: setmaxnreg budgets exceed the launch pool (consumers would wait forever)");
 constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
 
 struct TileCoord {
@@ -268,16 +278,16 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
         tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK)),
         tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV)));
   };
-  // Persistent: this CTA's next tile with work after position k, its Q and first K/V blocks
+  // Persistent: this CTA's next position after k, if it holds a tile: its Q and first K/V blocks
   // prefetched into L2 while tile k runs, so that their loads (Q's after the previous tile's
   // q_empty) hit L2 instead of waiting for HBM at the tile's start.
   auto prefetch_next = [&](int k) {
     if constexpr (kPersistent) {
       if (p.prefetch_blocks < 0) return;
-      int u = sched.tile(++k);
-      while (u < sched.end() && !sched.coord(u).valid) u = sched.tile(++k);
+      const int u = sched.tile(k + 1);
       if (u >= sched.end()) return;
       const TileCoord x = sched.coord(u);
+      if (!x.valid) return;  // a folded position without a tile: nothing to prefetch
       auto src = sources(x);
       prefetch(p.tma_q, get<0>(get<0>(src)));
       const int n_blocks = min(mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(x.m_block), p.prefetch_blocks);
@@ -580,7 +590,7 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   }
   __syncthreads();
   if (threadIdx.x < 128) {  // producer warpgroup
-    cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
+    cutlass::arch::warpgroup_reg_dealloc<ws::producer_registers(Traits::kWarpgroups)>();
     if (threadIdx.x == 0) {
       cute::prefetch_tma_descriptor(p.tma_q.get_tma_descriptor());
       cute::prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
