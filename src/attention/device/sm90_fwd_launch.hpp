@@ -58,15 +58,14 @@ inline bool fwd_q_halves() {
   return on;
 }
 
-// How many K and V blocks of a persistent CTA's next tile its producer prefetches into L2, with
-// that tile's Q, at the start of the current tile: 2 unless HOPATTN_FWD_PREFETCH says otherwise
-// (clamped to [-1, 64]; -1 prefetches nothing, not even Q; read once; for same-run ablations).
-inline int fwd_prefetch_blocks() {
-  static const int v = [] {
-    const char* e = fwd_env("HOPATTN_FWD_PREFETCH");
-    return e != nullptr ? std::clamp(std::atoi(e), -1, 64) : 2;
+// Whether the warp-specialized kernels' producer prefetches the TMA descriptors before its first
+// load (on unless HOPATTN_FWD_PREFETCH_DESCRIPTORS=0; read once; for same-run ablations).
+inline int fwd_prefetch_descriptors() {
+  static const int on = [] {
+    const char* v = fwd_env("HOPATTN_FWD_PREFETCH_DESCRIPTORS");
+    return v != nullptr && std::atoi(v) == 0 ? 0 : 1;
   }();
-  return v;
+  return on;
 }
 
 template <class Traits>
@@ -92,7 +91,7 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
       fp.seqlen_q, fp.seqlen_k, fp.heads_q, fp.heads_kv, fp.batch,
       fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride, fwd_narrow_pv(),
       fwd_stale_max_log2()};
-  p.prefetch_blocks = fwd_prefetch_blocks();
+  p.prefetch_descriptors = fwd_prefetch_descriptors();
   return p;
 }
 

@@ -152,11 +152,10 @@ struct Fa2Traits {
     // tile order (ws::FwdTileScheduler); 0 = one group of every pair; < 0 the folded order. Set
     // by launch_fwd.
     int causal_group = 0;
-    // Persistent warp-specialized kernels: at the start of each tile the producer prefetches the
-    // CTA's next tile's Q and its first `prefetch_blocks` K and V blocks into L2
-    // (cp.async.bulk.prefetch.tensor), so that their loads hit L2; < 0 prefetches nothing
-    // (HOPATTN_FWD_PREFETCH, for ablations). Set by make_fwd_params.
-    int prefetch_blocks = 2;
+    // Warp-specialized kernels: the producer thread prefetches the Q, K and V TMA descriptors
+    // before its first load; 0 does not (HOPATTN_FWD_PREFETCH_DESCRIPTORS=0, for ablations). Set by
+    // make_fwd_params.
+    int prefetch_descriptors = 1;
   };
 };
 

@@ -18,7 +18,7 @@
 //   registers only within that pool, so a producer at 32 leaves the consumers short and their
 //   setmaxnreg.inc waits forever (a hang seen on the H200, 2026-12-02).
 // With three consumer warpgroups (schedules 10 and 11 at hdim 64: 192 rows; 11 persistent): 512 threads,
-// a 128-register cap at entry, producer 32, consumers setmaxnreg.inc 160 (128·32 + 384·160 = 65536 = 512·128); every
+// a 128-register cap at entry, consumers setmaxnreg.inc 160 (128·24 + 384·160 = 64512 ≤ 512·128); every
 // "256 consumer threads" below is then 384, and ping-pong turns go round 1 -> 2 -> 3 -> 1.
 //
 // Pipelines (mbarriers in SharedStorage):
@@ -176,18 +176,17 @@ namespace ws {
 
 using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
 using EmptyBarrier = cutlass::arch::ClusterBarrier;
-// setmaxnreg budgets (multiples of 8) within the CTA's launch pool (threads × the launch-bounds
-// cap): producer 24 + two consumer warpgroups at 240 = 384·168; producer 32 + three at 160 = 512·128.
-constexpr int producer_registers(int warpgroups) { return warpgroups == 3 ? 32 : 24; }
-// Per consumer thread: 128·24 + 256·240 = 64512 with two consumer warpgroups,
-// 128·32 + 384·160 = 65536 with three (multiples of 8, at most 65536 per SM).
+// setmaxnreg budgets (multiples of 8), within the CTA's launch pool (threads × the launch-bounds
+// cap): producer 24 + two consumer warpgroups at 240 = 64512 = 384·168; producer 24 + three at 160
+// = 64512 ≤ 512·128.
+constexpr int kProducerRegisters = 24;
 constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 : 240; }
 // The launch pool: the register cap ptxas takes from __launch_bounds__(threads, 1) (65536 / threads,
 // a multiple of 8), times the threads.
 constexpr int launch_pool_registers(int threads) { return (65536 / threads) / 8 * 8 * threads; }
-static_assert(producer_registers(2) * 128 + consumer_registers(2) * 256 <= launch_pool_registers(384),
+static_assert(kProducerRegisters * 128 + consumer_registers(2) * 256 <= launch_pool_registers(384),
               "two consumer warpgroups: setmaxnreg budgets exceed the launch pool (consumers would wait forever)");
-static_assert(producer_registers(3) * 128 + consumer_registers(3) * 384 <= launch_pool_registers(512),
+static_assert(kProducerRegisters * 128 + consumer_registers(3) * 384 <= launch_pool_registers(512),
               "three consumer warpgroups: setmaxnreg budgets exceed the launch pool (consumers would wait forever)");
 constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
 
@@ -267,45 +266,18 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
   Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_k, int(Traits::kHeadDim), p.heads_kv, p.batch));
   using TileQ = Shape<typename Traits::BlockM, typename Traits::HeadDim>;
   using TileKV = Shape<typename Traits::BlockN, typename Traits::HeadDim>;
-  // The TMA sources of tile c: Q's tile and every K and V block of its (head, batch) pair.
-  auto sources = [&](TileCoord const& c) {
-    const int h_kv = c.h / (p.heads_q / p.heads_kv);
-    Tensor gQ = local_tile(mQ(_, _, c.h, c.b), TileQ{}, make_coord(c.m_block, _0{}));  // (BLK_M, D)
-    Tensor gK = local_tile(mK(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
-    Tensor gV = local_tile(mV(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
-    return cute::make_tuple(
-        tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ)),
-        tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK)),
-        tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV)));
-  };
-  // Persistent: this CTA's next position after k, if it holds a tile: its Q and first K/V blocks
-  // prefetched into L2 while tile k runs, so that their loads (Q's after the previous tile's
-  // q_empty) hit L2 instead of waiting for HBM at the tile's start.
-  auto prefetch_next = [&](int k) {
-    if constexpr (kPersistent) {
-      if (p.prefetch_blocks < 0) return;
-      const int u = sched.tile(k + 1);
-      if (u >= sched.end()) return;
-      const TileCoord x = sched.coord(u);
-      if (!x.valid) return;  // a folded position without a tile: nothing to prefetch
-      auto src = sources(x);
-      prefetch(p.tma_q, get<0>(get<0>(src)));
-      const int n_blocks = min(mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(x.m_block), p.prefetch_blocks);
-      for (int n = 0; n < n_blocks; ++n) {
-        prefetch(p.tma_k, get<0>(get<1>(src))(_, n));
-        prefetch(p.tma_v, get<0>(get<2>(src))(_, n));
-      }
-    }
-  };
   int kv_iter = 0, q_iter = 0;
   for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // the consumers skip it too
+    const int h_kv = c.h / (p.heads_q / p.heads_kv);
     const int n_blocks = mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(c.m_block);
-    auto parts = sources(c);  // C++17: no lambda may capture a structured binding
-    [[maybe_unused]] auto& q_parts = get<0>(parts);
-    auto& k_parts = get<1>(parts);
-    auto& v_parts = get<2>(parts);
+    Tensor gQ = local_tile(mQ(_, _, c.h, c.b), TileQ{}, make_coord(c.m_block, _0{}));  // (BLK_M, D)
+    Tensor gK = local_tile(mK(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
+    Tensor gV = local_tile(mV(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
+    auto q_parts = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
+    auto k_parts = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+    auto v_parts = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
     auto load_kv = [&](int n) {
       const int stage = kv_iter % kStages;
       const uint32_t phase = (kv_iter / kStages) & 1;
@@ -318,7 +290,6 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       ++kv_iter;
     };
     if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
-    prefetch_next(k);
     if constexpr (Storage::kQHalves) {  // each warpgroup's rows into its own tile, as it frees it
       using WgTile = Shape<Int<Traits::kWarpgroupRows>, typename Traits::HeadDim>;
       Tensor mQw = p.tma_q_warpgroup.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
@@ -590,11 +561,13 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   }
   __syncthreads();
   if (threadIdx.x < 128) {  // producer warpgroup
-    cutlass::arch::warpgroup_reg_dealloc<ws::producer_registers(Traits::kWarpgroups)>();
+    cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
     if (threadIdx.x == 0) {
-      cute::prefetch_tma_descriptor(p.tma_q.get_tma_descriptor());
-      cute::prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
-      cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
+      if (p.prefetch_descriptors) {  // the TMA descriptors into the constant cache before the first load
+        cute::prefetch_tma_descriptor(p.tma_q.get_tma_descriptor());
+        cute::prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
+        cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
+      }
       ws::produce<Traits>(p, ss, sched);
     }
   } else {
