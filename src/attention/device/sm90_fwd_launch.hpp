@@ -58,16 +58,6 @@ inline bool fwd_q_halves() {
   return on;
 }
 
-// Whether the warp-specialized kernels' producer prefetches the TMA descriptors before its first
-// load (on unless HOPATTN_FWD_PREFETCH_DESCRIPTORS=0; read once; for same-run ablations).
-inline int fwd_prefetch_descriptors() {
-  static const int on = [] {
-    const char* v = fwd_env("HOPATTN_FWD_PREFETCH_DESCRIPTORS");
-    return v != nullptr && std::atoi(v) == 0 ? 0 : 1;
-  }();
-  return on;
-}
-
 template <class Traits>
 typename Traits::Params make_fwd_params(const FwdParams& fp) {
   using namespace cute;
@@ -91,7 +81,6 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
       fp.seqlen_q, fp.seqlen_k, fp.heads_q, fp.heads_kv, fp.batch,
       fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride, fwd_narrow_pv(),
       fwd_stale_max_log2()};
-  p.prefetch_descriptors = fwd_prefetch_descriptors();
   return p;
 }
 

@@ -152,10 +152,6 @@ struct Fa2Traits {
     // tile order (ws::FwdTileScheduler); 0 = one group of every pair; < 0 the folded order. Set
     // by launch_fwd.
     int causal_group = 0;
-    // Warp-specialized kernels: the producer thread prefetches the Q, K and V TMA descriptors
-    // before its first load; 0 does not (HOPATTN_FWD_PREFETCH_DESCRIPTORS=0, for ablations). Set by
-    // make_fwd_params.
-    int prefetch_descriptors = 1;
   };
 };
 

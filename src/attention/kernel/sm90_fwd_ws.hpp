@@ -562,14 +562,7 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   __syncthreads();
   if (threadIdx.x < 128) {  // producer warpgroup
     cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
-    if (threadIdx.x == 0) {
-      if (p.prefetch_descriptors) {  // the TMA descriptors into the constant cache before the first load
-        cute::prefetch_tma_descriptor(p.tma_q.get_tma_descriptor());
-        cute::prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
-        cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
-      }
-      ws::produce<Traits>(p, ss, sched);
-    }
+    if (threadIdx.x == 0) ws::produce<Traits>(p, ss, sched);
   } else {
     cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups)>();
     ws::consume<Traits, Mask, kPingPong>(p, ss, sched);
