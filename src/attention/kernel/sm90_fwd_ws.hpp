@@ -94,6 +94,7 @@
 #include "attention/collective/sm90_wgmma.hpp"
 #include "attention/fwd_tile_order.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"  // Fa2Traits: the same tiles, MMAs, layouts and TMA
+#include "common/register_budget.hpp"
 
 namespace hopattn::attention {
 
@@ -181,9 +182,6 @@ using EmptyBarrier = cutlass::arch::ClusterBarrier;
 // = 64512 ≤ 512·128.
 constexpr int kProducerRegisters = 24;
 constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 : 240; }
-// The launch pool: the register cap ptxas takes from __launch_bounds__(threads, 1) (65536 / threads,
-// a multiple of 8), times the threads.
-constexpr int launch_pool_registers(int threads) { return (65536 / threads) / 8 * 8 * threads; }
 static_assert(kProducerRegisters * 128 + consumer_registers(2) * 256 <= launch_pool_registers(384),
               "two consumer warpgroups: setmaxnreg budgets exceed the launch pool (consumers would wait forever)");
 static_assert(kProducerRegisters * 128 + consumer_registers(3) * 384 <= launch_pool_registers(512),

@@ -41,6 +41,7 @@
 #include <cute/tensor.hpp>
 #include <cutlass/arch/reg_reconfig.h>
 
+#include "common/register_budget.hpp"
 #include "gemm/collective/sm90_gemm_epilogue_tma.hpp"
 #include "gemm/collective/sm90_gemm_mainloop_tma_wgmma.hpp"
 #include "gemm/collective/sm90_gemm_pipeline.hpp"
@@ -60,8 +61,8 @@ struct Sm90GemmCluster {
   static_assert(kCfg.kPersistent && kCfg.kTmaStoreD, "a persistent configuration with a TMA-store epilogue");
   static_assert(kCfg.kProducerWarpgroup && kCfg.kConsumerWarpgroups == kCfg.kMmaWarpgroups && kCfg.kMmaWarpgroups == 2,
                 "one producer warpgroup, two consumers sharing one tile");
-  static_assert(kCfg.kProducerRegisters * 128 + kCfg.kConsumerRegisters * 256 <= 65536,
-                "setmaxnreg budgets exceed the register file");
+  static_assert(kCfg.kProducerRegisters * 128 + kCfg.kConsumerRegisters * 256 <= launch_pool_registers(kThreads),
+                "setmaxnreg budgets exceed the CTA's launch pool (a setmaxnreg.inc would wait forever)");
 
   using Epilogue = Sm90GemmEpilogueTma<typename Mainloop::TiledMma, kCfg.kBlockM, kCfg.kBlockN, kCfg.kMmaWarpgroups,
                                        kCfg.kEpilogueN, kCfg.kEpilogueBuffers>;

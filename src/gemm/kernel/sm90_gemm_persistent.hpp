@@ -42,6 +42,7 @@
 #include <cute/tensor.hpp>
 #include <cutlass/arch/reg_reconfig.h>
 
+#include "common/register_budget.hpp"
 #include "gemm/collective/sm90_gemm_epilogue_tma.hpp"
 #include "gemm/collective/sm90_gemm_mainloop_tma_wgmma.hpp"
 #include "gemm/collective/sm90_gemm_pipeline.hpp"
@@ -58,8 +59,9 @@ struct Sm90GemmPersistent {
   static_assert(kCfg.kPersistent && kCfg.kTmaStoreD, "a persistent configuration with a TMA-store epilogue");
   static_assert(kCfg.kProducerWarpgroup && kCfg.kConsumerWarpgroups == kCfg.kMmaWarpgroups && kCfg.kMmaWarpgroups == 2,
                 "one producer warpgroup, two consumers sharing one tile (one epilogue barrier each)");
-  static_assert(kCfg.kProducerRegisters * 128 + kCfg.kConsumerRegisters * kConsumerThreads <= 65536,
-                "setmaxnreg budgets exceed the register file");
+  static_assert(kCfg.kProducerRegisters * 128 + kCfg.kConsumerRegisters * kConsumerThreads <=
+                    launch_pool_registers(kThreads),
+                "setmaxnreg budgets exceed the CTA's launch pool (a setmaxnreg.inc would wait forever)");
 
   using Epilogue = Sm90GemmEpilogueTma<typename Mainloop::TiledMma, kCfg.kBlockM, kCfg.kBlockN, kCfg.kMmaWarpgroups,
                                        kCfg.kEpilogueN, kCfg.kEpilogueBuffers>;

@@ -26,6 +26,7 @@
 #include <cute/tensor.hpp>
 #include <cutlass/arch/reg_reconfig.h>
 
+#include "common/register_budget.hpp"
 #include "gemm/collective/sm90_gemm_epilogue_direct.hpp"
 #include "gemm/collective/sm90_gemm_mainloop_tma_wgmma.hpp"
 #include "gemm/collective/sm90_gemm_pipeline.hpp"
@@ -40,8 +41,8 @@ struct Sm90GemmPingpong {
   static constexpr int kThreads = threads_of(kCfg);
   static_assert(kCfg.kProducerWarpgroup && kCfg.kConsumerWarpgroups == 2 && kCfg.kMmaWarpgroups == 1,
                 "one producer, two consumers with a tile each");
-  static_assert(kCfg.kProducerRegisters * 128 + kCfg.kConsumerRegisters * 256 <= 65536,
-                "setmaxnreg budgets exceed the register file");
+  static_assert(kCfg.kProducerRegisters * 128 + kCfg.kConsumerRegisters * 256 <= launch_pool_registers(kThreads),
+                "setmaxnreg budgets exceed the CTA's launch pool (a setmaxnreg.inc would wait forever)");
 
   struct Params {
     typename Mainloop::Params mainloop;

@@ -20,6 +20,7 @@
 #include <cute/tensor.hpp>
 #include <cutlass/arch/reg_reconfig.h>
 
+#include "common/register_budget.hpp"
 #include "gemm/collective/sm90_gemm_epilogue_direct.hpp"
 #include "gemm/collective/sm90_gemm_mainloop_tma_wgmma.hpp"
 #include "gemm/collective/sm90_gemm_pipeline.hpp"
@@ -34,8 +35,9 @@ struct Sm90GemmWarpSpecialized {
   static constexpr int kConsumerThreads = 128 * kCfg.kMmaWarpgroups;
   static_assert(kCfg.kProducerWarpgroup && kCfg.kConsumerWarpgroups == kCfg.kMmaWarpgroups,
                 "one producer warpgroup, consumers sharing one tile");
-  static_assert(kCfg.kProducerRegisters * 128 + kCfg.kConsumerRegisters * kConsumerThreads <= 65536,
-                "setmaxnreg budgets exceed the register file");
+  static_assert(kCfg.kProducerRegisters * 128 + kCfg.kConsumerRegisters * kConsumerThreads <=
+                    launch_pool_registers(kThreads),
+                "setmaxnreg budgets exceed the CTA's launch pool (a setmaxnreg.inc would wait forever)");
 
   struct Params {
     typename Mainloop::Params mainloop;
