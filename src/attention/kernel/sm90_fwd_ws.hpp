@@ -178,14 +178,10 @@ namespace ws {
 using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
 using EmptyBarrier = cutlass::arch::ClusterBarrier;
 // setmaxnreg budgets (multiples of 8), within the CTA's launch pool (threads × the launch-bounds
-// cap): producer 24 + two consumer warpgroups at 240 = 64512 = 384·168; producer 24 + three at 160
-// = 64512 ≤ 512·128.
+// cap; checked in ws_forward_kernel): producer 24 + two consumer warpgroups at 240 = 64512 =
+// 384·168; producer 24 + three at 160 = 64512 ≤ 512·128.
 constexpr int kProducerRegisters = 24;
 constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 : 240; }
-static_assert(kProducerRegisters * 128 + consumer_registers(2) * 256 <= launch_pool_registers(384),
-              "two consumer warpgroups: setmaxnreg budgets exceed the launch pool (consumers would wait forever)");
-static_assert(kProducerRegisters * 128 + consumer_registers(3) * 384 <= launch_pool_registers(512),
-              "three consumer warpgroups: setmaxnreg budgets exceed the launch pool (consumers would wait forever)");
 constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
 
 struct TileCoord {
@@ -536,6 +532,9 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
+  static_assert(ws::kProducerRegisters * 128 + ws::consumer_registers(Traits::kWarpgroups) * kConsumerThreads <=
+                    launch_pool_registers(kWsThreads<Traits>),
+                "setmaxnreg budgets exceed the CTA's launch pool (the consumers' setmaxnreg.inc would wait forever)");
   extern __shared__ char smem_raw[];
   using Storage = WsStorageOf<Traits, kPersistent, kAllowQHalves>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);

@@ -34,6 +34,7 @@
 #include <cutlass/bfloat16.h>
 #include <cutlass/half.h>
 
+#include "common/register_budget.hpp"
 #include "gemm/collective/sm90_gemm_epilogue_direct.hpp"
 #include "gemm/collective/sm90_gemm_mainloop_tma_wgmma.hpp"
 #include "gemm/collective/sm90_gemm_pipeline.hpp"
@@ -58,6 +59,9 @@ struct Sm90GemmSplitK {
   static constexpr int kMaxSplits = 4;
   static_assert(kCfg.kSplitKCluster && kCfg.kProducerWarpgroup && kConsumerThreads == 256,
                 "a split-K configuration: producer + two consumer warpgroups");
+  static_assert(kCfg.kProducerRegisters * 128 + kCfg.kConsumerRegisters * kConsumerThreads <=
+                    launch_pool_registers(kThreads),
+                "setmaxnreg budgets exceed the CTA's launch pool (a setmaxnreg.inc would wait forever)");
   static_assert(kBlockN % 4 == 0, "float4 columns");
 
   struct Params {
