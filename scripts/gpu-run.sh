@@ -121,14 +121,25 @@ sass_summary() {
 zigzag_tests() {
   HOPATTN_FWD_PERSISTENT_ORDER=zigzag "$build/bin/gpu_attention_fwd" --gtest_filter='*Persistent*'
 }
+# The older O stagings of the persistent kernels (HOPATTN_FWD_O_STAGING, kept for ablations) on
+# the persistent and repeated-run tests.
+staging_tests() {
+  local st rc=0
+  for st in 1 2; do
+    echo "== HOPATTN_FWD_O_STAGING=$st"
+    HOPATTN_FWD_O_STAGING=$st timeout --kill-after=10 600 "$build/bin/gpu_attention_fwd" --gtest_filter='*Persistent*:*RepeatedRuns*' || rc=1
+  done
+  return $rc
+}
 if [ -z "$no_tests" ] && [ -x "$build/bin/gpu_attention_fwd" ] && [ -z "$tests_regex" -o -n "$(echo AttentionFwd | grep -E "$tests_regex")" ]; then
   step zigzag_tests zigzag-tests.log zigzag_tests
+  step staging_tests staging-tests.log staging_tests
 fi
 # Races and barrier misuse: every schedule on one small shape (bf16, hdim 64, 128 and 256: hdim 256's
 # persistent kernel has its own Q pipelines) under compute-sanitizer's racecheck and synccheck.
 sanitize() {
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 1; }
-  local filter='Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd64:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd128:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd256'
+  local filter='Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd64:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd128:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd256:Compiled/AttentionFwd.SanitizerPersistentSeveralTilesPerCta/bf16_hd128:Compiled/AttentionFwd.SanitizerPersistentSeveralTilesPerCta/bf16_hd256'
   for tool in racecheck synccheck; do
     echo "== compute-sanitizer --tool $tool"
     compute-sanitizer --tool $tool --error-exitcode 3 "$build/bin/gpu_attention_fwd" --gtest_filter="$filter" \

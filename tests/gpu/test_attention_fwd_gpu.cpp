@@ -157,10 +157,32 @@ TEST_P(AttentionFwd, SanitizerSmallShapeEverySchedule) {
     }
 }
 
+// The persistent schedules on a small problem with more tiles than SMs (160 Q tiles; causal: 80
+// folded units of two tiles), so every CTA's warpgroups go round their Q, K/V and O-staging
+// pipelines more than once: what gpu-run.sh --sanitize runs under racecheck and synccheck beside
+// the shape above, whose tiles fit one per CTA.
+TEST_P(AttentionFwd, SanitizerPersistentSeveralTilesPerCta) {
+  HOPATTN_REQUIRE_SM90();
+  int persistent = 0;
+  for (int s = 1; s < attention::kScheduleCount; ++s) {
+    if (attention::fwd_schedule(GetParam().hdim, s).kernel != attention::FwdKernel::kPersistentPingPong) continue;
+    ++persistent;
+    for (int causal = 0; causal < 2; ++causal) {
+      CheckCase c;
+      c.p = AttnProblem{1, 256, 256, 80, 10, GetParam().hdim, causal != 0, 0.0f};
+      c.dtype = GetParam().dtype;
+      c.seed = 1900 + s * 2 + causal;
+      run_grid({c}, s);
+    }
+  }
+  EXPECT_GE(persistent, 1);
+}
+
 TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
-  const int b = 2, s = 1000, hq = 8, hkv = 2, d = cfg.hdim;
+  // 256 Q tiles (causal: 128 folded units): persistent CTAs take two tiles or more.
+  const int b = 4, s = 1000, hq = 8, hkv = 2, d = cfg.hdim;
   DeviceBuffer q(int64_t(b) * s * hq * d * 2), k(int64_t(b) * s * hkv * d * 2), v(int64_t(b) * s * hkv * d * 2),
       o(int64_t(b) * s * hq * d * 2), lse(int64_t(b) * hq * s * 4);
   fill_normal(q.get(), cfg.dtype, int64_t(b) * s * hq * d, 91, 2.0f);

@@ -66,17 +66,21 @@ CUTE_DEVICE void store_o_and_lse(typename Traits::Params const& p, typename Trai
 }
 
 // The persistent schedule's epilogue: each consumer warpgroup stages its own rows of O in a
-// tile of its own (Traits::SmemLayoutOWarpgroup, kWarpgroups of them stacked at smem_o) and
-// stores them with its own TMA store, synchronising only its 128 threads (named barrier
-// `barrier_id`), so the two ping-pong warpgroups stay staggered from one tile to the next (the
-// CTA-wide version above lines them up at every tile's end). The store is not waited for: this
-// warpgroup's next call waits for it before overwriting its tile, and the caller waits for its
-// last one (tma_store_wait<0> by thread 0 of each warpgroup) before the CTA exits.
-template <class Traits, class TiledMmaPV, class TensorO, class TensorC, int kRows>
+// (64, hdim) tile (Traits::SmemLayoutOWarpgroup) and stores them with its own TMA store,
+// synchronising only its 128 threads (named barrier `barrier_id`), so the two ping-pong warpgroups
+// stay staggered from one tile to the next (the CTA-wide version above lines them up at every
+// tile's end).
+//  * kSharedTile = false: kWarpgroups tiles stacked at smem_o, one per warpgroup.
+//  * kSharedTile = true: one tile at smem_o, which the warpgroups take in turn.
+// The leader (thread 0 of the warpgroup) calls acquire() before its warpgroup writes the tile: it
+// returns once the tile's previous store has read it (the caller's protocol: this warpgroup's own
+// previous store, or with a shared tile the other warpgroup's too). The store is not waited for
+// here; the caller reports it (and waits for it before the CTA exits).
+template <class Traits, bool kSharedTile, class TiledMmaPV, class TensorO, class TensorC, int kRows, class Acquire>
 CUTE_DEVICE void store_o_and_lse_warpgroup(typename Traits::Params const& p, typename Traits::Element* smem_o,
                                            TiledMmaPV const& mma_pv, TensorO const& tOrO, TensorC const& tScS,
                                            float const (&lse)[kRows], int m_block, int h, int b, int thread_idx,
-                                           uint32_t barrier_id) {
+                                           uint32_t barrier_id, Acquire&& acquire) {
   using namespace cute;
   using Element = typename Traits::Element;
   constexpr int kWgRows = Traits::kWarpgroupRows, kWarpgroups = Traits::kWarpgroups, kHeadDim = Traits::kHeadDim;
@@ -87,17 +91,19 @@ CUTE_DEVICE void store_o_and_lse_warpgroup(typename Traits::Params const& p, typ
   convert_fragment<Element>(tOrO, rO);
   Tensor sO = make_tensor(make_smem_ptr(smem_o), typename Traits::SmemLayoutRowsOfWarpgroups{});  // (BLK_M, D)
   auto tiled_copy_o = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_pv);  // as store_o_and_lse
-  auto copy_o = tiled_copy_o.get_thread_slice(thread_idx);
+  // Shared tile: every warpgroup partitions as warpgroup 0 does (the fragments have the same
+  // layout in each), so its rows land in rows [0, 64), the one tile.
+  auto copy_o = tiled_copy_o.get_thread_slice(kSharedTile ? thread_idx % 128 : thread_idx);
   Tensor tOrO_copy = copy_o.retile_S(rO);
   Tensor tOsO = copy_o.partition_D(sO);
-  if (leader) tma_store_wait<0>();  // this warpgroup's previous store has read its tile
+  if (leader) acquire();
   cutlass::arch::NamedBarrier::sync(128, barrier_id);
   copy(tiled_copy_o, tOrO_copy, tOsO);
   cutlass::arch::fence_view_async_shared();  // generic-proxy writes, visible to the TMA unit
   cutlass::arch::NamedBarrier::sync(128, barrier_id);
   const int row0 = m_block * Traits::kBlockM + warpgroup * kWgRows;
   if (leader && row0 < p.seqlen_q) {  // a tile wholly past seqlen_q has nothing to store
-    Element* tile = smem_o + warpgroup * cosize_v<typename Traits::SmemLayoutOWarpgroup>;
+    Element* tile = smem_o + (kSharedTile ? 0 : warpgroup * cosize_v<typename Traits::SmemLayoutOWarpgroup>);
     Tensor sOw = make_tensor(make_smem_ptr(tile), typename Traits::SmemLayoutOWarpgroup{});  // (WG_M, D)
     Tensor mO = p.tma_o_warpgroup.get_tma_tensor(make_shape(p.seqlen_q, kHeadDim, p.heads_q, p.batch));
     Tensor gO = local_tile(mO(_, _, h, b), Shape<Int<kWgRows>, Int<kHeadDim>>{},

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "attention/device/compiled_set.hpp"
 #include "attention/fwd_params.hpp"
@@ -47,15 +48,18 @@ inline int fwd_narrow_pv() {
   return on;
 }
 
-// Whether the persistent kernel at hdim 256 stages O per warpgroup in its own half of Q's space
-// (WsSharedStorageQHalves; on unless HOPATTN_FWD_Q_HALVES=0, which restores the CTA-wide staging
-// in Q's space; read once; for same-run ablations, scripts/ab-env.sh).
-inline bool fwd_q_halves() {
-  static const bool on = [] {
-    const char* v = fwd_env("HOPATTN_FWD_Q_HALVES");
-    return !(v != nullptr && std::atoi(v) == 0);
+// How the persistent kernels stage O where O has no tiles of its own (hdim 256, and hdim 128 on
+// 176-key tiles; WsOStaging): HOPATTN_FWD_O_STAGING=0 (the default) the best that fits, 1 each
+// warpgroup in its half of Q's space (the default of 2026-12-01 to 2026-12-02), 2 the CTA-wide
+// staging in Q's space (before 2026-12-01). HOPATTN_FWD_Q_HALVES=0, the older switch, still means
+// 2. Read once; for same-run ablations (scripts/ab-env.sh).
+inline WsOStaging fwd_o_staging() {
+  static const WsOStaging v = [] {
+    if (const char* e = fwd_env("HOPATTN_FWD_O_STAGING")) return WsOStaging(std::clamp(std::atoi(e), 0, 2));
+    const char* q = fwd_env("HOPATTN_FWD_Q_HALVES");
+    return q != nullptr && std::atoi(q) == 0 ? WsOStaging::kCtaWide : WsOStaging::kBest;
   }();
-  return on;
+  return v;
 }
 
 template <class Traits>
@@ -191,14 +195,21 @@ Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
   } else {
     constexpr bool kPersistent = s.kernel == FwdKernel::kPersistentPingPong;
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized;
-    if constexpr (ws_q_halves<Traits, kPersistent>()) {
-      if (!fwd_q_halves())  // the CTA-wide staging of O in Q's space, for ablations
-        return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, false>, kWsThreads<Traits>,
-                                  int(sizeof(WsStorageOf<Traits, kPersistent, false>)), kPersistent, false, fp, stream);
+    auto launch = [&](auto staging) {
+      constexpr WsOStaging kStaging = decltype(staging)::value;
+      return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kStaging>, kWsThreads<Traits>,
+                                int(sizeof(WsStorageOf<Traits, kPersistent, kStaging>)), kPersistent,
+                                !kPersistent && Mask::kCausal, fp, stream);
+    };
+    using Best = std::integral_constant<WsOStaging, WsOStaging::kBest>;
+    if constexpr (ws_q_halves<Traits, kPersistent>()) {  // the older stagings, for ablations
+      const WsOStaging staging = fwd_o_staging();
+      if (staging == WsOStaging::kCtaWide)
+        return launch(std::integral_constant<WsOStaging, WsOStaging::kCtaWide>{});
+      if constexpr (ws_shared_o<Traits, kPersistent>())
+        if (staging == WsOStaging::kQHalves) return launch(std::integral_constant<WsOStaging, WsOStaging::kQHalves>{});
     }
-    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent>, kWsThreads<Traits>,
-                              int(sizeof(WsStorageOf<Traits, kPersistent>)), kPersistent,
-                              !kPersistent && Mask::kCausal, fp, stream);
+    return launch(Best{});
   }
 }
 

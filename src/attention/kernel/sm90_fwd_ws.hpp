@@ -23,13 +23,21 @@
 //
 // Pipelines (mbarriers in SharedStorage):
 //   q_full          producer → consumers; 1 arrival (arrive_and_expect_tx) + Q tile bytes
-//   q_full_wg[w], q_empty_wg[w]   persistent at hdim 256 instead of q_full/q_empty
-//                   (WsSharedStorageQHalves): Q's space as one 64-row tile per consumer warpgroup,
-//                   loaded by a 64-row TMA (1 arrival + its bytes), read only by warpgroup w, which
-//                   then stages its O rows there; freed (1 arrival) by the warpgroup's store thread
+//   q_full_wg[w], q_empty_wg[w]   persistent where O has no tiles of its own (hdim 256; hdim 128
+//                   on 176-key tiles) instead of q_full/q_empty: Q's space as one 64-row tile per
+//                   consumer warpgroup, loaded by a 64-row TMA (1 arrival + its bytes), read only by
+//                   warpgroup w. With a shared O tile (WsSharedStorageQHalvesSharedO, the default
+//                   where it fits: 224 KB at hdim 256 on 64-key tiles): freed by 128 arrivals, every
+//                   thread of warpgroup w once its tile's last S has completed. Without
+//                   (WsSharedStorageQHalves: the 80-key hdim 256 tiles, or HOPATTN_FWD_O_STAGING=1):
+//                   warpgroup w stages its O rows there and its store thread frees it (1 arrival)
 //                   once its O store has read the tile
+//   o_free          the shared O tile (WsSharedStorageQHalvesSharedO): 1 arrival per O store, by the
+//                   storing warpgroup's thread 0 once the store has read the tile (reported lazily,
+//                   before its next turn wait); the warpgroups' epilogues alternate 1, 2, 1, 2 and
+//                   the e-th of the CTA waits for e arrivals (SharedOTurn)
 //   q_empty         consumers → producer. Non-persistent (and persistent at hdim 256 with
-//                   HOPATTN_FWD_Q_HALVES=0): 1
+//                   HOPATTN_FWD_O_STAGING=2): 1
 //                   arrival, by the thread that issued the O store of the tile once that store
 //                   has finished reading shared memory (O is staged in Q's space). Persistent at
 //                   hdim 64/128 (O has its own staging tile, WsSharedStorage<., true>): 256
@@ -65,9 +73,11 @@
 //             together (kConsumers), one 128-row store, waited for. O's own staging (persistent,
 //             hdim 64/128): each warpgroup alone, its 64 rows in its own tile (stmatrix), its own
 //             store, not waited for until its next epilogue (and before exit), so the warpgroups
-//             stay staggered across tiles. Q halves (persistent, hdim 256): each warpgroup alone
-//             into its own half of Q's space, its store waited for by its issuing thread, which
-//             then frees the half for the warpgroup's next Q rows
+//             stay staggered across tiles. Shared O tile (persistent, hdim 256 on 64-key tiles):
+//             each warpgroup alone, in turn, its thread 0 first waiting o_free. Q halves without it
+//             (persistent, hdim 256 on 80-key tiles): each warpgroup alone into its own half of
+//             Q's space, its store waited for by its issuing thread, which then frees the half for
+//             the warpgroup's next Q rows
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
 // warpgroup (2, or 3) grants warpgroup 1 its first turn and skips its own very last pass (in the
 // CTA's last tile that has work), so every named-barrier arrival is matched before the CTA exits.
@@ -128,12 +138,14 @@ template <class Traits, bool kSeparateO>
 struct WsSharedStorage : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = false;
   static constexpr bool kQHalves = false;
+  static constexpr bool kSharedO = false;
   CUTE_DEVICE typename Traits::Element* o_staging() { return this->q.data(); }
 };
 template <class Traits>
 struct WsSharedStorage<Traits, true> : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = true;
   static constexpr bool kQHalves = false;
+  static constexpr bool kSharedO = false;
   // One (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutOWarpgroups).
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutOWarpgroups>, 1024> o;
   CUTE_DEVICE typename Traits::Element* o_staging() { return o.data(); }
@@ -150,15 +162,38 @@ template <class Traits>
 struct WsSharedStorageQHalves : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = false;
   static constexpr bool kQHalves = true;
+  static constexpr bool kSharedO = false;
   alignas(8) uint64_t q_full_wg[Traits::kWarpgroups];
   alignas(8) uint64_t q_empty_wg[Traits::kWarpgroups];
   CUTE_DEVICE typename Traits::Element* o_staging() { return this->q.data(); }
 };
 
-// The persistent schedule stages O separately wherever that fits in shared memory (hdim 64 and
-// 128 with 128x128x2 tiles: 192 KB at hdim 128; not hdim 256, where Q and O are 64 KB each), and
-// per warpgroup in Q's space otherwise (WsSharedStorageQHalves; kAllowQHalves = false keeps the
-// CTA-wide staging in Q's space of before 2026-12-01, for ablations).
+// Q's space split per warpgroup as above, and O staged in one (64, hdim) tile of its own that the
+// two consumer warpgroups take in turn (both store every tile's rows, in the same tile order, so
+// the turns alternate 1, 2, 1, 2, ...). Q's tile w is free (q_empty_wg[w], 128 arrivals) once
+// every thread of warpgroup w has completed the tile's last S = Q·Kᵀ, so warpgroup w's next Q rows
+// load during its last P·V and epilogue, as at hdim 128. o_free: 1 arrival per store, by the
+// storing warpgroup's leader once the store has read the tile (cp.async.bulk.wait_group.read),
+// done lazily, before the leader's next turn wait; a warpgroup's e-th epilogue of the CTA (e
+// counted over both, from 0) waits for e arrivals (SharedOTurn). For hdim 256 on 64-key tiles:
+// Q 64 KB + K/V 128 KB + O 32 KB = 224 KB.
+template <class Traits>
+struct WsSharedStorageQHalvesSharedO : WsSharedStorageQHalves<Traits> {
+  static constexpr bool kSharedO = true;
+  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutOWarpgroup>, 1024> o;
+  alignas(8) uint64_t o_free;
+  CUTE_DEVICE typename Traits::Element* o_staging() { return o.data(); }
+};
+
+// How the persistent schedule stages O for its TMA store (the non-persistent ones always use Q's
+// space, CTA-wide). kBest: per warpgroup in tiles of its own wherever that fits in shared memory
+// (hdim 64 and 128 with 128x128x2 tiles: 192 KB at hdim 128); else one tile shared by the two
+// warpgroups beside Q's halves where that fits (hdim 256 on 64-key tiles, hdim 128 on 176-key
+// tiles); else per warpgroup in its half of Q's space (WsSharedStorageQHalves). kQHalves forbids
+// the shared tile and kCtaWide also the halves (the CTA-wide staging in Q's space of before
+// 2026-12-01), for same-run ablations (HOPATTN_FWD_O_STAGING).
+enum class WsOStaging : int { kBest = 0, kQHalves = 1, kCtaWide = 2 };
+
 template <class Traits, bool kPersistent>
 constexpr bool ws_separate_o() {
   return kPersistent && sizeof(WsSharedStorage<Traits, true>) <= 227 * 1024;
@@ -167,11 +202,17 @@ template <class Traits, bool kPersistent>
 constexpr bool ws_q_halves() {
   return kPersistent && !ws_separate_o<Traits, kPersistent>() && Traits::kWarpgroups == 2;
 }
-template <class Traits, bool kPersistent, bool kAllowQHalves = true>
+template <class Traits, bool kPersistent>
+constexpr bool ws_shared_o() {
+  return ws_q_halves<Traits, kPersistent>() && sizeof(WsSharedStorageQHalvesSharedO<Traits>) <= 227 * 1024;
+}
+template <class Traits, bool kPersistent, WsOStaging kStaging = WsOStaging::kBest>
 using WsStorageOf = std::conditional_t<
     ws_separate_o<Traits, kPersistent>(), WsSharedStorage<Traits, true>,
-    std::conditional_t<kAllowQHalves && ws_q_halves<Traits, kPersistent>(), WsSharedStorageQHalves<Traits>,
-                       WsSharedStorage<Traits, false>>>;
+    std::conditional_t<
+        kStaging == WsOStaging::kBest && ws_shared_o<Traits, kPersistent>(), WsSharedStorageQHalvesSharedO<Traits>,
+        std::conditional_t<kStaging != WsOStaging::kCtaWide && ws_q_halves<Traits, kPersistent>(),
+                           WsSharedStorageQHalves<Traits>, WsSharedStorage<Traits, false>>>>;
 
 namespace ws {
 
@@ -326,6 +367,53 @@ struct Turns {
   }
 };
 
+// The turns of the O staging tile that the two consumer warpgroups share
+// (WsSharedStorageQHalvesSharedO; every method is a no-op for the other storages). Both
+// warpgroups store every tile, in the same order, so epilogue e of the CTA (warpgroup w's j-th:
+// e = 2j + w - 1) follows e - 1 of the other warpgroup and waits for o_free's e-th completion, the
+// phase of parity (e - 1) & 1 = w & 1. Parity waits are exact here: the waiting leader has made
+// its own arrival for e - 2 (release() comes first), so o_free has completed e - 1 or e phases.
+// Only the leader (thread 0 of the warpgroup) issues stores, so only it waits and arrives.
+template <class Storage>
+struct SharedOTurn {
+  uint64_t* o_free;
+  int warpgroup;  // 1 or 2
+  bool leader;
+  bool pending = false;  // the leader's last store has not been reported read yet
+  bool first = true;     // no epilogue of this warpgroup yet
+  // Reports the leader's last store as read (waiting for the read if need be).
+  CUTE_DEVICE void release() {
+    if constexpr (Storage::kSharedO) {
+      if (leader && pending) {
+        cute::tma_store_wait<0>();
+        EmptyBarrier::arrive(o_free);
+        pending = false;
+      }
+    }
+  }
+  // The leader, before its warpgroup writes the tile: the other warpgroup's last store has read it.
+  CUTE_DEVICE void acquire() {
+    if constexpr (Storage::kSharedO) {
+      release();
+      if (!(warpgroup == 1 && first)) EmptyBarrier::wait(o_free, uint32_t(warpgroup & 1));
+      first = false;
+    }
+  }
+  // The leader has issued (or, with no rows to store, skipped) this warpgroup's store of the tile.
+  CUTE_DEVICE void stored() {
+    if constexpr (Storage::kSharedO) pending = leader;
+  }
+};
+
+// Frees Q's space for the next tile once this thread's last S = Q·Kᵀ of the tile has completed:
+// q_empty (256 arrivals) where O has tiles of its own, q_empty_wg[w] (128) where O has a shared
+// tile beside Q's halves; nothing otherwise (Q's space is freed after the O store).
+template <class Storage>
+CUTE_DEVICE void release_q_after_last_s(Storage& ss, int warpgroup) {
+  if constexpr (Storage::kSeparateStagingO) EmptyBarrier::arrive(&ss.q_empty);
+  if constexpr (Storage::kSharedO) EmptyBarrier::arrive(&ss.q_empty_wg[warpgroup - 1]);
+}
+
 // How many of the keys of a tile's last KV block a consumer warpgroup's P·V GEMM covers.
 enum class PvWidth : int { kNone = 0, kHalf = 1, kFull = 2 };
 
@@ -383,8 +471,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   turns.pass();
   warpgroup_wait<0>();
   EmptyBarrier::arrive(&ss.k_empty[stage_of(kv_iter)]);
-  if constexpr (Storage::kSeparateStagingO)
-    if (n_blocks == 1) EmptyBarrier::arrive(&ss.q_empty);  // the tile's last S has read Q
+  if (n_blocks == 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
   if (mask.template needs_mask<kBlockM, kBlockN>(m_block, 0)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, 0);
   softmax.template online_exp<true>(tSrS, alpha);
   convert_fragment<Element>(tSrS, tOrP);
@@ -399,8 +486,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     turns.pass();
     warpgroup_wait<1>();  // S(n) is ready; O += P(n-1)·V(n-1) may still run
     EmptyBarrier::arrive(&ss.k_empty[stage_of(cur)]);
-    if constexpr (Storage::kSeparateStagingO)
-      if (n == n_blocks - 1) EmptyBarrier::arrive(&ss.q_empty);  // the tile's last S has read Q
+    if (n == n_blocks - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
     if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
     softmax.template online_exp<false>(tSrS, alpha);
 #ifndef HOPATTN_FWD_NO_SOFTMAX_PIN  // the ablation build (CMake HOPATTN_FWD_SOFTMAX_PIN=OFF) drops it
@@ -470,6 +556,8 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
 
   int kv_iter = 0, q_iter = 0;
   bool granted_first_turn = false;
+  SharedOTurn<Storage> o_turn{nullptr, turns.warpgroup, thread_idx % 128 == 0};
+  if constexpr (Storage::kSharedO) o_turn.o_free = &ss.o_free;
   for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // a folded position without a tile (the producer skips it too)
@@ -481,8 +569,8 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     else
       FullBarrier::wait(&ss.q_full, q_iter & 1);
     ++q_iter;
-    if constexpr (Storage::kSeparateStagingO)
-      if (n_blocks == 0) EmptyBarrier::arrive(&ss.q_empty);  // no S reads this tile's Q
+    if (n_blocks == 0) release_q_after_last_s(ss, turns.warpgroup);  // no S reads this tile's Q
+    o_turn.release();  // the last O store has long been issued: report it read before the turn wait
     if (n_blocks > 0) {
       if (kPingPong && turns.last() && !granted_first_turn) turns.pass();  // warpgroup 1 goes first
       granted_first_turn = true;
@@ -498,11 +586,21 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     }
     float lse[kRows];
     softmax.finalize(tOrO, lse);
-    if constexpr (Storage::kSeparateStagingO || Storage::kQHalves) {
+    if constexpr (Storage::kSharedO) {
+      // One staging tile for both warpgroups, taken in turn (SharedOTurn); Q's half was freed at
+      // the last S.
+      store_o_and_lse_warpgroup<Traits, true>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b,
+                                              thread_idx,
+                                              uint32_t(FwdNamedBarrier::kEpilogueWarpgroup) + turns.warpgroup - 1,
+                                              [&] { o_turn.acquire(); });
+      o_turn.stored();
+    } else if constexpr (Storage::kSeparateStagingO || Storage::kQHalves) {
       // O has its own staging tiles, or each warpgroup its own tile of Q's space: each warpgroup
       // stores its rows on its own (no CTA-wide sync).
-      store_o_and_lse_warpgroup<Traits>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b, thread_idx,
-                                        uint32_t(FwdNamedBarrier::kEpilogueWarpgroup) + turns.warpgroup - 1);
+      store_o_and_lse_warpgroup<Traits, false>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b,
+                                               thread_idx,
+                                               uint32_t(FwdNamedBarrier::kEpilogueWarpgroup) + turns.warpgroup - 1,
+                                               [] { tma_store_wait<0>(); });
       if constexpr (Storage::kQHalves) {
         if (thread_idx % 128 == 0) {  // the store has read the tile: the next Q rows may land there
           tma_store_wait<0>();
@@ -517,8 +615,10 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
       if (thread_idx == 0) EmptyBarrier::arrive(&ss.q_empty);
     }
   }
-  // Each warpgroup's last O store must have read shared memory before the CTA exits.
+  // Each warpgroup's last O store must have read shared memory before the CTA exits (and, with the
+  // shared tile, warpgroup 1's last may still be awaited by warpgroup 2's last epilogue).
   if (Storage::kSeparateStagingO && thread_idx % 128 == 0) tma_store_wait<0>();
+  o_turn.release();
 }
 
 }  // namespace ws
@@ -527,7 +627,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
 template <class Traits>
 constexpr int kWsThreads = Traits::kThreads + 128;
 
-template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kAllowQHalves = true>
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, WsOStaging kStaging = WsOStaging::kBest>
 __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
@@ -536,7 +636,7 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
                     launch_pool_registers(kWsThreads<Traits>),
                 "setmaxnreg budgets exceed the CTA's launch pool (the consumers' setmaxnreg.inc would wait forever)");
   extern __shared__ char smem_raw[];
-  using Storage = WsStorageOf<Traits, kPersistent, kAllowQHalves>;
+  using Storage = WsStorageOf<Traits, kPersistent, kStaging>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
   const ws::FwdTileScheduler<Mask, kPersistent> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, p.heads_q,
                                                       p.batch, p.causal_group};
@@ -546,8 +646,9 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     if constexpr (Storage::kQHalves)
       for (int w = 0; w < Traits::kWarpgroups; ++w) {
         ws::FullBarrier::init(&ss.q_full_wg[w], 1);
-        ws::EmptyBarrier::init(&ss.q_empty_wg[w], 1);
+        ws::EmptyBarrier::init(&ss.q_empty_wg[w], Storage::kSharedO ? 128 : 1);
       }
+    if constexpr (Storage::kSharedO) ws::EmptyBarrier::init(&ss.o_free, 1);
     for (int s = 0; s < Traits::kStages; ++s) {
       ws::FullBarrier::init(&ss.k_full[s], 1);
       ws::FullBarrier::init(&ss.v_full[s], 1);
