@@ -157,10 +157,11 @@ TEST_P(AttentionFwd, SanitizerSmallShapeEverySchedule) {
     }
 }
 
-// The persistent schedules on a small problem with more tiles than SMs (160 Q tiles; causal: 80
-// folded units of two tiles), so every CTA's warpgroups go round their Q, K/V and O-staging
-// pipelines more than once: what gpu-run.sh --sanitize runs under racecheck and synccheck beside
-// the shape above, whose tiles fit one per CTA.
+// The persistent schedules on a small problem with more tiles than SMs (140 one-block Q tiles;
+// causal: 70 folded units of two pairs' tiles), so some CTAs' warpgroups go round their Q, K/V and
+// O-staging pipelines more than once: what gpu-run.sh --sanitize runs under racecheck and synccheck
+// beside the shape above, whose tiles fit one per CTA (the 160 four-block tiles of 256 rows took
+// more than 120 s under racecheck at hdim 256, r115).
 TEST_P(AttentionFwd, SanitizerPersistentSeveralTilesPerCta) {
   HOPATTN_REQUIRE_SM90();
   int persistent = 0;
@@ -169,7 +170,7 @@ TEST_P(AttentionFwd, SanitizerPersistentSeveralTilesPerCta) {
     ++persistent;
     for (int causal = 0; causal < 2; ++causal) {
       CheckCase c;
-      c.p = AttnProblem{1, 256, 256, 80, 10, GetParam().hdim, causal != 0, 0.0f};
+      c.p = AttnProblem{1, 64, 64, 140, 14, GetParam().hdim, causal != 0, 0.0f};
       c.dtype = GetParam().dtype;
       c.seed = 1900 + s * 2 + causal;
       run_grid({c}, s);
