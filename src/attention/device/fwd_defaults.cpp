@@ -9,7 +9,7 @@ namespace hopattn::attention {
 // batch·seqlen = 16k. The table in short (the function below is the authority):
 //   hdim 64:  causal: 11 from 8k keys, else 1;      non-causal: 11 from 2k keys, else 1
 //   hdim 128: causal: 7 above 12k keys, else 6;     non-causal: 7 from 8k keys, else 6
-//   hdim 256: causal: 6 from 2k to 12k keys, else 5; non-causal: 6
+//   hdim 256: causal: 6 up to 12k keys, else 5;     non-causal: 6
 // The history, oldest first (later bullets override earlier ones; r78 is the newest):
 //  * hdim 64: the FA2-style kernel (1), whose two short GEMMs per tile the producer warp and the
 //    turn-taking do not pay back; the three-warpgroup kernels non-causal from 2k keys (11) and
@@ -54,6 +54,11 @@ namespace hopattn::attention {
 //    16k 1.132-1.147 vs 1.090-1.098) and causal from 2k keys (2k 1.120-1.138 vs 5's 1.054-1.099, 4k
 //    1.156-1.190 vs 9's 1.108-1.160, 8k 1.144-1.210 vs 9's 1.163-1.202); causal from 16k the
 //    ping-pong kernel (5): 1.177-1.209 vs 6's 1.133-1.218, 9's 1.114-1.173.
+//  * hdim 256 causal below 2k keys: the persistent kernel (6) too since 2026-12-02 (eighteenth
+//    session), once its O has a staging tile of its own and Q's space is freed at the last S
+//    (WsSharedStorageQHalvesSharedO): r116, medians of 3 rotated rounds, 512 1.062 vs 5's 1.032,
+//    1k 1.056 vs 1.022 (bench/results/2026-12-02-r116-*); r115 (one round, A B A B): 1k
+//    1.054/1.064 vs 5's 0.948/0.957, 512 0.933/0.938 vs 0.946/0.955.
 int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
   if (hdim == 64) {
     if (causal) return seqlen_k >= 8192 ? 11 : 1;
@@ -63,7 +68,7 @@ int fwd_default_schedule(int hdim, bool causal, long long seqlen_k) {
     if (causal) return seqlen_k > 12288 ? 7 : 6;
     return seqlen_k >= 8192 ? 7 : 6;
   }
-  if (causal) return seqlen_k > 12288 ? 5 : (seqlen_k >= 2048 ? 6 : 5);
+  if (causal) return seqlen_k > 12288 ? 5 : 6;
   return 6;
 }
 
