@@ -414,6 +414,21 @@ CUTE_DEVICE void release_q_after_last_s(Storage& ss, int warpgroup) {
   if constexpr (Storage::kSharedO) EmptyBarrier::arrive(&ss.q_empty_wg[warpgroup - 1]);
 }
 
+// A shared-memory operand's WGMMA descriptors (one per k-block: the base plus the k-block's
+// offset), recomputed at each use from a base that ptxas cannot prove loop-invariant (it comes out
+// of a shuffle). Without it ptxas computed the 16 Q descriptors of hdim 256 (64-bit each) once,
+// before the KV loop, and kept them in 32 registers through it: nvdisasm --print-life-ranges of
+// the persistent causal kernel (bf16, 64-key tiles) gave 228-230 registers live in the main loop,
+// 199 with this (2026-12-02). The cost is one SHFL and one IADD per k-block per S GEMM.
+template <class TensorA>
+CUTE_DEVICE auto opaque_descriptors(TensorA const& tA) {
+  static_assert(cute::is_same_v<typename TensorA::value_type, cute::GMMA::DescriptorIterator::value_type>,
+                "shared-memory (descriptor) operands only");
+  cute::GMMA::DescriptorIterator it = tA.data();
+  it.desc_.reg32_[0] = __shfl_sync(0xffffffffu, it.desc_.reg32_[0], 0);
+  return cute::make_tensor(it, tA.layout());
+}
+
 // How many of the keys of a tile's last KV block a consumer warpgroup's P·V GEMM covers.
 enum class PvWidth : int { kNone = 0, kHalf = 1, kFull = 2 };
 
@@ -467,7 +482,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   auto phase_of = [](int i) { return uint32_t((i / kStages) & 1); };
   turns.wait();
   FullBarrier::wait(&ss.k_full[stage_of(kv_iter)], phase_of(kv_iter));
-  wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage_of(kv_iter)), tSrS);
+  wgmma_issue<true>(mma_qk, opaque_descriptors(tSrQ), tSrK(_, _, _, stage_of(kv_iter)), tSrS);
   turns.pass();
   warpgroup_wait<0>();
   EmptyBarrier::arrive(&ss.k_empty[stage_of(kv_iter)]);
@@ -480,7 +495,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     const int cur = kv_iter + n, prev = kv_iter + n - 1;
     turns.wait();
     FullBarrier::wait(&ss.k_full[stage_of(cur)], phase_of(cur));
-    wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage_of(cur)), tSrS);
+    wgmma_issue<true>(mma_qk, opaque_descriptors(tSrQ), tSrK(_, _, _, stage_of(cur)), tSrS);
     FullBarrier::wait(&ss.v_full[stage_of(prev)], phase_of(prev));
     wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(prev)), tOrO);
     turns.pass();
