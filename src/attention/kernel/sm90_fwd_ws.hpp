@@ -419,7 +419,7 @@ CUTE_DEVICE void release_q_after_last_s(Storage& ss, int warpgroup) {
 // of a shuffle). Without it ptxas computed the 16 Q descriptors of hdim 256 (64-bit each) once,
 // before the KV loop, and kept them in 32 registers through it: nvdisasm --print-life-ranges of
 // the persistent causal kernel (bf16, 64-key tiles) gave 228-230 registers live in the main loop,
-// 199 with this (2026-12-02). The cost is one SHFL and one IADD per k-block per S GEMM.
+// 199 with this (2026-12-02). The cost is one SHFL per S GEMM and one IADD per k-block.
 template <class TensorA>
 CUTE_DEVICE auto opaque_descriptors(TensorA const& tA) {
   static_assert(cute::is_same_v<typename TensorA::value_type, cute::GMMA::DescriptorIterator::value_type>,
