@@ -152,6 +152,9 @@ struct Fa2Traits {
     // tile order (ws::FwdTileScheduler); 0 = one group of every pair; < 0 the folded order. Set
     // by launch_fwd.
     int causal_group = 0;
+    // Warp-specialized causal kernels: a consumer warpgroup skips the tile's last KV block when none
+    // of its rows see it (no S, softmax or P·V). 0 turns that off (HOPATTN_FWD_SKIP_UNSEEN=0).
+    int skip_unseen_blocks = 1;
   };
 };
 

@@ -531,6 +531,25 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   kv_iter += n_blocks;
 }
 
+// A KV block of the tile that none of the warpgroup's rows see (consume(): at most the tile's last
+// one, since a warpgroup's rows end at most kBlockM - 64 rows, <= kBlockN keys, before the
+// tile's): no GEMM, no softmax, but its stages are released as if read (after its loads have
+// landed, so the arrivals count toward its phases) and the turn taken, so that the pipelines'
+// arrival counts and the turn ring stay those of a whole tile.
+template <class Traits, class Storage, class TurnsT>
+CUTE_DEVICE void skip_block(Storage& ss, TurnsT const& turns, bool last_work, int& kv_iter) {
+  static_assert(Traits::kBlockM - Traits::kWarpgroupRows <= Traits::kBlockN, "a warpgroup could skip two blocks");
+  const int stage = kv_iter % Traits::kStages;
+  const uint32_t phase = uint32_t((kv_iter / Traits::kStages) & 1);
+  turns.wait();
+  FullBarrier::wait(&ss.k_full[stage], phase);
+  EmptyBarrier::arrive(&ss.k_empty[stage]);
+  FullBarrier::wait(&ss.v_full[stage], phase);
+  EmptyBarrier::arrive(&ss.v_empty[stage]);
+  if (!turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
+  ++kv_iter;
+}
+
 template <class Traits, class Mask, bool kPingPong, bool kPersistent, class Storage>
 CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
                          FwdTileScheduler<Mask, kPersistent> const& sched) {
@@ -593,11 +612,20 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
       for (int j = k + 1, u = sched.tile(j); u < sched.end() && last_work; u = sched.tile(++j))
         last_work = n_blocks_of(u) == 0;
       // This warpgroup's rows of the tile end at row 64 w.
+      // Causal: a warpgroup skips the tile's last block when none of its rows see it (skip_block).
+      const int row_end = 64 * turns.warpgroup;
+      int skipped = 0;
+      if constexpr (Mask::kCausal) {
+        const int limit = min(p.seqlen_k, c.m_block * Traits::kBlockM + row_end + p.seqlen_k - p.seqlen_q);
+        const int seen = limit <= 0 ? 0 : (limit + Traits::kBlockN - 1) / Traits::kBlockN;
+        if (p.skip_unseen_blocks && seen >= 1) skipped = n_blocks - min(seen, n_blocks);
+      }
       const PvWidth last_width = p.narrow_pv ? pv_width_of_last_block<Traits::kBlockM, Traits::kBlockN>(
-                                                   mask, c.m_block, n_blocks, 64 * turns.warpgroup)
+                                                   mask, c.m_block, n_blocks - skipped, row_end)
                                              : PvWidth::kFull;
       consume_tile<Traits>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a, softmax,
-                           alpha, c.m_block, n_blocks, last_width, last_work, kv_iter);
+                           alpha, c.m_block, n_blocks - skipped, last_width, last_work && skipped == 0, kv_iter);
+      if (skipped > 0) skip_block<Traits>(ss, turns, last_work, kv_iter);
     }
     float lse[kRows];
     softmax.finalize(tOrO, lse);
