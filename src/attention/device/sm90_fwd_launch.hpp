@@ -48,6 +48,16 @@ inline int fwd_narrow_pv() {
   return on;
 }
 
+// Whether a warp-specialized causal kernel's warpgroup skips a tile's last KV block when none of
+// its rows see it (on unless HOPATTN_FWD_SKIP_UNSEEN=0; read once; for same-run ablations).
+inline int fwd_skip_unseen() {
+  static const int on = [] {
+    const char* v = fwd_env("HOPATTN_FWD_SKIP_UNSEEN");
+    return v != nullptr && std::atoi(v) == 0 ? 0 : 1;
+  }();
+  return on;
+}
+
 // How the persistent kernels stage O where O has no tiles of its own (hdim 256, and hdim 128 on
 // 176-key tiles; WsOStaging): HOPATTN_FWD_O_STAGING=0 (the default) the best that fits, 1 each
 // warpgroup in its half of Q's space (the default of 2026-12-01 to 2026-12-02), 2 the CTA-wide
@@ -85,6 +95,7 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
       fp.seqlen_q, fp.seqlen_k, fp.heads_q, fp.heads_kv, fp.batch,
       fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride, fwd_narrow_pv(),
       fwd_stale_max_log2()};
+  p.skip_unseen_blocks = fwd_skip_unseen();
   return p;
 }
 
