@@ -139,7 +139,7 @@ fi
 # persistent kernel has its own Q pipelines) under compute-sanitizer's racecheck and synccheck.
 sanitize() {
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 1; }
-  local filter='Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd64:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd128:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd256:Compiled/AttentionFwd.SanitizerPersistentSeveralTilesPerCta/bf16_hd128:Compiled/AttentionFwd.SanitizerPersistentSeveralTilesPerCta/bf16_hd256'
+  local filter='Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd64:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd128:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd256:Compiled/AttentionFwd.SanitizerPersistentSeveralTilesPerCta/bf16_hd128:Compiled/AttentionFwd.SanitizerPersistentSeveralTilesPerCta/bf16_hd256:Compiled/AttentionFwd.SanitizerClusterSchedule/bf16_hd128:Compiled/AttentionFwd.SanitizerClusterSchedule/bf16_hd256'
   for tool in racecheck synccheck; do
     echo "== compute-sanitizer --tool $tool"
     compute-sanitizer --tool $tool --error-exitcode 3 "$build/bin/gpu_attention_fwd" --gtest_filter="$filter" \

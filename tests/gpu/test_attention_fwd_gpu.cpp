@@ -54,6 +54,22 @@ void run_grid(const std::vector<CheckCase>& grid, int schedule) {
   std::printf("schedule %d: %d of %zu cases passed\n", schedule, passed, grid.size());
 }
 
+CheckCase make_case(const AttnProblem& p, hopattn_dtype_t dtype, uint64_t seed) {
+  CheckCase c;
+  c.p = p;
+  c.dtype = dtype;
+  c.seed = seed;
+  return c;
+}
+
+// The schedules whose kernel is `kernel` at this head dim.
+std::vector<int> schedules_of(int hdim, attention::FwdKernel kernel) {
+  std::vector<int> out;
+  for (int s = 1; s < attention::kScheduleCount; ++s)
+    if (attention::fwd_schedule(hdim, s).kernel == kernel) out.push_back(s);
+  return out;
+}
+
 TEST_P(AttentionFwd, MatchesFloat64Reference) {
   HOPATTN_REQUIRE_SM90();
   run_grid(check_grid({GetParam().hdim}, {GetParam().dtype}, false), 0);
@@ -148,13 +164,10 @@ TEST_P(AttentionFwd, PersistentCausalOrderInGroups) {
 TEST_P(AttentionFwd, SanitizerSmallShapeEverySchedule) {
   HOPATTN_REQUIRE_SM90();
   for (int s = 1; s < attention::kScheduleCount; ++s)
-    for (int causal = 0; causal < 2; ++causal) {
-      CheckCase c;
-      c.p = AttnProblem{1, 300, 300, 2, 1, GetParam().hdim, causal != 0, 0.0f};
-      c.dtype = GetParam().dtype;
-      c.seed = 900 + s * 2 + causal;
-      run_grid({c}, s);
-    }
+    for (int causal = 0; causal < 2; ++causal)
+      run_grid({make_case({1, 300, 300, 2, 1, GetParam().hdim, causal != 0, 0.0f}, GetParam().dtype,
+                          900 + s * 2 + causal)},
+               s);
 }
 
 // The persistent schedules on a small problem with more tiles than SMs (140 one-block Q tiles;
@@ -164,19 +177,46 @@ TEST_P(AttentionFwd, SanitizerSmallShapeEverySchedule) {
 // more than 120 s under racecheck at hdim 256, r115).
 TEST_P(AttentionFwd, SanitizerPersistentSeveralTilesPerCta) {
   HOPATTN_REQUIRE_SM90();
-  int persistent = 0;
-  for (int s = 1; s < attention::kScheduleCount; ++s) {
-    if (attention::fwd_schedule(GetParam().hdim, s).kernel != attention::FwdKernel::kPersistentPingPong) continue;
-    ++persistent;
-    for (int causal = 0; causal < 2; ++causal) {
-      CheckCase c;
-      c.p = AttnProblem{1, 64, 64, 140, 14, GetParam().hdim, causal != 0, 0.0f};
-      c.dtype = GetParam().dtype;
-      c.seed = 1900 + s * 2 + causal;
-      run_grid({c}, s);
-    }
+  const std::vector<int> persistent = schedules_of(GetParam().hdim, attention::FwdKernel::kPersistentPingPong);
+  for (int s : persistent)
+    for (int causal = 0; causal < 2; ++causal)
+      run_grid({make_case({1, 64, 64, 140, 14, GetParam().hdim, causal != 0, 0.0f}, GetParam().dtype,
+                          1900 + s * 2 + causal)},
+               s);
+  EXPECT_GE(persistent.size(), 1u);
+}
+
+// Schedule 12, clusters of two CTAs sharing K/V by multicast (ws::FwdTileScheduler with kCluster
+// 2): an even number of Q tiles with two units or more per cluster (8 tiles = 4 units per head,
+// 32 heads x batches: 128 units on at most 66 clusters), an odd one (3 tiles: the second unit's
+// rank-1 tile has no rows and must store nothing) with a KV length that is not a whole number of
+// tiles, GQA and MQA, seqlen_q < seqlen_k and seqlen_q = 1. With a causal mask schedule 12 runs
+// schedule 6's kernel (checked too). gpu-run.sh --sanitize runs the small one under racecheck
+// and synccheck.
+TEST_P(AttentionFwd, ClusterScheduleSeveralUnitsPerCluster) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const std::vector<int> cluster = schedules_of(cfg.hdim, attention::FwdKernel::kPersistentPingPongCluster);
+  const AttnProblem shapes[] = {{2, 1000, 1000, 16, 4, cfg.hdim, false, 0.0f},
+                                {1, 300, 257, 140, 14, cfg.hdim, false, 0.0f},
+                                {3, 113, 1000, 8, 1, cfg.hdim, false, 0.0f},
+                                {2, 1, 129, 4, 4, cfg.hdim, false, 0.0f},
+                                {2, 1000, 1000, 16, 4, cfg.hdim, true, 0.0f}};
+  for (int s : cluster) {
+    std::vector<CheckCase> cases;
+    uint64_t seed = 2100;
+    for (const AttnProblem& p : shapes) cases.push_back(make_case(p, cfg.dtype, seed++));
+    run_grid(cases, s);
   }
-  EXPECT_GE(persistent, 1);
+  EXPECT_GE(cluster.size(), 1u);
+}
+
+TEST_P(AttentionFwd, SanitizerClusterSchedule) {
+  HOPATTN_REQUIRE_SM90();
+  const std::vector<int> cluster = schedules_of(GetParam().hdim, attention::FwdKernel::kPersistentPingPongCluster);
+  for (int s : cluster)  // 3 Q tiles: 2 units per head, 80 units on at most 66 clusters
+    run_grid({make_case({1, 300, 300, 40, 8, GetParam().hdim, false, 0.0f}, GetParam().dtype, 2200 + s)}, s);
+  EXPECT_GE(cluster.size(), 1u);
 }
 
 TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -72,14 +73,20 @@ inline WsOStaging fwd_o_staging() {
   return v;
 }
 
+// A (seqlen, hdim, heads, batch) tensor as the TMA unit sees it (Traits::GmemLayout).
+template <class Traits, class T>
+auto fwd_gmem(T* ptr, int seqlen, int heads, int batch, int64_t seq_stride, int64_t head_stride, int64_t batch_stride) {
+  using namespace cute;
+  return make_tensor(make_gmem_ptr(ptr), make_layout(make_shape(seqlen, Traits::kHeadDim, heads, batch),
+                                                     make_stride(seq_stride, _1{}, head_stride, batch_stride)));
+}
+
 template <class Traits>
 typename Traits::Params make_fwd_params(const FwdParams& fp) {
   using namespace cute;
   using Element = typename Traits::Element;
   auto gmem = [&](auto* ptr, int seqlen, int heads, int64_t seq_stride, int64_t head_stride, int64_t batch_stride) {
-    return make_tensor(make_gmem_ptr(ptr),
-                       make_layout(make_shape(seqlen, Traits::kHeadDim, heads, fp.batch),
-                                   make_stride(seq_stride, _1{}, head_stride, batch_stride)));
+    return fwd_gmem<Traits>(ptr, seqlen, heads, fp.batch, seq_stride, head_stride, batch_stride);
   };
   auto q = gmem(static_cast<Element const*>(fp.q), fp.seqlen_q, fp.heads_q, fp.q_seq_stride, fp.q_head_stride, fp.q_batch_stride);
   auto k = gmem(static_cast<Element const*>(fp.k), fp.seqlen_k, fp.heads_kv, fp.k_seq_stride, fp.k_head_stride, fp.k_batch_stride);
@@ -97,6 +104,22 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
       fwd_stale_max_log2()};
   p.skip_unseen_blocks = fwd_skip_unseen();
   return p;
+}
+
+// Schedule 12's parameters: K and V also as multicast TMA copies, each CTA of a cluster loading
+// half of a tile for both (WsClusterParams).
+template <class Traits>
+WsClusterParams<Traits> make_ws_cluster_params(const FwdParams& fp) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  auto multicast = [&](const void* ptr, int64_t seq_stride, int64_t head_stride, int64_t batch_stride) {
+    return make_tma_copy(SM90_TMA_LOAD_MULTICAST{},
+                         fwd_gmem<Traits>(static_cast<Element const*>(ptr), fp.seqlen_k, fp.heads_kv, fp.batch,
+                                          seq_stride, head_stride, batch_stride),
+                         take<0, 2>(typename Traits::SmemLayoutKV{}), Int<2>{});
+  };
+  return {make_fwd_params<Traits>(fp), multicast(fp.k, fp.k_seq_stride, fp.k_head_stride, fp.k_batch_stride),
+          multicast(fp.v, fp.v_seq_stride, fp.v_head_stride, fp.v_batch_stride)};
 }
 
 // can_implement: what the launch needs beyond the public checks.
@@ -196,6 +219,43 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
   return Status();
 }
 
+// Launches `kernel` (schedule 12) on clusters of two CTAs: one cluster per unit of two Q tiles
+// (ws::FwdTileScheduler), at most as many as fit on the device at once (GPCs need not hold a whole
+// number of clusters; queried once per device).
+template <class Traits, class Kernel>
+Status launch_fwd_cluster(Kernel kernel, int threads, int shared_bytes, const FwdParams& fp, Stream stream) {
+  if (Status s = fwd_can_implement(fp, shared_bytes); !s.ok()) return s;
+  const WsClusterParams<Traits> params = make_ws_cluster_params<Traits>(fp);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
+  const int64_t m_pairs = ((fp.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM + 1) / 2;
+  const int64_t units = m_pairs * fp.heads_q * fp.batch;
+  if (units > INT32_MAX) return Status::unsupported("attention forward: more than 2^31 tiles");
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = 2, attribute[0].val.clusterDim.y = 1, attribute[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(2, 1, 1);
+  config.blockDim = dim3(unsigned(threads), 1, 1);
+  config.dynamicSmemBytes = size_t(shared_bytes);
+  config.stream = static_cast<cudaStream_t>(stream);
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  int device = 0;
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
+  static std::atomic<int> cached[16] = {};
+  int clusters = device >= 0 && device < 16 ? cached[device].load(std::memory_order_relaxed) : 0;
+  if (clusters <= 0) {
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    if (clusters <= 0)
+      return Status::unsupported("attention forward: schedule 12 needs clusters of two CTAs, and none fits this device");
+    if (device >= 0 && device < 16) cached[device].store(clusters, std::memory_order_relaxed);
+  }
+  config.gridDim = dim3(unsigned(2 * std::min<int64_t>(units, clusters)), 1, 1);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, kernel, params));
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status();
+}
+
 template <class Element, int kHeadDim, int kSchedule, class Mask>
 Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
   constexpr FwdSchedule s = fwd_schedule(kHeadDim, kSchedule);
@@ -204,8 +264,14 @@ Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
     return launch_fwd<Traits>(&fa2_forward_kernel<Traits, Mask>, Traits::kThreads, Traits::kSharedBytes, false, false,
                               fp, stream);
   } else {
-    constexpr bool kPersistent = s.kernel == FwdKernel::kPersistentPingPong;
+    constexpr bool kPersistent =
+        s.kernel == FwdKernel::kPersistentPingPong || s.kernel == FwdKernel::kPersistentPingPongCluster;
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized;
+    if constexpr (s.kernel == FwdKernel::kPersistentPingPongCluster && !Mask::kCausal) {  // schedule 12
+      using Storage = WsStorageOf<Traits, true>;
+      return launch_fwd_cluster<Traits>(&ws_forward_kernel<Traits, Mask, true, true, WsOStaging::kBest, 2>,
+                                        kWsThreads<Traits>, int(sizeof(Storage)), fp, stream);
+    }
     auto launch = [&](auto staging) {
       constexpr WsOStaging kStaging = decltype(staging)::value;
       return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kStaging>, kWsThreads<Traits>,
@@ -234,7 +300,7 @@ Status run_fwd_schedule(const FwdParams& fp, Stream stream) {
 // 0 is resolved to an explicit one for this call's mask and KV length.
 template <class Element, int kHeadDim>
 Status run_forward_schedules(const FwdParams& fp, Stream stream) {
-  static_assert(kFwdSchedules == 12 && kScheduleCount == kFwdSchedules, "add the new schedule below");
+  static_assert(kFwdSchedules == 13 && kScheduleCount == kFwdSchedules, "add the new schedule below");
   switch (fp.schedule) {
     case 0: {
       FwdParams resolved = fp;
@@ -252,6 +318,7 @@ Status run_forward_schedules(const FwdParams& fp, Stream stream) {
     case 9: return run_fwd_schedule<Element, kHeadDim, 9>(fp, stream);
     case 10: return run_fwd_schedule<Element, kHeadDim, 10>(fp, stream);
     case 11: return run_fwd_schedule<Element, kHeadDim, 11>(fp, stream);
+    case 12: return run_fwd_schedule<Element, kHeadDim, 12>(fp, stream);
   }
   return Status::invalid("schedule: " + std::to_string(fp.schedule) + " is out of range");
 }

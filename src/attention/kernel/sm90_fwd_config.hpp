@@ -1,6 +1,6 @@
 // The forward schedules: which kernel and which tile configuration, per head dim. Schedule 0 is
 // the default (the fastest measured, see docs/perf-log.md); schedules 1.. name every compiled
-// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6,7,8,9,10,11`). The instance
+// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6,7,8,9,10,11,12`). The instance
 // list (src/attention/instances/) compiles all of them for each dtype and head dim.
 //
 // block_n is one of CuTe's standard WGMMA N sizes (256, 192, 128, 96, 64, 32) or 176 / 80, whose
@@ -23,6 +23,8 @@ enum class FwdKernel {
   kWarpSpecialized,          // sm90_fwd_ws.hpp: producer warp + 2 consumers, intra-warpgroup overlap
   kWarpSpecializedPingPong,  // the same, consumers alternating on the tensor cores
   kPersistentPingPong,       // the same, one CTA per SM looping over the tiles
+  kPersistentPingPongCluster,  // the same on clusters of two CTAs sharing each K/V tile by TMA
+                               // multicast (no causal mask; with one it is kPersistentPingPong)
 };
 
 struct FwdSchedule {
@@ -30,7 +32,7 @@ struct FwdSchedule {
   FwdTileConfig tile;
 };
 
-constexpr int kFwdSchedules = 12;  // 0 (default) and 1..11
+constexpr int kFwdSchedules = 13;  // 0 (default) and 1..12
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
 // block_n/4, O = hdim/2. Shared memory: Q (also the O staging tile, block_m·hdim; the persistent
@@ -71,6 +73,10 @@ constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
     case 11:
       return hdim == 64 ? FwdSchedule{FwdKernel::kPersistentPingPong, {192, 128, 2, 3}}
                         : FwdSchedule{FwdKernel::kPersistentPingPong, ws_tile};
+    // 6 on clusters of two CTAs (Q tiles 2j and 2j + 1 of one head) that load each K/V tile once
+    // for both: each CTA loads half and multicasts it to the pair (the "+cluster" step).
+    // Without a causal mask only; with one, 12 runs schedule 6 (the same instance).
+    case 12: return {FwdKernel::kPersistentPingPongCluster, ws_tile};
     default: break;
   }
   if (hdim == 64) {

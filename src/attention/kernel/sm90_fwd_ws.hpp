@@ -8,6 +8,15 @@
 // or, persistent (kPersistent), one CTA per SM looping over tiles (FwdTileScheduler says which;
 // for causal masks, units of a pair's long and short Q tile, fwd_tile_order.hpp's folded order);
 // the next tile's first K/V loads overlap the current tile's epilogue.
+// Clusters of two (kCluster = 2, schedule 12: persistent, no causal mask): the CTAs of a cluster
+// take Q tiles 2j and 2j + 1 of one head, so they need the same K/V tiles; each producer loads
+// half of every K and V tile (SM90_TMA_LOAD_MULTICAST, mask 0b11) into both CTAs' stage, which
+// halves the L2 -> SM traffic of K/V. Each CTA's k_full/v_full still expects the whole tile's bytes
+// (its own half and the peer's); k_empty/v_empty take 2 x 2 arrivals, thread 0 of each consumer
+// warpgroup on its own CTA and thread 32 on the peer's (ws::StageRelease), since a stage may be
+// refilled only when both CTAs have read it. A cluster barrier after the barrier init (no
+// multicast or remote arrival into an uninitialized barrier) and one before exit (none into an
+// exited CTA).
 //
 // Warp roles (384 threads, __launch_bounds__(384, 1): a 168-register cap at entry, which is what
 // lets setmaxnreg take effect):
@@ -47,7 +56,7 @@
 //                   one that sees no key, so the protocol is the same for every tile
 //   k_full[s]       producer → consumers; 1 arrival + K tile bytes
 //   k_empty[s]      consumers → producer; 256 arrivals (every consumer thread, after its S GEMM;
-//                   384 with three consumer warpgroups)
+//                   384 with three consumer warpgroups; 4 on clusters of two, see above)
 //   v_full[s], v_empty[s]   the same for V (released after the P·V GEMM)
 //   The producer waits k_empty/v_empty/q_empty with the opposite parity, so the first trip
 //   around a ring finds every stage free. K/V phases run on across the tiles of a persistent CTA.
@@ -88,6 +97,7 @@
 
 // clang-format off
 #include <cute/tensor.hpp>  // first: the atoms below assume it
+#include <cute/arch/cluster_sm90.hpp>
 #include <cute/atom/copy_traits_sm90_tma.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
 // clang-format on
@@ -214,6 +224,20 @@ using WsStorageOf = std::conditional_t<
         std::conditional_t<kStaging != WsOStaging::kCtaWide && ws_q_halves<Traits, kPersistent>(),
                            WsSharedStorageQHalves<Traits>, WsSharedStorage<Traits, false>>>>;
 
+// The kernel's parameters on clusters of two CTAs (schedule 12): Traits::Params, plus K and V
+// TMA copies that load half of a tile each and multicast it to both CTAs of the cluster.
+template <class Traits>
+struct WsClusterParams : Traits::Params {
+  using TmaLoadKVMulticast = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_LOAD_MULTICAST{},
+      cute::make_tensor(cute::make_gmem_ptr(static_cast<typename Traits::Element const*>(nullptr)),
+                        typename Traits::GmemLayout{}),
+      cute::take<0, 2>(typename Traits::SmemLayoutKV{}), cute::Int<2>{}));
+  TmaLoadKVMulticast tma_k_multicast, tma_v_multicast;
+};
+template <class Traits, int kCluster>
+using WsParamsOf = std::conditional_t<kCluster == 1, typename Traits::Params, WsClusterParams<Traits>>;
+
 namespace ws {
 
 using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
@@ -224,6 +248,33 @@ using EmptyBarrier = cutlass::arch::ClusterBarrier;
 constexpr int kProducerRegisters = 24;
 constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 : 240; }
 constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
+
+// Frees a K or V stage (k_empty / v_empty) once this thread's GEMM that read it has completed.
+// kCluster 1: every consumer thread arrives (Traits::kThreads arrivals). kCluster 2: each CTA's
+// stage is written by both CTAs' multicasts, so a producer may refill it only once the consumers
+// of both CTAs have read it: thread 0 of each consumer warpgroup arrives on its own CTA's barrier
+// and thread 32 on the peer's (2 x kWarpgroups arrivals), after the warpgroup's wgmma wait.
+template <int kCluster>
+struct StageRelease {
+  uint32_t target_cta = 0;  // kCluster 2: the CTA whose barrier this thread signals
+  bool signals = true;      // kCluster 2: thread 0 or 32 of its warpgroup
+  CUTE_DEVICE void operator()(uint64_t* barrier) const {
+    if constexpr (kCluster == 1)
+      EmptyBarrier::arrive(barrier);
+    else
+      EmptyBarrier::arrive(barrier, target_cta, signals ? 1u : 0u);
+  }
+  // For the consumer thread `thread_idx` (its index among the consumers).
+  CUTE_DEVICE static StageRelease make(int thread_idx) {
+    if constexpr (kCluster == 1) {
+      return {};
+    } else {
+      const uint32_t rank = cute::block_rank_in_cluster();
+      const int lane = thread_idx % 128;
+      return {lane == 0 ? rank : rank ^ 1u, lane == 0 || lane == 32};
+    }
+  }
+};
 
 struct TileCoord {
   int m_block, h, b;
@@ -250,16 +301,27 @@ struct TileCoord {
 //    the round when k is even, G-1-i when odd), the classic static approximation of
 //    longest-processing-time-first. A plain round-robin left CTAs with up to 1.5x the work of
 //    others (measured: 0.75x of the non-persistent kernel).
-template <class Mask, bool kPersistent>
+//  * Clusters of two (kCluster 2: persistent, no causal mask): the positions are units, a pair of
+//    Q tiles (2j, 2j + 1) of one (head, batch), m-pair fastest; cluster c = blockIdx.x / 2 takes
+//    units c, c + G/2, ...; the CTA of rank r takes tile 2j + r. Both CTAs of a cluster thus visit
+//    the same K/V tiles in the same order. With an odd number of Q tiles, rank 1 of a head's last
+//    unit gets tile m_blocks, which has no rows: it loads (its Q box is zero-filled) and computes
+//    like the others, so that both CTAs fill and drain every K/V stage in step, and its epilogue
+//    stores nothing (store_o_and_lse_warpgroup skips rows past seqlen_q).
+template <class Mask, bool kPersistent, int kCluster = 1>
 struct FwdTileScheduler {
+  static_assert(kCluster == 1 || (kCluster == 2 && kPersistent && !Mask::kCausal),
+                "clusters: the persistent kernel without a causal mask");
   int m_blocks, heads, batch;
   int group = 0;  // persistent causal: < 0 the folded order; else pairs per group (0 or >= heads * batch: one)
-  CUTE_DEVICE int count() const { return m_blocks * heads * batch; }
+  CUTE_DEVICE int m_pairs() const { return (m_blocks + 1) / 2; }
+  CUTE_DEVICE int count() const { return (kCluster == 2 ? m_pairs() : m_blocks) * heads * batch; }
   CUTE_DEVICE bool folded() const { return kPersistent && Mask::kCausal && group < 0; }
   // Positions of the order: the tiles, or (folded) two per unit, some of which hold no tile.
   CUTE_DEVICE int end() const { return folded() ? int(folded_positions(m_blocks, heads * batch)) : count(); }
   // This CTA's k-th position, or a value >= end() when it has no more (monotone in k).
   CUTE_DEVICE int tile(int k) const {
+    if constexpr (kCluster == 2) return k * int(gridDim.x / 2) + int(blockIdx.x / 2);
     if constexpr (!kPersistent) {
       if constexpr (Mask::kCausal)  // coord() reads the tile from blockIdx; any t < count()
         return k == 0 && int(blockIdx.z * gridDim.x + blockIdx.x) < heads * batch ? 0 : count();
@@ -270,6 +332,10 @@ struct FwdTileScheduler {
     return Mask::kCausal ? zigzag_position(k, i, g) : k * g + i;
   }
   CUTE_DEVICE TileCoord coord(int t) const {
+    if constexpr (kCluster == 2) {
+      const int hb = t / m_pairs();
+      return {2 * (t % m_pairs()) + int(cute::block_rank_in_cluster()), hb % heads, hb / heads};
+    }
     if (folded()) {
       const FwdFoldedTile x = folded_causal_tile(t, m_blocks, heads * batch);
       return {x.m_block, x.hb % heads, x.hb / heads, x.valid};
@@ -287,9 +353,8 @@ struct FwdTileScheduler {
   }
 };
 
-template <class Traits, class Mask, bool kPersistent, class Storage>
-CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
-                         FwdTileScheduler<Mask, kPersistent> const& sched) {
+template <class Traits, class Mask, bool kPersistent, int kCluster, class ParamsT, class Storage>
+CUTE_DEVICE void produce(ParamsT const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent, kCluster> const& sched) {
   using namespace cute;
   constexpr int kStages = Traits::kStages;
   const Mask mask{p.seqlen_q, p.seqlen_k};
@@ -301,6 +366,20 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
   Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_k, int(Traits::kHeadDim), p.heads_kv, p.batch));
   using TileQ = Shape<typename Traits::BlockM, typename Traits::HeadDim>;
   using TileKV = Shape<typename Traits::BlockN, typename Traits::HeadDim>;
+  // K and V: whole tiles, or (clusters of two) this CTA's half of each, multicast to both CTAs.
+  auto const& tma_k = [&]() -> auto const& {
+    if constexpr (kCluster == 2) return p.tma_k_multicast; else return p.tma_k;
+  }();
+  auto const& tma_v = [&]() -> auto const& {
+    if constexpr (kCluster == 2) return p.tma_v_multicast; else return p.tma_v;
+  }();
+  auto kv_partition = [&](auto const& tma, auto const& s, auto const& g) {
+    if constexpr (kCluster == 2)
+      return tma_partition(tma, int(block_rank_in_cluster()), Layout<_2>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
+    else
+      return tma_partition(tma, _0{}, Layout<_1>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
+  };
+  constexpr uint16_t kMulticastMask = uint16_t((1u << kCluster) - 1u);  // ignored without a cluster
   int kv_iter = 0, q_iter = 0;
   for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
     const TileCoord c = sched.coord(t);
@@ -311,17 +390,18 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
     Tensor gK = local_tile(mK(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
     Tensor gV = local_tile(mV(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
     auto q_parts = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
-    auto k_parts = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-    auto v_parts = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+    auto k_parts = kv_partition(tma_k, sK, gK);
+    auto v_parts = kv_partition(tma_v, sV, gV);
     auto load_kv = [&](int n) {
       const int stage = kv_iter % kStages;
       const uint32_t phase = (kv_iter / kStages) & 1;
       EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
+      // The whole tile's bytes: with a cluster, half from this CTA's load and half from the peer's.
       FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-      copy(p.tma_k.with(ss.k_full[stage]), get<0>(k_parts)(_, n), get<1>(k_parts)(_, stage));
+      copy(tma_k.with(ss.k_full[stage], kMulticastMask), get<0>(k_parts)(_, n), get<1>(k_parts)(_, stage));
       EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
       FullBarrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
-      copy(p.tma_v.with(ss.v_full[stage]), get<0>(v_parts)(_, n), get<1>(v_parts)(_, stage));
+      copy(tma_v.with(ss.v_full[stage], kMulticastMask), get<0>(v_parts)(_, n), get<1>(v_parts)(_, stage));
       ++kv_iter;
     };
     if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
@@ -469,8 +549,9 @@ CUTE_DEVICE PvWidth pv_width_of_last_block(Mask const& mask, int m_block, int n_
 // serialise every WGMMA of the kernel (C7511/C7515), even with the last block peeled out of the
 // loop and the width a template parameter (measured in the build, 2026-11-30).
 template <class Traits, class Mask, bool kPingPong, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS,
-          class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage>
+          class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage, class Release>
 CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Traits::kWarpgroups> const& turns,
+                              Release const& release,
                               MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ, TK const& tSrK, TV const& tOrV, TS& tSrS,
                               TO& tOrO, TC const& tScS, TP& tOrP, TPa& tOrP_a, Softmax& softmax,
                               float (&alpha)[kRows], int m_block, int n_blocks, PvWidth last_width, bool last_work,
@@ -485,7 +566,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   wgmma_issue<true>(mma_qk, opaque_descriptors(tSrQ), tSrK(_, _, _, stage_of(kv_iter)), tSrS);
   turns.pass();
   warpgroup_wait<0>();
-  EmptyBarrier::arrive(&ss.k_empty[stage_of(kv_iter)]);
+  release(&ss.k_empty[stage_of(kv_iter)]);
   if (n_blocks == 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
   if (mask.template needs_mask<kBlockM, kBlockN>(m_block, 0)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, 0);
   softmax.template online_exp<true>(tSrS, alpha);
@@ -500,7 +581,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(prev)), tOrO);
     turns.pass();
     warpgroup_wait<1>();  // S(n) is ready; O += P(n-1)·V(n-1) may still run
-    EmptyBarrier::arrive(&ss.k_empty[stage_of(cur)]);
+    release(&ss.k_empty[stage_of(cur)]);
     if (n == n_blocks - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
     if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
     softmax.template online_exp<false>(tSrS, alpha);
@@ -513,7 +594,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     }
 #endif
     warpgroup_wait<0>();
-    EmptyBarrier::arrive(&ss.v_empty[stage_of(prev)]);
+    release(&ss.v_empty[stage_of(prev)]);
     softmax.rescale_if_needed(tOrO, alpha);
     convert_fragment<Element>(tSrS, tOrP);
   }
@@ -527,7 +608,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   }  // PvWidth::kNone: no P·V for this block (every weight of the warpgroup's rows is 0)
   if (!turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
   warpgroup_wait<0>();
-  EmptyBarrier::arrive(&ss.v_empty[stage_of(last)]);
+  release(&ss.v_empty[stage_of(last)]);
   kv_iter += n_blocks;
 }
 
@@ -536,23 +617,23 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
 // tile's): no GEMM, no softmax, but its stages are released as if read (after its loads have
 // landed, so the arrivals count toward its phases) and the turn taken, so that the pipelines'
 // arrival counts and the turn ring stay those of a whole tile.
-template <class Traits, class Storage, class TurnsT>
-CUTE_DEVICE void skip_block(Storage& ss, TurnsT const& turns, bool last_work, int& kv_iter) {
+template <class Traits, class Storage, class TurnsT, class Release>
+CUTE_DEVICE void skip_block(Storage& ss, TurnsT const& turns, Release const& release, bool last_work, int& kv_iter) {
   static_assert(Traits::kBlockM - Traits::kWarpgroupRows <= Traits::kBlockN, "a warpgroup could skip two blocks");
   const int stage = kv_iter % Traits::kStages;
   const uint32_t phase = uint32_t((kv_iter / Traits::kStages) & 1);
   turns.wait();
   FullBarrier::wait(&ss.k_full[stage], phase);
-  EmptyBarrier::arrive(&ss.k_empty[stage]);
+  release(&ss.k_empty[stage]);
   FullBarrier::wait(&ss.v_full[stage], phase);
-  EmptyBarrier::arrive(&ss.v_empty[stage]);
+  release(&ss.v_empty[stage]);
   if (!turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
   ++kv_iter;
 }
 
-template <class Traits, class Mask, bool kPingPong, bool kPersistent, class Storage>
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, int kCluster, class Storage>
 CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
-                         FwdTileScheduler<Mask, kPersistent> const& sched) {
+                         FwdTileScheduler<Mask, kPersistent, kCluster> const& sched) {
   using namespace cute;
   using Element = typename Traits::Element;
   using BlockM = typename Traits::BlockM;
@@ -561,6 +642,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   const int thread_idx = int(threadIdx.x) - 128;  // among the consumers
   const Turns<kPingPong, Traits::kWarpgroups> turns{int(threadIdx.x) / 128};
+  const StageRelease<kCluster> release = StageRelease<kCluster>::make(thread_idx);
   const Mask mask{p.seqlen_q, p.seqlen_k};
   auto n_blocks_of = [&](int t) {
     const TileCoord c = sched.coord(t);
@@ -623,9 +705,9 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
       const PvWidth last_width = p.narrow_pv ? pv_width_of_last_block<Traits::kBlockM, Traits::kBlockN>(
                                                    mask, c.m_block, n_blocks - skipped, row_end)
                                              : PvWidth::kFull;
-      consume_tile<Traits>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a, softmax,
+      consume_tile<Traits>(ss, mask, turns, release, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a, softmax,
                            alpha, c.m_block, n_blocks - skipped, last_width, last_work && skipped == 0, kv_iter);
-      if (skipped > 0) skip_block<Traits>(ss, turns, last_work, kv_iter);
+      if (skipped > 0) skip_block<Traits>(ss, turns, release, last_work, kv_iter);
     }
     float lse[kRows];
     softmax.finalize(tOrO, lse);
@@ -670,9 +752,11 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
 template <class Traits>
 constexpr int kWsThreads = Traits::kThreads + 128;
 
-template <class Traits, class Mask, bool kPingPong, bool kPersistent, WsOStaging kStaging = WsOStaging::kBest>
+// kCluster 2: launched on clusters of two CTAs (cudaLaunchKernelEx; schedule 12).
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, WsOStaging kStaging = WsOStaging::kBest,
+          int kCluster = 1>
 __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
-    ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
+    ws_forward_kernel(CUTE_GRID_CONSTANT WsParamsOf<Traits, kCluster> const p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   static_assert(ws::kProducerRegisters * 128 + ws::consumer_registers(Traits::kWarpgroups) * kConsumerThreads <=
@@ -681,7 +765,7 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   extern __shared__ char smem_raw[];
   using Storage = WsStorageOf<Traits, kPersistent, kStaging>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
-  const ws::FwdTileScheduler<Mask, kPersistent> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, p.heads_q,
+  const ws::FwdTileScheduler<Mask, kPersistent, kCluster> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, p.heads_q,
                                                       p.batch, p.causal_group};
   if (threadIdx.x == 0) {
     ws::FullBarrier::init(&ss.q_full, 1);
@@ -695,18 +779,29 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     for (int s = 0; s < Traits::kStages; ++s) {
       ws::FullBarrier::init(&ss.k_full[s], 1);
       ws::FullBarrier::init(&ss.v_full[s], 1);
-      ws::EmptyBarrier::init(&ss.k_empty[s], kConsumerThreads);
-      ws::EmptyBarrier::init(&ss.v_empty[s], kConsumerThreads);
+      // Every consumer thread (ws::StageRelease), or with a cluster two threads per consumer
+      // warpgroup of each CTA.
+      constexpr int kReleases = kCluster == 1 ? kConsumerThreads : kCluster * Traits::kWarpgroups;
+      ws::EmptyBarrier::init(&ss.k_empty[s], kReleases);
+      ws::EmptyBarrier::init(&ss.v_empty[s], kReleases);
     }
     cutlass::arch::fence_barrier_init();
   }
-  __syncthreads();
+  if constexpr (kCluster == 1)
+    __syncthreads();
+  else
+    cute::cluster_sync();  // both CTAs' barriers initialized before either multicasts or arrives into the other
   if (threadIdx.x < 128) {  // producer warpgroup
     cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
-    if (threadIdx.x == 0) ws::produce<Traits>(p, ss, sched);
+    if (threadIdx.x == 0) ws::produce<Traits, Mask, kPersistent, kCluster>(p, ss, sched);
+    __syncwarp();
   } else {
     cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups)>();
-    ws::consume<Traits, Mask, kPingPong>(p, ss, sched);
+    ws::consume<Traits, Mask, kPingPong, kPersistent, kCluster>(p, ss, sched);
+  }
+  if constexpr (kCluster == 2) {  // no CTA exits while its peer may still arrive on its barriers
+    cute::cluster_arrive();
+    cute::cluster_wait();
   }
 }
 
