@@ -245,8 +245,13 @@ using EmptyBarrier = cutlass::arch::ClusterBarrier;
 // setmaxnreg budgets (multiples of 8), within the CTA's launch pool (threads × the launch-bounds
 // cap; checked in ws_forward_kernel): producer 24 + two consumer warpgroups at 240 = 64512 =
 // 384·168; producer 24 + three at 160 = 64512 ≤ 512·128.
-constexpr int kProducerRegisters = 24;
-constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 : 240; }
+// On clusters of two (schedule 12) the producer's loop also keeps its rank's half of each K/V box
+// and the multicast operands: it spilled 40-44 B at 24 registers (bf16 hdim 64, ptxas), so it gets
+// 32 and its consumers 232 (128·32 + 256·232 = 63488 ≤ 64512).
+constexpr int producer_registers(int cluster) { return cluster == 2 ? 32 : 24; }
+constexpr int consumer_registers(int warpgroups, int cluster = 1) {
+  return warpgroups == 3 ? 160 : cluster == 2 ? 232 : 240;
+}
 constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
 
 // Frees a K or V stage (k_empty / v_empty) once this thread's GEMM that read it has completed.
@@ -321,7 +326,9 @@ struct FwdTileScheduler {
   CUTE_DEVICE int end() const { return folded() ? int(folded_positions(m_blocks, heads * batch)) : count(); }
   // This CTA's k-th position, or a value >= end() when it has no more (monotone in k).
   CUTE_DEVICE int tile(int k) const {
-    if constexpr (kCluster == 2) return k * int(gridDim.x / 2) + int(blockIdx.x / 2);
+    // (The cluster intrinsics read special registers, which ptxas re-reads instead of keeping:
+    // gridDim.x / 2 was kept, and spilled in the producer.)
+    if constexpr (kCluster == 2) return k * int(__clusterGridDimInClusters().x) + int(__clusterIdx().x);
     if constexpr (!kPersistent) {
       if constexpr (Mask::kCausal)  // coord() reads the tile from blockIdx; any t < count()
         return k == 0 && int(blockIdx.z * gridDim.x + blockIdx.x) < heads * batch ? 0 : count();
@@ -353,6 +360,28 @@ struct FwdTileScheduler {
   }
 };
 
+// The TMA copy that loads K (or, `v`, V) tiles: the plain one, or with a cluster of two the
+// multicast one (WsClusterParams). Force-inlined helpers, not lambdas: a lambda returning the
+// partition tuple was compiled as a call, whose frame spilled every warp-specialized kernel (the
+// producer has 24 registers).
+template <int kCluster, class Tma, class ParamsT>
+CUTE_DEVICE auto const& kv_tma(Tma const& plain, ParamsT const& p, bool v = false) {
+  if constexpr (kCluster == 2)
+    return v ? p.tma_v_multicast : p.tma_k_multicast;
+  else
+    return plain;
+}
+// (TMA box, k-tile) of global memory and (TMA box, stage) of shared memory: whole tiles, or with a
+// cluster of two this CTA's half of each.
+template <int kCluster, class Tma, class TS, class TG>
+CUTE_DEVICE auto kv_tma_partition(Tma const& tma, TS const& s, TG const& g) {
+  using namespace cute;
+  if constexpr (kCluster == 2)
+    return tma_partition(tma, int(block_rank_in_cluster()), Layout<_2>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
+  else
+    return tma_partition(tma, _0{}, Layout<_1>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
+}
+
 template <class Traits, class Mask, bool kPersistent, int kCluster, class ParamsT, class Storage>
 CUTE_DEVICE void produce(ParamsT const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent, kCluster> const& sched) {
   using namespace cute;
@@ -367,18 +396,8 @@ CUTE_DEVICE void produce(ParamsT const& p, Storage& ss, FwdTileScheduler<Mask, k
   using TileQ = Shape<typename Traits::BlockM, typename Traits::HeadDim>;
   using TileKV = Shape<typename Traits::BlockN, typename Traits::HeadDim>;
   // K and V: whole tiles, or (clusters of two) this CTA's half of each, multicast to both CTAs.
-  auto const& tma_k = [&]() -> auto const& {
-    if constexpr (kCluster == 2) return p.tma_k_multicast; else return p.tma_k;
-  }();
-  auto const& tma_v = [&]() -> auto const& {
-    if constexpr (kCluster == 2) return p.tma_v_multicast; else return p.tma_v;
-  }();
-  auto kv_partition = [&](auto const& tma, auto const& s, auto const& g) {
-    if constexpr (kCluster == 2)
-      return tma_partition(tma, int(block_rank_in_cluster()), Layout<_2>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
-    else
-      return tma_partition(tma, _0{}, Layout<_1>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
-  };
+  auto const& tma_k = kv_tma<kCluster>(p.tma_k, p);
+  auto const& tma_v = kv_tma<kCluster>(p.tma_v, p, true);
   constexpr uint16_t kMulticastMask = uint16_t((1u << kCluster) - 1u);  // ignored without a cluster
   int kv_iter = 0, q_iter = 0;
   for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
@@ -390,8 +409,8 @@ CUTE_DEVICE void produce(ParamsT const& p, Storage& ss, FwdTileScheduler<Mask, k
     Tensor gK = local_tile(mK(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
     Tensor gV = local_tile(mV(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
     auto q_parts = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
-    auto k_parts = kv_partition(tma_k, sK, gK);
-    auto v_parts = kv_partition(tma_v, sV, gV);
+    auto k_parts = kv_tma_partition<kCluster>(tma_k, sK, gK);
+    auto v_parts = kv_tma_partition<kCluster>(tma_v, sV, gV);
     auto load_kv = [&](int n) {
       const int stage = kv_iter % kStages;
       const uint32_t phase = (kv_iter / kStages) & 1;
@@ -759,7 +778,7 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     ws_forward_kernel(CUTE_GRID_CONSTANT WsParamsOf<Traits, kCluster> const p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
-  static_assert(ws::kProducerRegisters * 128 + ws::consumer_registers(Traits::kWarpgroups) * kConsumerThreads <=
+  static_assert(ws::producer_registers(kCluster) * 128 + ws::consumer_registers(Traits::kWarpgroups, kCluster) * kConsumerThreads <=
                     launch_pool_registers(kWsThreads<Traits>),
                 "setmaxnreg budgets exceed the CTA's launch pool (the consumers' setmaxnreg.inc would wait forever)");
   extern __shared__ char smem_raw[];
@@ -792,16 +811,19 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   else
     cute::cluster_sync();  // both CTAs' barriers initialized before either multicasts or arrives into the other
   if (threadIdx.x < 128) {  // producer warpgroup
-    cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
+    cutlass::arch::warpgroup_reg_dealloc<ws::producer_registers(kCluster)>();
     if (threadIdx.x == 0) ws::produce<Traits, Mask, kPersistent, kCluster>(p, ss, sched);
-    __syncwarp();
   } else {
-    cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups)>();
+    cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups, kCluster)>();
     ws::consume<Traits, Mask, kPingPong, kPersistent, kCluster>(p, ss, sched);
   }
-  if constexpr (kCluster == 2) {  // no CTA exits while its peer may still arrive on its barriers
-    cute::cluster_arrive();
-    cute::cluster_wait();
+  // No CTA exits while its peer may still arrive on its barriers. Not the .aligned forms (CuTe's
+  // cluster_arrive/wait): the producer warp reaches this diverged (thread 0 from its loop), and
+  // a __syncwarp before it made ptxas spill in the producer's 24 registers (every
+  // warp-specialized kernel spilled 16-72 B when it was there unconditionally).
+  if constexpr (kCluster == 2) {
+    asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
   }
 }
 
