@@ -74,7 +74,7 @@ typedef struct hopattn_attention_fwd_args {
   float softmax_scale;
   int32_t causal;
   int32_t schedule; /* 0: the default, chosen per call from head dim, mask and KV length
-                       (docs/attention-ws.md); 1..12 name one kernel and tile for ablations */
+                       (docs/attention-ws.md); 1..14 name one kernel and tile for ablations */
 } hopattn_attention_fwd_args_t;
 
 /* Fills a rank-4 (batch, seqlen, heads, hdim) descriptor with contiguous strides. */

@@ -266,7 +266,9 @@ Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
   } else {
     constexpr bool kPersistent =
         s.kernel == FwdKernel::kPersistentPingPong || s.kernel == FwdKernel::kPersistentPingPongCluster;
-    constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized;
+    constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized && s.kernel != FwdKernel::kWarpSpecializedSerial;
+    constexpr bool kOverlap =
+        s.kernel != FwdKernel::kWarpSpecializedSerial && s.kernel != FwdKernel::kWarpSpecializedPingPongSerial;
     if constexpr (s.kernel == FwdKernel::kPersistentPingPongCluster && !Mask::kCausal) {  // schedule 12
       using Storage = WsStorageOf<Traits, true>;
       return launch_fwd_cluster<Traits>(&ws_forward_kernel<Traits, Mask, true, true, WsOStaging::kBest, 2>,
@@ -274,7 +276,8 @@ Status run_fwd_schedule_mask(const FwdParams& fp, Stream stream) {
     }
     auto launch = [&](auto staging) {
       constexpr WsOStaging kStaging = decltype(staging)::value;
-      return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kStaging>, kWsThreads<Traits>,
+      return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kStaging, 1, kOverlap>,
+                                kWsThreads<Traits>,
                                 int(sizeof(WsStorageOf<Traits, kPersistent, kStaging>)), kPersistent,
                                 !kPersistent && Mask::kCausal, fp, stream);
     };
@@ -300,7 +303,7 @@ Status run_fwd_schedule(const FwdParams& fp, Stream stream) {
 // 0 is resolved to an explicit one for this call's mask and KV length.
 template <class Element, int kHeadDim>
 Status run_forward_schedules(const FwdParams& fp, Stream stream) {
-  static_assert(kFwdSchedules == 13 && kScheduleCount == kFwdSchedules, "add the new schedule below");
+  static_assert(kFwdSchedules == 15 && kScheduleCount == kFwdSchedules, "add the new schedule below");
   switch (fp.schedule) {
     case 0: {
       FwdParams resolved = fp;
@@ -319,6 +322,8 @@ Status run_forward_schedules(const FwdParams& fp, Stream stream) {
     case 10: return run_fwd_schedule<Element, kHeadDim, 10>(fp, stream);
     case 11: return run_fwd_schedule<Element, kHeadDim, 11>(fp, stream);
     case 12: return run_fwd_schedule<Element, kHeadDim, 12>(fp, stream);
+    case 13: return run_fwd_schedule<Element, kHeadDim, 13>(fp, stream);
+    case 14: return run_fwd_schedule<Element, kHeadDim, 14>(fp, stream);
   }
   return Status::invalid("schedule: " + std::to_string(fp.schedule) + " is out of range");
 }

@@ -1,6 +1,6 @@
 // The forward schedules: which kernel and which tile configuration, per head dim. Schedule 0 is
 // the default (the fastest measured, see docs/perf-log.md); schedules 1.. name every compiled
-// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,3,4,5,6,7,8,9,10,11,12`). The instance
+// variant so ablations stay reproducible (`hopattn bench --schedules 1,2,...,14`). The instance
 // list (src/attention/instances/) compiles all of them for each dtype and head dim.
 //
 // block_n is one of CuTe's standard WGMMA N sizes (256, 192, 128, 96, 64, 32) or 176 / 80, whose
@@ -25,6 +25,8 @@ enum class FwdKernel {
   kPersistentPingPong,       // the same, one CTA per SM looping over the tiles
   kPersistentPingPongCluster,  // the same on clusters of two CTAs sharing each K/V tile by TMA
                                // multicast (no causal mask; with one it is kPersistentPingPong)
+  kWarpSpecializedSerial,      // kWarpSpecialized without the intra-warpgroup overlap (ablation)
+  kWarpSpecializedPingPongSerial,  // kWarpSpecializedPingPong without it (ablation)
 };
 
 struct FwdSchedule {
@@ -32,7 +34,7 @@ struct FwdSchedule {
   FwdTileConfig tile;
 };
 
-constexpr int kFwdSchedules = 13;  // 0 (default) and 1..12
+constexpr int kFwdSchedules = 15;  // 0 (default) and 1..14
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
 // block_n/4, O = hdim/2. Shared memory: Q (also the O staging tile, block_m·hdim; the persistent
@@ -77,6 +79,11 @@ constexpr FwdSchedule fwd_schedule(int hdim, int schedule) {
     // for both: each CTA loads half and multicasts it to the pair (the issue's "+cluster" step).
     // Without a causal mask only; with one, 12 runs schedule 6 (the same instance).
     case 12: return {FwdKernel::kPersistentPingPongCluster, ws_tile};
+    // The ablation's steps in the issue's order, on 4's tile: warp specialization alone (13: each
+    // consumer warpgroup waits for S, computes the softmax, then issues and waits for P·V), then
+    // ping-pong (14), then the intra-warpgroup overlap (5).
+    case 13: return {FwdKernel::kWarpSpecializedSerial, ws_tile};
+    case 14: return {FwdKernel::kWarpSpecializedPingPongSerial, ws_tile};
     default: break;
   }
   if (hdim == 64) {

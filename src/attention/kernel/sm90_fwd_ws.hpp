@@ -89,6 +89,8 @@
 //             (persistent, hdim 256 on 80-key tiles): each warpgroup alone into its own half of
 //             Q's space, its store waited for by its issuing thread, which then frees the half for
 //             the warpgroup's next Q rows
+// Schedules 13 and 14 (kOverlap false, consume_tile_serial): no intra-warpgroup overlap, two turns
+// per block (S; then P·V after the softmax).
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
 // warpgroup (2, or 3) grants warpgroup 1 its first turn and skips its own very last pass (in the
 // CTA's last tile that has work), so every named-barrier arrival is matched before the CTA exits.
@@ -631,6 +633,49 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   kv_iter += n_blocks;
 }
 
+// consume_tile without the intra-warpgroup overlap (schedules 13, 14: the ablation's steps before
+// it): per KV block, [turn] S = Q·Kᵀ [pass], wait, mask, softmax, O *= α, P = 16-bit(S), [turn]
+// O += P·V [pass], wait. Two turns per block; the last warpgroup skips its very last pass as in
+// consume_tile. P·V always covers the whole block (P's weights past the diagonal are 0).
+template <class Traits, class Mask, bool kPingPong, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS,
+          class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage, class Release>
+CUTE_DEVICE void consume_tile_serial(Storage& ss, Mask const& mask, Turns<kPingPong, Traits::kWarpgroups> const& turns,
+                                     Release const& release, MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ,
+                                     TK const& tSrK, TV const& tOrV, TS& tSrS, TO& tOrO, TC const& tScS, TP& tOrP,
+                                     TPa& tOrP_a, Softmax& softmax, float (&alpha)[kRows], int m_block, int n_blocks,
+                                     bool last_work, int& kv_iter) {
+  using namespace cute;
+  using Element = typename Traits::Element;
+  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kStages = Traits::kStages;
+  CUTE_NO_UNROLL
+  for (int n = 0; n < n_blocks; ++n) {
+    const int it = kv_iter + n, stage = it % kStages;
+    const uint32_t phase = uint32_t((it / kStages) & 1);
+    turns.wait();
+    FullBarrier::wait(&ss.k_full[stage], phase);
+    wgmma_issue<true>(mma_qk, opaque_descriptors(tSrQ), tSrK(_, _, _, stage), tSrS);
+    turns.pass();
+    warpgroup_wait<0>();
+    release(&ss.k_empty[stage]);
+    if (n == n_blocks - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
+    if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
+    if (n == 0) {
+      softmax.template online_exp<true>(tSrS, alpha);
+    } else {
+      softmax.template online_exp<false>(tSrS, alpha);
+      softmax.rescale_if_needed(tOrO, alpha);
+    }
+    convert_fragment<Element>(tSrS, tOrP);
+    turns.wait();
+    FullBarrier::wait(&ss.v_full[stage], phase);
+    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
+    if (n < n_blocks - 1 || !turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
+    warpgroup_wait<0>();
+    release(&ss.v_empty[stage]);
+  }
+  kv_iter += n_blocks;
+}
+
 // A KV block of the tile that none of the warpgroup's rows see (consume(): at most the tile's last
 // one, since a warpgroup's rows end at most kBlockM - 64 rows, <= kBlockN keys, before the
 // tile's): no GEMM, no softmax, but its stages are released as if read (after its loads have
@@ -650,7 +695,7 @@ CUTE_DEVICE void skip_block(Storage& ss, TurnsT const& turns, Release const& rel
   ++kv_iter;
 }
 
-template <class Traits, class Mask, bool kPingPong, bool kPersistent, int kCluster, class Storage>
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, int kCluster, bool kOverlap, class Storage>
 CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
                          FwdTileScheduler<Mask, kPersistent, kCluster> const& sched) {
   using namespace cute;
@@ -716,7 +761,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
       // Causal: a warpgroup skips the tile's last block when none of its rows see it (skip_block).
       const int row_end = 64 * turns.warpgroup;
       int skipped = 0;
-      if constexpr (Mask::kCausal) {
+      if constexpr (Mask::kCausal && kOverlap) {
         const int limit = min(p.seqlen_k, c.m_block * Traits::kBlockM + row_end + p.seqlen_k - p.seqlen_q);
         const int seen = limit <= 0 ? 0 : (limit + Traits::kBlockN - 1) / Traits::kBlockN;
         if (p.skip_unseen_blocks && seen >= 1) skipped = n_blocks - min(seen, n_blocks);
@@ -724,8 +769,12 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
       const PvWidth last_width = p.narrow_pv ? pv_width_of_last_block<Traits::kBlockM, Traits::kBlockN>(
                                                    mask, c.m_block, n_blocks - skipped, row_end)
                                              : PvWidth::kFull;
-      consume_tile<Traits>(ss, mask, turns, release, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a, softmax,
-                           alpha, c.m_block, n_blocks - skipped, last_width, last_work && skipped == 0, kv_iter);
+      if constexpr (kOverlap)
+        consume_tile<Traits>(ss, mask, turns, release, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a,
+                             softmax, alpha, c.m_block, n_blocks - skipped, last_width, last_work && skipped == 0, kv_iter);
+      else
+        consume_tile_serial<Traits>(ss, mask, turns, release, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP,
+                                    tOrP_a, softmax, alpha, c.m_block, n_blocks, last_work, kv_iter);
       if (skipped > 0) skip_block<Traits>(ss, turns, release, last_work, kv_iter);
     }
     float lse[kRows];
@@ -771,9 +820,10 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
 template <class Traits>
 constexpr int kWsThreads = Traits::kThreads + 128;
 
-// kCluster 2: launched on clusters of two CTAs (cudaLaunchKernelEx; schedule 12).
+// kCluster 2: launched on clusters of two CTAs (cudaLaunchKernelEx; schedule 12). kOverlap false:
+// no intra-warpgroup overlap (consume_tile_serial; schedules 13, 14).
 template <class Traits, class Mask, bool kPingPong, bool kPersistent, WsOStaging kStaging = WsOStaging::kBest,
-          int kCluster = 1>
+          int kCluster = 1, bool kOverlap = true>
 __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     ws_forward_kernel(CUTE_GRID_CONSTANT WsParamsOf<Traits, kCluster> const p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
@@ -815,7 +865,7 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     if (threadIdx.x == 0) ws::produce<Traits, Mask, kPersistent, kCluster>(p, ss, sched);
   } else {
     cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups, kCluster)>();
-    ws::consume<Traits, Mask, kPingPong, kPersistent, kCluster>(p, ss, sched);
+    ws::consume<Traits, Mask, kPingPong, kPersistent, kCluster, kOverlap>(p, ss, sched);
   }
   // No CTA exits while its peer may still arrive on its barriers. Not the .aligned forms (CuTe's
   // cluster_arrive/wait): the producer warp reaches this diverged (thread 0 from its loop), and
