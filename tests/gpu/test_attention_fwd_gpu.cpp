@@ -120,13 +120,9 @@ TEST_P(AttentionFwd, PersistentCausalFoldedOrder) {
     c.seed = seed++;
     cases.push_back(c);
   }
-  int persistent = 0;
-  for (int s = 1; s < attention::kScheduleCount; ++s)
-    if (attention::fwd_schedule(cfg.hdim, s).kernel == attention::FwdKernel::kPersistentPingPong) {
-      run_grid(cases, s);
-      ++persistent;
-    }
-  EXPECT_GE(persistent, 1);
+  const std::vector<int> persistent = schedules_of(cfg.hdim, attention::FwdKernel::kPersistentPingPong);
+  for (int s : persistent) run_grid(cases, s);
+  EXPECT_GE(persistent.size(), 1u);
 }
 
 // The grouped zig-zag order (HOPATTN_FWD_PERSISTENT_ORDER=zigzag, as gpu-run.sh reruns the
@@ -150,13 +146,9 @@ TEST_P(AttentionFwd, PersistentCausalOrderInGroups) {
   if (sms == 132) {
     EXPECT_EQ(group, cfg.hdim == 64 ? 66 : 33);
   }
-  int persistent = 0;
-  for (int s = 1; s < attention::kScheduleCount; ++s)
-    if (attention::fwd_schedule(cfg.hdim, s).kernel == attention::FwdKernel::kPersistentPingPong) {
-      run_grid({c}, s);
-      ++persistent;
-    }
-  EXPECT_GE(persistent, 1);
+  const std::vector<int> persistent = schedules_of(cfg.hdim, attention::FwdKernel::kPersistentPingPong);
+  for (int s : persistent) run_grid({c}, s);
+  EXPECT_GE(persistent.size(), 1u);
 }
 
 // One small problem per schedule, causal and not: the case gpu-run.sh runs under
