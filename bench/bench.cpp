@@ -166,7 +166,7 @@ std::string bench_usage() {
          "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
          "                     [--kv-dtype bf16,int8] [--variants 0,1,2,3,4] [--splits 0,2,16] [--hdim 128]\n"
-         "                     [--no-ceilings] [--rounds 1]\n"
+         "                     [--no-ceilings] [--rounds 1] [--int8-tail]\n"
          "Attention over a KV cache (hopattn_kvcache_attention, causal, every cache full, default\n"
          "heuristics) vs cuDNN SDPA at the same shape and 16-bit dtype, with the device-copy ceiling\n"
          "(TB/s; not with --no-ceilings).\n"
@@ -176,7 +176,9 @@ std::string bench_usage() {
          "reason instead of a time. --quick: heads 32:8, caches 1:8192 and 8:8192, qlen 1 (flags given\n"
          "explicitly win). --splits: KvCacheArgs::num_splits values timed (0: the heuristic; others\n"
          "forced, capped at one split per 128 keys; rows hopattn[:vN]:sK). --rounds N: as for attention\n"
-         "(every row and the cell's cuDNN row timed N times in rotating order; medians).\n"
+         "(every row and the cell's cuDNN row timed N times in rotating order; medians). --int8-tail: each\n"
+         "int8 row also timed with 16-bit tail blocks given (KvCacheArgs::k_tail, v_tail; rows <impl>:tail);\n"
+         "the caches are full blocks, so the tails hold 0 tokens: the cost of the tail kernel and combine.\n"
          "Figures: ms per call (CUDA graph replay when capturable, else back to back),\n"
          "TFLOP/s = 4*b*hq*qlen*len*d/t, TB/s = K+V cache bytes (+ scales)/t; docs/decode.md.\n";
 }
@@ -265,6 +267,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--heads") o->decode_heads = parse_pair_list(value(), a);
       else if (a == "--cache") o->decode_caches = parse_pair_list(value(), a);
       else if (a == "--kv-dtype") o->kv_dtypes = parse_word_list(value());
+      else if (a == "--int8-tail") o->int8_tail = true;
       else if (a == "--variants") {
         o->variants = parse_int_list(value());
         for (int v : o->variants)
@@ -306,7 +309,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       if (!hdim_flag.empty()) o->decode_hdims = hdim_flag;
       check_decode_options(*o);
     } else {
-      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--variants", "--splits"})
+      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--variants", "--splits", "--int8-tail"})
         if (was_given(f)) throw std::invalid_argument(std::string(f) + " applies to --op decode only");
       for (int s : o->seqlens)
         if (s <= 0 || o->tokens % s != 0) throw std::invalid_argument("--seqlen " + std::to_string(s) + " must divide --tokens");

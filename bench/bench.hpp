@@ -45,6 +45,7 @@ struct BenchOptions {
   std::vector<int> decode_hdims = {128};                   // --hdim with --op decode
   std::vector<int> variants = {0};  // --variants: KvCacheArgs::variant values timed (0 = default)
   std::vector<int> splits = {0};    // --splits: KvCacheArgs::num_splits values timed (0 = heuristic)
+  bool int8_tail = false;           // --int8-tail: int8 rows also with 16-bit tail blocks (rows <impl>:tail)
 };
 
 // Parses bench flags (argv[0] is "bench"). Returns false and prints usage on error.

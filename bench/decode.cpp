@@ -212,7 +212,8 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
           const int64_t cache_elems = int64_t(batch) * len * heads_kv * hdim;
           const int64_t k_scale_elems = int64_t(batch) * ((len + kQuantBlock - 1) / kQuantBlock) * heads_kv * hdim;
           const int64_t v_scale_elems = int64_t(batch) * len * heads_kv;
-          DeviceBuffer k, v, k_scale, v_scale;
+          DeviceBuffer k, v, k_scale, v_scale, k_tail, v_tail;
+          const int64_t tail_elems = int64_t(batch) * kQuantBlock * heads_kv * hdim;
           std::string alloc_error;
           try {
             k = DeviceBuffer(size_t(cache_elems) * dtype_size(cache_dtype));
@@ -225,10 +226,16 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               v_scale = DeviceBuffer(size_t(v_scale_elems) * 4);
               HOPATTN_CUDA_CHECK(cudaMemsetAsync(k_scale.get(), 0x3c, k_scale.bytes(), stream));
               HOPATTN_CUDA_CHECK(cudaMemsetAsync(v_scale.get(), 0x3c, v_scale.bytes(), stream));
+              if (opt.int8_tail) {  // bf16 tail blocks (the caches are full blocks: no tail token is read)
+                k_tail = DeviceBuffer(size_t(tail_elems) * 2), v_tail = DeviceBuffer(size_t(tail_elems) * 2);
+                reference::fill_normal(k_tail.get(), HOPATTN_DTYPE_BF16, tail_elems, 24, 1.0f, stream);
+                reference::fill_normal(v_tail.get(), HOPATTN_DTYPE_BF16, tail_elems, 25, 1.0f, stream);
+              }
             }
           } catch (const std::exception& e) {  // out of memory: report the shape, go on with the next
             alloc_error = std::string("allocating the cache: ") + e.what();
             k = DeviceBuffer(), v = DeviceBuffer(), k_scale = DeviceBuffer(), v_scale = DeviceBuffer();
+            k_tail = DeviceBuffer(), v_tail = DeviceBuffer();
             cudaGetLastError();
           }
           for (int qlen : opt.qlens) {
@@ -270,6 +277,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               std::string impl;
               bool cudnn = false;
               int variant = 0, splits = 0;
+              bool tail = false;  // int8 with 16-bit tail blocks (--int8-tail)
               std::string plan_note;
               DeviceBuffer workspace;
               size_t ws_bytes = 0;
@@ -277,13 +285,21 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               std::string error;  // why it is not timed (then runs stops growing)
             };
             std::vector<Entry> entries;
+            const Tensor tails[2] = {tensor_bshd(k_tail.get(), HOPATTN_DTYPE_BF16, batch, kQuantBlock, heads_kv, hdim),
+                                     tensor_bshd(v_tail.get(), HOPATTN_DTYPE_BF16, batch, kQuantBlock, heads_kv, hdim)};
+            auto set_tail = [&](bool on) {
+              args.k_tail = on ? tails[0] : Tensor{};
+              args.v_tail = on ? tails[1] : Tensor{};
+            };
             for (int variant : opt.variants)
-              for (int splits : opt.splits) {
+              for (int splits : opt.splits)
+                for (int tail = 0; tail < (int8 && opt.int8_tail ? 2 : 1); ++tail) {
                 Entry e;
                 e.impl = (variant == 0 ? std::string("hopattn") : "hopattn:v" + std::to_string(variant)) +
-                         (splits == 0 ? "" : ":s" + std::to_string(splits));
-                e.variant = variant, e.splits = splits;
+                         (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "");
+                e.variant = variant, e.splits = splits, e.tail = tail != 0;
                 args.variant = variant, args.num_splits = splits;
+                set_tail(e.tail);
                 if (!alloc_error.empty()) {
                   e.error = alloc_error;
                 } else {
@@ -320,6 +336,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   m = measure([&] { return cudnn->forward(fa, stream); }, stream, opt.target_group_ms);
                 } else {
                   args.variant = e.variant, args.num_splits = e.splits;
+                  set_tail(e.tail);
                   args.workspace = e.workspace.get(), args.workspace_bytes = e.ws_bytes;
                   m = measure([&] { return from_c(hopattn_kvcache_attention(&args, stream)); }, stream,
                               opt.target_group_ms);

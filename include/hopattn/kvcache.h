@@ -13,6 +13,11 @@
  *   k_scale        int8 cache only: (batch, max_seqlen_k / quant_block, heads_kv, hdim) float32,
  *                  one scale per (block of quant_block tokens, kv-head, channel)
  *   v_scale        int8 cache only: (batch, max_seqlen_k, heads_kv) float32, one per (token, kv-head)
+ *   k_tail, v_tail int8 cache only, optional (both or neither): (batch, quant_block, heads_kv, hdim)
+ *                  in q's dtype, each sequence's partial last block in 16 bits (the tokens not yet
+ *                  quantized). With them, sequence b's first len - len % quant_block tokens
+ *                  (len = cache_seqlens[b]) are read from the int8 cache and the last len % quant_block
+ *                  from rows 0, 1, ... of the tails; without, all len from the int8 cache.
  *
  * Query row i of sequence b is at position cache_seqlens[b] - seqlen_q + i: with causal it sees
  * keys j <= i + cache_seqlens[b] - seqlen_q (bottom-right aligned to the sequence's own length);
@@ -54,6 +59,8 @@ typedef struct hopattn_kvcache_args {
                             int8 K ("half INT8", hdim <= 128; forced only), 8 = as 4 with one
                             CTA per SM and a 128 KB raw ring (hdim <= 128; forced only). bf16/fp16 cache:
                             6 = balanced split-KV (chunks claimed by the CTAs; forced only). */
+  hopattn_tensor_t k_tail;  /* int8 cache only, optional: the 16-bit partial last blocks (see above) */
+  hopattn_tensor_t v_tail;
 } hopattn_kvcache_args_t;
 
 /* Bytes of device workspace a call with these arguments needs (partial O and LSE of split-KV);
@@ -87,7 +94,7 @@ hopattn_status_t hopattn_kvcache_device_check(void* stream);
  * full, passing views (pointer at the block's first token, len = the new full blocks' tokens) of
  * the bf16 staging tensor, the int8 cache and both scale tensors; stored blocks never change.
  * The last, partial block of a sequence stays in the caller's bf16 staging buffer until it
- * fills (docs/decode.md). */
+ * fills; hopattn_kvcache_attention reads it from there (k_tail, v_tail; docs/decode.md). */
 typedef struct hopattn_kvcache_quantize_args {
   hopattn_tensor_t k;
   hopattn_tensor_t v;

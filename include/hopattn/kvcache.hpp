@@ -21,11 +21,13 @@ struct KvCachePlan {
   int variant = 1;  // the kernel variant (KvCacheArgs::variant, the default resolved)
   int num_splits = 1;
   bool pack_gqa = false;
+  bool tail = false;  // an int8 call with 16-bit tail blocks: one more partial slot, and the combine
   size_t workspace_bytes = 0;
 };
 
 // Every rule that needs no device memory (the workspace size is checked against the plan).
-// DeviceContext::tensor_device order: q, k_cache, v_cache, cache_seqlens, o, lse, k_scale, v_scale.
+// DeviceContext::tensor_device order: q, k_cache, v_cache, cache_seqlens, o, lse, k_scale, v_scale,
+// k_tail, v_tail.
 Status check_kvcache_attention(const KvCacheArgs& args, const DeviceContext& context, int sm_count);
 
 // The heuristic (or the forced values): split the KV length across CTAs when batch × heads_kv

@@ -79,6 +79,18 @@ HOPATTN_HOST_DEVICE BalancedLayout balanced_workspace_layout(int64_t groups, int
   return l;
 }
 
+// Which keys of each sequence a split kernel's cache holds. An int8 call with a 16-bit tail block
+// (KvCacheArgs::k_tail/v_tail) runs two kernels over one sequence of len = cache_seqlens[b]
+// keys, tail = len % key_block: the int8 kernel over the full blocks and the 16-bit kernel over
+// the tail tensors; each writes its partial (O, LSE) into its own workspace slots and the combine
+// merges them. Query row s sits at position len - seqlen_q + s in every case (causal masks and
+// bad-length checks use the whole len).
+enum DecodeKeys : int {
+  kDecodeAllKeys = 0,     // keys [0, len)
+  kDecodeFullBlocks = 1,  // keys [0, len - tail): the int8 cache's full blocks
+  kDecodeTailBlock = 2,   // keys [len - tail, len), rows [0, tail) of the tail tensors
+};
+
 // Chunks of a row group with n_tiles KV tiles.
 HOPATTN_HOST_DEVICE int balanced_chunks(int n_tiles) { return (n_tiles + kChunkTiles - 1) / kChunkTiles; }
 
@@ -104,15 +116,27 @@ struct DecodeParams {
   float softmax_scale;  // already defaulted to 1/sqrt(hdim)
   bool causal;
   bool pack_gqa;        // the plan's choice
-  int num_splits;       // the plan's choice; > 1 uses the workspace
-  float* workspace;     // splits > 1: partial O (splits, batch, heads_q, seqlen_q, hdim) then LSE
-                        // (splits, batch, heads_q, seqlen_q), fp32
+  int num_splits;       // the plan's choice: the split kernel's CTAs per row group and m-block
+  // Workspace slots of partial (O, LSE): num_splits, plus one for the 16-bit tail block of an
+  // int8 call (slot num_splits); > 1 uses the workspace and the combine. 0 is read as num_splits.
+  int partial_slots;
+  float* workspace;     // slots > 1: partial O (slots, batch, heads_q, seqlen_q, hdim) then LSE
+                        // (slots, batch, heads_q, seqlen_q), fp32
+  int key_range;        // DecodeKeys: which keys the split kernel's cache holds
+  int split_base;       // the workspace slot of split 0
+  int cache_rows;       // rows of the cache tensors the TMA sees; 0 = max_len
   // int8 cache only: scales (fp32) and the scale block.
   const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
   int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
   const float* v_scale;  // (batch, max_len, heads_kv)
   int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
   int quant_block;
+  // int8 cache with a 16-bit tail block (nullptr: none): (batch, quant_block, heads_kv, hdim) in
+  // q's dtype, each sequence's last cache_seqlens[b] % quant_block tokens in rows 0, 1, ...
+  const void* k_tail;
+  const void* v_tail;
+  int64_t kt_batch_stride, kt_seq_stride, kt_head_stride;
+  int64_t vt_batch_stride, vt_seq_stride, vt_head_stride;
   int variant;     // 1 .. kDecodeVariantMax (0 resolved to the default): see KvCacheArgs::variant
   // Variant 6 (balanced split-KV): num_splits is the CTAs per row group and `chunks` the chunk
   // slots in the workspace (kernel/sm90_decode_balanced.hpp lays it out).
@@ -120,5 +144,9 @@ struct DecodeParams {
 
   int32_t* error;       // device record of the first bad cache_seqlens entry (decode_error.cu)
 };
+
+inline int decode_partial_slots(const DecodeParams& p) {
+  return p.partial_slots > p.num_splits ? p.partial_slots : p.num_splits;
+}
 
 }  // namespace hopattn::attention

@@ -89,6 +89,8 @@ struct KvCase {
   bool int8 = false;            // the cache quantized by hopattn_kvcache_quantize_int8 (max_len % quant_block == 0)
   int quant_block = 128;
   bool outliers = false;        // K channels 3, d/2 and d-5 scaled x20 before quantization
+  bool tail = false;            // int8: each sequence's last len % quant_block tokens passed in 16 bits
+                                // (k_tail, v_tail); the int8 cache's rows for them hold wrong values
   int variant = 0;              // KvCacheArgs::variant (0: the default)
   uint64_t seed = 1;
 
@@ -107,6 +109,7 @@ struct KvCase {
     if (!with_lse) os << " no-lse";
     if (stale_nan) os << " stale-NaN";
     if (int8) os << " int8/qb" << quant_block;
+    if (tail) os << " tail";
     if (outliers) os << " outliers";
     if (variant) os << " variant=" << variant;
     os << " seed=" << seed;
@@ -188,6 +191,12 @@ class KvRun {
       args.k_scale = tensor_bshd(ks_.get(), HOPATTN_DTYPE_FP32, b, c.max_len / c.quant_block, hkv, d);
       args.v_scale = tensor_v_scale(vs_.as<float>(), b, c.max_len, hkv);
       args.quant_block = c.quant_block;
+      if (c.tail) {
+        const int64_t tail_alloc = std::max<int64_t>(int64_t(b) * c.quant_block * hkv * d, 1);
+        kt_ = DeviceBuffer(size_t(tail_alloc) * es), vt_ = DeviceBuffer(size_t(tail_alloc) * es);
+        args.k_tail = tensor_bshd(kt_.get(), c.dtype, b, c.quant_block, hkv, d);
+        args.v_tail = tensor_bshd(vt_.get(), c.dtype, b, c.quant_block, hkv, d);
+      }
     }
     lens_ = DeviceBuffer(std::max<size_t>(size_t(b), 1) * sizeof(int32_t));
     args.cache_seqlens = tensor_seqlens(lens_.as<int32_t>(), b);
@@ -247,6 +256,7 @@ class KvRun {
       qa.k_scale = args.k_scale, qa.v_scale = args.v_scale, qa.quant_block = c.quant_block;
       const hopattn_status_t qs = hopattn_kvcache_quantize_int8(&qa, nullptr);
       if (qs.code != HOPATTN_OK) throw std::runtime_error("hopattn_kvcache_quantize_int8: " + status_string(qs));
+      if (c.tail) fill_tails();
     }
     if (!lens.empty())
       HOPATTN_CUDA_CHECK(cudaMemcpy(lens_.get(), lens.data(), lens.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
@@ -366,10 +376,52 @@ class KvRun {
     return download_as_float(t.data, HOPATTN_DTYPE_FP32, n);
   }
 
+  // Tail cases: the tokens [len - len % quant_block, len) of each valid sequence replaced by the
+  // 16-bit values the kernels read from the tails (x: the int8 reference of K or V, contiguous).
+  std::vector<float> with_tail(std::vector<float> x, bool k) const {
+    if (!c_.tail) return x;
+    const std::vector<float> src = k ? host_k16() : host_v16();
+    const size_t row = size_t(c_.heads_kv) * c_.hdim;
+    for (int b = 0; b < c_.batch(); ++b) {
+      if (!c_.valid_len(c_.lens[b])) continue;
+      const int len = c_.lens[b], base = len - len % c_.quant_block;
+      const size_t first = (size_t(b) * c_.max_len + base) * row, n = size_t(len - base) * row;
+      std::copy_n(&src[first], n, &x[first]);
+    }
+    return x;
+  }
+
   hopattn_kvcache_args_t args{};
   size_t workspace_bytes = 0;
 
  private:
+  // The tails: rows [0, len % quant_block) the 16-bit source's last tokens, the rest N(0, 8^2) (or
+  // NaN with stale_nan). The int8 rows of those tokens are overwritten with +127 (K) and -127 (V),
+  // values no correct call reads.
+  void fill_tails() {
+    const KvCase& c = c_;
+    const size_t es = dtype_size(c.dtype), row = size_t(c.heads_kv) * c.hdim, block = size_t(c.quant_block) * row;
+    const int64_t tail_alloc = int64_t(c.batch()) * int64_t(block);
+    for (int kv = 0; kv < 2; ++kv) {
+      DeviceBuffer& t = kv == 0 ? kt_ : vt_;
+      if (c.stale_nan) fill_nan(t.get(), es, tail_alloc);
+      else fill_normal(t.get(), c.dtype, tail_alloc, c.seed * 7 + 5 + uint64_t(kv), kStaleStd);
+    }
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    for (int kv = 0; kv < 2; ++kv) {
+      const std::vector<float> src = kv == 0 ? host_k16() : host_v16();
+      std::vector<float> tail = download_as_float((kv == 0 ? kt_ : vt_).get(), c.dtype, tail_alloc);
+      for (int b = 0; b < c.batch(); ++b) {
+        if (!c.valid_len(c.lens[b])) continue;
+        const int len = c.lens[b], base = len - len % c.quant_block;
+        std::copy_n(&src[(size_t(b) * c.max_len + base) * row], size_t(len - base) * row, &tail[size_t(b) * block]);
+        char* q8 = static_cast<char*>((kv == 0 ? kq_ : vq_).get()) + (size_t(b) * c.max_len + base) * row;
+        HOPATTN_CUDA_CHECK(cudaMemset(q8, kv == 0 ? 0x7f : 0x81, size_t(len - base) * row));
+      }
+      upload_from_float((kv == 0 ? kt_ : vt_).get(), c.dtype, tail.data(), tail_alloc);
+    }
+  }
+
   std::vector<float> dequantized(bool k, bool round = true) const {
     const std::vector<int8_t> q = host_int8(k);
     const std::vector<float> sc = host_scales(k);
@@ -389,7 +441,7 @@ class KvRun {
 
   KvCase c_;
   DeviceBuffer q_, k_, v_, o_, lse_, lens_, ws_;
-  DeviceBuffer kq_, vq_, ks_, vs_;
+  DeviceBuffer kq_, vq_, ks_, vs_, kt_, vt_;
   Tensor src_k_{}, src_v_{};
   int64_t qo_alloc_ = 0, kv_alloc_ = 0, v_offset_ = 0;
 };
@@ -642,11 +694,14 @@ CaseResult run_case(KvRun& run, const References& ref) {
 References references_of(const KvRun& run) {
   const KvCase& c = run.kcase();
   const int variant = c.variant != 0 ? c.variant : run.plan().variant;
-  if (c.int8 && variant == 12)
+  if (c.int8 && variant == 12) {
+    if (c.tail) throw std::invalid_argument("variant 12's reference does not model the tail blocks");
     return compute_references(c, run.host_q(), run.host_half_scaled(true), run.host_half_scaled(false));
+  }
   const bool fold_v = c.int8 && variant >= 16 && variant <= 21;
-  return compute_references(c, run.host_q(), c.int8 && variant == 7 ? run.host_k_unrounded() : run.host_k(),
-                            fold_v ? run.host_v_unrounded() : run.host_v());
+  return compute_references(c, run.host_q(),
+                            run.with_tail(c.int8 && variant == 7 ? run.host_k_unrounded() : run.host_k(), true),
+                            run.with_tail(fold_v ? run.host_v_unrounded() : run.host_v(), false));
 }
 
 void run_grid(const std::vector<KvCase>& grid) {
@@ -1095,6 +1150,55 @@ TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
   c.int8 = true;
   grid.push_back(c);
   run_grid(grid);
+}
+
+// The int8 call with each sequence's partial last block in 16 bits (k_tail, v_tail): the int8
+// kernel reads the full blocks, the 16-bit kernel the tail, the combine merges them. Every residue
+// of the length mod quant_block (0, 1, 2, quant_block - 1, others), empty caches and caches
+// shorter than a block (no int8 key at all), causal query rows that see no tail key (q_len 16, a
+// tail of 2), both scale blocks, forced splits (1, 3, more than tiles) and packing, NaN past the
+// tails' valid rows, and every int8 variant the head dim has (not 12: its reference models its
+// own fp16 tiles, not a tail). The int8 rows of the tail tokens hold +127 / -127, so a kernel
+// reading them instead of the tail misses the reference. Then one sequence with a bad length:
+// NaN rows and the device report.
+TEST_P(KvCacheGpu, Int8TailBlocksMatchTheReference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  std::vector<KvCase> grid;
+  uint64_t seed = 16000;
+  for (int qb : {64, 128})
+    for (int sq : {1, 7, 16})
+      for (int causal = 0; causal < 2; ++causal) {
+        std::vector<int32_t> lens = {qb - 1, qb, qb + 1, 130, 1000, 2 * qb + 2};
+        if (!causal) lens.push_back(0), lens.push_back(1);
+        else lens.push_back(sq);
+        KvCase c = make(cfg, sq, 8, 2, 1024, lens, causal != 0, seed++);
+        c.int8 = true, c.tail = true, c.quant_block = qb, c.stale_nan = sq == 7, c.outliers = causal != 0;
+        grid.push_back(c);
+      }
+  for (int splits : {1, 3, 1000})
+    for (int pack : {-1, 0, 1}) {
+      KvCase c = make(cfg, 7, 8, 2, 1152, {1100, 45, 0, 1151, 1024}, false, seed++);
+      c.int8 = true, c.tail = true, c.num_splits = splits, c.pack_gqa = pack, c.quant_block = splits == 3 ? 64 : 128;
+      grid.push_back(c);
+    }
+  std::vector<int> variants = {1, 2};
+  if (cfg.hdim <= 128) variants.insert(variants.end(), {3, 4, 5, 7, 8});
+  if (cfg.hdim == 128) variants.insert(variants.end(), {9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21});
+  for (int v : variants) {
+    KvCase c = make(cfg, v % 2 ? 1 : 16, 32, 8, 2048, {2047, 129, 1, 1984 + v, 64}, v % 3 == 0, seed++);
+    c.int8 = true, c.tail = true, c.variant = v, c.quant_block = v % 2 ? 128 : 64, c.num_splits = v % 4 == 0 ? 3 : 0;
+    grid.push_back(c);
+  }
+  run_grid(grid);
+
+  KvCase bad = make(cfg, 1, 8, 2, 1024, {200, 1025, 77}, false, seed++);
+  bad.int8 = true, bad.tail = true;
+  KvRun run(bad);
+  const CaseResult r = run_case(run, references_of(run));
+  print_result(bad, r);
+  EXPECT_TRUE(r.pass) << bad.to_string() << ": " << r.message;
+  expect_device_report(nullptr, 1, 1025, bad.to_string());
 }
 
 // Variants 9 and 10 (kernel/sm90_decode_int8_mma.hpp: warps dequantize into mma.sync fragments,

@@ -150,6 +150,74 @@ TEST(KvCacheQuantizeChecks, EachRuleNamesItsArgument) {
   expect_error(check_kvcache_quantize(a, ctx), "k_int8: overlaps k in memory");
 }
 
+// The int8 cache with each sequence's partial last block in bf16 (k_tail, v_tail).
+KvCacheArgs tail_args() {
+  KvCacheArgs a = int8_args();
+  a.k_tail = tensor_bshd(fake(0x90000000), HOPATTN_DTYPE_BF16, 4, 128, 4, 128);  // (b, quant_block, hkv, d)
+  a.v_tail = tensor_bshd(fake(0xa0000000), HOPATTN_DTYPE_BF16, 4, 128, 4, 128);
+  return a;
+}
+
+TEST(KvCacheChecks, TailBlocksEachRuleNamesItsArgument) {
+  EXPECT_TRUE(check(tail_args()).ok()) << check(tail_args()).to_string();
+  KvCacheArgs a = valid_args();  // a 16-bit cache holds every token itself
+  a.k_tail = tail_args().k_tail, a.v_tail = tail_args().v_tail;
+  expect_error(check(a), "k_tail: given, but the cache is bf16, not int8");
+  a = tail_args();
+  a.v_tail.data = nullptr;
+  expect_error(check(a), "v_tail: null, but k_tail is given (both or neither)");
+  a = tail_args();
+  a.k_tail.data = nullptr;
+  expect_error(check(a), "k_tail: null, but v_tail is given (both or neither)");
+  a = tail_args();
+  a.v_tail.shape[1] = 64;  // quant_block is 128
+  expect_error(check(a), "v_tail: shape (4, 64, 4, 128) must be (batch, quant_block, heads_kv, hdim) = (4, 128, 4, 128)");
+  a = tail_args();
+  a.k_tail.shape[2] = 2;
+  expect_error(check(a), "k_tail: shape (4, 128, 2, 128) must be (batch, quant_block, heads_kv, hdim)");
+  a = tail_args();
+  a.k_tail.dtype = HOPATTN_DTYPE_FP16;
+  expect_error(check(a), "k_tail: dtype fp16 does not match q's bf16");
+  a = tail_args();
+  a.v_tail.stride[3] = 2;
+  expect_error(check(a), "v_tail: the last dimension (hdim) must be contiguous");
+  a = tail_args();
+  a.k_tail.data = fake(0x90000000 + 8);
+  expect_error(check(a), "k_tail: data pointer 0x90000008 is not 16-byte aligned");
+  a = tail_args();
+  a.o.data = fake(0xa0000000 + 256);
+  expect_error(check(a), "o: overlaps input v_tail");
+  a = tail_args();
+  DeviceContext ctx;
+  ctx.tensor_device[9] = kHostMemory;
+  expect_error(check(a, ctx), "v_tail: points to host memory");
+}
+
+// The tail's partial takes one more workspace slot, so a call of one split needs a workspace too.
+TEST(KvCachePlan, TailBlocksTakeOneMoreWorkspaceSlot) {
+  KvCacheArgs a = int8_args();
+  a.q.shape[0] = a.o.shape[0] = a.lse.shape[0] = a.cache_seqlens.shape[0] = 64;  // 64 · 4 packed tiles: no split
+  for (Tensor* t : {&a.k_cache, &a.v_cache, &a.k_scale, &a.v_scale}) t->shape[0] = 64;
+  const KvCachePlan plain = plan_kvcache_attention(a, kSms);
+  ASSERT_EQ(plain.num_splits, 1);
+  EXPECT_EQ(plain.workspace_bytes, 0u);
+  EXPECT_FALSE(plain.tail);
+  a.k_tail = tail_args().k_tail, a.v_tail = tail_args().v_tail;
+  a.k_tail.shape[0] = a.v_tail.shape[0] = 64;
+  const KvCachePlan tail = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(tail.tail);
+  EXPECT_EQ(tail.num_splits, 1);
+  EXPECT_EQ(tail.variant, plain.variant);
+  const size_t rows = size_t(64) * 32 * 1;
+  EXPECT_EQ(tail.workspace_bytes, 2 * rows * (128 + 1) * sizeof(float));
+  a.workspace = nullptr;
+  expect_error(check(a), "workspace: " + std::to_string(tail.workspace_bytes) + " bytes needed for 1 KV splits and the tail block");
+  KvCacheArgs s = tail_args();  // 16 packed tiles: split; one slot more than the splits
+  const KvCachePlan split = plan_kvcache_attention(s, kSms);
+  ASSERT_GT(split.num_splits, 1);
+  EXPECT_EQ(split.workspace_bytes, size_t(split.num_splits + 1) * size_t(4 * 32) * (128 + 1) * sizeof(float));
+}
+
 TEST(KvCacheChecks, OutputAliasesTheCache) {
   KvCacheArgs a = valid_args();
   a.o.data = fake(0x100000000 + 4096);

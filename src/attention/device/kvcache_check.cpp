@@ -23,8 +23,11 @@ constexpr const char* kLseDims[3] = {"batch", "heads", "seqlen"};
 constexpr const char* kSeqlensDims[1] = {"batch"};
 constexpr const char* kKScaleDims[4] = {"batch", "blocks", "heads_kv", "hdim"};
 constexpr const char* kVScaleDims[3] = {"batch", "seqlen", "heads_kv"};
+constexpr const char* kTailDims[4] = {"batch", "quant_block", "heads_kv", "hdim"};
 // DeviceContext::tensor_device order for this operation.
-constexpr const char* kTensorNames[8] = {"q", "k_cache", "v_cache", "cache_seqlens", "o", "lse", "k_scale", "v_scale"};
+constexpr int kTensors = 10;
+constexpr const char* kTensorNames[kTensors] = {"q",   "k_cache", "v_cache", "cache_seqlens", "o",
+                                                "lse", "k_scale", "v_scale", "k_tail",        "v_tail"};
 constexpr int kTileRows = 64;   // query rows per consumer warpgroup tile
 constexpr int kSplitKeys = 128; // the smallest KV range a split is given
 constexpr int kMaxSplits = 128;
@@ -96,11 +99,41 @@ Status check_scales(const KvCacheArgs& a) {
   return check_pointer_and_alignment(vs, "v_scale", 4);
 }
 
+bool has_tail(const KvCacheArgs& a) { return a.k_tail.data != nullptr || a.v_tail.data != nullptr; }
+
+// The int8 call's 16-bit tail blocks: both or neither, (batch, quant_block, heads_kv, hdim) in q's dtype.
+Status check_tail(const KvCacheArgs& a) {
+  if (!has_tail(a)) return Status();
+  if (!is_int8(a))
+    return Status::invalid(cat(a.k_tail.data ? "k_tail" : "v_tail", ": given, but the cache is ",
+                               hopattn_dtype_name(a.k_cache.dtype), ", not int8 (a 16-bit cache holds every token)"));
+  if (a.k_tail.data == nullptr || a.v_tail.data == nullptr)
+    return Status::invalid(cat(a.k_tail.data ? "v_tail" : "k_tail", ": null, but ", a.k_tail.data ? "k_tail" : "v_tail",
+                               " is given (both or neither)"));
+  const Tensor* tails[2] = {&a.k_tail, &a.v_tail};
+  const char* names[2] = {"k_tail", "v_tail"};
+  for (int i = 0; i < 2; ++i) {
+    const Tensor& t = *tails[i];
+    if (Status s = check_geometry(t, names[i], 4, kTailDims); !s.ok()) return s;
+    if (t.dtype != a.q.dtype)
+      return Status::invalid(cat(names[i], ": dtype ", hopattn_dtype_name(t.dtype), " does not match q's ",
+                                 hopattn_dtype_name(a.q.dtype)));
+    if (t.shape[0] != a.k_cache.shape[0] || t.shape[1] != a.quant_block || t.shape[2] != a.k_cache.shape[2] ||
+        t.shape[3] != a.k_cache.shape[3])
+      return Status::invalid(cat(names[i], ": shape (", t.shape[0], ", ", t.shape[1], ", ", t.shape[2], ", ", t.shape[3],
+                                 ") must be (batch, quant_block, heads_kv, hdim) = (", a.k_cache.shape[0], ", ",
+                                 a.quant_block, ", ", a.k_cache.shape[2], ", ", a.k_cache.shape[3], ")"));
+    if (t.stride[3] != 1 && t.shape[3] > 1) return Status::invalid(cat(names[i], ": the last dimension (hdim) must be contiguous"));
+    if (Status s = check_pointer_and_alignment(t, names[i], 16); !s.ok()) return s;
+  }
+  return Status();
+}
+
 Status check_aliasing(const KvCacheArgs& a) {
-  const Tensor* inputs[6] = {&a.q, &a.k_cache, &a.v_cache, &a.cache_seqlens, &a.k_scale, &a.v_scale};
-  const char* names[6] = {"q", "k_cache", "v_cache", "cache_seqlens", "k_scale", "v_scale"};
+  const Tensor* inputs[8] = {&a.q, &a.k_cache, &a.v_cache, &a.cache_seqlens, &a.k_scale, &a.v_scale, &a.k_tail, &a.v_tail};
+  const char* names[8] = {"q", "k_cache", "v_cache", "cache_seqlens", "k_scale", "v_scale", "k_tail", "v_tail"};
   const ByteRange o = byte_range(a.o), lse = byte_range(a.lse);
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 8; ++i) {
     const ByteRange in = byte_range(*inputs[i]);
     if (overlaps(o, in)) return Status::invalid(cat("o: overlaps input ", names[i], " in memory"));
     if (overlaps(lse, in)) return Status::invalid(cat("lse: overlaps input ", names[i], " in memory"));
@@ -212,9 +245,11 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
         attention::balanced_workspace_layout(groups, chunks, batch * heads_q * seqlen_q, hdim).bytes;
     return plan;
   }
-  if (plan.num_splits > 1)  // per split: O (fp32, hdim per row) and LSE (fp32 per row)
-    plan.workspace_bytes = size_t(plan.num_splits) * size_t(batch * heads_q * seqlen_q) *
-                           (size_t(a.q.shape[3]) + 1) * sizeof(float);
+  // An int8 call's 16-bit tail: one more partial, after the splits' (so a combine even at one split).
+  plan.tail = is_int8(a) && has_tail(a);
+  const int64_t slots = plan.num_splits + (plan.tail ? 1 : 0);
+  if (slots > 1)  // per slot: O (fp32, hdim per row) and LSE (fp32 per row)
+    plan.workspace_bytes = size_t(slots) * size_t(batch * heads_q * seqlen_q) * (size_t(a.q.shape[3]) + 1) * sizeof(float);
   return plan;
 }
 
@@ -234,6 +269,7 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
       return Status::invalid("lse: shape must be (batch, heads_q, seqlen_q)");
   }
   if (Status s = check_scales(a); !s.ok()) return s;
+  if (Status s = check_tail(a); !s.ok()) return s;
   if (Status s = check_aliasing(a); !s.ok()) return s;
   if (!std::isfinite(a.softmax_scale)) return Status::invalid("softmax_scale: must be finite");
   if (a.softmax_scale < 0.0f)  // the running maximum is of raw scores (as attention_check.cpp)
@@ -254,17 +290,17 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
   const KvCachePlan plan = plan_kvcache_attention(a, sm_count);
   if (plan.workspace_bytes > 0 && (a.workspace == nullptr || a.workspace_bytes < plan.workspace_bytes))
     return Status::invalid(cat("workspace: ", plan.workspace_bytes, " bytes needed for ", plan.num_splits,
-                               " KV splits, ", a.workspace ? a.workspace_bytes : 0,
-                               " given (query hopattn_kvcache_workspace_size)"));
-  return check_placement(ctx, kTensorNames, 8);
+                               " KV splits", plan.tail ? " and the tail block" : "", ", ",
+                               a.workspace ? a.workspace_bytes : 0, " given (query hopattn_kvcache_workspace_size)"));
+  return check_placement(ctx, kTensorNames, kTensors);
 }
 
 namespace {
 
 Status query_kvcache_context(const KvCacheArgs& a, Stream stream, DeviceContext* ctx, int* sm_count) {
-  const void* ptrs[8] = {a.q.data, a.k_cache.data, a.v_cache.data, a.cache_seqlens.data,
-                         a.o.data, a.lse.data,     a.k_scale.data, a.v_scale.data};
-  if (Status s = query_device_context(stream, ptrs, 8, ctx); !s.ok()) return s;
+  const void* ptrs[kTensors] = {a.q.data,   a.k_cache.data, a.v_cache.data, a.cache_seqlens.data, a.o.data,
+                                a.lse.data, a.k_scale.data, a.v_scale.data, a.k_tail.data,        a.v_tail.data};
+  if (Status s = query_device_context(stream, ptrs, kTensors, ctx); !s.ok()) return s;
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, ctx->current_device));
   return Status();
 }
@@ -289,6 +325,7 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.causal = a.causal != 0;
   p.pack_gqa = plan.pack_gqa;
   p.num_splits = plan.num_splits;
+  p.partial_slots = plan.num_splits + (plan.tail ? 1 : 0);
   p.workspace = static_cast<float*>(a.workspace);
   p.variant = plan.variant;
   p.chunks = plan.variant == 6 ? int(balanced_chunk_slots(a)) : 0;
@@ -299,6 +336,12 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
     p.v_scale = static_cast<const float*>(a.v_scale.data);
     p.vs_batch_stride = a.v_scale.stride[0], p.vs_seq_stride = a.v_scale.stride[1], p.vs_head_stride = a.v_scale.stride[2];
     p.quant_block = a.quant_block;
+    if (plan.tail) {
+      p.key_range = attention::kDecodeFullBlocks;
+      p.k_tail = a.k_tail.data, p.v_tail = a.v_tail.data;
+      p.kt_batch_stride = a.k_tail.stride[0], p.kt_seq_stride = a.k_tail.stride[1], p.kt_head_stride = a.k_tail.stride[2];
+      p.vt_batch_stride = a.v_tail.stride[0], p.vt_seq_stride = a.v_tail.stride[1], p.vt_head_stride = a.v_tail.stride[2];
+    }
   }
   return p;
 }

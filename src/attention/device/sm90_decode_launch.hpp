@@ -35,10 +35,22 @@ inline Status decode_grid(const DecodeParams& dp, int block_m, DecodeGrid* g) {
   return Status();
 }
 
+// The 16-bit kernel's TMA rows (its Params only have the field).
+template <class Params>
+auto set_cache_rows(Params& p, int rows, int) -> decltype(p.cache_rows = rows, void()) {
+  p.cache_rows = rows;
+}
+template <class Params>
+void set_cache_rows(Params&, int, long) {}
+
+// Rows of the cache tensors the TMA sees.
+inline int decode_cache_rows(const DecodeParams& dp) { return dp.cache_rows > 0 ? dp.cache_rows : dp.max_len; }
+
 // The fields both kernels' Params share, by name.
 template <class Params, class Element>
 void fill_common_params(Params& p, const DecodeParams& dp, const DecodeGrid& g, int hdim) {
   const int64_t rows_total = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
+  const int slots = decode_partial_slots(dp);
   p.q = static_cast<const Element*>(dp.q);
   p.q_batch_stride = dp.q_batch_stride, p.q_seq_stride = dp.q_seq_stride, p.q_head_stride = dp.q_head_stride;
   p.o = static_cast<Element*>(dp.o);
@@ -47,14 +59,16 @@ void fill_common_params(Params& p, const DecodeParams& dp, const DecodeGrid& g, 
   p.lse_batch_stride = dp.lse_batch_stride, p.lse_head_stride = dp.lse_head_stride;
   p.lse_seq_stride = dp.lse_seq_stride;
   p.cache_seqlens = dp.cache_seqlens;
-  p.o_part = dp.num_splits > 1 ? dp.workspace : nullptr;
-  p.lse_part = dp.num_splits > 1 ? dp.workspace + rows_total * hdim * dp.num_splits : nullptr;
+  p.o_part = slots > 1 ? dp.workspace : nullptr;
+  p.lse_part = slots > 1 ? dp.workspace + rows_total * hdim * slots : nullptr;
   p.error = dp.error;
   p.batch = dp.batch, p.seqlen_q = dp.seqlen_q, p.heads_q = dp.heads_q, p.heads_kv = dp.heads_kv;
   p.max_len = dp.max_len;
   p.group = g.group, p.rows = g.rows, p.num_splits = dp.num_splits;
   p.softmax_scale = dp.softmax_scale;
   p.causal = dp.causal;
+  p.key_block = dp.quant_block, p.key_range = dp.key_range, p.split_base = dp.split_base;
+  set_cache_rows(p, decode_cache_rows(dp), 0);
 }
 
 // The TMA sees the whole cache, (max_len, hdim, heads_kv, batch); keys past a sequence's own
@@ -64,20 +78,21 @@ auto make_cache_tma(const DecodeParams& dp, const void* ptr, int64_t seq_stride,
                     int64_t batch_stride, Box box) {
   using namespace cute;
   auto cache = make_tensor(make_gmem_ptr(static_cast<T const*>(ptr)),
-                           make_layout(make_shape(std::max(dp.max_len, 1), kHeadDim, dp.heads_kv, dp.batch),
+                           make_layout(make_shape(std::max(decode_cache_rows(dp), 1), kHeadDim, dp.heads_kv, dp.batch),
                                        make_stride(seq_stride, _1{}, head_stride, batch_stride)));
   return make_tma_copy(SM90_TMA_LOAD{}, cache, box);
 }
 
 template <class Element, int kHeadDim>
 Status launch_decode_combine(const DecodeParams& dp, Stream stream) {
-  if (dp.num_splits == 1) return Status();
+  const int slots = decode_partial_slots(dp);
+  if (slots == 1) return Status();
   const int64_t rows_total = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
   const float* o_part = dp.workspace;
-  CombineParams<Element, kHeadDim> c{o_part, o_part + rows_total * kHeadDim * dp.num_splits, dp.cache_seqlens,
+  CombineParams<Element, kHeadDim> c{o_part, o_part + rows_total * kHeadDim * slots, dp.cache_seqlens,
                                      static_cast<Element*>(dp.o), dp.o_batch_stride, dp.o_seq_stride, dp.o_head_stride,
                                      dp.lse, dp.lse_batch_stride, dp.lse_head_stride, dp.lse_seq_stride,
-                                     dp.batch, dp.seqlen_q, dp.heads_q, dp.max_len, dp.num_splits, dp.causal};
+                                     dp.batch, dp.seqlen_q, dp.heads_q, dp.max_len, slots, dp.causal};
   const int64_t blocks = (rows_total + kCombineWarps - 1) / kCombineWarps;
   if (blocks > INT32_MAX) return Status::unsupported("kvcache attention: too many rows for the combine grid");
   decode_combine_kernel<Element, kHeadDim><<<unsigned(blocks), 32 * kCombineWarps, 0, stream>>>(c);
@@ -205,6 +220,24 @@ Status run_decode_balanced(const DecodeParams& dp, Stream stream) {
 template <class Element, int kWarps, Int8MmaMath kMath, int kCtasPerSm = 1>
 using WarpRings = DecodeInt8MmaTraits<Element, 128, 64, kWarps, Int8MmaLoads::kWarpRings, kMath, kCtasPerSm>;
 
+// An int8 call's 16-bit tail block: the 16-bit split kernel (variant 1, one split) over the tail
+// tensors, its keys the sequences' last len % quant_block, its partial in the slot after the
+// int8 splits'. The sequence bound (max_len) stays the int8 cache's.
+inline DecodeParams decode_tail_params(const DecodeParams& dp) {
+  DecodeParams t = dp;
+  t.cache_dtype = dp.dtype;
+  t.k = dp.k_tail, t.v = dp.v_tail;
+  t.k_batch_stride = dp.kt_batch_stride, t.k_seq_stride = dp.kt_seq_stride, t.k_head_stride = dp.kt_head_stride;
+  t.v_batch_stride = dp.vt_batch_stride, t.v_seq_stride = dp.vt_seq_stride, t.v_head_stride = dp.vt_head_stride;
+  t.cache_rows = dp.quant_block;
+  t.key_range = kDecodeTailBlock;
+  t.variant = 1;
+  t.num_splits = 1;
+  t.split_base = dp.num_splits;
+  t.partial_slots = decode_partial_slots(dp);
+  return t;
+}
+
 template <class Element, int kHeadDim>
 Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
   if (dp.variant == 6) return run_decode_balanced<Element, kHeadDim>(dp, stream);
@@ -258,6 +291,10 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
     else
       s = run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream);
     if (!s.ok()) return s;
+    if (dp.k_tail != nullptr) {
+      s = run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(decode_tail_params(dp), stream);
+      if (!s.ok()) return s;
+    }
   } else {
     Status s;
     if constexpr (kHeadDim <= 128)  // variant 2 is variant 1 at hdim 256

@@ -41,6 +41,7 @@
 
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
 #include "attention/collective/sm90_fwd_softmax.hpp"
+#include "attention/decode_params.hpp"
 #include "attention/collective/sm90_wgmma.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"
 
@@ -118,6 +119,9 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
     int num_splits;
     float softmax_scale;
     bool causal;
+    int key_block, key_range;  // the keys this cache holds (DecodeKeys; key_block: the int8 call's quant_block)
+    int split_base;            // the workspace slot of split 0
+    int cache_rows;            // rows the TMA sees: max_len, or quant_block for an int8 call's tail
 #ifdef HOPATTN_DECODE_STAMPS
     uint64_t* stamps;  // measurement builds only (HOPATTN_STAMP)
 #endif
@@ -255,6 +259,8 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
     int group, rows, num_splits;
     float softmax_scale;
     bool causal;
+    int key_block, key_range;  // the keys this cache holds (DecodeKeys)
+    int split_base;            // the workspace slot of split 0
     const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
     int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
     const float* v_scale;  // (batch, max_len, heads_kv)
@@ -287,9 +293,9 @@ CUTE_HOST_DEVICE bool bad_cache_length(int len, int max_len, int seqlen_q, bool 
 // What one CTA computes: its 64 rows (row group, m_block), its sequence's length and its KV
 // tiles [n_begin, n_end). Shared by the bf16 and the int8 kernels.
 struct DecodeTile {
-  int m_block, split, group_idx, b, h_kv;
+  int m_block, split, slot, group_idx, b, h_kv;  // slot: the split's workspace slot
   int group, rows, seqlen_q, heads_q;
-  int len, diag, row0;
+  int len, diag, row0;  // len: the keys this cache holds (the sequence's length, or a bad one)
   int n_total, n_begin, n_end, mask_from;  // n_total: the row group's KV tiles
   bool bad, causal;
 
@@ -305,6 +311,7 @@ struct DecodeTile {
   CUTE_DEVICE static DecodeTile make_rows(Params const& p) {
     DecodeTile t;
     t.m_block = int(blockIdx.x) / p.num_splits, t.split = int(blockIdx.x) % p.num_splits;
+    t.slot = p.split_base + t.split;
     t.group_idx = blockIdx.y, t.b = blockIdx.z;
     t.group = p.group, t.rows = p.rows, t.seqlen_q = p.seqlen_q, t.heads_q = p.heads_q, t.causal = p.causal;
     t.h_kv = p.group > 1 ? t.group_idx : t.group_idx / (p.heads_q / p.heads_kv);
@@ -321,6 +328,11 @@ struct DecodeTile {
     t.len = len_b;
     t.bad = bad_cache_length(t.len, p.max_len, p.seqlen_q, p.causal);
     t.diag = t.len - p.seqlen_q;  // position of query s is diag + s
+    if (p.key_range != kDecodeAllKeys && !t.bad) {  // an int8 call with a 16-bit tail (DecodeKeys)
+      const int tail = len_b % p.key_block;
+      if (p.key_range == kDecodeFullBlocks) t.len = len_b - tail;
+      else t.len = tail, t.diag -= len_b - tail;  // key j of the tail is key len_b - tail + j
+    }
     const int row_last = min(p.rows, t.row0 + kBlockM) - 1;
     const int keys = t.bad ? 0 : (p.causal ? min(t.len, t.diag + t.pos(row_last) + 1) : t.len);
     t.n_total = (keys + kBlockN - 1) / kBlockN;
@@ -401,7 +413,7 @@ CUTE_DEVICE void mask_decode_scores(DecodeTile const& t, int n, TensorS& tSrS, T
 }
 
 // Epilogue: O (output type) and LSE to their strided places, or with `partial` (several splits,
-// or a chunk of the balanced kernel) fp32 partials into the workspace slot t.split. A bad length
+// or a chunk of the balanced kernel) fp32 partials into the workspace slot t.slot. A bad length
 // writes NaN. `thread` indexes the consumer warpgroup.
 template <class Traits, class TensorO, class TensorOC, class TensorSC, int kRows>
 CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTile const& t, TensorO& tOrO,
@@ -424,7 +436,7 @@ CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTil
       if (row >= t.rows) continue;
       const int s = t.pos(row), h = t.head(row);
       if (partial)
-        p.lse_part[((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s] = lse[r];
+        p.lse_part[((int64_t(t.slot) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s] = lse[r];
       else if (p.lse != nullptr)
         p.lse[t.b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = lse[r];
     }
@@ -441,7 +453,7 @@ CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTil
     if (row >= t.rows) continue;
     const int s = t.pos(row), h = t.head(row);
     if (partial) {
-      float* dst = p.o_part + (((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s) * kHeadDim;
+      float* dst = p.o_part + (((int64_t(t.slot) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + s) * kHeadDim;
       CUTE_UNROLL
       for (int j = 0; j < size<1>(o); j += 2)
         *reinterpret_cast<float2*>(dst + get<1>(co(r, j))) = make_float2(o(r, j), o(r, j + 1));
@@ -527,7 +539,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, PIPE)
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, BLK_N, PIPE)
 
-  const int tma_len = max(p.max_len, 1);
+  const int tma_len = max(p.cache_rows, 1);
   Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
   Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
   Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
@@ -593,7 +605,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   HOPATTN_STAMP(p.stamps, cta, 5);  // last tile done
   float lse[kRows];
   softmax.finalize(tOrO, lse);
-  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x, p.num_splits > 1);
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x, p.o_part != nullptr);
 #ifdef HOPATTN_DECODE_STAMPS
   __syncthreads();
   HOPATTN_STAMP(p.stamps, cta, 6);  // every thread's stores issued
@@ -1072,16 +1084,16 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
     if (row >= t.rows) continue;
     const int sp = t.pos(row), h = t.head(row);
     if (warp == 0 && lane < 4) {  // lanes 0-3 of warp 0 hold every column once
-      if (p.num_splits > 1)
-        p.lse_part[((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp] = lse[j];
+      if (p.o_part != nullptr)
+        p.lse_part[((int64_t(t.slot) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp] = lse[j];
       else if (p.lse != nullptr)
         p.lse[t.b * p.lse_batch_stride + h * p.lse_head_stride + sp * p.lse_seq_stride] = lse[j];
     }
     CUTE_UNROLL
     for (int r = 0; r < size<0>(o); ++r) {
       const int d = get<0>(co(r, j));
-      if (p.num_splits > 1)
-        p.o_part[(((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp) * kHeadDim + d] = o(r, j);
+      if (p.o_part != nullptr)
+        p.o_part[(((int64_t(t.slot) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp) * kHeadDim + d] = o(r, j);
       else
         p.o[t.b * p.o_batch_stride + sp * p.o_seq_stride + h * p.o_head_stride + d] = Element(o(r, j));
     }
@@ -1292,7 +1304,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       }
     }
   }
-  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread, p.num_splits > 1);
+  store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread, p.o_part != nullptr);
 }
 
 // Variant 5's transform warpgroup: V only (K is converted by the consumer). Thread 0 issues the

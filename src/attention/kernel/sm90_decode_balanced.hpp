@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       float lse[kRows];
       softmax.finalize(tOrO, lse);
       DecodeTile tc = t;
-      tc.split = chunk;
+      tc.split = chunk, tc.slot = chunk;
       store_decode_output<Traits>(p, tc, tOrO, tOcO, tScS, lse, threadIdx.x, true);
     }
   }

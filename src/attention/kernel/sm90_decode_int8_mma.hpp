@@ -258,6 +258,8 @@ struct DecodeInt8MmaTraits {
     int group, rows, num_splits;
     float softmax_scale;
     bool causal;
+    int key_block, key_range;  // the keys this cache holds (DecodeKeys)
+    int split_base;            // the workspace slot of split 0
     const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
     int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
     const float* v_scale;  // (batch, max_len, heads_kv)
@@ -655,15 +657,15 @@ CUTE_DEVICE void merge_partials_and_store(typename Traits::Params const& p, cons
     CUTE_UNROLL
     for (int k = 0; k < 8; ++k) acc[k] *= inv;
     const int sp = t.pos(row), h = t.head(row);
-    const bool partial = p.num_splits > 1;
+    const bool partial = p.o_part != nullptr;
     if (item % 16 == 0) {
       if (partial)
-        p.lse_part[((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp] = lse;
+        p.lse_part[((int64_t(t.slot) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp] = lse;
       else if (p.lse != nullptr)
         p.lse[t.b * p.lse_batch_stride + h * p.lse_head_stride + sp * p.lse_seq_stride] = lse;
     }
     if (partial) {
-      float* dst = p.o_part + (((int64_t(t.split) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp) * kHeadDim + ch;
+      float* dst = p.o_part + (((int64_t(t.slot) * p.batch + t.b) * p.heads_q + h) * p.seqlen_q + sp) * kHeadDim + ch;
       *reinterpret_cast<float4*>(dst) = make_float4(acc[0], acc[1], acc[2], acc[3]);
       *reinterpret_cast<float4*>(dst + 4) = make_float4(acc[4], acc[5], acc[6], acc[7]);
     } else {
