@@ -58,7 +58,9 @@ typedef struct hopattn_kvcache_args {
                             only, not the default), 7 = as 4 with Q·Kᵀ as 8-bit WGMMAs on the
                             int8 K ("half INT8", hdim <= 128; forced only), 8 = as 4 with one
                             CTA per SM and a 128 KB raw ring (hdim <= 128; forced only). bf16/fp16 cache:
-                            6 = balanced split-KV (chunks claimed by the CTAs; forced only). */
+                            6 = balanced split-KV (chunks claimed by the CTAs; forced only),
+                            22 = variant 1 with uneven splits (big ones, then small ones the SMs
+                            that finish first take; forced only). */
   hopattn_tensor_t k_tail;  /* int8 cache only, optional: the 16-bit partial last blocks (see above) */
   hopattn_tensor_t v_tail;
 } hopattn_kvcache_args_t;

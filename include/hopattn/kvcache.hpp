@@ -22,6 +22,8 @@ struct KvCachePlan {
   int num_splits = 1;
   bool pack_gqa = false;
   bool tail = false;  // an int8 call with 16-bit tail blocks: one more partial slot, and the combine
+  // Variant 22: the last small_splits of num_splits are small (weights big_weight : small_weight).
+  int small_splits = 0, big_weight = 1, small_weight = 1;
   size_t workspace_bytes = 0;
 };
 

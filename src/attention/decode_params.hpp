@@ -13,7 +13,11 @@ namespace hopattn::attention {
 // The decode kernel variants as the host plans them (sm90_decode.hpp holds the tiles):
 //   16-bit cache: 1 = 128-key tiles (64 at hdim 256), 3 stages, one CTA per SM;
 //                 2 = 64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM (hdim <= 128);
-//                 6 = variant 1's tiles with balanced split-KV (chunks claimed by the CTAs).
+//                 6 = variant 1's tiles with balanced split-KV (chunks claimed by the CTAs);
+//                 22 = variant 1 with uneven splits: per row group `num_splits - small_splits`
+//                 big splits, then `small_splits` small ones, every big CTA numbered before every
+//                 small one (DecodeTile::make_rows), so the SMs that finish first take the small
+//                 ones (the block scheduler hands out CTAs in order).
 //   int8 cache:   1 = two consumer warpgroups (hdim <= 128; one at 256); 2 = one consumer;
 //                 3 = one consumer, 112 KB, two CTAs per SM (hdim <= 128); 4 = as 3 with the
 //                 swapped-operand consumer (16 packed rows per CTA); 5 = as 4 with K converted
@@ -123,6 +127,10 @@ struct DecodeParams {
   float* workspace;     // slots > 1: partial O (slots, batch, heads_q, seqlen_q, hdim) then LSE
                         // (slots, batch, heads_q, seqlen_q), fp32
   int key_range;        // DecodeKeys: which keys the split kernel's cache holds
+  // Uneven splits (variant 22; 0 = even): of num_splits, the last small_splits are small. Split
+  // s's tiles are [n·P(s)/P(S), n·P(s+1)/P(S)) with P the prefix sum of the weights (big_weight
+  // for the big splits, small_weight for the small).
+  int small_splits, big_weight, small_weight;
   int split_base;       // the workspace slot of split 0
   int cache_rows;       // rows of the cache tensors the TMA sees; 0 = max_len
   // int8 cache only: scales (fp32) and the scale block.

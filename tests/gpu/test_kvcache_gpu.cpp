@@ -920,6 +920,12 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   c = make(cfg, 2, 4, 1, 1200, {1200, 130}, true, 10012);  // balanced split-KV (6): claims and chunk partials
   c.num_splits = 3, c.variant = 6;
   grid.push_back(c);
+  c = make(cfg, 2, 4, 1, 1200, {1200, 130}, true, 10013);  // uneven splits (22): remapped CTAs, weighted ranges
+  c.num_splits = 3, c.variant = 22;
+  grid.push_back(c);
+  c = make(cfg, 1, 8, 2, 320, {300, 1, 0}, false, 10014);  // the int8 call with 16-bit tails
+  c.int8 = true, c.tail = true, c.quant_block = 64;
+  grid.push_back(c);
   run_grid(grid);
   c = make(cfg, 2, 4, 1, 300, {300, -1}, false, 10003);
   c.num_splits = 3;
@@ -1361,11 +1367,11 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21})
+  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22})
     for (int causal = 0; causal < 4; ++causal) {
       if (attention::decode_variant_int8_only(variant) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
       if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9-21: hdim 128 only
-      if (variant == 6 && int8) continue;                                       // 16-bit only
+      if ((variant == 6 || variant == 22) && int8) continue;                    // 16-bit only
       KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
       c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;
       c.pack_gqa = causal == 3 ? 0 : -1;
@@ -1380,6 +1386,39 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
       print_result(c, r);
       EXPECT_TRUE(r.pass) << c.to_string() << " variant " << variant << ": " << r.message;
     }
+}
+
+// Variant 22 (uneven splits): the CTAs renumbered so that every row group's big splits come
+// before the small ones, and the key ranges weighted. Three shapes of the split (the default
+// 8:7:1 and two HOPATTN_DECODE_UNEVEN settings) × forced big-split counts 1, 3 and 16 (more than
+// some sequences' tiles) × causal and q_len 1 and 7, over a ragged batch of 5 with an empty cache
+// and packed GQA, against the reference; and two calls bit for bit equal.
+TEST_P(KvCacheGpu, UnevenSplitsMatchTheReference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  uint64_t seed = 17000;
+  for (const char* shape : {"", "16:15:1", "4:3:1"}) {
+    if (*shape) setenv("HOPATTN_DECODE_UNEVEN", shape, 1);
+    else unsetenv("HOPATTN_DECODE_UNEVEN");
+    std::printf("HOPATTN_DECODE_UNEVEN=%s\n", *shape ? shape : "(unset: 8:7:1)");
+    for (int splits : {1, 3, 16})
+      for (int causal = 0; causal < 2; ++causal) {
+        KvCase c = make(cfg, causal ? 7 : 1, 16, 4, 3000, {3000, 129, 0, 2047, 700}, causal != 0, seed++);
+        c.num_splits = splits, c.variant = 22;
+        KvRun run(c);
+        const CaseResult r = run_case(run, references_of(run));
+        print_result(c, r);
+        EXPECT_TRUE(r.pass) << c.to_string() << " HOPATTN_DECODE_UNEVEN=" << shape << ": " << r.message;
+        if (splits == 3) {  // a second call: the same bytes
+          const std::vector<uint8_t> o1 = run.o_bytes(), l1 = run.lse_bytes();
+          run.poison(nullptr);
+          ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK);
+          HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+          EXPECT_TRUE(o1 == run.o_bytes() && l1 == run.lse_bytes()) << c.to_string() << ": a second call differs";
+        }
+      }
+  }
+  unsetenv("HOPATTN_DECODE_UNEVEN");
 }
 
 // Variant 6 (balanced split-KV): the first call on a poisoned workspace assigns chunks statically;

@@ -218,6 +218,26 @@ TEST(KvCachePlan, TailBlocksTakeOneMoreWorkspaceSlot) {
   EXPECT_EQ(split.workspace_bytes, size_t(split.num_splits + 1) * size_t(4 * 32) * (128 + 1) * sizeof(float));
 }
 
+// Variant 22: the heuristic's splits become the big ones, as many small ones follow (8:7:1), and
+// the workspace holds a partial for each.
+TEST(KvCachePlan, UnevenVariant22AddsSmallSplits) {
+  KvCacheArgs a = valid_args();
+  const KvCachePlan even = plan_kvcache_attention(a, kSms);
+  ASSERT_GT(even.num_splits, 1);
+  EXPECT_EQ(even.small_splits, 0);
+  a.variant = 22;
+  const KvCachePlan u = plan_kvcache_attention(a, kSms);
+  EXPECT_EQ(u.variant, 22);
+  EXPECT_EQ(u.small_splits, even.num_splits);
+  EXPECT_EQ(u.num_splits, 2 * even.num_splits);
+  EXPECT_EQ(u.big_weight, 7);
+  EXPECT_EQ(u.small_weight, 1);
+  EXPECT_EQ(u.workspace_bytes, size_t(u.num_splits) * size_t(4 * 32) * (128 + 1) * sizeof(float));
+  a.num_splits = 3;  // forced: the big splits
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 6);
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+}
+
 TEST(KvCacheChecks, OutputAliasesTheCache) {
   KvCacheArgs a = valid_args();
   a.o.data = fake(0x100000000 + 4096);
@@ -229,9 +249,9 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.num_splits = -2;
   expect_error(check(a), "num_splits: -2 is negative");
   a = valid_args();
-  a.variant = 22;
-  expect_error(check(a), "variant: 22 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, "
-                         "18, 19, 20 or 21");
+  a.variant = 23;
+  expect_error(check(a), "variant: 23 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, "
+                         "18, 19, 20, 21 or 22");
   for (int v : {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
     a.variant = v;
     expect_error(check(a), "variant: " + std::to_string(v) + " applies to an int8 cache only");
@@ -256,6 +276,8 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a = int8_args();
   a.variant = 6;
   expect_error(check(a), "variant: 6 (balanced split-KV) applies to a 16-bit cache only");
+  a.variant = 22;
+  expect_error(check(a), "variant: 22 (uneven splits) applies to a 16-bit cache only");
   for (int v : {3, 4, 5}) {
     a.variant = v;
     EXPECT_TRUE(check(a).ok()) << "variant " << v << ": " << check(a).to_string();

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "attention/decode_params.hpp"
@@ -155,6 +157,26 @@ Tensor tensor_v_scale(float* data, long long batch, long long seqlen, long long 
 }
 
 namespace {
+// Variant 22's shape: S_small = S · eighths / 8 small splits (at least 1) of weight small_weight
+// each against big_weight for each of the S big ones. HOPATTN_DECODE_UNEVEN="eighths:big:small"
+// overrides the default 8:7:1 (as many small splits as big ones, each 1/7 of a big one: 1/8 of
+// the work), for sweeps.
+struct UnevenSplits {
+  int small = 0, big_weight = 1, small_weight = 1;
+};
+UnevenSplits uneven_splits(int big_splits) {
+  int eighths = 8, wb = 7, ws = 1;
+  if (const char* env = std::getenv("HOPATTN_DECODE_UNEVEN")) {
+    int e = 0, b = 0, s = 0;
+    if (std::sscanf(env, "%d:%d:%d", &e, &b, &s) == 3 && e > 0 && e <= 64 && b > 0 && b <= 1000 && s > 0 && s <= 1000)
+      eighths = e, wb = b, ws = s;
+  }
+  UnevenSplits u;
+  u.small = std::max(1, big_splits * eighths / 8);
+  u.big_weight = wb, u.small_weight = ws;
+  return u;
+}
+
 // Variant 6: chunk slots for the longest possible row group (max_len keys).
 int64_t balanced_chunk_slots(const KvCacheArgs& a) {
   const int hdim = int(a.q.shape[3]);
@@ -237,6 +259,11 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
         }
     }
   }
+  if (plan.variant == 22) {  // uneven splits: the heuristic's S big splits and S_small small ones after them
+    const UnevenSplits u = uneven_splits(plan.num_splits);
+    plan.num_splits += u.small;
+    plan.small_splits = u.small, plan.big_weight = u.big_weight, plan.small_weight = u.small_weight;
+  }
   if (plan.variant == 6) {  // balanced split-KV: num_splits CTAs per row group, chunk partials
     const int64_t chunks = balanced_chunk_slots(a);
     plan.num_splits = int(std::max<int64_t>(std::min<int64_t>(plan.num_splits, chunks), 1));
@@ -283,6 +310,8 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
     return Status::unsupported(cat("variant: ", a.variant, " is compiled for hdim 128 only, q has hdim ", a.q.shape[3]));
   if (a.variant == 6 && is_int8(a))
     return Status::invalid(cat("variant: 6 (balanced split-KV) applies to a 16-bit cache only"));
+  if (a.variant == 22 && is_int8(a))
+    return Status::invalid(cat("variant: 22 (uneven splits) applies to a 16-bit cache only"));
   if (a.variant == 6 && a.workspace != nullptr && reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0)
     return Status::invalid("workspace: variant 6 needs a 16-byte aligned workspace");
   if (a.pack_gqa < -1 || a.pack_gqa > 1)
@@ -325,6 +354,7 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.causal = a.causal != 0;
   p.pack_gqa = plan.pack_gqa;
   p.num_splits = plan.num_splits;
+  p.small_splits = plan.small_splits, p.big_weight = plan.big_weight, p.small_weight = plan.small_weight;
   p.partial_slots = plan.num_splits + (plan.tail ? 1 : 0);
   p.workspace = static_cast<float*>(a.workspace);
   p.variant = plan.variant;

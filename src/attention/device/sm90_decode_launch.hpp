@@ -68,6 +68,7 @@ void fill_common_params(Params& p, const DecodeParams& dp, const DecodeGrid& g, 
   p.softmax_scale = dp.softmax_scale;
   p.causal = dp.causal;
   p.key_block = dp.quant_block, p.key_range = dp.key_range, p.split_base = dp.split_base;
+  p.small_splits = dp.small_splits, p.big_weight = dp.big_weight, p.small_weight = dp.small_weight;
   set_cache_rows(p, decode_cache_rows(dp), 0);
 }
 
@@ -233,6 +234,7 @@ inline DecodeParams decode_tail_params(const DecodeParams& dp) {
   t.key_range = kDecodeTailBlock;
   t.variant = 1;
   t.num_splits = 1;
+  t.small_splits = 0;
   t.split_base = dp.num_splits;
   t.partial_slots = decode_partial_slots(dp);
   return t;
@@ -297,7 +299,7 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
     }
   } else {
     Status s;
-    if constexpr (kHeadDim <= 128)  // variant 2 is variant 1 at hdim 256
+    if constexpr (kHeadDim <= 128)  // variant 2 is variant 1 at hdim 256; 22 is 1 with uneven splits
       s = dp.variant == 2 ? run_decode_split<DecodeTraits<Element, kHeadDim, 2>>(dp, stream)
                           : run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
     else

@@ -260,6 +260,7 @@ struct DecodeInt8MmaTraits {
     bool causal;
     int key_block, key_range;  // the keys this cache holds (DecodeKeys)
     int split_base;            // the workspace slot of split 0
+    int small_splits, big_weight, small_weight;  // uneven splits (variant 22; small_splits 0: even)
     const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
     int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
     const float* v_scale;  // (batch, max_len, heads_kv)
