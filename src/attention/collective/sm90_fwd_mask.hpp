@@ -20,11 +20,18 @@ struct FwdMask {
   static constexpr bool kCausal = kCausal_;
   int seqlen_q, seqlen_k;
 
+  // How many KV tiles the rows of Q tile m_block before row_end (a row of the tile) visit: the
+  // tiles up to the last key the last of those rows sees.
+  template <int kBlockM, int kBlockN>
+  CUTE_DEVICE int n_blocks_seen(int m_block, int row_end) const {
+    int keys = seqlen_k;
+    if constexpr (kCausal) keys = min(seqlen_k, m_block * kBlockM + row_end + seqlen_k - seqlen_q);
+    return keys <= 0 ? 0 : (keys + kBlockN - 1) / kBlockN;
+  }
+
   template <int kBlockM, int kBlockN>
   CUTE_DEVICE int n_block_max(int m_block) const {
-    int keys = seqlen_k;
-    if constexpr (kCausal) keys = min(seqlen_k, (m_block + 1) * kBlockM + seqlen_k - seqlen_q);
-    return keys <= 0 ? 0 : (keys + kBlockN - 1) / kBlockN;
+    return n_blocks_seen<kBlockM, kBlockN>(m_block, kBlockM);
   }
 
   template <int kBlockM, int kBlockN>

@@ -762,8 +762,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
       const int row_end = 64 * turns.warpgroup;
       int skipped = 0;
       if constexpr (Mask::kCausal && kOverlap) {
-        const int limit = min(p.seqlen_k, c.m_block * Traits::kBlockM + row_end + p.seqlen_k - p.seqlen_q);
-        const int seen = limit <= 0 ? 0 : (limit + Traits::kBlockN - 1) / Traits::kBlockN;
+        const int seen = mask.template n_blocks_seen<Traits::kBlockM, Traits::kBlockN>(c.m_block, row_end);
         if (p.skip_unseen_blocks && seen >= 1) skipped = n_blocks - min(seen, n_blocks);
       }
       const PvWidth last_width = p.narrow_pv ? pv_width_of_last_block<Traits::kBlockM, Traits::kBlockN>(
