@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -18,6 +17,7 @@
 #include "attention/kernel/sm90_fwd_config.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"
 #include "attention/kernel/sm90_fwd_ws.hpp"
+#include "common/cluster_occupancy.hpp"
 #include "common/cuda_check.hpp"
 
 namespace hopattn::attention {
@@ -240,16 +240,10 @@ Status launch_fwd_cluster(Kernel kernel, int threads, int shared_bytes, const Fw
   config.stream = static_cast<cudaStream_t>(stream);
   config.attrs = attribute;
   config.numAttrs = 1;
-  int device = 0;
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
-  static std::atomic<int> cached[16] = {};
-  int clusters = device >= 0 && device < 16 ? cached[device].load(std::memory_order_relaxed) : 0;
-  if (clusters <= 0) {
-    HOPATTN_RETURN_IF_CUDA_ERROR(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-    if (clusters <= 0)
-      return Status::unsupported("attention forward: schedule 12 needs clusters of two CTAs, and none fits this device");
-    if (device >= 0 && device < 16) cached[device].store(clusters, std::memory_order_relaxed);
-  }
+  const int clusters = max_active_clusters(reinterpret_cast<const void*>(kernel), 2, config);
+  if (clusters < 0) return Status::cuda("attention forward: cudaOccupancyMaxActiveClusters failed for schedule 12");
+  if (clusters == 0)
+    return Status::unsupported("attention forward: schedule 12 needs clusters of two CTAs, and none fits this device");
   config.gridDim = dim3(unsigned(2 * std::min<int64_t>(units, clusters)), 1, 1);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, kernel, params));
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());

@@ -2,11 +2,11 @@
 // and the GemmInstance description of one kernel type. Included by the generated instance files.
 #pragma once
 
-#include <atomic>
 #include <string>
 
 #include <cuda_runtime.h>
 
+#include "common/cluster_occupancy.hpp"
 #include "common/cuda_check.hpp"
 #include "gemm/device/gemm_registry.hpp"
 #include "gemm/kernel/sm90_gemm_config.hpp"
@@ -21,28 +21,6 @@ __global__ void __launch_bounds__(Kernel::kThreads, 1) sm90_gemm_kernel(const __
   extern __shared__ __align__(1024) char smem[];  // 1024: the 128-byte swizzle's period
   Kernel{}(params, smem);
 #endif
-}
-
-// Clusters of `size` CTAs of Kernel that can be resident at once on `device` (queried once per
-// device and size); -1 if the query fails.
-template <class Kernel>
-int max_active_clusters(int device, int size, cudaLaunchConfig_t config) {
-  static std::atomic<int> cache[16][9] = {};
-  if (device < 0 || device >= 16 || size < 1 || size > 8) return -1;
-  int v = cache[device][size].load(std::memory_order_relaxed);
-  if (v > 0) return v;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = unsigned(size), attribute[0].val.clusterDim.y = 1, attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  config.gridDim = dim3(unsigned(size), 1, 1);
-  if (cudaOccupancyMaxActiveClusters(&v, sm90_gemm_kernel<Kernel>, &config) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return -1;
-  }
-  cache[device][size].store(v, std::memory_order_relaxed);
-  return v;
 }
 
 template <class Kernel>
@@ -64,12 +42,11 @@ Status launch_gemm(const GemmProblem& problem, Stream stream) {
     config.attrs = attribute;
     config.numAttrs = 1;
     // The largest split whose clusters are all resident at once (per device, cached).
-    int device = 0;
-    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
     int splits = 1;
     for (int s = Kernel::kMaxSplits; s > 1; --s) {
       if (!Kernel::splits_fit(params, s)) continue;
-      const int max_clusters = max_active_clusters<Kernel>(device, s, config);
+      const int max_clusters =
+          max_active_clusters(reinterpret_cast<const void*>(&sm90_gemm_kernel<Kernel>), s, config);
       if (max_clusters < 0) return Status::cuda("split_k: cudaOccupancyMaxActiveClusters failed for a cluster of " + std::to_string(s));
       if (Kernel::tiles(params) <= max_clusters) {
         splits = s;
@@ -94,9 +71,8 @@ Status launch_gemm(const GemmProblem& problem, Stream stream) {
     config.numAttrs = 1;
     // A persistent grid should not exceed the clusters that fit at once (GPCs need not hold a
     // whole number of clusters, so this can be fewer than SMs / kCluster).
-    config.gridDim = Kernel::grid(params);
-    int max_clusters = 0;
-    HOPATTN_RETURN_IF_CUDA_ERROR(cudaOccupancyMaxActiveClusters(&max_clusters, sm90_gemm_kernel<Kernel>, &config));
+    const int max_clusters = max_active_clusters(reinterpret_cast<const void*>(&sm90_gemm_kernel<Kernel>), kCluster, config);
+    if (max_clusters < 0) return Status::cuda("gemm: cudaOccupancyMaxActiveClusters failed for a cluster of " + std::to_string(kCluster));
     Kernel::limit_clusters(params, max_clusters);
     config.gridDim = Kernel::grid(params);
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, sm90_gemm_kernel<Kernel>, params));
