@@ -1192,7 +1192,8 @@ TEST_P(KvCacheGpu, Int8TailBlocksMatchTheReference) {
   if (cfg.hdim <= 128) variants.insert(variants.end(), {3, 4, 5, 7, 8});
   if (cfg.hdim == 128) variants.insert(variants.end(), {9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21});
   for (int v : variants) {
-    KvCase c = make(cfg, v % 2 ? 1 : 16, 32, 8, 2048, {2047, 129, 1, 1984 + v, 64}, v % 3 == 0, seed++);
+    const int sq = v % 2 ? 1 : 16;  // causal needs every length >= sq
+    KvCase c = make(cfg, sq, 32, 8, 2048, {2047, 129, sq, 1984 + v, 64}, v % 3 == 0, seed++);
     c.int8 = true, c.tail = true, c.variant = v, c.quant_block = v % 2 ? 128 : 64, c.num_splits = v % 4 == 0 ? 3 : 0;
     grid.push_back(c);
   }
@@ -1403,7 +1404,7 @@ TEST_P(KvCacheGpu, UnevenSplitsMatchTheReference) {
     std::printf("HOPATTN_DECODE_UNEVEN=%s\n", *shape ? shape : "(unset: 8:7:1)");
     for (int splits : {1, 3, 16})
       for (int causal = 0; causal < 2; ++causal) {
-        KvCase c = make(cfg, causal ? 7 : 1, 16, 4, 3000, {3000, 129, 0, 2047, 700}, causal != 0, seed++);
+        KvCase c = make(cfg, causal ? 7 : 1, 16, 4, 3000, {3000, 129, causal ? 7 : 0, 2047, 700}, causal != 0, seed++);
         c.num_splits = splits, c.variant = 22;
         KvRun run(c);
         const CaseResult r = run_case(run, references_of(run));

@@ -298,6 +298,7 @@ struct DecodeTile {
   int m_block, split, slot, group_idx, b, h_kv;  // slot: the split's workspace slot
   int group, rows, seqlen_q, heads_q;
   int len, diag, row0;  // len: the keys this cache holds (the sequence's length, or a bad one)
+  int seq_len;          // the sequence's length as read (len before an int8 call's tail narrows it)
   int n_total, n_begin, n_end, mask_from;  // n_total: the row group's KV tiles
   bool bad, causal;
 
@@ -341,7 +342,7 @@ struct DecodeTile {
   template <class Params, int kBlockM, int kBlockN>
   CUTE_DEVICE void set_length(Params const& p, int len_b) {
     DecodeTile& t = *this;
-    t.len = len_b;
+    t.len = t.seq_len = len_b;
     t.bad = bad_cache_length(t.len, p.max_len, p.seqlen_q, p.causal);
     t.diag = t.len - p.seqlen_q;  // position of query s is diag + s
     if (p.key_range != kDecodeAllKeys && !t.bad) {  // an int8 call with a 16-bit tail (DecodeKeys)
@@ -350,7 +351,8 @@ struct DecodeTile {
       else t.len = tail, t.diag -= len_b - tail;  // key j of the tail is key len_b - tail + j
     }
     const int row_last = min(p.rows, t.row0 + kBlockM) - 1;
-    const int keys = t.bad ? 0 : (p.causal ? min(t.len, t.diag + t.pos(row_last) + 1) : t.len);
+    // With a tail, a causal row may sit before every key of this cache: limits below 0 are 0.
+    const int keys = t.bad ? 0 : max(0, p.causal ? min(t.len, t.diag + t.pos(row_last) + 1) : t.len);
     t.n_total = (keys + kBlockN - 1) / kBlockN;
     if (p.small_splits == 0) {
       t.n_begin = int(int64_t(t.split) * t.n_total / p.num_splits);
@@ -365,14 +367,14 @@ struct DecodeTile {
       t.n_end = int(t.n_total * prefix(t.split + 1) / total);
     }
     // Tiles ending past this key need the element-wise mask (the tile's row with the fewest keys).
-    t.mask_from = p.causal ? min(t.len, t.diag + t.pos(t.row0) + 1) : t.len;
+    t.mask_from = max(0, p.causal ? min(t.len, t.diag + t.pos(t.row0) + 1) : t.len);
   }
   // Row r of the row group -> query position and q-head.
   CUTE_DEVICE int pos(int r) const { return r / group; }
   // r - pos(r) * group rather than r % group: next to pos(r) the compiler then does one division.
   CUTE_DEVICE int head(int r) const { return group > 1 ? group_idx * group + (r - pos(r) * group) : group_idx; }
   // The first key row r must not see.
-  CUTE_DEVICE int key_limit(int r) const { return causal ? min(len, diag + pos(r) + 1) : len; }
+  CUTE_DEVICE int key_limit(int r) const { return causal ? max(0, min(len, diag + pos(r) + 1)) : len; }
 };
 
 // The CTA's 64 query rows from global memory (rows of several heads are not one TMA box) into
@@ -434,7 +436,8 @@ CUTE_DEVICE void mask_decode_scores(DecodeTile const& t, int n, TensorS& tSrS, T
     const int limit = t.key_limit(t.row0 + cute::get<0>(c(r, 0)));
     CUTE_UNROLL
     for (int j = 0; j < cute::size<1>(s); ++j)
-      if (n * kBlockN + cute::get<1>(c(r, j)) >= limit) s(r, j) = -INFINITY;
+      // int, not the coordinate's unsigned type: with it a negative limit masked nothing.
+      if (n * kBlockN + int(cute::get<1>(c(r, j))) >= limit) s(r, j) = -INFINITY;
   }
 }
 
@@ -1040,7 +1043,7 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
         const int limit = row < t.rows ? t.key_limit(row) : 0;
         CUTE_UNROLL
         for (int r = 0; r < size<0>(s); ++r)
-          if (n * kBlockN + get<0>(cs_(r, j)) >= limit) s(r, j) = -INFINITY;
+          if (n * kBlockN + int(get<0>(cs_(r, j))) >= limit) s(r, j) = -INFINITY;
       }
     }
     // Column maxima: the thread's keys, the 8 lanes holding the same columns, the 4 warps.

@@ -583,7 +583,8 @@ CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], ui
 // After the loops: the kWarps warps' (max, sum, O) of the CTA's 16 rows merged by log-sum-exp
 // weights through merge_area (free shared memory of at least kWarps · 16 · (kMergeStride + 2)
 // floats), then O (or the split's fp32 partial) and LSE written, rows unpacked to (position,
-// q-head). Called by all kWarps consumer warps; len: the sequence's length as read before the loop.
+// q-head). Called by all kWarps consumer warps; len: the sequence's length as read before the loop
+// (DecodeTile::seq_len: with an int8 call's tail, DecodeTile::len is narrower).
 template <class Traits>
 CUTE_DEVICE void merge_partials_and_store(typename Traits::Params const& p, const float* merge_area, int len);
 
@@ -1258,7 +1259,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const int limit0 = t.key_limit(t.row0 + g), limit1 = t.key_limit(t.row0 + g + 8);
   // What the loop needs of the tile, in four registers; the rest of it is recomputed after the
   // loop (kept live across it, it pushed the loop over 232 registers: r83-r87 spilled 20 B).
-  const int n_begin = t.n_begin, mask_from = t.mask_from, len = t.len;
+  const int n_begin = t.n_begin, mask_from = t.mask_from, seq_len = t.seq_len;
   const uint32_t k_base = smem_u32(ss.k_raw.data()), v_base = smem_u32(ss.v_raw.data());
   const uint32_t ks_base = smem_u32(ss.k_scale.data()), vs_base = smem_u32(ss.v_scale.data());
   const Int8MmaOffsets off(g, c);
@@ -1285,7 +1286,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     if (st != nullptr) st[2] = clock64();
 #endif
   }
-  merge_and_store<Traits>(p, reinterpret_cast<float*>(ss.k_raw.data()), o, m_run, l_run, len, warp, lane);
+  merge_and_store<Traits>(p, reinterpret_cast<float*>(ss.k_raw.data()), o, m_run, l_run, seq_len, warp, lane);
 }
 
 // Variants 11 and 12: no producer. Each consumer warp loads its own tiles (TMA and the bulk copy by
@@ -1347,7 +1348,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
   const int vslot0 = kSwap ? int8_swap_vscale_slot(2 * lane) : int8_mma_vscale_slot(2 * lane);
   const int vslot1 = kSwap ? int8_swap_vscale_slot(2 * lane + 1) : int8_mma_vscale_slot(2 * lane + 1);
-  const int n_first = t.n_begin + warp, len = t.len;
+  const int n_first = t.n_begin + warp, len = t.len, seq_len = t.seq_len;
   const int qb_shift = 31 - __clz(p.quant_block);  // 64 or 128 (checked on the host)
   // Item j into slot kRing·warp + j % kRing. The warp read the slot's previous item before this
   // call (its values are in registers): __syncwarp orders the other lanes' reads and, with the
@@ -1475,8 +1476,9 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   }
   // Every issued item was waited for, so the ring is quiet once all warps pass merge's barrier.
   float* merge_area = reinterpret_cast<float*>(ss.raw.data());
-  if constexpr (kSwap) merge_and_store_swap<Traits>(p, merge_area, o, m_run, l_run, len, warp, lane);
-  else merge_and_store<Traits>(p, merge_area, o, m_run, l_run, len, warp, lane);
+  // The merge re-derives the tile from the sequence's length (not len: an int8 call's tail narrows it).
+  if constexpr (kSwap) merge_and_store_swap<Traits>(p, merge_area, o, m_run, l_run, seq_len, warp, lane);
+  else merge_and_store<Traits>(p, merge_area, o, m_run, l_run, seq_len, warp, lane);
 }
 
 }  // namespace hopattn::attention
