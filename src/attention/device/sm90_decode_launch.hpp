@@ -221,7 +221,7 @@ Status run_decode_balanced(const DecodeParams& dp, Stream stream) {
 template <class Element, int kWarps, Int8MmaMath kMath, int kCtasPerSm = 1>
 using WarpRings = DecodeInt8MmaTraits<Element, 128, 64, kWarps, Int8MmaLoads::kWarpRings, kMath, kCtasPerSm>;
 
-// An int8 call's 16-bit tail block: the 16-bit split kernel (variant 1, one split) over the tail
+// An int8 call's 16-bit tail block: the 16-bit split kernel (its own small tile, one split) over the tail
 // tensors, its keys the sequences' last len % quant_block, its partial in the slot after the
 // int8 splits'. The sequence bound (max_len) stays the int8 cache's.
 inline DecodeParams decode_tail_params(const DecodeParams& dp) {
@@ -294,7 +294,7 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
       s = run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream);
     if (!s.ok()) return s;
     if (dp.k_tail != nullptr) {
-      s = run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(decode_tail_params(dp), stream);
+      s = run_decode_split<DecodeTraits<Element, kHeadDim, kDecodeTailTile>>(decode_tail_params(dp), stream);
       if (!s.ok()) return s;
     }
   } else {

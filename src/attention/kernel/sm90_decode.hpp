@@ -78,10 +78,17 @@ CUTE_DEVICE void stamp_smid(uint64_t* stamps) {
 // that 96-192 KB of K/V are in flight per SM. Variant 1: one CTA per SM, 128-key tiles (64 at
 // hdim 256); variant 2 (hdim <= 128): half the shared memory, so two CTAs share an SM and one's
 // prologue and epilogue overlap the other's streaming.
+// kDecodeTailTile: the int8 call's 16-bit tail (at most quant_block <= 128 keys a row group): one
+// stage of 64-key tiles (128 at hdim 64), 40-96 KB of shared memory instead of variant 1's ~200 KB,
+// so that several CTAs share an SM (one per row group: 1024 at 64:8, 128 x 2k).
+constexpr int kDecodeTailTile = -1;
 constexpr int decode_block_n(int hdim, int variant) {
+  if (variant == kDecodeTailTile) return hdim == 64 ? 128 : 64;
   return hdim == 256 ? 64 : (variant == 2 && hdim == 128 ? 64 : 128);
 }
-constexpr int decode_stages(int hdim, int variant) { return (variant == 1 && hdim == 64) ? 4 : 3; }
+constexpr int decode_stages(int hdim, int variant) {
+  return variant == kDecodeTailTile ? 1 : (variant == 1 && hdim == 64) ? 4 : 3;
+}
 
 template <class Element_, int kHeadDim_, int kVariant>
 struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim_, kVariant),
