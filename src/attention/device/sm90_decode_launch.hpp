@@ -232,7 +232,6 @@ inline DecodeParams decode_tail_params(const DecodeParams& dp) {
   t.v_batch_stride = dp.vt_batch_stride, t.v_seq_stride = dp.vt_seq_stride, t.v_head_stride = dp.vt_head_stride;
   t.cache_rows = dp.quant_block;
   t.key_range = kDecodeTailBlock;
-  t.variant = 1;
   t.num_splits = 1;
   t.small_splits = 0;
   t.split_base = dp.num_splits;
