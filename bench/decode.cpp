@@ -310,9 +310,6 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   } else {
                     e.workspace = DeviceBuffer(e.ws_bytes);
                     args.workspace = e.workspace.get(), args.workspace_bytes = e.ws_bytes;
-                    // Once per workspace, as a serving engine would (variant 23's counters).
-                    if (const Status init = from_c(hopattn_kvcache_workspace_init(&args, stream)); !init.ok())
-                      e.error = "workspace init: " + init.to_string();
                     const KvCachePlan plan = plan_kvcache_attention(args, sms);
                     e.plan_note = "; plan: " + std::to_string(plan.num_splits) + " KV splits, pack_gqa " +
                                   (plan.pack_gqa ? "on" : "off") + ", workspace " + std::to_string(e.ws_bytes) + " B";

@@ -60,10 +60,7 @@ typedef struct hopattn_kvcache_args {
                             CTA per SM and a 128 KB raw ring (hdim <= 128; forced only). bf16/fp16 cache:
                             6 = balanced split-KV (chunks claimed by the CTAs; forced only),
                             22 = variant 1 with uneven splits (big ones, then small ones the SMs
-                            that finish first take; forced only), 23 = variant 1 with the split-KV
-                            merge in the split kernel (the last CTA of each output tile merges;
-                            no combine launch; forced only; its workspace must be set up once by
-                            hopattn_kvcache_workspace_init). */
+                            that finish first take; forced only). */
   hopattn_tensor_t k_tail;  /* int8 cache only, optional: the 16-bit partial last blocks (see above) */
   hopattn_tensor_t v_tail;
 } hopattn_kvcache_args_t;
@@ -73,22 +70,13 @@ typedef struct hopattn_kvcache_args {
  * the size through *bytes. */
 hopattn_status_t hopattn_kvcache_workspace_size(const hopattn_kvcache_args_t* args, size_t* bytes);
 
-/* Sets up a workspace before its first call with these arguments (enqueued on `stream`, no host
- * sync, graph-capturable). Needed by variant 23 only, whose split kernel counts the splits that
- * have finished each output tile: it zeroes those counters and marks the workspace (every call
- * leaves the counters at zero again, so once is enough while the plan stays the same). A variant-23
- * call on a workspace without the mark writes no O and LSE, and hopattn_kvcache_device_check reports
- * it. For other calls it does nothing. */
-hopattn_status_t hopattn_kvcache_workspace_init(const hopattn_kvcache_args_t* args, void* stream);
-
 hopattn_status_t hopattn_kvcache_attention(const hopattn_kvcache_args_t* args, void* stream);
 
 /* cache_seqlens lives in device memory, so the kernels check it: a sequence whose length is
  * negative or larger than max_seqlen_k, or (causal) shorter than seqlen_q, gets NaN in all its O
  * and LSE rows instead of an answer, and the first such sequence is recorded (one record per device).
  * This call waits for `stream`, then returns HOPATTN_INVALID_ARGUMENT naming the recorded
- * sequence and its length (and clears the record), or HOPATTN_OK. It also reports a variant-23 call
- * on a workspace that hopattn_kvcache_workspace_init did not set up. It is separate from the
+ * sequence and its length (and clears the record), or HOPATTN_OK. It is separate from the
  * attention call so that a decode step stays asynchronous and graph-capturable. */
 hopattn_status_t hopattn_kvcache_device_check(void* stream);
 

@@ -24,10 +24,6 @@ struct KvCachePlan {
   bool tail = false;  // an int8 call with 16-bit tail blocks: one more partial slot, and the combine
   // Variant 22: the last small_splits of num_splits are small (weights big_weight : small_weight).
   int small_splits = 0, big_weight = 1, small_weight = 1;
-  // Variant 23 with more than one split: the split kernel merges; its counters' header sits at
-  // byte fused_header of the workspace (hopattn_kvcache_workspace_init sets it up).
-  bool fused_combine = false;
-  size_t fused_header = 0;
   size_t workspace_bytes = 0;
 };
 
@@ -42,9 +38,6 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& args, int sm_count);
 
 // Checks, then enqueues the decode kernels (and the split-KV combine) on `stream`; no host sync.
 Status kvcache_attention(const KvCacheArgs& args, Stream stream);
-
-// Sets up what a workspace needs before its first call (hopattn_kvcache_workspace_init).
-Status kvcache_workspace_init(const KvCacheArgs& args, Stream stream);
 
 // Waits for `stream`; reports (and clears) the first sequence the kernels found with a bad
 // cache_seqlens entry (see hopattn_kvcache_device_check).

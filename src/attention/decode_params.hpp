@@ -39,9 +39,6 @@ namespace hopattn::attention {
 //                 its N (at most 8 packed rows a CTA: half the mma work of 16 there); 19 = as 18
 //                 with 17's three CTAs per SM; 20, 21 = as 18, 19 with K dequantized in packed
 //                 bf16 pairs (at bf16; fp16 runs 18's and 19's code).
-//   16-bit cache: 23 = variant 1 with the split-KV merge in the split kernel (the last CTA of each
-//                 output tile merges it; no combine launch): the workspace's counters must be
-//                 set up once by hopattn_kvcache_workspace_init (fused_workspace_layout).
 // The defaults are chosen by plan_kvcache_attention (kvcache_check.cpp, with the measurements);
 // variants 5-8 and 10 are forced only.
 // Variants that exist for the int8 cache only (3-5, 7-21; at hdim 256 they run variant 2's kernel).
@@ -83,23 +80,6 @@ HOPATTN_HOST_DEVICE BalancedLayout balanced_workspace_layout(int64_t groups, int
   l.o_part = ((l.counters + size_t(groups) * 4 + 255) / 256) * 256;
   l.lse_part = l.o_part + size_t(chunks) * size_t(rows_total) * size_t(hdim) * 4;
   l.bytes = l.lse_part + size_t(chunks) * size_t(rows_total) * 4;
-  return l;
-}
-
-// Variant 23's workspace: the partials (slots of O, then of LSE, as every split-KV call), then a
-// 64-byte header whose first word is kFusedMagic, then one int32 arrival counter per output tile
-// (m_block, row group, batch), all 0 between calls. hopattn_kvcache_workspace_init writes the
-// header and the zeros (two memsets: the magic is one repeated byte).
-constexpr uint64_t kFusedMagic = 0xa5a5a5a5a5a5a5a5ull;
-constexpr int kFusedMagicByte = 0xa5;
-struct FusedLayout {
-  size_t header, counters, bytes;  // offsets in bytes from the workspace base, and the total
-};
-HOPATTN_HOST_DEVICE FusedLayout fused_workspace_layout(size_t partial_bytes, int64_t tiles) {
-  FusedLayout l;
-  l.header = (partial_bytes + 63) / 64 * 64;
-  l.counters = l.header + 64;
-  l.bytes = l.counters + size_t(tiles) * sizeof(int32_t);
   return l;
 }
 
@@ -169,13 +149,6 @@ struct DecodeParams {
   // Variant 6 (balanced split-KV): num_splits is the CTAs per row group and `chunks` the chunk
   // slots in the workspace (kernel/sm90_decode_balanced.hpp lays it out).
   int chunks;
-  // Variant 23 with more than one split: the split kernel merges (fused_workspace_layout); the
-  // header's offset in bytes from the workspace base.
-  bool fused_combine;
-  size_t fused_header;
-  // The int8 call's tail kernel: it merges this many workspace slots after its own partial (0:
-  // it does not; set by decode_tail_params).
-  int merge_slots;
 
   int32_t* error;       // device record of the first bad cache_seqlens entry (decode_error.cu)
 };

@@ -264,10 +264,8 @@ class KvRun {
   }
 
   // NaN into all of O (padding included), LSE and the workspace; or, with sentinel, a finite
-  // filler into O and LSE (to see that NaN rows are written, not left over). A poisoned workspace
-  // is then set up by hopattn_kvcache_workspace_init (variant 23's header and counters; nothing
-  // for other calls) unless init is false.
-  void poison(cudaStream_t stream, bool sentinel = false, bool keep_workspace = false, bool init = true) {
+  // filler into O and LSE (to see that NaN rows are written, not left over).
+  void poison(cudaStream_t stream, bool sentinel = false, bool keep_workspace = false) {
     const size_t es = dtype_size(c_.dtype);
     if (sentinel) {
       HOPATTN_CUDA_CHECK(cudaMemsetAsync(o_.get(), kSentinelByte, size_t(qo_alloc_) * es, stream));
@@ -276,13 +274,7 @@ class KvRun {
       fill_nan(o_.get(), es, qo_alloc_, stream);
       if (lse_.get()) fill_nan(lse_.get(), sizeof(float), int64_t(lse_.bytes() / 4), stream);
     }
-    if (workspace_bytes && !keep_workspace) {
-      fill_nan(ws_.get(), sizeof(float), int64_t(workspace_bytes / 4), stream);
-      if (init) {
-        const hopattn_status_t s = hopattn_kvcache_workspace_init(&args, stream);
-        if (s.code != HOPATTN_OK) throw std::runtime_error("hopattn_kvcache_workspace_init: " + status_string(s));
-      }
-    }
+    if (workspace_bytes && !keep_workspace) fill_nan(ws_.get(), sizeof(float), int64_t(workspace_bytes / 4), stream);
   }
   // The first bytes of the workspace (variant 6 keeps its header there).
   uint64_t workspace_word() const {
@@ -931,9 +923,6 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   c = make(cfg, 2, 4, 1, 1200, {1200, 130}, true, 10013);  // uneven splits (22): remapped CTAs, weighted ranges
   c.num_splits = 3, c.variant = 22;
   grid.push_back(c);
-  c = make(cfg, 2, 4, 1, 1200, {1200, 130}, true, 10015);  // the merge in the split kernel (23): arrivals, last CTA merges
-  c.num_splits = 3, c.variant = 23;
-  grid.push_back(c);
   c = make(cfg, 1, 8, 2, 320, {300, 1, 0}, false, 10014);  // the int8 call with 16-bit tails
   c.int8 = true, c.tail = true, c.quant_block = 64;
   grid.push_back(c);
@@ -1109,9 +1098,7 @@ TEST_P(KvCacheGpu, RepeatedRunsAreBitIdentical) {
   int8_packed.variant = 20, int8_packed.seed = 9013;
   KvCase int8_packed3 = int8_regs;  // variant 21: as 20, three CTAs per SM
   int8_packed3.variant = 21, int8_packed3.seed = 9014;
-  KvCase fused = heuristic;  // variant 23: the last CTA of each tile merges
-  fused.variant = 23, fused.seed = 9015;
-  std::vector<KvCase> cases = {heuristic, forced, fused};
+  std::vector<KvCase> cases = {heuristic, forced};
   if (cfg.hdim == 128)  // variants 9-21: hdim 128 only
     for (const KvCase& c : {int8_regs, int8_regs64, int8_rings, int8_half, int8_four, int8_fma, int8_three, int8_fold,
                             int8_fold3, int8_swap, int8_swap3, int8_packed, int8_packed3})
@@ -1381,11 +1368,11 @@ TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23})
+  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22})
     for (int causal = 0; causal < 4; ++causal) {
       if (attention::decode_variant_int8_only(variant) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
       if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9-21: hdim 128 only
-      if ((variant == 6 || variant == 22 || variant == 23) && int8) continue;  // 16-bit only
+      if ((variant == 6 || variant == 22) && int8) continue;                    // 16-bit only
       KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
       c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;
       c.pack_gqa = causal == 3 ? 0 : -1;
@@ -1433,86 +1420,6 @@ TEST_P(KvCacheGpu, UnevenSplitsMatchTheReference) {
       }
   }
   unsetenv("HOPATTN_DECODE_UNEVEN");
-}
-
-// Variant 23 (the split-KV merge in the split kernel: the last CTA of each output tile merges it).
-// Against the reference: forced splits 3 and 1000 (more than most sequences' tiles: empty
-// splits), the heuristic's, packed and not, causal q_len 7, ragged batches with an empty cache,
-// and a batch whose one length is bad (NaN rows, reported). Then, on the workspace the first call left (counters back at 0,
-// no new init), four more direct calls and three replays of a captured graph: bit for bit the
-// first call. Last, a workspace that hopattn_kvcache_workspace_init never saw: the call writes
-// no O (still NaN) and hopattn_kvcache_device_check names the workspace.
-TEST_P(KvCacheGpu, FusedMergeVariant23) {
-  HOPATTN_REQUIRE_SM90();
-  const Config cfg = GetParam();
-  uint64_t seed = 18000;
-  for (int splits : {0, 3, 1000})
-    for (int mode = 0; mode < 3; ++mode) {
-      const bool causal = mode == 2;
-      // (0 is a bad length for a causal q_len 7: there the shortest is 7)
-      std::vector<int32_t> lens = causal ? std::vector<int32_t>{3000, 7, 129, 2047, 700} : std::vector<int32_t>{3000, 0, 129, 2047, 1};
-      KvCase c = make(cfg, causal ? 7 : 1, 16, 4, 3000, lens, causal, seed++);
-      c.num_splits = splits, c.variant = 23, c.pack_gqa = mode == 1 ? 0 : -1;
-      KvRun run(c);
-      if (run.plan().num_splits < 2) {
-        ADD_FAILURE() << c.to_string() << ": the case must split (plan: " << run.plan().num_splits << ")";
-        continue;
-      }
-      const CaseResult r = run_case(run, references_of(run));
-      print_result(c, r);
-      EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
-      const std::vector<uint8_t> o0 = run.o_bytes(), l0 = run.lse_bytes();
-      for (int call = 1; call < 5; ++call) {
-        run.poison(nullptr, false, /*keep_workspace=*/true);
-        ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK);
-        HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-        EXPECT_TRUE(run.o_bytes() == o0 && run.lse_bytes() == l0) << c.to_string() << ": call " << call << " differs";
-      }
-      if (splits != 3) continue;
-      cudaStream_t stream;
-      HOPATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-      cudaGraph_t graph = nullptr;
-      HOPATTN_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-      const hopattn_status_t s = run.launch(stream);
-      HOPATTN_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-      ASSERT_EQ(s.code, HOPATTN_OK) << status_string(s);
-      cudaGraphExec_t exec = nullptr;
-      HOPATTN_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      for (int rep = 0; rep < 3; ++rep) {
-        run.poison(stream, false, /*keep_workspace=*/true);
-        HOPATTN_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-        HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-        EXPECT_TRUE(run.o_bytes() == o0 && run.lse_bytes() == l0) << c.to_string() << ": replay " << rep << " differs";
-      }
-      HOPATTN_CUDA_CHECK(cudaGraphExecDestroy(exec));
-      HOPATTN_CUDA_CHECK(cudaGraphDestroy(graph));
-      HOPATTN_CUDA_CHECK(cudaStreamDestroy(stream));
-    }
-  // The bad length (-1) in a batch of one: every O row must be NaN and reported; then a workspace
-  // without the init: nothing written, reported.
-  KvCase bad = make(cfg, 1, 8, 2, 3000, {-1}, false, seed++);
-  bad.num_splits = 3, bad.variant = 23;
-  KvRun bad_run(bad);
-  const CaseResult br = run_case(bad_run, references_of(bad_run));
-  print_result(bad, br);
-  EXPECT_TRUE(br.pass) << bad.to_string() << ": " << br.message;
-  expect_device_report(nullptr, 0, -1, "variant 23, bad length");
-
-  KvCase plain = make(cfg, 1, 8, 2, 3000, {3000, 500}, false, seed++);
-  plain.num_splits = 3, plain.variant = 23;
-  KvRun run(plain);
-  run.poison(nullptr, false, false, /*init=*/false);
-  ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK);
-  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<float> o = run.host_o_full();
-  EXPECT_EQ(std::count_if(o.begin(), o.end(), [](float x) { return !std::isnan(x); }), 0)
-      << "a variant-23 call on a workspace without the init wrote O";
-  const hopattn_status_t dc = hopattn_kvcache_device_check(nullptr);
-  EXPECT_EQ(dc.code, HOPATTN_INVALID_ARGUMENT);
-  EXPECT_NE(status_string(dc).find("workspace: variant 23 found no header from hopattn_kvcache_workspace_init"),
-            std::string::npos)
-      << status_string(dc);
-  EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << "the record was not cleared";
 }
 
 // Variant 6 (balanced split-KV): the first call on a poisoned workspace assigns chunks statically;

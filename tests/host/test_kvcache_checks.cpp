@@ -238,29 +238,6 @@ TEST(KvCachePlan, UnevenVariant22AddsSmallSplits) {
   EXPECT_TRUE(check(a).ok()) << check(a).to_string();
 }
 
-// Variant 23: the heuristic's splits, and after the partials a 64-byte aligned header and one
-// arrival counter per output tile; at one split nothing of it (no workspace).
-TEST(KvCachePlan, FusedVariant23AddsHeaderAndCounters) {
-  KvCacheArgs a = valid_args();  // 16 packed tiles (b = 4, 4 kv-heads, one 64-row tile each)
-  const KvCachePlan even = plan_kvcache_attention(a, kSms);
-  ASSERT_GT(even.num_splits, 1);
-  a.variant = 23;
-  const KvCachePlan f = plan_kvcache_attention(a, kSms);
-  EXPECT_EQ(f.num_splits, even.num_splits);
-  EXPECT_TRUE(f.fused_combine);
-  EXPECT_EQ(f.fused_header, (even.workspace_bytes + 63) / 64 * 64);
-  EXPECT_EQ(f.workspace_bytes, f.fused_header + 64 + 16 * sizeof(int32_t));
-  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
-  a.num_splits = 1;
-  const KvCachePlan one = plan_kvcache_attention(a, kSms);
-  EXPECT_FALSE(one.fused_combine);
-  EXPECT_EQ(one.workspace_bytes, 0u);
-  a = valid_args();
-  a.variant = 23;
-  a.workspace = static_cast<char*>(a.workspace) + 4;
-  expect_error(check(a), "workspace: variant 23 needs a 16-byte aligned workspace");
-}
-
 TEST(KvCacheChecks, OutputAliasesTheCache) {
   KvCacheArgs a = valid_args();
   a.o.data = fake(0x100000000 + 4096);
@@ -272,9 +249,9 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.num_splits = -2;
   expect_error(check(a), "num_splits: -2 is negative");
   a = valid_args();
-  a.variant = 24;
-  expect_error(check(a), "variant: 24 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, "
-                         "18, 19, 20, 21, 22 or 23");
+  a.variant = 23;
+  expect_error(check(a), "variant: 23 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, "
+                         "18, 19, 20, 21 or 22");
   for (int v : {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
     a.variant = v;
     expect_error(check(a), "variant: " + std::to_string(v) + " applies to an int8 cache only");
@@ -301,8 +278,6 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   expect_error(check(a), "variant: 6 (balanced split-KV) applies to a 16-bit cache only");
   a.variant = 22;
   expect_error(check(a), "variant: 22 (uneven splits) applies to a 16-bit cache only");
-  a.variant = 23;
-  expect_error(check(a), "variant: 23 (the merge in the split kernel) applies to a 16-bit cache only");
   for (int v : {3, 4, 5}) {
     a.variant = v;
     EXPECT_TRUE(check(a).ok()) << "variant " << v << ": " << check(a).to_string();

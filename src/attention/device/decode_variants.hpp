@@ -7,9 +7,9 @@
 
 namespace hopattn::attention {
 
-constexpr int kDecodeVariantMax = 23;
+constexpr int kDecodeVariantMax = 22;
 
-// "1, 2, ..., 22 or 23": the variants that can be forced, for argument errors.
+// "1, 2, ..., 21 or 22": the variants that can be forced, for argument errors.
 inline std::string decode_variant_list() {
   std::string s;
   for (int v = 1; v <= kDecodeVariantMax; ++v) s += (v == 1 ? "" : v == kDecodeVariantMax ? " or " : ", ") + std::to_string(v);

@@ -277,10 +277,6 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   const int64_t slots = plan.num_splits + (plan.tail ? 1 : 0);
   if (slots > 1)  // per slot: O (fp32, hdim per row) and LSE (fp32 per row)
     plan.workspace_bytes = size_t(slots) * size_t(batch * heads_q * seqlen_q) * (size_t(a.q.shape[3]) + 1) * sizeof(float);
-  if (plan.variant == 23 && slots > 1) {  // the merge in the split kernel: a header and a counter per output tile
-    const attention::FusedLayout l = attention::fused_workspace_layout(plan.workspace_bytes, tiles);
-    plan.fused_combine = true, plan.fused_header = l.header, plan.workspace_bytes = l.bytes;
-  }
   return plan;
 }
 
@@ -316,10 +312,6 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
     return Status::invalid(cat("variant: 6 (balanced split-KV) applies to a 16-bit cache only"));
   if (a.variant == 22 && is_int8(a))
     return Status::invalid(cat("variant: 22 (uneven splits) applies to a 16-bit cache only"));
-  if (a.variant == 23 && is_int8(a))
-    return Status::invalid(cat("variant: 23 (the merge in the split kernel) applies to a 16-bit cache only"));
-  if (a.variant == 23 && a.workspace != nullptr && reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0)
-    return Status::invalid("workspace: variant 23 needs a 16-byte aligned workspace");
   if (a.variant == 6 && a.workspace != nullptr && reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0)
     return Status::invalid("workspace: variant 6 needs a 16-byte aligned workspace");
   if (a.pack_gqa < -1 || a.pack_gqa > 1)
@@ -367,7 +359,6 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.workspace = static_cast<float*>(a.workspace);
   p.variant = plan.variant;
   p.chunks = plan.variant == 6 ? int(balanced_chunk_slots(a)) : 0;
-  p.fused_combine = plan.fused_combine, p.fused_header = plan.fused_header;
   if (is_int8(a)) {
     p.k_scale = static_cast<const float*>(a.k_scale.data);
     p.ks_batch_stride = a.k_scale.stride[0], p.ks_block_stride = a.k_scale.stride[1];
@@ -399,29 +390,10 @@ Status kvcache_attention(const KvCacheArgs& a, Stream stream) {
   return attention::run_decode(p, stream);
 }
 
-Status kvcache_workspace_init(const KvCacheArgs& a, Stream stream) {
-  int device = 0, sms = 0;
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const KvCachePlan plan = plan_kvcache_attention(a, sms);
-  if (!plan.fused_combine) return Status();  // nothing in this call's workspace needs setting up
-  if (a.workspace == nullptr || a.workspace_bytes < plan.workspace_bytes)
-    return Status::invalid(cat("workspace: ", plan.workspace_bytes, " bytes needed, ", a.workspace ? a.workspace_bytes : 0,
-                               " given (query hopattn_kvcache_workspace_size)"));
-  char* header = static_cast<char*>(a.workspace) + plan.fused_header;
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(header, attention::kFusedMagicByte, sizeof(uint64_t), stream));
-  HOPATTN_RETURN_IF_CUDA_ERROR(
-      cudaMemsetAsync(header + sizeof(uint64_t), 0, plan.workspace_bytes - plan.fused_header - sizeof(uint64_t), stream));
-  return Status();
-}
-
 Status kvcache_device_check(Stream stream) {
   int32_t record[3] = {0, 0, 0};
   if (Status s = attention::read_and_clear_decode_error(stream, record); !s.ok()) return s;
   if (record[0] == 0) return Status();
-  if (record[0] == 2)
-    return Status::invalid("workspace: variant 23 found no header from hopattn_kvcache_workspace_init; its O and LSE "
-                           "were not written");
   return Status::invalid(cat("cache_seqlens: entry ", record[1], " (sequence ", record[1], ") is ", record[2],
                              ", outside [0, max_seqlen_k], or (causal) shorter than seqlen_q; its O and LSE rows were "
                              "written as NaN"));
@@ -437,13 +409,6 @@ extern "C" hopattn_status_t hopattn_kvcache_workspace_size(const hopattn_kvcache
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     *bytes = hopattn::plan_kvcache_attention(*args, sms).workspace_bytes;
     return hopattn::Status();
-  });
-}
-
-extern "C" hopattn_status_t hopattn_kvcache_workspace_init(const hopattn_kvcache_args_t* args, void* stream) {
-  return hopattn::guarded_c_call([&] {
-    if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
-    return hopattn::kvcache_workspace_init(*args, static_cast<hopattn::Stream>(stream));
   });
 }
 

@@ -43,19 +43,6 @@ auto set_cache_rows(Params& p, int rows, int) -> decltype(p.cache_rows = rows, v
 template <class Params>
 void set_cache_rows(Params&, int, long) {}
 
-// Variant 23's header and counters, and the tail kernel's merge (the 16-bit kernel's Params only
-// have the fields).
-template <class Params>
-auto set_fused_combine(Params& p, const DecodeParams& dp, int) -> decltype(p.arrivals = nullptr, void()) {
-  p.merge_slots = dp.merge_slots;
-  if (!dp.fused_combine) return;
-  char* base = reinterpret_cast<char*>(dp.workspace);
-  p.fused_header = reinterpret_cast<const uint64_t*>(base + dp.fused_header);
-  p.arrivals = reinterpret_cast<int32_t*>(base + dp.fused_header + 64);
-}
-template <class Params>
-void set_fused_combine(Params&, const DecodeParams&, long) {}
-
 // Rows of the cache tensors the TMA sees.
 inline int decode_cache_rows(const DecodeParams& dp) { return dp.cache_rows > 0 ? dp.cache_rows : dp.max_len; }
 
@@ -83,7 +70,6 @@ void fill_common_params(Params& p, const DecodeParams& dp, const DecodeGrid& g, 
   p.key_block = dp.quant_block, p.key_range = dp.key_range, p.split_base = dp.split_base;
   p.small_splits = dp.small_splits, p.big_weight = dp.big_weight, p.small_weight = dp.small_weight;
   set_cache_rows(p, decode_cache_rows(dp), 0);
-  set_fused_combine(p, dp, 0);
 }
 
 // The TMA sees the whole cache, (max_len, hdim, heads_kv, batch); keys past a sequence's own
@@ -250,7 +236,6 @@ inline DecodeParams decode_tail_params(const DecodeParams& dp) {
   t.small_splits = 0;
   t.split_base = dp.num_splits;
   t.partial_slots = decode_partial_slots(dp);
-  t.merge_slots = t.partial_slots;  // it merges every slot: no combine launch after it
   return t;
 }
 
@@ -307,17 +292,18 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
     else
       s = run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream);
     if (!s.ok()) return s;
-    if (dp.k_tail != nullptr)  // the tail kernel merges every slot itself (merge_if_last_split)
-      return run_decode_split<DecodeTraits<Element, kHeadDim, kDecodeTailTile>>(decode_tail_params(dp), stream);
+    if (dp.k_tail != nullptr) {
+      s = run_decode_split<DecodeTraits<Element, kHeadDim, kDecodeTailTile>>(decode_tail_params(dp), stream);
+      if (!s.ok()) return s;
+    }
   } else {
     Status s;
-    if constexpr (kHeadDim <= 128)  // variant 2 is variant 1 at hdim 256; 22 is 1 with uneven splits, 23 with the merge
+    if constexpr (kHeadDim <= 128)  // variant 2 is variant 1 at hdim 256; 22 is 1 with uneven splits
       s = dp.variant == 2 ? run_decode_split<DecodeTraits<Element, kHeadDim, 2>>(dp, stream)
                           : run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
     else
       s = run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
     if (!s.ok()) return s;
-    if (dp.fused_combine) return Status();  // variant 23: the split kernel merged
   }
   return launch_decode_combine<Element, kHeadDim>(dp, stream);
 }

@@ -130,13 +130,6 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
     int split_base;            // the workspace slot of split 0
     int small_splits, big_weight, small_weight;  // uneven splits (variant 22; small_splits 0: even)
     int cache_rows;            // rows the TMA sees: max_len, or quant_block for an int8 call's tail
-    // Variant 23 (merge_if_last_split): the workspace's header and arrival counters; nullptr:
-    // the partials go to decode_combine_kernel.
-    const uint64_t* fused_header;
-    int32_t* arrivals;
-    // An int8 call's tail kernel (> 0): the workspace slots it merges after its own partial (the
-    // int8 splits' and its own; stream order has every int8 split done before it starts).
-    int merge_slots;
 #ifdef HOPATTN_DECODE_STAMPS
     uint64_t* stamps;  // measurement builds only (HOPATTN_STAMP)
 #endif
@@ -301,9 +294,6 @@ CUTE_DEVICE void record_bad_length(int32_t* error, int b, int len) {
     error[2] = len;
   }
 }
-
-// Records that variant 23 found no hopattn_kvcache_workspace_init header: error = {2, 0, 0}.
-CUTE_DEVICE void record_uninitialised_workspace(int32_t* error) { atomicCAS(error, 0, 2); }
 
 CUTE_HOST_DEVICE bool bad_cache_length(int len, int max_len, int seqlen_q, bool causal) {
   return len < 0 || len > max_len || (causal && len < seqlen_q);
@@ -548,151 +538,6 @@ CUTE_DEVICE void decode_tile_compute(DecodeTile const& t, typename Traits::Share
   warpgroup_wait<0>();
 }
 
-// What the split-KV merge reads and writes (decode_combine_kernel, and variant 23's merge in the
-// split kernel).
-template <class Element, int kHeadDim>
-struct CombineParams {
-  const float* o_part;
-  const float* lse_part;
-  const int32_t* cache_seqlens;
-  Element* o;
-  int64_t o_batch_stride, o_seq_stride, o_head_stride;
-  float* lse;
-  int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
-  int batch, seqlen_q, heads_q, max_len, num_splits;
-  bool causal;
-#ifdef HOPATTN_DECODE_STAMPS
-  uint64_t* stamps;
-#endif
-};
-
-constexpr int kCombineWarps = 4;
-
-// Split-KV merge of one output row (b, q-head, position) by one warp, kHeadDim / 32 channels per
-// lane; row = (b · heads_q + h) · seqlen_q + s, the partials' row order:
-//   LSE = log Σ_s exp(LSE_s),  O = Σ_s exp(LSE_s − LSE) · O_s   (splits with LSE_s = −inf skipped)
-// The partials are read through L2 (ld.global.cg): in the split kernel's own merge (variant 23)
-// other SMs wrote them during this kernel, and L1 is not coherent with their stores.
-template <class Element, int kHeadDim>
-CUTE_DEVICE void combine_row(CombineParams<Element, kHeadDim> const& p, int64_t row, int lane) {
-  constexpr int kPer = kHeadDim / 32;
-  const int64_t rows = int64_t(p.batch) * p.heads_q * p.seqlen_q;
-  const int s = int(row % p.seqlen_q);
-  const int h = int((row / p.seqlen_q) % p.heads_q);
-  const int b = int(row / (int64_t(p.seqlen_q) * p.heads_q));
-  const bool bad = bad_cache_length(p.cache_seqlens[b], p.max_len, p.seqlen_q, p.causal);
-
-  // Every load that does not depend on another is issued first: this lane's LSE (split lane) and
-  // the partial O rows of the first kBatch splits, so a step with up to kBatch splits pays about
-  // one memory latency here instead of one per group of splits (decode_timeline r38: 3.8 us for
-  // 16 splits when the O rows waited for the LSE reduction and came 4 splits at a time).
-  // The sum still runs over the splits in order: results are the same on every run.
-  constexpr int kBatch = 64 / kPer;  // splits whose O values a lane holds at once (64 floats)
-  const float* lse_row = p.lse_part + row;
-  const float* o_row = p.o_part + row * kHeadDim + lane * kPer;
-  const int64_t o_split_stride = rows * kHeadDim;
-  float2 v[kBatch][kPer / 2];
-  auto load_batch = [&](int base) {
-    CUTE_UNROLL
-    for (int u = 0; u < kBatch; ++u) {
-      const float* src = o_row + (base + u) * o_split_stride;
-      CUTE_UNROLL
-      for (int j = 0; j < kPer; j += 2)
-        v[u][j / 2] = base + u < p.num_splits ? __ldcg(reinterpret_cast<const float2*>(src + j)) : make_float2(0.0f, 0.0f);
-    }
-  };
-  const float l_lane = lane < p.num_splits ? __ldcg(lse_row + lane * rows) : -INFINITY;
-  load_batch(0);
-
-  float m = l_lane;
-  for (int sp = lane + 32; sp < p.num_splits; sp += 32) m = fmaxf(m, __ldcg(lse_row + sp * rows));
-  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-  float sum = 0.0f;
-  if (m != -INFINITY) {
-    sum = l_lane == -INFINITY ? 0.0f : expf(l_lane - m);
-    for (int sp = lane + 32; sp < p.num_splits; sp += 32) sum += expf(__ldcg(lse_row + sp * rows) - m);
-  }
-  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-  const float lse = m == -INFINITY ? -INFINITY : m + logf(sum);
-  // Split i's weight: from lane i for the first 32 splits, re-read (one broadcast load) after.
-  const float w_lane = l_lane == -INFINITY || lse == -INFINITY ? 0.0f : expf(l_lane - lse);
-  auto weight = [&](int i) {
-    if (i < 32) return __shfl_sync(0xffffffffu, w_lane, i);
-    const float l = __ldcg(lse_row + i * rows);
-    return l == -INFINITY || lse == -INFINITY ? 0.0f : expf(l - lse);
-  };
-
-  float acc[kPer] = {};
-  for (int base = 0; base < p.num_splits; base += kBatch) {
-    if (base > 0) load_batch(base);
-    CUTE_UNROLL
-    for (int u = 0; u < kBatch; ++u) {
-      const float w = base + u < p.num_splits ? weight(base + u) : 0.0f;
-      // An empty split (weight 0) may hold anything: it must not reach O, NaN included.
-      CUTE_UNROLL
-      for (int j = 0; j < kPer; j += 2) {
-        acc[j] += w != 0.0f ? w * v[u][j / 2].x : 0.0f;
-        acc[j + 1] += w != 0.0f ? w * v[u][j / 2].y : 0.0f;
-      }
-    }
-  }
-  cutlass::Array<Element, kPer> out;
-  CUTE_UNROLL
-  for (int j = 0; j < kPer; ++j) out[j] = Element(bad ? NAN : acc[j]);
-  *reinterpret_cast<cutlass::Array<Element, kPer>*>(p.o + b * p.o_batch_stride + s * p.o_seq_stride +
-                                                    h * p.o_head_stride + lane * kPer) = out;
-  if (p.lse != nullptr && lane == 0)
-    p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = bad ? NAN : lse;
-}
-
-// Variant 23: the split kernel merges its own output tile. Every CTA of a tile (m_block, row
-// group, batch) adds one to the tile's arrival counter after its partials are stored; the one
-// that brings it to num_splits merges the tile's rows (combine_row, one warp a row) and sets the
-// counter back to 0, so that a call leaves the counters as it found them. The counters sit after
-// a header whose first word hopattn_kvcache_workspace_init sets to kFusedMagic (and the counters
-// to 0); without it the CTAs merge nothing and record the error (kind 2) for
-// hopattn_kvcache_device_check. Ordering: each thread fences its partial stores (gpu scope)
-// before the CTA barrier and the arrival; the merging CTA fences after its arrival and reads the
-// partials through L2. `flag` is one int of shared memory the caller no longer uses.
-// The int8 call's tail kernel (p.merge_slots > 0) merges the same way with no counter: it is the
-// one split of its tile, and the int8 kernel's splits finished before it started.
-template <class Traits>
-CUTE_DEVICE void merge_if_last_split(typename Traits::Params const& p, DecodeTile const& t, int* flag) {
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int last = 0;
-    if (p.merge_slots > 0) {
-      last = 1;
-    } else if (*p.fused_header != kFusedMagic) {
-      record_uninitialised_workspace(p.error);
-    } else {
-      const int m_blocks = int(gridDim.x) / p.num_splits;
-      const int64_t tile = (int64_t(t.b) * gridDim.y + t.group_idx) * m_blocks + t.m_block;
-      last = atomicAdd(&p.arrivals[tile], 1) == p.num_splits - 1;
-      if (last) {
-        p.arrivals[tile] = 0;  // every split of the tile has arrived: nothing else touches it in this call
-        __threadfence();
-      }
-    }
-    *flag = last;
-  }
-  __syncthreads();
-  if (*flag == 0) return;
-  CombineParams<typename Traits::Element, Traits::kHeadDim> c{};
-  c.o_part = p.o_part, c.lse_part = p.lse_part, c.cache_seqlens = p.cache_seqlens;
-  c.o = p.o, c.o_batch_stride = p.o_batch_stride, c.o_seq_stride = p.o_seq_stride, c.o_head_stride = p.o_head_stride;
-  c.lse = p.lse, c.lse_batch_stride = p.lse_batch_stride, c.lse_head_stride = p.lse_head_stride;
-  c.lse_seq_stride = p.lse_seq_stride;
-  c.batch = p.batch, c.seqlen_q = p.seqlen_q, c.heads_q = p.heads_q, c.max_len = p.max_len;
-  c.num_splits = p.merge_slots > 0 ? p.merge_slots : p.num_splits, c.causal = p.causal;
-  const int tile_rows = min(Traits::kBlockM, t.rows - t.row0);
-  for (int r = int(threadIdx.x) / 32; r < tile_rows; r += Traits::kThreads / 32) {
-    const int row = t.row0 + r;
-    combine_row(c, (int64_t(t.b) * p.heads_q + t.head(row)) * p.seqlen_q + t.pos(row), int(threadIdx.x) % 32);
-  }
-}
-
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   using namespace cute;
@@ -797,7 +642,6 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   float lse[kRows];
   softmax.finalize(tOrO, lse);
   store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x, p.o_part != nullptr);
-  if (p.arrivals != nullptr || p.merge_slots > 0) merge_if_last_split<Traits>(p, t, reinterpret_cast<int*>(ss.q.data()));
 #ifdef HOPATTN_DECODE_STAMPS
   __syncthreads();
   HOPATTN_STAMP(p.stamps, cta, 6);  // every thread's stores issued
@@ -1613,16 +1457,102 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
 }
 
 // Split-KV merge: one warp per output row (b, q-head, position), kHeadDim / 32 channels per lane.
+//   LSE = log Σ_s exp(LSE_s),  O = Σ_s exp(LSE_s − LSE) · O_s   (splits with LSE_s = −inf skipped)
+template <class Element, int kHeadDim>
+struct CombineParams {
+  const float* o_part;
+  const float* lse_part;
+  const int32_t* cache_seqlens;
+  Element* o;
+  int64_t o_batch_stride, o_seq_stride, o_head_stride;
+  float* lse;
+  int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
+  int batch, seqlen_q, heads_q, max_len, num_splits;
+  bool causal;
+#ifdef HOPATTN_DECODE_STAMPS
+  uint64_t* stamps;
+#endif
+};
+
+constexpr int kCombineWarps = 4;
+
 template <class Element, int kHeadDim>
 __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(const CombineParams<Element, kHeadDim> p) {
 #ifdef HOPATTN_DECODE_STAMPS
   HOPATTN_STAMP(p.stamps, blockIdx.x, 1);
   stamp_smid(p.stamps);
 #endif
+  constexpr int kPer = kHeadDim / 32;
   const int64_t rows = int64_t(p.batch) * p.heads_q * p.seqlen_q;
   const int64_t row = int64_t(blockIdx.x) * kCombineWarps + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
   if (row >= rows) return;
-  combine_row(p, row, threadIdx.x % 32);
+  const int s = int(row % p.seqlen_q);
+  const int h = int((row / p.seqlen_q) % p.heads_q);
+  const int b = int(row / (int64_t(p.seqlen_q) * p.heads_q));
+  const bool bad = bad_cache_length(p.cache_seqlens[b], p.max_len, p.seqlen_q, p.causal);
+
+  // Every load that does not depend on another is issued first: this lane's LSE (split lane) and
+  // the partial O rows of the first kBatch splits, so a step with up to kBatch splits pays about
+  // one memory latency here instead of one per group of splits (decode_timeline r38: 3.8 us for
+  // 16 splits when the O rows waited for the LSE reduction and came 4 splits at a time).
+  // The sum still runs over the splits in order: results are the same on every run.
+  constexpr int kBatch = 64 / kPer;  // splits whose O values a lane holds at once (64 floats)
+  const float* lse_row = p.lse_part + row;
+  const float* o_row = p.o_part + row * kHeadDim + lane * kPer;
+  const int64_t o_split_stride = rows * kHeadDim;
+  float2 v[kBatch][kPer / 2];
+  auto load_batch = [&](int base) {
+    CUTE_UNROLL
+    for (int u = 0; u < kBatch; ++u) {
+      const float* src = o_row + (base + u) * o_split_stride;
+      CUTE_UNROLL
+      for (int j = 0; j < kPer; j += 2)
+        v[u][j / 2] = base + u < p.num_splits ? *reinterpret_cast<const float2*>(src + j) : make_float2(0.0f, 0.0f);
+    }
+  };
+  const float l_lane = lane < p.num_splits ? lse_row[lane * rows] : -INFINITY;
+  load_batch(0);
+
+  float m = l_lane;
+  for (int sp = lane + 32; sp < p.num_splits; sp += 32) m = fmaxf(m, lse_row[sp * rows]);
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  float sum = 0.0f;
+  if (m != -INFINITY) {
+    sum = l_lane == -INFINITY ? 0.0f : expf(l_lane - m);
+    for (int sp = lane + 32; sp < p.num_splits; sp += 32) sum += expf(lse_row[sp * rows] - m);
+  }
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+  const float lse = m == -INFINITY ? -INFINITY : m + logf(sum);
+  // Split i's weight: from lane i for the first 32 splits, re-read (one broadcast load) after.
+  const float w_lane = l_lane == -INFINITY || lse == -INFINITY ? 0.0f : expf(l_lane - lse);
+  auto weight = [&](int i) {
+    if (i < 32) return __shfl_sync(0xffffffffu, w_lane, i);
+    const float l = lse_row[i * rows];
+    return l == -INFINITY || lse == -INFINITY ? 0.0f : expf(l - lse);
+  };
+
+  float acc[kPer] = {};
+  for (int base = 0; base < p.num_splits; base += kBatch) {
+    if (base > 0) load_batch(base);
+    CUTE_UNROLL
+    for (int u = 0; u < kBatch; ++u) {
+      const float w = base + u < p.num_splits ? weight(base + u) : 0.0f;
+      // An empty split (weight 0) may hold anything: it must not reach O, NaN included.
+      CUTE_UNROLL
+      for (int j = 0; j < kPer; j += 2) {
+        acc[j] += w != 0.0f ? w * v[u][j / 2].x : 0.0f;
+        acc[j + 1] += w != 0.0f ? w * v[u][j / 2].y : 0.0f;
+      }
+    }
+  }
+  cutlass::Array<Element, kPer> out;
+  CUTE_UNROLL
+  for (int j = 0; j < kPer; ++j) out[j] = Element(bad ? NAN : acc[j]);
+  *reinterpret_cast<cutlass::Array<Element, kPer>*>(p.o + b * p.o_batch_stride + s * p.o_seq_stride +
+                                                    h * p.o_head_stride + lane * kPer) = out;
+  if (p.lse != nullptr && lane == 0)
+    p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = bad ? NAN : lse;
   HOPATTN_STAMP(p.stamps, blockIdx.x, 6);  // thread 0's row stored
 }
 
