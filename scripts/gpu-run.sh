@@ -3,7 +3,7 @@
 # `hopattn bench`, with logs and CSV written to OUT_DIR.
 #
 #   scripts/gpu-run.sh OUT_DIR [--quick] [--sanitize] [--tests REGEX] [--bench "ARGS" | --no-bench]
-#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--ncu-gemm "M N K VARIANT"] [--no-sass]
+#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--kernel-times "ARGS"] [--ncu-gemm "M N K VARIANT"] [--no-sass]
 #                      [--timeline "SPECS"] [--int8-timeline "SPECS"]
 #
 # --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu).
@@ -19,6 +19,11 @@
 # --ncu-decode "ARGS": the same for one launch of the decode split kernel in
 #   `hopattn bench --op decode ARGS` (give one shape, one --variants entry and one --kv-dtype),
 #   into ncu-decode.txt.
+# --kernel-times "ARGS": the duration of every decode-side kernel launch (split kernels, the tail
+#   kernel, the combine) under ncu (gpu__time_duration only, clocks and caches left alone, the
+#   first 80 launches whose name contains "decode") in `hopattn bench --op decode ARGS`, summarised
+#   per kernel and grid by scripts/ncu_kernel_times.py into kernel-times.txt (the raw CSV beside it).
+#   Launches are serialised under ncu: a kernel's time, not the step's overlap.
 # --timeline "HQ:HKV B:L SPLITS VARIANT;...": bin/decode_timeline (per-CTA phase stamps of the
 #   16-bit decode kernel and the combine) for each spec, CSVs timeline-*.csv.
 # --int8-timeline "HQ:HKV B:L VARIANT;...": bin/decode_int8_timeline (per-warp, per-tile stamps of
@@ -34,7 +39,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-no_sass="" no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
+kernel_times="" no_sass="" no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
@@ -50,6 +55,7 @@ while [ $# -gt 0 ]; do
     --ncu-gemm) ncu_gemm=$2; shift ;;
     --ncu-attn) ncu_attn=$2; shift ;;
     --ncu-decode) ncu_decode=$2; shift ;;
+    --kernel-times) kernel_times=$2; shift ;;
     --timeline) timeline=$2; shift ;;
     --int8-timeline) int8_timeline=$2; shift ;;
     *) echo "unknown option $1"; exit 2 ;;
@@ -210,6 +216,15 @@ ncu_decode_profile() {
   ncu_report decode 'decode_(int8_|int8_regk_|int8_mma_|int8_mma_warp_rings_)?kernel' 3 50 "$build/bin/hopattn" bench --op decode --no-ceilings $ncu_decode
 }
 if [ -n "$ncu_decode" ]; then step ncu_decode ncu-decode.txt ncu_decode_profile; fi
+decode_kernel_times() {
+  command -v ncu >/dev/null || { echo "ncu not found"; return 1; }
+  # shellcheck disable=SC2086  # ARGS are bench flags, split on purpose
+  ncu --metrics gpu__time_duration.sum --csv --clock-control none --cache-control none \
+    --kernel-name regex:decode --launch-count 80 "$build/bin/hopattn" bench --op decode --no-ceilings \
+    $kernel_times >"$out/kernel-times.csv" 2>&1 || return 1
+  python3 "$root/scripts/ncu_kernel_times.py" "$out/kernel-times.csv"
+}
+if [ -n "$kernel_times" ]; then step kernel_times kernel-times.txt decode_kernel_times; fi
 decode_timelines() {
   local spec heads cache splits variant
   IFS=';' read -ra specs <<<"$timeline"
