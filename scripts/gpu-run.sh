@@ -6,7 +6,9 @@
 #                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--kernel-times "ARGS"] [--ncu-gemm "M N K VARIANT"] [--no-sass]
 #                      [--timeline "SPECS"] [--int8-timeline "SPECS"]
 #
-# --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu).
+# --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu). Names of
+#   parameterised tests look like "Compiled/KvCacheGpu.Name/bf16_hd128  # GetParam() = bf16 hd128":
+#   do not anchor a regex with $ after the config (summary.txt counts what was selected).
 # --no-tests: skip the gpu test suite (a run that only measures).
 # --no-bench: skip the attention bench (e.g. a run that only measures decode or the GEMM).
 # --no-check: skip `hopattn check`.
@@ -120,6 +122,15 @@ sass_summary() {
 }
 [ -n "$no_sass" ] || sass_summary >>"$summary" 2>&1
 # The gpu-labelled suite (the host tests are CI's; some need the build machine's compiler).
+# The summary counts the tests the regex selects per binary: CTest's names of parameterised tests
+# end in "  # GetParam() = ...", so a regex anchored with $ after the config matches none of them
+# (r132 meant to run kvcache tests that way and ran none).
+if [ -z "$no_tests" ]; then
+  for group in KvCacheGpu AttentionFwd Gemm; do
+    n=$(ctest --test-dir "$build" -N -L gpu ${tests_regex:+-R "$tests_regex"} | grep -c "$group")
+    echo "tests selected: $group $n" >>"$summary"
+  done
+fi
 [ -n "$no_tests" ] || step tests tests.log ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
   --timeout "${TEST_TIMEOUT:-600}"
 # The persistent kernels' grouped zig-zag causal order (the folded order is the default): the
