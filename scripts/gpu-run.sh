@@ -3,7 +3,8 @@
 # `hopattn bench`, with logs and CSV written to OUT_DIR.
 #
 #   scripts/gpu-run.sh OUT_DIR [--quick] [--sanitize] [--tests REGEX] [--bench "ARGS" | --no-bench]
-#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--kernel-times "ARGS"] [--ncu-gemm "M N K VARIANT"] [--no-sass]
+#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--kernel-times "ARGS"]
+#                      [--ncu-gemm "M N K VARIANT"] [--no-sass]
 #                      [--timeline "SPECS"] [--int8-timeline "SPECS"]
 #
 # --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu). Names of
