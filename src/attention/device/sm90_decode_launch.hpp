@@ -96,7 +96,11 @@ Status launch_decode_combine(const DecodeParams& dp, Stream stream) {
                                      dp.batch, dp.seqlen_q, dp.heads_q, dp.max_len, slots, dp.causal};
   const int64_t blocks = (rows_total + kCombineWarps - 1) / kCombineWarps;
   if (blocks > INT32_MAX) return Status::unsupported("kvcache attention: too many rows for the combine grid");
-  decode_combine_kernel<Element, kHeadDim><<<unsigned(blocks), 32 * kCombineWarps, 0, stream>>>(c);
+  // Few slots (an int8 call's tail at one split, or 2-4 splits): a batch of that many, so that
+  // more warps stay resident (decode_combine_kernel).
+  if (slots <= 2) decode_combine_kernel<Element, kHeadDim, 2><<<unsigned(blocks), 32 * kCombineWarps, 0, stream>>>(c);
+  else if (slots <= 4) decode_combine_kernel<Element, kHeadDim, 4><<<unsigned(blocks), 32 * kCombineWarps, 0, stream>>>(c);
+  else decode_combine_kernel<Element, kHeadDim><<<unsigned(blocks), 32 * kCombineWarps, 0, stream>>>(c);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status();
 }

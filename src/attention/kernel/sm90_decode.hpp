@@ -593,20 +593,26 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
     Barrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
     copy(p.tma_v.with(ss.v_full[stage]), tVgV(_, n), tVsV(_, stage));
   };
-  if (is_tma_thread) {
-    CUTE_UNROLL
-    for (int s = 0; s < kStages; ++s) Barrier::init(&ss.k_full[s], 1), Barrier::init(&ss.v_full[s], 1);
-    cutlass::arch::fence_barrier_init();
-  }
-  __syncthreads();
-  if (is_tma_thread)
-    for (int i = 0; i < kStages && i < n_blocks; ++i) load_kv(t.n_begin + i, i);
-  HOPATTN_STAMP(p.stamps, cta, 2);  // barriers initialised, first loads issued
+  // A CTA with no KV tile (an empty cache or split, a bad length, an int8 call's empty tail: 1024
+  // such CTAs at 64:8 128 x 2k) skips the barriers, the Q tile and the loop: its epilogue writes
+  // O = 0 and LSE = -inf (NaN for a bad length) from the untouched accumulators, as the loop's
+  // absence would have left them.
+  if (n_blocks > 0) {
+    if (is_tma_thread) {
+      CUTE_UNROLL
+      for (int s = 0; s < kStages; ++s) Barrier::init(&ss.k_full[s], 1), Barrier::init(&ss.v_full[s], 1);
+      cutlass::arch::fence_barrier_init();
+    }
+    __syncthreads();
+    if (is_tma_thread)
+      for (int i = 0; i < kStages && i < n_blocks; ++i) load_kv(t.n_begin + i, i);
+    HOPATTN_STAMP(p.stamps, cta, 2);  // barriers initialised, first loads issued
 
-  q_regs.store(sQ, threadIdx.x);  // loaded at entry; the first K/V tiles are in flight
-  cutlass::arch::fence_view_async_shared();
-  __syncthreads();
-  HOPATTN_STAMP(p.stamps, cta, 3);  // Q gathered
+    q_regs.store(sQ, threadIdx.x);  // loaded at entry; the first K/V tiles are in flight
+    cutlass::arch::fence_view_async_shared();
+    __syncthreads();
+    HOPATTN_STAMP(p.stamps, cta, 3);  // Q gathered
+  }
 
   typename Traits::TiledMmaQK mma_qk;
   typename Traits::TiledMmaPV mma_pv;
@@ -1476,7 +1482,10 @@ struct CombineParams {
 
 constexpr int kCombineWarps = 4;
 
-template <class Element, int kHeadDim>
+// kBatch: splits whose O rows a lane loads at once (0: 64 / kPer, 16 at hdim 128). A call with
+// few slots takes a small batch (launch_decode_combine): the registers of 16 splits' rows cap
+// the resident warps (ncu r131, 64:8 128 x 2k int8 with tails, 8192 rows of 2 slots: 16.7 us).
+template <class Element, int kHeadDim, int kBatch = 0>
 __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(const CombineParams<Element, kHeadDim> p) {
 #ifdef HOPATTN_DECODE_STAMPS
   HOPATTN_STAMP(p.stamps, blockIdx.x, 1);
@@ -1497,14 +1506,14 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
   // one memory latency here instead of one per group of splits (decode_timeline r38: 3.8 us for
   // 16 splits when the O rows waited for the LSE reduction and came 4 splits at a time).
   // The sum still runs over the splits in order: results are the same on every run.
-  constexpr int kBatch = 64 / kPer;  // splits whose O values a lane holds at once (64 floats)
+  constexpr int kBatchSplits = kBatch > 0 ? kBatch : 64 / kPer;  // splits whose O values a lane holds at once
   const float* lse_row = p.lse_part + row;
   const float* o_row = p.o_part + row * kHeadDim + lane * kPer;
   const int64_t o_split_stride = rows * kHeadDim;
-  float2 v[kBatch][kPer / 2];
+  float2 v[kBatchSplits][kPer / 2];
   auto load_batch = [&](int base) {
     CUTE_UNROLL
-    for (int u = 0; u < kBatch; ++u) {
+    for (int u = 0; u < kBatchSplits; ++u) {
       const float* src = o_row + (base + u) * o_split_stride;
       CUTE_UNROLL
       for (int j = 0; j < kPer; j += 2)
@@ -1533,10 +1542,10 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
   };
 
   float acc[kPer] = {};
-  for (int base = 0; base < p.num_splits; base += kBatch) {
+  for (int base = 0; base < p.num_splits; base += kBatchSplits) {
     if (base > 0) load_batch(base);
     CUTE_UNROLL
-    for (int u = 0; u < kBatch; ++u) {
+    for (int u = 0; u < kBatchSplits; ++u) {
       const float w = base + u < p.num_splits ? weight(base + u) : 0.0f;
       // An empty split (weight 0) may hold anything: it must not reach O, NaN included.
       CUTE_UNROLL
