@@ -35,18 +35,10 @@ inline Status decode_grid(const DecodeParams& dp, int block_m, DecodeGrid* g) {
   return Status();
 }
 
-// The 16-bit kernel's TMA rows (its Params only have the field).
-template <class Params>
-auto set_cache_rows(Params& p, int rows, int) -> decltype(p.cache_rows = rows, void()) {
-  p.cache_rows = rows;
-}
-template <class Params>
-void set_cache_rows(Params&, int, long) {}
-
 // Rows of the cache tensors the TMA sees.
 inline int decode_cache_rows(const DecodeParams& dp) { return dp.cache_rows > 0 ? dp.cache_rows : dp.max_len; }
 
-// The fields both kernels' Params share, by name.
+// DecodeSplitParams's fields (kernel/sm90_decode.hpp), the same for every split kernel.
 template <class Params, class Element>
 void fill_common_params(Params& p, const DecodeParams& dp, const DecodeGrid& g, int hdim) {
   const int64_t rows_total = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
@@ -69,7 +61,7 @@ void fill_common_params(Params& p, const DecodeParams& dp, const DecodeGrid& g, 
   p.causal = dp.causal;
   p.key_block = dp.quant_block, p.key_range = dp.key_range, p.split_base = dp.split_base;
   p.small_splits = dp.small_splits, p.big_weight = dp.big_weight, p.small_weight = dp.small_weight;
-  set_cache_rows(p, decode_cache_rows(dp), 0);
+  p.cache_rows = decode_cache_rows(dp);
 }
 
 // The TMA sees the whole cache, (max_len, hdim, heads_kv, batch); keys past a sequence's own

@@ -90,6 +90,44 @@ constexpr int decode_stages(int hdim, int variant) {
   return variant == kDecodeTailTile ? 1 : (variant == 1 && hdim == 64) ? 4 : 3;
 }
 
+// The fields every decode split kernel reads, filled by name by fill_common_params
+// (device/sm90_decode_launch.hpp). TmaK/TmaV: the cache's TMA loads (16-bit boxes, or raw int8).
+template <class Element, class TmaK, class TmaV>
+struct DecodeSplitParams {
+  TmaK tma_k;
+  TmaV tma_v;
+  const Element* q;
+  int64_t q_batch_stride, q_seq_stride, q_head_stride;
+  Element* o;
+  int64_t o_batch_stride, o_seq_stride, o_head_stride;
+  float* lse;
+  int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
+  const int32_t* cache_seqlens;
+  float* o_part;    // splits > 1: (splits, batch, heads_q, seqlen_q, hdim)
+  float* lse_part;  // splits > 1: (splits, batch, heads_q, seqlen_q)
+  int32_t* error;
+  int batch, seqlen_q, heads_q, heads_kv, max_len;
+  int group;  // rows per position: heads_q / heads_kv when packed, else 1
+  int rows;   // rows of a row group: seqlen_q · group
+  int num_splits;
+  float softmax_scale;
+  bool causal;
+  int key_block, key_range;  // the keys this cache holds (DecodeKeys; key_block: the int8 call's quant_block)
+  int split_base;            // the workspace slot of split 0
+  int small_splits, big_weight, small_weight;  // uneven splits (variant 22; small_splits 0: even)
+  int cache_rows;  // rows the TMA sees: max_len, or quant_block for an int8 call's tail (16-bit kernel only)
+};
+
+// The int8 cache's scales on top of them (the launch fills these itself).
+template <class Element, class TmaK, class TmaV>
+struct DecodeInt8SplitParams : DecodeSplitParams<Element, TmaK, TmaV> {
+  const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
+  int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
+  const float* v_scale;  // (batch, max_len, heads_kv)
+  int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
+  int quant_block;
+};
+
 template <class Element_, int kHeadDim_, int kVariant>
 struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim_, kVariant),
                                 decode_stages(kHeadDim_, kVariant)> {
@@ -108,28 +146,7 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
   };
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));
 
-  struct Params {
-    typename Base::TmaLoadKV tma_k, tma_v;
-    const Element* q;
-    int64_t q_batch_stride, q_seq_stride, q_head_stride;
-    Element* o;
-    int64_t o_batch_stride, o_seq_stride, o_head_stride;
-    float* lse;
-    int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
-    const int32_t* cache_seqlens;
-    float* o_part;    // splits > 1: (splits, batch, heads_q, seqlen_q, hdim)
-    float* lse_part;  // splits > 1: (splits, batch, heads_q, seqlen_q)
-    int32_t* error;
-    int batch, seqlen_q, heads_q, heads_kv, max_len;
-    int group;  // rows per position: heads_q / heads_kv when packed, else 1
-    int rows;   // rows of a row group: seqlen_q · group
-    int num_splits;
-    float softmax_scale;
-    bool causal;
-    int key_block, key_range;  // the keys this cache holds (DecodeKeys; key_block: the int8 call's quant_block)
-    int split_base;            // the workspace slot of split 0
-    int small_splits, big_weight, small_weight;  // uneven splits (variant 22; small_splits 0: even)
-    int cache_rows;            // rows the TMA sees: max_len, or quant_block for an int8 call's tail
+  struct Params : DecodeSplitParams<Element, typename Base::TmaLoadKV, typename Base::TmaLoadKV> {
 #ifdef HOPATTN_DECODE_STAMPS
     uint64_t* stamps;  // measurement builds only (HOPATTN_STAMP)
 #endif
@@ -250,32 +267,7 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));  // checked against the device at launch
   static_assert(!kRawK || kSharedBytes <= 113 * 1024, "variants 5 and 7: two CTAs per SM");
 
-  struct Params {
-    TmaLoadRawK tma_k;
-    TmaLoadRaw tma_v;
-    const Element* q;
-    int64_t q_batch_stride, q_seq_stride, q_head_stride;
-    Element* o;
-    int64_t o_batch_stride, o_seq_stride, o_head_stride;
-    float* lse;
-    int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
-    const int32_t* cache_seqlens;
-    float* o_part;
-    float* lse_part;
-    int32_t* error;
-    int batch, seqlen_q, heads_q, heads_kv, max_len;
-    int group, rows, num_splits;
-    float softmax_scale;
-    bool causal;
-    int key_block, key_range;  // the keys this cache holds (DecodeKeys)
-    int split_base;            // the workspace slot of split 0
-    int small_splits, big_weight, small_weight;  // uneven splits (variant 22; small_splits 0: even)
-    const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
-    int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
-    const float* v_scale;  // (batch, max_len, heads_kv)
-    int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
-    int quant_block;
-  };
+  struct Params : DecodeInt8SplitParams<Element, TmaLoadRawK, TmaLoadRaw> {};
 };
 
 // Named barriers of the int8 kernel (ids past CUTLASS's reserved ones; __syncthreads is id 0).

@@ -242,30 +242,7 @@ struct DecodeInt8MmaTraits {
   static_assert(kWarps * kTileRows * (kMergeStride + 2) * 4 <= kStages * kTileBytes, "the merge fits the tile ring");
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));
 
-  struct Params {
-    TmaLoadRaw tma_k, tma_v;
-    const Element* q;
-    int64_t q_batch_stride, q_seq_stride, q_head_stride;
-    Element* o;
-    int64_t o_batch_stride, o_seq_stride, o_head_stride;
-    float* lse;
-    int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
-    const int32_t* cache_seqlens;
-    float* o_part;
-    float* lse_part;
-    int32_t* error;
-    int batch, seqlen_q, heads_q, heads_kv, max_len;
-    int group, rows, num_splits;
-    float softmax_scale;
-    bool causal;
-    int key_block, key_range;  // the keys this cache holds (DecodeKeys)
-    int split_base;            // the workspace slot of split 0
-    int small_splits, big_weight, small_weight;  // uneven splits (variant 22; small_splits 0: even)
-    const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
-    int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
-    const float* v_scale;  // (batch, max_len, heads_kv)
-    int64_t vs_batch_stride, vs_seq_stride, vs_head_stride;
-    int quant_block;
+  struct Params : DecodeInt8SplitParams<Element, TmaLoadRaw, TmaLoadRaw> {
 #ifdef HOPATTN_DECODE_STAMPS
     // Measurement builds only (bench/decode_int8_timeline.cu): clock64 per tile, laid out by
     // int8_mma_stamp_slot; stamp_tiles tiles per consumer warp.
