@@ -4,11 +4,13 @@ one column per implementation, cells "TFLOP/s (ratio to cuDNN)"; for `--op decod
 per (hdim, heads, batch, cache length, q_len), one column per implementation and cache dtype,
 cells "TB/s (ratio to cuDNN)", or why the row was not timed; then per attention implementation the
 geomean of its ratios to cuDNN, the cells >= 1.0 and the lowest. Usage: bench_table.py FILE.csv"""
+
 import csv
 import math
 import re
 import sys
 from collections import OrderedDict
+from clock_efficiency import clock_mhz  # scripts/clock_efficiency.py, beside this file
 
 
 def main(path):
@@ -56,6 +58,26 @@ def summary(attn):
         print(f"- {impl}: geomean {geo:.3f}x cuDNN over {len(ratios)} cells, {sum(x >= 1.0 for x in ratios)} >= 1.0, "
               f"lowest {float(low['ratio_vs_cudnn']):.3f} (hdim {low['hdim']}, causal {low['causal']}, "
               f"seqlen {low['seqlen_q']}){extra}")
+        clock_split(impl, part, attn)
+
+
+def clock_split(impl, part, attn):
+    """The ratio to cuDNN as clock ratio x per-clock ratio, from the SM clocks the rows' notes
+    record (both run at the board's power cap, at different clocks: docs/perf-log.md, twenty-second
+    session; scripts/clock_efficiency.py has the per-cell table)."""
+    key = lambda r: (r["dtype"], r["hdim"], r["causal"], r["seqlen_q"], r["seqlen_k"])
+    base = {key(r): r for r in attn if r["impl"] == "cudnn"}
+    clk, per = [], []
+    for r in part:
+        b = base.get(key(r))
+        f1, f0 = clock_mhz(r["note"]), clock_mhz(b["note"]) if b else None
+        if b is None or f1 is None or f0 is None:
+            continue
+        clk.append(math.log(f1 / f0))
+        per.append(math.log(float(r["ratio_vs_cudnn"]) * f0 / f1))
+    if clk:
+        print(f"  {impl} over {len(clk)} cells with clocks: clock ratio {math.exp(sum(clk) / len(clk)):.3f} "
+              f"x per-clock ratio {math.exp(sum(per) / len(per)):.3f}")
 
 
 def decode_table(dec):
