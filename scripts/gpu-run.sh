@@ -5,11 +5,16 @@
 #   scripts/gpu-run.sh OUT_DIR [--quick] [--sanitize] [--tests REGEX] [--bench "ARGS" | --no-bench]
 #                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--kernel-times "ARGS"]
 #                      [--ncu-gemm "M N K VARIANT"] [--no-sass]
-#                      [--timeline "SPECS"] [--int8-timeline "SPECS"]
+#                      [--timeline "SPECS"] [--int8-timeline "SPECS"] [--deadline S]
 #
 # --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu). Names of
 #   parameterised tests look like "Compiled/KvCacheGpu.Name/bf16_hd128  # GetParam() = bf16 hd128":
 #   do not anchor a regex with $ after the config (summary.txt counts what was selected).
+# --deadline S: the call has S seconds in all (the device tool's limit, e.g. 570 for a 600 s call).
+#   Every step is bounded by what is left, minus 20 s kept for the summary and the log archive; a
+#   step that would start with under 30 s left is skipped ("skipped (deadline)" in summary.txt).
+#   A step cut by the deadline reads "exit 124" (r135 lost its sanitizer step and the archive to
+#   the device tool's own limit; with --deadline the steps before it still come back bundled).
 # --no-tests: skip the gpu test suite (a run that only measures).
 # --no-bench: skip the attention bench (e.g. a run that only measures decode or the GEMM).
 # --no-check: skip `hopattn check`.
@@ -42,7 +47,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-kernel_times="" no_sass="" no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
+deadline="" kernel_times="" no_sass="" no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
@@ -51,6 +56,7 @@ while [ $# -gt 0 ]; do
     --gemm-bench) gemm_bench_args=$2; shift ;;
     --decode-bench) decode_bench_args=$2; shift ;;
     --tests) tests_regex=$2; shift ;;
+    --deadline) deadline=$2; shift ;;
     --no-bench) no_bench=1 ;;
     --no-tests) no_tests=1 ;;
     --no-check) no_check=1 ;;
@@ -87,12 +93,41 @@ if [ -n "$bld" ] && [ "$bld" != "$build" ] && [ ! -e "$bld" ]; then
   mkdir -p "$(dirname "$bld")" && ln -s "$build" "$bld"
 fi
 
+# A shell function run under a time limit: in its own process group (job control), so that the
+# programs it starts go with it when the limit kills the group.
+bounded_function() {  # bounded_function SECONDS FUNCTION ARGS...
+  local limit=$1 pid watchdog rc
+  shift
+  set -m
+  "$@" &
+  pid=$!
+  set +m
+  (sleep "$limit"; kill -TERM -- -"$pid" 2>/dev/null; sleep 10; kill -KILL -- -"$pid" 2>/dev/null) &
+  watchdog=$!
+  wait "$pid"
+  rc=$?
+  kill "$watchdog" 2>/dev/null
+  wait "$watchdog" 2>/dev/null
+  # A group killed by the watchdog reads as timeout(1)'s 124, like a program's.
+  [ $rc -eq 143 ] || [ $rc -eq 137 ] && rc=124
+  return $rc
+}
 step() {  # step NAME LOG COMMAND...
   local name=$1 log=$2; shift 2
   echo "== $name"
-  local t0=$SECONDS
+  local t0=$SECONDS limit=${STEP_TIMEOUT:-1200}
+  if [ -n "$deadline" ]; then
+    local left=$((deadline - SECONDS - 20))
+    if [ $left -lt 30 ]; then
+      echo "$name: skipped (deadline, $((deadline - SECONDS)) s left)" | tee -a "$summary"
+      return 0
+    fi
+    [ $left -lt "$limit" ] && limit=$left
+  fi
   if [ "$(type -t "$1")" = file ]; then  # a program: bounded, so a hang cannot eat the session
-    timeout --kill-after=10 "${STEP_TIMEOUT:-1200}" "$@" >"$out/$log" 2>&1
+    timeout --kill-after=10 "$limit" "$@" >"$out/$log" 2>&1
+  elif [ -n "$deadline" ]; then
+    bounded_function "$limit" "$@" >"$out/$log" 2>&1
   else
     "$@" >"$out/$log" 2>&1
   fi
