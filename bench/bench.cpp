@@ -102,14 +102,21 @@ struct AttnBuffers {
   DeviceBuffer q, k, v, o;
 };
 
-AttentionForwardArgs attention_args(const AttnBuffers& buf, hopattn_dtype_t dtype, int batch, int seqlen,
-                                    int heads, int hdim, bool causal) {
+// One cell of the attention grid: the FlashAttention-3 grid's (batch = tokens / seqlen, heads =
+// hidden / hdim, seqlen_q = seqlen_k, MHA) or one of --shapes (GQA prefill, short chunks).
+struct AttnCell {
+  int hdim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv;
+  int64_t q_elems() const { return int64_t(batch) * seqlen_q * heads_q * hdim; }
+  int64_t kv_elems() const { return int64_t(batch) * seqlen_k * heads_kv * hdim; }
+};
+
+AttentionForwardArgs attention_args(const AttnBuffers& buf, hopattn_dtype_t dtype, const AttnCell& c) {
   AttentionForwardArgs args{};
-  args.q = tensor_bshd(buf.q.get(), dtype, batch, seqlen, heads, hdim);
-  args.k = tensor_bshd(buf.k.get(), dtype, batch, seqlen, heads, hdim);
-  args.v = tensor_bshd(buf.v.get(), dtype, batch, seqlen, heads, hdim);
-  args.o = tensor_bshd(buf.o.get(), dtype, batch, seqlen, heads, hdim);
-  args.causal = causal;
+  args.q = tensor_bshd(buf.q.get(), dtype, c.batch, c.seqlen_q, c.heads_q, c.hdim);
+  args.k = tensor_bshd(buf.k.get(), dtype, c.batch, c.seqlen_k, c.heads_kv, c.hdim);
+  args.v = tensor_bshd(buf.v.get(), dtype, c.batch, c.seqlen_k, c.heads_kv, c.hdim);
+  args.o = tensor_bshd(buf.o.get(), dtype, c.batch, c.seqlen_q, c.heads_q, c.hdim);
+  args.causal = c.causal;
   return args;
 }
 
@@ -136,15 +143,18 @@ bool time_attention(const std::string& impl, const ForwardFn& fn, const Attentio
 }
 
 void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
-  std::printf("\n%-8s %-5s %6s %6s %7s %6s %-22s %9s %9s %9s %9s\n", "op", "hdim", "causal", "seqlen",
+  std::printf("\n%-8s %-5s %6s %11s %7s %6s %-22s %9s %9s %9s %9s\n", "op", "hdim", "causal", "seqlen",
               "batch", "heads", "impl", "ms", "TFLOP/s", "vs_cudnn", "vs_gemm");
   for (const Row& r : rows) {
     if (r.op != "attn_fwd") continue;
     char ratio[16] = "-", gemm[16] = "-";
     if (r.ratio_vs_cudnn > 0) std::snprintf(ratio, sizeof(ratio), "%.3f", r.ratio_vs_cudnn);
     if (gemm_tflops > 0) std::snprintf(gemm, sizeof(gemm), "%.3f", r.tflops / gemm_tflops);
-    std::printf("%-8s %-5d %6d %6d %7d %6d %-22s %9.4f %9.1f %9s %9s\n", r.op.c_str(), r.hdim, r.causal,
-                r.seqlen_q, r.batch, r.heads_q, r.impl.c_str(), r.ms, r.tflops, ratio, gemm);
+    char seq[32], heads[32];
+    std::snprintf(seq, sizeof(seq), r.seqlen_q == r.seqlen_k ? "%d" : "%d:%d", r.seqlen_q, r.seqlen_k);
+    std::snprintf(heads, sizeof(heads), r.heads_q == r.heads_kv ? "%d" : "%d:%d", r.heads_q, r.heads_kv);
+    std::printf("%-8s %-5d %6d %11s %7d %6s %-22s %9.4f %9.1f %9s %9s\n", r.op.c_str(), r.hdim, r.causal, seq,
+                r.batch, heads, r.impl.c_str(), r.ms, r.tflops, ratio, gemm);
   }
 }
 
@@ -158,6 +168,8 @@ std::string bench_usage() {
          "seqlen 512..16k, causal and not), with cuDNN and the ceilings measured in the same run.\n"
          "--quick: a short grid (hdim 128, seqlen 1024 and 4096) for a smoke run.\n"
          "--schedules: hopattn schedules to time; rows of schedule k > 0 have impl hopattn:<tile config>.\n"
+         "--shapes B:SQ:SK:HQ:HKV,...: cells of these shapes (per --hdim and --causal) instead of the\n"
+         "FA3 grid: GQA prefill (e.g. 2:4096:4096:32:8), short chunks against a cache (1:77:4096:32:8).\n"
          "--rounds N: time each cell's implementations N times, interleaved (the order rotates each\n"
          "round), and report each one's median (note: the spread); one round moves a cell by up to ~5 %.\n"
          "--warmup-ms T: before each cell, run its first implementation T ms untimed (default 200; 0:\n"
@@ -209,6 +221,24 @@ std::vector<std::string> parse_word_list(const std::string& s) {
   return out;
 }
 
+// "B:SQ:SK:HQ:HKV,...": batch, query and key lengths, query and KV heads.
+std::vector<AttnShape> parse_shape_list(const std::string& s) {
+  std::vector<AttnShape> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::vector<int> v;
+    std::stringstream fs(item);
+    std::string f;
+    while (std::getline(fs, f, ':')) v.push_back(parse_int_list(f).at(0));
+    if (v.size() != 5 || v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1 || v[4] < 1 || v[3] % v[4] != 0)
+      throw std::invalid_argument("--shapes: '" + item + "' is not B:SQ:SK:HQ:HKV (positive, HQ a multiple of HKV)");
+    out.push_back({v[0], v[1], v[2], v[3], v[4]});
+  }
+  if (out.empty()) throw std::invalid_argument("--shapes: empty list");
+  return out;
+}
+
 void check_decode_options(const BenchOptions& o) {
   for (int q : o.qlens)
     if (q < 1) throw std::invalid_argument("--qlen " + std::to_string(q) + " must be at least 1");
@@ -254,6 +284,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--hidden") o->hidden = parse_int_list(value()).at(0);
       else if (a == "--no-ceilings") o->ceilings = false;
       else if (a == "--schedules") o->schedules = parse_int_list(value());
+      else if (a == "--shapes") o->shapes = parse_shape_list(value());
       else if (a == "--warmup-ms") {
         o->warmup_ms = std::atof(value().c_str());
         if (!(o->warmup_ms >= 0 && o->warmup_ms <= 60000))
@@ -297,7 +328,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
     }
     auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
     if (o->op == "decode") {
-      for (const char* f : {"--plot", "--seqlen", "--causal", "--tokens", "--hidden", "--schedules", "--dtype"})
+      for (const char* f : {"--plot", "--seqlen", "--causal", "--tokens", "--hidden", "--schedules", "--dtype", "--shapes"})
         if (was_given(f))
           throw std::invalid_argument(std::string(f) + " applies to --op attn, not decode" +
                                       (std::string(f) == "--dtype" ? " (--kv-dtype sets the cache dtype)" : ""));
@@ -350,8 +381,18 @@ int run_bench(const BenchOptions& opt) {
 
   std::vector<Row> rows;
   double gemm_tflops = 0;
-  const int cells = int(opt.hdims.size() * opt.causal.size() * opt.seqlens.size());
-  const int total = cells + (opt.ceilings ? 2 : 0);
+  std::vector<AttnCell> cells;
+  for (int hdim : opt.hdims)
+    for (int causal : opt.causal) {
+      if (opt.shapes.empty())
+        for (int seqlen : opt.seqlens) {
+          const int batch = opt.tokens / seqlen, heads = opt.hidden / hdim;
+          cells.push_back({hdim, causal, batch, seqlen, seqlen, heads, heads});
+        }
+      for (const AttnShape& s : opt.shapes)
+        cells.push_back({hdim, causal, s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv});
+    }
+  const int total = int(cells.size()) + (opt.ceilings ? 2 : 0);
   int done = 0;
   if (opt.ceilings) {
     progress(++done, total, "ceiling: cuBLAS bf16 GEMM 8192^3");
@@ -363,7 +404,8 @@ int run_bench(const BenchOptions& opt) {
                 rows.back().tbps);
   }
 
-  const int64_t elems = int64_t(opt.tokens) * opt.hidden;
+  int64_t elems = 0;  // the largest Q (or O) and K (or V) of any cell
+  for (const AttnCell& c : cells) elems = std::max({elems, c.q_elems(), c.kv_elems()});
   AttnBuffers buf{DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2)};
   reference::fill_normal(buf.q.get(), opt.dtype, elems, 1, 1.0f, stream);
   reference::fill_normal(buf.k.get(), opt.dtype, elems, 2, 1.0f, stream);
@@ -398,16 +440,17 @@ int run_bench(const BenchOptions& opt) {
   };
 
   std::map<std::string, std::string> skipped;  // impl -> first reason
-  for (int hdim : opt.hdims)
-    for (int causal : opt.causal)
-      for (int seqlen : opt.seqlens) {
-        const int batch = opt.tokens / seqlen, heads = opt.hidden / hdim;
+  for (const AttnCell& cell : cells) {
+      {
+        const int hdim = cell.hdim, causal = cell.causal;
         std::ostringstream what;
         what << "attn_fwd " << hopattn_dtype_name(opt.dtype) << " hdim=" << hdim << " causal=" << causal
-             << " seqlen=" << seqlen << " batch=" << batch << " heads=" << heads;
+             << " seqlen_q=" << cell.seqlen_q << " seqlen_k=" << cell.seqlen_k << " batch=" << cell.batch
+             << " heads=" << cell.heads_q << ":" << cell.heads_kv;
         progress(++done, total, what.str());
-        reference::AttnProblem prob{batch, seqlen, seqlen, heads, heads, hdim, causal != 0, 0.0f};
-        const AttentionForwardArgs args = attention_args(buf, opt.dtype, batch, seqlen, heads, hdim, causal);
+        reference::AttnProblem prob{cell.batch, cell.seqlen_q, cell.seqlen_k, cell.heads_q, cell.heads_kv,
+                                    hdim,       causal != 0,   0.0f};
+        const AttentionForwardArgs args = attention_args(buf, opt.dtype, cell);
         double cudnn_ms = 0;
         // The order of measurement rotates by one implementation per cell, so that none is always
         // timed late in a long back-to-back cell (r34: persistent kernels measured 5-9 % slower as
@@ -439,8 +482,8 @@ int run_bench(const BenchOptions& opt) {
             const ForwardFn fn = forward_fn(schedule);
             Row r;
             r.op = "attn_fwd", r.dtype = hopattn_dtype_name(opt.dtype);
-            r.hdim = hdim, r.causal = causal, r.batch = batch, r.heads_q = r.heads_kv = heads;
-            r.seqlen_q = r.seqlen_k = seqlen;
+            r.hdim = hdim, r.causal = causal, r.batch = cell.batch, r.heads_q = cell.heads_q;
+            r.heads_kv = cell.heads_kv, r.seqlen_q = cell.seqlen_q, r.seqlen_k = cell.seqlen_k;
             std::string reason;
             if (!time_attention(name, fn, args, stream, opt.target_group_ms, &r, &reason)) {
               skipped.emplace(name, reason);
@@ -466,7 +509,8 @@ int run_bench(const BenchOptions& opt) {
           const std::string state = describe_gpu_states(round_state[k].data(), int(round_state[k].size()));
           if (!state.empty()) r->note += (r->note.empty() ? "" : "; ") + state;
           r->tflops = prob.flops() / (r->ms * 1e-3) / 1e12;
-          r->tbps = 4.0 * elems * 2 / (r->ms * 1e-3) / 1e12;  // Q, K, V read and O written once
+          // Q, K, V read and O written once
+          r->tbps = (2.0 * cell.q_elems() + 2.0 * cell.kv_elems()) * 2 / (r->ms * 1e-3) / 1e12;
           if (gemm_tflops > 0) r->frac_of_gemm = r->tflops / gemm_tflops;
           if (r->impl == "cudnn") cudnn_ms = r->ms;
         }
@@ -476,6 +520,7 @@ int run_bench(const BenchOptions& opt) {
           rows.push_back(*r);
         }
       }
+  }
   for (const auto& [name, reason] : skipped)
     std::printf("note: %s was not timed: %s\n", name.c_str(), reason.c_str());
   print_attention_table(rows, gemm_tflops);

@@ -18,6 +18,11 @@ class CudnnSdpa;
 
 namespace hopattn::bench {
 
+// --shapes: one attention cell beyond the FA3 grid (GQA prefill, a short chunk against a cache).
+struct AttnShape {
+  int batch, seqlen_q, seqlen_k, heads_q, heads_kv;
+};
+
 struct BenchOptions {
   std::string csv_path;   // empty: no CSV
   std::string plot_path;  // empty: no plot (SVG: TFLOP/s vs seqlen per head dim and mask)
@@ -28,6 +33,7 @@ struct BenchOptions {
   int tokens = 16384;  // batch = tokens / seqlen
   int hidden = 2048;   // heads = hidden / hdim
   bool ceilings = true;
+  std::vector<AttnShape> shapes;     // --shapes: replaces the (tokens, hidden, seqlen) grid
   std::vector<int> schedules = {0};  // hopattn schedules to time (0: the default per head dim)
   double target_group_ms = 25.0;
   int rounds = 1;  // attention and decode: each cell's implementations timed this many times, interleaved
