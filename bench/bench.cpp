@@ -13,7 +13,7 @@
 #include <stdexcept>
 
 #include "attention/device/compiled_set.hpp"
-#include "attention/device/decode_variants.hpp"
+#include "attention/experimental.hpp"
 #include "attention_reference.hpp"
 #include "baselines/baselines.hpp"
 #include "common/cuda_check.hpp"
@@ -163,11 +163,13 @@ void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
 std::string bench_usage() {
   return "usage: hopattn bench [--op attn|decode|gemm] [--csv FILE] [--plot FILE.svg] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
          "                     [--causal 0,1] [--dtype bf16|fp16] [--tokens 16384] [--hidden 2048]\n"
-         "                     [--no-ceilings] [--quick] [--schedules 0,1,2] [--rounds 1] [--warmup-ms 200]\n"
+         "                     [--no-ceilings] [--quick] [--kernels default,NAME,...] [--shapes B:SQ:SK:HQ:HKV,...]\n"
+         "                     [--rounds 1] [--warmup-ms 200]\n"
          "Default grid: FlashAttention-3 paper's (16k tokens, hidden 2048, bf16, head dims 64/128/256,\n"
          "seqlen 512..16k, causal and not), with cuDNN and the ceilings measured in the same run.\n"
          "--quick: a short grid (hdim 128, seqlen 1024 and 4096) for a smoke run.\n"
-         "--schedules: hopattn schedules to time; rows of schedule k > 0 have impl hopattn:<tile config>.\n"
+         "--kernels: hopattn kernels to time by name (`hopattn info` lists them; default: the kernel the\n"
+         "library picks for each call); rows of a named kernel have impl hopattn:<name>.\n"
          "--shapes B:SQ:SK:HQ:HKV,...: cells of these shapes (per --hdim and --causal) instead of the\n"
          "FA3 grid: GQA prefill (e.g. 2:4096:4096:32:8), short chunks against a cache (1:77:4096:32:8).\n"
          "--rounds N: time each cell's implementations N times, interleaved (the order rotates each\n"
@@ -177,7 +179,7 @@ std::string bench_usage() {
          "\n"
          "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
-         "                     [--kv-dtype bf16,int8] [--variants 0,1,2,3,4] [--splits 0,2,16] [--hdim 128]\n"
+         "                     [--kv-dtype bf16,int8] [--kernels default,NAME,...] [--splits 0,2,16] [--hdim 128]\n"
          "                     [--no-ceilings] [--rounds 1] [--int8-tail]\n"
          "Attention over a KV cache (hopattn_kvcache_attention, causal, every cache full, default\n"
          "heuristics) vs cuDNN SDPA at the same shape and 16-bit dtype, with the device-copy ceiling\n"
@@ -186,8 +188,9 @@ std::string bench_usage() {
          "--cache: batch:cache length. --kv-dtype: cache dtypes (bf16, fp16, int8 with fp32 scales,\n"
          "quant_block 128, bf16 queries); a call that fails (e.g. not supported yet) is a row with its\n"
          "reason instead of a time. --quick: heads 32:8, caches 1:8192 and 8:8192, qlen 1 (flags given\n"
-         "explicitly win). --splits: KvCacheArgs::num_splits values timed (0: the heuristic; others\n"
-         "forced, capped at one split per 128 keys; rows hopattn[:vN]:sK). --rounds N: as for attention\n"
+         "explicitly win). --kernels: decode kernels by name (kv16_* for 16-bit caches, kv8_* for int8;\n"
+         "a name of the other cache type is skipped). --splits: KvCacheArgs::num_splits values timed (0:\n"
+         "the heuristic; others forced, capped at one split per 128 keys; rows hopattn[:NAME]:sK). --rounds N: as for attention\n"
          "(every row and the cell's cuDNN row timed N times in rotating order; medians). --int8-tail: each\n"
          "int8 row also timed with 16-bit tail blocks given (KvCacheArgs::k_tail, v_tail; rows <impl>:tail);\n"
          "the caches are full blocks, so the tails hold 0 tokens: the cost of the tail kernel and combine.\n"
@@ -283,7 +286,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--tokens") o->tokens = parse_int_list(value()).at(0);
       else if (a == "--hidden") o->hidden = parse_int_list(value()).at(0);
       else if (a == "--no-ceilings") o->ceilings = false;
-      else if (a == "--schedules") o->schedules = parse_int_list(value());
+      else if (a == "--kernels") o->kernels = parse_word_list(value());
       else if (a == "--shapes") o->shapes = parse_shape_list(value());
       else if (a == "--warmup-ms") {
         o->warmup_ms = std::atof(value().c_str());
@@ -299,12 +302,6 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--cache") o->decode_caches = parse_pair_list(value(), a);
       else if (a == "--kv-dtype") o->kv_dtypes = parse_word_list(value());
       else if (a == "--int8-tail") o->int8_tail = true;
-      else if (a == "--variants") {
-        o->variants = parse_int_list(value());
-        for (int v : o->variants)
-          if (v < 0 || v > attention::kDecodeVariantMax)
-            throw std::invalid_argument("--variants: " + std::to_string(v) + " is not 0, " + attention::decode_variant_list());
-      }
       else if (a == "--splits") {
         o->splits = parse_int_list(value());
         for (int v : o->splits)
@@ -328,7 +325,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
     }
     auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
     if (o->op == "decode") {
-      for (const char* f : {"--plot", "--seqlen", "--causal", "--tokens", "--hidden", "--schedules", "--dtype", "--shapes"})
+      for (const char* f : {"--plot", "--seqlen", "--causal", "--tokens", "--hidden", "--dtype", "--shapes"})
         if (was_given(f))
           throw std::invalid_argument(std::string(f) + " applies to --op attn, not decode" +
                                       (std::string(f) == "--dtype" ? " (--kv-dtype sets the cache dtype)" : ""));
@@ -340,7 +337,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       if (!hdim_flag.empty()) o->decode_hdims = hdim_flag;
       check_decode_options(*o);
     } else {
-      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--variants", "--splits", "--int8-tail"})
+      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--splits", "--int8-tail"})
         if (was_given(f)) throw std::invalid_argument(std::string(f) + " applies to --op decode only");
       for (int s : o->seqlens)
         if (s <= 0 || o->tokens % s != 0) throw std::invalid_argument("--seqlen " + std::to_string(s) + " must divide --tokens");
@@ -426,17 +423,16 @@ int run_bench(const BenchOptions& opt) {
     std::printf("inputs: fp16 holding bf16-rounded normal values (HOPATTN_BENCH_BF16_VALUES)\n");
   }
 
-  // (name, schedule or -1 for cuDNN)
-  std::vector<std::pair<std::string, int>> impls;
-  for (int s : opt.schedules) impls.emplace_back("hopattn", s);
-  if (cudnn) impls.emplace_back("cudnn", -1);
-  auto forward_fn = [&](int schedule) -> ForwardFn {
-    if (schedule < 0) return [&](const AttentionForwardArgs& a, Stream s) { return cudnn->forward(a, s); };
-    return [schedule](const AttentionForwardArgs& a, Stream s) {
-      AttentionForwardArgs b = a;
-      b.schedule = schedule;
-      return attention_forward(b, s);
-    };
+  // (row name, kernel: "" the library's choice, a registry name, or "cudnn")
+  std::vector<std::pair<std::string, std::string>> impls;
+  for (const std::string& k : opt.kernels)
+    impls.emplace_back(k == "default" ? "hopattn" : "hopattn:" + k, k == "default" ? "" : k);
+  if (cudnn) impls.emplace_back("cudnn", "cudnn");
+  auto forward_fn = [&](const std::string& kernel) -> ForwardFn {
+    if (kernel == "cudnn") return [&](const AttentionForwardArgs& a, Stream s) { return cudnn->forward(a, s); };
+    experimental::Overrides o;
+    o.fwd_kernel = kernel;
+    return [o](const AttentionForwardArgs& a, Stream s) { return experimental::attention_forward(a, s, o); };
   };
 
   std::map<std::string, std::string> skipped;  // impl -> first reason
@@ -451,6 +447,8 @@ int run_bench(const BenchOptions& opt) {
         reference::AttnProblem prob{cell.batch, cell.seqlen_q, cell.seqlen_k, cell.heads_q, cell.heads_kv,
                                     hdim,       causal != 0,   0.0f};
         const AttentionForwardArgs args = attention_args(buf, opt.dtype, cell);
+        std::string picked;  // the kernel the library picks for this cell (the "hopattn" row's)
+        if (!experimental::forward_kernel_name(args, experimental::Overrides{}, &picked).ok()) picked = "?";
         double cudnn_ms = 0;
         // The order of measurement rotates by one implementation per cell, so that none is always
         // timed late in a long back-to-back cell (r34: persistent kernels measured 5-9 % slower as
@@ -476,10 +474,8 @@ int run_bench(const BenchOptions& opt) {
           for (size_t j = 0; j < n_impls; ++j) {
             const size_t k = (first + j) % n_impls;
             if (round > 0 && !measured[k]) continue;  // failed in round 0 (reason recorded)
-            const auto& [base_name, schedule] = impls[k];
-            const std::string name =
-                schedule > 0 ? base_name + ":" + attention::schedule_name(hdim, schedule) : base_name;
-            const ForwardFn fn = forward_fn(schedule);
+            const auto& [name, kernel] = impls[k];
+            const ForwardFn fn = forward_fn(kernel);
             Row r;
             r.op = "attn_fwd", r.dtype = hopattn_dtype_name(opt.dtype);
             r.hdim = hdim, r.causal = causal, r.batch = cell.batch, r.heads_q = cell.heads_q;
@@ -506,6 +502,7 @@ int run_bench(const BenchOptions& opt) {
             std::snprintf(note, sizeof(note), "median of %zu rounds, %.4f-%.4f ms", n, v.front(), v.back());
             r->note = note;
           }
+          if (impls[k].second.empty()) r->note = "kernel " + picked + (r->note.empty() ? "" : "; ") + r->note;
           const std::string state = describe_gpu_states(round_state[k].data(), int(round_state[k].size()));
           if (!state.empty()) r->note += (r->note.empty() ? "" : "; ") + state;
           r->tflops = prob.flops() / (r->ms * 1e-3) / 1e12;

@@ -34,7 +34,9 @@ struct BenchOptions {
   int hidden = 2048;   // heads = hidden / hdim
   bool ceilings = true;
   std::vector<AttnShape> shapes;     // --shapes: replaces the (tokens, hidden, seqlen) grid
-  std::vector<int> schedules = {0};  // hopattn schedules to time (0: the default per head dim)
+  // --kernels: hopattn kernels to time, by registry name (`hopattn info`); "default": the
+  // defaults table's choice per call. Forward names with --op attn, decode names with --op decode.
+  std::vector<std::string> kernels = {"default"};
   double target_group_ms = 25.0;
   int rounds = 1;  // attention and decode: each cell's implementations timed this many times, interleaved
   // attention: the cell's first implementation runs this long, untimed, before the cell is timed
@@ -49,7 +51,6 @@ struct BenchOptions {
                                                     {32, 8192}, {128, 2048}, {16, 32768}};  // --cache B:LEN,...
   std::vector<std::string> kv_dtypes = {"bf16", "int8"};  // --kv-dtype: bf16, fp16, int8 (bf16 queries)
   std::vector<int> decode_hdims = {128};                   // --hdim with --op decode
-  std::vector<int> variants = {0};  // --variants: KvCacheArgs::variant values timed (0 = default)
   std::vector<int> splits = {0};    // --splits: KvCacheArgs::num_splits values timed (0 = heuristic)
   bool int8_tail = false;           // --int8-tail: int8 rows also with 16-bit tail blocks (rows <impl>:tail)
 };

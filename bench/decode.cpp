@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "attention/device/decode_registry.hpp"
+#include "attention/experimental.hpp"
 #include "baselines/baselines.hpp"
 #include "bench.hpp"
 #include "common/cuda_check.hpp"
@@ -276,7 +278,8 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             struct Entry {
               std::string impl;
               bool cudnn = false;
-              int variant = 0, splits = 0;
+              std::string kernel;  // "" the library's choice, else a registry name
+              int splits = 0;
               bool tail = false;  // int8 with 16-bit tail blocks (--int8-tail)
               std::string plan_note;
               DeviceBuffer workspace;
@@ -291,32 +294,43 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               args.k_tail = on ? tails[0] : Tensor{};
               args.v_tail = on ? tails[1] : Tensor{};
             };
-            for (int variant : opt.variants)
+            const attention::DecodeCache cache = int8 ? attention::DecodeCache::kInt8 : attention::DecodeCache::k16Bit;
+            const attention::DecodeCache other = int8 ? attention::DecodeCache::k16Bit : attention::DecodeCache::kInt8;
+            for (const std::string& name : opt.kernels) {
+              const std::string kernel = name == "default" ? "" : name;
+              // A kernel of the other cache type does not apply to this cell: no row.
+              if (!kernel.empty() && attention::decode_kernel_index(kernel, cache, hdim) < 0 &&
+                  attention::decode_kernel_index(kernel, other, hdim) >= 0)
+                continue;
               for (int splits : opt.splits)
                 for (int tail = 0; tail < (int8 && opt.int8_tail ? 2 : 1); ++tail) {
                 Entry e;
-                e.impl = (variant == 0 ? std::string("hopattn") : "hopattn:v" + std::to_string(variant)) +
+                e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) +
                          (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "");
-                e.variant = variant, e.splits = splits, e.tail = tail != 0;
-                args.variant = variant, args.num_splits = splits;
+                e.kernel = kernel, e.splits = splits, e.tail = tail != 0;
+                args.num_splits = splits;
+                experimental::Overrides overrides;
+                overrides.decode_kernel = kernel;
                 set_tail(e.tail);
                 if (!alloc_error.empty()) {
                   e.error = alloc_error;
                 } else {
                   // The workspace is queried and allocated before anything is timed.
-                  const Status ws = from_c(hopattn_kvcache_workspace_size(&args, &e.ws_bytes));
-                  if (!ws.ok()) {
-                    e.error = "workspace query: " + ws.to_string();
+                  const KvCachePlan plan = experimental::plan_kvcache_attention(args, sms, overrides);
+                  if (plan.kernel[0] == '\0') {
+                    e.error = "no kernel '" + kernel + "' for this cache and head dim";
                   } else {
+                    e.ws_bytes = plan.workspace_bytes;
                     e.workspace = DeviceBuffer(e.ws_bytes);
                     args.workspace = e.workspace.get(), args.workspace_bytes = e.ws_bytes;
-                    const KvCachePlan plan = plan_kvcache_attention(args, sms);
-                    e.plan_note = "; plan: " + std::to_string(plan.num_splits) + " KV splits, pack_gqa " +
-                                  (plan.pack_gqa ? "on" : "off") + ", workspace " + std::to_string(e.ws_bytes) + " B";
+                    e.plan_note = std::string("; plan: ") + plan.kernel + ", " + std::to_string(plan.num_splits) +
+                                  " KV splits, pack_gqa " + (plan.pack_gqa ? "on" : "off") + ", workspace " +
+                                  std::to_string(e.ws_bytes) + " B";
                   }
                 }
                 entries.push_back(std::move(e));
               }
+            }
             const bool have_cudnn = cudnn && !int8;
             if (have_cudnn) {
               Entry e;
@@ -335,10 +349,12 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 if (e.cudnn) {
                   m = measure([&] { return cudnn->forward(fa, stream); }, stream, opt.target_group_ms);
                 } else {
-                  args.variant = e.variant, args.num_splits = e.splits;
+                  args.num_splits = e.splits;
                   set_tail(e.tail);
                   args.workspace = e.workspace.get(), args.workspace_bytes = e.ws_bytes;
-                  m = measure([&] { return from_c(hopattn_kvcache_attention(&args, stream)); }, stream,
+                  experimental::Overrides overrides;
+                  overrides.decode_kernel = e.kernel;
+                  m = measure([&] { return experimental::kvcache_attention(args, stream, overrides); }, stream,
                               opt.target_group_ms);
                 }
                 if (!m.ok()) e.error = m.error;

@@ -20,6 +20,27 @@ extern "C" {
 #define HOPATTN_MAX_RANK 4
 #define HOPATTN_STATUS_MESSAGE_SIZE 512
 
+/* The library's version (semantic: a minor version adds, a major version may break) and its ABI
+ * version: 2 since the argument structs carry their own size and name no kernel (version 1 had
+ * `schedule` and `variant` fields). hopattn_version() and hopattn_abi_version() say what the
+ * loaded library is; compare them with these macros to catch a header/library mismatch. */
+#define HOPATTN_VERSION_MAJOR 0
+#define HOPATTN_VERSION_MINOR 2
+#define HOPATTN_VERSION_PATCH 0
+#define HOPATTN_ABI_VERSION 2
+
+/* Extensible argument structs. Every *_args struct starts with `struct_size`, the size of the
+ * struct as the caller compiled it: set it to sizeof(the struct), e.g. with the *_INIT macros
+ * below (`hopattn_attention_fwd_args_t args = HOPATTN_ATTENTION_FWD_ARGS_INIT;`), or use the C++
+ * types of hopattn.hpp, whose constructors set it. Later versions only append fields, and a
+ * field's zero value keeps the behaviour of the version before it, so a zero-initialised struct
+ * means the same thing to every later library. The library reads the first struct_size bytes:
+ * a struct_size smaller than this ABI's struct is refused (HOPATTN_INVALID_ARGUMENT), and a
+ * larger one (a caller built against a newer header) is accepted when every byte past the
+ * fields this library knows is zero, and refused with HOPATTN_NOT_SUPPORTED otherwise. The
+ * library picks the kernel for each call from what the arguments say (head dim, dtype, mask,
+ * lengths, GQA group, cache type); no field names a kernel. */
+
 typedef enum hopattn_dtype {
   HOPATTN_DTYPE_BF16 = 0,
   HOPATTN_DTYPE_FP16 = 1,
@@ -66,6 +87,8 @@ typedef struct hopattn_tensor {
  * softmax_scale: 0 selects the default 1/sqrt(hdim); otherwise positive and finite.
  * seqlen_q == 0 or batch == 0 is a no-op; seqlen_k == 0 writes O = 0 and LSE = -inf. */
 typedef struct hopattn_attention_fwd_args {
+  uint32_t struct_size; /* sizeof(hopattn_attention_fwd_args_t) (see "Extensible argument structs") */
+  uint32_t reserved;    /* must be 0 */
   hopattn_tensor_t q;
   hopattn_tensor_t k;
   hopattn_tensor_t v;
@@ -73,9 +96,9 @@ typedef struct hopattn_attention_fwd_args {
   hopattn_tensor_t lse;
   float softmax_scale;
   int32_t causal;
-  int32_t schedule; /* 0: the default, chosen per call from head dim, mask and KV length
-                       (docs/attention-ws.md); 1..14 name one kernel and tile for ablations */
 } hopattn_attention_fwd_args_t;
+
+#define HOPATTN_ATTENTION_FWD_ARGS_INIT {(uint32_t)sizeof(hopattn_attention_fwd_args_t)}
 
 /* Fills a rank-4 (batch, seqlen, heads, hdim) descriptor with contiguous strides. */
 hopattn_tensor_t hopattn_tensor_bshd(void* data, hopattn_dtype_t dtype, int64_t batch,
@@ -90,7 +113,10 @@ hopattn_status_t hopattn_attention_forward_check(const hopattn_attention_fwd_arg
 hopattn_status_t hopattn_attention_forward(const hopattn_attention_fwd_args_t* args, void* stream);
 
 const char* hopattn_dtype_name(hopattn_dtype_t dtype);
+/* "MAJOR.MINOR.PATCH" of the loaded library. */
 const char* hopattn_version(void);
+/* HOPATTN_ABI_VERSION of the loaded library. */
+int32_t hopattn_abi_version(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

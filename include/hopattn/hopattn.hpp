@@ -14,8 +14,17 @@ namespace hopattn {
 
 using DType = hopattn_dtype_t;
 using Tensor = hopattn_tensor_t;
-using AttentionForwardArgs = hopattn_attention_fwd_args_t;
 using Stream = CUstream_st*;
+
+// The C structs with their struct_size set (hopattn.h, "Extensible argument structs"): construct
+// one (`hopattn::AttentionForwardArgs args;` or `args{}`), then fill the fields. Converting from
+// the C struct copies it as it is.
+template <class C>
+struct VersionedArgs : C {
+  VersionedArgs() : C{} { this->struct_size = uint32_t(sizeof(C)); }
+  VersionedArgs(const C& c) : C(c) {}  // NOLINT: implicit, so C structs pass where these are taken
+};
+using AttentionForwardArgs = VersionedArgs<hopattn_attention_fwd_args_t>;
 
 enum class StatusCode {
   kOk = HOPATTN_OK,

@@ -33,6 +33,8 @@ extern "C" {
 #endif
 
 typedef struct hopattn_kvcache_args {
+  uint32_t struct_size;  /* sizeof(hopattn_kvcache_args_t) (hopattn.h, "Extensible argument structs") */
+  uint32_t reserved;     /* must be 0 */
   hopattn_tensor_t q;
   hopattn_tensor_t k_cache;
   hopattn_tensor_t v_cache;
@@ -48,22 +50,11 @@ typedef struct hopattn_kvcache_args {
   int32_t pack_gqa;      /* query-head packing: -1 = heuristic, 0 = off, 1 = on */
   void* workspace;       /* device memory of hopattn_kvcache_workspace_size() bytes (may be NULL if 0) */
   size_t workspace_bytes;
-  int32_t variant;       /* kernel variant, for ablations (docs/decode.md); 0 = the default.
-                            bf16/fp16 cache: 1 = 128-key tiles, one CTA per SM; 2 = 64-key tiles,
-                            two CTAs per SM (hdim <= 128). int8 cache: 1 = two consumer
-                            warpgroups (hdim <= 128), 2 = one, 3 = one with a 112 KB tile, two
-                            CTAs per SM (hdim <= 128), 4 = as 3 with swapped operands (keys as
-                            WGMMA's M, 16 packed query rows per CTA as N; hdim <= 128), 5 = as 4
-                            with K converted in the consumer's registers (hdim <= 128; forced
-                            only, not the default), 7 = as 4 with Q·Kᵀ as 8-bit WGMMAs on the
-                            int8 K ("half INT8", hdim <= 128; forced only), 8 = as 4 with one
-                            CTA per SM and a 128 KB raw ring (hdim <= 128; forced only). bf16/fp16 cache:
-                            6 = balanced split-KV (chunks claimed by the CTAs; forced only),
-                            22 = variant 1 with uneven splits (big ones, then small ones the SMs
-                            that finish first take; forced only). */
   hopattn_tensor_t k_tail;  /* int8 cache only, optional: the 16-bit partial last blocks (see above) */
   hopattn_tensor_t v_tail;
 } hopattn_kvcache_args_t;
+
+#define HOPATTN_KVCACHE_ARGS_INIT {(uint32_t)sizeof(hopattn_kvcache_args_t)}
 
 /* Bytes of device workspace a call with these arguments needs (partial O and LSE of split-KV);
  * query it once, allocate, and the call itself never allocates (CUDA-graph capturable). Returns
@@ -90,14 +81,17 @@ hopattn_status_t hopattn_kvcache_device_check(void* stream);
  * of fp32's stored bits cleared; |k| / scale stays below 127.5) and V's up to 15 significant bits
  * (the low 9 cleared): the int8 kernels then dequantize value · scale
  * exactly (K in packed bf16 pairs, V in one FFMA). Scales from elsewhere work too (the product
- * is then off by at most scale · 2^-9 before the rounding to bf16/fp16, or at bf16 with variants
- * 20/21, K's scale is first rounded to bf16).
+ * is then off by at most scale · 2^-9 before the rounding to bf16/fp16, or, where the int8 kernel
+ * dequantizes K in packed bf16 pairs (bf16 queries, hdim 128, at most 8 packed rows), K's scale is
+ * first rounded to bf16).
  * An all-zero group gets scale 0 and zeros. Appending to a cache: quantize each block once it is
  * full, passing views (pointer at the block's first token, len = the new full blocks' tokens) of
  * the bf16 staging tensor, the int8 cache and both scale tensors; stored blocks never change.
  * The last, partial block of a sequence stays in the caller's bf16 staging buffer until it
  * fills; hopattn_kvcache_attention reads it from there (k_tail, v_tail; docs/decode.md). */
 typedef struct hopattn_kvcache_quantize_args {
+  uint32_t struct_size;  /* sizeof(hopattn_kvcache_quantize_args_t) */
+  uint32_t reserved;     /* must be 0 */
   hopattn_tensor_t k;
   hopattn_tensor_t v;
   hopattn_tensor_t k_int8;
@@ -106,6 +100,8 @@ typedef struct hopattn_kvcache_quantize_args {
   hopattn_tensor_t v_scale;
   int32_t quant_block; /* 64 or 128 */
 } hopattn_kvcache_quantize_args_t;
+
+#define HOPATTN_KVCACHE_QUANTIZE_ARGS_INIT {(uint32_t)sizeof(hopattn_kvcache_quantize_args_t)}
 
 hopattn_status_t hopattn_kvcache_quantize_int8(const hopattn_kvcache_quantize_args_t* args, void* stream);
 

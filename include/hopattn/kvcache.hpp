@@ -8,7 +8,7 @@
 
 namespace hopattn {
 
-using KvCacheArgs = hopattn_kvcache_args_t;
+using KvCacheArgs = VersionedArgs<hopattn_kvcache_args_t>;
 
 // Contiguous descriptors of the KV-cache call's small tensors: cache_seqlens (batch) int32 and
 // the int8 cache's v_scale (batch, seqlen, heads_kv) fp32.
@@ -18,12 +18,10 @@ Tensor tensor_v_scale(float* data, long long batch, long long seqlen, long long 
 // How a call will run: the split-KV count, whether the query heads of a KV group are packed
 // into one tile's rows, and the workspace that needs (partial O and LSE per split).
 struct KvCachePlan {
-  int variant = 1;  // the kernel variant (KvCacheArgs::variant, the default resolved)
+  const char* kernel = "";  // the split kernel's registry name (`hopattn info` lists them)
   int num_splits = 1;
   bool pack_gqa = false;
   bool tail = false;  // an int8 call with 16-bit tail blocks: one more partial slot, and the combine
-  // Variant 22: the last small_splits of num_splits are small (weights big_weight : small_weight).
-  int small_splits = 0, big_weight = 1, small_weight = 1;
   size_t workspace_bytes = 0;
 };
 
@@ -43,7 +41,7 @@ Status kvcache_attention(const KvCacheArgs& args, Stream stream);
 // cache_seqlens entry (see hopattn_kvcache_device_check).
 Status kvcache_device_check(Stream stream);
 
-using KvCacheQuantizeArgs = hopattn_kvcache_quantize_args_t;
+using KvCacheQuantizeArgs = VersionedArgs<hopattn_kvcache_quantize_args_t>;
 // Every rule of hopattn_kvcache_quantize_int8 that needs no device memory.
 Status check_kvcache_quantize(const KvCacheQuantizeArgs& args, const DeviceContext& context);
 Status kvcache_quantize_int8(const KvCacheQuantizeArgs& args, Stream stream);

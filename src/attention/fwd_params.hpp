@@ -34,7 +34,15 @@ struct FwdParams {
 
   float softmax_scale;  // already defaulted to 1/sqrt(hdim)
   bool causal;          // bottom-right: query i sees key j iff j <= i + seqlen_k - seqlen_q
-  int schedule;         // 0: default for the head dim
+  int kernel;           // the row of kFwdKernels (kernel/sm90_fwd_config.hpp) that runs
+
+  // Tuning the kernels read at launch; the values are the defaults, experiments change them
+  // through experimental::Overrides (attention/experimental.hpp).
+  float stale_max_log2 = 8.0f;  // how far a row maximum may lag before O is rescaled (log2 units)
+  bool narrow_pv = true;        // causal ws kernels: a warpgroup's last P·V only over the keys it sees
+  bool skip_unseen = true;      // causal ws kernels: skip a tile's last KV block no row of a warpgroup sees
+  int causal_group = 0;         // non-persistent causal: (head, batch) pairs per group; 0 = by L2 size
+  int persistent_group = -1;    // persistent causal: -1 the folded order, N >= 0 grouped zig-zag of N pairs
 };
 
 }  // namespace hopattn::attention

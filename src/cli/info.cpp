@@ -2,8 +2,10 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "attention/device/compiled_set.hpp"
+#include "attention/experimental.hpp"
 #include "cli/commands.hpp"
 #include "common/cuda_check.hpp"
 
@@ -14,8 +16,11 @@ int run_info() {
   std::string dims, types;
   for (int d : attention::compiled_head_dims()) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
   for (hopattn_dtype_t t : attention::compiled_dtypes()) types += (types.empty() ? "" : ", ") + std::string(hopattn_dtype_name(t));
-  std::printf("compiled attention set: head dims {%s}, dtypes {%s}, %d forward schedule(s), sm_90a\n",
-              dims.c_str(), types.c_str(), attention::kScheduleCount);
+  const std::vector<experimental::KernelInfo> kernels = experimental::compiled_kernels();
+  std::printf("compiled attention set: head dims {%s}, dtypes {%s}, %zu kernels, sm_90a (ABI %d)\n", dims.c_str(),
+              types.c_str(), kernels.size(), int(hopattn_abi_version()));
+  for (const experimental::KernelInfo& k : kernels)
+    std::printf("  %-6s hdim %-3d %-34s %s\n", k.op.c_str(), k.hdim, k.name.c_str(), k.detail.c_str());
   int driver = 0, runtime = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);

@@ -81,6 +81,12 @@ const char* hopattn_dtype_name(hopattn_dtype_t dtype) {
   return "unknown";
 }
 
-const char* hopattn_version(void) { return "0.1.0"; }
+#define HOPATTN_STR_(x) #x
+#define HOPATTN_STR(x) HOPATTN_STR_(x)
+const char* hopattn_version(void) {
+  return HOPATTN_STR(HOPATTN_VERSION_MAJOR) "." HOPATTN_STR(HOPATTN_VERSION_MINOR) "." HOPATTN_STR(HOPATTN_VERSION_PATCH);
+}
+
+int32_t hopattn_abi_version(void) { return HOPATTN_ABI_VERSION; }
 
 }  // extern "C"

@@ -1,7 +1,9 @@
 // Building Status messages and carrying a Status across the C ABI (no exception escapes it).
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <sstream>
 #include <string>
@@ -23,6 +25,47 @@ inline hopattn_status_t to_c_status(const Status& s) {
   out.code = static_cast<hopattn_status_code_t>(s.code());
   std::snprintf(out.message, sizeof(out.message), "%s", s.message().c_str());
   return out;
+}
+
+// Reads a caller's argument struct of the C ABI into `out` by the rules of hopattn.h
+// ("Extensible argument structs"): struct_size bytes at most, every byte past this library's
+// struct zero. `name` is the argument's name in messages ("args").
+template <class T>
+Status read_versioned_args(const T* in, T* out, const char* name) {
+  if (in == nullptr) return Status::invalid(cat(name, ": null pointer"));
+  uint32_t size = 0;
+  std::memcpy(&size, in, sizeof(size));
+  constexpr uint32_t kMaxPlausible = 1u << 16;
+  if (size == 0)
+    return Status::invalid(cat(name, ".struct_size: 0; set it to sizeof the struct (", sizeof(T),
+                               " bytes here), e.g. with the HOPATTN_*_ARGS_INIT macro or the C++ types"));
+  if (size < sizeof(T))
+    return Status::invalid(cat(name, ".struct_size: ", size, " is smaller than this library's struct (", sizeof(T),
+                               " bytes, ABI version ", HOPATTN_ABI_VERSION, ")"));
+  if (size > kMaxPlausible)
+    return Status::invalid(cat(name, ".struct_size: ", size, " is not a plausible struct size (at most ", kMaxPlausible,
+                               ")"));
+  const unsigned char* bytes = reinterpret_cast<const unsigned char*>(in);
+  for (uint32_t i = uint32_t(sizeof(T)); i < size; ++i)
+    if (bytes[i] != 0)
+      return Status::unsupported(cat(name, ": byte ", i, " of a ", size, "-byte struct is set, past the ", sizeof(T),
+                                     " bytes this library knows (ABI version ", HOPATTN_ABI_VERSION,
+                                     "): a field of a newer hopattn.h"));
+  std::memcpy(static_cast<void*>(out), in, sizeof(T));
+  if (out->reserved != 0) return Status::invalid(cat(name, ".reserved: must be 0, got ", out->reserved));
+  out->struct_size = uint32_t(sizeof(T));  // what this library read
+  return Status();
+}
+
+// The C++ calls' form of the same rule: their structs were made by this header (VersionedArgs),
+// so struct_size must be exactly this library's.
+template <class T>
+Status check_versioned_header(const T& a, const char* name) {
+  if (a.struct_size != sizeof(T))
+    return Status::invalid(cat(name, ".struct_size: ", a.struct_size, ", expected sizeof = ", sizeof(T),
+                               " (construct the hopattn:: C++ type, or use the HOPATTN_*_ARGS_INIT macro)"));
+  if (a.reserved != 0) return Status::invalid(cat(name, ".reserved: must be 0, got ", a.reserved));
+  return Status();
 }
 
 // Runs f() -> Status for a C entry point: exceptions become kInternal with their message.

@@ -30,6 +30,10 @@ inline bool overlaps(ByteRange a, ByteRange b) { return a.lo < b.hi && b.lo < a.
 // names[i] names ctx.tensor_device[i]; count <= kDeviceContextTensors.
 Status check_placement(const DeviceContext& ctx, const char* const* names, int count);
 
+// A context that says nothing about placement (every tensor "not queried"): the argument rules
+// checked before the device is asked, so that they report without a usable GPU too.
+inline DeviceContext host_only_context() { return DeviceContext{}; }
+
 // Device of the memory behind `ptr`: its device, kHostMemory, or kUnknownDevice for null.
 int pointer_device(const void* ptr);
 

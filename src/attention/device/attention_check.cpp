@@ -127,6 +127,7 @@ Status check_aliasing(const AttentionForwardArgs& a) {
 }  // namespace
 
 Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContext& ctx) {
+  if (Status s = check_versioned_header<hopattn_attention_fwd_args_t>(a, "args"); !s.ok()) return s;
   const Tensor* ts[4] = {&a.q, &a.k, &a.v, &a.o};
   const char* names[4] = {"q", "k", "v", "o"};
   for (int i = 0; i < 4; ++i) {
@@ -145,9 +146,6 @@ Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContex
   // would grow instead of shrink and overflow to inf on ordinary inputs.
   if (a.softmax_scale < 0.0f)
     return Status::invalid(cat("softmax_scale: must be positive (0 selects 1/sqrt(hdim)), got ", a.softmax_scale));
-  if (a.schedule < 0 || a.schedule >= attention::kScheduleCount)
-    return Status::invalid(cat("schedule: ", a.schedule, " is out of range [0, ",
-                               attention::kScheduleCount, ")"));
   return check_placement(ctx, kTensorNames, 5);
 }
 

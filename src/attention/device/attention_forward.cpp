@@ -7,7 +7,10 @@
 #include <cstring>
 
 #include "attention/device/forward_dispatch.hpp"
+#include "attention/device/fwd_registry.hpp"
+#include "attention/experimental.hpp"
 #include "attention/fwd_params.hpp"
+#include "attention/kernel/sm90_fwd_config.hpp"
 #include "common/cuda_check.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_checks.hpp"
@@ -46,41 +49,99 @@ attention::FwdParams make_params(const AttentionForwardArgs& a) {
   }
   p.softmax_scale = a.softmax_scale != 0.0f ? a.softmax_scale : 1.0f / std::sqrt(float(p.hdim));
   p.causal = a.causal != 0;
-  p.schedule = a.schedule;
   return p;
+}
+
+// The names of the forward kernels compiled at `hdim`, for messages.
+std::string fwd_kernel_names(int hdim) {
+  std::string out;
+  for (int i = 0; i < attention::kFwdKernelCount; ++i)
+    if (attention::fwd_kernel_index(attention::kFwdKernels[i].name, hdim) == i)
+      out += (out.empty() ? "" : ", ") + std::string(attention::kFwdKernels[i].name);
+  return out.empty() ? "none" : out;
+}
+
+// The registry row a checked call runs: overrides.fwd_kernel, or the defaults table's.
+Status pick_forward_kernel(const AttentionForwardArgs& a, const experimental::Overrides& o, int* index) {
+  const int hdim = int(a.q.shape[3]);
+  std::string name = o.fwd_kernel;
+  if (name.empty()) {
+    const int64_t group = a.k.shape[2] > 0 ? a.q.shape[2] / a.k.shape[2] : 1;
+    const attention::FwdDefaultRule* r =
+        attention::fwd_default_rule(hdim, a.causal != 0, a.q.dtype, a.q.shape[1], a.k.shape[1], group);
+    if (r == nullptr)
+      return Status(StatusCode::kInternal, cat("attention forward: the defaults table has no row for hdim ", hdim,
+                                               ", causal ", a.causal != 0, ", seqlen_q ", a.q.shape[1], ", seqlen_k ",
+                                               a.k.shape[1], ", group ", group));
+    name = r->kernel;
+  }
+  *index = attention::fwd_kernel_index(name, hdim);
+  if (*index < 0)
+    return Status::unsupported(cat("attention forward: kernel '", name, "' is not compiled for hdim ", hdim,
+                                   " in this build; compiled: ", fwd_kernel_names(hdim)));
+  return Status();
 }
 
 }  // namespace
 
 Status attention_forward(const AttentionForwardArgs& args, Stream stream) {
+  return experimental::attention_forward(args, stream, experimental::Overrides{});
+}
+
+namespace experimental {
+
+Status forward_kernel_name(const AttentionForwardArgs& args, const Overrides& overrides, std::string* name) {
+  int index = -1;
+  if (Status s = pick_forward_kernel(args, overrides, &index); !s.ok()) return s;
+  *name = attention::kFwdKernels[index].name;
+  return Status();
+}
+
+Status attention_forward(const AttentionForwardArgs& args, Stream stream, const Overrides& overrides) {
   DeviceContext ctx;
+  if (Status s = check_versioned_header<hopattn_attention_fwd_args_t>(args, "args"); !s.ok()) return s;
   if (Status s = query_attention_context(args, stream, &ctx); !s.ok()) return s;
   if (Status s = check_attention_forward(args, ctx); !s.ok()) return s;
-  const attention::FwdParams p = make_params(args);
+  attention::FwdParams p = make_params(args);
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status();  // nothing to compute
   // No key to attend to: O = 0 and LSE = -inf (the limit of an empty softmax sum).
   if (p.seqlen_k == 0) return attention::write_empty_attention(p, stream);
+  if (Status s = pick_forward_kernel(args, overrides, &p.kernel); !s.ok()) return s;
+  p.stale_max_log2 = overrides.fwd_stale_max_log2;
+  p.narrow_pv = overrides.fwd_narrow_pv;
+  p.skip_unseen = overrides.fwd_skip_unseen;
+  p.causal_group = overrides.fwd_causal_group;
+  p.persistent_group = overrides.fwd_persistent_group;
   return attention::run_forward(p, stream);
 }
 
+}  // namespace experimental
 }  // namespace hopattn
 
 // ---- C ABI ---------------------------------------------------------------------------------------
 extern "C" hopattn_status_t hopattn_attention_forward_check(const hopattn_attention_fwd_args_t* args,
                                                             void* stream) {
   return hopattn::guarded_c_call([&] {
-    if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
-    hopattn::DeviceContext ctx;
-    if (hopattn::Status s = hopattn::query_attention_context(*args, static_cast<hopattn::Stream>(stream), &ctx); !s.ok())
+    hopattn::AttentionForwardArgs a;
+    if (hopattn::Status s = hopattn::read_versioned_args(args, static_cast<hopattn_attention_fwd_args_t*>(&a), "args");
+        !s.ok())
       return s;
-    return hopattn::check_attention_forward(*args, ctx);
+    // The argument rules first: they need no device (a machine without a GPU still gets them).
+    if (hopattn::Status s = hopattn::check_attention_forward(a, hopattn::host_only_context()); !s.ok()) return s;
+    hopattn::DeviceContext ctx;
+    if (hopattn::Status s = hopattn::query_attention_context(a, static_cast<hopattn::Stream>(stream), &ctx); !s.ok())
+      return s;
+    return hopattn::check_attention_forward(a, ctx);
   });
 }
 
 extern "C" hopattn_status_t hopattn_attention_forward(const hopattn_attention_fwd_args_t* args,
                                                       void* stream) {
   return hopattn::guarded_c_call([&] {
-    if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
-    return hopattn::attention_forward(*args, static_cast<hopattn::Stream>(stream));
+    hopattn::AttentionForwardArgs a;
+    if (hopattn::Status s = hopattn::read_versioned_args(args, static_cast<hopattn_attention_fwd_args_t*>(&a), "args");
+        !s.ok())
+      return s;
+    return hopattn::attention_forward(a, static_cast<hopattn::Stream>(stream));
   });
 }

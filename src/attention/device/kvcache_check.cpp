@@ -10,7 +10,8 @@
 #include "attention/decode_params.hpp"
 #include "attention/device/compiled_set.hpp"
 #include "attention/device/decode_dispatch.hpp"
-#include "attention/device/decode_variants.hpp"
+#include "attention/device/decode_registry.hpp"
+#include "attention/experimental.hpp"
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
@@ -157,36 +158,49 @@ Tensor tensor_v_scale(float* data, long long batch, long long seqlen, long long 
 }
 
 namespace {
-// Variant 22's shape: S_small = S · eighths / 8 small splits (at least 1) of weight small_weight
-// each against big_weight for each of the S big ones. HOPATTN_DECODE_UNEVEN="eighths:big:small"
-// overrides the default 8:7:1 (as many small splits as big ones, each 1/7 of a big one: 1/8 of
-// the work), for sweeps.
-struct UnevenSplits {
-  int small = 0, big_weight = 1, small_weight = 1;
-};
-UnevenSplits uneven_splits(int big_splits) {
-  int eighths = 8, wb = 7, ws = 1;
-  if (const char* env = std::getenv("HOPATTN_DECODE_UNEVEN")) {
-    int e = 0, b = 0, s = 0;
-    if (std::sscanf(env, "%d:%d:%d", &e, &b, &s) == 3 && e > 0 && e <= 64 && b > 0 && b <= 1000 && s > 0 && s <= 1000)
-      eighths = e, wb = b, ws = s;
-  }
-  UnevenSplits u;
-  u.small = std::max(1, big_splits * eighths / 8);
-  u.big_weight = wb, u.small_weight = ws;
-  return u;
+
+// The names of the decode kernels for this cache type and head dim, for messages.
+std::string decode_kernel_names(attention::DecodeCache cache, int hdim) {
+  std::string out;
+  for (int i = 0; i < attention::kDecodeKernelCount; ++i)
+    if (attention::decode_kernel_index(attention::kDecodeKernels[i].name, cache, hdim) == i)
+      out += (out.empty() ? "" : ", ") + std::string(attention::kDecodeKernels[i].name);
+  return out.empty() ? "none" : out;
 }
 
-// Variant 6: chunk slots for the longest possible row group (max_len keys).
-int64_t balanced_chunk_slots(const KvCacheArgs& a) {
+// The split kernel a call runs: overrides.decode_kernel, or the defaults table's row. -1 (with
+// *why set) when the named kernel does not exist for this cache and head dim.
+int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sms, const experimental::Overrides& o,
+                       std::string* why) {
+  const attention::DecodeCache cache = is_int8(a) ? attention::DecodeCache::kInt8 : attention::DecodeCache::k16Bit;
   const int hdim = int(a.q.shape[3]);
-  const int64_t block_n = hdim == 256 ? 64 : 128;  // variant 1's tiles (kernel/sm90_decode.hpp)
-  const int64_t n_tiles = (std::max<int64_t>(a.k_cache.shape[1], 1) + block_n - 1) / block_n;
-  return std::max<int64_t>(attention::balanced_chunks(int(n_tiles)), 1);
+  std::string name = o.decode_kernel;
+  if (name.empty()) {
+    const attention::DecodeDefaultRule* r = attention::decode_default_rule(cache, hdim, rows, tiles, sms);
+    if (r == nullptr) {
+      *why = cat("kvcache attention: the defaults table has no row for a ", is_int8(a) ? "int8" : "16-bit",
+                 " cache at hdim ", hdim, ", ", rows, " rows, ", tiles, " tiles");
+      return -1;
+    }
+    name = r->kernel;
+  }
+  const int index = attention::decode_kernel_index(name, cache, hdim);
+  if (index < 0)
+    *why = cat("kvcache attention: kernel '", name, "' does not exist for a ", is_int8(a) ? "int8" : "16-bit",
+               " cache at hdim ", hdim, "; registered: ", decode_kernel_names(cache, hdim));
+  return index;
 }
+
 }  // namespace
 
 KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
+  return experimental::plan_kvcache_attention(a, sms, experimental::Overrides{});
+}
+
+namespace {
+
+// The plan, and the registry row it runs (-1 with *why when the overrides name no such kernel).
+KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrides& o, int* kernel, std::string* why) {
   KvCachePlan plan;
   const int64_t batch = a.q.shape[0], seqlen_q = a.q.shape[1], heads_q = a.q.shape[2];
   const int64_t heads_kv = std::max<int64_t>(a.k_cache.shape[2], 1), group = heads_q / heads_kv;
@@ -195,44 +209,13 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   plan.pack_gqa = a.pack_gqa >= 0 ? a.pack_gqa == 1 : (group > 1 && seqlen_q * group <= 2 * kTileRows);
   const int64_t rows = plan.pack_gqa ? seqlen_q * group : seqlen_q;
   const int64_t tiles = batch * (plan.pack_gqa ? heads_kv : heads_q) * ((rows + kTileRows - 1) / kTileRows);
-  // The variant: two CTAs per SM (16-bit, hdim <= 128) pay off once there are tiles for 1.5
-  // waves of one CTA per SM; below that, one CTA per SM with its deeper ring, and split-KV.
-  // INT8 (hdim <= 128): one consumer warpgroup; two CTAs per SM (variant 3) from a quarter wave
-  // of tiles on, one CTA per SM (variant 2) below. H200, 2026-11-30 r1, 64:8 and 32:8 heads: v3
-  // was 6-16 % faster than v2 at 64 tiles and more (8x8k .. 128x2k), 25 % slower at 8 tiles
-  // (1x8k), and v2 2-4 % faster than v1 (two consumers) everywhere.
-  // Up to 16 packed rows (decode with a group of <= 16, q_len 1): variant 4, the swapped-operand
-  // consumer (keys as WGMMA's M, the rows as N = 16), in every tile count: H200, 2026-11-30 r1,
-  // q_len 1, d 128: 8-25 % faster than the default of the time (2.03-2.09 TB/s of int8 bytes at
-  // 64:8 and 32:8 from 8 x 8k on, 0.020 vs 0.023 ms at 1 x 8k); 1.5-3x slower once a tile needs
-  // more than one 16-row slice (q_len 4 and 16 at 64:8), where 3 / 2 stay.
-  // At hdim 128 since 2026-12-01 variant 9 (the int8 tiles dequantized in the registers of eight
-  // mma.sync warps, one CTA per SM): H200 r89, q_len 1, d 128, 64:8 and 32:8, 1.30-1.42x variant
-  // 4's speed from 8 x 8k on (2.63-2.96 TB/s of int8 bytes), 8:1 equal or faster except 1 x 8k
-  // (0.0166 vs 0.0157 ms).
-  // Since r95 variant 11 (variant 9's warps, each loading its own tiles; no producer): same run,
-  // 1-3 % faster than variant 9 at the KV >= 256 MB shapes (64:8 and 32:8), 5-7 % at 1 x 8k, equal
-  // on the split shapes; 8:1 1 x 8k 4 % slower (0.0173 vs 0.0166 ms).
-  // Since the fifteenth session (r101-r105, bench/results/2026-12-01-r10[1-5]-*): variant 16 (K's
-  // value · scale in one FFMA, V exact in fp16 with its scales folded into P) and, from three
-  // waves of three CTAs per SM on, 17 (16 with three 4-warp CTAs per SM). Same run, int8 vs cuDNN
-  // bf16, 64:8 / 32:8 (r103): 32 x 8k 1.59-1.70 (variant 11: 1.51-1.54), 16 x 32k 2.06-2.07
-  // (1.77-1.82), 128 x 2k with 17 1.58-1.64 (11: 1.42-1.44; 16: 1.53-1.60); the split shapes 3-8 %
-  // faster. r105 (final build): 128 x 2k 17 1.76-1.81, 11 1.44-1.47; 32 x 8k 16 1.68-1.74.
-  // Sixteenth session: at most 8 packed rows (64:8 and 32:8 at q_len 1), variant 20 (16's values
-  // with the keys as the mma's M: half the mma work; K dequantized in packed bf16 pairs), or 21
-  // (20 with 17's three CTAs per SM) from three waves of three CTAs per SM. H200 r107, medians of
-  // 3 rounds, int8 vs cuDNN bf16, 64:8 / 32:8: 32 x 8k 20 1.94 / 1.94 (21 1.84 / 1.89, 16
-  // 1.70); 128 x 2k 21 1.92 / 1.93 (20 1.81 / 1.83, 17 1.67 / 1.73); 16 x 32k 20 2.33 / 2.34
-  // (21 2.34 / 2.33, 16 2.04).
-  if (a.variant != 0) plan.variant = a.variant;
-  else if (is_int8(a) && hdim == 128 && rows <= 8) plan.variant = tiles >= 3 * int64_t(sms) ? 21 : 20;
-  else if (is_int8(a) && hdim == 128 && rows <= 16) plan.variant = tiles >= 3 * int64_t(sms) ? 17 : 16;
-  else if (is_int8(a) && hdim <= 128 && rows <= 16) plan.variant = 4;
-  else if (is_int8(a)) plan.variant = hdim > 128 ? 1 : (tiles * 4 >= int64_t(sms) ? 3 : 2);
-  else plan.variant = hdim <= 128 && tiles * 2 >= int64_t(sms) * 3 ? 2 : 1;
-  // CTAs resident at once: the variant decides how many share an SM.
-  const int sm_count = sms * attention::decode_ctas_per_sm(hdim, is_int8(a), plan.variant);
+  // The kernel: decode_defaults.cpp's table (the measurements are there and in docs/decode.md).
+  *kernel = pick_decode_kernel(a, rows, tiles, sms, o, why);
+  if (*kernel < 0) return plan;
+  const attention::DecodeKernelSpec& spec = attention::kDecodeKernels[*kernel];
+  plan.kernel = spec.name;
+  // CTAs resident at once: the kernel decides how many share an SM.
+  const int sm_count = sms * attention::decode_ctas_per_sm(hdim, is_int8(a), spec.id);
   const int64_t kv_chunks = std::max<int64_t>((max_len + kSplitKeys - 1) / kSplitKeys, 1);
   if (a.num_splits > 0) {
     plan.num_splits = int(std::min<int64_t>(a.num_splits, kv_chunks));
@@ -259,19 +242,6 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
         }
     }
   }
-  if (plan.variant == 22) {  // uneven splits: the heuristic's S big splits and S_small small ones after them
-    const UnevenSplits u = uneven_splits(plan.num_splits);
-    plan.num_splits += u.small;
-    plan.small_splits = u.small, plan.big_weight = u.big_weight, plan.small_weight = u.small_weight;
-  }
-  if (plan.variant == 6) {  // balanced split-KV: num_splits CTAs per row group, chunk partials
-    const int64_t chunks = balanced_chunk_slots(a);
-    plan.num_splits = int(std::max<int64_t>(std::min<int64_t>(plan.num_splits, chunks), 1));
-    const int64_t groups = tiles;
-    plan.workspace_bytes =
-        attention::balanced_workspace_layout(groups, chunks, batch * heads_q * seqlen_q, hdim).bytes;
-    return plan;
-  }
   // An int8 call's 16-bit tail: one more partial, after the splits' (so a combine even at one split).
   plan.tail = is_int8(a) && has_tail(a);
   const int64_t slots = plan.num_splits + (plan.tail ? 1 : 0);
@@ -280,7 +250,24 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
   return plan;
 }
 
+}  // namespace
+
+namespace experimental {
+KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms, const Overrides& o) {
+  int kernel = -1;
+  std::string why;
+  return make_plan(a, sms, o, &kernel, &why);
+}
+}  // namespace experimental
+
 Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, int sm_count) {
+  return experimental::check_kvcache_attention(a, ctx, sm_count, experimental::Overrides{});
+}
+
+// sm_count 0: the rules that need no device (the plan and the workspace are not checked).
+Status experimental::check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, int sm_count,
+                                             const Overrides& o) {
+  if (Status s = check_versioned_header<hopattn_kvcache_args_t>(a, "args"); !s.ok()) return s;
   const Tensor* ts[4] = {&a.q, &a.k_cache, &a.v_cache, &a.o};
   const char* names[4] = {"q", "k_cache", "v_cache", "o"};
   for (int i = 0; i < 4; ++i)
@@ -302,21 +289,13 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
   if (a.softmax_scale < 0.0f)  // the running maximum is of raw scores (as attention_check.cpp)
     return Status::invalid(cat("softmax_scale: must be positive (0 selects 1/sqrt(hdim)), got ", a.softmax_scale));
   if (a.num_splits < 0) return Status::invalid(cat("num_splits: ", a.num_splits, " is negative (0 = heuristic)"));
-  if (a.variant < 0 || a.variant > attention::kDecodeVariantMax)
-    return Status::invalid(cat("variant: ", a.variant, " is not 0 (default), ", attention::decode_variant_list()));
-  if (attention::decode_variant_int8_only(a.variant) && !is_int8(a))
-    return Status::invalid(cat("variant: ", a.variant, " applies to an int8 cache only"));
-  if (a.variant >= 9 && a.variant <= 21 && a.q.shape[3] != 128)  // kernel/sm90_decode_int8_mma.hpp
-    return Status::unsupported(cat("variant: ", a.variant, " is compiled for hdim 128 only, q has hdim ", a.q.shape[3]));
-  if (a.variant == 6 && is_int8(a))
-    return Status::invalid(cat("variant: 6 (balanced split-KV) applies to a 16-bit cache only"));
-  if (a.variant == 22 && is_int8(a))
-    return Status::invalid(cat("variant: 22 (uneven splits) applies to a 16-bit cache only"));
-  if (a.variant == 6 && a.workspace != nullptr && reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0)
-    return Status::invalid("workspace: variant 6 needs a 16-byte aligned workspace");
   if (a.pack_gqa < -1 || a.pack_gqa > 1)
     return Status::invalid(cat("pack_gqa: ", a.pack_gqa, " is not -1 (heuristic), 0 or 1"));
-  const KvCachePlan plan = plan_kvcache_attention(a, sm_count);
+  if (sm_count <= 0) return check_placement(ctx, kTensorNames, kTensors);
+  int kernel = -1;
+  std::string why;
+  const KvCachePlan plan = make_plan(a, sm_count, o, &kernel, &why);
+  if (kernel < 0) return Status::unsupported(why);
   if (plan.workspace_bytes > 0 && (a.workspace == nullptr || a.workspace_bytes < plan.workspace_bytes))
     return Status::invalid(cat("workspace: ", plan.workspace_bytes, " bytes needed for ", plan.num_splits,
                                " KV splits", plan.tail ? " and the tail block" : "", ", ",
@@ -334,7 +313,7 @@ Status query_kvcache_context(const KvCacheArgs& a, Stream stream, DeviceContext*
   return Status();
 }
 
-attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePlan& plan) {
+attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePlan& plan, int kernel) {
   attention::DecodeParams p{};
   p.dtype = a.q.dtype;
   p.cache_dtype = a.k_cache.dtype;
@@ -354,11 +333,10 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.causal = a.causal != 0;
   p.pack_gqa = plan.pack_gqa;
   p.num_splits = plan.num_splits;
-  p.small_splits = plan.small_splits, p.big_weight = plan.big_weight, p.small_weight = plan.small_weight;
+  p.small_splits = 0, p.big_weight = 1, p.small_weight = 1;
   p.partial_slots = plan.num_splits + (plan.tail ? 1 : 0);
   p.workspace = static_cast<float*>(a.workspace);
-  p.variant = plan.variant;
-  p.chunks = plan.variant == 6 ? int(balanced_chunk_slots(a)) : 0;
+  p.variant = attention::kDecodeKernels[kernel].id;
   if (is_int8(a)) {
     p.k_scale = static_cast<const float*>(a.k_scale.data);
     p.ks_batch_stride = a.k_scale.stride[0], p.ks_block_stride = a.k_scale.stride[1];
@@ -379,13 +357,23 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
 }  // namespace
 
 Status kvcache_attention(const KvCacheArgs& a, Stream stream) {
+  return experimental::kvcache_attention(a, stream, experimental::Overrides{});
+}
+
+Status experimental::kvcache_attention(const KvCacheArgs& a, Stream stream, const Overrides& o) {
   DeviceContext ctx;
   int sms = 0;
+  // The argument rules first: they need no device (a machine without a GPU still gets them).
+  if (Status s = check_kvcache_attention(a, host_only_context(), 0, o); !s.ok()) return s;
   if (Status s = query_kvcache_context(a, stream, &ctx, &sms); !s.ok()) return s;
-  if (Status s = check_kvcache_attention(a, ctx, sms); !s.ok()) return s;
+  if (Status s = check_kvcache_attention(a, ctx, sms, o); !s.ok()) return s;
   if (a.q.shape[0] == 0 || a.q.shape[1] == 0 || a.q.shape[2] == 0) return Status();  // nothing to compute
   if (a.k_cache.shape[1] > INT32_MAX) return Status::unsupported("k_cache: max_seqlen_k must be < 2^31");
-  attention::DecodeParams p = make_decode_params(a, plan_kvcache_attention(a, sms));
+  int kernel = -1;
+  std::string why;
+  const KvCachePlan plan = make_plan(a, sms, o, &kernel, &why);
+  if (kernel < 0) return Status::unsupported(why);
+  attention::DecodeParams p = make_decode_params(a, plan, kernel);
   if (Status s = attention::decode_error_record(&p.error); !s.ok()) return s;
   return attention::run_decode(p, stream);
 }
@@ -403,11 +391,19 @@ Status kvcache_device_check(Stream stream) {
 
 extern "C" hopattn_status_t hopattn_kvcache_workspace_size(const hopattn_kvcache_args_t* args, size_t* bytes) {
   return hopattn::guarded_c_call([&] {
-    if (args == nullptr || bytes == nullptr) return hopattn::Status::invalid("args, bytes: null pointer");
+    if (bytes == nullptr) return hopattn::Status::invalid("bytes: null pointer");
+    hopattn::KvCacheArgs a;
+    if (hopattn::Status s = hopattn::read_versioned_args(args, static_cast<hopattn_kvcache_args_t*>(&a), "args"); !s.ok())
+      return s;
+    // The plan reads the shapes: they must pass the argument rules first.
+    if (hopattn::Status s = hopattn::experimental::check_kvcache_attention(a, hopattn::host_only_context(), 0,
+                                                                            hopattn::experimental::Overrides{});
+        !s.ok())
+      return s;
     int device = 0, sms = 0;
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    *bytes = hopattn::plan_kvcache_attention(*args, sms).workspace_bytes;
+    *bytes = hopattn::plan_kvcache_attention(a, sms).workspace_bytes;
     return hopattn::Status();
   });
 }
@@ -418,7 +414,9 @@ extern "C" hopattn_status_t hopattn_kvcache_device_check(void* stream) {
 
 extern "C" hopattn_status_t hopattn_kvcache_attention(const hopattn_kvcache_args_t* args, void* stream) {
   return hopattn::guarded_c_call([&] {
-    if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
-    return hopattn::kvcache_attention(*args, static_cast<hopattn::Stream>(stream));
+    hopattn::KvCacheArgs a;
+    if (hopattn::Status s = hopattn::read_versioned_args(args, static_cast<hopattn_kvcache_args_t*>(&a), "args"); !s.ok())
+      return s;
+    return hopattn::kvcache_attention(a, static_cast<hopattn::Stream>(stream));
   });
 }

@@ -107,6 +107,7 @@ Status query_context(const KvCacheQuantizeArgs& a, Stream stream, DeviceContext*
 }  // namespace
 
 Status check_kvcache_quantize(const KvCacheQuantizeArgs& a, const DeviceContext& ctx) {
+  if (Status s = check_versioned_header<hopattn_kvcache_quantize_args_t>(a, "args"); !s.ok()) return s;
   const Tensor* ts[4] = {&a.k, &a.v, &a.k_int8, &a.v_int8};
   for (int i = 0; i < 4; ++i)
     if (Status s = check_geometry(*ts[i], kNames[i], 4, kDims); !s.ok()) return s;
@@ -148,6 +149,8 @@ Status check_kvcache_quantize(const KvCacheQuantizeArgs& a, const DeviceContext&
 }
 
 Status kvcache_quantize_int8(const KvCacheQuantizeArgs& a, Stream stream) {
+  // The argument rules first: they need no device (a machine without a GPU still gets them).
+  if (Status s = check_kvcache_quantize(a, host_only_context()); !s.ok()) return s;
   DeviceContext ctx;
   if (Status s = query_context(a, stream, &ctx); !s.ok()) return s;
   if (Status s = check_kvcache_quantize(a, ctx); !s.ok()) return s;
@@ -174,7 +177,11 @@ Status kvcache_quantize_int8(const KvCacheQuantizeArgs& a, Stream stream) {
 
 extern "C" hopattn_status_t hopattn_kvcache_quantize_int8(const hopattn_kvcache_quantize_args_t* args, void* stream) {
   return hopattn::guarded_c_call([&] {
-    if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
-    return hopattn::kvcache_quantize_int8(*args, static_cast<hopattn::Stream>(stream));
+    hopattn::KvCacheQuantizeArgs a;
+    if (hopattn::Status s =
+            hopattn::read_versioned_args(args, static_cast<hopattn_kvcache_quantize_args_t*>(&a), "args");
+        !s.ok())
+      return s;
+    return hopattn::kvcache_quantize_int8(a, static_cast<hopattn::Stream>(stream));
   });
 }

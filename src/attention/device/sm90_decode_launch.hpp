@@ -11,7 +11,6 @@
 
 #include "attention/decode_params.hpp"
 #include "attention/kernel/sm90_decode.hpp"
-#include "attention/kernel/sm90_decode_balanced.hpp"
 #include "attention/kernel/sm90_decode_int8_mma.hpp"
 #include "common/cuda_check.hpp"
 
@@ -156,64 +155,7 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
   }
 }
 
-// Variant 6: the balanced split kernel and its combine (kernel/sm90_decode_balanced.hpp):
-// dp.num_splits CTAs per row group, dp.chunks chunk slots, the workspace laid out by
-// balanced_workspace_layout.
-template <class Element, int kHeadDim>
-Status run_decode_balanced(const DecodeParams& dp, Stream stream) {
-  using namespace cute;
-  using Traits = DecodeTraits<Element, kHeadDim, 1>;
-  DecodeGrid g;
-  if (Status s = decode_grid(dp, Traits::kTileRows, &g); !s.ok()) return s;
-  const int64_t rows_total = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
-  const int64_t groups = int64_t(g.grid.x / unsigned(dp.num_splits)) * g.grid.y * g.grid.z;
-  if (rows_total > INT32_MAX || groups > INT32_MAX)
-    return Status::unsupported("kvcache attention: too many rows for the balanced combine grid");
-  const BalancedLayout layout = balanced_workspace_layout(groups, dp.chunks, rows_total, kHeadDim);
-  char* ws = reinterpret_cast<char*>(dp.workspace);
-  BalancedParams<Traits> p{};
-  const auto box = take<0, 2>(typename Traits::SmemLayoutKV{});
-  p.tma_k = make_cache_tma<Element, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
-  p.tma_v = make_cache_tma<Element, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
-  fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
-  p.o_part = reinterpret_cast<float*>(ws + layout.o_part);
-  p.lse_part = reinterpret_cast<float*>(ws + layout.lse_part);
-  p.header = reinterpret_cast<BalancedHeader*>(ws);
-  p.counters = reinterpret_cast<uint32_t*>(ws + layout.counters);
-  p.ctas = dp.num_splits;
-  p.chunks = dp.chunks;
-  p.groups = int(groups);
-
-  auto kernel = &decode_balanced_kernel<Traits>;
-  constexpr int kShared = int(sizeof(BalancedShared<Traits>));
-  int device = 0, smem_optin = 0;
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (kShared > smem_optin)
-    return Status::unsupported("kvcache attention: the balanced decode tile needs " + std::to_string(kShared) +
-                               " bytes of shared memory, the device allows " + std::to_string(smem_optin));
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
-  kernel<<<g.grid, Traits::kThreads, kShared, stream>>>(p);
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-
-  BalancedCombineParams<Element, kHeadDim> c{};
-  c.o_part = p.o_part, c.lse_part = p.lse_part, c.cache_seqlens = dp.cache_seqlens;
-  c.o = static_cast<Element*>(dp.o);
-  c.o_batch_stride = dp.o_batch_stride, c.o_seq_stride = dp.o_seq_stride, c.o_head_stride = dp.o_head_stride;
-  c.lse = dp.lse;
-  c.lse_batch_stride = dp.lse_batch_stride, c.lse_head_stride = dp.lse_head_stride, c.lse_seq_stride = dp.lse_seq_stride;
-  c.batch = dp.batch, c.seqlen_q = dp.seqlen_q, c.heads_q = dp.heads_q, c.heads_kv = dp.heads_kv;
-  c.max_len = dp.max_len, c.chunks = dp.chunks;
-  c.group = g.group, c.rows = g.rows, c.block_m = Traits::kBlockM, c.block_n = Traits::kBlockN;
-  c.causal = dp.causal;
-  c.header = p.header, c.counters = p.counters, c.groups = int(groups);
-  if (rows_total > 0)
-    decode_balanced_combine_kernel<Element, kHeadDim><<<unsigned(rows_total), 32 * kBalancedCombineWarps, 0, stream>>>(c);
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-  return Status();
-}
-
-// Variants 11-21 (kernel/sm90_decode_int8_mma.hpp): hdim 128, 64-key tiles, each warp's own ring.
+// The mma.sync int8 kernels (kernel/sm90_decode_int8_mma.hpp): hdim 128, 64-key tiles, each warp's own ring.
 template <class Element, int kWarps, Int8MmaMath kMath, int kCtasPerSm = 1>
 using WarpRings = DecodeInt8MmaTraits<Element, 128, 64, kWarps, Int8MmaLoads::kWarpRings, kMath, kCtasPerSm>;
 
@@ -235,66 +177,43 @@ inline DecodeParams decode_tail_params(const DecodeParams& dp) {
   return t;
 }
 
+// The split kernel of a registry row (device/decode_registry.hpp: DecodeParams::variant is the
+// row's id; the ids are unique per cache type), then the tail kernel and the combine.
+template <class Element, int kHeadDim>
+Status run_decode_int8_split(const DecodeParams& dp, Stream stream) {
+  if constexpr (kHeadDim == 128) {
+    switch (dp.variant) {
+      case 16: return run_decode_split<WarpRings<Element, 8, Int8MmaMath::kFmaKFoldV>>(dp, stream);
+      case 17: return run_decode_split<WarpRings<Element, 4, Int8MmaMath::kFmaKFoldV, 3>>(dp, stream);
+      case 20: return run_decode_split<WarpRings<Element, 8, Int8MmaMath::kSwapPackedK>>(dp, stream);
+      case 21: return run_decode_split<WarpRings<Element, 4, Int8MmaMath::kSwapPackedK, 3>>(dp, stream);
+      default: break;
+    }
+  }
+  if constexpr (kHeadDim <= 128) {
+    switch (dp.variant) {
+      case 3: return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2>>(dp, stream);
+      case 4: return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream);
+      default: break;
+    }
+  }
+  if (dp.variant == 2) return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream);
+  return Status::unsupported("kvcache attention: int8 kernel id " + std::to_string(dp.variant) + " is not compiled for hdim " +
+                             std::to_string(kHeadDim));
+}
+
 template <class Element, int kHeadDim>
 Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
-  if (dp.variant == 6) return run_decode_balanced<Element, kHeadDim>(dp, stream);
+  Status s;
   if (dp.cache_dtype == HOPATTN_DTYPE_INT8) {
-    Status s;
-    if constexpr (kHeadDim <= 128)  // variant 1: two consumer warpgroups; 2: one; 3: one, two CTAs per SM;
-                                    // 4: as 3 with the swapped-operand consumer (16 packed rows per CTA);
-                                    // 5: as 4 with K converted in the consumer's registers;
-                                    // 7: as 4 with S from 8-bit WGMMAs on the raw K ("half INT8");
-                                    // 8: as 4 with one CTA per SM (a 128 KB raw ring);
-                                    // 9: dequantized in the registers of mma.sync warps (hdim 128
-                                    //    only: check_kvcache_attention refuses others), 64 keys per stage;
-                                    // 10: as 9 with 6 consumer warps (the ablation; 32-key stages
-                                    //     were variant 10 in r89: 25 % slower);
-                                    // 11: as 9 with no producer: each warp loads its own tiles;
-                                    // 12: as 11 with fp16 operands (exact int8, power-of-two scales);
-                                    // 13: as 11 with 4 warps per CTA, two CTAs per SM;
-                                    // 14: as 11 with one FFMA a value (dequant_fma);
-                                    // 15: as 14 with 4 warps per CTA, 2 slots each, three CTAs per SM;
-                                    // 16: as 14 with V exact in fp16, its scales folded into P; 17: as 16
-                                    //     with 15's three CTAs per SM;
-                                    // 18: 16's values with the keys as the mma's M (<= 8 rows a CTA);
-                                    // 19: as 18 with 17's three CTAs per SM;
-                                    // 20, 21: as 18, 19 with K dequantized in bf16 pairs (bf16;
-                                    //     at fp16 they run 18's and 19's code)
-      s = dp.variant == 9 && kHeadDim == 128    ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64>>(dp, stream)
-          : dp.variant == 10 && kHeadDim == 128 ? run_decode_split<DecodeInt8MmaTraits<Element, 128, 64, 6>>(dp, stream)
-          : dp.variant == 11 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kElement>>(dp, stream)
-          : dp.variant == 12 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kHalfScaled>>(dp, stream)
-          : dp.variant == 13 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 4, Int8MmaMath::kElement, 2>>(dp, stream)
-          : dp.variant == 14 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kElementFma>>(dp, stream)
-          : dp.variant == 15 && kHeadDim == 128
-              ? run_decode_split<WarpRings<Element, 4, Int8MmaMath::kElementFma, 3>>(dp, stream)
-          : dp.variant == 16 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kFmaKFoldV>>(dp, stream)
-          : dp.variant == 17 && kHeadDim == 128
-              ? run_decode_split<WarpRings<Element, 4, Int8MmaMath::kFmaKFoldV, 3>>(dp, stream)
-          : dp.variant == 18 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kSwapFoldV>>(dp, stream)
-          : dp.variant == 19 && kHeadDim == 128
-              ? run_decode_split<WarpRings<Element, 4, Int8MmaMath::kSwapFoldV, 3>>(dp, stream)
-          : dp.variant == 20 && kHeadDim == 128 ? run_decode_split<WarpRings<Element, 8, Int8MmaMath::kSwapPackedK>>(dp, stream)
-          : dp.variant == 21 && kHeadDim == 128
-              ? run_decode_split<WarpRings<Element, 4, Int8MmaMath::kSwapPackedK, 3>>(dp, stream)
-          : dp.variant >= 9 ? Status::unsupported("kvcache attention: variants 9-21 exist at hdim 128 only")
-          : dp.variant == 8   ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 1, true>>(dp, stream)
-          : dp.variant == 7 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, false, true>>(dp, stream)
-          : dp.variant == 5 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true, true>>(dp, stream)
-          : dp.variant == 4 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream)
-          : dp.variant == 3 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2>>(dp, stream)
-          : dp.variant == 2 ? run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream)
-                            : run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2>>(dp, stream);
-    else
-      s = run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream);
+    s = run_decode_int8_split<Element, kHeadDim>(dp, stream);
     if (!s.ok()) return s;
     if (dp.k_tail != nullptr) {
       s = run_decode_split<DecodeTraits<Element, kHeadDim, kDecodeTailTile>>(decode_tail_params(dp), stream);
       if (!s.ok()) return s;
     }
   } else {
-    Status s;
-    if constexpr (kHeadDim <= 128)  // variant 2 is variant 1 at hdim 256; 22 is 1 with uneven splits
+    if constexpr (kHeadDim <= 128)  // two CTAs per SM need the smaller tile; hdim 256 has one row
       s = dp.variant == 2 ? run_decode_split<DecodeTraits<Element, kHeadDim, 2>>(dp, stream)
                           : run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
     else

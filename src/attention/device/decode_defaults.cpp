@@ -1,0 +1,62 @@
+// The decode defaults table: which split kernel runs a KV-cache call, from the cache type, the
+// head dim, the packed query rows and how many tiles the call has per SM. Same-run measurements
+// on the H200 chose every row (evidence column; docs/decode.md has the runs and what each row
+// beat). tests/host/test_decode_registry.cpp checks that every row names a registered kernel of
+// its cache type and head dims, and that the table covers every call.
+#include <iterator>
+#include <string>
+
+#include "attention/device/decode_registry.hpp"
+
+namespace hopattn::attention {
+namespace {
+
+constexpr int64_t kMaxRows = INT64_MAX;
+
+// clang-format off
+constexpr DecodeDefaultRule kRules[] = {
+  // int8, hdim 128, decode with a GQA group of <= 8 (r107, medians of 3 rounds, vs cuDNN bf16:
+  // 32 x 8k 1.94, 16 x 32k 2.33; three CTAs per SM from three waves: 128 x 2k 1.92).
+  {DecodeCache::kInt8, kHd128, 1, 8,  3.0, "kv8_mma_swap_4w_3cta", "r107: 128x2k 1.92 x cuDNN bf16"},
+  {DecodeCache::kInt8, kHd128, 1, 8,  0.0, "kv8_mma_swap_8w_1cta", "r107: 32x8k 1.94, 16x32k 2.33"},
+  // int8, hdim 128, up to 16 packed rows (r103, r105).
+  {DecodeCache::kInt8, kHd128, 9, 16, 3.0, "kv8_mma_4w_3cta",      "r105: 128x2k 1.76-1.81"},
+  {DecodeCache::kInt8, kHd128, 9, 16, 0.0, "kv8_mma_8w_1cta",      "r105: 32x8k 1.68-1.74"},
+  // int8, hdim 64, up to 16 packed rows: the swapped-operand WGMMA consumer (2026-11-30 r1:
+  // 8-25 % faster than the one-consumer kernels).
+  {DecodeCache::kInt8, kHd64,  1, 16, 0.0, "kv8_wgmma_swap_2cta",  "r1 (2026-11-30)"},
+  // int8, more rows: one consumer warpgroup, two CTAs per SM from a quarter wave of tiles on
+  // (2026-11-30 r1: 6-16 % faster at 64 tiles and more, 25 % slower at 8), hdim 256 one CTA.
+  {DecodeCache::kInt8, kHd64 | kHd128, 1, kMaxRows, 0.25, "kv8_wgmma_1c_2cta", "r1 (2026-11-30)"},
+  {DecodeCache::kInt8, kHd64 | kHd128 | kHd256, 1, kMaxRows, 0.0, "kv8_wgmma_1c_1cta", "r1 (2026-11-30)"},
+  // 16-bit: two CTAs per SM once there are tiles for 1.5 waves of one CTA per SM.
+  {DecodeCache::k16Bit, kHd64 | kHd128, 1, kMaxRows, 1.5, "kv16_split_2cta", "docs/decode.md"},
+  {DecodeCache::k16Bit, kHd64 | kHd128 | kHd256, 1, kMaxRows, 0.0, "kv16_split_1cta", "docs/decode.md"},
+};
+// clang-format on
+
+}  // namespace
+
+const DecodeDefaultRule* decode_default_rules(int* count) {
+  *count = int(std::size(kRules));
+  return kRules;
+}
+
+const DecodeDefaultRule* decode_default_rule(DecodeCache cache, int hdim, int64_t rows, int64_t tiles, int sms) {
+  const unsigned bit = decode_hdim_bit(hdim);
+  for (const DecodeDefaultRule& r : kRules)
+    if (r.cache == cache && (r.hdims & bit) != 0 && rows >= r.rows_min && rows <= r.rows_max &&
+        double(tiles) >= r.min_tiles_per_sm * double(sms))
+      return &r;
+  return nullptr;
+}
+
+int decode_kernel_index(const std::string& name, DecodeCache cache, int hdim) {
+  const unsigned bit = decode_hdim_bit(hdim);
+  for (int i = 0; i < kDecodeKernelCount; ++i)
+    if (kDecodeKernels[i].cache == cache && (kDecodeKernels[i].hdims & bit) != 0 && name == kDecodeKernels[i].name)
+      return i;
+  return -1;
+}
+
+}  // namespace hopattn::attention

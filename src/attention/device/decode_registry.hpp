@@ -1,0 +1,78 @@
+// The decode kernel registry: the split kernels over a KV cache that this library compiles, by
+// name, and the defaults table that picks one per call (decode_defaults.cpp). Plain data, read on
+// the host by the plan (kvcache_check.cpp); the launch switch (sm90_decode_launch.hpp) reads the
+// row's internal id. Every 16-bit cache runs one of the kv16 rows, every int8 cache one of the kv8
+// rows; an int8 call with 16-bit tail blocks also runs the 16-bit kernel on a one-stage tile over
+// the tails, and a call with more than one partial the combine (neither is a row: neither is
+// chosen).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hopattn::attention {
+
+enum class DecodeCache : int { k16Bit = 0, kInt8 = 1 };
+
+struct DecodeKernelSpec {
+  const char* name;
+  int id;             // the launch switch's internal id (DecodeParams::variant)
+  DecodeCache cache;
+  unsigned hdims;     // bit 0: hdim 64, bit 1: 128, bit 2: 256
+  const char* detail; // what the kernel is, for `hopattn info`
+};
+
+inline constexpr unsigned kHd64 = 1, kHd128 = 2, kHd256 = 4;
+
+// clang-format off
+inline constexpr DecodeKernelSpec kDecodeKernels[] = {
+  // 16-bit cache (sm90_decode.hpp): TMA K/V ring, one consumer warpgroup, WGMMA.
+  {"kv16_split_1cta", 1, DecodeCache::k16Bit, kHd64 | kHd128 | kHd256,
+   "128-key tiles (64 at hdim 256), 3 stages (4 at hdim 64), one CTA per SM"},
+  {"kv16_split_2cta", 2, DecodeCache::k16Bit, kHd64 | kHd128,
+   "64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM"},
+  // int8 cache, converted to 16 bits in shared memory by a transform warpgroup, then WGMMA.
+  {"kv8_wgmma_1c_1cta", 2, DecodeCache::kInt8, kHd64 | kHd128 | kHd256,
+   "one consumer warpgroup, one CTA per SM"},
+  {"kv8_wgmma_1c_2cta", 3, DecodeCache::kInt8, kHd64 | kHd128,
+   "one consumer warpgroup, 112 KB, two CTAs per SM"},
+  {"kv8_wgmma_swap_2cta", 4, DecodeCache::kInt8, kHd64 | kHd128,
+   "keys as WGMMA's M, 16 packed query rows as N, two CTAs per SM"},
+  // int8 cache dequantized in the registers of mma.sync warps that each load their own tiles
+  // (sm90_decode_int8_mma.hpp): K's value * scale in one FFMA, V exact in fp16 with its scales
+  // folded into P. "swap": the keys as the mma's M (at most 8 packed rows a CTA), K in packed
+  // bf16 pairs at bf16.
+  {"kv8_mma_8w_1cta", 16, DecodeCache::kInt8, kHd128,
+   "8 warps, 16 packed rows a CTA, one CTA per SM"},
+  {"kv8_mma_4w_3cta", 17, DecodeCache::kInt8, kHd128,
+   "4 warps, 16 packed rows a CTA, three CTAs per SM"},
+  {"kv8_mma_swap_8w_1cta", 20, DecodeCache::kInt8, kHd128,
+   "8 warps, keys as the mma's M, 8 packed rows a CTA, one CTA per SM"},
+  {"kv8_mma_swap_4w_3cta", 21, DecodeCache::kInt8, kHd128,
+   "4 warps, keys as the mma's M, 8 packed rows a CTA, three CTAs per SM"},
+};
+// clang-format on
+inline constexpr int kDecodeKernelCount = int(sizeof(kDecodeKernels) / sizeof(kDecodeKernels[0]));
+
+constexpr unsigned decode_hdim_bit(int hdim) { return hdim == 64 ? kHd64 : hdim == 128 ? kHd128 : hdim == 256 ? kHd256 : 0; }
+
+// The row of `name` for this cache and head dim, or -1.
+int decode_kernel_index(const std::string& name, DecodeCache cache, int hdim);
+
+// One row of the decode defaults table: every call inside the ranges runs `kernel`; the first
+// matching row wins. rows = the query rows of one tile's row group (seqlen_q, times the GQA group
+// when the plan packs the heads); tiles = CTAs of the unsplit grid; a rule applies from
+// min_tiles_per_sm * SMs tiles on.
+struct DecodeDefaultRule {
+  DecodeCache cache;
+  unsigned hdims;
+  int64_t rows_min, rows_max;
+  double min_tiles_per_sm;
+  const char* kernel;
+  const char* evidence;
+};
+
+const DecodeDefaultRule* decode_default_rules(int* count);
+const DecodeDefaultRule* decode_default_rule(DecodeCache cache, int hdim, int64_t rows, int64_t tiles, int sms);
+
+}  // namespace hopattn::attention

@@ -1,0 +1,48 @@
+// Internal: what the benchmark and the tests may change that a user cannot. Not installed, not
+// part of the C ABI; the library's own calls use the defaults (Overrides{}). Every experiment is a
+// field here, passed explicitly per call: the library reads no environment variable.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hopattn/hopattn.hpp"
+#include "hopattn/kvcache.hpp"
+
+namespace hopattn::experimental {
+
+struct Overrides {
+  // Forward attention.
+  std::string fwd_kernel;           // a registry name (`hopattn info`); empty: the defaults table
+  float fwd_stale_max_log2 = 8.0f;  // how far a row maximum may lag before O is rescaled (log2)
+  bool fwd_narrow_pv = true;        // causal ws kernels: the last P·V only over the keys a warpgroup sees
+  bool fwd_skip_unseen = true;      // causal ws kernels: skip a KV block no row of a warpgroup sees
+  int fwd_causal_group = 0;         // non-persistent causal: pairs per group (0: by L2 size, 1: per pair)
+  int fwd_persistent_group = -1;    // persistent causal: -1 folded order, N >= 0 grouped zig-zag order
+
+  // Attention over a KV cache.
+  std::string decode_kernel;  // a registry name; empty: the defaults table
+};
+
+// The public calls with overrides. With Overrides{} they are the public calls.
+Status attention_forward(const AttentionForwardArgs& args, Stream stream, const Overrides& overrides);
+Status kvcache_attention(const KvCacheArgs& args, Stream stream, const Overrides& overrides);
+Status check_kvcache_attention(const KvCacheArgs& args, const DeviceContext& context, int sm_count,
+                               const Overrides& overrides);
+KvCachePlan plan_kvcache_attention(const KvCacheArgs& args, int sm_count, const Overrides& overrides);
+
+// The kernel a forward call with these arguments runs (the defaults table, or overrides.fwd_kernel
+// when set): its registry name, or an error naming what is not compiled.
+Status forward_kernel_name(const AttentionForwardArgs& args, const Overrides& overrides, std::string* name);
+
+// A registry row as `hopattn info` and `hopattn bench --kernels` show it.
+struct KernelInfo {
+  std::string op;    // "fwd" or "decode"
+  std::string name;  // e.g. "ws_pingpong_persistent_128x128x2"
+  int hdim;
+  std::string detail;  // family, tile, cache type, CTAs per SM, ...
+};
+// Every compiled row (both ops), in registry order.
+std::vector<KernelInfo> compiled_kernels();
+
+}  // namespace hopattn::experimental
