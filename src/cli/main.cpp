@@ -11,8 +11,8 @@
 #include "cli/commands.hpp"
 #include "common/cuda_check.hpp"
 #if HOPATTN_WITH_GEMM
-#include "gemm/gemm_bench.hpp"
-#include "gemm/gemm_command.hpp"
+#include "gemm_bench.hpp"
+#include "cli/gemm_command.hpp"
 #endif
 
 namespace hopattn::layout {

@@ -1,11 +1,15 @@
 // Shared by the gpu tests: skip visibly (GTEST_SKIP, "Skipped" in CTest's summary) when the
-// machine has no sm_90 GPU; run for real otherwise.
+// machine has no sm_90 GPU; run for real otherwise. And the compiled kernels by name, for the
+// tests that run every kernel of a registry (experimental::compiled_kernels: the rows this build
+// compiled, so that a list in a test cannot go stale).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "attention/experimental.hpp"
 #include "common/cuda_check.hpp"
 
 #define HOPATTN_REQUIRE_SM90()                                              \
@@ -14,3 +18,17 @@
     if (!::hopattn::has_sm90_gpu(&hopattn_why_))                            \
       GTEST_SKIP() << "needs an sm_90 GPU (H100/H200): " << hopattn_why_;   \
   } while (0)
+
+namespace hopattn {
+
+// The registry names of the compiled kernels of `op` ("fwd" or "decode") at head dim `hdim` whose
+// name starts with `prefix` ("" for all; "kv16_" / "kv8_" picks a decode cache type), in registry
+// order.
+inline std::vector<std::string> compiled_kernel_names(const std::string& op, int hdim, const std::string& prefix = "") {
+  std::vector<std::string> out;
+  for (const experimental::KernelInfo& k : experimental::compiled_kernels())
+    if (k.op == op && k.hdim == hdim && k.name.compare(0, prefix.size(), prefix) == 0) out.push_back(k.name);
+  return out;
+}
+
+}  // namespace hopattn

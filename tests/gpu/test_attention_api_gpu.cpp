@@ -1,9 +1,12 @@
 // The public forward call on a real device: where the arguments live is queried and checked,
-// and the empty cases write (or leave) the outputs as documented.
+// the empty cases write (or leave) the outputs as documented, and a caller of the C ABI with its
+// own struct (HOPATTN_ATTENTION_FWD_ARGS_INIT) gets the C++ call's result.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "attention/device/compiled_set.hpp"
 #include "device_utils.hpp"
@@ -84,6 +87,77 @@ TEST(AttentionApiGpu, StreamOfTheCurrentDeviceIsAccepted) {
   const hopattn_status_t s = hopattn_attention_forward_check(&a, stream);
   EXPECT_EQ(s.code, HOPATTN_OK) << s.message;
   cudaStreamDestroy(stream);
+}
+
+// A raw C struct made with HOPATTN_ATTENTION_FWD_ARGS_INIT (what a C caller writes) runs through
+// hopattn_attention_forward and gives bit for bit the C++ call's O and LSE on the same inputs (the
+// fields after the header read where the caller wrote them: GQA, causal, a softmax scale, LSE).
+// A caller built against a newer, larger header whose extra bytes are zero is accepted as well.
+// (The refusals need no GPU and are host tests: struct_size 0 -> INVALID_ARGUMENT naming
+// "args.struct_size", a smaller size -> INVALID_ARGUMENT, a larger one with a nonzero extra byte
+// -> NOT_SUPPORTED, reserved != 0 -> INVALID_ARGUMENT naming "args.reserved".)
+TEST(AttentionApiGpu, RawCStructWithInitMacroMatchesTheCppCall) {
+  HOPATTN_REQUIRE_SM90();
+  const int b = 2, sq = 77, sk = 300, hq = 4, hkv = 2, d = 128;
+  const int64_t nq = int64_t(b) * sq * hq * d, nk = int64_t(b) * sk * hkv * d, nl = int64_t(b) * hq * sq;
+  DeviceBuffer q(nq * 2), k(nk * 2), v(nk * 2), o_c(nq * 2), o_cpp(nq * 2), lse_c(nl * 4), lse_cpp(nl * 4);
+  reference::fill_normal(q.get(), HOPATTN_DTYPE_BF16, nq, 21, 1.0f);
+  reference::fill_normal(k.get(), HOPATTN_DTYPE_BF16, nk, 22, 1.0f);
+  reference::fill_normal(v.get(), HOPATTN_DTYPE_BF16, nk, 23, 1.0f);
+  auto fill = [&](auto* a, void* o, void* lse) {
+    a->q = hopattn_tensor_bshd(q.get(), HOPATTN_DTYPE_BF16, b, sq, hq, d);
+    a->k = hopattn_tensor_bshd(k.get(), HOPATTN_DTYPE_BF16, b, sk, hkv, d);
+    a->v = hopattn_tensor_bshd(v.get(), HOPATTN_DTYPE_BF16, b, sk, hkv, d);
+    a->o = hopattn_tensor_bshd(o, HOPATTN_DTYPE_BF16, b, sq, hq, d);
+    a->lse = tensor_lse(static_cast<float*>(lse), b, hq, sq);
+    a->softmax_scale = 0.07f;
+    a->causal = 1;
+  };
+  AttentionForwardArgs cpp;
+  fill(&cpp, o_cpp.get(), lse_cpp.get());
+  reference::fill_nan(o_cpp.get(), 2, nq);
+  reference::fill_nan(lse_cpp.get(), 4, nl);
+  const Status s_cpp = attention_forward(cpp, nullptr);
+  ASSERT_TRUE(s_cpp.ok()) << s_cpp.to_string();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float> o_ref = reference::download_as_float(o_cpp.get(), HOPATTN_DTYPE_BF16, nq);
+  const std::vector<float> lse_ref = reference::download_as_float(lse_cpp.get(), HOPATTN_DTYPE_FP32, nl);
+  for (float x : o_ref) ASSERT_TRUE(std::isfinite(x)) << "the C++ call left O unwritten";
+
+  auto expect_same = [&](const char* what) {
+    const std::vector<float> o = reference::download_as_float(o_c.get(), HOPATTN_DTYPE_BF16, nq);
+    const std::vector<float> lse = reference::download_as_float(lse_c.get(), HOPATTN_DTYPE_FP32, nl);
+    EXPECT_EQ(std::memcmp(o.data(), o_ref.data(), o.size() * 4), 0) << what << ": O differs from the C++ call";
+    EXPECT_EQ(std::memcmp(lse.data(), lse_ref.data(), lse.size() * 4), 0) << what << ": LSE differs from the C++ call";
+  };
+
+  hopattn_attention_fwd_args_t raw = HOPATTN_ATTENTION_FWD_ARGS_INIT;
+  EXPECT_EQ(raw.struct_size, sizeof(hopattn_attention_fwd_args_t));
+  EXPECT_EQ(raw.reserved, 0u);
+  fill(&raw, o_c.get(), lse_c.get());
+  reference::fill_nan(o_c.get(), 2, nq);
+  reference::fill_nan(lse_c.get(), 4, nl);
+  const hopattn_status_t check = hopattn_attention_forward_check(&raw, nullptr);
+  EXPECT_EQ(check.code, HOPATTN_OK) << check.message;
+  hopattn_status_t s = hopattn_attention_forward(&raw, nullptr);
+  ASSERT_EQ(s.code, HOPATTN_OK) << s.message;
+  EXPECT_STREQ(s.message, "");
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_same("HOPATTN_ATTENTION_FWD_ARGS_INIT");
+
+  struct Newer {  // a later header's struct: this one's fields, then fields this library does not know
+    hopattn_attention_fwd_args_t args;
+    uint64_t later_fields[2];
+  } newer;
+  std::memset(&newer, 0, sizeof(newer));
+  newer.args.struct_size = uint32_t(sizeof(Newer));
+  fill(&newer.args, o_c.get(), lse_c.get());
+  reference::fill_nan(o_c.get(), 2, nq);
+  reference::fill_nan(lse_c.get(), 4, nl);
+  s = hopattn_attention_forward(&newer.args, nullptr);
+  ASSERT_EQ(s.code, HOPATTN_OK) << s.message;
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_same("a larger struct_size with zero extra bytes");
 }
 
 }  // namespace

@@ -1,15 +1,19 @@
 // The fused forward kernel against the float64 reference over the whole check grid (odd
 // lengths, seqlen_q < and > seqlen_k, batch 1..4, MHA/GQA/MQA, causal on and off, inputs x1 and
-// x8, padded strides, the bench's shapes), one test per (dtype, head dim), every schedule on a
-// subset, and run-to-run bit equality (a moving result is a race).
+// x8, padded strides, the bench's shapes), one test per (dtype, head dim), every compiled kernel
+// of the registry (by name, through experimental::Overrides) on a subset, both persistent causal
+// tile orders, and run-to-run bit equality (a moving result is a race).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "attention/device/compiled_set.hpp"
+#include "attention/experimental.hpp"
 #include "attention/fwd_tile_order.hpp"
 #include "attention/kernel/sm90_fwd_config.hpp"
 #include "attention_check.hpp"
@@ -19,12 +23,68 @@
 namespace hopattn::reference {
 namespace {
 
-ForwardFn fused(int schedule) {
-  return [schedule](const AttentionForwardArgs& a, Stream s) {
-    AttentionForwardArgs b = a;
-    b.schedule = schedule;
-    return attention_forward(b, s);
+// The persistent causal tile order a run asks for (experimental::Overrides::fwd_persistent_group):
+// the folded order (the library's default), the grouped zig-zag order at its exactly balanced
+// group size (computed per call, below), or N >= 0 pairs per group.
+constexpr int kFolded = -1;
+constexpr int kZigzagBalanced = -2;
+
+int sm_count() {
+  int device = 0, sms = 0;
+  HOPATTN_CUDA_CHECK(cudaGetDevice(&device));
+  HOPATTN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+// The registry row of `name` at `hdim` (kernel/sm90_fwd_config.hpp), or nullptr.
+const attention::FwdKernelSpec* fwd_spec(const std::string& name, int hdim) {
+  for (const attention::FwdKernelSpec& k : attention::kFwdKernels)
+    if (k.hdim == hdim && name == k.name) return &k;
+  return nullptr;
+}
+
+// The compiled kernels of one family at this head dim, by name.
+std::vector<std::string> kernels_of(int hdim, attention::FwdKernel family) {
+  std::vector<std::string> out;
+  for (const std::string& name : compiled_kernel_names("fwd", hdim)) {
+    const attention::FwdKernelSpec* s = fwd_spec(name, hdim);
+    if (s != nullptr && s->kernel == family) out.push_back(name);
+  }
+  return out;
+}
+
+// The grouped zig-zag order's balanced group size for a call on a persistent kernel with
+// `block_m`-row Q tiles: the largest that keeps a group's K and V within ~24 MB of L2, on the
+// persistent grid (min(tiles, SMs) CTAs). What HOPATTN_FWD_PERSISTENT_ORDER=zigzag selected
+// before the experiments moved into experimental::Overrides.
+int zigzag_group(const AttentionForwardArgs& a, int block_m) {
+  const int64_t pairs = a.q.shape[2] * a.q.shape[0];
+  const int m_blocks = int((a.q.shape[1] + block_m - 1) / block_m);
+  const int ctas = int(std::min<int64_t>(int64_t(m_blocks) * pairs, sm_count()));
+  const int64_t kv_bytes = a.k.shape[1] * a.q.shape[3] * 2 * 2;  // K and V, 16-bit
+  return attention::fwd_persistent_causal_group(m_blocks, pairs, ctas, kv_bytes, int64_t(24) << 20);
+}
+
+// The forward call with `kernel` forced ("": the defaults table) and the persistent causal order.
+ForwardFn fused(const std::string& kernel, int persistent_group = kFolded) {
+  return [kernel, persistent_group](const AttentionForwardArgs& a, Stream s) {
+    experimental::Overrides o;
+    o.fwd_kernel = kernel;
+    o.fwd_persistent_group = persistent_group;
+    if (persistent_group == kZigzagBalanced) {
+      const attention::FwdKernelSpec* spec = fwd_spec(kernel, int(a.q.shape[3]));
+      if (spec == nullptr) return Status::invalid("test: no registry row '" + kernel + "' at this head dim");
+      o.fwd_persistent_group = zigzag_group(a, spec->tile.block_m);
+    }
+    return experimental::attention_forward(a, s, o);
   };
+}
+
+std::string run_label(const std::string& kernel, int persistent_group) {
+  std::string label = kernel.empty() ? "default" : kernel;
+  if (persistent_group == kZigzagBalanced) label += " zigzag";
+  else if (persistent_group >= 0) label += " zigzag/" + std::to_string(persistent_group);
+  return label;
 }
 
 struct Config {
@@ -41,17 +101,18 @@ std::vector<Config> compiled_configs() {
 
 class AttentionFwd : public ::testing::TestWithParam<Config> {};
 
-void run_grid(const std::vector<CheckCase>& grid, int schedule) {
+void run_grid(const std::vector<CheckCase>& grid, const std::string& kernel, int persistent_group = kFolded) {
+  const std::string label = run_label(kernel, persistent_group);
   int passed = 0;
   for (const CheckCase& c : grid) {
-    const CheckResult r = run_check(c, "hopattn", fused(schedule));
-    std::printf("%-4s s%d %-72s O err %.3g (bound %.3g) LSE err %.3g (bound %.3g) %s\n", r.pass ? "ok" : "FAIL",
-                schedule, c.to_string().c_str(), r.o_err.max_abs, r.o_bound, r.lse_err.max_abs, r.lse_bound,
+    const CheckResult r = run_check(c, "hopattn", fused(kernel, persistent_group));
+    std::printf("%-4s %s %-72s O err %.3g (bound %.3g) LSE err %.3g (bound %.3g) %s\n", r.pass ? "ok" : "FAIL",
+                label.c_str(), c.to_string().c_str(), r.o_err.max_abs, r.o_bound, r.lse_err.max_abs, r.lse_bound,
                 r.message.c_str());
-    EXPECT_TRUE(r.pass) << "schedule " << schedule << ", " << c.to_string() << ": " << r.message;
+    EXPECT_TRUE(r.pass) << "kernel " << label << ", " << c.to_string() << ": " << r.message;
     passed += r.pass;
   }
-  std::printf("schedule %d: %d of %zu cases passed\n", schedule, passed, grid.size());
+  std::printf("kernel %s: %d of %zu cases passed\n", label.c_str(), passed, grid.size());
 }
 
 CheckCase make_case(const AttnProblem& p, hopattn_dtype_t dtype, uint64_t seed) {
@@ -62,22 +123,14 @@ CheckCase make_case(const AttnProblem& p, hopattn_dtype_t dtype, uint64_t seed) 
   return c;
 }
 
-// The schedules whose kernel is `kernel` at this head dim.
-std::vector<int> schedules_of(int hdim, attention::FwdKernel kernel) {
-  std::vector<int> out;
-  for (int s = 1; s < attention::kScheduleCount; ++s)
-    if (attention::fwd_schedule(hdim, s).kernel == kernel) out.push_back(s);
-  return out;
-}
-
 TEST_P(AttentionFwd, MatchesFloat64Reference) {
   HOPATTN_REQUIRE_SM90();
-  run_grid(check_grid({GetParam().hdim}, {GetParam().dtype}, false), 0);
+  run_grid(check_grid({GetParam().hdim}, {GetParam().dtype}, false), "");
 }
 
 // More tiles than SMs (a persistent CTA loops over several, including causal tiles that see no
 // key), on top of the quick grid.
-std::vector<CheckCase> schedule_grid(const Config& cfg) {
+std::vector<CheckCase> kernel_grid(const Config& cfg) {
   std::vector<CheckCase> grid = check_grid({cfg.hdim}, {cfg.dtype}, true);
   uint64_t seed = 500;
   for (int causal = 0; causal < 2; ++causal) {
@@ -95,120 +148,155 @@ std::vector<CheckCase> schedule_grid(const Config& cfg) {
   return grid;
 }
 
-TEST_P(AttentionFwd, EveryScheduleMatchesFloat64Reference) {
+// Every kernel this build compiled for the head dim (experimental::compiled_kernels: the defaults'
+// rows, and the ablation's with HOPATTN_BUILD_ABLATIONS).
+TEST_P(AttentionFwd, EveryKernelMatchesFloat64Reference) {
   HOPATTN_REQUIRE_SM90();
-  for (int s = 1; s < attention::kScheduleCount; ++s) run_grid(schedule_grid(GetParam()), s);
+  const std::vector<std::string> kernels = compiled_kernel_names("fwd", GetParam().hdim);
+  for (const std::string& k : kernels) run_grid(kernel_grid(GetParam()), k);
+  EXPECT_GE(kernels.size(), 1u);
 }
 
-// The persistent causal tile orders (fwd_tile_order.hpp). The folded order (the default) on shapes
-// whose unit count is below, near and above the SM count: an odd number of Q tiles (1100 rows are
-// 9 tiles of 128, 6 of 192: two pairs' middle tiles make a unit, and with an odd pair count the
-// last unit names no second pair), an even one, GQA, seqlen_q < seqlen_k. Units: 128 / 192 rows.
-TEST_P(AttentionFwd, PersistentCausalFoldedOrder) {
+// A kernel name that is not compiled for the call's head dim (a row of another head dim, an
+// ablation row of a build without them, a name no row has) is refused with NOT_SUPPORTED naming
+// the kernel and the head dim, and nothing is written.
+TEST_P(AttentionFwd, KernelNotCompiledForTheHeadDimIsRefused) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  const std::vector<std::string> here = compiled_kernel_names("fwd", cfg.hdim);
+  std::vector<std::string> absent = {"no_such_kernel"};
+  for (const attention::FwdKernelSpec& k : attention::kFwdKernels)
+    if (std::find(here.begin(), here.end(), k.name) == here.end() &&
+        std::find(absent.begin(), absent.end(), k.name) == absent.end())
+      absent.push_back(k.name);
+  const int b = 1, s = 200, h = 2, d = cfg.hdim;
+  DeviceBuffer q(int64_t(b) * s * h * d * 2), k(int64_t(b) * s * h * d * 2), v(int64_t(b) * s * h * d * 2),
+      o(int64_t(b) * s * h * d * 2);
+  fill_normal(q.get(), cfg.dtype, int64_t(b) * s * h * d, 31, 1.0f);
+  fill_normal(k.get(), cfg.dtype, int64_t(b) * s * h * d, 32, 1.0f);
+  fill_normal(v.get(), cfg.dtype, int64_t(b) * s * h * d, 33, 1.0f);
+  AttentionForwardArgs a;
+  a.q = tensor_bshd(q.get(), cfg.dtype, b, s, h, d);
+  a.k = tensor_bshd(k.get(), cfg.dtype, b, s, h, d);
+  a.v = tensor_bshd(v.get(), cfg.dtype, b, s, h, d);
+  a.o = tensor_bshd(o.get(), cfg.dtype, b, s, h, d);
+  for (const std::string& name : absent) {
+    fill_nan(o.get(), 2, int64_t(b) * s * h * d);
+    experimental::Overrides ov;
+    ov.fwd_kernel = name;
+    const Status st = experimental::attention_forward(a, nullptr, ov);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(st.code(), StatusCode::kNotSupported) << name << " at hdim " << d << ": " << st.to_string();
+    EXPECT_NE(st.message().find("'" + name + "'"), std::string::npos) << st.to_string();
+    EXPECT_NE(st.message().find("hdim " + std::to_string(d)), std::string::npos) << st.to_string();
+    std::string picked;
+    EXPECT_EQ(experimental::forward_kernel_name(a, ov, &picked).code(), StatusCode::kNotSupported) << name;
+    const std::vector<float> ho = download_as_float(o.get(), cfg.dtype, int64_t(b) * s * h * d);
+    EXPECT_TRUE(std::all_of(ho.begin(), ho.end(), [](float x) { return std::isnan(x); }))
+        << "a refused call (" << name << ") wrote O";
+  }
+  // And every compiled name is accepted and reported back as the kernel that runs.
+  for (const std::string& name : here) {
+    experimental::Overrides ov;
+    ov.fwd_kernel = name;
+    std::string picked;
+    const Status st = experimental::forward_kernel_name(a, ov, &picked);
+    EXPECT_TRUE(st.ok()) << name << ": " << st.to_string();
+    EXPECT_EQ(picked, name);
+  }
+}
+
+// The persistent causal tile orders (fwd_tile_order.hpp): shapes whose unit count is below, near
+// and above the SM count: an odd number of Q tiles (1100 rows are 9 tiles of 128, 6 of 192: two
+// pairs' middle tiles make a unit, and with an odd pair count the last unit names no second
+// pair), an even one, GQA, seqlen_q < seqlen_k. Units: 128 / 192 rows.
+std::vector<CheckCase> persistent_causal_cases(const Config& cfg) {
   std::vector<CheckCase> cases;
   const AttnProblem shapes[] = {{1, 1100, 1100, 3, 1, cfg.hdim, true, 0.0f},   // 3 pairs: 18 / 9 units
                                 {5, 1100, 1100, 8, 2, cfg.hdim, true, 0.0f},   // 40 pairs: 180 / 120 units
                                 {3, 1024, 1024, 12, 12, cfg.hdim, true, 0.0f}, // 36 pairs, even tile count
                                 {2, 700, 2000, 6, 3, cfg.hdim, true, 0.0f}};   // bottom-right, sq < sk
   int seed = 1500;
-  for (const AttnProblem& sh : shapes) {
-    CheckCase c;
-    c.p = sh;
-    c.dtype = cfg.dtype;
-    c.seed = seed++;
-    cases.push_back(c);
-  }
-  const std::vector<int> persistent = schedules_of(cfg.hdim, attention::FwdKernel::kPersistentPingPong);
-  for (int s : persistent) run_grid(cases, s);
+  for (const AttnProblem& sh : shapes) cases.push_back(make_case(sh, cfg.dtype, seed++));
+  return cases;
+}
+
+// The folded order (the default).
+TEST_P(AttentionFwd, PersistentCausalFoldedOrder) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const std::vector<std::string> persistent = kernels_of(cfg.hdim, attention::FwdKernel::kPersistentPingPong);
+  for (const std::string& k : persistent) run_grid(persistent_causal_cases(cfg), k, kFolded);
   EXPECT_GE(persistent.size(), 1u);
 }
 
-// The grouped zig-zag order (HOPATTN_FWD_PERSISTENT_ORDER=zigzag, as gpu-run.sh reruns the
-// persistent tests; the folded order otherwise) takes
-// effect only with more pairs than a group: 9 x 16 pairs at seqlen 1000 (8 Q tiles) on 132 SMs
-// make groups of 66 (hdim 64) or 33 pairs (hdim 128, 256), the last group with the remainder.
+// The grouped zig-zag order (kept for ablations; Overrides::fwd_persistent_group) at its balanced
+// group size on the folded test's shapes, and on a small problem with more tiles than SMs (140
+// one-block Q tiles per batch: CTAs take several tiles).
+TEST_P(AttentionFwd, PersistentCausalZigzagOrder) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  std::vector<CheckCase> cases = persistent_causal_cases(cfg);
+  cases.push_back(make_case({2, 64, 64, 140, 14, cfg.hdim, true, 0.0f}, cfg.dtype, 1600));
+  const std::vector<std::string> persistent = kernels_of(cfg.hdim, attention::FwdKernel::kPersistentPingPong);
+  for (const std::string& k : persistent) run_grid(cases, k, kZigzagBalanced);
+  EXPECT_GE(persistent.size(), 1u);
+}
+
+// The grouped zig-zag order takes effect only with more pairs than a group: 9 x 16 pairs at
+// seqlen 1000 (8 Q tiles of 128 rows, 6 of 192) on 132 SMs make groups of 33 pairs (128-row tiles,
+// hdim 128 and 256) or 44 (the 192-row tiles of hdim 64), the last group with the remainder. Each
+// persistent kernel runs the folded order (the default) and the zig-zag order at that size.
 TEST_P(AttentionFwd, PersistentCausalOrderInGroups) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
-  CheckCase c;
-  c.p = AttnProblem{9, 1000, 1000, 16, 4, cfg.hdim, true, 0.0f};
-  c.dtype = cfg.dtype;
-  c.seed = 777;
-  int device = 0, sms = 0;
-  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
-  const int m_blocks = 8, pairs = 9 * 16;
-  const int group = attention::fwd_persistent_causal_group(m_blocks, pairs, sms, int64_t(1000) * cfg.hdim * 2 * 2,
-                                                           int64_t(24) << 20);
-  std::printf("%d SMs: %d pairs per group of the persistent causal order (0: one group)\n", sms, group);
-  if (sms == 132) {
-    EXPECT_EQ(group, cfg.hdim == 64 ? 66 : 33);
+  const CheckCase c = make_case({9, 1000, 1000, 16, 4, cfg.hdim, true, 0.0f}, cfg.dtype, 777);
+  const int sms = sm_count();
+  const int pairs = 9 * 16;
+  const std::vector<std::string> persistent = kernels_of(cfg.hdim, attention::FwdKernel::kPersistentPingPong);
+  for (const std::string& k : persistent) {
+    const int block_m = fwd_spec(k, cfg.hdim)->tile.block_m;
+    const int m_blocks = (1000 + block_m - 1) / block_m;
+    const int group = attention::fwd_persistent_causal_group(m_blocks, pairs, std::min(sms, m_blocks * pairs),
+                                                             int64_t(1000) * cfg.hdim * 2 * 2, int64_t(24) << 20);
+    std::printf("%s on %d SMs: %d pairs per group of the balanced zig-zag order (0: one group)\n", k.c_str(), sms,
+                group);
+    if (sms == 132) {
+      EXPECT_EQ(group, block_m == 192 ? 44 : 33) << k;
+    }
+    run_grid({c}, k, kFolded);
+    run_grid({c}, k, group);
   }
-  const std::vector<int> persistent = schedules_of(cfg.hdim, attention::FwdKernel::kPersistentPingPong);
-  for (int s : persistent) run_grid({c}, s);
   EXPECT_GE(persistent.size(), 1u);
 }
 
-// One small problem per schedule, causal and not: the case gpu-run.sh runs under
-// compute-sanitizer (racecheck, synccheck), where the full grid would take too long.
-TEST_P(AttentionFwd, SanitizerSmallShapeEverySchedule) {
+// One small problem per kernel, causal and not: the case gpu-run.sh runs under compute-sanitizer
+// (racecheck, synccheck), where the full grid would take too long.
+TEST_P(AttentionFwd, SanitizerSmallShapeEveryKernel) {
   HOPATTN_REQUIRE_SM90();
-  for (int s = 1; s < attention::kScheduleCount; ++s)
+  const std::vector<std::string> kernels = compiled_kernel_names("fwd", GetParam().hdim);
+  for (size_t i = 0; i < kernels.size(); ++i)
     for (int causal = 0; causal < 2; ++causal)
       run_grid({make_case({1, 300, 300, 2, 1, GetParam().hdim, causal != 0, 0.0f}, GetParam().dtype,
-                          900 + s * 2 + causal)},
-               s);
+                          900 + i * 2 + causal)},
+               kernels[i]);
+  EXPECT_GE(kernels.size(), 1u);
 }
 
-// The persistent schedules on a small problem with more tiles than SMs (140 one-block Q tiles;
+// The persistent kernels on a small problem with more tiles than SMs (140 one-block Q tiles;
 // causal: 70 folded units of two pairs' tiles), so some CTAs' warpgroups go round their Q, K/V and
 // O-staging pipelines more than once: what gpu-run.sh --sanitize runs under racecheck and synccheck
 // beside the shape above, whose tiles fit one per CTA (the 160 four-block tiles of 256 rows took
 // more than 120 s under racecheck at hdim 256, r115).
 TEST_P(AttentionFwd, SanitizerPersistentSeveralTilesPerCta) {
   HOPATTN_REQUIRE_SM90();
-  const std::vector<int> persistent = schedules_of(GetParam().hdim, attention::FwdKernel::kPersistentPingPong);
-  for (int s : persistent)
+  const std::vector<std::string> persistent = kernels_of(GetParam().hdim, attention::FwdKernel::kPersistentPingPong);
+  for (size_t i = 0; i < persistent.size(); ++i)
     for (int causal = 0; causal < 2; ++causal)
       run_grid({make_case({1, 64, 64, 140, 14, GetParam().hdim, causal != 0, 0.0f}, GetParam().dtype,
-                          1900 + s * 2 + causal)},
-               s);
+                          1900 + i * 2 + causal)},
+               persistent[i]);
   EXPECT_GE(persistent.size(), 1u);
-}
-
-// Schedule 12, clusters of two CTAs sharing K/V by multicast (ws::FwdTileScheduler with kCluster
-// 2): an even number of Q tiles with two units or more per cluster (8 tiles = 4 units per head,
-// 32 heads x batches: 128 units on at most 66 clusters), an odd one (3 tiles: the second unit's
-// rank-1 tile has no rows and must store nothing) with a KV length that is not a whole number of
-// tiles, GQA and MQA, seqlen_q < seqlen_k and seqlen_q = 1. With a causal mask schedule 12 runs
-// schedule 6's kernel (checked too). gpu-run.sh --sanitize runs the small one under racecheck
-// and synccheck.
-TEST_P(AttentionFwd, ClusterScheduleSeveralUnitsPerCluster) {
-  HOPATTN_REQUIRE_SM90();
-  const Config cfg = GetParam();
-  const std::vector<int> cluster = schedules_of(cfg.hdim, attention::FwdKernel::kPersistentPingPongCluster);
-  const AttnProblem shapes[] = {{2, 1000, 1000, 16, 4, cfg.hdim, false, 0.0f},
-                                {1, 300, 257, 140, 14, cfg.hdim, false, 0.0f},
-                                {3, 113, 1000, 8, 1, cfg.hdim, false, 0.0f},
-                                {2, 1, 129, 4, 4, cfg.hdim, false, 0.0f},
-                                {2, 1000, 1000, 16, 4, cfg.hdim, true, 0.0f}};
-  for (int s : cluster) {
-    std::vector<CheckCase> cases;
-    uint64_t seed = 2100;
-    for (const AttnProblem& p : shapes) cases.push_back(make_case(p, cfg.dtype, seed++));
-    run_grid(cases, s);
-  }
-  EXPECT_GE(cluster.size(), 1u);
-}
-
-TEST_P(AttentionFwd, SanitizerClusterSchedule) {
-  HOPATTN_REQUIRE_SM90();
-  const std::vector<int> cluster = schedules_of(GetParam().hdim, attention::FwdKernel::kPersistentPingPongCluster);
-  for (int s : cluster)  // 3 Q tiles: 2 units per head, 80 units on at most 66 clusters
-    run_grid({make_case({1, 300, 300, 40, 8, GetParam().hdim, false, 0.0f}, GetParam().dtype, 2200 + s)}, s);
-  EXPECT_GE(cluster.size(), 1u);
 }
 
 TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {
@@ -221,8 +309,10 @@ TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {
   fill_normal(q.get(), cfg.dtype, int64_t(b) * s * hq * d, 91, 2.0f);
   fill_normal(k.get(), cfg.dtype, int64_t(b) * s * hkv * d, 92, 2.0f);
   fill_normal(v.get(), cfg.dtype, int64_t(b) * s * hkv * d, 93, 1.0f);
-  // The default schedule 20 times, every explicit schedule 5 times (a race moves the result).
-  for (int schedule = 0; schedule < attention::kScheduleCount; ++schedule)
+  // The default choice 20 times, every compiled kernel 5 times (a race moves the result).
+  std::vector<std::string> kernels = {""};
+  for (const std::string& name : compiled_kernel_names("fwd", d)) kernels.push_back(name);
+  for (const std::string& kernel : kernels)
     for (int causal = 0; causal < 2; ++causal) {
       AttentionForwardArgs a{};
       a.q = tensor_bshd(q.get(), cfg.dtype, b, s, hq, d);
@@ -231,12 +321,15 @@ TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {
       a.o = tensor_bshd(o.get(), cfg.dtype, b, s, hq, d);
       a.lse = tensor_lse(lse.as<float>(), b, hq, s);
       a.causal = causal;
-      a.schedule = schedule;
+      experimental::Overrides ov;
+      ov.fwd_kernel = kernel;
+      const std::string label = kernel.empty() ? "default" : kernel;
       std::vector<float> first_o, first_lse;
-      const int reps = schedule == 0 ? 20 : 5;
+      const int reps = kernel.empty() ? 20 : 5;
       for (int rep = 0; rep < reps; ++rep) {
         fill_nan(o.get(), 2, int64_t(b) * s * hq * d);
-        ASSERT_TRUE(attention_forward(a, nullptr).ok()) << "schedule " << schedule;
+        const Status st = kernel.empty() ? attention_forward(a, nullptr) : experimental::attention_forward(a, nullptr, ov);
+        ASSERT_TRUE(st.ok()) << "kernel " << label << ": " << st.to_string();
         std::vector<float> ho = download_as_float(o.get(), cfg.dtype, int64_t(b) * s * hq * d);
         std::vector<float> hl = download_as_float(lse.get(), HOPATTN_DTYPE_FP32, int64_t(b) * hq * s);
         if (rep == 0) {
@@ -244,9 +337,9 @@ TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {
           continue;
         }
         ASSERT_EQ(std::memcmp(ho.data(), first_o.data(), ho.size() * 4), 0)
-            << "O changed on repetition " << rep << " (schedule " << schedule << ", causal " << causal << ")";
+            << "O changed on repetition " << rep << " (kernel " << label << ", causal " << causal << ")";
         ASSERT_EQ(std::memcmp(hl.data(), first_lse.data(), hl.size() * 4), 0)
-            << "LSE changed on repetition " << rep << " (schedule " << schedule << ", causal " << causal << ")";
+            << "LSE changed on repetition " << rep << " (kernel " << label << ", causal " << causal << ")";
       }
     }
 }

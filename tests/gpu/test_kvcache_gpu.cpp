@@ -3,7 +3,9 @@
 // 1/2/7/16, cache lengths 1 .. 65536 (max_seqlen_k at and above them), ragged lengths with empty
 // caches, forced and heuristic split-KV and query-head packing, strided q/o and an interleaved
 // K/V cache, bad device-side lengths (NaN rows and hopattn_kvcache_device_check), a CUDA-graph
-// replay against the direct call, and run-to-run bit equality.
+// replay against the direct call, run-to-run bit equality, and every compiled split kernel of the
+// decode registry by name (experimental::Overrides::decode_kernel; experimental::compiled_kernels
+// lists them, so that no list here goes stale).
 //
 // Every case: random normal inputs (never zeros); the cache rows past each sequence's length hold
 // large "stale" values (×8), so a kernel that reads them unmasked fails visibly; O (with its
@@ -38,8 +40,9 @@
 #include <thread>
 #include <vector>
 
-#include "attention/decode_params.hpp"
 #include "attention/device/compiled_set.hpp"
+#include "attention/device/decode_registry.hpp"
+#include "attention/experimental.hpp"
 #include "attention_reference.hpp"
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
@@ -91,7 +94,8 @@ struct KvCase {
   bool outliers = false;        // K channels 3, d/2 and d-5 scaled x20 before quantization
   bool tail = false;            // int8: each sequence's last len % quant_block tokens passed in 16 bits
                                 // (k_tail, v_tail); the int8 cache's rows for them hold wrong values
-  int variant = 0;              // KvCacheArgs::variant (0: the default)
+  std::string kernel;           // the split kernel forced by name (experimental::Overrides::decode_kernel;
+                                // "": the library's default choice)
   uint64_t seed = 1;
 
   int batch() const { return int(lens.size()); }
@@ -111,7 +115,7 @@ struct KvCase {
     if (int8) os << " int8/qb" << quant_block;
     if (tail) os << " tail";
     if (outliers) os << " outliers";
-    if (variant) os << " variant=" << variant;
+    if (!kernel.empty()) os << " kernel=" << kernel;
     os << " seed=" << seed;
     return os.str();
   }
@@ -204,20 +208,22 @@ class KvRun {
     args.causal = c.causal;
     args.num_splits = c.num_splits;
     args.pack_gqa = c.pack_gqa;
-    args.variant = c.variant;
+    overrides.decode_kernel = c.kernel;
 
     fill_normal(q_.get(), c.dtype, qo_alloc_, c.seed * 7 + 0, c.input_std);
     set_lens(c.lens);
-
-    const hopattn_status_t ws = hopattn_kvcache_workspace_size(&args, &workspace_bytes);
-    if (ws.code != HOPATTN_OK) throw std::runtime_error("hopattn_kvcache_workspace_size: " + status_string(ws));
-    ws_ = DeviceBuffer(workspace_bytes);
-    args.workspace = workspace_bytes ? ws_.get() : nullptr;
-    args.workspace_bytes = workspace_bytes;
-    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    allocate_workspace();
   }
 
   const KvCase& kcase() const { return c_; }
+
+  // Forces another split kernel by name ("": the default choice) on the same inputs; the workspace
+  // is queried again (its size follows the plan, and the plan the kernel's CTAs per SM).
+  void set_kernel(const std::string& kernel) {
+    c_.kernel = kernel;
+    overrides.decode_kernel = kernel;
+    allocate_workspace();
+  }
 
   // New cache lengths (device memory, as a decode loop updates them) and cache contents to match:
   // N(0, input_std^2) keys and N(0, 1) values (interleaved: both N(0, input_std^2)), N(0, 8^2) for
@@ -251,7 +257,7 @@ class KvRun {
       upload_from_float(k_.get(), c.dtype, k.data(), kv_alloc_);
     }
     if (c.int8) {
-      hopattn_kvcache_quantize_args_t qa{};
+      hopattn_kvcache_quantize_args_t qa = HOPATTN_KVCACHE_QUANTIZE_ARGS_INIT;
       qa.k = src_k_, qa.v = src_v_, qa.k_int8 = args.k_cache, qa.v_int8 = args.v_cache;
       qa.k_scale = args.k_scale, qa.v_scale = args.v_scale, qa.quant_block = c.quant_block;
       const hopattn_status_t qs = hopattn_kvcache_quantize_int8(&qa, nullptr);
@@ -276,16 +282,18 @@ class KvRun {
     }
     if (workspace_bytes && !keep_workspace) fill_nan(ws_.get(), sizeof(float), int64_t(workspace_bytes / 4), stream);
   }
-  // The first bytes of the workspace (variant 6 keeps its header there).
-  uint64_t workspace_word() const {
-    uint64_t w = 0;
-    if (workspace_bytes >= sizeof(w)) HOPATTN_CUDA_CHECK(cudaMemcpy(&w, ws_.get(), sizeof(w), cudaMemcpyDeviceToHost));
-    return w;
+  // The default choice through the C ABI (hopattn_kvcache_attention); a forced kernel through
+  // experimental::kvcache_attention, its status in the C ABI's form.
+  hopattn_status_t launch(cudaStream_t stream) {
+    if (overrides.decode_kernel.empty()) return hopattn_kvcache_attention(&args, stream);
+    const Status s = experimental::kvcache_attention(args, stream, overrides);
+    hopattn_status_t out{};
+    out.code = static_cast<hopattn_status_code_t>(s.code());
+    std::snprintf(out.message, sizeof(out.message), "%s", s.message().c_str());
+    return out;
   }
 
-  hopattn_status_t launch(cudaStream_t stream) { return hopattn_kvcache_attention(&args, stream); }
-
-  KvCachePlan plan() const { return plan_kvcache_attention(args, sm_count()); }
+  KvCachePlan plan() const { return experimental::plan_kvcache_attention(args, sm_count(), overrides); }
 
   // Raw output bytes, for bit-for-bit comparisons.
   std::vector<uint8_t> o_bytes() const { return download_bytes(o_.get(), o_.bytes()); }
@@ -295,48 +303,9 @@ class KvRun {
   std::vector<float> host_q() const { return gather4(download_as_float(q_.get(), c_.dtype, qo_alloc_), 0, args.q); }
   // int8: the values the kernel computes with, value · scale rounded to the dtype (what a host-side
   // dequantization to the dtype gives).
-  // K dequantized without rounding to the 16-bit dtype (q · scale in fp32): the K that variant 7
-  // multiplies with (8-bit WGMMAs on the int8 values, K's scales folded into Q).
-  std::vector<float> host_k_unrounded() const { return dequantized(true, false); }
-  // V likewise (q · scale in fp32, not rounded): variants 16 and 17 fold V's scales into P.
+  // V dequantized without rounding to the 16-bit dtype (q · scale in fp32): the kv8_mma_* kernels
+  // fold V's scales into P.
   std::vector<float> host_v_unrounded() const { return dequantized(false, false); }
-  // Variant 12's K and V (kernel/sm90_decode_int8_mma.hpp, tile_scores_half and tile_pv_half):
-  // per 64-key tile, value · fp16(scale · 2^-e) rounded to fp16, times 2^e, where e puts 127 times
-  // the tile's largest scale in [2^14, 2^15) (half_exponent; V's scales at or past the sequence's
-  // length are 0 in the kernel, so they take no part in V's maximum). The kernel also keeps V's
-  // exponent within 80 of the previous tile's, which inputs this close never reach.
-  std::vector<float> host_half_scaled(bool k) const {
-    const std::vector<int8_t> q = host_int8(k);
-    const std::vector<float> sc = host_scales(k);
-    const int hkv = c_.heads_kv, d = c_.hdim, blocks = c_.max_len / c_.quant_block, tile = 64;
-    auto scale_of = [&](int b, int t, int h, int ch) {
-      return k ? sc[((size_t(b) * blocks + t / c_.quant_block) * hkv + h) * d + ch] : sc[(size_t(b) * c_.max_len + t) * hkv + h];
-    };
-    auto half_exponent = [](float m) {
-      if (!(m > 0.0f)) return 0;
-      uint32_t bits;
-      std::memcpy(&bits, &m, 4);
-      return std::clamp(int((bits >> 23) & 0xFF) - 127 - 14, -100, 100);
-    };
-    std::vector<float> out(q.size(), 0.0f);
-    for (int b = 0; b < c_.batch(); ++b)
-      for (int h = 0; h < hkv; ++h)
-        for (int t0 = 0; t0 < c_.max_len; t0 += tile) {
-          float m = 0.0f;
-          for (int t = t0; t < std::min(t0 + tile, c_.max_len); ++t)
-            for (int ch = 0; ch < (k ? d : 1); ++ch)
-              if (k || t < c_.lens[b]) m = std::max(m, scale_of(b, t, h, ch));
-          const int e = half_exponent(127.0f * m);
-          for (int t = t0; t < std::min(t0 + tile, c_.max_len); ++t)
-            for (int ch = 0; ch < d; ++ch) {
-              const size_t i = ((size_t(b) * c_.max_len + t) * hkv + h) * d + ch;
-              const float s16 = round_to_dtype(std::ldexp(scale_of(b, t, h, ch), -e), HOPATTN_DTYPE_FP16);
-              out[i] = std::ldexp(round_to_dtype(float(q[i]) * s16, HOPATTN_DTYPE_FP16), e);
-            }
-        }
-    return out;
-  }
-
   std::vector<float> host_k() const {
     if (c_.int8) return dequantized(true);
     return gather4(download_as_float(k_.get(), c_.dtype, kv_alloc_), 0, args.k_cache);
@@ -391,10 +360,27 @@ class KvRun {
     return x;
   }
 
-  hopattn_kvcache_args_t args{};
+  KvCacheArgs args;  // struct_size set (VersionedArgs): passes to the C ABI as it is
+  experimental::Overrides overrides;
   size_t workspace_bytes = 0;
 
  private:
+  // The workspace the call needs (exactly that size; NULL when 0): the C ABI's query for the
+  // default choice, the plan with the overrides for a forced kernel (a kernel that does not exist
+  // plans no workspace; the call refuses it).
+  void allocate_workspace() {
+    if (overrides.decode_kernel.empty()) {
+      const hopattn_status_t ws = hopattn_kvcache_workspace_size(&args, &workspace_bytes);
+      if (ws.code != HOPATTN_OK) throw std::runtime_error("hopattn_kvcache_workspace_size: " + status_string(ws));
+    } else {
+      workspace_bytes = plan().workspace_bytes;
+    }
+    ws_ = DeviceBuffer(workspace_bytes);
+    args.workspace = workspace_bytes ? ws_.get() : nullptr;
+    args.workspace_bytes = workspace_bytes;
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
   // The tails: rows [0, len % quant_block) the 16-bit source's last tokens, the rest N(0, 8^2) (or
   // NaN with stale_nan). The int8 rows of those tokens are overwritten with +127 (K) and -127 (V),
   // values no correct call reads.
@@ -683,24 +669,16 @@ CaseResult run_case(KvRun& run, const References& ref) {
   return r;
 }
 
-// Variant 7 never rounds the dequantized K to 16 bits: its reference takes K that way too (with
-// the rounded K, its LSE differed by up to 0.018 at outlier channels, r47, against a bound of 0.0077).
-// Variant 12 computes with fp16 K and V of its own (host_half_scaled): its reference takes those
-// (against the dtype-rounded ones, a length-1 sequence's O, which is V itself, differed by one bf16
-// ulp, r97; against the unrounded ones, fp16 LSEs at outlier channels missed their bounds by up to
-// 4x, r98: the kernel's K carries fp16 rounding that the other variants' references already hold).
-// Variants 16-21 round K as the host does but never V (its scales are folded into P): V unrounded.
-// The variant that runs: the forced one, or the plan's default (16-21 for int8 at hdim 128).
+// The kv8_mma_* kernels round K as the host does but never V (its scales are folded into P): V
+// unrounded. The kernel that runs: the forced one, or the plan's default choice (a kv8_mma_* one
+// for int8 at hdim 128 with up to 16 packed rows).
+bool folds_v_scales(const std::string& kernel) { return kernel.rfind("kv8_mma_", 0) == 0; }
+
 References references_of(const KvRun& run) {
   const KvCase& c = run.kcase();
-  const int variant = c.variant != 0 ? c.variant : run.plan().variant;
-  if (c.int8 && variant == 12) {
-    if (c.tail) throw std::invalid_argument("variant 12's reference does not model the tail blocks");
-    return compute_references(c, run.host_q(), run.host_half_scaled(true), run.host_half_scaled(false));
-  }
-  const bool fold_v = c.int8 && variant >= 16 && variant <= 21;
-  return compute_references(c, run.host_q(),
-                            run.with_tail(c.int8 && variant == 7 ? run.host_k_unrounded() : run.host_k(), true),
+  const std::string kernel = !c.kernel.empty() ? c.kernel : std::string(run.plan().kernel);
+  const bool fold_v = c.int8 && folds_v_scales(kernel);
+  return compute_references(c, run.host_q(), run.with_tail(run.host_k(), true),
                             run.with_tail(fold_v ? run.host_v_unrounded() : run.host_v(), false));
 }
 
@@ -892,9 +870,9 @@ TEST_P(KvCacheGpu, StridedQueryOutputAndInterleavedCache) {
 }
 
 // Every kernel path on small shapes: packed + split-KV (combine), unpacked without splits, the
-// heuristic, an empty cache, and a bad length (the NaN rows and the device record). The case
-// scripts/gpu-run.sh runs under compute-sanitizer (racecheck, synccheck), where the grids would
-// take too long.
+// heuristic, an empty cache, every split kernel of both cache types by name, and a bad length
+// (the NaN rows and the device record). The case scripts/gpu-run.sh runs under compute-sanitizer
+// (racecheck, synccheck), where the grids would take too long.
 TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
@@ -909,20 +887,25 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   c = make(cfg, 2, 4, 1, 384, {384, 130}, true, 10004);  // the int8 kernel: transform + consumer warpgroups
   c.int8 = true, c.num_splits = 2, c.quant_block = 64;
   grid.push_back(c);
-  if (cfg.hdim <= 128)  // the swapped consumer (4), its 8-bit S (7: raw K ring, V-only transform),
-                        // one CTA per SM (8) and the register-dequantizing mma.sync warps (9-12)
-    for (int variant : {4, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
-      if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-21: hdim 128 only
-      c = make(cfg, 1, 4, 1, 384, {384, 200}, true, 10005 + variant);
-      c.int8 = true, c.num_splits = 2, c.quant_block = 64, c.variant = variant;
-      grid.push_back(c);
-    }
-  c = make(cfg, 2, 4, 1, 1200, {1200, 130}, true, 10012);  // balanced split-KV (6): claims and chunk partials
-  c.num_splits = 3, c.variant = 6;
-  grid.push_back(c);
-  c = make(cfg, 2, 4, 1, 1200, {1200, 130}, true, 10013);  // uneven splits (22): remapped CTAs, weighted ranges
-  c.num_splits = 3, c.variant = 22;
-  grid.push_back(c);
+  // Every int8 split kernel of the head dim by name: the WGMMA consumers on transformed tiles
+  // (kv8_wgmma_*: one CTA or two per SM, the swapped consumer) and the register-dequantizing
+  // mma.sync warps (kv8_mma_*).
+  const std::vector<std::string> kv8 = compiled_kernel_names("decode", cfg.hdim, "kv8_");
+  for (size_t i = 0; i < kv8.size(); ++i) {
+    c = make(cfg, 1, 4, 1, 384, {384, 200}, true, 10100 + i);
+    c.int8 = true, c.num_splits = 2, c.quant_block = 64, c.kernel = kv8[i];
+    grid.push_back(c);
+  }
+  // Every 16-bit split kernel by name on a longer cache split three ways (the shape the retired
+  // balanced and uneven split kernels ran here).
+  const std::vector<std::string> kv16 = compiled_kernel_names("decode", cfg.hdim, "kv16_");
+  for (size_t i = 0; i < kv16.size(); ++i) {
+    c = make(cfg, 2, 4, 1, 1200, {1200, 130}, true, 10200 + i);
+    c.num_splits = 3, c.kernel = kv16[i];
+    grid.push_back(c);
+  }
+  EXPECT_GE(kv8.size(), 1u);
+  EXPECT_GE(kv16.size(), 1u);
   c = make(cfg, 1, 8, 2, 320, {300, 1, 0}, false, 10014);  // the int8 call with 16-bit tails
   c.int8 = true, c.tail = true, c.quant_block = 64;
   grid.push_back(c);
@@ -1072,37 +1055,21 @@ TEST_P(KvCacheGpu, RepeatedRunsAreBitIdentical) {
   KvCase heuristic = make(cfg, 2, 8, 1, 1030, {1000, 45, 777}, true, 9000);
   KvCase forced = make(cfg, 7, 8, 2, 1030, {1030, 0, 333}, false, 9001);
   forced.num_splits = 1000, forced.pack_gqa = 0;
-  KvCase int8_regs = make(cfg, 1, 16, 2, 4096, {4096, 3001}, false, 9002);  // variant 9's 8 warps merged
-  int8_regs.int8 = true, int8_regs.variant = 9, int8_regs.num_splits = 1;
-  KvCase int8_regs64 = int8_regs;
-  int8_regs64.variant = 10, int8_regs64.seed = 9003;
-  KvCase int8_rings = int8_regs;  // variant 11: each warp's private ring, 9 tiles per warp
-  int8_rings.variant = 11, int8_rings.seed = 9004;
-  KvCase int8_half = int8_regs;  // variant 12: fp16 operands
-  int8_half.variant = 12, int8_half.seed = 9005;
-  KvCase int8_four = int8_regs;  // variant 13: 4 warps per CTA, 17 tiles per warp
-  int8_four.variant = 13, int8_four.seed = 9006;
-  KvCase int8_fma = int8_regs;  // variant 14: one FFMA a value
-  int8_fma.variant = 14, int8_fma.seed = 9007;
-  KvCase int8_three = int8_regs;  // variant 15: three CTAs per SM, two slots a warp
-  int8_three.variant = 15, int8_three.seed = 9008;
-  KvCase int8_fold = int8_regs;  // variant 16: V's scales folded into P
-  int8_fold.variant = 16, int8_fold.seed = 9009;
-  KvCase int8_fold3 = int8_regs;  // variant 17: as 16, three CTAs per SM
-  int8_fold3.variant = 17, int8_fold3.seed = 9010;
-  KvCase int8_swap = int8_regs;  // variant 18: the keys as the mma's M, 8 rows a CTA
-  int8_swap.variant = 18, int8_swap.seed = 9011;
-  KvCase int8_swap3 = int8_regs;  // variant 19: as 18, three CTAs per SM
-  int8_swap3.variant = 19, int8_swap3.seed = 9012;
-  KvCase int8_packed = int8_regs;  // variant 20: as 18 with K in packed bf16 pairs
-  int8_packed.variant = 20, int8_packed.seed = 9013;
-  KvCase int8_packed3 = int8_regs;  // variant 21: as 20, three CTAs per SM
-  int8_packed3.variant = 21, int8_packed3.seed = 9014;
   std::vector<KvCase> cases = {heuristic, forced};
-  if (cfg.hdim == 128)  // variants 9-21: hdim 128 only
-    for (const KvCase& c : {int8_regs, int8_regs64, int8_rings, int8_half, int8_four, int8_fma, int8_three, int8_fold,
-                            int8_fold3, int8_swap, int8_swap3, int8_packed, int8_packed3})
-      cases.push_back(c);
+  // Every split kernel of the head dim by name: the 16-bit ones on the forced case, the int8 ones
+  // on one sequence of 4096 keys unsplit (many tiles per warp or warpgroup, their partial results
+  // merged inside the CTA) and a second of 3001.
+  uint64_t seed = 9002;
+  for (const std::string& k : compiled_kernel_names("decode", cfg.hdim, "kv16_")) {
+    KvCase c = forced;
+    c.kernel = k, c.seed = seed++;
+    cases.push_back(c);
+  }
+  for (const std::string& k : compiled_kernel_names("decode", cfg.hdim, "kv8_")) {
+    KvCase c = make(cfg, 1, 16, 2, 4096, {4096, 3001}, false, seed++);
+    c.int8 = true, c.num_splits = 1, c.kernel = k;
+    cases.push_back(c);
+  }
   for (const KvCase& c : cases) {
     KvRun run(c);
     const CaseResult r = run_case(run, references_of(run));
@@ -1163,8 +1130,7 @@ TEST_P(KvCacheGpu, Int8CacheMatchesTheDequantizedReference) {
 // of the length mod quant_block (0, 1, 2, quant_block - 1, others), empty caches and caches
 // shorter than a block (no int8 key at all), causal query rows that see no tail key (q_len 16, a
 // tail of 2), both scale blocks, forced splits (1, 3, more than tiles) and packing, NaN past the
-// tails' valid rows, and every int8 variant the head dim has (not 12: its reference models its
-// own fp16 tiles, not a tail). The int8 rows of the tail tokens hold +127 / -127, so a kernel
+// tails' valid rows, and every int8 split kernel the head dim has (by name). The int8 rows of the tail tokens hold +127 / -127, so a kernel
 // reading them instead of the tail misses the reference. Then one sequence with a bad length:
 // NaN rows and the device report.
 TEST_P(KvCacheGpu, Int8TailBlocksMatchTheReference) {
@@ -1188,15 +1154,15 @@ TEST_P(KvCacheGpu, Int8TailBlocksMatchTheReference) {
       c.int8 = true, c.tail = true, c.num_splits = splits, c.pack_gqa = pack, c.quant_block = splits == 3 ? 64 : 128;
       grid.push_back(c);
     }
-  std::vector<int> variants = {1, 2};
-  if (cfg.hdim <= 128) variants.insert(variants.end(), {3, 4, 5, 7, 8});
-  if (cfg.hdim == 128) variants.insert(variants.end(), {9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21});
-  for (int v : variants) {
+  const std::vector<std::string> kv8 = compiled_kernel_names("decode", cfg.hdim, "kv8_");
+  for (size_t i = 0; i < kv8.size(); ++i) {
+    const int v = int(i) + 1;  // varies q_len, the mask, the scale block and the splits per kernel
     const int sq = v % 2 ? 1 : 16;  // causal needs every length >= sq
     KvCase c = make(cfg, sq, 32, 8, 2048, {2047, 129, sq, 1984 + v, 64}, v % 3 == 0, seed++);
-    c.int8 = true, c.tail = true, c.variant = v, c.quant_block = v % 2 ? 128 : 64, c.num_splits = v % 4 == 0 ? 3 : 0;
+    c.int8 = true, c.tail = true, c.kernel = kv8[i], c.quant_block = v % 2 ? 128 : 64, c.num_splits = v % 4 == 0 ? 3 : 0;
     grid.push_back(c);
   }
+  EXPECT_GE(kv8.size(), 1u);
   run_grid(grid);
 
   KvCase bad = make(cfg, 1, 8, 2, 1024, {200, 1025, 77}, false, seed++);
@@ -1208,32 +1174,46 @@ TEST_P(KvCacheGpu, Int8TailBlocksMatchTheReference) {
   expect_device_report(nullptr, 1, 1025, bad.to_string());
 }
 
-// Variants 9 and 10 (kernel/sm90_decode_int8_mma.hpp: warps dequantize into mma.sync fragments,
-// eight or six warps; hdim 128 only), alternating, and variants 11 (eight warps, each loading its
-// own tiles), 12 (its fp16 operands; reference over its own fp16 K and V), 13 (4 warps per CTA,
-// two CTAs per SM), 14 (one FFMA a value), 15 (three CTAs per SM, two slots a warp), 16 (V's
-// scales folded into P; reference over the unrounded V) and 17 (16 with three CTAs) on every
-// case, against the fp64 reference over the dequantized cache: every head
-// grouping the tile packs (64:8, 32:8, 8:1, MHA, MQA), seqlen_q 1, 2, 7, 16 (several 16-row CTAs),
-// lengths 1, 17, 1000, 4097 and ragged batches with empty caches, forced splits 1, 3 and 1000,
-// both scale blocks, outlier channels, and a batch whose tiles outnumber the
-// warps of a CTA many times (4097 keys, one split: 65 tiles over 8 warps).
-TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
+// The register-dequantizing int8 kernels (kv8_mma_*, kernel/sm90_decode_int8_mma.hpp: mma.sync
+// warps that each load their own tiles and dequantize them in registers, V's scales folded into P;
+// 8 or 4 warps, one or three CTAs per SM, and the swapped forms with the keys as the mma's M, 8
+// rows a CTA: many CTAs per row group at 16 rows and more) on every case, against the fp64
+// reference over the dequantized cache (V unrounded): every head grouping the tile packs (64:8,
+// 32:8, 8:1, MHA, MQA), seqlen_q 1, 2, 7, 16 (several 16-row CTAs), lengths 1, 17, 1000, 4097
+// and ragged batches with empty caches, forced splits 1, 3 and 1000, both scale blocks, outlier
+// channels, and a batch whose tiles outnumber the warps of a CTA many times (4097 keys, one
+// split: 65 tiles over 8 warps). At a head dim without them: every registry row that does not
+// exist for an int8 cache at that head dim (another head dim's, a 16-bit cache's, an unknown
+// name) is refused by name, and nothing is written.
+TEST_P(KvCacheGpu, Int8RegisterKernelsMatchTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
-  if (cfg.hdim != 128) {  // compiled for hdim 128 only: the call must refuse them, naming both
+  {
+    const std::vector<std::string> kv8 = compiled_kernel_names("decode", cfg.hdim, "kv8_");
+    std::vector<std::string> absent = {"no_such_kernel"};
+    for (const attention::DecodeKernelSpec& k : attention::kDecodeKernels)
+      if (std::find(kv8.begin(), kv8.end(), k.name) == kv8.end()) absent.push_back(k.name);
     KvCase c = make(cfg, 1, 8, 1, 256, {256}, false, 15999);
-    c.int8 = true, c.variant = 4;
+    c.int8 = true;
     KvRun run(c);
-    for (int variant : {9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
-      run.args.variant = variant;
+    for (const std::string& name : absent) {
+      run.set_kernel(name);
+      run.poison(nullptr);
       const hopattn_status_t s = run.launch(nullptr);
-      EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << "variant " << variant << " at hdim " << cfg.hdim << ": " << status_string(s);
-      EXPECT_NE(status_string(s).find("hdim " + std::to_string(cfg.hdim)), std::string::npos) << status_string(s);
+      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::string msg = status_string(s);
+      EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << name << " at hdim " << cfg.hdim << ": " << msg;
+      EXPECT_NE(msg.find("'" + name + "'"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("does not exist for"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("hdim " + std::to_string(cfg.hdim)), std::string::npos) << msg;
+      const std::vector<float> o = run.host_o_full();
+      EXPECT_TRUE(std::all_of(o.begin(), o.end(), [](float x) { return std::isnan(x); }))
+          << "a refused call (" << name << ") wrote O";
     }
-    return;
   }
-  std::vector<KvCase> grid;
+  const std::vector<std::string> mma = compiled_kernel_names("decode", cfg.hdim, "kv8_mma_");
+  if (mma.empty()) return;
+  std::vector<KvCase> base;
   uint64_t seed = 15000;
   const struct { int hq, hkv; } groupings[] = {{64, 8}, {32, 8}, {8, 1}, {4, 4}, {16, 1}};
   for (auto g : groupings)
@@ -1241,27 +1221,25 @@ TEST_P(KvCacheGpu, Int8RegisterVariantMatchesTheReference) {
       for (int causal = 0; causal < 2; ++causal) {
         if (g.hq == 64 && sq > 2) continue;  // keeps the fp64 reference short
         KvCase c = make(cfg, sq, g.hq, g.hkv, 1024, {causal ? sq : 0, 1000, 17}, causal != 0, seed++);
-        c.int8 = true, c.quant_block = (sq % 2) ? 128 : 64, c.variant = 9 + (sq + causal) % 2;
+        c.int8 = true, c.quant_block = (sq % 2) ? 128 : 64;
         c.num_splits = sq == 2 ? 3 : 0, c.outliers = causal != 0;
-        grid.push_back(c);
+        base.push_back(c);
       }
   for (int len : {1, 17, 1000, 4097})
     for (int splits : {1, 3, 1000}) {
       KvCase c = make(cfg, 1, 32, 8, 4160, {len, len > 1 ? len - 1 : 0}, false, seed++);
-      c.int8 = true, c.num_splits = splits, c.variant = splits == 3 ? 10 : 9, c.quant_block = 64;
-      grid.push_back(c);
+      c.int8 = true, c.num_splits = splits, c.quant_block = 64;
+      base.push_back(c);
     }
   KvCase c = make(cfg, 1, 8, 1, 65536, {65536}, true, seed++);
-  c.int8 = true, c.variant = 9, c.outliers = true;
-  grid.push_back(c);
-  // Variants 11 (the warps' private rings), 12 (its fp16 operands), 13 (4 warps per CTA), 14 (one
-  // FFMA a value), 15 (three CTAs per SM), 16 and 17 (V's scales folded into P), 18 and 19 (the
-  // keys as the mma's M, 8 rows a CTA: many CTAs per row group at 16 and more rows), 20 and 21
-  // (18, 19 with K in packed bf16 pairs) on every case of the grid, with their own inputs.
-  for (size_t i = 0, n = grid.size(); i < n; ++i)
-    for (int variant : {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
-      KvCase r = grid[i];
-      r.variant = variant, r.seed = seed++;
+  c.int8 = true, c.outliers = true;
+  base.push_back(c);
+  // Every kv8_mma_* kernel on every case of the grid, with its own inputs.
+  std::vector<KvCase> grid;
+  for (const std::string& k : mma)
+    for (const KvCase& b : base) {
+      KvCase r = b;
+      r.kernel = k, r.seed = seed++;
       grid.push_back(r);
     }
   run_grid(grid);
@@ -1297,12 +1275,12 @@ TEST_P(KvCacheGpu, Int8QuantizeMatchesTheHostReference) {
 }
 
 // Accuracy of attention over the int8 cache against the fp64 reference of the unquantized
-// (16-bit) cache, on Gaussian inputs and with outlier K channels (x20), for every int8 variant:
+// (16-bit) cache, on Gaussian inputs and with outlier K channels (x20), for every int8 kernel:
 // it must be no worse than quantizing and dequantizing on the host and running the 16-bit
 // kernel. The tiles hold the same values; the int8 kernel's 64-key tiles round the softmax
 // differently from the 16-bit kernel's, so "no worse" is read on the RMS error (within 5 %) and
 // the max error (within 15 %). Measured on the H200 (2026-11-30 r1): at most 1.00x (RMS) and
-// 1.04x (max) in every case; the bounds were 10 % and 50 % while a folded-scale variant (which
+// 1.04x (max) in every case; the bounds were 10 % and 50 % while a folded-scale kernel (which
 // rounds differently) existed. The 16-bit kernel on the unquantized cache is printed for scale.
 TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
   HOPATTN_REQUIRE_SM90();
@@ -1330,131 +1308,90 @@ TEST_P(KvCacheGpu, Int8AccuracyNoWorseThanHostQuantization) {
       const ErrorStats e_plain = o_error(plain_run);
       plain_run.upload_cache(int8_run.host_k(), int8_run.host_v());  // host-side quantize + dequantize
       const ErrorStats e_host = o_error(plain_run);
-      for (int variant : {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
-        if (variant >= 3 && cfg.hdim > 128) continue;
-        if (variant >= 9 && cfg.hdim != 128) continue;  // variants 9-21: hdim 128 only
-        int8_run.args.variant = variant;
+      const std::vector<std::string> kv8 = compiled_kernel_names("decode", cfg.hdim, "kv8_");
+      EXPECT_GE(kv8.size(), 1u);
+      for (const std::string& kernel : kv8) {
+        int8_run.set_kernel(kernel);
         const ErrorStats e = o_error(int8_run);
-        // Variant 7 rounds differently (S from the int8 K and fp32 scales; K is never rounded to
-        // 16 bits), so its max error is compared as the folded-scale variant's was: within 50 %
-        // (r47, outlier channels, q_len 1: 1.22x the host path's max error, 1.02x its RMS error).
-        // So variant 7 does NOT meet the 1.15x max-error criterion the other variants are held
-        // to: it is an ablation (forced only), never a default candidate on this evidence.
-        // Variant 12 (fp16 operands, K and V never rounded to the dtype) does not meet it either
-        // at bf16 with outlier K channels, q_len 1 (r97: 1.23x the host path's max error, 1.048x
-        // its RMS): there the host path's rounding of value · scale to bf16 lands on the original
-        // bf16 K for many outlier elements (the quantization step is close to bf16's spacing), an
-        // advantage of the rounding that a more exact product does not have. It is held to 1.5x /
-        // 1.10x and stays forced only.
-        const double max_factor = variant == 7 || variant == 12 ? 1.5 : 1.15;
-        const double rms_factor = variant == 12 ? 1.10 : 1.05;
+        const double max_factor = 1.15, rms_factor = 1.05;
         const bool ok =
             e.bad == 0 && e.rel_l2 <= rms_factor * e_host.rel_l2 && e.max_abs <= max_factor * e_host.max_abs + 1e-6;
-        std::printf("%-4s int8 accuracy %s variant %d: O error vs fp64 of the unquantized cache (max / rel-L2): "
+        std::printf("%-4s int8 accuracy %s kernel %s: O error vs fp64 of the unquantized cache (max / rel-L2): "
                     "int8 kernel %.3g / %.3g, host quantization + %s kernel %.3g / %.3g, %s kernel on the "
                     "unquantized cache %.3g / %.3g\n",
-                    ok ? "ok" : "FAIL", c.to_string().c_str(), variant, e.max_abs, e.rel_l2,
+                    ok ? "ok" : "FAIL", c.to_string().c_str(), kernel.c_str(), e.max_abs, e.rel_l2,
                     hopattn_dtype_name(c.dtype), e_host.max_abs, e_host.rel_l2, hopattn_dtype_name(c.dtype),
                     e_plain.max_abs, e_plain.rel_l2);
-        EXPECT_TRUE(ok) << c.to_string() << " variant " << variant << ": int8 error " << e.max_abs << " / "
+        EXPECT_TRUE(ok) << c.to_string() << " kernel " << kernel << ": int8 error " << e.max_abs << " / "
                         << e.rel_l2 << " vs host quantization " << e_host.max_abs << " / " << e_host.rel_l2;
       }
     }
 }
 
-// Both kernel variants (KvCacheArgs::variant) of the 16-bit and the int8 cache on ragged, split,
-// packed and unpacked cases against the reference (the grids above run the default).
-TEST_P(KvCacheGpu, EveryVariantMatchesTheReference) {
+// Every split kernel of the 16-bit and the int8 cache at this head dim, by name, on ragged, split,
+// packed and unpacked cases against the reference (the grids above run the default choice).
+TEST_P(KvCacheGpu, EveryKernelMatchesTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
-  for (int int8 = 0; int8 < 2; ++int8)
-  for (int variant : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22})
-    for (int causal = 0; causal < 4; ++causal) {
-      if (attention::decode_variant_int8_only(variant) && (!int8 || cfg.hdim > 128)) continue;  // int8, hdim <= 128
-      if (variant >= 9 && cfg.hdim != 128) continue;                                          // 9-21: hdim 128 only
-      if ((variant == 6 || variant == 22) && int8) continue;                    // 16-bit only
-      KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0, 14000 + variant * 4 + causal + int8 * 10);
-      c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;
-      c.pack_gqa = causal == 3 ? 0 : -1;
-      c.variant = variant;
-      KvRun run(c);
-      // Variant 7 computes S from the int8 K and fp32 scales, never rounding the dequantized K to
-      // 16 bits: its reference takes K that way too (with the rounded K, its LSE differed by up
-      // to 0.018 at these outlier channels, r47, against a bound of 0.0077).
-      const References ref = references_of(run);
-      const CaseResult r = run_case(run, ref);
-      std::printf("variant %d: ", variant);
-      print_result(c, r);
-      EXPECT_TRUE(r.pass) << c.to_string() << " variant " << variant << ": " << r.message;
-    }
+  for (int int8 = 0; int8 < 2; ++int8) {
+    const std::vector<std::string> kernels = compiled_kernel_names("decode", cfg.hdim, int8 ? "kv8_" : "kv16_");
+    EXPECT_GE(kernels.size(), 1u);
+    for (size_t i = 0; i < kernels.size(); ++i)
+      for (int causal = 0; causal < 4; ++causal) {
+        KvCase c = make(cfg, causal < 2 ? 7 : 1, 8, 2, 1152, {1100, 45, 700}, causal % 2 != 0,
+                        14000 + int8 * 200 + i * 4 + causal);
+        c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;
+        c.pack_gqa = causal == 3 ? 0 : -1;
+        c.kernel = kernels[i];
+        KvRun run(c);
+        const References ref = references_of(run);
+        const CaseResult r = run_case(run, ref);
+        std::printf("kernel %s: ", kernels[i].c_str());
+        print_result(c, r);
+        EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+      }
+  }
 }
 
-// Variant 22 (uneven splits): the CTAs renumbered so that every row group's big splits come
-// before the small ones, and the key ranges weighted. Three shapes of the split (the default
-// 8:7:1 and two HOPATTN_DECODE_UNEVEN settings) × forced big-split counts 1, 3 and 16 (more than
-// some sequences' tiles) × causal and q_len 1 and 7, over a ragged batch of 5 with an empty cache
-// and packed GQA, against the reference; and two calls bit for bit equal.
-TEST_P(KvCacheGpu, UnevenSplitsMatchTheReference) {
+// Every 16-bit split kernel on ragged batches with forced splits, each call repeated bit for bit:
+// a batch of 5 (lengths 3000, 129, an empty cache or q_len, 2047, 700; packed GQA 16:4) with
+// splits 1, 3 and 16 (more than some sequences' tiles), causal with q_len 7 and not with q_len 1;
+// and long caches (9000 keys, an empty one, one ending inside the last 128-key chunk) split 7
+// ways, q_len 1 and 3, causal and not. (The shapes of the retired uneven-split and balanced
+// split-KV kernels' tests, on the kept kernels.)
+TEST_P(KvCacheGpu, Kv16KernelsOnRaggedSplitBatches) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  const std::vector<std::string> kv16 = compiled_kernel_names("decode", cfg.hdim, "kv16_");
+  EXPECT_GE(kv16.size(), 1u);
+  std::vector<KvCase> cases;
   uint64_t seed = 17000;
-  for (const char* shape : {"", "16:15:1", "4:3:1"}) {
-    if (*shape) setenv("HOPATTN_DECODE_UNEVEN", shape, 1);
-    else unsetenv("HOPATTN_DECODE_UNEVEN");
-    std::printf("HOPATTN_DECODE_UNEVEN=%s\n", *shape ? shape : "(unset: 8:7:1)");
+  for (const std::string& k : kv16) {
     for (int splits : {1, 3, 16})
       for (int causal = 0; causal < 2; ++causal) {
         KvCase c = make(cfg, causal ? 7 : 1, 16, 4, 3000, {3000, 129, causal ? 7 : 0, 2047, 700}, causal != 0, seed++);
-        c.num_splits = splits, c.variant = 22;
-        KvRun run(c);
-        const CaseResult r = run_case(run, references_of(run));
-        print_result(c, r);
-        EXPECT_TRUE(r.pass) << c.to_string() << " HOPATTN_DECODE_UNEVEN=" << shape << ": " << r.message;
-        if (splits == 3) {  // a second call: the same bytes
-          const std::vector<uint8_t> o1 = run.o_bytes(), l1 = run.lse_bytes();
-          run.poison(nullptr);
-          ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK);
-          HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-          EXPECT_TRUE(o1 == run.o_bytes() && l1 == run.lse_bytes()) << c.to_string() << ": a second call differs";
-        }
+        c.num_splits = splits, c.kernel = k;
+        cases.push_back(c);
+      }
+    for (int causal = 0; causal < 2; ++causal)
+      for (int sq : {1, 3}) {
+        KvCase c = make(cfg, sq, 8, 2, 9000, {9000, 0, 4097, 700}, causal != 0, seed++);
+        c.num_splits = 7, c.kernel = k;
+        cases.push_back(c);
       }
   }
-  unsetenv("HOPATTN_DECODE_UNEVEN");
-}
-
-// Variant 6 (balanced split-KV): the first call on a poisoned workspace assigns chunks statically;
-// its combine arms the workspace (header magic, counters zeroed), so the calls after it claim
-// chunks dynamically. Both modes against the reference, bit for bit equal to each other (each
-// chunk has its own partial, merged in chunk order), ragged lengths with a 0 and a length
-// inside the last chunk, more CTAs than some row groups have chunks, causal and not.
-TEST_P(KvCacheGpu, BalancedVariantIsDeterministicAcrossClaimModes) {
-  HOPATTN_REQUIRE_SM90();
-  const Config cfg = GetParam();
-  for (int causal = 0; causal < 2; ++causal)
-    for (int sq : {1, 3}) {
-      KvCase c = make(cfg, sq, 8, 2, 9000, {9000, 0, 4097, 700}, causal != 0, 15000 + causal * 2 + sq);
-      c.variant = 6, c.num_splits = 7;
-      KvRun run(c);
-      const References ref = references_of(run);
-      std::vector<uint8_t> o0, l0;
-      for (int call = 0; call < 3; ++call) {
-        run.poison(nullptr, false, /*keep_workspace=*/call > 0);
-        const hopattn_status_t s = run.launch(nullptr);
-        HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-        ASSERT_EQ(s.code, HOPATTN_OK) << c.to_string() << ": " << status_string(s);
-        const CaseResult r = check_outputs(run, ref);
-        std::printf("balanced call %d (%s): ", call, call == 0 ? "static claims" : "dynamic claims");
-        print_result(c, r);
-        EXPECT_TRUE(r.pass) << c.to_string() << " call " << call << ": " << r.message;
-        EXPECT_EQ(run.workspace_word(), attention::kBalancedMagic) << "the combine did not arm the workspace";
-        if (call == 0) {
-          o0 = run.o_bytes(), l0 = run.lse_bytes();
-        } else {
-          EXPECT_TRUE(run.o_bytes() == o0) << c.to_string() << ": O differs between call 0 and call " << call;
-          EXPECT_TRUE(run.lse_bytes() == l0) << c.to_string() << ": LSE differs between call 0 and call " << call;
-        }
-      }
-    }
+  for (const KvCase& c : cases) {
+    KvRun run(c);
+    const CaseResult r = run_case(run, references_of(run));
+    print_result(c, r);
+    EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+    const std::vector<uint8_t> o1 = run.o_bytes(), l1 = run.lse_bytes();
+    run.poison(nullptr);  // a second call: the same bytes
+    const hopattn_status_t s = run.launch(nullptr);
+    ASSERT_EQ(s.code, HOPATTN_OK) << c.to_string() << ": " << status_string(s);
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(o1 == run.o_bytes() && l1 == run.lse_bytes()) << c.to_string() << ": a second call differs";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);

@@ -199,16 +199,13 @@ TEST(AttentionChecks, LseShapeAndType) {
   expect_error(check(a), StatusCode::kInvalidArgument, "lse: dtype must be fp32");
 }
 
-TEST(AttentionChecks, SoftmaxScaleAndSchedule) {
+TEST(AttentionChecks, SoftmaxScale) {
   AttentionForwardArgs a = valid_args();
   a.softmax_scale = std::numeric_limits<float>::quiet_NaN();
   expect_error(check(a), StatusCode::kInvalidArgument, "softmax_scale: must be finite");
   a = valid_args();
   a.softmax_scale = -0.125f;
   expect_error(check(a), StatusCode::kInvalidArgument, "softmax_scale: must be positive (0 selects 1/sqrt(hdim)), got -0.125");
-  a = valid_args();
-  a.schedule = 99;
-  expect_error(check(a), StatusCode::kInvalidArgument, "schedule: 99 is out of range");
 }
 
 TEST(AttentionChecks, ZeroLengthSequencesAreValid) {
@@ -223,6 +220,68 @@ TEST(AttentionChecks, ZeroLengthSequencesAreValid) {
   for (Tensor* t : {&a.q, &a.k, &a.v, &a.o}) t->shape[0] = 0;
   a.lse.shape[0] = 0;
   EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+}
+
+// The versioned structs (hopattn.h, "Extensible argument structs"): the C++ types set
+// struct_size; a raw C struct must, with the _INIT macro. These run before any device query, so
+// they report on a machine without a GPU too.
+TEST(AttentionChecks, StructSizeAndReserved) {
+  AttentionForwardArgs a = valid_args();
+  EXPECT_EQ(a.struct_size, sizeof(hopattn_attention_fwd_args_t));
+  a.struct_size = 0;
+  expect_error(check(a), StatusCode::kInvalidArgument, "args.struct_size: 0, expected sizeof");
+  a = valid_args();
+  a.reserved = 7;
+  expect_error(check(a), StatusCode::kInvalidArgument, "args.reserved: must be 0, got 7");
+
+  hopattn_attention_fwd_args_t raw{};  // struct_size 0: not made by the _INIT macro
+  raw.q = valid_args().q;
+  hopattn_status_t s = hopattn_attention_forward_check(&raw, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(s.message).find("args.struct_size: 0; set it to sizeof the struct"), std::string::npos) << s.message;
+  s = hopattn_attention_forward(&raw, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT) << s.message;
+
+  raw = valid_args();
+  raw.struct_size = uint32_t(sizeof(raw) - 8);  // older/smaller than this library's struct
+  s = hopattn_attention_forward_check(&raw, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(s.message).find("is smaller than this library's struct"), std::string::npos) << s.message;
+
+  // A caller built against a newer header: a bigger struct whose extra bytes are zero reads as
+  // this one (the argument rules then pass: any error left is about the device or, with a GPU,
+  // the fake pointers' placement, never about the struct).
+  struct Newer {
+    hopattn_attention_fwd_args_t args;
+    int64_t future_field;
+  } newer{};
+  newer.args = valid_args();
+  newer.args.struct_size = uint32_t(sizeof(Newer));
+  s = hopattn_attention_forward_check(&newer.args, nullptr);
+  EXPECT_EQ(std::string(s.message).find("struct"), std::string::npos) << s.message;
+  EXPECT_NE(s.code, HOPATTN_NOT_SUPPORTED) << s.message;
+  newer.future_field = 1;  // a feature this library does not know is asked for
+  s = hopattn_attention_forward_check(&newer.args, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED);
+  EXPECT_NE(std::string(s.message).find("a field of a newer hopattn.h"), std::string::npos) << s.message;
+  newer.args.struct_size = 1u << 20;
+  s = hopattn_attention_forward_check(&newer.args, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(s.message).find("is not a plausible struct size"), std::string::npos) << s.message;
+
+  hopattn_attention_fwd_args_t init = HOPATTN_ATTENTION_FWD_ARGS_INIT;
+  EXPECT_EQ(init.struct_size, sizeof(hopattn_attention_fwd_args_t));
+  EXPECT_EQ(hopattn_abi_version(), HOPATTN_ABI_VERSION);
+}
+
+// Without a GPU the C ABI's check still reports argument errors (the rules come before the
+// device query).
+TEST(AttentionChecks, CAbiCheckReportsArgumentErrorsFirst) {
+  AttentionForwardArgs a = valid_args();
+  a.softmax_scale = -1.0f;
+  const hopattn_status_t s = hopattn_attention_forward_check(&a, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT) << s.message;
+  EXPECT_NE(std::string(s.message).find("softmax_scale: must be positive"), std::string::npos) << s.message;
 }
 
 TEST(AttentionChecks, CAbiReportsErrorsWithoutThrowing) {

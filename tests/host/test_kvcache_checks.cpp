@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attention/decode_params.hpp"
+#include "attention/experimental.hpp"
 #include "hopattn/kvcache.hpp"
 
 namespace hopattn {
@@ -46,6 +47,13 @@ void expect_error(const Status& s, const std::string& needle) {
   EXPECT_FALSE(s.ok()) << "expected an error mentioning '" << needle << "'";
   EXPECT_NE(s.message().find(needle), std::string::npos) << "message: " << s.message();
 }
+
+void expect_error(const Status& s, const std::string& needle, StatusCode code) {
+  expect_error(s, needle);
+  EXPECT_EQ(s.code(), code) << s.to_string();
+}
+
+DeviceContext ctx_on_device() { return DeviceContext{}; }
 
 Status check(const KvCacheArgs& a, DeviceContext ctx = {}) { return check_kvcache_attention(a, ctx, kSms); }
 
@@ -207,7 +215,7 @@ TEST(KvCachePlan, TailBlocksTakeOneMoreWorkspaceSlot) {
   const KvCachePlan tail = plan_kvcache_attention(a, kSms);
   EXPECT_TRUE(tail.tail);
   EXPECT_EQ(tail.num_splits, 1);
-  EXPECT_EQ(tail.variant, plain.variant);
+  EXPECT_STREQ(tail.kernel, plain.kernel);
   const size_t rows = size_t(64) * 32 * 1;
   EXPECT_EQ(tail.workspace_bytes, 2 * rows * (128 + 1) * sizeof(float));
   a.workspace = nullptr;
@@ -216,26 +224,6 @@ TEST(KvCachePlan, TailBlocksTakeOneMoreWorkspaceSlot) {
   const KvCachePlan split = plan_kvcache_attention(s, kSms);
   ASSERT_GT(split.num_splits, 1);
   EXPECT_EQ(split.workspace_bytes, size_t(split.num_splits + 1) * size_t(4 * 32) * (128 + 1) * sizeof(float));
-}
-
-// Variant 22: the heuristic's splits become the big ones, as many small ones follow (8:7:1), and
-// the workspace holds a partial for each.
-TEST(KvCachePlan, UnevenVariant22AddsSmallSplits) {
-  KvCacheArgs a = valid_args();
-  const KvCachePlan even = plan_kvcache_attention(a, kSms);
-  ASSERT_GT(even.num_splits, 1);
-  EXPECT_EQ(even.small_splits, 0);
-  a.variant = 22;
-  const KvCachePlan u = plan_kvcache_attention(a, kSms);
-  EXPECT_EQ(u.variant, 22);
-  EXPECT_EQ(u.small_splits, even.num_splits);
-  EXPECT_EQ(u.num_splits, 2 * even.num_splits);
-  EXPECT_EQ(u.big_weight, 7);
-  EXPECT_EQ(u.small_weight, 1);
-  EXPECT_EQ(u.workspace_bytes, size_t(u.num_splits) * size_t(4 * 32) * (128 + 1) * sizeof(float));
-  a.num_splits = 3;  // forced: the big splits
-  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 6);
-  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
 }
 
 TEST(KvCacheChecks, OutputAliasesTheCache) {
@@ -249,38 +237,40 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   a.num_splits = -2;
   expect_error(check(a), "num_splits: -2 is negative");
   a = valid_args();
-  a.variant = 23;
-  expect_error(check(a), "variant: 23 is not 0 (default), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, "
-                         "18, 19, 20, 21 or 22");
-  for (int v : {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
-    a.variant = v;
-    expect_error(check(a), "variant: " + std::to_string(v) + " applies to an int8 cache only");
-  }
-  {  // variants 9-21 exist at hdim 128 only
+  // A kernel is named only through the internal overrides (the bench, the tests): one that does
+  // not exist for the cache type or head dim is refused with the names that do.
+  experimental::Overrides o;
+  o.decode_kernel = "kv8_mma_swap_8w_1cta";
+  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o),
+               "kernel 'kv8_mma_swap_8w_1cta' does not exist for a 16-bit cache at hdim 128; registered: "
+               "kv16_split_1cta, kv16_split_2cta",
+               StatusCode::kNotSupported);
+  o.decode_kernel = "kv16_split_2cta";
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o).ok());
+  {  // the mma.sync int8 kernels exist at hdim 128 only
     KvCacheArgs h64 = int8_args();
     for (Tensor* t : {&h64.q, &h64.o, &h64.k_cache, &h64.v_cache}) *t = tensor_bshd(t->data, t->dtype, t->shape[0], t->shape[1], t->shape[2], 64);
     h64.k_scale = tensor_bshd(h64.k_scale.data, HOPATTN_DTYPE_FP32, 4, 64, 4, 64);
     h64.lse.data = nullptr;
     EXPECT_TRUE(check(h64).ok()) << check(h64).to_string();
-    for (int v : {9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}) {
-      h64.variant = v;
-      expect_error(check(h64), "variant: " + std::to_string(v) + " is compiled for hdim 128 only, q has hdim 64");
+    for (const char* name : {"kv8_mma_8w_1cta", "kv8_mma_4w_3cta", "kv8_mma_swap_8w_1cta", "kv8_mma_swap_4w_3cta"}) {
+      o.decode_kernel = name;
+      expect_error(experimental::check_kvcache_attention(h64, ctx_on_device(), kSms, o),
+                   std::string("kernel '") + name + "' does not exist for an int8 cache at hdim 64", StatusCode::kNotSupported);
     }
+    o.decode_kernel = "kv8_wgmma_swap_2cta";
+    EXPECT_TRUE(experimental::check_kvcache_attention(h64, ctx_on_device(), kSms, o).ok());
   }
-  a.variant = 3;
-  expect_error(check(a), "variant: 3 applies to an int8 cache only");
-  a.variant = 4;
-  expect_error(check(a), "variant: 4 applies to an int8 cache only");
-  a.variant = 5;
-  expect_error(check(a), "variant: 5 applies to an int8 cache only");
   a = int8_args();
-  a.variant = 6;
-  expect_error(check(a), "variant: 6 (balanced split-KV) applies to a 16-bit cache only");
-  a.variant = 22;
-  expect_error(check(a), "variant: 22 (uneven splits) applies to a 16-bit cache only");
-  for (int v : {3, 4, 5}) {
-    a.variant = v;
-    EXPECT_TRUE(check(a).ok()) << "variant " << v << ": " << check(a).to_string();
+  o.decode_kernel = "kv16_split_1cta";
+  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o),
+               "kernel 'kv16_split_1cta' does not exist for an int8 cache at hdim 128", StatusCode::kNotSupported);
+  o.decode_kernel = "no_such_kernel";
+  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o), "kernel 'no_such_kernel'",
+               StatusCode::kNotSupported);
+  for (const char* name : {"kv8_wgmma_1c_1cta", "kv8_wgmma_1c_2cta", "kv8_wgmma_swap_2cta", "kv8_mma_8w_1cta"}) {
+    o.decode_kernel = name;
+    EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o).ok()) << name;
   }
   a = valid_args();
   a.pack_gqa = 3;
@@ -297,9 +287,11 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   // 8 splits: 128 CTAs fill 97 % of one wave (9 would make 144 CTAs: a second, nearly empty wave)
   EXPECT_EQ(p.num_splits, 8);
   EXPECT_EQ(p.workspace_bytes, size_t(8) * 4 * 32 * 1 * (128 + 1) * 4);
-  a.variant = 2;  // two CTAs per SM: 264 slots; 16 splits make 256 CTAs (97 %, the fewest >= 95 %)
-  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 16);
-  a.variant = 0;
+  {
+    experimental::Overrides two;  // two CTAs per SM: 264 slots; 16 splits make 256 CTAs (97 %, the fewest >= 95 %)
+    two.decode_kernel = "kv16_split_2cta";
+    EXPECT_EQ(experimental::plan_kvcache_attention(a, kSms, two).num_splits, 16);
+  }
   a.k_cache.shape[2] = a.v_cache.shape[2] = 1;  // MQA, b = 4: 4 tiles -> 32 splits (128 CTAs, 97 %)
   EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 32);
   a.k_cache.shape[1] = a.v_cache.shape[1] = 1024;  // only 8 chunks of 128 keys: at most 8 splits
@@ -318,113 +310,51 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   p = plan_kvcache_attention(a, kSms);
   EXPECT_EQ(p.num_splits, 1);
   EXPECT_EQ(p.workspace_bytes, 0u);
-  EXPECT_EQ(p.variant, 2);  // 512 tiles: two CTAs per SM
-  EXPECT_EQ(plan_kvcache_attention(valid_args(), kSms).variant, 1);  // 16 tiles: one CTA per SM, splits
+  EXPECT_STREQ(p.kernel, "kv16_split_2cta");  // 512 tiles: two CTAs per SM
+  EXPECT_STREQ(plan_kvcache_attention(valid_args(), kSms).kernel, "kv16_split_1cta");  // 16 tiles: one CTA per SM, splits
   // INT8, hdim 128, q_len 1 (8 packed rows): the register-dequantizing mma.sync warps with their
   // own rings, V folded into P, the keys as the mma's M, K in packed bf16 pairs (20), and from
   // three waves of three CTAs per SM on the 4-warp CTAs (21); 9-16 rows: the rows as M (16, 17);
   // at hdim 64 the swapped-operand consumer (4).
-  EXPECT_EQ(plan_kvcache_attention(int8_args(), kSms).variant, 20);
-  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 9), 1);
-  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 11), 1);
-  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 13), 2);
-  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 14), 1);
-  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 15), 3);
+  EXPECT_STREQ(plan_kvcache_attention(int8_args(), kSms).kernel, "kv8_mma_swap_8w_1cta");
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 16), 1);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 17), 3);
-  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 18), 1);
-  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 19), 3);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 20), 1);
   EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 21), 3);
+  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 3), 2);
+  EXPECT_EQ(attention::decode_ctas_per_sm(256, true, 2), 1);
   {
-    KvCacheArgs many = int8_args();  // 128 x 4 KV heads = 512 tiles >= 3 x 132: variant 21, one split
+    KvCacheArgs many = int8_args();  // 128 x 4 KV heads = 512 tiles >= 3 x 132: three CTAs per SM, one split
     for (Tensor* t : {&many.q, &many.o, &many.k_cache, &many.v_cache}) t->shape[0] = 128;
     many.k_scale.shape[0] = many.v_scale.shape[0] = 128;
     const KvCachePlan mp = plan_kvcache_attention(many, kSms);
-    EXPECT_EQ(mp.variant, 21);
+    EXPECT_STREQ(mp.kernel, "kv8_mma_swap_4w_3cta");
     EXPECT_EQ(mp.num_splits, 1);
     for (Tensor* t : {&many.q, &many.o}) t->shape[1] = 2;  // q_len 2: 16 packed rows, the rows as M
     many.lse.data = nullptr;
-    EXPECT_EQ(plan_kvcache_attention(many, kSms).variant, 17);
+    EXPECT_STREQ(plan_kvcache_attention(many, kSms).kernel, "kv8_mma_4w_3cta");
   }
   {
     KvCacheArgs h64 = int8_args();
     for (Tensor* t : {&h64.q, &h64.o}) t->shape[3] = 64;
     for (Tensor* t : {&h64.k_cache, &h64.v_cache}) t->shape[3] = 64;
     h64.k_scale.shape[3] = 64;
-    EXPECT_EQ(plan_kvcache_attention(h64, kSms).variant, 4);
+    EXPECT_STREQ(plan_kvcache_attention(h64, kSms).kernel, "kv8_wgmma_swap_2cta");
   }
   // q_len 4 (32 packed rows): one consumer; 16 tiles -> one CTA per SM (2), 64 tiles -> two (3).
   a = int8_args();
   for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 4;
   a.lse = tensor_lse(static_cast<float*>(a.lse.data), 4, 32, 4);
   EXPECT_TRUE(check(a).ok()) << check(a).to_string();
-  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 2);
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_wgmma_1c_1cta");
   for (Tensor* t : {&a.q, &a.o}) t->shape[0] = 16;
   for (Tensor* t : {&a.k_cache, &a.v_cache}) t->shape[0] = 16;
   a.k_scale.shape[0] = a.v_scale.shape[0] = 16;
-  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 3);
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_wgmma_1c_2cta");
   for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 1;  // back to q_len 1 at batch 16
-  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 20);
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_mma_swap_8w_1cta");
   for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 2;  // q_len 2: 16 packed rows
-  EXPECT_EQ(plan_kvcache_attention(a, kSms).variant, 16);
-}
-
-// Variant 5 (int8, K converted in the consumer's registers) is forceable but never the default
-// (measured slower than 4); it plans as 4 does: two CTAs per SM. (The default at hdim 128 is 16 or 17.)
-TEST(KvCachePlan, Int8Variant5IsForcedOnlyAndPlansLikeVariant4) {
-  EXPECT_EQ(attention::decode_ctas_per_sm(128, true, 5), 2);
-  EXPECT_EQ(attention::decode_ctas_per_sm(64, true, 5), 2);
-  EXPECT_EQ(attention::decode_ctas_per_sm(256, true, 5), 1);  // hdim 256 runs the one-consumer kernel
-  KvCacheArgs a = int8_args();
-  EXPECT_NE(plan_kvcache_attention(a, kSms).variant, 5);
-  for (int64_t q_len : {1, 4}) {  // 8 and 32 packed rows: a forced 5 with more than 16 rows is allowed too
-    for (Tensor* t : {&a.q, &a.o}) t->shape[1] = q_len;
-    a.lse = tensor_lse(static_cast<float*>(a.lse.data), 4, 32, q_len);
-    a.variant = 4;
-    const KvCachePlan p4 = plan_kvcache_attention(a, kSms);
-    a.variant = 5;
-    const KvCachePlan p5 = plan_kvcache_attention(a, kSms);
-    EXPECT_TRUE(check(a).ok()) << "q_len " << q_len << ": " << check(a).to_string();
-    EXPECT_EQ(p5.variant, 5);
-    EXPECT_EQ(p5.num_splits, p4.num_splits) << "q_len " << q_len;
-    EXPECT_EQ(p5.pack_gqa, p4.pack_gqa) << "q_len " << q_len;
-    EXPECT_EQ(p5.workspace_bytes, p4.workspace_bytes) << "q_len " << q_len;
-    a.variant = 0;
-    EXPECT_NE(plan_kvcache_attention(a, kSms).variant, 5) << "q_len " << q_len;
-  }
-}
-
-// Variant 6 (16-bit, balanced split-KV) is forceable but never the default; it keeps variant 1's
-// CTAs per row group (at most one per chunk) and sizes its workspace for the chunk partials of
-// the longest possible row group plus the header and one counter per row group.
-TEST(KvCachePlan, BalancedVariant6IsForcedOnlyAndSizesItsWorkspace) {
-  KvCacheArgs a = valid_args();
-  EXPECT_NE(plan_kvcache_attention(a, kSms).variant, 6);
-  a.variant = 1;
-  const KvCachePlan p1 = plan_kvcache_attention(a, kSms);
-  a.variant = 6;
-  const KvCachePlan p6 = plan_kvcache_attention(a, kSms);
-  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
-  EXPECT_EQ(p6.variant, 6);
-  EXPECT_EQ(p6.pack_gqa, p1.pack_gqa);
-  const int64_t max_len = a.k_cache.shape[1], hdim = a.q.shape[3];
-  const int64_t block_n = hdim == 256 ? 64 : 128;
-  const int64_t chunks = attention::balanced_chunks(int((max_len + block_n - 1) / block_n));
-  EXPECT_EQ(p6.num_splits, std::max<int64_t>(std::min<int64_t>(p1.num_splits, chunks), 1));
-  const int64_t rows_total = a.q.shape[0] * a.q.shape[1] * a.q.shape[2];
-  const int64_t rows = p6.pack_gqa ? a.q.shape[1] * (a.q.shape[2] / a.k_cache.shape[2]) : a.q.shape[1];
-  const int64_t groups = a.q.shape[0] * (p6.pack_gqa ? a.k_cache.shape[2] : a.q.shape[2]) * ((rows + 63) / 64);
-  const attention::BalancedLayout l = attention::balanced_workspace_layout(groups, chunks, rows_total, int(hdim));
-  EXPECT_EQ(p6.workspace_bytes, l.bytes);
-  EXPECT_GE(l.o_part, l.counters + size_t(groups) * 4);
-  EXPECT_EQ(l.o_part % 256, 0u);
-  a.workspace_bytes = p6.workspace_bytes - 1;
-  expect_error(check(a), "workspace: ");
-  // A workspace that is not 16-byte aligned is refused (the header holds a 64-bit word).
-  a.workspace_bytes = p6.workspace_bytes + 64;
-  a.workspace = static_cast<char*>(a.workspace) + 4;
-  expect_error(check(a), "workspace: variant 6 needs a 16-byte aligned workspace");
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_mma_8w_1cta");
 }
 
 }  // namespace

@@ -178,7 +178,7 @@ int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sm
   if (name.empty()) {
     const attention::DecodeDefaultRule* r = attention::decode_default_rule(cache, hdim, rows, tiles, sms);
     if (r == nullptr) {
-      *why = cat("kvcache attention: the defaults table has no row for a ", is_int8(a) ? "int8" : "16-bit",
+      *why = cat("kvcache attention: the defaults table has no row for ", is_int8(a) ? "an int8" : "a 16-bit",
                  " cache at hdim ", hdim, ", ", rows, " rows, ", tiles, " tiles");
       return -1;
     }

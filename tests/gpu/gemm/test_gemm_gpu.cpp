@@ -19,9 +19,9 @@
 #include "common/cuda_check.hpp"
 #include "device_utils.hpp"
 #include "gemm/gemm.hpp"
-#include "gemm/tools/cublas_gemm.hpp"
-#include "gemm/tools/e4m3.hpp"
-#include "gemm/tools/gemm_reference.hpp"
+#include "baselines/cublas_gemm.hpp"
+#include "e4m3.hpp"
+#include "gemm_reference.hpp"
 #include "gpu_test.hpp"
 
 namespace hopattn::gemm {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "gemm/tools/e4m3.hpp"
-#include "gemm/tools/gemm_reference.hpp"
+#include "e4m3.hpp"
+#include "gemm_reference.hpp"
 
 namespace hopattn::gemm {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "gemm/device/gemm_problem.hpp"
 #include "gemm/gemm.hpp"
-#include "gemm/tools/cublas_gemm.hpp"
-#include "gemm/tools/gemm_reference.hpp"
+#include "baselines/cublas_gemm.hpp"
+#include "gemm_reference.hpp"
 
 namespace hopattn::gemm {
 namespace {

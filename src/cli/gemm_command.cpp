@@ -1,4 +1,4 @@
-#include "gemm/gemm_command.hpp"
+#include "cli/gemm_command.hpp"
 
 #include <cuda_runtime.h>
 
@@ -10,9 +10,9 @@
 
 #include "common/cuda_check.hpp"
 #include "gemm/gemm.hpp"
-#include "gemm/tools/cublas_gemm.hpp"
-#include "gemm/tools/gemm_reference.hpp"
-#include "gemm/tools/gemm_workspace.hpp"
+#include "baselines/cublas_gemm.hpp"
+#include "gemm_reference.hpp"
+#include "gemm_workspace.hpp"
 #include "timing.hpp"
 
 namespace hopattn::gemm {

@@ -1,4 +1,4 @@
-#include "gemm/tools/gemm_reference.hpp"
+#include "gemm_reference.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "gemm/tools/cublas_gemm.hpp"
+#include "baselines/cublas_gemm.hpp"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>

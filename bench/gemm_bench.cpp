@@ -1,4 +1,4 @@
-#include "gemm/gemm_bench.hpp"
+#include "gemm_bench.hpp"
 
 #include <cuda_runtime.h>
 
@@ -8,8 +8,8 @@
 
 #include "common/cuda_check.hpp"
 #include "gemm/gemm.hpp"
-#include "gemm/tools/cublas_gemm.hpp"
-#include "gemm/tools/gemm_workspace.hpp"
+#include "baselines/cublas_gemm.hpp"
+#include "gemm_workspace.hpp"
 #include "timing.hpp"
 
 namespace hopattn::gemm {

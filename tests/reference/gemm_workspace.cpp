@@ -1,4 +1,4 @@
-#include "gemm/tools/gemm_workspace.hpp"
+#include "gemm_workspace.hpp"
 
 #include <cuda_runtime.h>
 

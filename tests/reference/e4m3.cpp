@@ -1,4 +1,4 @@
-#include "gemm/tools/e4m3.hpp"
+#include "e4m3.hpp"
 
 #include <cmath>
 

@@ -1,0 +1,2 @@
+// A library file that includes a bench header: check_layering.cmake must refuse it.
+#include "timing.hpp"

@@ -1,0 +1,127 @@
+// The kernel registries and their defaults tables (no GPU): every default names a kernel this
+// build compiled, the tables cover every call (head dim, mask, dtype, lengths, GQA group, cache
+// type), and every compiled kernel but the ablation's is some call's default (no loser compiled).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "attention/device/compiled_set.hpp"
+#include "attention/device/decode_registry.hpp"
+#include "attention/device/fwd_registry.hpp"
+#include "attention/experimental.hpp"
+#include "attention/kernel/sm90_fwd_config.hpp"
+
+namespace hopattn::attention {
+namespace {
+
+const int64_t kLengths[] = {1, 2, 16, 17, 64, 77, 113, 127, 128, 129, 1000, 2047, 2048, 4096,
+                            8191, 8192, 12288, 12289, 16384, 100000, 1 << 20, INT32_MAX};
+const int64_t kGroups[] = {1, 2, 4, 5, 7, 8, 16, 64};
+
+TEST(FwdRegistry, EveryDefaultNamesACompiledKernel) {
+  int count = 0;
+  const FwdDefaultRule* rules = fwd_default_rules(&count);
+  ASSERT_GT(count, 0);
+  for (int i = 0; i < count; ++i) {
+    bool dim_compiled = false;
+    for (int d : compiled_head_dims()) dim_compiled |= d == rules[i].hdim;
+    if (!dim_compiled) continue;  // a build of fewer head dims
+    EXPECT_GE(fwd_kernel_index(rules[i].kernel, rules[i].hdim), 0)
+        << "rule " << i << " (hdim " << rules[i].hdim << ") names '" << rules[i].kernel << "', not compiled";
+    EXPECT_FALSE(kFwdKernels[fwd_kernel_index(rules[i].kernel, rules[i].hdim)].ablation)
+        << "rule " << i << ": a default must not need -DHOPATTN_BUILD_ABLATIONS";
+    EXPECT_LE(rules[i].seqlen_q_min, rules[i].seqlen_q_max) << "rule " << i;
+    EXPECT_LE(rules[i].seqlen_k_min, rules[i].seqlen_k_max) << "rule " << i;
+    EXPECT_NE(std::string(rules[i].evidence), "") << "rule " << i << " cites no measurement";
+  }
+}
+
+TEST(FwdRegistry, DefaultsCoverEveryCall) {
+  std::set<std::string> used;
+  for (int hdim : compiled_head_dims())
+    for (hopattn_dtype_t dtype : compiled_dtypes())
+      for (int causal = 0; causal < 2; ++causal)
+        for (int64_t sq : kLengths)
+          for (int64_t sk : kLengths)
+            for (int64_t group : kGroups) {
+              const FwdDefaultRule* r = fwd_default_rule(hdim, causal != 0, dtype, sq, sk, group);
+              ASSERT_NE(r, nullptr) << "no default for hdim " << hdim << " " << hopattn_dtype_name(dtype)
+                                    << " causal " << causal << " sq " << sq << " sk " << sk << " group " << group;
+              ASSERT_GE(fwd_kernel_index(r->kernel, hdim), 0) << r->kernel;
+              used.insert(std::to_string(hdim) + ":" + r->kernel);
+            }
+  // Every compiled kernel but the ablation's is the default of some call.
+  for (int hdim : compiled_head_dims())
+    for (int i = 0; i < kFwdKernelCount; ++i)
+      if (fwd_kernel_compiled(i, hdim) && !kFwdKernels[i].ablation)
+        EXPECT_TRUE(used.count(std::to_string(hdim) + ":" + kFwdKernels[i].name))
+            << kFwdKernels[i].name << " at hdim " << hdim << " is compiled but no default runs it";
+}
+
+TEST(FwdRegistry, NamesAreUniquePerHeadDim) {
+  for (int i = 0; i < kFwdKernelCount; ++i)
+    for (int j = i + 1; j < kFwdKernelCount; ++j)
+      EXPECT_FALSE(kFwdKernels[i].hdim == kFwdKernels[j].hdim && std::string(kFwdKernels[i].name) == kFwdKernels[j].name)
+          << kFwdKernels[i].name << " twice at hdim " << kFwdKernels[i].hdim;
+  EXPECT_EQ(fwd_kernel_index("no_such_kernel", 128), -1);
+  EXPECT_EQ(fwd_kernel_index("ws_pingpong_128x192x2", 64), -1);  // a row of another head dim
+}
+
+TEST(DecodeRegistry, EveryDefaultNamesAKernelOfItsCacheAndHeadDims) {
+  int count = 0;
+  const DecodeDefaultRule* rules = decode_default_rules(&count);
+  ASSERT_GT(count, 0);
+  for (int i = 0; i < count; ++i)
+    for (int hdim : {64, 128, 256})
+      if (rules[i].hdims & decode_hdim_bit(hdim))
+        EXPECT_GE(decode_kernel_index(rules[i].kernel, rules[i].cache, hdim), 0)
+            << "rule " << i << " names '" << rules[i].kernel << "', which does not exist at hdim " << hdim;
+}
+
+TEST(DecodeRegistry, DefaultsCoverEveryCall) {
+  std::set<std::string> used;
+  for (DecodeCache cache : {DecodeCache::k16Bit, DecodeCache::kInt8})
+    for (int hdim : {64, 128, 256})
+      for (int sms : {1, 78, 114, 132})
+        for (int64_t rows : {1, 2, 8, 9, 16, 17, 64, 65, 128, 1000, 100000})
+          for (int64_t tiles : {1, 2, 32, 33, 77, 131, 132, 197, 198, 199, 395, 396, 397, 10000, 1 << 30}) {
+            const DecodeDefaultRule* r = decode_default_rule(cache, hdim, rows, tiles, sms);
+            ASSERT_NE(r, nullptr) << "no default for cache " << int(cache) << " hdim " << hdim << " rows " << rows
+                                  << " tiles " << tiles << " sms " << sms;
+            ASSERT_GE(decode_kernel_index(r->kernel, cache, hdim), 0) << r->kernel << " at hdim " << hdim;
+            used.insert(r->kernel);
+          }
+  for (int i = 0; i < kDecodeKernelCount; ++i)
+    EXPECT_TRUE(used.count(kDecodeKernels[i].name)) << kDecodeKernels[i].name << " is compiled but no default runs it";
+}
+
+TEST(DecodeRegistry, IdsAreUniquePerCacheType) {
+  for (int i = 0; i < kDecodeKernelCount; ++i)
+    for (int j = i + 1; j < kDecodeKernelCount; ++j) {
+      EXPECT_FALSE(kDecodeKernels[i].cache == kDecodeKernels[j].cache && kDecodeKernels[i].id == kDecodeKernels[j].id)
+          << kDecodeKernels[i].name << " and " << kDecodeKernels[j].name;
+      EXPECT_NE(std::string(kDecodeKernels[i].name), kDecodeKernels[j].name);
+    }
+}
+
+TEST(KernelInfo, ListsEveryCompiledKernelByName) {
+  const std::vector<experimental::KernelInfo> all = experimental::compiled_kernels();
+  int fwd = 0, decode = 0;
+  for (const experimental::KernelInfo& k : all) {
+    EXPECT_FALSE(k.name.empty());
+    EXPECT_FALSE(k.detail.empty()) << k.name;
+    (k.op == "fwd" ? fwd : decode) += 1;
+  }
+  int expected_fwd = 0, expected_decode = 0;
+  for (int hdim : compiled_head_dims()) {
+    for (int i = 0; i < kFwdKernelCount; ++i) expected_fwd += fwd_kernel_compiled(i, hdim);
+    for (int i = 0; i < kDecodeKernelCount; ++i) expected_decode += (kDecodeKernels[i].hdims & decode_hdim_bit(hdim)) != 0;
+  }
+  EXPECT_EQ(fwd, expected_fwd);
+  EXPECT_EQ(decode, expected_decode);
+}
+
+}  // namespace
+}  // namespace hopattn::attention
