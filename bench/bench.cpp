@@ -172,6 +172,8 @@ std::string bench_usage() {
          "library picks for each call); rows of a named kernel have impl hopattn:<name>.\n"
          "--shapes B:SQ:SK:HQ:HKV,...: cells of these shapes (per --hdim and --causal) instead of the\n"
          "FA3 grid: GQA prefill (e.g. 2:4096:4096:32:8), short chunks against a cache (1:77:4096:32:8).\n"
+         "--override KEY=VALUE,...: forward experiments for every hopattn row (stale_max_log2, narrow_pv,\n"
+         "skip_unseen, causal_group, persistent_group: attention/experimental.hpp).\n"
          "--rounds N: time each cell's implementations N times, interleaved (the order rotates each\n"
          "round), and report each one's median (note: the spread); one round moves a cell by up to ~5 %.\n"
          "--warmup-ms T: before each cell, run its first implementation T ms untimed (default 200; 0:\n"
@@ -287,6 +289,27 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--hidden") o->hidden = parse_int_list(value()).at(0);
       else if (a == "--no-ceilings") o->ceilings = false;
       else if (a == "--kernels") o->kernels = parse_word_list(value());
+      else if (a == "--override") {
+        for (const std::string& kv : parse_word_list(value())) {
+          const size_t eq = kv.find('=');
+          static const char* kKeys[] = {"stale_max_log2", "narrow_pv", "skip_unseen", "causal_group", "persistent_group"};
+          bool known = false;
+          for (const char* k : kKeys) known |= eq != std::string::npos && kv.substr(0, eq) == k;
+          if (!known)
+            throw std::invalid_argument("--override: '" + kv + "' is not KEY=VALUE with KEY one of stale_max_log2, "
+                                        "narrow_pv, skip_unseen, causal_group, persistent_group");
+          size_t used = 0;
+          double v = 0;
+          try {
+            v = std::stod(kv.substr(eq + 1), &used);
+          } catch (const std::logic_error&) {
+            used = 0;
+          }
+          if (used == 0 || used != kv.size() - eq - 1)
+            throw std::invalid_argument("--override: '" + kv.substr(eq + 1) + "' is not a number");
+          o->overrides.emplace_back(kv.substr(0, eq), v);
+        }
+      }
       else if (a == "--shapes") o->shapes = parse_shape_list(value());
       else if (a == "--warmup-ms") {
         o->warmup_ms = std::atof(value().c_str());
@@ -325,7 +348,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
     }
     auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
     if (o->op == "decode") {
-      for (const char* f : {"--plot", "--seqlen", "--causal", "--tokens", "--hidden", "--dtype", "--shapes"})
+      for (const char* f : {"--plot", "--seqlen", "--causal", "--tokens", "--hidden", "--dtype", "--shapes", "--override"})
         if (was_given(f))
           throw std::invalid_argument(std::string(f) + " applies to --op attn, not decode" +
                                       (std::string(f) == "--dtype" ? " (--kv-dtype sets the cache dtype)" : ""));
@@ -432,6 +455,13 @@ int run_bench(const BenchOptions& opt) {
     if (kernel == "cudnn") return [&](const AttentionForwardArgs& a, Stream s) { return cudnn->forward(a, s); };
     experimental::Overrides o;
     o.fwd_kernel = kernel;
+    for (const auto& [key, v] : opt.overrides) {
+      if (key == "stale_max_log2") o.fwd_stale_max_log2 = float(v);
+      else if (key == "narrow_pv") o.fwd_narrow_pv = v != 0;
+      else if (key == "skip_unseen") o.fwd_skip_unseen = v != 0;
+      else if (key == "causal_group") o.fwd_causal_group = int(v);
+      else if (key == "persistent_group") o.fwd_persistent_group = int(v);
+    }
     return [o](const AttentionForwardArgs& a, Stream s) { return experimental::attention_forward(a, s, o); };
   };
 

@@ -37,6 +37,9 @@ struct BenchOptions {
   // --kernels: hopattn kernels to time, by registry name (`hopattn info`); "default": the
   // defaults table's choice per call. Forward names with --op attn, decode names with --op decode.
   std::vector<std::string> kernels = {"default"};
+  // --override KEY=VALUE,...: the forward experiments of experimental::Overrides for every hopattn
+  // row (stale_max_log2, narrow_pv, skip_unseen, causal_group, persistent_group).
+  std::vector<std::pair<std::string, double>> overrides;
   double target_group_ms = 25.0;
   int rounds = 1;  // attention and decode: each cell's implementations timed this many times, interleaved
   // attention: the cell's first implementation runs this long, untimed, before the cell is timed

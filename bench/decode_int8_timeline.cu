@@ -1,11 +1,11 @@
-// decode_int8_timeline: where the int8 decode kernel of variants 9-13, 16 and 17 (kernel/sm90_decode_int8_mma.hpp)
+// decode_int8_timeline: where the int8 decode kernel of variants 16 and 17 (kv8_mma_8w_1cta, kv8_mma_4w_3cta; kernel/sm90_decode_int8_mma.hpp)
 // spends a tile, warp by warp. A measurement tool, not part of the library: this translation unit
 // compiles the kernel with HOPATTN_DECODE_STAMPS, so lane 0 of each consumer warp records clock64
 // before and after waiting for its stage and after releasing it, and the producer records when it
 // issues each tile (after its empty wait; variant 11: the warp's lane 0 when it issues the tile's
 // K). All stamps of a CTA come from one SM's clock.
 //
-//   decode_int8_timeline --heads 64:8 --cache 32:8192 [--variant 9-13|16|17] [--splits 1] [--tiles 64] --csv FILE
+//   decode_int8_timeline --heads 64:8 --cache 32:8192 [--variant 16|17] [--splits 1] [--tiles 64] --csv FILE
 //
 // Cache: random int8 values and positive scales (timing only; correctness is the gpu tests'),
 // every sequence full, causal, q_len 1, hdim 128, query heads packed. One warm-up launch, then
@@ -41,7 +41,7 @@ using Element = cutlass::bfloat16_t;
 constexpr int kHeadDim = 128;
 
 struct Options {
-  int hq = 64, hkv = 8, batch = 32, len = 8192, splits = 1, variant = 9, tiles = 64;
+  int hq = 64, hkv = 8, batch = 32, len = 8192, splits = 1, variant = 16, tiles = 64;
   std::string csv = "decode-int8-timeline.csv";
 };
 
@@ -218,26 +218,21 @@ int main(int argc, char** argv) {
     else ok = false;
     if (!ok) {
       std::fprintf(stderr,
-                   "usage: decode_int8_timeline --heads HQ:HKV --cache B:L [--variant 9-13|16|17] [--splits S] [--tiles N] "
+                   "usage: decode_int8_timeline --heads HQ:HKV --cache B:L [--variant 16|17] [--splits S] [--tiles N] "
                    "--csv FILE\n");
       return 2;
     }
     ++i;
   }
   if (o.hq % o.hkv != 0 || o.hq / o.hkv > 16 || o.splits < 1 || o.tiles < 1 || o.len % 128 != 0 ||
-      (o.variant < 9 || o.variant > 17 || o.variant == 14 || o.variant == 15)) {
+      (o.variant != 16 && o.variant != 17)) {
     std::fprintf(stderr,
-                 "decode_int8_timeline: bad arguments (group <= 16, length a multiple of 128, variant 9-13, 16 or 17)\n");
+                 "decode_int8_timeline: bad arguments (group <= 16, length a multiple of 128, variant 16 or 17)\n");
     return 2;
   }
-  return o.variant == 10   ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 6>>(o)
-         : o.variant == 11 ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8, Int8MmaLoads::kWarpRings>>(o)
-         : o.variant == 13 ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 4, Int8MmaLoads::kWarpRings, Int8MmaMath::kElement, 2>>(o)
-         : o.variant == 12
-             ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8, Int8MmaLoads::kWarpRings, Int8MmaMath::kHalfScaled>>(o)
-         : o.variant == 16
+  // The registry's kv8_mma_8w_1cta (16) and kv8_mma_4w_3cta (17); the other mma.sync variants were
+  // retired (docs/decode.md, "Tried and retired").
+  return o.variant == 16
              ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8, Int8MmaLoads::kWarpRings, Int8MmaMath::kFmaKFoldV>>(o)
-         : o.variant == 17
-             ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 4, Int8MmaLoads::kWarpRings, Int8MmaMath::kFmaKFoldV, 3>>(o)
-                         : run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8>>(o);
+             : run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 4, Int8MmaLoads::kWarpRings, Int8MmaMath::kFmaKFoldV, 3>>(o);
 }

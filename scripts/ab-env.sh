@@ -2,9 +2,10 @@
 # Same-run A/B of a library environment switch: `hopattn bench` alternately with VAR=A and VAR=B,
 # ROUNDS times each (A B A B ...), so that drift over the run shows up in both arms.
 # CSV and log per round (ab-<A|B>-<round>.csv/.log), bundled at the end into OUT_DIR/ab.tar.gz.
-# Used for HOPATTN_FWD_CAUSAL_GROUP (docs/perf-log.md, 2026-11-30 r51), and with
-# VAR=LD_LIBRARY_PATH for two builds of the library (r76: "BUILD_A/lib:/usr/local/cuda/lib64" vs
-# "BUILD_B/lib:..."; the binary's RUNPATH yields to LD_LIBRARY_PATH).
+# The library reads no environment variable: VAR is for the process, e.g. VAR=LD_LIBRARY_PATH
+# for two builds of the library (r76: "BUILD_A/lib:/usr/local/cuda/lib64" vs "BUILD_B/lib:...";
+# the binary's RUNPATH yields to LD_LIBRARY_PATH). Experiments inside one build are bench flags
+# (`hopattn bench --kernels NAME,... --override KEY=VALUE`).
 #
 #   scripts/ab-env.sh OUT_DIR VAR A B ROUNDS [bench args...]
 # An empty A or B runs with VAR unset. Uses $BUILD/bin/hopattn (default build/).

@@ -22,10 +22,10 @@
 #   on 2 cores; r110's 150 s ncu call spent most of its time there and profiled nothing).
 # --ncu-gemm "M N K VARIANT": ncu source counters of that GEMM (one launch) and of cuBLAS's kernel
 #   for the same shape, summarised by scripts/ncu_source_top.py into ncu-gemm.txt.
-# --ncu-attn "HDIM CAUSAL SEQLEN SCHEDULE;...": the same for one forward attention launch (bf16, the
+# --ncu-attn "HDIM CAUSAL SEQLEN KERNEL;...": the same for one forward attention launch (bf16, the
 #   bench's FA3-grid shape) and cuDNN's kernel beside it, for each spec, into ncu-attn.txt.
 # --ncu-decode "ARGS": the same for one launch of the decode split kernel in
-#   `hopattn bench --op decode ARGS` (give one shape, one --variants entry and one --kv-dtype),
+#   `hopattn bench --op decode ARGS` (give one shape, one --kernels entry and one --kv-dtype),
 #   into ncu-decode.txt.
 # --kernel-times "ARGS": the duration of every decode-side kernel launch (split kernels, the tail
 #   kernel, the combine) under ncu (gpu__time_duration only, clocks and caches left alone, the
@@ -35,7 +35,7 @@
 # --timeline "HQ:HKV B:L SPLITS VARIANT;...": bin/decode_timeline (per-CTA phase stamps of the
 #   16-bit decode kernel and the combine) for each spec, CSVs timeline-*.csv.
 # --int8-timeline "HQ:HKV B:L VARIANT;...": bin/decode_int8_timeline (per-warp, per-tile stamps of
-#   the int8 mma.sync kernels, variants 9-13, 16, 17) for each spec; summaries in int8-timeline.txt.
+#   the int8 mma.sync kernels, internal ids 16 and 17) for each spec; summaries in int8-timeline.txt.
 #
 # The device tool brings back only a handful of files per call: the step logs are bundled into
 # logs.tar.gz at the end (summary.txt and the CSVs stay separate), and the SASS dump is not kept.
@@ -169,30 +169,11 @@ if [ -z "$no_tests" ]; then
 fi
 [ -n "$no_tests" ] || step tests tests.log ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
   --timeout "${TEST_TIMEOUT:-600}"
-# The persistent kernels' grouped zig-zag causal order (the folded order is the default): the
-# persistent tests again with HOPATTN_FWD_PERSISTENT_ORDER=zigzag.
-zigzag_tests() {
-  HOPATTN_FWD_PERSISTENT_ORDER=zigzag "$build/bin/gpu_attention_fwd" --gtest_filter='*Persistent*'
-}
-# The older O stagings of the persistent kernels (HOPATTN_FWD_O_STAGING, kept for ablations) on
-# the persistent and repeated-run tests.
-staging_tests() {
-  local st rc=0
-  for st in 1 2; do
-    echo "== HOPATTN_FWD_O_STAGING=$st"
-    HOPATTN_FWD_O_STAGING=$st timeout --kill-after=10 600 "$build/bin/gpu_attention_fwd" --gtest_filter='*Persistent*:*RepeatedRuns*' || rc=1
-  done
-  return $rc
-}
-if [ -z "$no_tests" ] && [ -x "$build/bin/gpu_attention_fwd" ] && [ -z "$tests_regex" -o -n "$(echo AttentionFwd | grep -E "$tests_regex")" ]; then
-  step zigzag_tests zigzag-tests.log zigzag_tests
-  step staging_tests staging-tests.log staging_tests
-fi
-# Races and barrier misuse: every schedule on one small shape (bf16, hdim 64, 128 and 256: hdim 256's
+# Races and barrier misuse: every compiled forward kernel on one small shape (bf16, hdim 64, 128 and 256: hdim 256's
 # persistent kernel has its own Q pipelines) under compute-sanitizer's racecheck and synccheck.
 sanitize() {
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 1; }
-  local filter='Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd64:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd128:Compiled/AttentionFwd.SanitizerSmallShapeEverySchedule/bf16_hd256:Compiled/AttentionFwd.SanitizerPersistentSeveralTilesPerCta/bf16_hd128:Compiled/AttentionFwd.SanitizerPersistentSeveralTilesPerCta/bf16_hd256:Compiled/AttentionFwd.SanitizerClusterSchedule/bf16_hd128:Compiled/AttentionFwd.SanitizerClusterSchedule/bf16_hd256'
+  local filter='Compiled/AttentionFwd.SanitizerSmallShapeEveryKernel/bf16_hd64:Compiled/AttentionFwd.SanitizerSmallShapeEveryKernel/bf16_hd128:Compiled/AttentionFwd.SanitizerSmallShapeEveryKernel/bf16_hd256:Compiled/AttentionFwd.SanitizerPersistentSeveralTilesPerCta/bf16_hd128:Compiled/AttentionFwd.SanitizerPersistentSeveralTilesPerCta/bf16_hd256'
   for tool in racecheck synccheck; do
     echo "== compute-sanitizer --tool $tool"
     compute-sanitizer --tool $tool --error-exitcode 3 "$build/bin/gpu_attention_fwd" --gtest_filter="$filter" \
@@ -242,15 +223,15 @@ if [ -n "$ncu_gemm" ]; then step ncu_gemm ncu-gemm.txt ncu_gemm_profile; fi
 # One forward attention launch (the bench's FA3-grid shape, bf16) and cuDNN's kernel beside it.
 ncu_attn_profile() {
   command -v ncu >/dev/null || { echo "ncu not found"; return 1; }
-  local spec specs hdim causal seqlen schedule who filter status=0
+  local spec specs hdim causal seqlen kernel who filter status=0
   IFS=';' read -ra specs <<<"$ncu_attn"
   for spec in "${specs[@]}"; do
-    read -r hdim causal seqlen schedule <<<"$spec"
+    read -r hdim causal seqlen kernel <<<"$spec"
     for who in hopattn cudnn; do
       if [ $who = hopattn ]; then filter='(ws|fa2)_forward_kernel'; else filter='^(cudnn|sm90|nvjet|fmha|flash)'; fi
-      echo "== $who (hdim $hdim, causal $causal, seqlen $seqlen, schedule $schedule)"
+      echo "== $who (hdim $hdim, causal $causal, seqlen $seqlen, kernel $kernel)"
       ncu_report "attn-$who-$hdim-$causal-$seqlen" "$filter" 3 50 "$build/bin/hopattn" bench --hdim "$hdim" \
-        --causal "$causal" --seqlen "$seqlen" --schedules "$schedule" --no-ceilings --warmup-ms 0 || status=1
+        --causal "$causal" --seqlen "$seqlen" --kernels "$kernel" --no-ceilings --warmup-ms 0 || status=1
     done
   done
   return $status
@@ -287,9 +268,9 @@ int8_timelines() {
   IFS=';' read -ra specs <<<"$int8_timeline"
   for spec in "${specs[@]}"; do
     read -r heads cache variant <<<"$spec"
-    echo "== $heads $cache variant ${variant:-11}"
-    "$build/bin/decode_int8_timeline" --heads "$heads" --cache "$cache" --variant "${variant:-11}" \
-      --csv "$out/int8-timeline-${heads/:/_}-${cache/:/x}-v${variant:-11}.csv.txt" || return 1
+    echo "== $heads $cache variant ${variant:-16}"
+    "$build/bin/decode_int8_timeline" --heads "$heads" --cache "$cache" --variant "${variant:-16}" \
+      --csv "$out/int8-timeline-${heads/:/_}-${cache/:/x}-v${variant:-16}.csv.txt" || return 1
   done
 }
 if [ -n "$int8_timeline" ]; then step int8_timeline int8-timeline.txt int8_timelines; fi

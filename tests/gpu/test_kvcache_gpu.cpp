@@ -257,7 +257,7 @@ class KvRun {
       upload_from_float(k_.get(), c.dtype, k.data(), kv_alloc_);
     }
     if (c.int8) {
-      hopattn_kvcache_quantize_args_t qa = HOPATTN_KVCACHE_QUANTIZE_ARGS_INIT;
+      KvCacheQuantizeArgs qa;  // struct_size set; passes to the C ABI as it is
       qa.k = src_k_, qa.v = src_v_, qa.k_int8 = args.k_cache, qa.v_int8 = args.v_cache;
       qa.k_scale = args.k_scale, qa.v_scale = args.v_scale, qa.quant_block = c.quant_block;
       const hopattn_status_t qs = hopattn_kvcache_quantize_int8(&qa, nullptr);
@@ -622,7 +622,8 @@ void print_result(const KvCase& c, const CaseResult& r) {
     if (wo < 0 || ratio(s.o_err.max_abs, s.o_bound) > ratio(r.seqs[wo].o_err.max_abs, r.seqs[wo].o_bound)) wo = b;
     if (wl < 0 || ratio(s.lse_err.max_abs, s.lse_bound) > ratio(r.seqs[wl].lse_err.max_abs, r.seqs[wl].lse_bound)) wl = b;
   }
-  std::printf("%-4s %s | plan splits %d%s ws %zu B", r.pass ? "ok" : "FAIL", c.to_string().c_str(), r.plan.num_splits,
+  std::printf("%-4s %s | plan %s splits %d%s ws %zu B", r.pass ? "ok" : "FAIL", c.to_string().c_str(),
+              r.plan.kernel != nullptr && *r.plan.kernel ? r.plan.kernel : "(none)", r.plan.num_splits,
               r.plan.pack_gqa ? " packed" : "", r.workspace_bytes);
   if (wo >= 0)
     std::printf(" | O err %.3g (bound %.3g, seq %d)", r.seqs[wo].o_err.max_abs, r.seqs[wo].o_bound, wo);
