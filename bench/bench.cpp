@@ -172,6 +172,7 @@ std::string bench_usage() {
          "library picks for each call); rows of a named kernel have impl hopattn:<name>.\n"
          "--shapes B:SQ:SK:HQ:HKV,...: cells of these shapes (per --hdim and --causal) instead of the\n"
          "FA3 grid: GQA prefill (e.g. 2:4096:4096:32:8), short chunks against a cache (1:77:4096:32:8).\n"
+         "--bf16-values: with --dtype fp16, inputs rounded to bf16's significand first.\n"
          "--override KEY=VALUE,...: forward experiments for every hopattn row (stale_max_log2, narrow_pv,\n"
          "skip_unseen, causal_group, persistent_group: attention/experimental.hpp).\n"
          "--rounds N: time each cell's implementations N times, interleaved (the order rotates each\n"
@@ -288,6 +289,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--tokens") o->tokens = parse_int_list(value()).at(0);
       else if (a == "--hidden") o->hidden = parse_int_list(value()).at(0);
       else if (a == "--no-ceilings") o->ceilings = false;
+      else if (a == "--bf16-values") o->bf16_values = true;
       else if (a == "--kernels") o->kernels = parse_word_list(value());
       else if (a == "--override") {
         for (const std::string& kv : parse_word_list(value())) {
@@ -430,11 +432,10 @@ int run_bench(const BenchOptions& opt) {
   reference::fill_normal(buf.q.get(), opt.dtype, elems, 1, 1.0f, stream);
   reference::fill_normal(buf.k.get(), opt.dtype, elems, 2, 1.0f, stream);
   reference::fill_normal(buf.v.get(), opt.dtype, elems, 3, 1.0f, stream);
-  // HOPATTN_BENCH_BF16_VALUES=1 with --dtype fp16: the same normal values rounded to bf16's 8-bit
-  // significand first (exact in fp16), to tell whether fp16's speed gap to bf16 follows the data
-  // (more toggling significand bits, more power at a power-capped clock) or the dtype.
-  if (const char* e = std::getenv("HOPATTN_BENCH_BF16_VALUES");
-      e != nullptr && std::atoi(e) != 0 && opt.dtype == HOPATTN_DTYPE_FP16) {
+  // --bf16-values with --dtype fp16: the same normal values rounded to bf16's 8-bit significand
+  // first (exact in fp16), to tell whether fp16's speed gap to bf16 follows the data (more
+  // toggling significand bits, more power at a power-capped clock) or the dtype.
+  if (opt.bf16_values && opt.dtype == HOPATTN_DTYPE_FP16) {
     HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
     int seed = 1;
     for (DeviceBuffer* b : {&buf.q, &buf.k, &buf.v}) {
@@ -443,7 +444,7 @@ int run_bench(const BenchOptions& opt) {
       const std::vector<float> host = reference::download_as_float(b->get(), HOPATTN_DTYPE_BF16, elems);
       reference::upload_from_float(b->get(), HOPATTN_DTYPE_FP16, host.data(), elems);
     }
-    std::printf("inputs: fp16 holding bf16-rounded normal values (HOPATTN_BENCH_BF16_VALUES)\n");
+    std::printf("inputs: fp16 holding bf16-rounded normal values (--bf16-values)\n");
   }
 
   // (row name, kernel: "" the library's choice, a registry name, or "cudnn")

@@ -33,6 +33,7 @@ struct BenchOptions {
   int tokens = 16384;  // batch = tokens / seqlen
   int hidden = 2048;   // heads = hidden / hdim
   bool ceilings = true;
+  bool bf16_values = false;  // --bf16-values: fp16 inputs holding bf16-rounded values (a power A/B)
   std::vector<AttnShape> shapes;     // --shapes: replaces the (tokens, hidden, seqlen) grid
   // --kernels: hopattn kernels to time, by registry name (`hopattn info`); "default": the
   // defaults table's choice per call. Forward names with --op attn, decode names with --op decode.

@@ -24,7 +24,8 @@ namespace {
 void usage(std::FILE* f) {
   std::fprintf(f,
                "usage: hopattn <command> [options]\n"
-               "  info                 GPU, SM count, clocks, memory, driver/runtime, compiled kernel set\n"
+               "  --version            the library's version and ABI version\n"
+               "  info                 GPU, SM count, clocks, memory, driver/runtime, compiled kernels by name\n"
                "  check [--quick]      correctness grid on the GPU against the fp64 references\n"
                "  bench [options]      FlashAttention-3 paper grid vs cuDNN, with GEMM/copy ceilings\n"
                "                       (hopattn bench --help for options)\n"
@@ -86,6 +87,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("hopattn %s (ABI %d)\n", hopattn_version(), int(hopattn_abi_version()));
+    return 0;
+  }
   try {
     if (cmd == "info") return hopattn::cli::run_info();
     if (cmd == "check") return hopattn::cli::run_check_command(argc - 1, argv + 1);

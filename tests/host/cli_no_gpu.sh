@@ -19,3 +19,12 @@ out=$("$bin" bench --op decode --heads 64:6 2>&1); rc=$?
 out=$("$bin" bench --op decode --help 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -q -- "--op decode" <<<"$out" || { echo "FAIL: bench --op decode --help: rc $rc: $out"; exit 1; }
 echo "ok: usage errors exit 2"
+out=$("$bin" --version 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -qE "^hopattn [0-9]+\.[0-9]+\.[0-9]+ \(ABI [0-9]+\)$" <<<"$out" || { echo "FAIL: --version: rc $rc: $out"; exit 1; }
+out=$("$bin" bench --kernels no_such_kernel --schedules 1 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "unknown option --schedules" <<<"$out" || { echo "FAIL: --schedules must be gone: rc $rc: $out"; exit 1; }
+out=$("$bin" bench --override narrow_pv=x 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "is not a number" <<<"$out" || { echo "FAIL: bad --override: rc $rc: $out"; exit 1; }
+out=$("$bin" bench --op decode --override narrow_pv=0 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q -- "--override applies to --op attn" <<<"$out" || { echo "FAIL: --override with decode: rc $rc: $out"; exit 1; }
+echo "ok: --version, --kernels/--override parsing"
