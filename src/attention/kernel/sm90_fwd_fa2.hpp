@@ -42,7 +42,6 @@
 #include "attention/collective/sm90_fwd_mask.hpp"
 #include "attention/collective/sm90_fwd_softmax.hpp"
 #include "attention/collective/sm90_wgmma.hpp"
-#include "attention/collective/sm90_wgmma_wide.hpp"
 
 namespace hopattn::attention {
 
@@ -64,10 +63,10 @@ struct Fa2Traits {
 
   // Warpgroups stacked along M; each issues its own 64-row WGMMAs.
   using WarpgroupLayout = cute::Layout<cute::Shape<cute::Int<kWarpgroups>, cute::_1, cute::_1>>;
-  // S = Q·Kᵀ: (M, N, K) = (64, kBlockN, kHeadDim) per warpgroup, Q and K K-major in smem (N = 176
-  // and 80 from the project's own atoms, sm90_wgmma_wide.hpp).
-  using TiledMmaQK =
-      decltype(cute::make_tiled_mma(gmma::qk_ss_op<Element, kBlockN, kHeadDim>(), WarpgroupLayout{}));
+  // S = Q·Kᵀ: (M, N, K) = (64, kBlockN, kHeadDim) per warpgroup, Q and K K-major in smem.
+  using TiledMmaQK = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<cute::_64, BlockN, HeadDim>>(),
+      WarpgroupLayout{}));
   // O = P·V: (M, N, K) = (64, kHeadDim, kBlockN); P K-major in registers, V MN-major in smem.
   using TiledMmaPV = decltype(cute::make_tiled_mma(
       cute::GMMA::rs_op_selector<Element, Element, float, cute::Shape<cute::_64, HeadDim, BlockN>,
