@@ -3,8 +3,8 @@
 // balanced). No CUDA or CuTe header: compiled by nvcc and by the host compiler alike.
 //
 // Two orders. The default since 2026-12-01 (twelfth session) is the FOLDED order (below, after
-// the grouped one); the GROUPED zig-zag order is kept for ablations (HOPATTN_FWD_PERSISTENT_ORDER=
-// zigzag or HOPATTN_FWD_PERSISTENT_GROUP=N, sm90_fwd_launch.hpp).
+// the grouped one); the GROUPED zig-zag order is kept for ablations (FwdParams::persistent_group
+// = N >= 0, sm90_fwd_launch.hpp).
 //
 // --- The grouped zig-zag order ---
 //

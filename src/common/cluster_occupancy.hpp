@@ -1,6 +1,6 @@
 // Clusters of a kernel that fit on the current device at once (cudaOccupancyMaxActiveClusters),
-// queried once per (kernel, device, cluster size) and cached: the GEMM's cluster launches and the
-// forward attention's schedule 12 size their persistent grids with it.
+// queried once per (kernel, device, cluster size) and cached: the GEMM's cluster launches size
+// their persistent grids with it.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -18,7 +18,6 @@
 #include "attention/kernel/sm90_fwd_config.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"
 #include "attention/kernel/sm90_fwd_ws.hpp"
-#include "common/cluster_occupancy.hpp"
 #include "common/cuda_check.hpp"
 
 namespace hopattn::attention {
@@ -148,10 +147,9 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized && s.kernel != FwdKernel::kWarpSpecializedSerial;
     constexpr bool kOverlap =
         s.kernel != FwdKernel::kWarpSpecializedSerial && s.kernel != FwdKernel::kWarpSpecializedPingPongSerial;
-    constexpr WsOStaging kStaging = WsOStaging::kBest;
-    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kStaging, 1, kOverlap>,
-                              kWsThreads<Traits>, int(sizeof(WsStorageOf<Traits, kPersistent, kStaging>)), kPersistent,
-                              !kPersistent && Mask::kCausal, fp, stream);
+    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kOverlap>, kWsThreads<Traits>,
+                              int(sizeof(WsStorageOf<Traits, kPersistent>)), kPersistent, !kPersistent && Mask::kCausal,
+                              fp, stream);
   }
 }
 

@@ -102,7 +102,7 @@ struct Fa2Traits {
   using SmemLayoutOWarpgroups =
       decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<cute::Int<kWarpgroupRows>, HeadDim, cute::Int<kWarpgroups>>{}));
   // (BLK_M, D) over those stacked tiles: row m is row m % 64 of tile m / 64 (the per-warpgroup O
-  // staging, and Q's space split per warpgroup in WsSharedStorageQHalves).
+  // staging, and Q's space split per warpgroup in WsSharedStorageQHalvesSharedO).
   using SmemLayoutRowsOfWarpgroups = decltype(cute::composition(
       SmemLayoutOWarpgroups{},
       cute::Layout<cute::Shape<cute::Shape<cute::Int<kWarpgroupRows>, cute::Int<kWarpgroups>>, HeadDim>,
@@ -111,7 +111,7 @@ struct Fa2Traits {
       cute::SM90_TMA_STORE{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}),
       SmemLayoutOWarpgroup{}));
   // One warpgroup's rows of Q loaded into its own (64, hdim) tile (the persistent schedule at hdim
-  // 256, whose O is staged per warpgroup in Q's space: WsSharedStorageQHalves).
+  // 256, whose Q's space is split per warpgroup: WsSharedStorageQHalvesSharedO).
   using TmaLoadQWarpgroup = decltype(cute::make_tma_copy(
       cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}),
       SmemLayoutOWarpgroup{}));
@@ -141,18 +141,18 @@ struct Fa2Traits {
     float* lse;  // (batch, heads_q, seqlen_q) or nullptr
     int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
     // Warp-specialized causal kernels: a warpgroup's last P·V covers only the keys its rows see
-    // (ws::pv_width_of_last_block). 0 turns that off (HOPATTN_FWD_NARROW_PV=0, for ablations).
+    // (ws::pv_width_of_last_block). 0 turns that off (FwdParams::narrow_pv, for ablations).
     int narrow_pv;
     // How far (log2 units, after scaling) a row's maximum may lag its scores before O is
-    // rescaled (OnlineSoftmax::stale_log2), in the FA2 and warp-specialized kernels; 8 by default,
-    // HOPATTN_FWD_STALE_MAX_LOG2 overrides (0: exact maxima, for ablations).
+    // rescaled (OnlineSoftmax::stale_log2), in the FA2 and warp-specialized kernels; 8 by default
+    // (FwdParams::stale_max_log2; 0: exact maxima, for ablations).
     float stale_max_log2;
     // Persistent warp-specialized kernels with a causal mask: (head, batch) pairs per group of the
     // tile order (ws::FwdTileScheduler); 0 = one group of every pair; < 0 the folded order. Set
     // by launch_fwd.
     int causal_group = 0;
     // Warp-specialized causal kernels: a consumer warpgroup skips the tile's last KV block when none
-    // of its rows see it (no S, softmax or P·V). 0 turns that off (HOPATTN_FWD_SKIP_UNSEEN=0).
+    // of its rows see it (no S, softmax or P·V). 0 turns that off (FwdParams::skip_unseen).
     int skip_unseen_blocks = 1;
   };
 };

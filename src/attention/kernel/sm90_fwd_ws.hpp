@@ -2,23 +2,14 @@
 // a producer warp issues every TMA load, two consumer warpgroups compute, the next Q·Kᵀ is
 // issued before the current softmax (intra-warpgroup overlap), and optionally the two consumer
 // warpgroups take turns on the tensor cores (ping-pong), so one's softmax hides behind the
-// other's GEMMs.
+// other's GEMMs. The registry rows (kFwdKernels, sm90_fwd_config.hpp): ws_pingpong_persistent_*
+// (persistent, ping-pong), ws_pingpong_* (ping-pong), and the ablation rows ws_* (neither),
+// ws_serial_* and ws_pingpong_serial_* (no intra-warpgroup overlap).
 //
 // Grid: one CTA per (Q tile of 128 rows, q-head, batch), longest causal tiles first (as fa2);
 // or, persistent (kPersistent), one CTA per SM looping over tiles (FwdTileScheduler says which;
 // for causal masks, units of a pair's long and short Q tile, fwd_tile_order.hpp's folded order);
 // the next tile's first K/V loads overlap the current tile's epilogue.
-// Clusters of two (kCluster = 2, schedule 12: persistent, no causal mask): the CTAs of a cluster
-// take Q tiles 2j and 2j + 1 of one head, so they need the same K/V tiles; each producer loads
-// half of every K and V tile (SM90_TMA_LOAD_MULTICAST, mask 0b11) into both CTAs' stage, which
-// halves the L2 -> SM traffic of K/V (measured 0.966x schedule 6 over the non-causal grid, r122:
-// an ablation step, not a default). Registers: producer 32, consumers 232 (ws::producer_registers).
-// Each CTA's k_full/v_full still expects the whole tile's bytes
-// (its own half and the peer's); k_empty/v_empty take 2 x 2 arrivals, thread 0 of each consumer
-// warpgroup on its own CTA and thread 32 on the peer's (ws::StageRelease), since a stage may be
-// refilled only when both CTAs have read it. A cluster barrier after the barrier init (no
-// multicast or remote arrival into an uninitialized barrier) and one before exit (none into an
-// exited CTA).
 //
 // Warp roles (384 threads, __launch_bounds__(384, 1): a 168-register cap at entry, which is what
 // lets setmaxnreg take effect):
@@ -28,37 +19,33 @@
 //   128·24 + 256·240 = 64512 = 384·168, the pool the CTA was launched with: setmaxnreg moves
 //   registers only within that pool, so a producer at 32 leaves the consumers short and their
 //   setmaxnreg.inc waits forever (a hang seen on the H200, 2026-12-02).
-// With three consumer warpgroups (schedules 10 and 11 at hdim 64: 192 rows; 11 persistent): 512 threads,
-// a 128-register cap at entry, consumers setmaxnreg.inc 160 (128·24 + 384·160 = 64512 ≤ 512·128); every
-// "256 consumer threads" below is then 384, and ping-pong turns go round 1 -> 2 -> 3 -> 1.
+// With three consumer warpgroups (ws_pingpong_persistent_192x128x2 at hdim 64: 192 rows): 512
+// threads, a 128-register cap at entry, consumers setmaxnreg.inc 160 (128·24 + 384·160 = 64512 ≤
+// 512·128); every "256 consumer threads" below is then 384, and ping-pong turns go round
+// 1 -> 2 -> 3 -> 1.
 //
 // Pipelines (mbarriers in SharedStorage):
 //   q_full          producer → consumers; 1 arrival (arrive_and_expect_tx) + Q tile bytes
-//   q_full_wg[w], q_empty_wg[w]   persistent where O has no tiles of its own (hdim 256; hdim 128
-//                   on 176-key tiles) instead of q_full/q_empty: Q's space as one 64-row tile per
-//                   consumer warpgroup, loaded by a 64-row TMA (1 arrival + its bytes), read only by
-//                   warpgroup w. With a shared O tile (WsSharedStorageQHalvesSharedO, the default
-//                   where it fits: 224 KB at hdim 256 on 64-key tiles): freed by 128 arrivals, every
-//                   thread of warpgroup w once its tile's last S has completed. Without
-//                   (WsSharedStorageQHalves: the 80-key hdim 256 tiles, or HOPATTN_FWD_O_STAGING=1):
-//                   warpgroup w stages its O rows there and its store thread frees it (1 arrival)
-//                   once its O store has read the tile
+//   q_full_wg[w], q_empty_wg[w]   persistent where O has no tiles of its own (hdim 256 on 64-key
+//                   tiles: WsSharedStorageQHalvesSharedO, 224 KB) instead of q_full/q_empty: Q's
+//                   space as one 64-row tile per consumer warpgroup, loaded by a 64-row TMA (1
+//                   arrival + its bytes), read only by warpgroup w; freed by 128 arrivals, every
+//                   thread of warpgroup w once its tile's last S has completed
 //   o_free          the shared O tile (WsSharedStorageQHalvesSharedO): 1 arrival per O store, by the
 //                   storing warpgroup's thread 0 once the store has read the tile (reported lazily,
 //                   before its next turn wait); the warpgroups' epilogues alternate 1, 2, 1, 2 and
 //                   the e-th of the CTA waits for e arrivals (SharedOTurn)
-//   q_empty         consumers → producer. Non-persistent (and persistent at hdim 256 with
-//                   HOPATTN_FWD_O_STAGING=2): 1
-//                   arrival, by the thread that issued the O store of the tile once that store
-//                   has finished reading shared memory (O is staged in Q's space). Persistent at
-//                   hdim 64/128 (O has its own staging tile, WsSharedStorage<., true>): 256
-//                   arrivals, every consumer thread once the tile's last S = Q·Kᵀ has completed
-//                   (at once for a tile with no key), so the next tile's Q loads during this
-//                   tile's last P·V, softmax and epilogue. The producer loads every tile's Q, even
-//                   one that sees no key, so the protocol is the same for every tile
+//   q_empty         consumers → producer. Non-persistent: 1 arrival, by the thread that issued the
+//                   O store of the tile once that store has finished reading shared memory (O is
+//                   staged in Q's space). Persistent at hdim 64/128 (O has its own staging tile,
+//                   WsSharedStorage<., true>): 256 arrivals, every consumer thread once the tile's
+//                   last S = Q·Kᵀ has completed (at once for a tile with no key), so the next
+//                   tile's Q loads during this tile's last P·V, softmax and epilogue. The producer
+//                   loads every tile's Q, even one that sees no key, so the protocol is the same
+//                   for every tile
 //   k_full[s]       producer → consumers; 1 arrival + K tile bytes
 //   k_empty[s]      consumers → producer; 256 arrivals (every consumer thread, after its S GEMM;
-//                   384 with three consumer warpgroups; 4 on clusters of two, see above)
+//                   384 with three consumer warpgroups)
 //   v_full[s], v_empty[s]   the same for V (released after the P·V GEMM)
 //   The producer waits k_empty/v_empty/q_empty with the opposite parity, so the first trip
 //   around a ring finds every stage free. K/V phases run on across the tiles of a persistent CTA.
@@ -84,24 +71,18 @@
 //             together (kConsumers), one 128-row store, waited for. O's own staging (persistent,
 //             hdim 64/128): each warpgroup alone, its 64 rows in its own tile (stmatrix), its own
 //             store, not waited for until its next epilogue (and before exit), so the warpgroups
-//             stay staggered across tiles. Shared O tile (persistent, hdim 256 on 64-key tiles):
-//             each warpgroup alone, in turn, its thread 0 first waiting o_free. Q halves without it
-//             (persistent, hdim 256 on 80-key tiles): each warpgroup alone into its own half of
-//             Q's space, its store waited for by its issuing thread, which then frees the half for
-//             the warpgroup's next Q rows
-// Schedules 13 and 14 (kOverlap false, consume_tile_serial): no intra-warpgroup overlap, two turns
-// per block (S; then P·V after the softmax).
+//             stay staggered across tiles. Shared O tile (persistent, hdim 256): each warpgroup
+//             alone, in turn, its thread 0 first waiting o_free
+// The serial ablation rows (kOverlap false, consume_tile_serial): no intra-warpgroup overlap, two
+// turns per block (S; then P·V after the softmax).
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
 // warpgroup (2, or 3) grants warpgroup 1 its first turn and skips its own very last pass (in the
 // CTA's last tile that has work), so every named-barrier arrival is matched before the CTA exits.
-// Producer timeline per tile: K/V tile 0, then (after q_empty) Q, then K/V tiles 1 .. N-1. (Q
-// halves: K/V 1 issued between the two warpgroups' Q rows, so that warpgroup 1 need not wait for
-// warpgroup 2's O store, measured neutral, 0.98-1.02 (2026-12-01 r78), and not kept.)
+// Producer timeline per tile: K/V tile 0, then (after q_empty) Q, then K/V tiles 1 .. N-1.
 #pragma once
 
 // clang-format off
 #include <cute/tensor.hpp>  // first: the atoms below assume it
-#include <cute/arch/cluster_sm90.hpp>
 #include <cute/atom/copy_traits_sm90_tma.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
 // clang-format on
@@ -166,81 +147,49 @@ struct WsSharedStorage<Traits, true> : WsSharedStorageBase<Traits> {
 };
 
 // Q's space as one (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutOWarpgroups, the
-// same bytes as the 128-row Q tile), each with its own pipeline: warpgroup w's Q rows are loaded
-// into tile w (q_full_wg[w], 1 arrival + the tile's bytes), only warpgroup w's S = Q·Kᵀ reads them,
-// warpgroup w stages its rows of O there for its own TMA store, and once that store has read the
-// tile its issuing thread frees it (q_empty_wg[w], 1 arrival). The persistent schedule where O has
-// no room of its own (hdim 256): the warpgroups no longer meet at a CTA-wide epilogue, and the
-// next tile's Q rows of one warpgroup load while the other still computes.
+// same bytes as the 128-row Q tile), each with its own pipeline, and O staged in one (64, hdim)
+// tile of its own that the two consumer warpgroups take in turn: the persistent schedule where O
+// has no room for a tile per warpgroup (hdim 256). Warpgroup w's Q rows are loaded into tile w
+// (q_full_wg[w], 1 arrival + the tile's bytes) and only warpgroup w's S = Q·Kᵀ reads them; tile w
+// is free (q_empty_wg[w], 128 arrivals) once every thread of warpgroup w has completed the tile's
+// last S = Q·Kᵀ, so warpgroup w's next Q rows load during its last P·V and epilogue, as at hdim
+// 128, and the warpgroups no longer meet at a CTA-wide epilogue. Both warpgroups store every
+// tile's rows, in the same tile order, so the O tile's turns alternate 1, 2, 1, 2, ... o_free: 1
+// arrival per store, by the storing warpgroup's leader once the store has read the tile
+// (cp.async.bulk.wait_group.read), done lazily, before the leader's next turn wait; a warpgroup's
+// e-th epilogue of the CTA (e counted over both, from 0) waits for e arrivals (SharedOTurn). For
+// hdim 256 on 64-key tiles: Q 64 KB + K/V 128 KB + O 32 KB = 224 KB.
 template <class Traits>
-struct WsSharedStorageQHalves : WsSharedStorageBase<Traits> {
+struct WsSharedStorageQHalvesSharedO : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = false;
   static constexpr bool kQHalves = true;
-  static constexpr bool kSharedO = false;
+  static constexpr bool kSharedO = true;
   alignas(8) uint64_t q_full_wg[Traits::kWarpgroups];
   alignas(8) uint64_t q_empty_wg[Traits::kWarpgroups];
-  CUTE_DEVICE typename Traits::Element* o_staging() { return this->q.data(); }
-};
-
-// Q's space split per warpgroup as above, and O staged in one (64, hdim) tile of its own that the
-// two consumer warpgroups take in turn (both store every tile's rows, in the same tile order, so
-// the turns alternate 1, 2, 1, 2, ...). Q's tile w is free (q_empty_wg[w], 128 arrivals) once
-// every thread of warpgroup w has completed the tile's last S = Q·Kᵀ, so warpgroup w's next Q rows
-// load during its last P·V and epilogue, as at hdim 128. o_free: 1 arrival per store, by the
-// storing warpgroup's leader once the store has read the tile (cp.async.bulk.wait_group.read),
-// done lazily, before the leader's next turn wait; a warpgroup's e-th epilogue of the CTA (e
-// counted over both, from 0) waits for e arrivals (SharedOTurn). For hdim 256 on 64-key tiles:
-// Q 64 KB + K/V 128 KB + O 32 KB = 224 KB.
-template <class Traits>
-struct WsSharedStorageQHalvesSharedO : WsSharedStorageQHalves<Traits> {
-  static constexpr bool kSharedO = true;
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutOWarpgroup>, 1024> o;
   alignas(8) uint64_t o_free;
   CUTE_DEVICE typename Traits::Element* o_staging() { return o.data(); }
 };
 
-// How the persistent schedule stages O for its TMA store (the non-persistent ones always use Q's
-// space, CTA-wide). kBest: per warpgroup in tiles of its own wherever that fits in shared memory
-// (hdim 64 and 128 with 128x128x2 tiles: 192 KB at hdim 128); else one tile shared by the two
-// warpgroups beside Q's halves where that fits (hdim 256 on 64-key tiles, hdim 128 on 176-key
-// tiles); else per warpgroup in its half of Q's space (WsSharedStorageQHalves). kQHalves forbids
-// the shared tile and kCtaWide also the halves (the CTA-wide staging in Q's space of before
-// 2026-12-01), for same-run ablations (HOPATTN_FWD_O_STAGING).
-enum class WsOStaging : int { kBest = 0, kQHalves = 1, kCtaWide = 2 };
-
+// How a kernel stages O for its TMA store. Non-persistent: in Q's space, CTA-wide
+// (WsSharedStorage<., false>). Persistent: per warpgroup in tiles of its own wherever that fits
+// in shared memory (hdim 64 and 128: 192 KB at hdim 128 on 128x128x2 tiles); else in one tile
+// shared by the two warpgroups beside Q's halves where that fits (hdim 256 on 64-key tiles); else
+// CTA-wide in Q's space as the non-persistent kernels (no registry row falls there).
 template <class Traits, bool kPersistent>
 constexpr bool ws_separate_o() {
   return kPersistent && sizeof(WsSharedStorage<Traits, true>) <= 227 * 1024;
 }
 template <class Traits, bool kPersistent>
-constexpr bool ws_q_halves() {
-  return kPersistent && !ws_separate_o<Traits, kPersistent>() && Traits::kWarpgroups == 2;
+constexpr bool ws_shared_o() {
+  return kPersistent && !ws_separate_o<Traits, kPersistent>() && Traits::kWarpgroups == 2 &&
+         sizeof(WsSharedStorageQHalvesSharedO<Traits>) <= 227 * 1024;
 }
 template <class Traits, bool kPersistent>
-constexpr bool ws_shared_o() {
-  return ws_q_halves<Traits, kPersistent>() && sizeof(WsSharedStorageQHalvesSharedO<Traits>) <= 227 * 1024;
-}
-template <class Traits, bool kPersistent, WsOStaging kStaging = WsOStaging::kBest>
 using WsStorageOf = std::conditional_t<
     ws_separate_o<Traits, kPersistent>(), WsSharedStorage<Traits, true>,
-    std::conditional_t<
-        kStaging == WsOStaging::kBest && ws_shared_o<Traits, kPersistent>(), WsSharedStorageQHalvesSharedO<Traits>,
-        std::conditional_t<kStaging != WsOStaging::kCtaWide && ws_q_halves<Traits, kPersistent>(),
-                           WsSharedStorageQHalves<Traits>, WsSharedStorage<Traits, false>>>>;
-
-// The kernel's parameters on clusters of two CTAs (schedule 12): Traits::Params, plus K and V
-// TMA copies that load half of a tile each and multicast it to both CTAs of the cluster.
-template <class Traits>
-struct WsClusterParams : Traits::Params {
-  using TmaLoadKVMulticast = decltype(cute::make_tma_copy(
-      cute::SM90_TMA_LOAD_MULTICAST{},
-      cute::make_tensor(cute::make_gmem_ptr(static_cast<typename Traits::Element const*>(nullptr)),
-                        typename Traits::GmemLayout{}),
-      cute::take<0, 2>(typename Traits::SmemLayoutKV{}), cute::Int<2>{}));
-  TmaLoadKVMulticast tma_k_multicast, tma_v_multicast;
-};
-template <class Traits, int kCluster>
-using WsParamsOf = std::conditional_t<kCluster == 1, typename Traits::Params, WsClusterParams<Traits>>;
+    std::conditional_t<ws_shared_o<Traits, kPersistent>(), WsSharedStorageQHalvesSharedO<Traits>,
+                       WsSharedStorage<Traits, false>>>;
 
 namespace ws {
 
@@ -249,41 +198,9 @@ using EmptyBarrier = cutlass::arch::ClusterBarrier;
 // setmaxnreg budgets (multiples of 8), within the CTA's launch pool (threads × the launch-bounds
 // cap; checked in ws_forward_kernel): producer 24 + two consumer warpgroups at 240 = 64512 =
 // 384·168; producer 24 + three at 160 = 64512 ≤ 512·128.
-// On clusters of two (schedule 12) the producer's loop also keeps its rank's half of each K/V box
-// and the multicast operands: it spilled 40-44 B at 24 registers (bf16 hdim 64, ptxas), so it gets
-// 32 and its consumers 232 (128·32 + 256·232 = 63488 ≤ 64512).
-constexpr int producer_registers(int cluster) { return cluster == 2 ? 32 : 24; }
-constexpr int consumer_registers(int warpgroups, int cluster = 1) {
-  return warpgroups == 3 ? 160 : cluster == 2 ? 232 : 240;
-}
+constexpr int kProducerRegisters = 24;
+constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 : 240; }
 constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
-
-// Frees a K or V stage (k_empty / v_empty) once this thread's GEMM that read it has completed.
-// kCluster 1: every consumer thread arrives (Traits::kThreads arrivals). kCluster 2: each CTA's
-// stage is written by both CTAs' multicasts, so a producer may refill it only once the consumers
-// of both CTAs have read it: thread 0 of each consumer warpgroup arrives on its own CTA's barrier
-// and thread 32 on the peer's (2 x kWarpgroups arrivals), after the warpgroup's wgmma wait.
-template <int kCluster>
-struct StageRelease {
-  uint32_t target_cta = 0;  // kCluster 2: the CTA whose barrier this thread signals
-  bool signals = true;      // kCluster 2: thread 0 or 32 of its warpgroup
-  CUTE_DEVICE void operator()(uint64_t* barrier) const {
-    if constexpr (kCluster == 1)
-      EmptyBarrier::arrive(barrier);
-    else
-      EmptyBarrier::arrive(barrier, target_cta, signals ? 1u : 0u);
-  }
-  // For the consumer thread `thread_idx` (its index among the consumers).
-  CUTE_DEVICE static StageRelease make(int thread_idx) {
-    if constexpr (kCluster == 1) {
-      return {};
-    } else {
-      const uint32_t rank = cute::block_rank_in_cluster();
-      const int lane = thread_idx % 128;
-      return {lane == 0 ? rank : rank ^ 1u, lane == 0 || lane == 32};
-    }
-  }
-};
 
 struct TileCoord {
   int m_block, h, b;
@@ -310,29 +227,16 @@ struct TileCoord {
 //    the round when k is even, G-1-i when odd), the classic static approximation of
 //    longest-processing-time-first. A plain round-robin left CTAs with up to 1.5x the work of
 //    others (measured: 0.75x of the non-persistent kernel).
-//  * Clusters of two (kCluster 2: persistent, no causal mask): the positions are units, a pair of
-//    Q tiles (2j, 2j + 1) of one (head, batch), m-pair fastest; cluster c = blockIdx.x / 2 takes
-//    units c, c + G/2, ...; the CTA of rank r takes tile 2j + r. Both CTAs of a cluster thus visit
-//    the same K/V tiles in the same order. With an odd number of Q tiles, rank 1 of a head's last
-//    unit gets tile m_blocks, which has no rows: it loads (its Q box is zero-filled) and computes
-//    like the others, so that both CTAs fill and drain every K/V stage in step, and its epilogue
-//    stores nothing (store_o_and_lse_warpgroup skips rows past seqlen_q).
-template <class Mask, bool kPersistent, int kCluster = 1>
+template <class Mask, bool kPersistent>
 struct FwdTileScheduler {
-  static_assert(kCluster == 1 || (kCluster == 2 && kPersistent && !Mask::kCausal),
-                "clusters: the persistent kernel without a causal mask");
   int m_blocks, heads, batch;
   int group = 0;  // persistent causal: < 0 the folded order; else pairs per group (0 or >= heads * batch: one)
-  CUTE_DEVICE int m_pairs() const { return (m_blocks + 1) / 2; }
-  CUTE_DEVICE int count() const { return (kCluster == 2 ? m_pairs() : m_blocks) * heads * batch; }
+  CUTE_DEVICE int count() const { return m_blocks * heads * batch; }
   CUTE_DEVICE bool folded() const { return kPersistent && Mask::kCausal && group < 0; }
   // Positions of the order: the tiles, or (folded) two per unit, some of which hold no tile.
   CUTE_DEVICE int end() const { return folded() ? int(folded_positions(m_blocks, heads * batch)) : count(); }
   // This CTA's k-th position, or a value >= end() when it has no more (monotone in k).
   CUTE_DEVICE int tile(int k) const {
-    // (The cluster intrinsics read special registers, which ptxas re-reads instead of keeping:
-    // gridDim.x / 2 was kept, and spilled in the producer.)
-    if constexpr (kCluster == 2) return k * int(__clusterGridDimInClusters().x) + int(__clusterIdx().x);
     if constexpr (!kPersistent) {
       if constexpr (Mask::kCausal)  // coord() reads the tile from blockIdx; any t < count()
         return k == 0 && int(blockIdx.z * gridDim.x + blockIdx.x) < heads * batch ? 0 : count();
@@ -343,10 +247,6 @@ struct FwdTileScheduler {
     return Mask::kCausal ? zigzag_position(k, i, g) : k * g + i;
   }
   CUTE_DEVICE TileCoord coord(int t) const {
-    if constexpr (kCluster == 2) {
-      const int hb = t / m_pairs();
-      return {2 * (t % m_pairs()) + int(cute::block_rank_in_cluster()), hb % heads, hb / heads};
-    }
     if (folded()) {
       const FwdFoldedTile x = folded_causal_tile(t, m_blocks, heads * batch);
       return {x.m_block, x.hb % heads, x.hb / heads, x.valid};
@@ -364,28 +264,8 @@ struct FwdTileScheduler {
   }
 };
 
-// The TMA copy that loads K (or, `v`, V) tiles: the plain one, or with a cluster of two the
-// multicast one (WsClusterParams).
-template <int kCluster, class Tma, class ParamsT>
-CUTE_DEVICE auto const& kv_tma(Tma const& plain, ParamsT const& p, bool v = false) {
-  if constexpr (kCluster == 2)
-    return v ? p.tma_v_multicast : p.tma_k_multicast;
-  else
-    return plain;
-}
-// (TMA box, k-tile) of global memory and (TMA box, stage) of shared memory: whole tiles, or with a
-// cluster of two this CTA's half of each.
-template <int kCluster, class Tma, class TS, class TG>
-CUTE_DEVICE auto kv_tma_partition(Tma const& tma, TS const& s, TG const& g) {
-  using namespace cute;
-  if constexpr (kCluster == 2)
-    return tma_partition(tma, int(block_rank_in_cluster()), Layout<_2>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
-  else
-    return tma_partition(tma, _0{}, Layout<_1>{}, group_modes<0, 2>(s), group_modes<0, 2>(g));
-}
-
-template <class Traits, class Mask, bool kPersistent, int kCluster, class ParamsT, class Storage>
-CUTE_DEVICE void produce(ParamsT const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent, kCluster> const& sched) {
+template <class Traits, class Mask, bool kPersistent, class Storage>
+CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent> const& sched) {
   using namespace cute;
   constexpr int kStages = Traits::kStages;
   const Mask mask{p.seqlen_q, p.seqlen_k};
@@ -397,10 +277,8 @@ CUTE_DEVICE void produce(ParamsT const& p, Storage& ss, FwdTileScheduler<Mask, k
   Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_k, int(Traits::kHeadDim), p.heads_kv, p.batch));
   using TileQ = Shape<typename Traits::BlockM, typename Traits::HeadDim>;
   using TileKV = Shape<typename Traits::BlockN, typename Traits::HeadDim>;
-  // K and V: whole tiles, or (clusters of two) this CTA's half of each, multicast to both CTAs.
-  auto const& tma_k = kv_tma<kCluster>(p.tma_k, p);
-  auto const& tma_v = kv_tma<kCluster>(p.tma_v, p, true);
-  constexpr uint16_t kMulticastMask = uint16_t((1u << kCluster) - 1u);  // ignored without a cluster
+  auto const& tma_k = p.tma_k;
+  auto const& tma_v = p.tma_v;
   int kv_iter = 0, q_iter = 0;
   for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
     const TileCoord c = sched.coord(t);
@@ -411,18 +289,17 @@ CUTE_DEVICE void produce(ParamsT const& p, Storage& ss, FwdTileScheduler<Mask, k
     Tensor gK = local_tile(mK(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
     Tensor gV = local_tile(mV(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
     auto q_parts = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
-    auto k_parts = kv_tma_partition<kCluster>(tma_k, sK, gK);
-    auto v_parts = kv_tma_partition<kCluster>(tma_v, sV, gV);
+    auto k_parts = tma_partition(tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+    auto v_parts = tma_partition(tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
     auto load_kv = [&](int n) {
       const int stage = kv_iter % kStages;
       const uint32_t phase = (kv_iter / kStages) & 1;
       EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
-      // The whole tile's bytes: with a cluster, half from this CTA's load and half from the peer's.
       FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-      copy(tma_k.with(ss.k_full[stage], kMulticastMask), get<0>(k_parts)(_, n), get<1>(k_parts)(_, stage));
+      copy(tma_k.with(ss.k_full[stage]), get<0>(k_parts)(_, n), get<1>(k_parts)(_, stage));
       EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
       FullBarrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
-      copy(tma_v.with(ss.v_full[stage], kMulticastMask), get<0>(v_parts)(_, n), get<1>(v_parts)(_, stage));
+      copy(tma_v.with(ss.v_full[stage]), get<0>(v_parts)(_, n), get<1>(v_parts)(_, stage));
       ++kv_iter;
     };
     if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
@@ -539,7 +416,7 @@ constexpr bool pv_half_width_ok() {
   return kBlockN % 32 == 0;
 }
 // Whether a kernel narrows P·V at all: causal masks only, and not on 192-key blocks, whose kernel
-// (schedule 7) already spills 8 bytes and spilled 16 with the extra branch (ptxas).
+// (ws_pingpong_128x192x2) already spills 8 bytes and spilled 16 with the extra branch (ptxas).
 template <class Mask, int kBlockN>
 constexpr bool pv_narrows() {
   return Mask::kCausal && kBlockN != 192;
@@ -570,9 +447,8 @@ CUTE_DEVICE PvWidth pv_width_of_last_block(Mask const& mask, int m_block, int n_
 // serialise every WGMMA of the kernel (C7511/C7515), even with the last block peeled out of the
 // loop and the width a template parameter (measured in the build, 2026-11-30).
 template <class Traits, class Mask, bool kPingPong, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS,
-          class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage, class Release>
+          class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage>
 CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Traits::kWarpgroups> const& turns,
-                              Release const& release,
                               MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ, TK const& tSrK, TV const& tOrV, TS& tSrS,
                               TO& tOrO, TC const& tScS, TP& tOrP, TPa& tOrP_a, Softmax& softmax,
                               float (&alpha)[kRows], int m_block, int n_blocks, PvWidth last_width, bool last_work,
@@ -587,7 +463,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   wgmma_issue<true>(mma_qk, opaque_descriptors(tSrQ), tSrK(_, _, _, stage_of(kv_iter)), tSrS);
   turns.pass();
   warpgroup_wait<0>();
-  release(&ss.k_empty[stage_of(kv_iter)]);
+  EmptyBarrier::arrive(&ss.k_empty[stage_of(kv_iter)]);
   if (n_blocks == 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
   if (mask.template needs_mask<kBlockM, kBlockN>(m_block, 0)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, 0);
   softmax.template online_exp<true>(tSrS, alpha);
@@ -602,7 +478,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(prev)), tOrO);
     turns.pass();
     warpgroup_wait<1>();  // S(n) is ready; O += P(n-1)·V(n-1) may still run
-    release(&ss.k_empty[stage_of(cur)]);
+    EmptyBarrier::arrive(&ss.k_empty[stage_of(cur)]);
     if (n == n_blocks - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
     if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
     softmax.template online_exp<false>(tSrS, alpha);
@@ -615,7 +491,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     }
 #endif
     warpgroup_wait<0>();
-    release(&ss.v_empty[stage_of(prev)]);
+    EmptyBarrier::arrive(&ss.v_empty[stage_of(prev)]);
     softmax.rescale_if_needed(tOrO, alpha);
     convert_fragment<Element>(tSrS, tOrP);
   }
@@ -629,18 +505,19 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   }  // PvWidth::kNone: no P·V for this block (every weight of the warpgroup's rows is 0)
   if (!turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
   warpgroup_wait<0>();
-  release(&ss.v_empty[stage_of(last)]);
+  EmptyBarrier::arrive(&ss.v_empty[stage_of(last)]);
   kv_iter += n_blocks;
 }
 
-// consume_tile without the intra-warpgroup overlap (schedules 13, 14: the ablation's steps before
-// it): per KV block, [turn] S = Q·Kᵀ [pass], wait, mask, softmax, O *= α, P = 16-bit(S), [turn]
-// O += P·V [pass], wait. Two turns per block; the last warpgroup skips its very last pass as in
-// consume_tile. P·V always covers the whole block (P's weights past the diagonal are 0).
+// consume_tile without the intra-warpgroup overlap (the ws_serial_* and ws_pingpong_serial_*
+// ablation rows: the ablation's steps before it): per KV block, [turn] S = Q·Kᵀ [pass], wait,
+// mask, softmax, O *= α, P = 16-bit(S), [turn] O += P·V [pass], wait. Two turns per block; the
+// last warpgroup skips its very last pass as in consume_tile. P·V always covers the whole block
+// (P's weights past the diagonal are 0).
 template <class Traits, class Mask, bool kPingPong, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS,
-          class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage, class Release>
+          class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage>
 CUTE_DEVICE void consume_tile_serial(Storage& ss, Mask const& mask, Turns<kPingPong, Traits::kWarpgroups> const& turns,
-                                     Release const& release, MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ,
+                                     MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ,
                                      TK const& tSrK, TV const& tOrV, TS& tSrS, TO& tOrO, TC const& tScS, TP& tOrP,
                                      TPa& tOrP_a, Softmax& softmax, float (&alpha)[kRows], int m_block, int n_blocks,
                                      bool last_work, int& kv_iter) {
@@ -656,7 +533,7 @@ CUTE_DEVICE void consume_tile_serial(Storage& ss, Mask const& mask, Turns<kPingP
     wgmma_issue<true>(mma_qk, opaque_descriptors(tSrQ), tSrK(_, _, _, stage), tSrS);
     turns.pass();
     warpgroup_wait<0>();
-    release(&ss.k_empty[stage]);
+    EmptyBarrier::arrive(&ss.k_empty[stage]);
     if (n == n_blocks - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
     if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
     if (n == 0) {
@@ -671,7 +548,7 @@ CUTE_DEVICE void consume_tile_serial(Storage& ss, Mask const& mask, Turns<kPingP
     wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
     if (n < n_blocks - 1 || !turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
     warpgroup_wait<0>();
-    release(&ss.v_empty[stage]);
+    EmptyBarrier::arrive(&ss.v_empty[stage]);
   }
   kv_iter += n_blocks;
 }
@@ -681,23 +558,22 @@ CUTE_DEVICE void consume_tile_serial(Storage& ss, Mask const& mask, Turns<kPingP
 // tile's): no GEMM, no softmax, but its stages are released as if read (after its loads have
 // landed, so the arrivals count toward its phases) and the turn taken, so that the pipelines'
 // arrival counts and the turn ring stay those of a whole tile.
-template <class Traits, class Storage, class TurnsT, class Release>
-CUTE_DEVICE void skip_block(Storage& ss, TurnsT const& turns, Release const& release, bool last_work, int& kv_iter) {
+template <class Traits, class Storage, class TurnsT>
+CUTE_DEVICE void skip_block(Storage& ss, TurnsT const& turns, bool last_work, int& kv_iter) {
   static_assert(Traits::kBlockM - Traits::kWarpgroupRows <= Traits::kBlockN, "a warpgroup could skip two blocks");
   const int stage = kv_iter % Traits::kStages;
   const uint32_t phase = uint32_t((kv_iter / Traits::kStages) & 1);
   turns.wait();
   FullBarrier::wait(&ss.k_full[stage], phase);
-  release(&ss.k_empty[stage]);
+  EmptyBarrier::arrive(&ss.k_empty[stage]);
   FullBarrier::wait(&ss.v_full[stage], phase);
-  release(&ss.v_empty[stage]);
+  EmptyBarrier::arrive(&ss.v_empty[stage]);
   if (!turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
   ++kv_iter;
 }
 
-template <class Traits, class Mask, bool kPingPong, bool kPersistent, int kCluster, bool kOverlap, class Storage>
-CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
-                         FwdTileScheduler<Mask, kPersistent, kCluster> const& sched) {
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap, class Storage>
+CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent> const& sched) {
   using namespace cute;
   using Element = typename Traits::Element;
   using BlockM = typename Traits::BlockM;
@@ -706,14 +582,13 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   const int thread_idx = int(threadIdx.x) - 128;  // among the consumers
   const Turns<kPingPong, Traits::kWarpgroups> turns{int(threadIdx.x) / 128};
-  const StageRelease<kCluster> release = StageRelease<kCluster>::make(thread_idx);
   const Mask mask{p.seqlen_q, p.seqlen_k};
   auto n_blocks_of = [&](int t) {
     const TileCoord c = sched.coord(t);
     return c.valid ? mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(c.m_block) : 0;
   };
 
-  // (BLK_M, D); with Q halves, row m is row m % 64 of warpgroup tile m / 64 (WsSharedStorageQHalves).
+  // (BLK_M, D); with Q halves, row m is row m % 64 of warpgroup tile m / 64 (WsSharedStorageQHalvesSharedO).
   using SmemLayoutQ = std::conditional_t<Storage::kQHalves, typename Traits::SmemLayoutRowsOfWarpgroups,
                                          typename Traits::SmemLayoutQ>;
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), SmemLayoutQ{});
@@ -769,12 +644,12 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
                                                    mask, c.m_block, n_blocks - skipped, row_end)
                                              : PvWidth::kFull;
       if constexpr (kOverlap)
-        consume_tile<Traits>(ss, mask, turns, release, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a,
+        consume_tile<Traits>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a,
                              softmax, alpha, c.m_block, n_blocks - skipped, last_width, last_work && skipped == 0, kv_iter);
       else
-        consume_tile_serial<Traits>(ss, mask, turns, release, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP,
+        consume_tile_serial<Traits>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP,
                                     tOrP_a, softmax, alpha, c.m_block, n_blocks, last_work, kv_iter);
-      if (skipped > 0) skip_block<Traits>(ss, turns, release, last_work, kv_iter);
+      if (skipped > 0) skip_block<Traits>(ss, turns, last_work, kv_iter);
     }
     float lse[kRows];
     softmax.finalize(tOrO, lse);
@@ -786,19 +661,12 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
                                               uint32_t(FwdNamedBarrier::kEpilogueWarpgroup) + turns.warpgroup - 1,
                                               [&] { o_turn.acquire(); });
       o_turn.stored();
-    } else if constexpr (Storage::kSeparateStagingO || Storage::kQHalves) {
-      // O has its own staging tiles, or each warpgroup its own tile of Q's space: each warpgroup
-      // stores its rows on its own (no CTA-wide sync).
+    } else if constexpr (Storage::kSeparateStagingO) {
+      // O has its own staging tiles: each warpgroup stores its rows on its own (no CTA-wide sync).
       store_o_and_lse_warpgroup<Traits, false>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b,
                                                thread_idx,
                                                uint32_t(FwdNamedBarrier::kEpilogueWarpgroup) + turns.warpgroup - 1,
                                                [] { tma_store_wait<0>(); });
-      if constexpr (Storage::kQHalves) {
-        if (thread_idx % 128 == 0) {  // the store has read the tile: the next Q rows may land there
-          tma_store_wait<0>();
-          EmptyBarrier::arrive(&ss.q_empty_wg[turns.warpgroup - 1]);
-        }
-      }
     } else {
       store_o_and_lse<Traits>(
           p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b, thread_idx,
@@ -819,21 +687,20 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
 template <class Traits>
 constexpr int kWsThreads = Traits::kThreads + 128;
 
-// kCluster 2: launched on clusters of two CTAs (cudaLaunchKernelEx; schedule 12). kOverlap false:
-// no intra-warpgroup overlap (consume_tile_serial; schedules 13, 14).
-template <class Traits, class Mask, bool kPingPong, bool kPersistent, WsOStaging kStaging = WsOStaging::kBest,
-          int kCluster = 1, bool kOverlap = true>
+// kOverlap false: no intra-warpgroup overlap (consume_tile_serial; the ws_serial_* and
+// ws_pingpong_serial_* ablation rows).
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap = true>
 __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
-    ws_forward_kernel(CUTE_GRID_CONSTANT WsParamsOf<Traits, kCluster> const p) {
+    ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
-  static_assert(ws::producer_registers(kCluster) * 128 + ws::consumer_registers(Traits::kWarpgroups, kCluster) * kConsumerThreads <=
+  static_assert(ws::kProducerRegisters * 128 + ws::consumer_registers(Traits::kWarpgroups) * kConsumerThreads <=
                     launch_pool_registers(kWsThreads<Traits>),
                 "setmaxnreg budgets exceed the CTA's launch pool (the consumers' setmaxnreg.inc would wait forever)");
   extern __shared__ char smem_raw[];
-  using Storage = WsStorageOf<Traits, kPersistent, kStaging>;
+  using Storage = WsStorageOf<Traits, kPersistent>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
-  const ws::FwdTileScheduler<Mask, kPersistent, kCluster> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, p.heads_q,
+  const ws::FwdTileScheduler<Mask, kPersistent> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, p.heads_q,
                                                       p.batch, p.causal_group};
   if (threadIdx.x == 0) {
     ws::FullBarrier::init(&ss.q_full, 1);
@@ -841,38 +708,24 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     if constexpr (Storage::kQHalves)
       for (int w = 0; w < Traits::kWarpgroups; ++w) {
         ws::FullBarrier::init(&ss.q_full_wg[w], 1);
-        ws::EmptyBarrier::init(&ss.q_empty_wg[w], Storage::kSharedO ? 128 : 1);
+        ws::EmptyBarrier::init(&ss.q_empty_wg[w], 128);
       }
     if constexpr (Storage::kSharedO) ws::EmptyBarrier::init(&ss.o_free, 1);
     for (int s = 0; s < Traits::kStages; ++s) {
       ws::FullBarrier::init(&ss.k_full[s], 1);
       ws::FullBarrier::init(&ss.v_full[s], 1);
-      // Every consumer thread (ws::StageRelease), or with a cluster two threads per consumer
-      // warpgroup of each CTA.
-      constexpr int kReleases = kCluster == 1 ? kConsumerThreads : kCluster * Traits::kWarpgroups;
-      ws::EmptyBarrier::init(&ss.k_empty[s], kReleases);
-      ws::EmptyBarrier::init(&ss.v_empty[s], kReleases);
+      ws::EmptyBarrier::init(&ss.k_empty[s], kConsumerThreads);  // every consumer thread
+      ws::EmptyBarrier::init(&ss.v_empty[s], kConsumerThreads);
     }
     cutlass::arch::fence_barrier_init();
   }
-  if constexpr (kCluster == 1)
-    __syncthreads();
-  else
-    cute::cluster_sync();  // both CTAs' barriers initialized before either multicasts or arrives into the other
+  __syncthreads();
   if (threadIdx.x < 128) {  // producer warpgroup
-    cutlass::arch::warpgroup_reg_dealloc<ws::producer_registers(kCluster)>();
-    if (threadIdx.x == 0) ws::produce<Traits, Mask, kPersistent, kCluster>(p, ss, sched);
+    cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
+    if (threadIdx.x == 0) ws::produce<Traits, Mask, kPersistent>(p, ss, sched);
   } else {
-    cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups, kCluster)>();
-    ws::consume<Traits, Mask, kPingPong, kPersistent, kCluster, kOverlap>(p, ss, sched);
-  }
-  // No CTA exits while its peer may still arrive on its barriers. Not the .aligned forms (CuTe's
-  // cluster_arrive/wait): the producer warp reaches this diverged (thread 0 from its loop), and
-  // a __syncwarp before it made ptxas spill in the producer's 24 registers (every
-  // warp-specialized kernel spilled 16-72 B when it was there unconditionally).
-  if constexpr (kCluster == 2) {
-    asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
-    asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
+    cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups)>();
+    ws::consume<Traits, Mask, kPingPong, kPersistent, kOverlap>(p, ss, sched);
   }
 }
 
