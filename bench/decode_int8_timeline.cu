@@ -1,9 +1,9 @@
-// decode_int8_timeline: where the int8 decode kernel of variants 16 and 17 (kv8_mma_8w_1cta, kv8_mma_4w_3cta; kernel/sm90_decode_int8_mma.hpp)
-// spends a tile, warp by warp. A measurement tool, not part of the library: this translation unit
-// compiles the kernel with HOPATTN_DECODE_STAMPS, so lane 0 of each consumer warp records clock64
-// before and after waiting for its stage and after releasing it, and the producer records when it
-// issues each tile (after its empty wait; variant 11: the warp's lane 0 when it issues the tile's
-// K). All stamps of a CTA come from one SM's clock.
+// decode_int8_timeline: where the int8 decode kernel of kv8_mma_8w_1cta and kv8_mma_4w_3cta
+// (registry ids 16 and 17; kernel/sm90_decode_int8_mma.hpp) spends a tile, warp by warp. A
+// measurement tool, not part of the library: this translation unit compiles the kernel with
+// HOPATTN_DECODE_STAMPS, so lane 0 of each warp records clock64 before and after waiting for its
+// tile's V and after its last issue of the tile, and when it issues the tile's V. All stamps of a
+// CTA come from one SM's clock.
 //
 //   decode_int8_timeline --heads 64:8 --cache 32:8192 [--variant 16|17] [--splits 1] [--tiles 64] --csv FILE
 //
@@ -13,12 +13,11 @@
 // to the CTA's first stamp, and a summary per role on stdout:
 //   wait    cycles a warp waited for its stage (data not there yet),
 //   compute cycles from the wait's end to the release,
-//   latency cycles from the producer issuing a tile to its warp's wait ending (when it waited),
-//   refill  cycles from a stage's release to the producer issuing the tile that reuses it,
+//   latency cycles from the issue of a tile's V to its warp's wait ending (when it waited),
 //   period  cycles from a warp's release of one tile to its release of the next.
-// Variant 11 has no stage ring: its wait and "issued" stamps are those of the tile's V (the wait
-// for K before S took ~100 cycles, r95), so compute is P·V alone, latency is from V's issue (after
-// the warp's previous S), and there is no refill.
+// The wait and "issued" stamps are those of the tile's V (the wait for K before S took ~100
+// cycles), so compute is P·V alone and latency is from V's issue (after the warp's previous S).
+// Each warp refills its own slots at once, so there is no refill to measure.
 #define HOPATTN_DECODE_STAMPS 1
 
 #include <cuda_runtime.h>
@@ -127,10 +126,7 @@ int run(const Options& o) {
   cudaEvent_t e0, e1;
   CHECK_CUDA(cudaEventCreate(&e0));
   CHECK_CUDA(cudaEventCreate(&e1));
-  const auto kernel = [] {
-    if constexpr (Traits::kWarpRings) return &decode_int8_mma_warp_rings_kernel<Traits>;
-    else return &decode_int8_mma_kernel<Traits>;
-  }();
+  const auto kernel = &decode_int8_mma_warp_rings_kernel<Traits>;
   for (int rep = 0; rep < 2; ++rep) {  // warm-up, then the stamped launch
     p.stamps = rep == 1 ? stamps : nullptr;
     CHECK_CUDA(cudaEventRecord(e0));
@@ -156,7 +152,7 @@ int run(const Options& o) {
   std::fprintf(f, "# heads %d:%d batch %d len %d splits %d variant %d: %.3f us (stamped launch)\n", o.hq, o.hkv,
                o.batch, o.len, o.splits, o.variant, 1000.0 * ms);
   std::fprintf(f, "cta,smid,warp,k,tile,issued,wait_start,wait_end,released\n");
-  Mean wait, compute, latency, refill, waited, period;
+  Mean wait, compute, latency, waited, period;
   for (int c = 0; c < ctas; ++c) {
     const uint64_t* st = &h[int64_t(c) * per_cta];
     const uint64_t* issued = st + 1 + 3 * int64_t(kWarps) * o.tiles;
@@ -164,13 +160,11 @@ int run(const Options& o) {
     for (int64_t i = 1; i < per_cta; ++i)
       if (st[i] != 0) t0 = std::min(t0, st[i]);
     auto rel = [&](uint64_t x) { return x == 0 ? std::string() : std::to_string(int64_t(x - t0)); };
-    std::vector<uint64_t> released(int64_t(kWarps) * o.tiles, 0);
     for (int w = 0; w < kWarps; ++w)
       for (int k = 0; k < o.tiles; ++k) {
         const uint64_t* r = st + 1 + 3 * (int64_t(w) * o.tiles + k);
         if (r[0] == 0) continue;
         const int tile = k * kWarps + w;
-        released[tile] = r[2];
         std::fprintf(f, "%d,%llu,%d,%d,%d,%s,%s,%s,%s\n", c, (unsigned long long)st[0], w, k, tile,
                      rel(issued[tile]).c_str(), rel(r[0]).c_str(), rel(r[1]).c_str(), rel(r[2]).c_str());
         if (k == 0) continue;  // the first tiles measure the pipeline fill
@@ -180,14 +174,10 @@ int run(const Options& o) {
         waited.add(r[1] - r[0] > 200 ? 1.0 : 0.0);
         if (issued[tile] != 0 && r[1] - r[0] > 200) latency.add(double(r[1] - issued[tile]));
       }
-    if (!Traits::kWarpRings)  // variant 11: a warp refills its own slot at once (no refill to measure)
-      for (int tile = kStages; tile < kWarps * o.tiles; ++tile)
-        if (issued[tile] != 0 && released[tile - kStages] != 0)
-          refill.add(double(int64_t(issued[tile] - released[tile - kStages])));
   }
   std::fclose(f);
   const double us = 1000.0 / clock_khz;  // per cycle at the nominal clock
-  std::printf("heads %d:%d batch %d len %d splits %d variant %d (%d consumer warps, %d stages): %d CTAs, %.3f us\n",
+  std::printf("heads %d:%d batch %d len %d splits %d variant %d (%d warps, %d slots): %d CTAs, %.3f us\n",
               o.hq, o.hkv, o.batch, o.len, o.splits, o.variant, kWarps, kStages, ctas, 1000.0 * ms);
   std::printf("per tile after each warp's first (cycles; us at the nominal %.2f GHz):\n", clock_khz / 1e6);
   std::printf("  wait    %9.0f (%.2f us), the warp waited > 200 cycles in %.0f %% of tiles\n", wait.get(),
@@ -195,7 +185,6 @@ int run(const Options& o) {
   std::printf("  compute %9.0f (%.2f us)\n", compute.get(), compute.get() * us);
   std::printf("  latency %9.0f (%.2f us) from issue to the wait's end, where the warp waited\n", latency.get(),
               latency.get() * us);
-  std::printf("  refill  %9.0f (%.2f us) from a stage's release to its next issue\n", refill.get(), refill.get() * us);
   std::printf("  period  %9.0f (%.2f us) from a warp's release of one tile to its next\n", period.get(), period.get() * us);
   std::printf("CSV: %s\n", o.csv.c_str());
   return 0;
@@ -233,6 +222,6 @@ int main(int argc, char** argv) {
   // The registry's kv8_mma_8w_1cta (16) and kv8_mma_4w_3cta (17); the other mma.sync variants were
   // retired (docs/decode.md, "Tried and retired").
   return o.variant == 16
-             ? run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 8, Int8MmaLoads::kWarpRings, Int8MmaMath::kFmaKFoldV>>(o)
-             : run<DecodeInt8MmaTraits<Element, kHeadDim, 64, 4, Int8MmaLoads::kWarpRings, Int8MmaMath::kFmaKFoldV, 3>>(o);
+             ? run<DecodeInt8MmaTraits<Element, kHeadDim, 8, Int8MmaMath::kFmaKFoldV>>(o)
+             : run<DecodeInt8MmaTraits<Element, kHeadDim, 4, Int8MmaMath::kFmaKFoldV, 3>>(o);
 }

@@ -23,8 +23,7 @@ namespace hopattn::attention {
 //                 warps, three CTAs per SM; 20, 21 = as 16, 17 with the keys as the mma's M (at
 //                 most 8 packed rows a CTA) and K dequantized in packed bf16 pairs (at bf16; fp16
 //                 runs the same with K in fp16).
-// The kernels still carry the code paths of ids retired in the registry (1 for int8, 5, 7-15, 18,
-// 19; docs/decode.md, "Tried and retired"); only the ids above are instantiated.
+// Ids not listed are kernels tried and retired (docs/decode.md, "Tried and retired").
 // CTAs of one kernel resident per SM.
 constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
   if (int8 && (variant == 17 || variant == 21)) return 3;

@@ -1,6 +1,6 @@
-// Variant 9 of the int8 decode kernel (kernel/sm90_decode_int8_mma.hpp) on the host: its channel,
-// key and V-scale maps give Q·Kᵀ and P·V exactly, its swizzle formula is CuTe's (the TMA's)
-// layout, and its 16-byte shared loads of K and V meet no bank conflict in any quarter warp.
+// The mma.sync int8 decode kernel (kernel/sm90_decode_int8_mma.hpp: kv8_mma_*) on the host: its
+// channel, key and V-scale maps give Q·Kᵀ and P·V exactly, its swizzle formula is CuTe's (the
+// TMA's) layout, and its 16-byte shared loads of K and V meet no bank conflict in any quarter warp.
 // Compiled by nvcc for the kernel header's types; nothing runs on a GPU.
 #include <gtest/gtest.h>
 
@@ -26,9 +26,10 @@ void check_swizzle() {
 }
 
 TEST(DecodeInt8Mma, SwizzleFormulaIsTheTmaLayout) {
-  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 64>>();
-  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 64, 8, Int8MmaLoads::kWarpRings>>();  // 24 slots
-  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 64, 4, Int8MmaLoads::kWarpRings>>();  // 12 slots
+  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 8, Int8MmaMath::kFmaKFoldV>>();     // 24 slots
+  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 4, Int8MmaMath::kFmaKFoldV, 3>>();  // 8 slots
+  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 8, Int8MmaMath::kSwapPackedK>>();
+  check_swizzle<DecodeInt8MmaTraits<cutlass::bfloat16_t, 128, 4, Int8MmaMath::kSwapPackedK, 3>>();
 }
 
 // The kernel addresses row 8j + perm(n) as 1024 j + int8_mma_sw128(perm(n), chunk).
@@ -56,10 +57,6 @@ TEST(DecodeInt8Mma, ChannelAndKeyMapsArePermutations) {
   for (int key = 0; key < 64; ++key) slots.insert(int8_mma_vscale_slot(key));
   EXPECT_EQ(slots.size(), 64u);
   EXPECT_EQ(*slots.rbegin(), 63);
-  std::set<int> slots32;
-  for (int key = 0; key < 32; ++key) slots32.insert(int8_mma_vscale_slot(key, 32));
-  EXPECT_EQ(slots32.size(), 32u);
-  EXPECT_EQ(*slots32.rbegin(), 31);
 }
 
 // The kernel's fragments, rebuilt element by element from the m16n8k16 layouts of the PTX ISA
@@ -110,14 +107,13 @@ TEST(DecodeInt8Mma, FragmentsGiveTheProducts) {
       }
   // V scale slots: thread c, step sp reads slots 16c + 4sp + {0..3} for keys (2sp, 2c), (2sp, 2c+1),
   // (2sp+1, 2c), (2sp+1, 2c+1).
-  for (int block_n : {32, 64})
-    for (int c = 0; c < 4; ++c)
-      for (int sp = 0; sp < block_n / 16; ++sp)
-        for (int e = 0; e < 4; ++e)
-          EXPECT_EQ(int8_mma_vscale_slot(int8_mma_key(2 * sp + e / 2, 2 * c + e % 2), block_n), block_n / 4 * c + 4 * sp + e);
+  for (int c = 0; c < 4; ++c)
+    for (int sp = 0; sp < 4; ++sp)
+      for (int e = 0; e < 4; ++e)
+        EXPECT_EQ(int8_mma_vscale_slot(int8_mma_key(2 * sp + e / 2, 2 * c + e % 2)), 16 * c + 4 * sp + e);
 }
 
-// Variants 18, 19 (keys as the mma's M): the warp's fragments rebuilt lane by lane as the kernel
+// The swap rows (kv8_mma_swap_*, keys as the mma's M): the warp's fragments rebuilt lane by lane as the kernel
 // builds them, multiplied by a host model of mma.sync m16n8k16 and of movmatrix.trans (both from
 // the PTX ISA's fragment layouts), give Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ at the registers the maps name.
 namespace swap_model {
@@ -165,7 +161,7 @@ TEST(DecodeInt8Mma, SwappedFragmentsGiveTheProducts) {
   for (long& x : p) x = long(rng() % 11);
   // Q's B fragment (publish_q_swap): load_q's uint4 kq = 2(s/4) + (s%4)/2 of row g holds channels
   // 64(kq/2) + 16c + 8(kq%2) + 0..7; words (x, y) for even s, (z, w) for odd: channel pairs 2·word.
-  // With packed K (variants 20, 21) the two words' halves are exchanged: (0, 2) and (1, 3).
+  // With packed K (kv8_mma_swap_* at bf16) the two words' halves are exchanged: (0, 2) and (1, 3).
   auto q_pair = [&](int lane, int s, int reg, bool packed) {
     const int g = lane / 4, c = lane % 4, kq = 2 * (s / 4) + (s % 4) / 2, word = 2 * (s % 2);
     const int ch = 64 * (kq / 2) + 16 * c + 8 * (kq % 2) + 2 * word;  // the first of the four

@@ -106,7 +106,7 @@ Status launch_decode_kernel(Kernel kernel, const typename Traits::Params& p, con
                                " bytes of shared memory, the device allows " + std::to_string(smem_optin));
   HOPATTN_RETURN_IF_CUDA_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Traits::kSharedBytes));
-  // All of the SM's shared memory carve-out: two variant-2 CTAs need all of it on an H100/H200.
+  // All of the SM's shared memory carve-out: two kv16_split_2cta CTAs need all of it on an H100/H200.
   HOPATTN_RETURN_IF_CUDA_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   kernel<<<g.grid, Traits::kThreads, Traits::kSharedBytes, stream>>>(p);
@@ -130,11 +130,7 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
     if constexpr (kInt8) return take<0, 2>(typename Traits::SmemLayoutRaw{});
     else return take<0, 2>(typename Traits::SmemLayoutKV{});
   }();
-  const auto k_box = [] {  // variant 5: raw K swizzled for the consumer's loads
-    if constexpr (kInt8) return take<0, 2>(typename Traits::SmemLayoutRawK{});
-    else return take<0, 2>(typename Traits::SmemLayoutKV{});
-  }();
-  p.tma_k = make_cache_tma<CacheElement, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, k_box);
+  p.tma_k = make_cache_tma<CacheElement, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
   p.tma_v = make_cache_tma<CacheElement, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
   fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
   if constexpr (kInt8) {
@@ -143,13 +139,10 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
     p.v_scale = dp.v_scale;
     p.vs_batch_stride = dp.vs_batch_stride, p.vs_seq_stride = dp.vs_seq_stride, p.vs_head_stride = dp.vs_head_stride;
     p.quant_block = dp.quant_block;
-    if constexpr (IsDecodeInt8Mma<Traits>::value) {
-      if constexpr (Traits::kWarpRings)
-        return launch_decode_kernel<Traits>(&decode_int8_mma_warp_rings_kernel<Traits>, p, g, stream);
-      else
-        return launch_decode_kernel<Traits>(&decode_int8_mma_kernel<Traits>, p, g, stream);
-    } else if constexpr (Traits::kRawK) return launch_decode_kernel<Traits>(&decode_int8_regk_kernel<Traits>, p, g, stream);
-    else return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
+    if constexpr (IsDecodeInt8Mma<Traits>::value)
+      return launch_decode_kernel<Traits>(&decode_int8_mma_warp_rings_kernel<Traits>, p, g, stream);
+    else
+      return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
   } else {
     return launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream);
   }
@@ -157,7 +150,7 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
 
 // The mma.sync int8 kernels (kernel/sm90_decode_int8_mma.hpp): hdim 128, 64-key tiles, each warp's own ring.
 template <class Element, int kWarps, Int8MmaMath kMath, int kCtasPerSm = 1>
-using WarpRings = DecodeInt8MmaTraits<Element, 128, 64, kWarps, Int8MmaLoads::kWarpRings, kMath, kCtasPerSm>;
+using WarpRings = DecodeInt8MmaTraits<Element, 128, kWarps, kMath, kCtasPerSm>;
 
 // An int8 call's 16-bit tail block: the 16-bit split kernel (its own small tile, one split) over the tail
 // tensors, its keys the sequences' last len % quant_block, its partial in the slot after the
@@ -192,12 +185,12 @@ Status run_decode_int8_split(const DecodeParams& dp, Stream stream) {
   }
   if constexpr (kHeadDim <= 128) {
     switch (dp.variant) {
-      case 3: return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2>>(dp, stream);
-      case 4: return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, 2, true>>(dp, stream);
+      case 3: return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2>>(dp, stream);
+      case 4: return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2, true>>(dp, stream);
       default: break;
     }
   }
-  if (dp.variant == 2) return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1>>(dp, stream);
+  if (dp.variant == 2) return run_decode_split<DecodeInt8Traits<Element, kHeadDim>>(dp, stream);
   return Status::unsupported("kvcache attention: int8 kernel id " + std::to_string(dp.variant) + " is not compiled for hdim " +
                              std::to_string(kHeadDim));
 }

@@ -74,13 +74,14 @@ CUTE_DEVICE void stamp_smid(uint64_t* stamps) {
 #define HOPATTN_STAMP(PTR, CTA, K) ((void)0)
 #endif
 
-// Tile per head dim and variant (decode_params.hpp): 64 query rows; K/V tiles and ring depth so
-// that 96-192 KB of K/V are in flight per SM. Variant 1: one CTA per SM, 128-key tiles (64 at
-// hdim 256); variant 2 (hdim <= 128): half the shared memory, so two CTAs share an SM and one's
-// prologue and epilogue overlap the other's streaming.
+// Tile per head dim and registry id (kDecodeKernels, device/decode_registry.hpp): 64 query rows;
+// K/V tiles and ring depth so that 96-192 KB of K/V are in flight per SM. kv16_split_1cta (id 1):
+// one CTA per SM, 128-key tiles (64 at hdim 256); kv16_split_2cta (id 2, hdim <= 128): half the
+// shared memory, so two CTAs share an SM and one's prologue and epilogue overlap the other's
+// streaming.
 // kDecodeTailTile: the int8 call's 16-bit tail (at most quant_block <= 128 keys a row group): one
-// stage of 64-key tiles (128 at hdim 64), 40-96 KB of shared memory instead of variant 1's ~200 KB,
-// so that several CTAs share an SM (one per row group: 1024 at 64:8, 128 x 2k).
+// stage of 64-key tiles (128 at hdim 64), 40-96 KB of shared memory instead of kv16_split_1cta's
+// ~200 KB, so that several CTAs share an SM (one per row group: 1024 at 64:8, 128 x 2k).
 constexpr int kDecodeTailTile = -1;
 constexpr int decode_block_n(int hdim, int variant) {
   if (variant == kDecodeTailTile) return hdim == 64 ? 128 : 64;
@@ -153,88 +154,46 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
   };
 };
 
-// The int8 cache (docs/decode.md). K/V tiles of 64 keys (which divide both scale blocks) arrive
-// by TMA as int8 into a raw ring; the transform warpgroup turns them into Element tiles, value ·
-// scale rounded as a host-side dequantization would, in a second ring that the consumer
-// warpgroups' WGMMAs read. kConsumers (1 or 2): with two, consumer c takes tiles c, c + 2, ...
-// (each with its own softmax state; merged through shared memory at the end). The converted ring
-// has two stages: with two consumers one per consumer, so each stage always feeds the same
-// consumer and its conv_full phases never run ahead of a waiter. Two consumers need ~130
-// registers per thread, under the 168 of 384 threads: hdim <= 128 only. The raw ring takes what shared memory is left (up to
-// 128 KB): it holds the bytes in flight.
-// kCtasPerSm 2 (one consumer, hdim <= 128): a 32 KB raw ring, so that two CTAs share an SM
-// (each at most 128 registers per thread) and one's transform overlaps the other's consumer.
-// kSwapped (variant 4: one consumer, two CTAs per SM; variant 8: one CTA per SM with a 128 KB
-// raw ring, the ablation of bytes in flight; hdim <= 128): the consumer computes
+// The int8 cache converted for WGMMA (docs/decode.md): kv8_wgmma_1c_1cta, kv8_wgmma_1c_2cta,
+// kv8_wgmma_swap_2cta. K/V tiles of 64 keys (which divide both scale blocks) arrive by TMA as
+// int8 into a raw ring; the transform warpgroup turns them into Element tiles, value · scale
+// rounded as a host-side dequantization would, in a second ring of two stages that the consumer
+// warpgroup's WGMMAs read. The raw ring takes what shared memory is left (up to 128 KB): it holds
+// the bytes in flight.
+// kCtasPerSm 2 (hdim <= 128): a 32 KB raw ring, so that two CTAs share an SM (each at most 128
+// registers per thread) and one's transform overlaps the other's consumer.
+// kSwapped (kv8_wgmma_swap_2cta: two CTAs per SM, hdim <= 128): the consumer computes
 // Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ with the 64 keys (or hdim) as WGMMA's M and at most kSwappedRows
 // packed query rows as N (m64n16 instead of m64n64 / m64n128 with 64 mostly padding rows): see
 // decode_int8_swapped_consume.
-// kRegisterK (variant 5, on top of kSwapped): K is not converted by the transform warpgroup; the
-// consumer loads its WGMMA A fragment straight from the raw int8 K tile (swizzled, its own ring
-// with the tile's K scales) and converts it in registers; the transform converts V only. See
-// decode_int8_regk_kernel.
-// kS8K (variant 7, "half INT8", on top of kSwapped, instead of kRegisterK): the same raw K ring as
-// kRegisterK, but Sᵀ = K·Qᵀ runs as 8-bit WGMMAs on the raw tile itself (no K conversion at all):
-// per K scale block Q' = Q ⊙ s_k is quantized per row to three int8 parts,
-// Q' ≈ q_s · (hi + mid/254 + lo/254²), and S = q_s · (K·hiᵀ + K·midᵀ/254 + K·loᵀ/254²) from three
-// s32 accumulators. See decode_int8_swapped_consume and quantize_q_s8.
-template <class Element_, int kHeadDim_, int kConsumers_, int kCtasPerSm_ = 1, bool kSwapped_ = false,
-          bool kRegisterK_ = false, bool kS8K_ = false>
+template <class Element_, int kHeadDim_, int kCtasPerSm_ = 1, bool kSwapped_ = false>
 struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
   static constexpr bool kInt8Cache = true;
-  static constexpr int kConsumers = kConsumers_;
   static constexpr int kCtasPerSm = kCtasPerSm_;
   static constexpr bool kSwapped = kSwapped_;
-  static constexpr bool kRegisterK = kRegisterK_;
-  static constexpr bool kS8K = kS8K_;
-  static constexpr bool kRawK = kRegisterK || kS8K;  // the consumer owns a raw (int8) K ring
   static constexpr int kSwappedRows = 16;
   static constexpr int kTileRows = kSwapped ? kSwappedRows : Base::kBlockM;  // query rows per CTA
-  static_assert(!kSwapped || (kConsumers == 1 && kHeadDim_ <= 128), "swapped: one consumer, hdim <= 128");
-  static_assert(!kRegisterK || (kSwapped && kCtasPerSm_ == 2 && (kHeadDim_ == 64 || kHeadDim_ == 128)),
-                "K in registers: the swapped consumer, two CTAs per SM, hdim 64 or 128");
-  static_assert(!kS8K || (kSwapped && !kRegisterK && kCtasPerSm_ == 2 && (kHeadDim_ == 64 || kHeadDim_ == 128)),
-                "8-bit S: the swapped consumer, two CTAs per SM, hdim 64 or 128");
-  static_assert(kConsumers == 1 || (kConsumers == 2 && kHeadDim_ <= 128));
-  static_assert(kCtasPerSm == 1 || (kCtasPerSm == 2 && kConsumers == 1 && kHeadDim_ <= 128));
-  static constexpr int kThreads = 128 * (1 + kConsumers);  // warpgroup 0: TMA + transform; then consumers
+  static_assert(kCtasPerSm == 1 || (kCtasPerSm == 2 && kHeadDim_ <= 128), "two CTAs per SM: hdim <= 128");
+  static_assert(!kSwapped || kCtasPerSm == 2, "swapped: two CTAs per SM");
+  static constexpr int kThreads = 256;  // warpgroup 0: TMA + transform; warpgroup 1: the consumer
   static constexpr int kConvStages = Base::kStages;
-  // A raw stage: K + V tiles, and with kRegisterK the tile's K scales (hdim fp32).
-  static constexpr int kRawTileBytes = 2 * Base::kBlockN * kHeadDim_ + (kRawK ? kHeadDim_ * 4 : 0);
-  // kRegisterK: no converted K ring (32 KB at hdim 128), so the raw ring grows from 32 to ~66 KB
-  // (4 stages at hdim 128, 8 at 64) and the CTA stays under half an SM's shared memory.
-  static constexpr int kRawBudget = kRawK ? 72 * 1024
-                                               : (kCtasPerSm == 2 ? 32 * 1024 : (kHeadDim_ == 256 ? 64 * 1024 : 128 * 1024));
+  static constexpr int kRawTileBytes = 2 * Base::kBlockN * kHeadDim_;  // a raw stage: K + V tiles
+  static constexpr int kRawBudget = kCtasPerSm == 2 ? 32 * 1024 : (kHeadDim_ == 256 ? 64 * 1024 : 128 * 1024);
   static constexpr int kRawStages = kRawBudget / kRawTileBytes < 16 ? kRawBudget / kRawTileBytes : 16;
   using RawStages = cute::Int<kRawStages>;
   // int8 tiles, row-major (key, channel), stage outermost: the transform reads 16-byte chunks.
   using SmemLayoutRaw = cute::Layout<cute::Shape<typename Base::BlockN, typename Base::HeadDim, RawStages>,
                                      cute::Stride<typename Base::HeadDim, cute::_1,
                                                   cute::Int<Base::kBlockN * Base::kHeadDim>>>;
-  // kRegisterK: raw K rows swizzled in 16-byte units (SW128 at hdim 128, SW64 at 64), so that the
-  // consumer's 32-bit loads of 8 rows x 4 channel groups per warp hit 32 different banks
-  // (unswizzled, the 8 rows of a 128-byte stride share one bank set: 8-way conflicts).
-  using SmemLayoutRawKAtom = std::conditional_t<kHeadDim_ % 128 == 0, cute::GMMA::Layout_K_SW128_Atom<int8_t>,
-                                                cute::GMMA::Layout_K_SW64_Atom<int8_t>>;
-  using SmemLayoutRawK = std::conditional_t<
-      kRawK,
-      decltype(cute::tile_to_shape(SmemLayoutRawKAtom{},
-                                   cute::Shape<typename Base::BlockN, typename Base::HeadDim, RawStages>{})),
-      SmemLayoutRaw>;
   using TmaLoadRaw = decltype(cute::make_tma_copy(
       cute::SM90_TMA_LOAD{},
       cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), typename Base::GmemLayout{}),
       cute::take<0, 2>(SmemLayoutRaw{})));
-  using TmaLoadRawK = decltype(cute::make_tma_copy(
-      cute::SM90_TMA_LOAD{},
-      cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), typename Base::GmemLayout{}),
-      cute::take<0, 2>(SmemLayoutRawK{})));
   static constexpr uint32_t kTmaBytesRaw = Base::kBlockN * Base::kHeadDim;
 
-  // Variants 1-4: the transform converts K and V.
-  struct SharedStorageConv {
+  struct SharedStorage {
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
@@ -244,39 +203,16 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
     alignas(8) uint64_t conv_full[kConvStages];
     alignas(8) uint64_t conv_empty[kConvStages];
   };
-  // Variant 5 (kRegisterK): the Q area holds the swapped consumer's 16-row Q, P (16 x 64) and its
-  // reduction buffers (2 x 4 warps x 16 floats), rounded to the 1 KB swizzle period; a converted
-  // V ring; the raw K ring (swizzled) with each stage's K scales; the raw V ring.
-  // kS8K adds the three int8 parts of Q' (16 x hdim each, 1 KB aligned) and the 16 row scales.
-  static constexpr int kQ8Offset = ((kSwappedRows * kHeadDim_ * 2 + kSwappedRows * Base::kBlockN * 2 + 1023) / 1024) * 1024;
-  static constexpr int kQAreaBytes =
-      kS8K ? ((kQ8Offset + 3 * kSwappedRows * kHeadDim_ + 2 * 4 * kSwappedRows * 4 + kSwappedRows * 4 + 1023) / 1024) * 1024
-           : ((kSwappedRows * kHeadDim_ * 2 + kSwappedRows * Base::kBlockN * 2 + 2 * 4 * kSwappedRows * 4 + 1023) / 1024) * 1024;
-  struct SharedStorageRegK {
-    cute::array_aligned<Element, kQAreaBytes / sizeof(Element), 1024> q;
-    cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutKV>, 1024> v;
-    cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRawK>, 1024> k_raw;  // 1 KB: the swizzle period
-    cute::array_aligned<int8_t, cute::cosize_v<SmemLayoutRaw>, 128> v_raw;
-    cute::array_aligned<float, kRawStages * kHeadDim_, 16> k_scale;  // (hdim, RAW): bulk copies, 16 B aligned
-    alignas(8) uint64_t k_full[kRawStages];
-    alignas(8) uint64_t v_full[kRawStages];
-    alignas(8) uint64_t conv_full[kConvStages];
-    alignas(8) uint64_t conv_empty[kConvStages];
-  };
-  using SharedStorage = std::conditional_t<kRawK, SharedStorageRegK, SharedStorageConv>;
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));  // checked against the device at launch
-  static_assert(!kRawK || kSharedBytes <= 113 * 1024, "variants 5 and 7: two CTAs per SM");
 
-  struct Params : DecodeInt8SplitParams<Element, TmaLoadRawK, TmaLoadRaw> {};
+  struct Params : DecodeInt8SplitParams<Element, TmaLoadRaw, TmaLoadRaw> {};
 };
 
-// Named barriers of the int8 kernel (ids past CUTLASS's reserved ones; __syncthreads is id 0).
+// Named barriers of the int8 kernels (ids past CUTLASS's reserved ones; __syncthreads is id 0).
 enum class DecodeNamedBarrier : uint32_t {
-  kTransform = 1,      // the 128 transform threads: a raw (variant 5: raw V) stage is read and may be refilled
-  kConsumersQ = 2,     // all consumer threads: the Q tile is gathered
-  kConsumerMerge = 3,  // both consumers (256 threads): loops done / second consumer's O written
-  kSwappedReduce = 4,  // swapped consumer (128 threads): column maxima / P / row sums in shared memory;
-                       // variant 5: also "every consumer thread has read the raw K stage"
+  kTransform = 1,      // the 128 transform threads: a raw stage is read and may be refilled
+  kConsumersQ = 2,     // all consumer threads: the Q tile is gathered (the mma.sync kernels: also their merge)
+  kSwappedReduce = 4,  // swapped consumer (128 threads): column maxima / P / row sums in shared memory
 };
 
 // Records the first bad cache_seqlens entry: error = {1, batch index, length}.
@@ -440,9 +376,9 @@ CUTE_DEVICE void mask_decode_scores(DecodeTile const& t, int n, TensorS& tSrS, T
   }
 }
 
-// Epilogue: O (output type) and LSE to their strided places, or with `partial` (several splits,
-// or a chunk of the balanced kernel) fp32 partials into the workspace slot t.slot. A bad length
-// writes NaN. `thread` indexes the consumer warpgroup.
+// Epilogue: O (output type) and LSE to their strided places, or with `partial` (several splits)
+// fp32 partials into the workspace slot t.slot. A bad length writes NaN. `thread` indexes the
+// consumer warpgroup.
 template <class Traits, class TensorO, class TensorOC, class TensorSC, int kRows>
 CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTile const& t, TensorO& tOrO,
                                      TensorOC const& tOcO, TensorSC const& tScS, float (&lse)[kRows], int thread,
@@ -501,8 +437,8 @@ CUTE_DEVICE void store_decode_output(typename Traits::Params const& p, DecodeTil
 
 // One KV tile of the 16-bit decode loop, once its K has landed (k_full[stage] waited): S = Q·Kᵀ,
 // mask, online softmax (restarted when `first`), P, wait for V, zero V's rows past the cache's
-// end in the tile holding it, O += P·V. Shared by decode_kernel and decode_balanced_kernel; the
-// caller synchronises and refills the stage.
+// end in the tile holding it, O += P·V. The caller (decode_kernel) synchronises and refills the
+// stage.
 template <class Traits, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS, class TO, class TC,
           class TP, class TPA, class SV, class Softmax>
 CUTE_DEVICE void decode_tile_compute(DecodeTile const& t, typename Traits::SharedStorage& ss, int n, int stage,
@@ -684,8 +620,7 @@ CUTE_DEVICE uint32_t pack_pair(float lo, float hi) {
 // The transform's conversion of one 16-byte chunk of a raw int8 tile row: 16 values times their
 // scales (scale(j), j = 0..15) in fp32, rounded once to Element, stored as 16 consecutive elements
 // of the converted tile row (two 16-byte stores: dst and dst + 8, each contiguous under the
-// tile's swizzle). Shared by the K and V conversions of decode_int8_kernel and the V-only
-// transform of variants 5 and 7.
+// tile's swizzle). The K and V conversions of decode_int8_kernel.
 template <class Element, class Scale>
 CUTE_DEVICE void convert_int8x16(uint4 raw, Scale const& scale, Element* dst, Element* dst8) {
   const uint32_t w4[4] = {raw.x, raw.y, raw.z, raw.w};
@@ -702,171 +637,8 @@ CUTE_DEVICE void convert_int8x16(uint4 raw, Scale const& scale, Element* dst, El
   st_shared_v4(dst8, make_uint4(out[4], out[5], out[6], out[7]));
 }
 
-// Variant 5's K operand. The A fragment of an m64nNk16 WGMMA with 16-bit A in registers (CuTe's
-// ALayout_64x16; the PTX ISA's wgmma .m64nNk16 register-fragment figure): thread t = 32·warp +
-// lane holds values v = 0..7 at row 16·warp + lane/4 + 8·(v/2 % 2) and column 2·(lane % 4) + v % 2
-// + 8·(v/4), i.e. 32-bit registers (row g, k 2q..2q+1), (g+8, 2q..2q+1), (g, 2q+8..2q+9),
-// (g+8, 2q+8..2q+9) with g = 16·warp + lane/4, q = lane % 4. Checked against CuTe's layout
-// (index = row + 64·column) at compile time, since load_k_fragment writes the registers by hand.
-constexpr bool rs_a_fragment_is_as_assumed() {
-  for (int t = 0; t < 128; ++t)
-    for (int v = 0; v < 8; ++v) {
-      const int row = 16 * (t / 32) + (t % 32) / 4 + 8 * ((v / 2) % 2);
-      const int col = 2 * (t % 4) + v % 2 + 8 * (v / 4);
-      if (int(cute::GMMA::ALayout_64x16{}(t, v)) != row + 64 * col) return false;
-    }
-  return true;
-}
-static_assert(rs_a_fragment_is_as_assumed(), "the m64nNk16 register A fragment is not the one load_k_fragment writes");
-
-// S sums over the channels, so K and Q may share any permutation of them. Variant 5 feeds the
-// k16 step j of thread q = lane % 4 with K's 4 contiguous physical channels 16j + 4q .. 16j + 4q + 3
-// (one 32-bit load per row) as logical k 16j + {2q, 2q+1, 2q+8, 2q+9}. Logical column 16j + L of
-// Q therefore holds physical channel 16j + 4·((L % 8) / 2) + 2·(L / 8) + L % 2; the permutation
-// stays inside each k16 step.
-CUTE_HOST_DEVICE constexpr int regk_physical_channel(int logical) {
-  const int l = logical % 16;
-  return logical - l + 4 * ((l % 8) / 2) + 2 * (l / 8) + l % 2;
-}
-
-// gather_q with variant 5's channel permutation: the 8 logical columns 16j + 8h .. + 7 of a row
-// are the 4 channel pairs 16j + 2h + 4q' + {0, 1}, q' = 0..3 (32-bit loads).
-template <class Traits, class TensorQ, int kRows>
-CUTE_DEVICE void gather_q_permuted(typename Traits::Params const& p, DecodeTile const& t, TensorQ& sQ, int thread,
-                                   int threads) {
-  constexpr int kChunks = Traits::kHeadDim / 8;  // 8-column chunks per row
-  static_assert(regk_physical_channel(8) == 2 && regk_physical_channel(2) == 4 && regk_physical_channel(11) == 7);
-  for (int i = thread; i < kRows * kChunks; i += threads) {
-    const int r = i / kChunks, c = (i % kChunks) * 8;
-    const int row = t.row0 + r;
-    uint4 val = make_uint4(0, 0, 0, 0);
-    if (row < t.rows) {
-      const auto* src = reinterpret_cast<const uint32_t*>(p.q + t.b * p.q_batch_stride + t.pos(row) * p.q_seq_stride +
-                                                          t.head(row) * p.q_head_stride + regk_physical_channel(c));
-      val = make_uint4(src[0], src[2], src[4], src[6]);  // channels +0, +4, +8, +12 (pairs)
-    }
-    *reinterpret_cast<uint4*>(&sQ(r, c)) = val;  // 8 consecutive elements stay contiguous under SW128
-  }
-}
-
-// The consumer thread's A fragment of Sᵀ = K·Qᵀ for one raw K tile: per k16 step j, 32-bit loads
-// of rows g and g + 8 at channels 16j + 4q of stage `stage` of the raw K ring (k_raw, laid out by
-// `layout`: (64, D, RAW) int8, swizzled), the 4 scales of those channels (one 16-byte load, the
-// same for both rows), value · scale in fp32 rounded once to Element: the transform's
-// arithmetic, so K is bit for bit what variants 1-4 convert. frag: (8, 1, D/16) Element, compact
-// (checked by the caller). The swizzled offset comes from the layout as an integer and indexes
-// the shared array (k_raw is 1 KB aligned, so swizzling the offset equals swizzling the
-// address); through CuTe's swizzle pointer the XOR would act on a generic address and the loads
-// would compile to generic ld instead of ld.shared.
-template <class Element, int kHeadDim, class LayoutKr, class Frag>
-CUTE_DEVICE void load_k_fragment(const int8_t* k_raw, LayoutKr const& layout, int stage, const float* scale, Frag& frag,
-                                 int warp, int lane) {
-  const int g = 16 * warp + lane / 4, c = 4 * (lane % 4);
-  uint32_t* a = reinterpret_cast<uint32_t*>(frag.data());
-  CUTE_UNROLL
-  for (int j = 0; j < kHeadDim / 16; ++j) {
-    const float4 sc = *reinterpret_cast<const float4*>(scale + 16 * j + c);
-    const uint32_t w0 = *reinterpret_cast<const uint32_t*>(k_raw + int(layout(g, 16 * j + c, stage)));
-    const uint32_t w1 = *reinterpret_cast<const uint32_t*>(k_raw + int(layout(g + 8, 16 * j + c, stage)));
-    float f0[4], f1[4];
-    int8x4_to_float(w0, f0);
-    int8x4_to_float(w1, f1);
-    const float s[4] = {sc.x, sc.y, sc.z, sc.w};
-    CUTE_UNROLL
-    for (int e = 0; e < 4; ++e) f0[e] *= s[e], f1[e] *= s[e];
-    a[4 * j + 0] = pack_pair<Element>(f0[0], f0[1]);  // (g,     2q, 2q+1)
-    a[4 * j + 1] = pack_pair<Element>(f1[0], f1[1]);  // (g + 8, 2q, 2q+1)
-    a[4 * j + 2] = pack_pair<Element>(f0[2], f0[3]);  // (g,     2q+8, 2q+9)
-    a[4 * j + 3] = pack_pair<Element>(f1[2], f1[3]);  // (g + 8, 2q+8, 2q+9)
-  }
-}
-
-// Variant 5: TMA of raw K tile n into stage `stage` of the K ring, and the bulk copy of its scale
-// block's hdim K scales next to it (a 64-key tile lies in one block of 64 or 128), both completing
-// on k_full[stage]. Issued by one consumer thread.
-template <class Traits>
-CUTE_DEVICE void regk_load_k(typename Traits::Params const& p, DecodeTile const& t, typename Traits::SharedStorage& ss,
-                             int n, int stage) {
-  using namespace cute;
-  using Barrier = cutlass::arch::ClusterTransactionBarrier;
-  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
-  Tensor sKr = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRawK{});  // (64, D, RAW)
-  Tensor mK = p.tma_k.get_tma_tensor(make_shape(max(p.max_len, 1), kHeadDim, p.heads_kv, p.batch));
-  Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (64, D, n)
-  auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sKr), group_modes<0, 2>(gK));
-  const float* scales = p.k_scale + t.b * p.ks_batch_stride + (n * kBlockN / p.quant_block) * p.ks_block_stride +
-                        t.h_kv * p.ks_head_stride;
-  Barrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesRaw + kHeadDim * sizeof(float));
-  copy(p.tma_k.with(ss.k_full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
-  SM90_BULK_COPY_G2S::copy(scales, &ss.k_full[stage], ss.k_scale.data() + stage * kHeadDim, kHeadDim * sizeof(float));
-}
-
-// Variant 7 ("half INT8"): Q' = Q ⊙ s_k (the K scale block's channel scales, fp32) of the 16
-// swapped rows as three int8 parts per row, Q' ≈ q_s · (p0 + p1/254 + p2/254²): a = Q' · 127 /
-// max|Q'|, p0 = rint(a), p1 = rint((a − p0) · 254), p2 = rint(((a − p0) · 254 − p1) · 254) (each
-// remainder is within ±1/2, so every part is within ±127); q_s = max|Q'| / 127. The error is at most
-// max|Q'| / 16.4 M per value. Two parts (max|Q'| / 64 516) were measured less accurate than the
-// host-dequantized bf16 path with outlier K channels (H200 r47: O max error 0.0315 against
-// 0.0258, LSE 0.0178 against a bound of 0.0077): the ×20 channel scales put the other channels'
-// Q' far below the row maximum, where bf16's per-value exponent keeps 8 bits and a row-scaled
-// int8 pair does not.
-// Thread t: row t / 8, hdim / 8 contiguous channels; a row's 8 threads are adjacent lanes. A row
-// past the tile's rows is zero in sQ, so its parts and q_s are 0. sQ8: the three parts' tiles.
-template <class Element, int kHeadDim, class TQ, class TQ8>
-CUTE_DEVICE void quantize_q_s8(TQ const& sQ, TQ8 (&sQ8)[3], const float* k_scale, float* q_scale, int thread) {
-  constexpr int kPer = kHeadDim / 8;
-  static_assert(kPer % 8 == 0 && 16 * 8 == 128, "16 rows x 8 threads, whole 16-byte Q loads");
-  const int r = thread / 8, c0 = (thread % 8) * kPer;
-  float q[kPer];
-  CUTE_UNROLL
-  for (int c = 0; c < kPer; c += 8) {
-    const uint4 w = *reinterpret_cast<const uint4*>(&sQ(r, c0 + c));  // 8 contiguous elements under the swizzle
-    const Element* e = reinterpret_cast<const Element*>(&w);
-    const float4 s0 = *reinterpret_cast<const float4*>(k_scale + c0 + c);
-    const float4 s1 = *reinterpret_cast<const float4*>(k_scale + c0 + c + 4);
-    const float sc[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
-    CUTE_UNROLL
-    for (int k = 0; k < 8; ++k) q[c + k] = float(e[k]) * sc[k];
-  }
-  float amax = 0.0f;
-  CUTE_UNROLL
-  for (int k = 0; k < kPer; ++k) amax = fmaxf(amax, fabsf(q[k]));
-  CUTE_UNROLL
-  for (int off = 1; off < 8; off *= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-  uint32_t part[3][kPer / 4];
-  CUTE_UNROLL
-  for (int w = 0; w < kPer / 4; ++w) {
-    uint32_t b[3] = {0, 0, 0};
-    CUTE_UNROLL
-    for (int k = 0; k < 4; ++k) {
-      float a = q[4 * w + k] * inv;
-      CUTE_UNROLL
-      for (int j = 0; j < 3; ++j) {
-        const float aj = rintf(a);
-        b[j] |= (uint32_t(int(aj)) & 0xffu) << (8 * k);
-        a = (a - aj) * 254.0f;  // a − aj is exact; the product rounds far below the last part's step
-      }
-    }
-    CUTE_UNROLL
-    for (int j = 0; j < 3; ++j) part[j][w] = b[j];
-  }
-  CUTE_UNROLL
-  for (int j = 0; j < 3; ++j) {
-    if constexpr (kPer == 8) {  // 8 bytes, inside one 16-byte swizzle unit
-      *reinterpret_cast<uint2*>(&sQ8[j](r, c0)) = make_uint2(part[j][0], part[j][1]);
-    } else {
-      CUTE_UNROLL
-      for (int w = 0; w < kPer / 4; w += 4)  // 16 bytes: one swizzle unit
-        *reinterpret_cast<uint4*>(&sQ8[j](r, c0 + 4 * w)) =
-            make_uint4(part[j][w], part[j][w + 1], part[j][w + 2], part[j][w + 3]);
-    }
-  }
-  if (thread % 8 == 0) q_scale[r] = amax / 127.0f;
-}
-
-// The swapped consumer of the int8 kernel (variant 4), one warpgroup, `thread` 0..127. Per
-// 64-key tile of the converted ring (the transform warpgroup and its barriers are unchanged):
+// The swapped consumer of the int8 kernel (kv8_wgmma_swap_2cta), one warpgroup, `thread` 0..127.
+// Per 64-key tile of the converted ring (the transform warpgroup and its barriers are unchanged):
 //   Sᵀ (64 keys x 16 rows) = K·Qᵀ        m64n16k16 WGMMAs, K and Q from shared memory (K-major)
 //   mask, online softmax per column (= query row): column maxima reduced over the 4 warps
 //       through shared memory (double-buffered by tile parity, named barrier kSwappedReduce)
@@ -876,14 +648,6 @@ CUTE_DEVICE void quantize_q_s8(TQ const& sQ, TQ8 (&sQ8)[3], const float* k_scale
 // The running sums stay per thread (over its keys) and are reduced once at the end. Tensor work
 // per tile: 2 x 64 x 16 x hdim multiply-adds instead of 2 x 64 x 64 x hdim for the 64-row tile.
 // Shared memory: Q (16 rows), P and the reduction buffers live in the (64-row) Q storage.
-// Variant 5 (Traits::kRegisterK) differs in the S step only: per tile wait k_full (raw K and its
-// scales, loaded by this warpgroup's thread 0), convert K into the A registers (load_k_fragment),
-// Sᵀ = K·Qᵀ as an RS WGMMA (Q gathered with the matching channel permutation), and after the
-// column-max barrier (every thread's K reads are done) thread 0 refills the K stage; V's
-// conv_full is waited on just before Oᵀ += Vᵀ·Pᵀ.
-// Variant 7 (Traits::kS8K) shares variant 5's raw K ring and V handling; its S step: at each K
-// scale block's first tile, quantize_q_s8 (Q' parts and row scales into shared memory, fence,
-// named barrier), then three s8 SS WGMMAs on the raw K stage and S = q_s · (S0 + S1/254 + S2/254²).
 template <class Traits>
 CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, DecodeTile const& t,
                                              typename Traits::SharedStorage& ss, int n_blocks, int thread) {
@@ -899,86 +663,29 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   using SmemLayoutP = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<Element>{}, Shape<QRows, BlockN>{}));
   constexpr int kQElems = cosize_v<SmemLayoutQ>, kPElems = cosize_v<SmemLayoutP>;
   static_assert((kQElems * sizeof(Element)) % 1024 == 0, "P starts on a swizzle period");
-  constexpr bool kRegK = Traits::kRegisterK, kS8 = Traits::kS8K, kRawKRing = Traits::kRawK;
   static_assert((kQElems + kPElems) * sizeof(Element) + 2 * 4 * kQ * sizeof(float) <= sizeof(ss.q),
                 "Q, P and the reduction buffers fit the Q storage");
-  static_assert(!kS8 || (int((kQElems + kPElems) * sizeof(Element)) <= Traits::kQ8Offset &&
-                         Traits::kQ8Offset % 1024 == 0 &&
-                         Traits::kQ8Offset + 3 * kQ * kHeadDim + (2 * 4 * kQ + kQ) * 4 <= int(sizeof(ss.q))),
-                "variant 7: Q, P, Q's int8 parts, the reduction buffers and the row scales fit the Q storage");
   Element* base = ss.q.data();
   Tensor sQ = make_tensor(make_smem_ptr(base), SmemLayoutQ{});             // (16, D)
   Tensor sP = make_tensor(make_smem_ptr(base + kQElems), SmemLayoutP{});   // (16, 64)
-  // Variant 7: Q's three int8 parts (16, D) each, in the raw K tile's swizzle (8-bit WGMMA B operands).
-  using SmemLayoutQ8 = decltype(tile_to_shape(typename Traits::SmemLayoutRawKAtom{}, Shape<QRows, HeadDim>{}));
-  int8_t* q8 = reinterpret_cast<int8_t*>(base) + Traits::kQ8Offset;
-  using TensorQ8 = decltype(make_tensor(make_smem_ptr(q8), SmemLayoutQ8{}));
-  TensorQ8 sQ8[3] = {make_tensor(make_smem_ptr(q8), SmemLayoutQ8{}),
-                     make_tensor(make_smem_ptr(q8 + kQ * kHeadDim), SmemLayoutQ8{}),
-                     make_tensor(make_smem_ptr(q8 + 2 * kQ * kHeadDim), SmemLayoutQ8{})};
-  float* red = kS8 ? reinterpret_cast<float*>(q8 + 3 * kQ * kHeadDim)
-                   : reinterpret_cast<float*>(base + kQElems + kPElems);  // [2][4 warps][16]
-  float* q_scale_s = red + 2 * 4 * kQ;                                     // variant 7: [16] row scales
+  float* red = reinterpret_cast<float*>(base + kQElems + kPElems);         // [2][4 warps][16]
+  Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (64, D, CONV)
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, 64, CONV)
   const int warp = thread / 32, lane = thread % 32;
   const auto barrier = uint32_t(DecodeNamedBarrier::kSwappedReduce);
 
-  constexpr int kRawStages = Traits::kRawStages;
-  if constexpr (kRawKRing) {
-    if (thread == 0)  // the raw K ring is this warpgroup's own: thread 0 loads it, all threads read it
-      for (int i = 0; i < kRawStages && i < n_blocks; ++i) regk_load_k<Traits>(p, t, ss, t.n_begin + i, i);
-  }
-  if constexpr (kRegK) {
-    gather_q_permuted<Traits, decltype(sQ), kQ>(p, t, sQ, thread, 128);
-  } else {
-    gather_q<Traits, decltype(sQ), kQ>(p, t, sQ, thread, 128);
-  }
+  gather_q<Traits, decltype(sQ), kQ>(p, t, sQ, thread, 128);
   cutlass::arch::fence_view_async_shared();
   cutlass::arch::NamedBarrier::sync(128, barrier);
 
-  auto mma_s = [] {
-    if constexpr (kRegK) return make_tiled_mma(GMMA::rs_op_selector<Element, Element, float, Shape<_64, QRows, HeadDim>>());
-    else if constexpr (kS8) return make_tiled_mma(GMMA::ss_op_selector<int8_t, int8_t, int32_t, Shape<_64, QRows, HeadDim>>());
-    else return make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, HeadDim>>());
-  }();
+  auto mma_s = make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, HeadDim>>());
   auto mma_o = make_tiled_mma(GMMA::ss_op_selector<Element, Element, float, Shape<_64, QRows, BlockN>,
                                                    GMMA::Major::MN, GMMA::Major::K>());
   auto thr_s = mma_s.get_thread_slice(thread);
   auto thr_o = mma_o.get_thread_slice(thread);
-  auto tSrK = [&] {
-    if constexpr (kRegK) {  // (MMA, MMA_M, MMA_K) Element registers, filled per tile by load_k_fragment
-      Tensor frag = make_tensor<Element>(partition_shape_A(mma_s, Shape<BlockN, HeadDim>{}));
-      using FragLayout = decltype(frag.layout());
-      static_assert(is_static_v<FragLayout> && size(FragLayout{}) == 8 * (kHeadDim / 16) &&
-                        size<0>(FragLayout{}) == 8 && size<1>(FragLayout{}) == 1 &&
-                        FragLayout{}(7, 0, kHeadDim / 16 - 1) == 8 * (kHeadDim / 16) - 1 && FragLayout{}(1, 0, 0) == 1 &&
-                        FragLayout{}(0, 0, 1) == 8,
-                    "A fragment: 8 values per k16 step, value-major, compact");
-      return frag;
-    } else if constexpr (kS8) {
-      Tensor sKr = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRawK{});  // (64, D, RAW) int8
-      return thr_s.partition_fragment_A(sKr);                                                       // (MMA, MMA_M, MMA_K, RAW)
-    } else {
-      Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});  // (64, D, CONV)
-      return thr_s.partition_fragment_A(sK);                                                 // (MMA, MMA_M, MMA_K, CONV)
-    }
-  }();
-  auto tSrQ = [&] {  // (MMA, MMA_N, MMA_K); variant 7: Q's first part
-    if constexpr (kS8) return thr_s.partition_fragment_B(sQ8[0]);
-    else return thr_s.partition_fragment_B(sQ);
-  }();
-  auto tSrQ1 = [&] {  // variant 7: Q's second and third parts
-    if constexpr (kS8) return thr_s.partition_fragment_B(sQ8[1]);
-    else return 0;
-  }();
-  auto tSrQ2 = [&] {
-    if constexpr (kS8) return thr_s.partition_fragment_B(sQ8[2]);
-    else return 0;
-  }();
-  auto tSrS0 = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});        // variant 7: s32 K·partᵀ, parts 0-2
-  auto tSrS1 = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});
-  auto tSrS2 = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});
-  Tensor tSrS = make_tensor<float>(tSrS0.layout());                        // keys x rows
+  Tensor tSrK = thr_s.partition_fragment_A(sK);                             // (MMA, MMA_M, MMA_K, CONV)
+  Tensor tSrQ = thr_s.partition_fragment_B(sQ);                             // (MMA, MMA_N, MMA_K)
+  Tensor tSrS = partition_fragment_C(mma_s, Shape<BlockN, QRows>{});        // keys x rows
   Tensor tScS = thr_s.partition_C(make_identity_tensor(Shape<BlockN, QRows>{}));
   Tensor tOrV = thr_o.partition_fragment_A(sVt);                            // (MMA, MMA_M, MMA_K, CONV)
   Tensor tOrP = thr_o.partition_fragment_B(sP);                             // (MMA, MMA_N, MMA_K)
@@ -998,48 +705,14 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   float m_run[kCols], l_run[kCols];
   CUTE_UNROLL
   for (int j = 0; j < kCols; ++j) m_run[j] = -INFINITY, l_run[j] = 0.0f;
-  float q_s[kCols];  // variant 7: the row scales q_s of this thread's columns
 
   CUTE_NO_UNROLL
   for (int i = 0; i < n_blocks; ++i) {
     const int n = t.n_begin + i;
     const int stage = i % kConvStages;
     float* red_i = red + (i & 1) * 4 * kQ;
-    if constexpr (kRegK) {
-      const int k_stage = i % kRawStages;
-      Barrier::wait(&ss.k_full[k_stage], (i / kRawStages) & 1);
-      load_k_fragment<Element, kHeadDim>(ss.k_raw.data(), typename Traits::SmemLayoutRawK{}, k_stage,
-                                         ss.k_scale.data() + k_stage * kHeadDim, tSrK, warp, lane);
-      wgmma_issue<true>(mma_s, tSrK, tSrQ, tSrS);
-    } else if constexpr (kS8) {
-      const int k_stage = i % kRawStages;
-      Barrier::wait(&ss.k_full[k_stage], (i / kRawStages) & 1);
-      // A new K scale block (or the first tile): Q' and its int8 parts. The previous tile's S
-      // WGMMAs, which read sQ8, completed before its column-max barrier.
-      if (i == 0 || (n * kBlockN) / p.quant_block != ((n - 1) * kBlockN) / p.quant_block) {
-        quantize_q_s8<Element, kHeadDim>(sQ, sQ8, ss.k_scale.data() + k_stage * kHeadDim, q_scale_s, thread);
-        cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA
-        cutlass::arch::NamedBarrier::sync(128, barrier);
-        CUTE_UNROLL
-        for (int j = 0; j < kCols; ++j) q_s[j] = q_scale_s[col[j]];
-      }
-      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ, tSrS0);
-      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ1, tSrS1);
-      wgmma_issue<true>(mma_s, tSrK(_, _, _, k_stage), tSrQ2, tSrS2);
-      warpgroup_wait<0>();
-      auto s0 = acc_rowcol(tSrS0);
-      auto s1 = acc_rowcol(tSrS1);
-      auto s2 = acc_rowcol(tSrS2);
-      auto sf = acc_rowcol(tSrS);
-      CUTE_UNROLL
-      for (int j = 0; j < kCols; ++j)
-        CUTE_UNROLL
-        for (int r = 0; r < size<0>(sf); ++r)  // each s32 sum is exact in fp32 (|sum| < 2^21)
-          sf(r, j) = q_s[j] * fmaf(fmaf(float(s2(r, j)), 1.0f / 254.0f, float(s1(r, j))), 1.0f / 254.0f, float(s0(r, j)));
-    } else {
-      Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
-      wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
-    }
+    Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
+    wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
     warpgroup_wait<0>();
     if ((n + 1) * kBlockN > t.mask_from) {
       CUTE_UNROLL
@@ -1063,8 +736,6 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
       if (lane < 4) red_i[warp * kQ + col[j]] = mx[j];
     }
     cutlass::arch::NamedBarrier::sync(128, barrier);
-    if constexpr (kRawKRing)  // every consumer thread has read this K stage (its WGMMA is complete)
-      if (thread == 0 && i + kRawStages < n_blocks) regk_load_k<Traits>(p, t, ss, n + kRawStages, i % kRawStages);
     CUTE_UNROLL
     for (int j = 0; j < kCols; ++j) {
       float m_new = m_run[j];
@@ -1087,7 +758,6 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
     }
     cutlass::arch::fence_view_async_shared();  // P: generic writes -> visible to WGMMA
     cutlass::arch::NamedBarrier::sync(128, barrier);
-    if constexpr (kRawKRing) Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);  // V converted
     wgmma_issue<false>(mma_o, tOrV(_, _, _, stage), tOrP, tOrO);
     warpgroup_wait<0>();
     Barrier::arrive(&ss.conv_empty[stage]);
@@ -1134,24 +804,20 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   }
 }
 
-// The int8-cache kernel. Roles and pipelines:
+// The int8-cache kernel of DecodeInt8Traits. Roles and pipelines:
 //   warpgroup 0 (transform), thread 0 also the TMA issuer:
 //     raw_full[rs]    1 arrival (thread 0's expect_tx of the K + V bytes); transform threads wait.
 //     conv_full[cs]   128 arrivals (every transform thread, after its writes and a
-//                     fence.proxy.async); the stage's consumer warpgroup waits.
-//     conv_empty[cs]  128 arrivals (every thread of the stage's consumer once its P·V on it is
-//                     done); the transform waits before overwriting (first round passes: parity 1).
+//                     fence.proxy.async); the consumer warpgroup waits.
+//     conv_empty[cs]  128 arrivals (every consumer thread once its P·V on the stage is done); the
+//                     transform waits before overwriting (first round passes: parity 1).
 //     named barrier kTransform (128 transform threads): the raw stage is read; thread 0 refills it.
 //     Per tile: wait raw_full and conv_empty, convert int8 · scale -> Element (rows past the
 //     length as zeros; st.shared), write, fence, arrive conv_full, load the next tile's scales
 //     into registers (after the fence, whose MEMBAR would otherwise wait for them), barrier 1,
 //     refill.
-//   warpgroups 1..kConsumers (consumers): per tile wait conv_full, S = Q·Kᵀ, mask, online
-//     softmax, O += P·V, arrive conv_empty. Two consumers then merge (kConsumerMerge over both):
-//     the second writes its O and LSE fragments to the free raw ring, the first combines them by
-//     log-sum-exp weights and runs the epilogue.
-// Variants 1-4 run this kernel; variant 5 (K converted in the consumer's registers, separate raw
-// K and V rings) runs decode_int8_regk_kernel below.
+//   warpgroup 1 (consumer): per tile wait conv_full, S = Q·Kᵀ, mask, online softmax, O += P·V,
+//     arrive conv_empty; then the epilogue. With kSwapped, decode_int8_swapped_consume instead.
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     decode_int8_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
@@ -1204,9 +870,9 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
 
     constexpr int kChunks = kHeadDim / 16;                // 16-channel chunks per row
     constexpr int kRowStep = 128 / kChunks;               // rows between a thread's chunks
-    constexpr int kPerThread = cute::max(kBlockN / kRowStep, 1);  // chunks per thread per tile
+    constexpr int kPerThread = kBlockN / kRowStep;        // chunks per thread per tile
+    static_assert(kPerThread >= 1 && kBlockN % kRowStep == 0, "every transform thread has whole rows");
     const int c0 = (thread % kChunks) * 16, r0 = thread / kChunks;
-    const bool has_rows = r0 < kBlockN;  // hdim 256 with 32-key tiles: 128 threads, 32 x 16 chunks
     const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride + c0;
     const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
     // Scales of tile n: K's for this thread's 16 channels (the tile's rows share one scale
@@ -1222,7 +888,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       CUTE_UNROLL
       for (int k = 0; k < kVs; ++k) {
         const int token = n * kBlockN + r0 + k * kRowStep;
-        vs[k] = token < t.len && has_rows ? v_scale[token * p.vs_seq_stride] : 0.0f;
+        vs[k] = token < t.len ? v_scale[token * p.vs_seq_stride] : 0.0f;
       }
     };
     // The next tile's scales are loaded after this tile's fence.proxy.async: that fence compiles to
@@ -1238,17 +904,15 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       const bool tail = (n + 1) * kBlockN > t.len;
       Barrier::wait(&ss.raw_full[rs], (i / kRawStages) & 1);
       Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
-      if (has_rows) {
-        CUTE_UNROLL
-        for (int k = 0; k < kPerThread; ++k) {
-          const int r = r0 + k * kRowStep;
-          const uint4 kq = *reinterpret_cast<const uint4*>(&sKr(r, c0, rs));
-          const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
-          const float k_valid = !tail || n * kBlockN + r < t.len ? 1.0f : 0.0f;  // vs[k] is 0 there already
-          const float v_scale_k = vs[k];
-          convert_int8x16<Element>(kq, [&](int j) { return ks[j] * k_valid; }, &sK(r, c0, cs), &sK(r, c0 + 8, cs));
-          convert_int8x16<Element>(vq, [&](int) { return v_scale_k; }, &sV(r, c0, cs), &sV(r, c0 + 8, cs));
-        }
+      CUTE_UNROLL
+      for (int k = 0; k < kPerThread; ++k) {
+        const int r = r0 + k * kRowStep;
+        const uint4 kq = *reinterpret_cast<const uint4*>(&sKr(r, c0, rs));
+        const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
+        const float k_valid = !tail || n * kBlockN + r < t.len ? 1.0f : 0.0f;  // vs[k] is 0 there already
+        const float v_scale_k = vs[k];
+        convert_int8x16<Element>(kq, [&](int j) { return ks[j] * k_valid; }, &sK(r, c0, cs), &sK(r, c0 + 8, cs));
+        convert_int8x16<Element>(vq, [&](int) { return v_scale_k; }, &sV(r, c0, cs), &sV(r, c0 + 8, cs));
       }
       cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
       Barrier::arrive(&ss.conv_full[cs]);
@@ -1264,12 +928,11 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     decode_int8_swapped_consume<Traits>(p, t, ss, n_blocks, thread);
     return;
   }
-  // Consumer warpgroups: consumer c takes tiles c, c + kConsumers, ...
-  constexpr int kConsumers = Traits::kConsumers;
+  // The consumer warpgroup (warpgroup 1) takes every tile, from its index among the consumers on (0).
   const int consumer = warpgroup - 1;
-  gather_q<Traits>(p, t, sQ, threadIdx.x - 128, 128 * kConsumers);
+  gather_q<Traits>(p, t, sQ, threadIdx.x - 128, 128);
   cutlass::arch::fence_view_async_shared();
-  cutlass::arch::NamedBarrier::sync(128 * kConsumers, uint32_t(DecodeNamedBarrier::kConsumersQ));
+  cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kConsumersQ));
 
   typename Traits::TiledMmaQK mma_qk;
   typename Traits::TiledMmaPV mma_pv;
@@ -1289,7 +952,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
   OnlineSoftmax<kRows> softmax(p.softmax_scale);
   CUTE_NO_UNROLL
-  for (int i = consumer; i < n_blocks; i += kConsumers) {
+  for (int i = consumer; i < n_blocks; ++i) {
     const int n = t.n_begin + i;
     const int cs = i % kConvStages;
     Barrier::wait(&ss.conv_full[cs], (i / kConvStages) & 1);
@@ -1306,152 +969,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
 
   float lse[kRows];
   softmax.finalize(tOrO, lse);
-  if constexpr (kConsumers == 2) {
-    // Merge the second consumer's (O, LSE) into the first's, thread by thread (both warpgroups
-    // hold the same fragment layout). The raw int8 ring is free once both consumers are past their
-    // loops: the last tile's consumer waited for its conversion, the transform's last raw read.
-    static_assert(cute::cosize_v<typename Traits::SmemLayoutRaw> >= 128 * sizeof(float) * decltype(size(tOrO))::value);
-    float* xchg_o = reinterpret_cast<float*>(ss.k_raw.data());
-    float* xchg_lse = reinterpret_cast<float*>(ss.v_raw.data());
-    cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
-    if (consumer == 1) {
-      CUTE_UNROLL
-      for (int i = 0; i < size(tOrO); ++i) xchg_o[i * 128 + thread] = tOrO(i);
-      CUTE_UNROLL
-      for (int r = 0; r < kRows; ++r) xchg_lse[r * 128 + thread] = lse[r];
-    }
-    cutlass::arch::NamedBarrier::sync(256, uint32_t(DecodeNamedBarrier::kConsumerMerge));
-    if (consumer == 1) return;
-    auto o = acc_rowcol(tOrO);
-    CUTE_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      const float other = xchg_lse[r * 128 + thread];
-      const float m = fmaxf(lse[r], other);
-      const float wa = m == -INFINITY ? 0.0f : expf(lse[r] - m), wb = m == -INFINITY ? 0.0f : expf(other - m);
-      const float inv = wa + wb > 0.0f ? 1.0f / (wa + wb) : 0.0f;
-      lse[r] = m == -INFINITY ? -INFINITY : m + logf(wa + wb);
-      // o(r, j) is fragment element index_of(r, j); the exchange used the flat fragment index.
-      CUTE_UNROLL
-      for (int j = 0; j < size<1>(o); ++j) {
-        const int flat = o.layout()(r, j);
-        o(r, j) = (wa * o(r, j) + wb * xchg_o[flat * 128 + thread]) * inv;
-      }
-    }
-  }
   store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread, p.o_part != nullptr);
-}
-
-// Variant 5's transform warpgroup: V only (K is converted by the consumer). Thread 0 issues the
-// raw V ring's TMA; per tile: V scales of the next tile into registers (one tile ahead), wait
-// v_full and conv_empty, convert int8 · scale -> Element (0 past the length: the scale is 0
-// there), write the converted stage, fence, arrive conv_full, named barrier kTransform (every
-// thread is done with the raw stage), thread 0 refills it.
-template <class Traits>
-CUTE_DEVICE void decode_int8_transform_v(typename Traits::Params const& p, DecodeTile const& t,
-                                         typename Traits::SharedStorage& ss, int n_blocks, int thread) {
-  using namespace cute;
-  using Element = typename Traits::Element;
-  using Barrier = cutlass::arch::ClusterTransactionBarrier;
-  using BlockN = typename Traits::BlockN;
-  using HeadDim = typename Traits::HeadDim;
-  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
-  constexpr int kRawStages = Traits::kRawStages, kConvStages = Traits::kConvStages;
-  Tensor sVr = make_tensor(make_smem_ptr(ss.v_raw.data()), typename Traits::SmemLayoutRaw{});  // (64, D, RAW)
-  Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutKV{});       // (64, D, CONV)
-  Tensor mV = p.tma_v.get_tma_tensor(make_shape(max(p.max_len, 1), kHeadDim, p.heads_kv, p.batch));
-  Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (64, D, n)
-  auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sVr), group_modes<0, 2>(gV));
-  auto load_v = [&](int n, int stage) {
-    Barrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesRaw);
-    copy(p.tma_v.with(ss.v_full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
-  };
-  if (thread == 0)
-    for (int i = 0; i < kRawStages && i < n_blocks; ++i) load_v(t.n_begin + i, i);
-
-  constexpr int kChunks = kHeadDim / 16;         // 16-channel chunks per row
-  constexpr int kRowStep = 128 / kChunks;        // rows between a thread's chunks
-  constexpr int kPerThread = kBlockN / kRowStep;  // chunks per thread per tile
-  static_assert(kPerThread >= 1 && kBlockN % kRowStep == 0);
-  const int c0 = (thread % kChunks) * 16, r0 = thread / kChunks;
-  const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
-  auto load_scales = [&](int n, float (&vs)[kPerThread]) {
-    CUTE_UNROLL
-    for (int k = 0; k < kPerThread; ++k) {
-      const int token = n * kBlockN + r0 + k * kRowStep;
-      vs[k] = token < t.len ? v_scale[token * p.vs_seq_stride] : 0.0f;
-    }
-  };
-  float vs[kPerThread];  // loaded after the previous tile's fence (see decode_int8_kernel)
-  if (n_blocks > 0) load_scales(t.n_begin, vs);
-  CUTE_NO_UNROLL
-  for (int i = 0; i < n_blocks; ++i) {
-    const int n = t.n_begin + i;
-    const int rs = i % kRawStages, cs = i % kConvStages;
-    Barrier::wait(&ss.v_full[rs], (i / kRawStages) & 1);
-    Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
-    CUTE_UNROLL
-    for (int k = 0; k < kPerThread; ++k) {
-      const int r = r0 + k * kRowStep;
-      const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
-      const float v_scale_k = vs[k];
-      convert_int8x16<Element>(vq, [&](int) { return v_scale_k; }, &sV(r, c0, cs), &sV(r, c0 + 8, cs));
-    }
-    cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
-    Barrier::arrive(&ss.conv_full[cs]);
-    if (i + 1 < n_blocks) load_scales(n + 1, vs);
-    cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));  // raw stage rs read
-    if (thread == 0 && i + kRawStages < n_blocks) load_v(n + kRawStages, rs);
-  }
-}
-
-// The int8-cache kernel with K converted in the consumer's registers (variant 5,
-// DecodeInt8Traits::kRegisterK; two CTAs per SM, hdim 64 / 128, 16 packed query rows per CTA).
-// Roles, 256 threads:
-//   warpgroup 0 (transform, decode_int8_transform_v): V only. Its thread 0 loads the raw V ring.
-//   warpgroup 1 (consumer, decode_int8_swapped_consume): its thread 0 loads the raw K ring (K
-//     tiles swizzled, plus each tile's hdim K scales by a bulk copy); every thread converts its A
-//     fragment of Sᵀ = K·Qᵀ from the raw tile in registers (RS WGMMA), then mask, softmax, and
-//     Oᵀ += Vᵀ·Pᵀ on the converted V ring, as variant 4.
-// Pipelines (K and V have separate raw rings, so no stage has readers in both warpgroups):
-//   k_full[ks]      1 arrival (consumer thread 0's expect_tx: K tile + scales); consumer waits.
-//                   Refilled by consumer thread 0 after the tile's first kSwappedReduce barrier,
-//                   which every consumer thread reaches only after its WGMMA on the stage is done.
-//   v_full[vs]      1 arrival (transform thread 0's expect_tx: V tile); transform threads wait.
-//                   Refilled by transform thread 0 after named barrier kTransform.
-//   conv_full[cs]   128 arrivals (transform threads, after writes + fence.proxy.async); consumer
-//                   waits before Oᵀ += Vᵀ·Pᵀ.
-//   conv_empty[cs]  128 arrivals (consumer threads after that WGMMA); transform waits (first round
-//                   passes: parity 1).
-// No cycle: each raw ring has one owner (issuer and only reader), so neither role waits for a
-// raw stage the other reads. The transform waits on the consumer only through conv_empty (tile
-// i - 2's Oᵀ update, which needed nothing from the transform past conv_full of tile i - 2), the
-// consumer on the transform only through conv_full; k_full and v_full wait on own refills only.
-// Per tile, consumer: k_full, convert K, S WGMMA, mask, column max, barrier, (thread 0: refill
-// K), softmax, P, barrier, conv_full, Oᵀ WGMMA, conv_empty. Transform: v_full, conv_empty,
-// convert V, conv_full, barrier kTransform, (thread 0: refill V).
-// Registers: the consumer holds the A fragment (hdim / 4 32-bit registers) only between its
-// conversion and the end of the S WGMMA; the scales come from shared memory per k16 step.
-template <class Traits>
-__global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
-    decode_int8_regk_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
-  using Barrier = cutlass::arch::ClusterTransactionBarrier;
-  static_assert(Traits::kRawK && Traits::kThreads == 256);
-  extern __shared__ char smem_raw[];
-  auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
-
-  const DecodeTile t = DecodeTile::make<typename Traits::Params, Traits::kTileRows, Traits::kBlockN>(p);
-  if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
-  const int n_blocks = t.n_end - t.n_begin;
-  const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < Traits::kRawStages; ++s) Barrier::init(&ss.k_full[s], 1), Barrier::init(&ss.v_full[s], 1);
-    for (int s = 0; s < Traits::kConvStages; ++s)
-      Barrier::init(&ss.conv_full[s], 128), Barrier::init(&ss.conv_empty[s], 128);
-    cutlass::arch::fence_barrier_init();
-  }
-  __syncthreads();
-  if (warpgroup == 0) decode_int8_transform_v<Traits>(p, t, ss, n_blocks, thread);
-  else decode_int8_swapped_consume<Traits>(p, t, ss, n_blocks, thread);
 }
 
 // Split-KV merge: one warp per output row (b, q-head, position), kHeadDim / 32 channels per lane.

@@ -1,64 +1,41 @@
-// Decode over an int8 KV cache, variants 9-21: the int8 tiles are dequantized in the registers of
-// the warps that multiply them (mma.sync m16n8k16), with no transform warpgroup and no converted
-// copy of K or V in shared memory. hdim 128, at most 16 packed query rows per CTA (8 for variants
-// 18-21; decode with a GQA group of <= 16; more rows take several CTAs, as variant 4).
+// Decode over an int8 KV cache with mma.sync (registry rows kv8_mma_8w_1cta, kv8_mma_4w_3cta,
+// kv8_mma_swap_8w_1cta, kv8_mma_swap_4w_3cta; device/decode_registry.hpp): the int8 tiles are
+// dequantized in the registers of the warps that multiply them (mma.sync m16n8k16), with no
+// transform warpgroup and no converted copy of K or V in shared memory. hdim 128, at most 16
+// packed query rows per CTA (8 for the swap rows; decode with a GQA group of <= 16; more rows take
+// several CTAs).
 //
-// Variant 11 (the int8 default at hdim 128 since r95) and 12 run decode_int8_mma_warp_rings_kernel
-// (its comment has the roles): no producer, each of the 8 warps loads its own tiles into a private
-// ring of three half-tile slots; full[slot] 33 arrivals (lane 0's arrive.expect_tx, every lane's
-// cp.async.mbarrier.arrive.noinc), no empty barriers (a warp refills only slots it has read).
-// Variant 12 computes with fp16 operands: int8 exact in fp16, scales shifted by powers of two
-// (half_exponent), ~2 instructions a value instead of ~3.75; 8-13 % faster than 11 (r97), but
-// not as accurate as the host path at bf16 with outlier K channels (max error 1.23x): forced only.
-// Variant 13 is variant 11 with 4 warps per CTA (12 slots, 107 KB) and two CTAs per SM.
-// Variants 14-17 (the int8 default at hdim 128 is 16, or 17 from three waves of three CTAs per SM;
-// perf-log "fifteenth session"): 14 = 11 with value · scale in one FFMA (dequant_fma: exact for
-// the quantizer's 15-bit scales); 15 = 14 with 4 warps, two slots a warp, three CTAs per SM;
-// 16 = 14 with V exact in fp16 and its per-token scales folded into P (tile_pv_fold), K still
-// rounded as the host does (the outlier-channel accuracy of 11); 17 = 16 with 15's three CTAs.
-// The three-CTA kernels take K's channels an eighth and V's words two at a time (<= 168 registers).
-// Variants 18-21 (the int8 default at hdim 128 for <= 8 packed rows is 20, or 21 from three waves
-// of three CTAs per SM; perf-log "sixteenth session"): 16's values with the keys as the mma's M
-// and the rows as its N = 8 (Sᵀ = K·Qᵀ, Oᵀ = Vᵀ·Pᵀ; "Variants 18, 19" below), 8 rows a CTA; 19 with
-// three 4-warp CTAs per SM; 20, 21 = 18, 19 with K dequantized in packed bf16 pairs (k_pair_bf16,
-// exact for the quantizer's 8-bit K scales; bf16 only).
-// The rest of this comment describes variants 9 and 10 (decode_int8_mma_kernel).
-//
-// Why (docs/decode.md, perf-log 2026-11-30 r41-r58): variants 1-8 convert each int8 tile into a
-// 16-bit tile in shared memory for WGMMA, ~5,970 warp instructions per 64-key tile, and their
+// Why (docs/decode.md): the WGMMA kernels (kv8_wgmma_*, sm90_decode.hpp) convert each int8 tile
+// into a 16-bit tile in shared memory, ~5,970 warp instructions per 64-key tile, and their
 // consumer warpgroup's per-tile chain (wait, S WGMMA, reductions through shared memory, P through
-// shared memory, P·V WGMMA) runs at ~2,300 cycles per tile. Here each consumer warp takes whole
-// 64-key tiles on its own: its mma.sync operands come straight from registers, so K and V are
-// read from shared memory once (16-byte loads) and nothing is written back; the softmax
-// reductions stay inside quads (shuffles). Measured (r86-r93): ~2,780 warp instructions per tile,
-// 2.6-3.2 TB/s of int8 bytes (variant 4: 2.1); ncu puts 40 % of the consumers' stall samples on
-// the wait for their stage, yet more bytes in flight, L2 prefetch and fewer warps were all slower
-// (docs/decode.md, "Variant 9").
+// shared memory, P·V WGMMA) runs at ~2,300 cycles per tile. Here each warp takes whole 64-key
+// tiles on its own: its mma.sync operands come straight from registers, so K and V are read from
+// shared memory once (16-byte loads) and nothing is written back; the softmax reductions stay
+// inside quads (shuffles).
 //
-// Roles (variant 9: kThreads = 384, one CTA per SM; setmaxnreg: consumers 232 registers, producer
-// 40; variant 10, the ablation: 6 consumer warps and one producer warp, 224 threads):
-//   warps 0-7 (consumers): warp w takes the CTA's tiles i = w, w + 8, ... of [n_begin, n_end).
-//   warp 8 (producer; warps 9-11 leave at once): lane 0 issues per tile the TMA of the raw K and
-//     V tiles (64 keys × 128 int8, 128-byte swizzle) and the bulk copy of the tile's K scale block (128 fp32); all 32
-//     lanes copy the tile's 64 V scales with cp.async (0 past the sequence's length: src-size 0),
-//     each to the slot its consumer thread reads (vscale_slot).
-// Pipeline (kStages = 12, stage i % 12 for the CTA's i-th tile):
-//   full[s]   33 arrivals: lane 0's arrive.expect_tx (K + V + K-scale bytes) and the 32 producer
-//             lanes' cp.async.mbarrier.arrive.noinc (the V scales landed). The owning warp waits.
-//   empty[s]  32 arrivals: every lane of the consuming warp once its tile is done (it read K, V
-//             and the scales into registers). The producer waits before refilling (from round 1).
-// Before the loop warp 0 writes Q's A fragments (the same in every warp) to q_frag; a named
-// barrier over the consumers publishes them.
-// Per tile (consumer warp, lane = 4·g + c, the mma fragment coordinates):
-//   S = Q·Kᵀ (16 rows × 64 keys) as 8 n8 tiles × 8 k16 steps, one half of the channels at a time
-//   (its 16 K scales and 4 Q fragments reloaded from shared memory); K's B fragment from two 16-byte loads
+// One kernel, decode_int8_mma_warp_rings_kernel (its comment has the roles): no producer, each of
+// the kWarps warps loads its own tiles into a private ring of half-tile slots (three a warp; two
+// with three CTAs per SM); full[slot] 33 arrivals (lane 0's arrive.expect_tx, every lane's
+// cp.async.mbarrier.arrive.noinc), no empty barriers (a warp refills only slots it has read).
+// The values (Int8MmaMath): K's value · scale in one FFMA (dequant_fma: exact for the
+// quantizer's 15-bit scales), rounded once to Element as the host's dequantization does; V's int8
+// values exact in fp16 with each key's scale folded into P (tile_pv_fold). kv8_mma_8w_1cta: 8
+// warps, one CTA per SM; kv8_mma_4w_3cta: 4 warps, two slots a warp, three CTAs per SM (K's
+// channels an eighth and V's words two at a time: <= 168 registers). The swap rows (Int8MmaMath::
+// kSwapPackedK, at most 8 packed rows): the keys as the mma's M and the rows as its N = 8
+// (Sᵀ = K·Qᵀ, Oᵀ = Vᵀ·Pᵀ; "Keys as the mma's M" below), K dequantized in packed bf16 pairs
+// (k_pair_bf16, exact for the quantizer's 8-bit K scales) at bf16; at fp16 K as the other rows.
+//
+// Per tile (warp, lane = 4·g + c, the mma fragment coordinates), the rows as M:
+//   S = Q·Kᵀ (16 rows × 64 keys) as 8 n8 tiles × 8 k16 steps, a part of the channels at a time
+//   (its K scales and Q fragments reloaded from shared memory); K's B fragment from 16-byte loads
 //   per key row, value · scale (fp32) rounded once to Element: bit for bit the K that the host
-//   dequantization and variants 1-4 use. Mask, online softmax in registers, P as the A fragment
-//   of O += P·V (16 n8 tiles × 4 k16 steps), V's B fragment from four 16-byte loads per k16 step,
-//   value · (per-token scale) rounded once.
-// End: a named barrier over the 256 consumer threads; each warp writes (max, sum, O) into the
-//   free K ring; each thread merges one (row, 8 channels) over the 8 warps by log-sum-exp weights
-//   and writes O (or the split's fp32 partial) and LSE, rows unpacked to (position, q-head).
+//   dequantization and the WGMMA kernels use. Mask, online softmax in registers, P' (P times V's
+//   scales) as the A fragment of O += P'·V (16 n8 tiles × 4 k16 steps), V's B fragment from 16-byte
+//   loads per k16 step, its int8 values exact in fp16.
+// End: a named barrier over the consumer threads; each warp writes (max, sum, O) into the free
+//   ring; each thread merges one (row, 8 channels) over the warps by log-sum-exp weights and
+//   writes O (or the split's fp32 partial) and LSE, rows unpacked to (position, q-head).
 //
 // Permutations (the reason no data moves between lanes): S sums over channels and O += P·V over
 // keys, so K and Q may share any channel order, K and V (and P) any key order, and O's columns
@@ -80,7 +57,6 @@
 // clang-format on
 #include <cute/arch/copy_sm90_tma.hpp>
 #include <cutlass/arch/barrier.h>
-#include <cutlass/arch/reg_reconfig.h>
 #include <cuda_fp16.h>
 #include <cutlass/numeric_conversion.h>
 
@@ -102,18 +78,18 @@ CUTE_HOST_DEVICE constexpr int int8_mma_channel(int s, int kk) {
   return 64 * (s / 4) + 16 * c + 4 * (s % 4) + 2 * hi + i;
 }
 
-// The V scale slot (of block_n per stage) holding key `key`'s scale: thread c reads its
-// block_n / 4 keys (k16 step s' = 0 .. block_n/16 - 1, then keys π(2s', 2c), π(2s', 2c+1),
-// π(2s'+1, 2c), π(2s'+1, 2c+1)) as slots (block_n / 4)·c + 4s' + 0..3.
-CUTE_HOST_DEVICE constexpr int int8_mma_vscale_slot(int key, int block_n = 64) {
+// The V scale slot (of the 64 per tile) holding key `key`'s scale: thread c reads its 16 keys
+// (k16 step s' = 0 .. 3, then keys π(2s', 2c), π(2s', 2c+1), π(2s'+1, 2c), π(2s'+1, 2c+1)) as
+// slots 16·c + 4s' + 0..3.
+CUTE_HOST_DEVICE constexpr int int8_mma_vscale_slot(int key) {
   int n = 0;
   for (int m = 0; m < 8; ++m)
     if (int8_mma_key_perm(m) == key % 8) n = m;
   const int j = key / 8, c = n / 2, e = n % 2;
-  return (block_n / 4) * c + 4 * (j / 2) + 2 * (j % 2) + e;
+  return 16 * c + 4 * (j / 2) + 2 * (j % 2) + e;
 }
 
-// Variants 18, 19 (keys as the mma's M; see "Variants 18, 19" below): the fragment maps. Register e
+// The swap rows (keys as the mma's M; see "Keys as the mma's M" below): the fragment maps. Register e
 // of Sᵀ's m-tile mt in thread (g, c) holds key int8_swap_s_key(mt, e, g) of row int8_swap_row(e, c);
 // register e of Oᵀ's m-tile mt holds channel int8_swap_o_channel(mt, e, g) of the same row.
 CUTE_HOST_DEVICE constexpr int int8_swap_s_key(int mt, int e, int g) { return int8_mma_key(2 * mt + e / 2, g); }
@@ -132,135 +108,78 @@ CUTE_HOST_DEVICE constexpr int int8_swap_vscale_slot(int key) {
 // 128-byte swizzle (chunk ^= row % 8); the host test checks it against CuTe's layout.
 CUTE_HOST_DEVICE constexpr int int8_mma_sw128(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
 
-// How the tiles reach the consumer warps.
-enum class Int8MmaLoads {
-  kProducerRing,  // variants 9, 10: one producer warp fills one ring of (K, V) stages in order
-  kWarpRings,     // variant 11: each consumer warp loads its own tiles into a private ring
-};
-
-// kBlockN_: keys per stage and per warp step, 64 (variant 9: the 8 warps hold 8 of the 12 stages
-// of 16.9 KB while computing, 4 are in flight). 32 (variant 10 of r89: 8 of 24 stages of 8.6 KB
-// held, 16 in flight) was built because ncu's top stall at 64 keys was the wait for a stage
-// (r86-r88), measured 25 % slower (r89), and removed.
-// kWarps_: consumer warps. 8 (variant 9) hold 8 of the 12 stages while computing, so warp w's next
-// tile is loaded only when warp w - 4 releases a stage: in steady state a round of 8 tiles takes
-// at least two load latencies. 6 (variant 10) leave 6 stages spare: a round of 6 tiles takes at
-// least one latency, with a quarter fewer warps computing — measured 6-11 % slower (r93): the rate
-// follows the computing warps.
-// kLoads_ = kWarpRings (variant 11): no producer; kStages counts half-tile slots (a K or a V tile),
-// three per warp (24 × 8 KB + their scales: the most that fits), and the kernel has 8 warps.
-// kMath_ = kHalfScaled (variant 12, with kWarpRings): fp16 operands with power-of-two prescales
-// (see half_exponent) instead of value · scale rounded to Element.
+// The values of the rows as M (kFmaKFoldV) or of the keys as M (kSwapPackedK; see the header).
 enum class Int8MmaMath {
-  kElement,      // variants 9-11, 13: K and V dequantized as the host does (value · scale in fp32, rounded once)
-  kHalfScaled,   // variant 12: exact int8 in fp16 times a power-of-two-shifted scale (~2 instructions a value)
-  kElementFma,   // variants 14, 15: kElement's values in one FFMA a value instead of FADD + FMUL (dequant_fma)
-  kFmaKFoldV,    // variants 16, 17: K as kElementFma; V exact in fp16 with its scales folded into P (tile_pv_fold)
-  kSwapFoldV,    // variants 18, 19: kFmaKFoldV's values with the keys as the mma's M (Sᵀ = K·Qᵀ, Oᵀ = Vᵀ·Pᵀ), <= 8 rows a CTA
-  kSwapPackedK,  // variants 20, 21: as kSwapFoldV with K dequantized in bf16 pairs (bf16 only; fp16 runs kSwapFoldV's code)
+  kFmaKFoldV,    // kv8_mma_8w_1cta, kv8_mma_4w_3cta: K's value · scale in one FFMA; V exact in fp16, its scales folded into P
+  kSwapPackedK,  // kv8_mma_swap_*: kFmaKFoldV's values with the keys as the mma's M, <= 8 rows a CTA, K in bf16
+                 // pairs at bf16 (at fp16 K as kFmaKFoldV's)
 };
-// kCtasPerSm_ (warp rings only): CTAs sharing an SM. 1: variants 11, 12, 14, 16, 18, 20 (8 warps,
-// 213 KB); 2: variant 13 (4 warps, 3 slots each, 107 KB); 3: variants 15, 17, 19, 21 (4 warps, 2
-// slots each, ~74 KB; the launch bound caps registers at 168).
-template <class Element_, int kHeadDim_, int kBlockN_ = 64, int kWarps_ = 8,
-          Int8MmaLoads kLoads_ = Int8MmaLoads::kProducerRing, Int8MmaMath kMath_ = Int8MmaMath::kElement,
-          int kCtasPerSm_ = 1>
+// kWarps_: the CTA's warps, each with its own ring. kCtasPerSm_: CTAs sharing an SM: 1 with 8
+// warps (213 KB), 3 with 4 warps (two slots each, ~74 KB; the launch bound caps registers at 168).
+template <class Element_, int kHeadDim_, int kWarps_, Int8MmaMath kMath_, int kCtasPerSm_ = 1>
 struct DecodeInt8MmaTraits {
-  static_assert(kHeadDim_ == 128, "variants 9-11: hdim 128");
-  static_assert(kBlockN_ == 64, "64 keys per stage (32 measured 25 % slower, r89)");
-  static_assert(kWarps_ == 4 || kWarps_ == 6 || kWarps_ == 8, "4, 6 or 8 consumer warps");
+  static_assert(kHeadDim_ == 128, "hdim 128");
+  static_assert((kWarps_ == 8 && kCtasPerSm_ == 1) || (kWarps_ == 4 && kCtasPerSm_ == 3),
+                "8 warps and one CTA per SM, or 4 warps and three");
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kInt8Cache = true;
-  static constexpr bool kRawK = false;
-  static constexpr bool kWarpRings = kLoads_ == Int8MmaLoads::kWarpRings;
-  static_assert(kWarpRings ? (kBlockN_ == 64 && kWarps_ != 6) : kWarps_ != 4,
-                "variants 11-13: 64-key tiles, 8 or 4 warps; 9, 10: 8 or 6");
-  // Variants 13 and 15: 4 warps per CTA and two or three CTAs per SM, so one CTA's first loads and
-  // final merge overlap the others' tiles.
   static constexpr int kCtasPerSm = kCtasPerSm_;
-  static_assert(kCtasPerSm == 1 || (kWarpRings && kWarps_ == 4 && kCtasPerSm <= 3), "2 or 3 CTAs: 4-warp rings");
-  static constexpr bool kHalfScaled = kMath_ == Int8MmaMath::kHalfScaled;
-  static constexpr bool kSwap = kMath_ == Int8MmaMath::kSwapFoldV || kMath_ == Int8MmaMath::kSwapPackedK;
-  // Variants 20, 21 at bf16: K's value · scale as packed bf16 pairs (k_pair_bf16), exact for the
+  static constexpr bool kSwap = kMath_ == Int8MmaMath::kSwapPackedK;
+  // The swap rows at bf16: K's value · scale as packed bf16 pairs (k_pair_bf16), exact for the
   // quantizer's K scales (8 significant bits).
-  static constexpr bool kPackedK =
-      kMath_ == Int8MmaMath::kSwapPackedK && std::is_same_v<Element_, cutlass::bfloat16_t>;
-  static constexpr bool kFma = kMath_ == Int8MmaMath::kElementFma || kMath_ == Int8MmaMath::kFmaKFoldV || kSwap;
-  static constexpr bool kFoldV = kMath_ == Int8MmaMath::kFmaKFoldV || kSwap;
-  static_assert(!(kHalfScaled || kFma) || kWarpRings, "variants 12, 14-21 are variant 11's kernel");
-  static constexpr int kBlockN = kBlockN_;  // keys per tile (divides both scale blocks)
+  static constexpr bool kPackedK = kSwap && std::is_same_v<Element_, cutlass::bfloat16_t>;
+  static constexpr int kBlockN = 64;  // keys per tile (divides both scale blocks)
   static constexpr int kNTiles = kBlockN / 8;  // n8 tiles of S per tile; k16 steps of P·V: kNTiles / 2
-  static constexpr int kTileRows = kSwap ? 8 : 16;  // packed query rows per CTA: the mma's M (variants 18-21: N)
-  static constexpr int kWarps = kWarps_;  // consumer warps (8: warpgroups 0 and 1)
-  // A third warpgroup for the producer (one warp works, three leave): registers are handed out per
-  // 128 threads, so 288 threads got 168 registers each, as 384 do (ncu, r84) and the consumers
-  // spilled; with the producer warpgroup down to 40 (setmaxnreg) they get 232.
-  // 6 consumer warps + 1 producer warp (224 threads) get 255 registers each without setmaxnreg,
-  // which needs whole warpgroups. Variant 11's 256 threads get 255 each.
-  static constexpr bool kSetMaxNreg = !kWarpRings && kWarps == 8;
-  static constexpr int kThreads = kWarpRings ? 32 * kWarps : kSetMaxNreg ? 32 * kWarps + 128 : 32 * (kWarps + 1);
-  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-  // Variant 11: three slots a warp (K_k, V_k, K_k+1 in flight); variant 15 (three CTAs) two.
+  static constexpr int kTileRows = kSwap ? 8 : 16;  // packed query rows per CTA: the mma's M (swap: N)
+  static constexpr int kWarps = kWarps_;
+  static constexpr int kThreads = 32 * kWarps;  // 255 registers a thread at 8 warps
+  // Three slots a warp (K_k, V_k, K_k+1 in flight); two with three CTAs per SM.
   static constexpr int kSlotsPerWarp = kCtasPerSm == 3 ? 2 : 3;
-  // 64 keys: 13 measured (r87), not faster.
-  static constexpr int kStages = kWarpRings ? kSlotsPerWarp * kWarps : 12;
+  static constexpr int kStages = kSlotsPerWarp * kWarps;
   static constexpr int kTileBytes = kBlockN * kHeadDim;  // one raw K or V tile
   using BlockN = cute::Int<kBlockN>;
   using HeadDim = cute::Int<kHeadDim>;
   using Stages = cute::Int<kStages>;
-  // Raw tiles (key, channel, stage), 128-byte swizzle (the TMA writes it, int8_mma_sw128 reads it).
+  // Raw tiles (key, channel, slot), 128-byte swizzle (the TMA writes it, int8_mma_sw128 reads it).
   using SmemLayoutRaw = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<int8_t>{},
                                                      cute::Shape<BlockN, HeadDim, Stages>{}));
-  using SmemLayoutRawK = SmemLayoutRaw;
   using GmemLayout = typename Fa2Traits<Element_, kHeadDim_, 64, 64, 2>::GmemLayout;  // (seq, D, heads, batch)
   using TmaLoadRaw = decltype(cute::make_tma_copy(
       cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), GmemLayout{}),
       cute::take<0, 2>(SmemLayoutRaw{})));
-  using TmaLoadRawK = TmaLoadRaw;
-  static constexpr uint32_t kTxBytes = 2 * kTileBytes + kHeadDim * sizeof(float);
 
   // The merge after the loops reuses the tile ring: per warp 16 rows × (128 + 4) floats of O, then
   // the rows' maxima and sums.
   static constexpr int kMergeStride = kHeadDim + 4;
-  struct RingStorage {  // variants 9, 10
-    cute::array_aligned<int8_t, kStages * kTileBytes, 1024> k_raw;
-    cute::array_aligned<int8_t, kStages * kTileBytes, 1024> v_raw;
-    cute::array_aligned<float, kStages * kHeadDim, 16> k_scale;
-    cute::array_aligned<float, kStages * kBlockN, 16> v_scale;  // slots: int8_mma_vscale_slot
-    cute::array_aligned<uint32_t, 8 * 32 * 4, 16> q_frag;  // Q's A fragments: (k16 step, lane, register)
-    alignas(8) uint64_t full[kStages];
-    alignas(8) uint64_t empty[kStages];
-  };
-  struct WarpRingStorage {  // variant 11: slot s of warp w is kSlotsPerWarp·w + s
+  struct SharedStorage {  // slot s of warp w is kSlotsPerWarp·w + s
     cute::array_aligned<int8_t, kStages * kTileBytes, 1024> raw;  // a K or a V tile per slot
     cute::array_aligned<float, kStages * kHeadDim, 16> scale;     // its 128 K scales or 64 V scale slots
     cute::array_aligned<uint32_t, 8 * 32 * 4, 16> q_frag;
     alignas(8) uint64_t full[kStages];
   };
-  using SharedStorage = std::conditional_t<kWarpRings, WarpRingStorage, RingStorage>;
   static_assert(kWarps * kTileRows * (kMergeStride + 2) * 4 <= kStages * kTileBytes, "the merge fits the tile ring");
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));
 
   struct Params : DecodeInt8SplitParams<Element, TmaLoadRaw, TmaLoadRaw> {
 #ifdef HOPATTN_DECODE_STAMPS
     // Measurement builds only (bench/decode_int8_timeline.cu): clock64 per tile, laid out by
-    // int8_mma_stamp_slot; stamp_tiles tiles per consumer warp.
+    // int8_mma_stamps_per_cta; stamp_tiles tiles per warp.
     uint64_t* stamps;
     int stamp_tiles;
 #endif
   };
 };
 
-// Stamps of CTA `cta` (measurement builds): slot 0 the SM id; consumer warp w's k-th tile at
-// 1 + 3 (w · tiles + k) + {0: before its stage wait, 1: after it, 2: after its release}; the
-// producer's i-th tile (i < warps · tiles) at 1 + 3 · warps · tiles + i, after its empty wait.
+// Stamps of CTA `cta` (measurement builds): slot 0 the SM id; warp w's k-th tile at
+// 1 + 3 (w · tiles + k) + {0: before its wait for V, 1: after it, 2: after its last issue}; the
+// CTA's i-th tile (i < warps · tiles) at 1 + 3 · warps · tiles + i, when its warp issues its V.
 CUTE_HOST_DEVICE constexpr int64_t int8_mma_stamps_per_cta(int warps, int tiles) { return 1 + 4 * int64_t(warps) * tiles; }
 
 template <class T>
 struct IsDecodeInt8Mma : std::false_type {};
-template <class E, int D, int N, int W, Int8MmaLoads L, Int8MmaMath M, int C>
-struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, N, W, L, M, C>> : std::true_type {};
+template <class E, int D, int W, Int8MmaMath M, int C>
+struct IsDecodeInt8Mma<DecodeInt8MmaTraits<E, D, W, M, C>> : std::true_type {};
 
 namespace int8_mma_detail {
 
@@ -295,15 +214,10 @@ CUTE_DEVICE void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, 
   }
 }
 
-// Byte b (0..3) of a word whose bytes are already biased (x ^ 0x80) -> the exact float value.
-CUTE_DEVICE float biased_byte_to_float(uint32_t biased, int b) {
-  return __uint_as_float(__byte_perm(biased, 0x4B000000u, 0x7540 + b)) - 8388736.0f;
-}
-
-// Variants 14, 15: byte b (0..3) of a biased word under the 2^15 magic: the float 2^15 + u exactly
+// Byte b (0..3) of a biased word (x ^ 0x80) under the 2^15 magic: the float 2^15 + u exactly
 // (u = value + 128 in mantissa bits 8-15). dequant_fma(x, s, neg) = fma(x, s, -(2^15 + 128)·s)
-// is x·s + neg with one rounding: value · s exactly, hence the same fp32 as kElement's
-// (x - 2^23 - 128)·s, when s has at most 15 significant bits (then (2^15 + 128)·s, 9 bits
+// is x·s + neg with one rounding: value · s exactly, hence the same fp32 as the host's
+// dequantization (value · s in fp32), when s has at most 15 significant bits (then (2^15 + 128)·s, 9 bits
 // times 15, is exact, and so is value · s, 8 bits times 15). hopattn's quantizer rounds its
 // scales up to 15 bits (kvcache_quantize.cu); other scales are off by at most s · 2^-9 before the
 // rounding to Element.
@@ -374,12 +288,13 @@ CUTE_DEVICE void lds_words(uint32_t (&w)[kWords], uint32_t addr) {
   }
 }
 
-// S = Q·Kᵀ of one tile (16 rows × kBlockN keys) from the raw K tile at k_tile and its 128 K scales
-// at ks_addr, kSteps k16 steps (a half or, kSteps = 2, a quarter of the channels) at a time: their
-// K scales in registers (the other passes' would not fit beside O, S and Q; variant 15's 168
-// registers need quarters once the FFMA's constants sit beside the scales). k_off: the thread's
-// row offsets for chunks c and c + 4.
-template <class Element, int kNTiles, bool kFma = false, int kSteps = 4>
+// S = Q·Kᵀ of one tile (16 rows × 64 keys) from the raw K tile at k_tile and its 128 K scales at
+// ks_addr, kSteps k16 steps (a half, or with kSteps = 1 an eighth of the channels) at a time:
+// their K scales in registers (the other passes' would not fit beside O, S and Q; the three-CTA
+// kernel's 168 registers need eighths once the FFMA's constants sit beside the scales). K's
+// value · scale in one FFMA (dequant_fma), rounded once to Element. k_off: the thread's row
+// offsets for chunks c and c + 4.
+template <class Element, int kNTiles, int kSteps = 4>
 CUTE_DEVICE void tile_scores(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32_t ks_addr, uint32_t qf_base,
                              const int (&k_off)[2], int c, int lane) {
   static_assert(kSteps == 4 || kSteps == 2 || kSteps == 1, "a half, a quarter or an eighth of the channels per pass");
@@ -393,7 +308,7 @@ CUTE_DEVICE void tile_scores(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32
     const int half = pass * kSteps / 4, q0 = pass * kSteps % 4;  // k16 steps 4·half + q0 + (0 .. kSteps - 1)
     const int k_off_p = (half ? k_off[1] : k_off[0]) + 4 * q0;
     float ks[4 * kSteps];  // channels 64·half + 16c + 4·q0 .. + 4·kSteps - 1
-    float kn[kFma ? 4 * kSteps : 1];  // variants 14, 15: -(2^15 + 128) · ks
+    float kn[4 * kSteps];  // -(2^15 + 128) · ks
     uint4 qa[kSteps];  // Q's A fragments of the pass's k16 steps
     CUTE_UNROLL
     for (int q = 0; q < kSteps; ++q) {
@@ -401,15 +316,10 @@ CUTE_DEVICE void tile_scores(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32
       ks[4 * q] = f.x, ks[4 * q + 1] = f.y, ks[4 * q + 2] = f.z, ks[4 * q + 3] = f.w;
       qa[q] = lds128(qf_base + 16 * ((4 * half + q0 + q) * 32 + lane));
     }
-    if constexpr (kFma) {
-      CUTE_UNROLL
-      for (int i = 0; i < 4 * kSteps; ++i) kn[i] = -kMagic15Offset * ks[i];
-    }
+    CUTE_UNROLL
+    for (int i = 0; i < 4 * kSteps; ++i) kn[i] = -kMagic15Offset * ks[i];
     // Channel i of the pass's: value · scale in fp32.
-    auto deq = [&](uint32_t w, int b, int i) {
-      if constexpr (kFma) return dequant_fma(biased_byte_magic15(w, b), ks[i], kn[i]);
-      else return biased_byte_to_float(w, b) * ks[i];
-    };
+    auto deq = [&](uint32_t w, int b, int i) { return dequant_fma(biased_byte_magic15(w, b), ks[i], kn[i]); };
     CUTE_UNROLL
     for (int j = 0; j < kNTiles; ++j) {
       uint32_t w4[kSteps];  // bytes 4·q0 .. 4·(q0 + kSteps) - 1 of the row's chunk, biased
@@ -433,7 +343,7 @@ CUTE_DEVICE void tile_scores(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32
 template <int kBlockN, int kNTiles>
 CUTE_DEVICE void online_softmax(float (&s_acc)[kNTiles][4], float (&m_run)[2], float (&l_run)[2], float (&alpha)[2],
                                 int n, int mask_from, int limit0, int limit1, const float (&scale)[2], int c,
-                                bool hi = true) {
+                                bool hi) {
   if ((n + 1) * kBlockN > mask_from) {
     CUTE_UNROLL
     for (int j = 0; j < kNTiles; ++j)
@@ -478,8 +388,8 @@ CUTE_DEVICE void rescale_o(float (&o)[16][4], float a0, float a1) {  // rows g (
   CUTE_UNROLL
   for (int tt = 0; tt < 16; ++tt) o[tt][0] *= a0, o[tt][1] *= a0, o[tt][2] *= a1, o[tt][3] *= a1;
 }
-// Variants 14-17: the same, skipped when no lane's factor differs from 1 (a row's maximum rarely
-// changes once its first tiles are seen; 64 FMULs a tile), and rows g + 8 only when they exist.
+// The same, skipped when no lane's factor differs from 1 (a row's maximum rarely changes once its
+// first tiles are seen; 64 FMULs a tile), and rows g + 8 only when they exist.
 CUTE_DEVICE void rescale_o_lazy(float (&o)[16][4], float a0, float a1, bool hi) {
   if (!__any_sync(0xffffffffu, a0 != 1.0f || a1 != 1.0f)) return;
   if (hi) {
@@ -490,17 +400,6 @@ CUTE_DEVICE void rescale_o_lazy(float (&o)[16][4], float a0, float a1, bool hi) 
   }
 }
 
-// P's A fragments of every k16 step of P·V, packed from the softmax's fp32 P (S tiles 2s', 2s'+1).
-template <class T, int kNTiles>
-CUTE_DEVICE void pack_p(float const (&s_acc)[kNTiles][4], uint32_t (&pa)[kNTiles / 2][4]) {
-  CUTE_UNROLL
-  for (int sp = 0; sp < kNTiles / 2; ++sp) {
-    pa[sp][0] = pack_pair<T>(s_acc[2 * sp][0], s_acc[2 * sp][1]);
-    pa[sp][1] = pack_pair<T>(s_acc[2 * sp][2], s_acc[2 * sp][3]);
-    pa[sp][2] = pack_pair<T>(s_acc[2 * sp + 1][0], s_acc[2 * sp + 1][1]);
-    pa[sp][3] = pack_pair<T>(s_acc[2 * sp + 1][2], s_acc[2 * sp + 1][3]);
-  }
-}
 // The P·V loop's fragment of P: pa[0], the rest shifted down (the loop is not unrolled, and a
 // register array is indexed only by constants). kRegs: 4 (P's A fragment) or 2 (P'ᵀ's B fragment).
 template <int kSteps, int kRegs>
@@ -511,50 +410,6 @@ CUTE_DEVICE void pop_front(uint32_t (&pa)[kSteps][kRegs], uint32_t (&out)[kRegs]
   for (int r = 0; r < kSteps - 1; ++r)
     CUTE_UNROLL
     for (int x = 0; x < kRegs; ++x) pa[r][x] = pa[r + 1][x];
-}
-
-// O += P·V from the raw V tile at v_tile and its kBlockN V scale slots at vs_addr
-// (int8_mma_vscale_slot). k16 step s' covers S tiles 2s', 2s'+1; V's B fragment for n8 tile tt
-// (channel 16g + tt) from keys π(2s', 2c), π(2s', 2c+1) (b0) and π(2s'+1, 2c), π(2s'+1, 2c+1)
-// (b1). v_off: the thread's row offsets of keys π(2c) and π(2c + 1), chunk g.
-// kVWords: 32-bit words of each key's 16-byte chunk held at a time (4, or 2 for the three-CTA
-// variants' 168 registers: two 8-byte loads a key instead of one 16-byte load).
-template <class Element, int kBlockN, int kNTiles, bool kFma = false, int kVWords = 4>
-CUTE_DEVICE void tile_pv(float (&o)[16][4], float const (&s_acc)[kNTiles][4], uint32_t v_tile, uint32_t vs_addr,
-                         const int (&v_off)[2], int c) {
-  constexpr int kPvSteps = kNTiles / 2;
-  uint32_t pa[kPvSteps][4];  // P's A fragments of the k16 steps (pop_front takes them in order)
-  pack_p<Element>(s_acc, pa);
-#pragma unroll 1
-  for (int sp = 0; sp < kPvSteps; ++sp) {
-    uint32_t a[4];
-    pop_front(pa, a);
-    const float4 vsc = lds128f(vs_addr + 4 * ((kBlockN / 4) * c + 4 * sp));
-    const float vsk[4] = {vsc.x, vsc.y, vsc.z, vsc.w};
-    const float vn[4] = {-kMagic15Offset * vsc.x, -kMagic15Offset * vsc.y, -kMagic15Offset * vsc.z,
-                         -kMagic15Offset * vsc.w};  // variants 14, 15
-    CUTE_UNROLL
-    for (int w0 = 0; w0 < 4; w0 += kVWords) {
-      uint32_t vw[4][kVWords];  // [key 0..3][word w0 + i], biased (x ^ 0x80)
-      CUTE_UNROLL
-      for (int k = 0; k < 4; ++k) lds_words<kVWords>(vw[k], v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2] + 4 * w0);
-      CUTE_UNROLL
-      for (int k = 0; k < 4; ++k)
-        CUTE_UNROLL
-        for (int i = 0; i < kVWords; ++i) vw[k][i] ^= 0x80808080u;
-      auto deq = [&](int k, int wi, int by) {  // key k (0..3) of the step, byte `by` of its word wi
-        if constexpr (kFma) return dequant_fma(biased_byte_magic15(vw[k][wi], by), vsk[k], vn[k]);
-        else return biased_byte_to_float(vw[k][wi], by) * vsk[k];
-      };
-      CUTE_UNROLL
-      for (int tt = 4 * w0; tt < 4 * (w0 + kVWords); ++tt) {
-        const int wi = tt / 4 - w0, by = tt % 4;
-        const uint32_t b0 = pack_pair<Element>(deq(0, wi, by), deq(1, wi, by));
-        const uint32_t b1 = pack_pair<Element>(deq(2, wi, by), deq(3, wi, by));
-        mma16816<Element>(o[tt], a[0], a[1], a[2], a[3], b0, b1);
-      }
-    }
-  }
 }
 
 // After the loops: the kWarps warps' (max, sum, O) of the CTA's 16 rows merged by log-sum-exp
@@ -655,13 +510,11 @@ CUTE_DEVICE void merge_partials_and_store(typename Traits::Params const& p, cons
   }
 }
 
-// ---- Variant 12: fp16 operands, int8 values made exact in fp16, scales as powers of two apart ----
-// K' = x · (s_k · 2^-e_K) and V' = x · (s_v · 2^-e_V) are computed in fp16x2 (x exact: the byte
-// under the 1024 magic, minus 1152; one rounding of the product to 11 bits), Q' = q · 2^-e_Q per
-// row (exact: a 16-bit q has at most 11 significant bits), P in fp16; both GEMMs are fp16 mma.sync
-// with fp32 accumulators. Each exponent puts its tensor's largest magnitude in [2^14, 2^15), so
-// nothing overflows fp16 and small values keep 11 bits down to 2^-29 of the largest. The factors
-// come back exactly: 2^(e_Q + e_K) in the softmax's scale, 2^e_V in O's running exponent.
+// ---- V exact in fp16 ----
+// V's int8 values x are exact in fp16 as the byte under the 1024 magic, minus 1152, and each
+// key's scale is folded into P with a power-of-two exponent e_V per tile (the largest scaled
+// value in [2^14, 2^15), so nothing overflows fp16); O is kept as O · 2^-e_V and the factor comes
+// back exactly at the end.
 
 // e with m · 2^-e in [2^14, 2^15) for m > 0 (0 otherwise), kept within [-100, 100].
 CUTE_DEVICE int half_exponent(float m) {
@@ -677,11 +530,6 @@ CUTE_DEVICE uint32_t hadd2(uint32_t a, uint32_t b) {
   asm("add.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
   return d;
 }
-CUTE_DEVICE uint32_t hmul2(uint32_t a, uint32_t b) {
-  uint32_t d;
-  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
 // (b ? a ^ c : c) per bit: the low bytes of each half of a, sign-flipped (biased), under the high byte 0x64.
 CUTE_DEVICE uint32_t bias_into_magic(uint32_t a) {
   uint32_t d;
@@ -689,97 +537,6 @@ CUTE_DEVICE uint32_t bias_into_magic(uint32_t a) {
   return d;
 }
 constexpr uint32_t kMinus1152x2 = 0xE480E480u;  // -(1024 + 128) in both fp16 halves
-
-// Q's 16-bit words (two Elements) -> fp16 pairs times f (a power of two).
-template <class Element>
-CUTE_DEVICE uint32_t scaled_half_pair(uint32_t w, float f) {
-  float lo, hi;
-  if constexpr (std::is_same_v<Element, cutlass::bfloat16_t>) {
-    lo = __uint_as_float(w << 16), hi = __uint_as_float(w & 0xFFFF0000u);
-  } else {
-    const __half2 h = *reinterpret_cast<const __half2*>(&w);
-    lo = __low2float(h), hi = __high2float(h);
-  }
-  return pack_pair<cutlass::half_t>(lo * f, hi * f);
-}
-
-// Q (as load_q read it) -> Q' in fp16, rows g and g + 8 scaled by 2^-e_q[h]; e_q per row from the
-// row's largest |q| over the quad.
-template <class Element>
-CUTE_DEVICE void q_to_half(uint4 (&qv)[2][4], int (&e_q)[2]) {
-  CUTE_UNROLL
-  for (int h = 0; h < 2; ++h) {
-    float m = 0.0f;
-    CUTE_UNROLL
-    for (int k = 0; k < 4; ++k) {
-      const uint32_t w[4] = {qv[h][k].x, qv[h][k].y, qv[h][k].z, qv[h][k].w};
-      CUTE_UNROLL
-      for (int x = 0; x < 4; ++x) {
-        float lo, hi;
-        if constexpr (std::is_same_v<Element, cutlass::bfloat16_t>) {
-          lo = __uint_as_float(w[x] << 16), hi = __uint_as_float(w[x] & 0xFFFF0000u);
-        } else {
-          const __half2 hh = *reinterpret_cast<const __half2*>(&w[x]);
-          lo = __low2float(hh), hi = __high2float(hh);
-        }
-        m = fmaxf(m, fmaxf(fabsf(lo), fabsf(hi)));
-      }
-    }
-    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-    e_q[h] = half_exponent(m);
-    const float f = exp2_int(-e_q[h]);
-    CUTE_UNROLL
-    for (int k = 0; k < 4; ++k)
-      qv[h][k] = make_uint4(scaled_half_pair<Element>(qv[h][k].x, f), scaled_half_pair<Element>(qv[h][k].y, f),
-                            scaled_half_pair<Element>(qv[h][k].z, f), scaled_half_pair<Element>(qv[h][k].w, f));
-  }
-}
-
-// S' = Q'·K'ᵀ of one tile in fp16 (see tile_scores for the maps); returns e_K, the tile's K
-// exponent (S = S' · 2^(e_Q + e_K)). The largest of the block's 128 scales comes from the thread's
-// 32 and the quad's shuffles.
-template <int kNTiles>
-CUTE_DEVICE int tile_scores_half(float (&s_acc)[kNTiles][4], uint32_t k_tile, uint32_t ks_addr, uint32_t qf_base,
-                                 const int (&k_off)[2], int c, int lane) {
-  float m = 0.0f;
-  CUTE_UNROLL
-  for (int q = 0; q < 8; ++q) {  // channels 64·(q/4) + 16c + 4·(q%4) .. + 3
-    const float4 f = lds128f(ks_addr + 4 * (64 * (q / 4) + 16 * c + 4 * (q % 4)));
-    m = fmaxf(m, fmaxf(fmaxf(f.x, f.y), fmaxf(f.z, f.w)));
-  }
-  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-  const int e_k = half_exponent(127.0f * m);
-  const float fk = exp2_int(-e_k);
-  CUTE_UNROLL
-  for (int j = 0; j < kNTiles; ++j) s_acc[j][0] = s_acc[j][1] = s_acc[j][2] = s_acc[j][3] = 0.0f;
-#pragma unroll 1
-  for (int half = 0; half < 2; ++half) {
-    const int k_off_h = half ? k_off[1] : k_off[0];
-    uint32_t ks2[8];  // fp16 pairs of scaled scales: channels (4q, 4q + 1), (4q + 2, 4q + 3) of the half's 16
-    uint4 qa[4];
-    CUTE_UNROLL
-    for (int q = 0; q < 4; ++q) {
-      const float4 f = lds128f(ks_addr + 4 * (64 * half + 16 * c + 4 * q));
-      ks2[2 * q] = pack_pair<cutlass::half_t>(f.x * fk, f.y * fk);
-      ks2[2 * q + 1] = pack_pair<cutlass::half_t>(f.z * fk, f.w * fk);
-      qa[q] = lds128(qf_base + 16 * ((4 * half + q) * 32 + lane));
-    }
-    CUTE_UNROLL
-    for (int j = 0; j < kNTiles; ++j) {
-      const uint4 raw = lds128(k_tile + 1024 * j + k_off_h);
-      const uint32_t w4[4] = {raw.x ^ 0x80808080u, raw.y ^ 0x80808080u, raw.z ^ 0x80808080u, raw.w ^ 0x80808080u};
-      CUTE_UNROLL
-      for (int q = 0; q < 4; ++q) {
-        const uint32_t b0 = hmul2(hadd2(__byte_perm(w4[q], 0x64646464u, 0x4140), kMinus1152x2), ks2[2 * q]);
-        const uint32_t b1 = hmul2(hadd2(__byte_perm(w4[q], 0x64646464u, 0x4342), kMinus1152x2), ks2[2 * q + 1]);
-        mma16816<cutlass::half_t>(s_acc[j], qa[q].x, qa[q].y, qa[q].z, qa[q].w, b0, b1);
-      }
-    }
-  }
-  return e_k;
-}
 
 // The tile's V exponent from its 64 V scales (the thread's 16 and the quad's shuffles), never more
 // than 80 below the previous (so O, rescaled by 2^(e_prev - e), stays far from overflow).
@@ -796,44 +553,16 @@ CUTE_DEVICE int tile_v_exponent(uint32_t vs_addr, int c, int e_prev) {
   return e < e_prev - 80 ? e_prev - 80 : e;
 }
 
-// O' += P·V' in fp16 (see tile_pv for the maps), V' = x · s_v · 2^-e_v.
-template <int kNTiles>
-CUTE_DEVICE void tile_pv_half(float (&o)[16][4], float const (&s_acc)[kNTiles][4], uint32_t v_tile, uint32_t vs_addr,
-                              const int (&v_off)[2], int c, int e_v) {
-  constexpr int kPvSteps = kNTiles / 2;
-  const float fv = exp2_int(-e_v);
-  uint32_t pa[kPvSteps][4];
-  pack_p<cutlass::half_t>(s_acc, pa);
-#pragma unroll 1
-  for (int sp = 0; sp < kPvSteps; ++sp) {
-    uint32_t a[4];
-    pop_front(pa, a);
-    uint32_t vw[4][4];  // [key 0..3][word], raw
-    CUTE_UNROLL
-    for (int k = 0; k < 4; ++k) {
-      const uint4 raw = lds128(v_tile + 1024 * (2 * sp + k / 2) + v_off[k % 2]);
-      vw[k][0] = raw.x, vw[k][1] = raw.y, vw[k][2] = raw.z, vw[k][3] = raw.w;
-    }
-    const float4 vsc = lds128f(vs_addr + 4 * (16 * c + 4 * sp));
-    const uint32_t s01 = pack_pair<cutlass::half_t>(vsc.x * fv, vsc.y * fv);
-    const uint32_t s23 = pack_pair<cutlass::half_t>(vsc.z * fv, vsc.w * fv);
-    CUTE_UNROLL
-    for (int tt = 0; tt < 16; ++tt) {
-      const int wi = tt / 4, by = tt % 4;
-      // Byte `by` of keys 0 and 1 (2 and 3) into the low bytes of the two halves.
-      const uint32_t sel = uint32_t(by) | (uint32_t(4 + by) << 8);
-      const uint32_t b0 = hmul2(hadd2(bias_into_magic(__byte_perm(vw[0][wi], vw[1][wi], sel)), kMinus1152x2), s01);
-      const uint32_t b1 = hmul2(hadd2(bias_into_magic(__byte_perm(vw[2][wi], vw[3][wi], sel)), kMinus1152x2), s23);
-      mma16816<cutlass::half_t>(o[tt], a[0], a[1], a[2], a[3], b0, b1);
-    }
-  }
-}
-
-// Variants 16, 17: O' += P'·V8 in fp16 with O' = O · 2^-e_v: V's int8 values exact in fp16 (the
-// byte under the 1024 magic, minus 1152: no scale, ~1.5 instructions a value instead of ~2.75) and
-// each key's scale folded into P: P' = fp16(p · s_v · 2^-e_v), 8 FMULs per k16 step. K keeps the
-// host's rounding (tile_scores), so the outlier-channel accuracy of variant 11 stays; V's products
-// are not rounded to Element (as variant 12's; v12 matched the host path on Gaussian V, r97).
+// O' += P'·V8 in fp16 with O' = O · 2^-e_v, from the raw V tile at v_tile and its 64 V scale
+// slots at vs_addr (int8_mma_vscale_slot): V's int8 values exact in fp16 (no scale, ~1.5
+// instructions a value instead of ~2.75) and each key's scale folded into P:
+// P' = fp16(p · s_v · 2^-e_v), 8 FMULs per k16 step. K keeps the host's rounding (tile_scores), so
+// its outlier-channel accuracy stays; V's products are not rounded to Element (docs/decode.md).
+// k16 step s' covers S tiles 2s', 2s'+1; V's B fragment for n8 tile tt (channel 16g + tt) from
+// keys π(2s', 2c), π(2s', 2c+1) (b0) and π(2s'+1, 2c), π(2s'+1, 2c+1) (b1). v_off: the thread's row
+// offsets of keys π(2c) and π(2c + 1), chunk g. kVWords: 32-bit words of each key's 16-byte chunk
+// held at a time (4, or 2 for the three-CTA kernel's 168 registers: two 8-byte loads a key
+// instead of one 16-byte load).
 template <int kNTiles, int kVWords = 4>
 CUTE_DEVICE void tile_pv_fold(float (&o)[16][4], float const (&s_acc)[kNTiles][4], uint32_t v_tile, uint32_t vs_addr,
                               const int (&v_off)[2], int c, int e_v) {
@@ -870,19 +599,19 @@ CUTE_DEVICE void tile_pv_fold(float (&o)[16][4], float const (&s_acc)[kNTiles][4
   }
 }
 
-// ---- Variants 18, 19: the keys as the mma's M dimension, at most 8 packed rows a CTA ----
+// ---- Keys as the mma's M: the swap rows (kv8_mma_swap_*), at most 8 packed rows a CTA ----
 // Sᵀ = K·Qᵀ (m16n8k16: M = 16 keys, N = 8 rows, K = 16 channels) and Oᵀ = Vᵀ·Pᵀ (M = 16 channels,
-// N = 8 rows, K = 16 keys). With <= 8 packed rows (64:8 or 32:8 at q_len 1) variants 16/17's M =
-// 16 rows leave half of every mma, of S's registers and of O's on absent rows; here the rows are
-// N = 8: half the HMMAs, Sᵀ in 16 registers, Oᵀ in 32. The values are variant 16's: K's A
-// fragment of m-tile mt is variant 16's B fragments of n8 tiles 2mt (rows g) and 2mt + 1 (rows
+// N = 8 rows, K = 16 keys). With <= 8 packed rows (64:8 or 32:8 at q_len 1) the rows-as-M kernel's
+// M = 16 rows leave half of every mma, of S's registers and of O's on absent rows; here the rows
+// are N = 8: half the HMMAs, Sᵀ in 16 registers, Oᵀ in 32. The values are the rows-as-M kernel's:
+// K's A fragment of m-tile mt is its B fragments of n8 tiles 2mt (rows g) and 2mt + 1 (rows
 // g + 8), V's A fragment of m-tile mt its B fragments of n8 tiles 2mt and 2mt + 1, so the loads
 // and conversions are the same instructions. Pᵀ's B fragment is Sᵀ's C fragment transposed, one
 // movmatrix per 8 × 8 block. Maps: int8_swap_s_key, int8_swap_o_channel, int8_swap_row.
 
 // Q's B fragments (row g; the same in every warp) to shared memory: k16 step s, the words of
 // channel pairs int8_mma_channel(s, 2c) and int8_mma_channel(s, 2c + 8) (publish_q's a0 and a2).
-// kPackedK (variants 20, 21): the channels of the four bytes of K's word in the order 0, 2 | 1, 3
+// kPackedK (the swap rows at bf16): the channels of the four bytes of K's word in the order 0, 2 | 1, 3
 // (k_pair_bf16's pairs), Q's likewise.
 template <bool kPackedK = false>
 CUTE_DEVICE void publish_q_swap(uint4 const (&qv)[2][4], uint32_t qf_base, int lane) {
@@ -1037,7 +766,7 @@ CUTE_DEVICE void rescale_o_swap(float (&o)[8][4], float a0, float a1) {
 // Oᵀ' += Vᵀ·P'ᵀ in fp16 with Oᵀ' = Oᵀ · 2^-e_v (tile_pv_fold's values): V's int8 exact in fp16,
 // P' = fp16(p · s_v · 2^-e_v), its B fragment of k16 step sp from Sᵀ's m-tile sp by movmatrix
 // (k = 2c + i is key int8_mma_key(2sp, 2c + i), k = 2c + 8 + i key int8_mma_key(2sp + 1, 2c + i),
-// the keys V's loads give: v_off as tile_pv's). vs_addr: the tile's scales by int8_swap_vscale_slot.
+// the keys V's loads give: v_off as tile_pv_fold's). vs_addr: the tile's scales by int8_swap_vscale_slot.
 template <int kVWords = 4>
 CUTE_DEVICE void tile_pv_swap(float (&o)[8][4], float const (&s_acc)[4][4], uint32_t v_tile, uint32_t vs_addr,
                               const int (&v_off)[2], int g, int e_v) {
@@ -1131,7 +860,7 @@ struct Int8MmaOffsets {
 
 #ifdef HOPATTN_DECODE_STAMPS
 // Measurement builds: lane 0's stamp slots of consumer warp `warp`'s k-th tile (nullptr past the
-// recorded tiles) and the producer's slot of the CTA's i-th tile.
+// recorded tiles) and the issue slot of the CTA's i-th tile.
 template <class Params>
 CUTE_DEVICE uint64_t* consumer_stamps(Params const& p, int warp, int k, int warps, int lane) {
   if (lane != 0 || p.stamps == nullptr || k >= p.stamp_tiles) return nullptr;
@@ -1152,134 +881,18 @@ CUTE_DEVICE void producer_stamp(Params const& p, int i, int warps) {
 
 }  // namespace int8_mma_detail
 
-// Variants 9 and 10: one ring of kStages (K, V) stages filled in order by a producer warp.
-template <class Traits>
-__global__ void __launch_bounds__(Traits::kThreads, 1)
-    decode_int8_mma_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
-  using namespace cute;
-  using namespace int8_mma_detail;
-  using Element = typename Traits::Element;
-  using Barrier = cutlass::arch::ClusterTransactionBarrier;
-  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim, kStages = Traits::kStages;
-  constexpr int kNTiles = Traits::kNTiles, kWarps = Traits::kWarps, kTileBytes = Traits::kTileBytes;
-
-  extern __shared__ char smem_raw[];
-  auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int g = lane / 4, c = lane % 4;
-
-  DecodeTile t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
-  uint4 qv[2][4];  // [row g / g + 8][half 0 lo, half 0 hi, half 1 lo, half 1 hi]
-  if (warp < kWarps) load_q<Traits>(p, t, g, c, qv);
-  // The length and the KV range are read by each role after the split (live across it, they
-  // were spilled around setmaxnreg and reloaded in the loops: r83-r87).
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) Barrier::init(&ss.full[s], 33), Barrier::init(&ss.empty[s], 32);
-    cutlass::arch::fence_barrier_init();
-  }
-  __syncthreads();
-
-  if (warp >= kWarps) {  // producer warpgroup (or warp)
-    if constexpr (Traits::kSetMaxNreg) cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegs>();
-    if (warp > kWarps) return;
-    t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
-    const int n_blocks = t.n_end - t.n_begin;
-    const auto views = tma_views<Traits>(p, t, ss.k_raw.data(), ss.v_raw.data());
-    const auto tk = get<0>(views), tv = get<1>(views);
-    const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride;
-    const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
-    // This lane's keys of every tile (kBlockN / 32 of them) and their slots.
-    constexpr int kPerLane = kBlockN / 32;
-    int slot[kPerLane];
-    CUTE_UNROLL
-    for (int e = 0; e < kPerLane; ++e) slot[e] = int8_mma_vscale_slot(kPerLane * lane + e, kBlockN);
-#pragma unroll 1
-    for (int i = 0; i < n_blocks; ++i) {
-      const int n = t.n_begin + i, stage = i % kStages;
-      if (i >= kStages) Barrier::wait(&ss.empty[stage], ((i / kStages) - 1) & 1);
-#ifdef HOPATTN_DECODE_STAMPS
-      if (lane == 0) producer_stamp(p, i, kWarps);
-#endif
-      if (lane == 0) {
-        Barrier::arrive_and_expect_tx(&ss.full[stage], Traits::kTxBytes);
-        copy(p.tma_k.with(ss.full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
-        copy(p.tma_v.with(ss.full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
-        SM90_BULK_COPY_G2S::copy(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride, &ss.full[stage],
-                                 ss.k_scale.data() + stage * kHeadDim, kHeadDim * sizeof(float));
-      }
-      const uint32_t vs_base = smem_u32(ss.v_scale.data() + stage * kBlockN);
-      CUTE_UNROLL
-      for (int e = 0; e < kPerLane; ++e) {
-        // Past the length: nothing read (src-size 0), the slot zero-filled; the address stays in range.
-        const int tok = n * kBlockN + kPerLane * lane + e;
-        cp_async_4(vs_base + 4 * slot[e], v_scale + (tok < t.len ? tok : 0) * p.vs_seq_stride, tok < t.len ? 4 : 0);
-      }
-      cp_async_mbarrier_arrive_noinc(&ss.full[stage]);
-    }
-    return;
-  }
-
-  if constexpr (Traits::kSetMaxNreg) cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegs>();
-  t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
-  if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
-  const int n_blocks = t.n_end - t.n_begin;
-  const uint32_t qf_base = smem_u32(ss.q_frag.data());
-  if (warp == 0) publish_q(qv, qf_base, lane);
-  cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
-
-  const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
-  const float scale[2] = {scale_log2, scale_log2};
-  float o[16][4];
-  CUTE_UNROLL
-  for (int tt = 0; tt < 16; ++tt) o[tt][0] = o[tt][1] = o[tt][2] = o[tt][3] = 0.0f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-  const int limit0 = t.key_limit(t.row0 + g), limit1 = t.key_limit(t.row0 + g + 8);
-  // What the loop needs of the tile, in four registers; the rest of it is recomputed after the
-  // loop (kept live across it, it pushed the loop over 232 registers: r83-r87 spilled 20 B).
-  const int n_begin = t.n_begin, mask_from = t.mask_from, seq_len = t.seq_len;
-  const uint32_t k_base = smem_u32(ss.k_raw.data()), v_base = smem_u32(ss.v_raw.data());
-  const uint32_t ks_base = smem_u32(ss.k_scale.data()), vs_base = smem_u32(ss.v_scale.data());
-  const Int8MmaOffsets off(g, c);
-
-  CUTE_NO_UNROLL
-  for (int i = warp; i < n_blocks; i += kWarps) {
-    const int n = n_begin + i, stage = i % kStages;
-#ifdef HOPATTN_DECODE_STAMPS
-    uint64_t* st = consumer_stamps(p, warp, i / kWarps, kWarps, lane);
-    if (st != nullptr) st[0] = clock64();
-#endif
-    Barrier::wait(&ss.full[stage], (i / kStages) & 1);
-#ifdef HOPATTN_DECODE_STAMPS
-    if (st != nullptr) st[1] = clock64();
-#endif
-    float s_acc[kNTiles][4];
-    tile_scores<Element>(s_acc, k_base + stage * kTileBytes, ks_base + 4 * stage * kHeadDim, qf_base, off.k, c, lane);
-    float alpha[2];
-    online_softmax<kBlockN>(s_acc, m_run, l_run, alpha, n, mask_from, limit0, limit1, scale, c);
-    rescale_o(o, alpha[0], alpha[1]);
-    tile_pv<Element, kBlockN>(o, s_acc, v_base + stage * kTileBytes, vs_base + 4 * stage * kBlockN, off.v, c);
-    Barrier::arrive(&ss.empty[stage]);
-#ifdef HOPATTN_DECODE_STAMPS
-    if (st != nullptr) st[2] = clock64();
-#endif
-  }
-  merge_and_store<Traits>(p, reinterpret_cast<float*>(ss.k_raw.data()), o, m_run, l_run, seq_len, warp, lane);
-}
-
-// Variants 11 and 12: no producer. Each consumer warp loads its own tiles (TMA and the bulk copy by
-// lane 0, the V scales by cp.async from all lanes) into a private ring of three half-tile slots,
-// holding K and V tiles alternately: K_0, V_0, K_1 first; K_k's slot is refilled with V_{k+1} as
+// No producer. Each warp loads its own tiles (TMA and the bulk copy by lane 0, the V scales by
+// cp.async from all lanes) into a private ring of kSlotsPerWarp half-tile slots, holding K and V
+// tiles alternately: K_0, V_0, K_1 first (three slots); K_k's slot is refilled with V_{k+1} as
 // soon as S_k is computed, V_k's with K_{k+2} after P·V. A slot is reused only by the warp that
 // read it, so no barrier orders warps against each other and none waits for another's release
-// (variant 9's in-order producer kept released stages empty ~7,100 cycles per tile: timeline r94).
-// Roles: warps 0-7, 256 threads, 255 registers allowed (174-177 used, no spills), one CTA per SM,
-// 213 KB of shared memory (24 slots × (8 KB + 512 B of scales), Q's fragments, 24 barriers).
+// (an in-order producer warp, retired, kept released stages empty ~7,100 cycles per tile:
+// docs/decode.md, Tried and retired).
+// Roles (kv8_mma_8w_1cta): warps 0-7, 256 threads, 255 registers allowed, one CTA per SM, 213 KB
+// of shared memory (24 slots × (8 KB + 512 B of scales), Q's fragments, 24 barriers).
 // Per warp and tile: wait full[K slot] -> S -> issue V_{k+1} -> softmax -> wait full[V slot] ->
-// P·V -> issue K_{k+2}. Measured per tile (r96, 64:8 32 × 8k): waits ~100 cycles, S + softmax
-// ~5,000, P·V ~3,900: the warps' own instructions bound it (IPC ~2.5), not the loads.
-// Variant 12 (Traits::kHalfScaled): Q' = Q · 2^-e_q per row once; per tile S' from
-// tile_scores_half (returns e_K, folded into the softmax scale), and O kept as O · 2^-e_v with
-// e_v the last tile's V exponent (the change of exponent folded into the softmax's rescale).
+// P·V -> issue K_{k+2}. The warps' own instructions bound a tile, not the loads (docs/decode.md).
+// O is kept as O · 2^-e_v with e_v the largest V exponent so far (tile_pv_fold, tile_pv_swap).
 template <class Traits>
 __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     decode_int8_mma_warp_rings_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
@@ -1292,7 +905,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   constexpr int kRing = Traits::kSlotsPerWarp;
   static_assert(kBlockN == 64, "two keys of V's scales per lane");
   // Three CTAs per SM (168 registers): K's channels an eighth at a time, V's words two at a time
-  // (variant 19's Sᵀ and Oᵀ take half the registers: it keeps 16's passes).
+  // (the swap rows' Sᵀ and Oᵀ take half the registers: they keep the whole passes).
   constexpr bool kSwap = Traits::kSwap;
   constexpr int kSteps = Traits::kCtasPerSm == 3 && !kSwap ? 1 : 4;
   constexpr int kVWords = Traits::kCtasPerSm == 3 && !kSwap ? 2 : 4;
@@ -1306,8 +919,6 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   DecodeTile t = DecodeTile::make_rows<typename Traits::Params, Traits::kTileRows>(p);
   uint4 qv[2][4];  // [row g / g + 8][half 0 lo, half 0 hi, half 1 lo, half 1 hi]
   load_q<Traits>(p, t, g, c, qv);
-  int e_q[2] = {0, 0};  // variant 12: Q' = Q · 2^-e_q per row
-  if constexpr (Traits::kHalfScaled) q_to_half<Element>(qv, e_q);
   if (threadIdx.x == 0) {  // 33 arrivals: lane 0's arrive.expect_tx and every lane's cp.async arrival
     for (int s = 0; s < kSlots; ++s) Barrier::init(&ss.full[s], 33);
     cutlass::arch::fence_barrier_init();
@@ -1372,17 +983,17 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   cutlass::arch::NamedBarrier::sync(32 * kWarps, uint32_t(DecodeNamedBarrier::kConsumersQ));
 
   const float scale_log2 = p.softmax_scale * 1.4426950408889634f;
-  const float scale_q[2] = {scale_log2 * exp2_int(e_q[0]), scale_log2 * exp2_int(e_q[1])};
-  float o[kOTiles][4];  // variants 12, 16-19: O · 2^-e_v, e_v the last tile's V exponent; 18, 19: Oᵀ
+  const float scale[2] = {scale_log2, scale_log2};
+  float o[kOTiles][4];  // O · 2^-e_v, e_v the largest V exponent so far; the swap rows: Oᵀ
   CUTE_UNROLL
   for (int tt = 0; tt < kOTiles; ++tt) o[tt][0] = o[tt][1] = o[tt][2] = o[tt][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
   int e_v = -100;
   const int limit0 = t.key_limit(t.row0 + g), limit1 = t.key_limit(t.row0 + g + 8);
-  const int limit_swap[2] = {t.key_limit(t.row0 + 2 * c), t.key_limit(t.row0 + 2 * c + 1)};  // 18, 19: rows 2c, 2c + 1
+  const int limit_swap[2] = {t.key_limit(t.row0 + 2 * c), t.key_limit(t.row0 + 2 * c + 1)};  // swap: rows 2c, 2c + 1
   const int mask_from = t.mask_from;
-  // Variants 14-17: rows g + 8 exist (more than 8 packed rows in the CTA); warp-uniform.
-  const bool hi = !Traits::kFma || t.rows - t.row0 > 8;
+  // Rows g + 8 exist (more than 8 packed rows in the CTA); warp-uniform.
+  const bool hi = t.rows - t.row0 > 8;
   const uint32_t raw_base = smem_u32(ss.raw.data()), scale_base = smem_u32(ss.scale.data());
   const Int8MmaOffsets off(g, c);
 
@@ -1392,26 +1003,19 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     const int slot_k = kRing * warp + jk % kRing, slot_v = kRing * warp + jv % kRing;
     Barrier::wait(&ss.full[slot_k], (jk / kRing) & 1);
     float s_acc[kSTiles][4];
-    float scale[2] = {scale_q[0], scale_q[1]};
     if constexpr (kSwap) {
       tile_scores_swap<Element, kSteps, Traits::kPackedK>(s_acc, raw_base + slot_k * kTileBytes,
                                                           scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c, lane);
-    } else if constexpr (Traits::kHalfScaled) {
-      const float fk = exp2_int(tile_scores_half(s_acc, raw_base + slot_k * kTileBytes,
-                                                 scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c, lane));
-      scale[0] *= fk, scale[1] *= fk;
     } else {
-      tile_scores<Element, kNTiles, Traits::kFma, kSteps>(
-          s_acc, raw_base + slot_k * kTileBytes, scale_base + 4 * slot_k * kHeadDim, qf_base, off.k, c, lane);
+      tile_scores<Element, kNTiles, kSteps>(s_acc, raw_base + slot_k * kTileBytes, scale_base + 4 * slot_k * kHeadDim,
+                                            qf_base, off.k, c, lane);
     }
     if (jk + kRing < items) issue(jk + kRing);  // V_{k+1} into K_k's slot
     float alpha[2];
     if constexpr (kSwap) online_softmax_swap(s_acc, m_run, l_run, alpha, n, mask_from, limit_swap, scale[0], g);
     else online_softmax<kBlockN>(s_acc, m_run, l_run, alpha, n, mask_from, limit0, limit1, scale, c, hi);
-    if constexpr (Traits::kFma && !Traits::kFoldV) rescale_o_lazy(o, alpha[0], alpha[1], hi);
-    else if constexpr (!Traits::kHalfScaled && !Traits::kFoldV) rescale_o(o, alpha[0], alpha[1]);
 #ifdef HOPATTN_DECODE_STAMPS
-    // Measurement builds: variant 11 stamps the wait for V (r95: the wait for K took ~100 cycles).
+    // Measurement builds: the wait for V is stamped (the wait for K took ~100 cycles).
     uint64_t* st = consumer_stamps(p, warp, k, kWarps, lane);
     if (st != nullptr) st[0] = clock64();
 #endif
@@ -1420,33 +1024,24 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     if (st != nullptr) st[1] = clock64();
 #endif
     const uint32_t v_tile = raw_base + slot_v * kTileBytes, vs_addr = scale_base + 4 * slot_v * kHeadDim;
-    if constexpr (Traits::kHalfScaled || Traits::kFoldV) {
-      // Variants 16, 17: the exponent only grows (P' = p · s_v · 2^-e_v stays below 2^15 / 127 as
-      // long as e_v is at least the tile's), so O's rescale is mostly skipped; variant 12 follows
-      // each tile's (its V' values keep 11 bits).
-      const int e_tile = tile_v_exponent(vs_addr, c, e_v);
-      const int e_new = Traits::kFoldV ? max(e_v, e_tile) : e_tile;
-      const float f = exp2_int(e_v - e_new);  // O' from the previous exponent to this tile's
-      e_v = e_new;
-      if constexpr (kSwap) {
-        rescale_o_swap(o, alpha[0] * f, alpha[1] * f);
-        tile_pv_swap<kVWords>(o, s_acc, v_tile, vs_addr, off.v, g, e_v);
-      } else if constexpr (Traits::kFoldV) {
-        rescale_o_lazy(o, alpha[0] * f, alpha[1] * f, hi);
-        tile_pv_fold<kNTiles, kVWords>(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
-      } else {
-        rescale_o(o, alpha[0] * f, alpha[1] * f);
-        tile_pv_half(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
-      }
+    // The exponent only grows (P' = p · s_v · 2^-e_v stays below 2^15 / 127 as long as e_v is at
+    // least the tile's), so O's rescale is mostly skipped.
+    const int e_new = max(e_v, tile_v_exponent(vs_addr, c, e_v));
+    const float f = exp2_int(e_v - e_new);  // O' from the previous exponent to this tile's
+    e_v = e_new;
+    if constexpr (kSwap) {
+      rescale_o_swap(o, alpha[0] * f, alpha[1] * f);
+      tile_pv_swap<kVWords>(o, s_acc, v_tile, vs_addr, off.v, g, e_v);
     } else {
-      tile_pv<Element, kBlockN, kNTiles, Traits::kFma, kVWords>(o, s_acc, v_tile, vs_addr, off.v, c);
+      rescale_o_lazy(o, alpha[0] * f, alpha[1] * f, hi);
+      tile_pv_fold<kNTiles, kVWords>(o, s_acc, v_tile, vs_addr, off.v, c, e_v);
     }
     if (jv + kRing < items) issue(jv + kRing);  // K_{k+2} into V_k's slot
 #ifdef HOPATTN_DECODE_STAMPS
     if (st != nullptr) st[2] = clock64();
 #endif
   }
-  if constexpr (Traits::kHalfScaled || Traits::kFoldV) {
+  {
     const float f = exp2_int(e_v);
     CUTE_UNROLL
     for (int tt = 0; tt < kOTiles; ++tt) o[tt][0] *= f, o[tt][1] *= f, o[tt][2] *= f, o[tt][3] *= f;
