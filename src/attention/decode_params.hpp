@@ -73,9 +73,6 @@ struct DecodeParams {
   float* workspace;     // slots > 1: partial O (slots, batch, heads_q, seqlen_q, hdim) then LSE
                         // (slots, batch, heads_q, seqlen_q), fp32
   int key_range;        // DecodeKeys: which keys the split kernel's cache holds
-  // Uneven splits (0 = even, the only plan the host makes since the uneven kernel was retired;
-  // the split kernels still read them): of num_splits, the last small_splits are small.
-  int small_splits, big_weight, small_weight;
   int split_base;       // the workspace slot of split 0
   int cache_rows;       // rows of the cache tensors the TMA sees; 0 = max_len
   // int8 cache only: scales (fp32) and the scale block.

@@ -333,7 +333,6 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.causal = a.causal != 0;
   p.pack_gqa = plan.pack_gqa;
   p.num_splits = plan.num_splits;
-  p.small_splits = 0, p.big_weight = 1, p.small_weight = 1;
   p.partial_slots = plan.num_splits + (plan.tail ? 1 : 0);
   p.workspace = static_cast<float*>(a.workspace);
   p.variant = attention::kDecodeKernels[kernel].id;

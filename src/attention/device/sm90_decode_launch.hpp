@@ -59,7 +59,6 @@ void fill_common_params(Params& p, const DecodeParams& dp, const DecodeGrid& g, 
   p.softmax_scale = dp.softmax_scale;
   p.causal = dp.causal;
   p.key_block = dp.quant_block, p.key_range = dp.key_range, p.split_base = dp.split_base;
-  p.small_splits = dp.small_splits, p.big_weight = dp.big_weight, p.small_weight = dp.small_weight;
   p.cache_rows = decode_cache_rows(dp);
 }
 
@@ -164,7 +163,6 @@ inline DecodeParams decode_tail_params(const DecodeParams& dp) {
   t.cache_rows = dp.quant_block;
   t.key_range = kDecodeTailBlock;
   t.num_splits = 1;
-  t.small_splits = 0;
   t.split_base = dp.num_splits;
   t.partial_slots = decode_partial_slots(dp);
   return t;

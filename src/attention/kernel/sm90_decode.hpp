@@ -115,7 +115,6 @@ struct DecodeSplitParams {
   bool causal;
   int key_block, key_range;  // the keys this cache holds (DecodeKeys; key_block: the int8 call's quant_block)
   int split_base;            // the workspace slot of split 0
-  int small_splits, big_weight, small_weight;  // uneven splits (variant 22; small_splits 0: even)
   int cache_rows;  // rows the TMA sees: max_len, or quant_block for an int8 call's tail (16-bit kernel only)
 };
 
@@ -250,20 +249,6 @@ struct DecodeTile {
     DecodeTile t;
     t.m_block = int(blockIdx.x) / p.num_splits, t.split = int(blockIdx.x) % p.num_splits;
     t.group_idx = blockIdx.y, t.b = blockIdx.z;
-    if (p.small_splits > 0) {  // uneven splits: the CTAs in order are every row group's big splits, then the small
-      const int m_blocks = int(gridDim.x) / p.num_splits, big = p.num_splits - p.small_splits;
-      const int64_t units = int64_t(m_blocks) * gridDim.y * gridDim.z;
-      int64_t id = blockIdx.x + int64_t(gridDim.x) * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z);
-      int64_t unit;
-      if (id < units * big) {
-        unit = id / big, t.split = int(id % big);
-      } else {
-        id -= units * big;
-        unit = id / p.small_splits, t.split = big + int(id % p.small_splits);
-      }
-      t.m_block = int(unit % m_blocks);
-      t.group_idx = int(unit / m_blocks % gridDim.y), t.b = int(unit / (int64_t(m_blocks) * gridDim.y));
-    }
     t.slot = p.split_base + t.split;
     t.group = p.group, t.rows = p.rows, t.seqlen_q = p.seqlen_q, t.heads_q = p.heads_q, t.causal = p.causal;
     t.h_kv = p.group > 1 ? t.group_idx : t.group_idx / (p.heads_q / p.heads_kv);
@@ -289,18 +274,8 @@ struct DecodeTile {
     // With a tail, a causal row may sit before every key of this cache: limits below 0 are 0.
     const int keys = t.bad ? 0 : max(0, p.causal ? min(t.len, t.diag + t.pos(row_last) + 1) : t.len);
     t.n_total = (keys + kBlockN - 1) / kBlockN;
-    if (p.small_splits == 0) {
-      t.n_begin = int(int64_t(t.split) * t.n_total / p.num_splits);
-      t.n_end = int(int64_t(t.split + 1) * t.n_total / p.num_splits);
-    } else {  // weights: big_weight for the first num_splits - small_splits, small_weight after
-      const int big = p.num_splits - p.small_splits;
-      auto prefix = [&](int s) {
-        return s <= big ? int64_t(s) * p.big_weight : int64_t(big) * p.big_weight + int64_t(s - big) * p.small_weight;
-      };
-      const int64_t total = prefix(p.num_splits);
-      t.n_begin = int(t.n_total * prefix(t.split) / total);
-      t.n_end = int(t.n_total * prefix(t.split + 1) / total);
-    }
+    t.n_begin = int(int64_t(t.split) * t.n_total / p.num_splits);
+    t.n_end = int(int64_t(t.split + 1) * t.n_total / p.num_splits);
     // Tiles ending past this key need the element-wise mask (the tile's row with the fewest keys).
     t.mask_from = max(0, p.causal ? min(t.len, t.diag + t.pos(t.row0) + 1) : t.len);
   }
