@@ -1,4 +1,4 @@
-// Host side of the decode kernels (sm90_decode.hpp): TMA descriptors over the cache, grid,
+// Host side of the decode kernels (kernel/sm90_decode*.hpp): TMA descriptors over the cache, grid,
 // launch of the split kernel (bf16/fp16 or int8 cache) and of the combine step. Included only by
 // the generated decode instance files (one per dtype and head dim).
 #pragma once
@@ -11,6 +11,8 @@
 
 #include "attention/decode_params.hpp"
 #include "attention/kernel/sm90_decode.hpp"
+#include "attention/kernel/sm90_decode_combine.hpp"
+#include "attention/kernel/sm90_decode_int8.hpp"
 #include "attention/kernel/sm90_decode_int8_mma.hpp"
 #include "common/cuda_check.hpp"
 
@@ -37,7 +39,7 @@ inline Status decode_grid(const DecodeParams& dp, int block_m, DecodeGrid* g) {
 // Rows of the cache tensors the TMA sees.
 inline int decode_cache_rows(const DecodeParams& dp) { return dp.cache_rows > 0 ? dp.cache_rows : dp.max_len; }
 
-// DecodeSplitParams's fields (kernel/sm90_decode.hpp), the same for every split kernel.
+// DecodeSplitParams's fields (collective/sm90_decode_tile.hpp), the same for every split kernel.
 template <class Params, class Element>
 void fill_common_params(Params& p, const DecodeParams& dp, const DecodeGrid& g, int hdim) {
   const int64_t rows_total = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;

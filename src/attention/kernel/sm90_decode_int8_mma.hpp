@@ -5,8 +5,8 @@
 // packed query rows per CTA (8 for the swap rows; decode with a GQA group of <= 16; more rows take
 // several CTAs).
 //
-// Why (docs/decode.md): the WGMMA kernels (kv8_wgmma_*, sm90_decode.hpp) convert each int8 tile
-// into a 16-bit tile in shared memory, ~5,970 warp instructions per 64-key tile, and their
+// Why (docs/decode.md): the WGMMA kernels (kv8_wgmma_*, sm90_decode_int8.hpp) convert each int8
+// tile into a 16-bit tile in shared memory, ~5,970 warp instructions per 64-key tile, and their
 // consumer warpgroup's per-tile chain (wait, S WGMMA, reductions through shared memory, P through
 // shared memory, P·V WGMMA) runs at ~2,300 cycles per tile. Here each warp takes whole 64-key
 // tiles on its own: its mma.sync operands come straight from registers, so K and V are read from
@@ -62,8 +62,10 @@
 
 #include <type_traits>
 
+#include "attention/collective/sm90_decode_int8_convert.hpp"
+#include "attention/collective/sm90_decode_tile.hpp"
 #include "attention/collective/sm90_fwd_softmax.hpp"
-#include "attention/kernel/sm90_decode.hpp"
+#include "attention/kernel/sm90_fwd_fa2.hpp"  // Fa2Traits::GmemLayout
 
 namespace hopattn::attention {
 
