@@ -15,8 +15,19 @@ constexpr int64_t kMax = kAnyLength;
 
 // clang-format off
 constexpr FwdDefaultRule kRules[] = {
+  // Causal chunks of <= 128 queries (chunked prefill, speculative decoding through the forward
+  // call): a few tiles per head, so the persistent grid idles most SMs; one CTA per tile with
+  // ping-pong (r140, GQA 32:8, one round, ms against the previous default: hdim 64 1:77:4096
+  // 0.0434 vs the FA2 kernel's 0.0518, 4:64:8192 0.0843 vs the persistent kernel's 0.1971; hdim
+  // 128 1:77:4096 0.0525 vs 0.1002, 4:64:8192 0.1089 vs 0.2004; hdim 256 1:77:4096 0.0820 vs
+  // 0.1656, 4:64:8192 0.1909 vs 0.3523). bench/records/retire-sweep-2026-12-03-r140.csv.
+  {64,  1, kAny, 1, 128, 0, kMax,      1, kAny, "ws_pingpong_128x128x2",            "r140: 1.2-2.4x the previous default"},
+  {128, 1, kAny, 1, 128, 0, kMax,      1, kAny, "ws_pingpong_128x192x2",            "r140: 1.84-1.93x the previous default"},
+  {256, 1, kAny, 1, 128, 0, kMax,      1, kAny, "ws_pingpong_128x64x2",             "r140: 1.99-2.04x the previous default"},
   // hdim 64: the FA2-style kernel up to 8k causal / 2k non-causal keys; above, three consumer
-  // warpgroups on the persistent grid (r68, r74, r75, r78).
+  // warpgroups on the persistent grid (r68, r74, r75, r78). Causal with fewer than 2k queries
+  // against >= 8k keys the FA2 kernel too (r140: 2:512:8192 0.1464 ms vs 0.1906 persistent).
+  {64,  1, kAny, 129, 2047, 8192, kMax, 1, kAny, "fa2_128x128x2",                   "r140: 2:512:8192 1.30x"},
   {64,  1, kAny, 1, kMax, 8192, kMax, 1, kAny, "ws_pingpong_persistent_192x128x2", "r78: 8k 1.140, 16k 1.150 x cuDNN"},
   {64,  1, kAny, 1, kMax, 0, 8191,    1, kAny, "fa2_128x128x2",                    "r68: lazy rescale, 1k-4k"},
   {64,  0, kAny, 1, kMax, 2048, kMax, 1, kAny, "ws_pingpong_persistent_192x128x2", "r75: 2k 1.025, 16k 1.065 x cuDNN"},

@@ -186,7 +186,7 @@ int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sm
   }
   const int index = attention::decode_kernel_index(name, cache, hdim);
   if (index < 0)
-    *why = cat("kvcache attention: kernel '", name, "' does not exist for a ", is_int8(a) ? "int8" : "16-bit",
+    *why = cat("kvcache attention: kernel '", name, "' does not exist for ", is_int8(a) ? "an int8" : "a 16-bit",
                " cache at hdim ", hdim, "; registered: ", decode_kernel_names(cache, hdim));
   return index;
 }

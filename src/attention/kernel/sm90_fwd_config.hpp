@@ -50,6 +50,9 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     {"ws_pingpong_persistent_192x128x2", FwdKernel::kPersistentPingPong, {192, 128, 2, 3}, 64, false},
     // hdim 128: the persistent ping-pong kernel up to 8k keys, the non-persistent one on 192-key
     // tiles (S 96 + P 48 registers, 224 KB of shared memory) above.
+    // hdim 64, causal chunks of <= 128 queries: one CTA per tile, ping-pong (r140: 1.2-2.4x the
+    // FA2-style and persistent kernels there; persistent kernels idle most SMs on so few tiles).
+    {"ws_pingpong_128x128x2", FwdKernel::kWarpSpecializedPingPong, {128, 128, 2, 2}, 64, false},
     {"ws_pingpong_persistent_128x128x2", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 128, false},
     {"ws_pingpong_128x192x2", FwdKernel::kWarpSpecializedPingPong, {128, 192, 2, 2}, 128, false},
     // hdim 256: O alone is 128 registers per thread, so S stays 64 keys wide.
@@ -70,7 +73,6 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     {"ws_pingpong_serial_128x128x2", FwdKernel::kWarpSpecializedPingPongSerial, {128, 128, 2, 2}, 64, true},
     {"ws_pingpong_serial_128x128x2", FwdKernel::kWarpSpecializedPingPongSerial, {128, 128, 2, 2}, 128, true},
     {"ws_pingpong_serial_128x64x2", FwdKernel::kWarpSpecializedPingPongSerial, {128, 64, 2, 2}, 256, true},
-    {"ws_pingpong_128x128x2", FwdKernel::kWarpSpecializedPingPong, {128, 128, 2, 2}, 64, true},
     {"ws_pingpong_128x128x2", FwdKernel::kWarpSpecializedPingPong, {128, 128, 2, 2}, 128, true},
 };
 inline constexpr int kFwdKernelCount = int(sizeof(kFwdKernels) / sizeof(kFwdKernels[0]));
