@@ -27,7 +27,7 @@ namespace hopattn::attention {
 // CTAs of one kernel resident per SM.
 constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {
   if (int8 && (variant == 17 || variant == 21)) return 3;
-  if (int8 && (variant == 16 || variant == 20)) return hdim == 64 ? 2 : 1;
+  if (int8 && (variant == 16 || variant == 20)) return 1;  // hdim 128 only (the registry)
   return hdim <= 128 && ((!int8 && variant == 2) || (int8 && (variant == 3 || variant == 4))) ? 2 : 1;
 }
 
