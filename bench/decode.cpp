@@ -62,7 +62,7 @@ hopattn_dtype_t dtype_from_name(const std::string& name) {
   throw std::invalid_argument("cache dtype " + name);
 }
 
-Status from_c(const hopattn_status_t& s) { return Status(StatusCode(s.code), s.message); }
+[[maybe_unused]] Status from_c(const hopattn_status_t& s) { return Status(StatusCode(s.code), s.message); }
 
 std::string fmt(const char* f, double x) {
   char buf[64];

@@ -32,6 +32,7 @@
 #   first 80 launches whose name contains "decode") in `hopattn bench --op decode ARGS`, summarised
 #   per kernel and grid by scripts/ncu_kernel_times.py into kernel-times.txt (the raw CSV beside it).
 #   Launches are serialised under ncu: a kernel's time, not the step's overlap.
+# --timeline / --int8-timeline need a build with -DHOPATTN_BUILD_TIMELINES=ON.
 # --timeline "HQ:HKV B:L SPLITS VARIANT;...": bin/decode_timeline (per-CTA phase stamps of the
 #   16-bit decode kernel and the combine) for each spec, CSVs timeline-*.csv.
 # --int8-timeline "HQ:HKV B:L VARIANT;...": bin/decode_int8_timeline (per-warp, per-tile stamps of

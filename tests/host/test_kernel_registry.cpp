@@ -49,15 +49,23 @@ TEST(FwdRegistry, DefaultsCoverEveryCall) {
               const FwdDefaultRule* r = fwd_default_rule(hdim, causal != 0, dtype, sq, sk, group);
               ASSERT_NE(r, nullptr) << "no default for hdim " << hdim << " " << hopattn_dtype_name(dtype)
                                     << " causal " << causal << " sq " << sq << " sk " << sk << " group " << group;
-              ASSERT_GE(fwd_kernel_index(r->kernel, hdim), 0) << r->kernel;
-              used.insert(std::to_string(hdim) + ":" + r->kernel);
+              const int index = fwd_kernel_index(r->kernel, hdim);
+              ASSERT_GE(index, 0) << r->kernel;
+              ASSERT_TRUE(fwd_kernel_compiled(index, hdim, causal != 0))
+                  << r->kernel << " at hdim " << hdim << " is the default of a " << (causal ? "causal" : "non-causal")
+                  << " call but is not compiled for that mask";
+              used.insert(std::to_string(hdim) + ":" + r->kernel + ":" + std::to_string(causal));
             }
-  // Every compiled kernel but the ablation's is the default of some call.
+  // Every kernel compiled for a mask (but the ablation's) is the default of some call with it:
+  // no instance is compiled for nothing.
   for (int hdim : compiled_head_dims())
     for (int i = 0; i < kFwdKernelCount; ++i)
-      if (fwd_kernel_compiled(i, hdim) && !kFwdKernels[i].ablation)
-        EXPECT_TRUE(used.count(std::to_string(hdim) + ":" + kFwdKernels[i].name))
-            << kFwdKernels[i].name << " at hdim " << hdim << " is compiled but no default runs it";
+      for (int causal = 0; causal < 2; ++causal)
+        if (fwd_kernel_compiled(i, hdim, causal != 0) && !kFwdKernels[i].ablation && !kFwdBuildAblations) {
+          EXPECT_TRUE(used.count(std::to_string(hdim) + ":" + kFwdKernels[i].name + ":" + std::to_string(causal)))
+              << kFwdKernels[i].name << " at hdim " << hdim << " is compiled for " << (causal ? "causal" : "non-causal")
+              << " calls but no default runs it";
+        }
 }
 
 TEST(FwdRegistry, NamesAreUniquePerHeadDim) {
@@ -75,9 +83,10 @@ TEST(DecodeRegistry, EveryDefaultNamesAKernelOfItsCacheAndHeadDims) {
   ASSERT_GT(count, 0);
   for (int i = 0; i < count; ++i)
     for (int hdim : {64, 128, 256})
-      if (rules[i].hdims & decode_hdim_bit(hdim))
+      if (rules[i].hdims & decode_hdim_bit(hdim)) {
         EXPECT_GE(decode_kernel_index(rules[i].kernel, rules[i].cache, hdim), 0)
             << "rule " << i << " names '" << rules[i].kernel << "', which does not exist at hdim " << hdim;
+      }
 }
 
 TEST(DecodeRegistry, DefaultsCoverEveryCall) {
@@ -91,10 +100,15 @@ TEST(DecodeRegistry, DefaultsCoverEveryCall) {
             ASSERT_NE(r, nullptr) << "no default for cache " << int(cache) << " hdim " << hdim << " rows " << rows
                                   << " tiles " << tiles << " sms " << sms;
             ASSERT_GE(decode_kernel_index(r->kernel, cache, hdim), 0) << r->kernel << " at hdim " << hdim;
-            used.insert(r->kernel);
+            used.insert(std::string(r->kernel) + ":" + std::to_string(hdim));
           }
+  // Every (kernel, head dim) compiled is the default of some call: no instance for nothing.
   for (int i = 0; i < kDecodeKernelCount; ++i)
-    EXPECT_TRUE(used.count(kDecodeKernels[i].name)) << kDecodeKernels[i].name << " is compiled but no default runs it";
+    for (int hdim : {64, 128, 256})
+      if (kDecodeKernels[i].hdims & decode_hdim_bit(hdim)) {
+        EXPECT_TRUE(used.count(std::string(kDecodeKernels[i].name) + ":" + std::to_string(hdim)))
+            << kDecodeKernels[i].name << " is compiled at hdim " << hdim << " but no default runs it there";
+      }
 }
 
 TEST(DecodeRegistry, IdsAreUniquePerCacheType) {

@@ -79,6 +79,9 @@ Status pick_forward_kernel(const AttentionForwardArgs& a, const experimental::Ov
   if (*index < 0)
     return Status::unsupported(cat("attention forward: kernel '", name, "' is not compiled for hdim ", hdim,
                                    " in this build; compiled: ", fwd_kernel_names(hdim)));
+  if (!attention::fwd_kernel_compiled(*index, hdim, a.causal != 0))
+    return Status::unsupported(cat("attention forward: kernel '", name, "' is compiled for ",
+                                   a.causal != 0 ? "non-causal" : "causal", " calls only at hdim ", hdim));
   return Status();
 }
 
@@ -100,6 +103,8 @@ Status forward_kernel_name(const AttentionForwardArgs& args, const Overrides& ov
 Status attention_forward(const AttentionForwardArgs& args, Stream stream, const Overrides& overrides) {
   DeviceContext ctx;
   if (Status s = check_versioned_header<hopattn_attention_fwd_args_t>(args, "args"); !s.ok()) return s;
+  // The argument rules first: they need no device (a machine without a GPU still gets them).
+  if (Status s = check_attention_forward(args, host_only_context()); !s.ok()) return s;
   if (Status s = query_attention_context(args, stream, &ctx); !s.ok()) return s;
   if (Status s = check_attention_forward(args, ctx); !s.ok()) return s;
   attention::FwdParams p = make_params(args);

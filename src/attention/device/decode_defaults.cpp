@@ -1,7 +1,7 @@
 // The decode defaults table: which split kernel runs a KV-cache call, from the cache type, the
 // head dim, the packed query rows and how many tiles the call has per SM. Same-run measurements
 // on the H200 chose every row (evidence column; docs/decode.md has the runs and what each row
-// beat). tests/host/test_decode_registry.cpp checks that every row names a registered kernel of
+// beat). tests/host/test_kernel_registry.cpp checks that every row names a registered kernel of
 // its cache type and head dims, and that the table covers every call.
 #include <iterator>
 #include <string>

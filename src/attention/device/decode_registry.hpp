@@ -36,7 +36,7 @@ inline constexpr DecodeKernelSpec kDecodeKernels[] = {
    "one consumer warpgroup, one CTA per SM"},
   {"kv8_wgmma_1c_2cta", 3, DecodeCache::kInt8, kHd64 | kHd128,
    "one consumer warpgroup, 112 KB, two CTAs per SM"},
-  {"kv8_wgmma_swap_2cta", 4, DecodeCache::kInt8, kHd64 | kHd128,
+  {"kv8_wgmma_swap_2cta", 4, DecodeCache::kInt8, kHd64,
    "keys as WGMMA's M, 16 packed query rows as N, two CTAs per SM"},
   // int8 cache dequantized in the registers of mma.sync warps that each load their own tiles
   // (sm90_decode_int8_mma.hpp): K's value * scale in one FFMA, V exact in fp16 with its scales
@@ -55,6 +55,14 @@ inline constexpr DecodeKernelSpec kDecodeKernels[] = {
 inline constexpr int kDecodeKernelCount = int(sizeof(kDecodeKernels) / sizeof(kDecodeKernels[0]));
 
 constexpr unsigned decode_hdim_bit(int hdim) { return hdim == 64 ? kHd64 : hdim == 128 ? kHd128 : hdim == 256 ? kHd256 : 0; }
+
+// Whether the kernel of that cache type and id is compiled at `hdim` (the launch switch
+// instantiates exactly these).
+constexpr bool decode_kernel_compiled(DecodeCache cache, int id, int hdim) {
+  for (const DecodeKernelSpec& k : kDecodeKernels)
+    if (k.cache == cache && k.id == id && (k.hdims & decode_hdim_bit(hdim)) != 0) return true;
+  return false;
+}
 
 // The row of `name` for this cache and head dim, or -1.
 int decode_kernel_index(const std::string& name, DecodeCache cache, int hdim);

@@ -2,7 +2,7 @@
 // dtype, the query and key lengths and the GQA group. Same-run measurements on the H200 chose
 // every row (the evidence column; the runs and the rows they beat are in docs/attention-ws.md
 // and docs/decisions.md). Kept out of the kernel headers so that a change here recompiles one
-// file. tests/host/test_fwd_registry.cpp checks that every row names a compiled kernel and that
+// file. tests/host/test_kernel_registry.cpp checks that every row names a compiled kernel and that
 // the table covers every call.
 #include "attention/device/fwd_registry.hpp"
 
@@ -27,6 +27,9 @@ constexpr FwdDefaultRule kRules[] = {
   // hdim 64: the FA2-style kernel up to 8k causal / 2k non-causal keys; above, three consumer
   // warpgroups on the persistent grid (r68, r74, r75, r78). Causal with fewer than 2k queries
   // against >= 8k keys the FA2 kernel too (r140: 2:512:8192 0.1464 ms vs 0.1906 persistent).
+  {64,  0, kAny, 1, 128, 0, kMax,      1, kAny, "ws_pingpong_128x128x2",            "r144: 1-128 q vs 4k 0.040 vs 0.049 ms"},
+  {64,  0, kAny, 129, 2047, 0, kMax,   1, kAny, "fa2_128x128x2",                    "r144: 2:512:8192 0.147 vs 0.192 ms"},
+  {128, 0, kAny, 1, 2047, 0, kMax,     1, kAny, "ws_pingpong_persistent_128x128x2", "r144: 4:64:8192 0.105 vs 0.113 ms"},
   {64,  1, kAny, 129, 2047, 8192, kMax, 1, kAny, "fa2_128x128x2",                   "r140: 2:512:8192 1.30x"},
   {64,  1, kAny, 1, kMax, 8192, kMax, 1, kAny, "ws_pingpong_persistent_192x128x2", "r78: 8k 1.140, 16k 1.150 x cuDNN"},
   {64,  1, kAny, 1, kMax, 0, 8191,    1, kAny, "fa2_128x128x2",                    "r68: lazy rescale, 1k-4k"},

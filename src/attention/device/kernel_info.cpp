@@ -33,7 +33,10 @@ std::vector<KernelInfo> compiled_kernels() {
       if (!attention::fwd_kernel_compiled(i, hdim)) continue;
       out.push_back({"fwd", k.name, hdim,
                      std::string(family_name(k.kernel)) + ", " + std::to_string(k.tile.warpgroups) +
-                         " consumer warpgroups" + (k.ablation ? " [ablation]" : "")});
+                         " consumer warpgroups" +
+                         (attention::fwd_kernel_compiled(i, hdim, false) ? "" : ", causal only") +
+                         (attention::fwd_kernel_compiled(i, hdim, true) ? "" : ", non-causal only") +
+                         (k.ablation ? " [ablation]" : "")});
     }
     for (int i = 0; i < attention::kDecodeKernelCount; ++i) {
       const attention::DecodeKernelSpec& k = attention::kDecodeKernels[i];

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "attention/decode_params.hpp"
+#include "attention/device/decode_registry.hpp"
 #include "attention/kernel/sm90_decode.hpp"
 #include "attention/kernel/sm90_decode_combine.hpp"
 #include "attention/kernel/sm90_decode_int8.hpp"
@@ -174,23 +175,36 @@ inline DecodeParams decode_tail_params(const DecodeParams& dp) {
 // row's id; the ids are unique per cache type), then the tail kernel and the combine.
 template <class Element, int kHeadDim>
 Status run_decode_int8_split(const DecodeParams& dp, Stream stream) {
-  if constexpr (kHeadDim == 128) {
-    switch (dp.variant) {
-      case 16: return run_decode_split<WarpRings<Element, 8, Int8MmaMath::kFmaKFoldV>>(dp, stream);
-      case 17: return run_decode_split<WarpRings<Element, 4, Int8MmaMath::kFmaKFoldV, 3>>(dp, stream);
-      case 20: return run_decode_split<WarpRings<Element, 8, Int8MmaMath::kSwapPackedK>>(dp, stream);
-      case 21: return run_decode_split<WarpRings<Element, 4, Int8MmaMath::kSwapPackedK, 3>>(dp, stream);
-      default: break;
-    }
+  constexpr auto kInt8 = DecodeCache::kInt8;
+  switch (dp.variant) {
+    case 2:
+      if constexpr (decode_kernel_compiled(kInt8, 2, kHeadDim)) return run_decode_split<DecodeInt8Traits<Element, kHeadDim>>(dp, stream);
+      break;
+    case 3:
+      if constexpr (decode_kernel_compiled(kInt8, 3, kHeadDim)) return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2>>(dp, stream);
+      break;
+    case 4:
+      if constexpr (decode_kernel_compiled(kInt8, 4, kHeadDim))
+        return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2, true>>(dp, stream);
+      break;
+    case 16:
+      if constexpr (decode_kernel_compiled(kInt8, 16, kHeadDim))
+        return run_decode_split<WarpRings<Element, 8, Int8MmaMath::kFmaKFoldV>>(dp, stream);
+      break;
+    case 17:
+      if constexpr (decode_kernel_compiled(kInt8, 17, kHeadDim))
+        return run_decode_split<WarpRings<Element, 4, Int8MmaMath::kFmaKFoldV, 3>>(dp, stream);
+      break;
+    case 20:
+      if constexpr (decode_kernel_compiled(kInt8, 20, kHeadDim))
+        return run_decode_split<WarpRings<Element, 8, Int8MmaMath::kSwapPackedK>>(dp, stream);
+      break;
+    case 21:
+      if constexpr (decode_kernel_compiled(kInt8, 21, kHeadDim))
+        return run_decode_split<WarpRings<Element, 4, Int8MmaMath::kSwapPackedK, 3>>(dp, stream);
+      break;
+    default: break;
   }
-  if constexpr (kHeadDim <= 128) {
-    switch (dp.variant) {
-      case 3: return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2>>(dp, stream);
-      case 4: return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2, true>>(dp, stream);
-      default: break;
-    }
-  }
-  if (dp.variant == 2) return run_decode_split<DecodeInt8Traits<Element, kHeadDim>>(dp, stream);
   return Status::unsupported("kvcache attention: int8 kernel id " + std::to_string(dp.variant) + " is not compiled for hdim " +
                              std::to_string(kHeadDim));
 }
@@ -206,7 +220,7 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
       if (!s.ok()) return s;
     }
   } else {
-    if constexpr (kHeadDim <= 128)  // two CTAs per SM need the smaller tile; hdim 256 has one row
+    if constexpr (decode_kernel_compiled(DecodeCache::k16Bit, 2, kHeadDim))  // two CTAs per SM: not at hdim 256
       s = dp.variant == 2 ? run_decode_split<DecodeTraits<Element, kHeadDim, 2>>(dp, stream)
                           : run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
     else

@@ -155,8 +155,15 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
 
 template <class Element, int kHeadDim, int kIndex>
 Status run_fwd_kernel(const FwdParams& fp, Stream stream) {
-  return fp.causal ? run_fwd_kernel_mask<Element, kHeadDim, kIndex, CausalMask>(fp, stream)
-                   : run_fwd_kernel_mask<Element, kHeadDim, kIndex, NoCausalMask>(fp, stream);
+  if (fp.causal) {
+    if constexpr (fwd_kernel_compiled(kIndex, kHeadDim, true))
+      return run_fwd_kernel_mask<Element, kHeadDim, kIndex, CausalMask>(fp, stream);
+  } else {
+    if constexpr (fwd_kernel_compiled(kIndex, kHeadDim, false))
+      return run_fwd_kernel_mask<Element, kHeadDim, kIndex, NoCausalMask>(fp, stream);
+  }
+  return Status::unsupported(std::string("attention forward: kernel ") + kFwdKernels[kIndex].name + " is not compiled for " +
+                             (fp.causal ? "causal" : "non-causal") + " calls");
 }
 
 // The body of one instance translation unit (one dtype and head dim): the rows of kFwdKernels

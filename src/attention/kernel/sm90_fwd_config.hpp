@@ -24,6 +24,10 @@ enum class FwdKernel {
   kWarpSpecializedPingPongSerial,  // kWarpSpecializedPingPong without it (ablation)
 };
 
+// The masks a row is compiled for (each mask is a kernel of its own): only those some default
+// runs, so that no instance is compiled for nothing (both with -DHOPATTN_BUILD_ABLATIONS=ON).
+inline constexpr unsigned kCausalOnly = 1, kNonCausalOnly = 2, kBothMasks = 3;
+
 // One compiled forward kernel: a row of the registry (device/fwd_registry.hpp lists the rows a
 // build compiled; device/fwd_defaults.cpp picks one per call). The name says the family and the
 // tile, block_m x block_n x stages; block_m / 64 consumer warpgroups.
@@ -33,6 +37,7 @@ struct FwdKernelSpec {
   FwdTileConfig tile;
   int hdim;          // the head dim this row is compiled for
   bool ablation;     // compiled only with -DHOPATTN_BUILD_ABLATIONS=ON (the FA3 paper's ablation)
+  unsigned masks = kBothMasks;  // kCausalOnly, kNonCausalOnly or kBothMasks
 };
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
@@ -57,7 +62,9 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     {"ws_pingpong_128x192x2", FwdKernel::kWarpSpecializedPingPong, {128, 192, 2, 2}, 128, false},
     // hdim 256: O alone is 128 registers per thread, so S stays 64 keys wide.
     {"ws_pingpong_persistent_128x64x2", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, false},
-    {"ws_pingpong_128x64x2", FwdKernel::kWarpSpecializedPingPong, {128, 64, 2, 2}, 256, false},
+    // Causal only: non-causal calls at hdim 256 run the persistent kernel at every length (r144:
+    // the two within noise on chunks of 1-128 queries against 4k-8k keys).
+    {"ws_pingpong_128x64x2", FwdKernel::kWarpSpecializedPingPong, {128, 64, 2, 2}, 256, false, kCausalOnly},
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
     // specialization (fa2), warp specialization alone (ws), + ping-pong without the
     // intra-warpgroup overlap (ws_pingpong_serial), the full non-persistent schedule (ws_pingpong),
@@ -86,6 +93,12 @@ inline constexpr bool kFwdBuildAblations = false;
 // Whether row i is compiled into a build of head dim `hdim` (the dtypes: every compiled one).
 constexpr bool fwd_kernel_compiled(int i, int hdim) {
   return kFwdKernels[i].hdim == hdim && (!kFwdKernels[i].ablation || kFwdBuildAblations);
+}
+
+// Whether row i is compiled for that mask too.
+constexpr bool fwd_kernel_compiled(int i, int hdim, bool causal) {
+  return fwd_kernel_compiled(i, hdim) &&
+         (kFwdBuildAblations || (kFwdKernels[i].masks & (causal ? kCausalOnly : kNonCausalOnly)) != 0);
 }
 
 }  // namespace hopattn::attention
