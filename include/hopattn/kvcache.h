@@ -48,7 +48,8 @@ typedef struct hopattn_kvcache_args {
   int32_t causal;
   int32_t num_splits;    /* split-KV: 0 = heuristic, >= 1 forced */
   int32_t pack_gqa;      /* query-head packing: -1 = heuristic, 0 = off, 1 = on */
-  void* workspace;       /* device memory of hopattn_kvcache_workspace_size() bytes (may be NULL if 0) */
+  void* workspace;       /* device memory of hopattn_kvcache_workspace_size() bytes, 16-byte aligned, not
+                            overlapping any tensor of the call (may be NULL if 0) */
   size_t workspace_bytes;
   hopattn_tensor_t k_tail;  /* int8 cache only, optional: the 16-bit partial last blocks (see above) */
   hopattn_tensor_t v_tail;

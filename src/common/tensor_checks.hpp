@@ -3,17 +3,31 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "hopattn/hopattn.hpp"
 
 namespace hopattn {
 
-int64_t element_count(const Tensor& t);
-inline bool is_empty(const Tensor& t) { return element_count(t) == 0; }
+inline constexpr int kMaxRank = 4;  // hopattn_tensor_t's shape/stride arrays
 
-// rank, non-negative sizes and strides, extents below 2^31, offsets addressable by TMA.
+// The product of the extents, saturated at INT64_MAX (0 when any extent is 0).
+int64_t element_count(const Tensor& t);
+// Some extent is 0 (no multiplication: a product could overflow to 0).
+bool is_empty(const Tensor& t);
+// Exact product of the values, saturated to int64's range (for size rules: a * b * c > limit).
+int64_t saturating_product(std::initializer_list<int64_t> values);
+
+// The dtype is one of hopattn_dtype_t's values (checked before any size is computed from it).
+Status check_dtype(hopattn_dtype_t dtype, const char* name);
+
+// rank, a valid dtype, non-negative sizes and strides, extents below 2^31, strides within TMA's
+// 2^40 bytes and a largest byte offset that fits int64 (exact arithmetic; no overflow).
 // dims names each dimension for the messages ("batch", "seqlen", ...).
 Status check_geometry(const Tensor& t, const char* name, int rank, const char* const* dims);
+
+// An output's strides give every element its own memory (after check_geometry).
+Status check_no_self_overlap(const Tensor& t, const char* name);
 
 // Non-null data (unless empty), `alignment`-byte aligned pointer and strides of every dimension
 // but the last (TMA needs 16).

@@ -27,7 +27,7 @@ KvCacheArgs valid_args() {
   a.lse = tensor_lse(static_cast<float*>(fake(0x50000000)), 4, 32, 1);
   a.causal = 1;
   a.pack_gqa = -1;
-  a.workspace = fake(0x60000000);
+  a.workspace = fake(0x1000000000);  // above every tensor of these fixtures (it must not overlap one)
   a.workspace_bytes = size_t(1) << 30;
   return a;
 }
@@ -268,10 +268,13 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   o.decode_kernel = "no_such_kernel";
   expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o), "kernel 'no_such_kernel'",
                StatusCode::kNotSupported);
-  for (const char* name : {"kv8_wgmma_1c_1cta", "kv8_wgmma_1c_2cta", "kv8_wgmma_swap_2cta", "kv8_mma_8w_1cta"}) {
+  for (const char* name : {"kv8_wgmma_1c_1cta", "kv8_wgmma_1c_2cta", "kv8_mma_8w_1cta"}) {
     o.decode_kernel = name;
     EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o).ok()) << name;
   }
+  o.decode_kernel = "kv8_wgmma_swap_2cta";  // hdim 64 only: no default ran it at 128
+  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o),
+               "kernel 'kv8_wgmma_swap_2cta' does not exist for an int8 cache at hdim 128", StatusCode::kNotSupported);
   a = valid_args();
   a.pack_gqa = 3;
   expect_error(check(a), "pack_gqa: 3 is not -1");
@@ -343,7 +346,7 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   }
   // q_len 4 (32 packed rows): one consumer; 16 tiles -> one CTA per SM (2), 64 tiles -> two (3).
   a = int8_args();
-  for (Tensor* t : {&a.q, &a.o}) t->shape[1] = 4;
+  for (Tensor* t : {&a.q, &a.o}) *t = tensor_bshd(t->data, t->dtype, t->shape[0], 4, t->shape[2], t->shape[3]);
   a.lse = tensor_lse(static_cast<float*>(a.lse.data), 4, 32, 4);
   EXPECT_TRUE(check(a).ok()) << check(a).to_string();
   EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_wgmma_1c_1cta");

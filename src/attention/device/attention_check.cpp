@@ -84,11 +84,13 @@ Status check_shapes(const AttentionForwardArgs& a) {
                                  ": the last dimension (hdim) must be contiguous (stride 1)"));
   }
   // Rows are counted in 32 bits inside the kernels (tile indices, LSE offsets).
-  if (q.shape[0] * q.shape[1] * q.shape[2] > kMaxExtent)
-    return Status::invalid(cat("q: batch * seqlen_q * heads_q = ", q.shape[0] * q.shape[1] * q.shape[2],
+  const int64_t q_rows = saturating_product({q.shape[0], q.shape[1], q.shape[2]});
+  const int64_t k_rows = saturating_product({k.shape[0], k.shape[1], k.shape[2]});
+  if (q_rows > kMaxExtent)
+    return Status::invalid(cat("q: batch * seqlen_q * heads_q = ", q_rows,
                                " exceeds 2^31-1: 32-bit row indices would overflow"));
-  if (k.shape[0] * k.shape[1] * k.shape[2] > kMaxExtent)
-    return Status::invalid(cat("k: batch * seqlen_k * heads_kv = ", k.shape[0] * k.shape[1] * k.shape[2],
+  if (k_rows > kMaxExtent)
+    return Status::invalid(cat("k: batch * seqlen_k * heads_kv = ", k_rows,
                                " exceeds 2^31-1: 32-bit row indices would overflow"));
   return Status();
 }
@@ -105,7 +107,7 @@ Status check_lse(const AttentionForwardArgs& a) {
                                a.q.shape[2], ", ", a.q.shape[1], ")"));
   if (reinterpret_cast<uintptr_t>(l.data) % 4 != 0)
     return Status::invalid("lse: data pointer is not 4-byte aligned");
-  return Status();
+  return check_no_self_overlap(l, "lse");
 }
 
 Status check_aliasing(const AttentionForwardArgs& a) {
@@ -138,6 +140,7 @@ Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContex
   for (int i = 0; i < 4; ++i) {
     if (Status s = check_pointer_and_alignment(*ts[i], names[i], 16); !s.ok()) return s;
   }
+  if (Status s = check_no_self_overlap(a.o, "o"); !s.ok()) return s;
   if (Status s = check_lse(a); !s.ok()) return s;
   if (Status s = check_aliasing(a); !s.ok()) return s;
   if (!std::isfinite(a.softmax_scale))

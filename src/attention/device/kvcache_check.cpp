@@ -142,6 +142,18 @@ Status check_aliasing(const KvCacheArgs& a) {
     if (overlaps(lse, in)) return Status::invalid(cat("lse: overlaps input ", names[i], " in memory"));
   }
   if (overlaps(o, lse)) return Status::invalid("lse: overlaps o in memory");
+  if (a.workspace != nullptr && a.workspace_bytes > 0) {
+    if (reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0)
+      return Status::invalid(cat("workspace: pointer ", a.workspace, " is not 16-byte aligned"));
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(a.workspace);
+    if (a.workspace_bytes > UINTPTR_MAX - lo)
+      return Status::invalid(cat("workspace: workspace_bytes = ", a.workspace_bytes, " runs past the end of the address space"));
+    const ByteRange ws{lo, lo + a.workspace_bytes};
+    if (overlaps(ws, o)) return Status::invalid("workspace: overlaps o in memory");
+    if (overlaps(ws, lse)) return Status::invalid("workspace: overlaps lse in memory");
+    for (int i = 0; i < 8; ++i)
+      if (overlaps(ws, byte_range(*inputs[i]))) return Status::invalid(cat("workspace: overlaps input ", names[i], " in memory"));
+  }
   return Status();
 }
 
@@ -276,11 +288,15 @@ Status experimental::check_kvcache_attention(const KvCacheArgs& a, const DeviceC
   if (Status s = check_types_and_shapes(a); !s.ok()) return s;
   for (int i = 0; i < 4; ++i)
     if (Status s = check_pointer_and_alignment(*ts[i], names[i], 16); !s.ok()) return s;
+  if (Status s = check_pointer_and_alignment(a.cache_seqlens, "cache_seqlens", 4); !s.ok()) return s;
+  if (Status s = check_no_self_overlap(a.o, "o"); !s.ok()) return s;
   if (a.lse.data) {
     if (Status s = check_geometry(a.lse, "lse", 3, kLseDims); !s.ok()) return s;
     if (a.lse.dtype != HOPATTN_DTYPE_FP32) return Status::invalid("lse: dtype must be fp32");
     if (a.lse.shape[0] != a.q.shape[0] || a.lse.shape[1] != a.q.shape[2] || a.lse.shape[2] != a.q.shape[1])
       return Status::invalid("lse: shape must be (batch, heads_q, seqlen_q)");
+    if (Status s = check_pointer_and_alignment(a.lse, "lse", 4); !s.ok()) return s;
+    if (Status s = check_no_self_overlap(a.lse, "lse"); !s.ok()) return s;
   }
   if (Status s = check_scales(a); !s.ok()) return s;
   if (Status s = check_tail(a); !s.ok()) return s;

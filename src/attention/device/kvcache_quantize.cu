@@ -142,6 +142,8 @@ Status check_kvcache_quantize(const KvCacheQuantizeArgs& a, const DeviceContext&
   for (int i = 0; i < 6; ++i)
     if (Status s = check_pointer_and_alignment(*all[i], kNames[i], i < 2 ? 2 : (i < 4 ? 1 : 4)); !s.ok()) return s;
   for (int out = 2; out < 6; ++out)
+    if (Status s = check_no_self_overlap(*all[out], kNames[out]); !s.ok()) return s;
+  for (int out = 2; out < 6; ++out)
     for (int other = 0; other < 6; ++other)
       if (other != out && overlaps(byte_range(*all[out]), byte_range(*all[other])))
         return Status::invalid(cat(kNames[out], ": overlaps ", kNames[other], " in memory"));

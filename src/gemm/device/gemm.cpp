@@ -40,6 +40,9 @@ Status query_device_context(const GemmArgs& a, Stream stream, GemmDeviceContext*
 }  // namespace
 
 Status gemm(const GemmArgs& args, Stream stream) {
+  // The argument rules first, with a context that knows nothing of the device (no SM count, no
+  // shared-memory limit, placement unknown): a machine without a GPU still gets them.
+  if (Status s = check_gemm(args, GemmDeviceContext{}); !s.ok()) return s;
   GemmDeviceContext ctx;
   if (Status s = query_device_context(args, stream, &ctx); !s.ok()) return s;
   if (Status s = check_gemm(args, ctx); !s.ok()) return s;
@@ -57,6 +60,7 @@ Status gemm(const GemmArgs& args, Stream stream) {
 extern "C" hopattn_status_t hopattn_gemm_check(const hopattn_gemm_args_t* args, void* stream) {
   return hopattn::guarded_c_call([&] {
     if (args == nullptr) return hopattn::Status::invalid("args: null pointer");
+    if (hopattn::Status s = hopattn::gemm::check_gemm(*args, hopattn::gemm::GemmDeviceContext{}); !s.ok()) return s;
     hopattn::gemm::GemmDeviceContext ctx;
     if (hopattn::Status s = hopattn::gemm::query_device_context(*args, static_cast<hopattn::Stream>(stream), &ctx); !s.ok())
       return s;
