@@ -16,6 +16,7 @@
 #include "attention/experimental.hpp"
 #include "attention_reference.hpp"
 #include "baselines/baselines.hpp"
+#include "cli_parse.hpp"
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
 #include "device_utils.hpp"
@@ -29,22 +30,12 @@ namespace {
 
 using reference::DeviceBuffer;
 
-std::vector<int> parse_int_list(const std::string& s) {
+constexpr int64_t kIntMax = INT32_MAX;
+
+// A comma-separated list of integers in [lo, hi] (cli_parse.hpp: whole tokens, the flag named).
+std::vector<int> parse_int_list(const std::string& flag, const std::string& s, int64_t lo = 1, int64_t hi = kIntMax) {
   std::vector<int> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t pos = 0;
-    int v = 0;
-    try {
-      v = std::stoi(item, &pos);
-    } catch (const std::logic_error&) {  // std::stoi says only "stoi"
-      pos = std::string::npos;
-    }
-    if (pos != item.size()) throw std::invalid_argument("'" + item + "' is not an integer");
-    out.push_back(v);
-  }
-  if (out.empty()) throw std::invalid_argument(s);
+  for (int64_t v : cli::parse_int_list(flag, s, lo, hi)) out.push_back(int(v));
   return out;
 }
 
@@ -210,9 +201,9 @@ std::vector<std::pair<int, int>> parse_pair_list(const std::string& s, const std
   while (std::getline(ss, item, ',')) {
     const size_t colon = item.find(':');
     if (colon == std::string::npos) throw std::invalid_argument(flag + ": '" + item + "' is not A:B");
-    const std::vector<int> a = parse_int_list(item.substr(0, colon)), b = parse_int_list(item.substr(colon + 1));
-    if (a.size() != 1 || b.size() != 1) throw std::invalid_argument(flag + ": '" + item + "' is not A:B");
-    out.emplace_back(a[0], b[0]);
+    if (item.find(':', colon + 1) != std::string::npos) throw std::invalid_argument(flag + ": '" + item + "' is not A:B");
+    out.emplace_back(int(cli::parse_int(flag, item.substr(0, colon), 1, kIntMax)),
+                     int(cli::parse_int(flag, item.substr(colon + 1), 1, kIntMax)));
   }
   if (out.empty()) throw std::invalid_argument(flag + ": empty list");
   return out;
@@ -236,7 +227,7 @@ std::vector<AttnShape> parse_shape_list(const std::string& s) {
     std::vector<int> v;
     std::stringstream fs(item);
     std::string f;
-    while (std::getline(fs, f, ':')) v.push_back(parse_int_list(f).at(0));
+    while (std::getline(fs, f, ':')) v.push_back(int(cli::parse_int("--shapes", f, 1, kIntMax)));
     if (v.size() != 5 || v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1 || v[4] < 1 || v[3] % v[4] != 0)
       throw std::invalid_argument("--shapes: '" + item + "' is not B:SQ:SK:HQ:HKV (positive, HQ a multiple of HKV)");
     out.push_back({v[0], v[1], v[2], v[3], v[4]});
@@ -283,11 +274,11 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       given.push_back(a);
       if (a == "--csv") o->csv_path = value();
       else if (a == "--plot") o->plot_path = value();
-      else if (a == "--hdim") o->hdims = hdim_flag = parse_int_list(value());
-      else if (a == "--seqlen") o->seqlens = parse_int_list(value());
-      else if (a == "--causal") o->causal = parse_int_list(value());
-      else if (a == "--tokens") o->tokens = parse_int_list(value()).at(0);
-      else if (a == "--hidden") o->hidden = parse_int_list(value()).at(0);
+      else if (a == "--hdim") o->hdims = hdim_flag = parse_int_list(a, value(), 1, 1024);
+      else if (a == "--seqlen") o->seqlens = parse_int_list(a, value());
+      else if (a == "--causal") o->causal = parse_int_list(a, value(), 0, 1);
+      else if (a == "--tokens") o->tokens = int(cli::parse_int(a, value(), 1, kIntMax));
+      else if (a == "--hidden") o->hidden = int(cli::parse_int(a, value(), 1, kIntMax));
       else if (a == "--no-ceilings") o->ceilings = false;
       else if (a == "--bf16-values") o->bf16_values = true;
       else if (a == "--kernels") o->kernels = parse_word_list(value());
@@ -300,37 +291,22 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
           if (!known)
             throw std::invalid_argument("--override: '" + kv + "' is not KEY=VALUE with KEY one of stale_max_log2, "
                                         "narrow_pv, skip_unseen, causal_group, persistent_group");
-          size_t used = 0;
-          double v = 0;
-          try {
-            v = std::stod(kv.substr(eq + 1), &used);
-          } catch (const std::logic_error&) {
-            used = 0;
-          }
-          if (used == 0 || used != kv.size() - eq - 1)
-            throw std::invalid_argument("--override: '" + kv.substr(eq + 1) + "' is not a number");
-          o->overrides.emplace_back(kv.substr(0, eq), v);
+          o->overrides.emplace_back(kv.substr(0, eq), cli::parse_real("--override " + kv.substr(0, eq), kv.substr(eq + 1), -1e9, 1e9));
         }
       }
       else if (a == "--shapes") o->shapes = parse_shape_list(value());
       else if (a == "--warmup-ms") {
-        o->warmup_ms = std::atof(value().c_str());
-        if (!(o->warmup_ms >= 0 && o->warmup_ms <= 60000))
-          throw std::invalid_argument("--warmup-ms must be in [0, 60000]");
+        o->warmup_ms = cli::parse_real(a, value(), 0, 60000);
       } else if (a == "--rounds") {
-        o->rounds = parse_int_list(value()).at(0);
-        if (o->rounds < 1 || o->rounds > 100)
-          throw std::invalid_argument("--rounds " + std::to_string(o->rounds) + " must be in [1, 100]");
+        o->rounds = int(cli::parse_int(a, value(), 1, 100));
       }
-      else if (a == "--qlen") o->qlens = parse_int_list(value());
+      else if (a == "--qlen") o->qlens = parse_int_list(a, value(), 1, 65536);
       else if (a == "--heads") o->decode_heads = parse_pair_list(value(), a);
       else if (a == "--cache") o->decode_caches = parse_pair_list(value(), a);
       else if (a == "--kv-dtype") o->kv_dtypes = parse_word_list(value());
       else if (a == "--int8-tail") o->int8_tail = true;
       else if (a == "--splits") {
-        o->splits = parse_int_list(value());
-        for (int v : o->splits)
-          if (v < 0) throw std::invalid_argument("--splits: " + std::to_string(v) + " is negative (0: the heuristic)");
+        o->splits = parse_int_list(a, value(), 0, 128);  // 0: the heuristic
       }
       else if (a == "--op") {
         const std::string op = value();

@@ -7,6 +7,13 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+if(SKBUILD)
+  # `pip install .` (pyproject.toml, scikit-build-core): the library alone, inside the package
+  # (python/hopattn loads it with ctypes). Unversioned: wheels cannot hold the SONAME symlinks.
+  install(TARGETS hopattn LIBRARY DESTINATION hopattn COMPONENT python)
+  return()
+endif()
+
 file(STRINGS ${CMAKE_SOURCE_DIR}/include/hopattn/hopattn.h _hopattn_abi_line REGEX "^#define HOPATTN_ABI_VERSION [0-9]+$")
 string(REGEX REPLACE ".*HOPATTN_ABI_VERSION ([0-9]+).*" "\\1" HOPATTN_ABI_VERSION "${_hopattn_abi_line}")
 set_target_properties(hopattn PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${HOPATTN_ABI_VERSION})

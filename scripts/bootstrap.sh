@@ -7,7 +7,10 @@
 #   .deps/cudnn-frontend/include cudnn-frontend C++ headers  (PyPI wheel nvidia-cudnn-frontend)
 #
 # Debian packages the build needs are installed with apt-get when missing (needs root).
+# --headers-only: only the headers (what `pip install .` needs; its build tools come from PyPI).
 set -euo pipefail
+headers_only=0
+[ "${1:-}" = "--headers-only" ] && headers_only=1
 
 CUTLASS_VERSION=4.2.0.0
 CUDNN_FRONTEND_VERSION=1.23.0   # builds against cuDNN 9.19 here and ran against 9.14 on the H200
@@ -20,6 +23,7 @@ log() { printf '[bootstrap] %s\n' "$*"; }
 
 # ---- Debian packages -------------------------------------------------------------------------
 need_pkgs=()
+if [ $headers_only -eq 0 ]; then
 command -v cmake >/dev/null 2>&1 || need_pkgs+=(cmake)
 command -v ninja >/dev/null 2>&1 || need_pkgs+=(ninja-build)
 command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
@@ -33,6 +37,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
+fi  # headers_only
 
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   log "the CUDA toolkit (nvcc) is required: expected on PATH or in /usr/local/cuda/bin"; exit 1

@@ -29,6 +29,9 @@ int run_check_command(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
+    } else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::printf("usage: hopattn check [--quick]\n  Every supported case against the fp64 reference and cuDNN; exit 1 if one fails.\n");
+      return 0;
     } else {
       std::fprintf(stderr, "usage: hopattn check [--quick]\n");
       return 2;

@@ -11,6 +11,7 @@
 #include "common/cuda_check.hpp"
 #include "gemm/gemm.hpp"
 #include "baselines/cublas_gemm.hpp"
+#include "cli_parse.hpp"
 #include "gemm_reference.hpp"
 #include "gemm_workspace.hpp"
 #include "timing.hpp"
@@ -43,16 +44,24 @@ bool parse(int argc, char** argv, Options* o, std::string* error) {
     if (i + 1 >= argc) { *error = flag + ": missing value"; return false; }
     const std::string value = argv[++i];
     try {
-      if (flag == "--m") o->setup.m = std::stoll(value), have_m = true;
-      else if (flag == "--n") o->setup.n = std::stoll(value), have_n = true;
-      else if (flag == "--k") o->setup.k = std::stoll(value), have_k = true;
-      else if (flag == "--alpha") o->setup.alpha = std::stof(value);
-      else if (flag == "--beta") o->setup.beta = std::stof(value);
-      else if (flag == "--dtype") { if (!tools::parse_dtype(value, &o->setup.dtype)) throw std::invalid_argument(value); }
-      else if (flag == "--out") { if (!tools::parse_dtype(value, &o->setup.out)) throw std::invalid_argument(value); }
-      else if (flag == "--layout") { if (!tools::parse_layout(value, &o->setup)) throw std::invalid_argument(value); }
-      else if (flag == "--variant") { if (!parse_variant(value, &o->setup.variant)) throw std::invalid_argument(value); }
+      if (flag == "--m") o->setup.m = cli::parse_int(flag, value, 1, INT32_MAX), have_m = true;
+      else if (flag == "--n") o->setup.n = cli::parse_int(flag, value, 1, INT32_MAX), have_n = true;
+      else if (flag == "--k") o->setup.k = cli::parse_int(flag, value, 1, INT32_MAX), have_k = true;
+      else if (flag == "--alpha") o->setup.alpha = float(cli::parse_real(flag, value, -1e30, 1e30));
+      else if (flag == "--beta") o->setup.beta = float(cli::parse_real(flag, value, -1e30, 1e30));
+      else if (flag == "--dtype") {
+        if (!tools::parse_dtype(value, &o->setup.dtype)) throw std::invalid_argument(flag + ": '" + value + "' is not bf16, fp16 or e4m3");
+      } else if (flag == "--out") {
+        if (!tools::parse_dtype(value, &o->setup.out)) throw std::invalid_argument(flag + ": '" + value + "' is not bf16, fp16 or fp32");
+      } else if (flag == "--layout") {
+        if (!tools::parse_layout(value, &o->setup)) throw std::invalid_argument(flag + ": '" + value + "' is not three of r/c (e.g. rcr)");
+      } else if (flag == "--variant") {
+        if (!parse_variant(value, &o->setup.variant)) throw std::invalid_argument(flag + ": '" + value + "' is not a variant name or step");
+      }
       else { *error = "unknown flag " + flag; return false; }
+    } catch (const std::invalid_argument& e) {
+      *error = e.what();
+      return false;
     } catch (const std::exception&) {
       *error = flag + ": bad value '" + value + "'";
       return false;
@@ -156,12 +165,27 @@ int run_gemm_command(int argc, char** argv) {
   Options o;
   std::string error;
   bool out_given = false;
-  for (int i = 1; i < argc; ++i) out_given |= std::string(argv[i]) == "--out";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    out_given |= a == "--out";
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+  }
   if (!parse(argc, argv, &o, &error)) {
     std::fprintf(stderr, "hopattn gemm: %s\n%s", error.c_str(), kUsage);
     return 2;
   }
   if (!out_given) o.setup.out = o.setup.dtype == HOPATTN_DTYPE_E4M3 ? HOPATTN_DTYPE_BF16 : o.setup.dtype;
+  int devices = 0;
+  const cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err != cudaSuccess || devices == 0) {
+    cudaGetLastError();
+    std::fprintf(stderr, "hopattn gemm: no usable CUDA device (%s)\n",
+                 err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+    return 2;
+  }
   try {
     return run(o);
   } catch (const std::exception& e) {

@@ -29,7 +29,7 @@ int run_info() {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    std::printf("no CUDA device: %s\n", err != cudaSuccess ? cudaGetErrorString(err) : "none found");
+    std::fprintf(stderr, "no CUDA device: %s\n", err != cudaSuccess ? cudaGetErrorString(err) : "none found");
     return 2;
   }
   bool any_sm90 = false;
@@ -49,7 +49,7 @@ int run_info() {
                 double(p.totalGlobalMem) / (1 << 30), attr(cudaDevAttrL2CacheSize) / double(1 << 20),
                 attr(cudaDevAttrMaxSharedMemoryPerBlockOptin) / 1024);
   }
-  if (!any_sm90) std::printf("no sm_90 (Hopper) GPU: the kernels of this build cannot run here\n");
+  if (!any_sm90) std::fprintf(stderr, "no sm_90 (Hopper) GPU: the kernels of this build cannot run here\n");
   return any_sm90 ? 0 : 2;
 }
 

@@ -91,7 +91,16 @@ int main(int argc, char** argv) {
     std::printf("hopattn %s (ABI %d)\n", hopattn_version(), int(hopattn_abi_version()));
     return 0;
   }
+  const bool help = argc > 2 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"));
   try {
+    if (cmd == "info" && help) {
+      std::printf("usage: hopattn info\n  The compiled kernels by name, the CUDA driver and runtime, the GPUs (exit 2 without an sm_90 GPU).\n");
+      return 0;
+    }
+    if (cmd == "plot" && help) {
+      std::printf("usage: hopattn plot CSV OUT.svg\n  An SVG of a `hopattn bench --csv` file's attention rows.\n");
+      return 0;
+    }
     if (cmd == "info") return hopattn::cli::run_info();
     if (cmd == "check") return hopattn::cli::run_check_command(argc - 1, argv + 1);
     if (cmd == "layout") return hopattn::layout::run_layout_command(argc - 1, argv + 1);

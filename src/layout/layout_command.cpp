@@ -244,11 +244,14 @@ void print_cute(std::ostream& out, const Evaluation& eval) {
 }
 
 // Runs one report section; an input beyond the brute-force limits skips it with a note.
-void guarded(std::ostream& out, const char* label, const std::function<void()>& section) {
+// Returns whether the section ran.
+bool guarded(std::ostream& out, const char* label, const std::function<void()>& section) {
   try {
     section();
+    return true;
   } catch (const LayoutError& e) {
     line(out, label, std::string("skipped: ") + e.what());
+    return false;
   }
 }
 
@@ -273,9 +276,13 @@ int report(const std::string& input, bool check) {
   std::ostream& out = std::cout;
   print_header(out, input, eval);
   if (eval.operation != "layout") print_verdict(out, eval.outcome.verdict);
-  guarded(out, "result", [&] { print_result(out, eval); });
+  const bool result_printed = guarded(out, "result", [&] { print_result(out, eval); });
   guarded(out, "brute force", [&] { print_truth(out, eval); });
   if (check) guarded(out, "cute", [&] { print_cute(out, eval); });
+  if (!result_printed) {  // e.g. the result's extents overflow: beyond the checker's limits
+    std::cerr << "hopattn layout: error: the result cannot be computed within the checker's limits\n";
+    return kExitUsage;
+  }
   return eval.outcome.verdict.holds ? kExitHolds : kExitFails;
 }
 

@@ -8,6 +8,11 @@ namespace hopattn::layout {
 namespace {
 
 constexpr Int kMaxLiteral = (Int{1} << 31) - 1;
+// Limits that keep parsing and evaluation bounded (stack, time, memory) on any input: the
+// expression's length, and how deep tuples, calls and operator chains may nest (an operator
+// chain A o B o C ... nests one level per operator: the evaluator recurses through it).
+constexpr std::size_t kMaxInputBytes = 16384;
+constexpr int kMaxDepth = 256;
 constexpr std::string_view kCircle = "\xE2\x88\x98";  // U+2218 RING OPERATOR
 
 // A tuple as parsed: its leaves and its nesting profile (see Layout).
@@ -19,7 +24,12 @@ struct Tuple {
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  explicit Parser(std::string_view text) : text_(text) {
+    if (text_.size() > kMaxInputBytes)
+      throw ParseError("the expression is " + std::to_string(text_.size()) + " bytes long; the limit is " +
+                           std::to_string(kMaxInputBytes),
+                       1);
+  }
 
   Layout whole_layout() {
     skip_space();
@@ -39,6 +49,23 @@ class Parser {
  private:
   std::string_view text_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
+
+  // One more level of nesting (a tuple, a call's arguments, an operator of a chain).
+  class Nest {
+   public:
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxDepth)
+        throw p_.error("nested more than " + std::to_string(kMaxDepth) +
+                       " levels deep (tuples, calls and operator chains count)");
+    }
+    ~Nest() { --p_.depth_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    Parser& p_;
+  };
 
   int column() const { return static_cast<int>(pos_) + 1; }
   bool at_end() const { return pos_ >= text_.size(); }
@@ -105,6 +132,7 @@ class Parser {
       return;
     }
     ++pos_;
+    Nest nest(*this);
     out.profile += '(';
     tuple_into(out);
     for (skip_space(); peek() == ','; skip_space()) {
@@ -177,6 +205,7 @@ class Parser {
       throw error_at("unknown operation '" + expr.name + "'; known:" + known, expr.column);
     }
     expect('(', "after " + expr.name);
+    Nest nest(*this);
     expr.args.push_back(expression());
     for (skip_space(); peek() == ','; skip_space()) {
       ++pos_;
@@ -215,7 +244,12 @@ class Parser {
     skip_space();
     const std::size_t start = pos_;
     Expr lhs = operand();
+    int chain = 0;  // each operator nests the expression so far one level deeper
     while (const char* name = binary_operator()) {
+      ++chain;
+      if (++depth_ > kMaxDepth)
+        throw error("nested more than " + std::to_string(kMaxDepth) +
+                    " levels deep (tuples, calls and operator chains count)");
       Expr rhs = operand();
       Expr combined;
       combined.kind = Expr::Kind::kCall;
@@ -225,6 +259,7 @@ class Parser {
       combined.text = std::string(text_.substr(start, pos_ - start));
       lhs = std::move(combined);
     }
+    depth_ -= chain;
     return lhs;
   }
 };

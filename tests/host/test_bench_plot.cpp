@@ -174,16 +174,18 @@ TEST(BenchOptions, DecodeQuickAndExplicitFlags) {
 TEST(BenchOptions, DecodeErrors) {
   expect_parse_error({"--op", "decode", "--heads", "64:6"}, "heads_q must be a positive multiple of heads_kv");
   expect_parse_error({"--op", "decode", "--heads", "64"}, "--heads: '64' is not A:B");
-  expect_parse_error({"--op", "decode", "--cache", "1:x"}, "'x' is not an integer");
-  expect_parse_error({"--op", "decode", "--cache", "0:8192"}, "--cache 0:8192 must be positive");
-  expect_parse_error({"--op", "decode", "--qlen", "0"}, "--qlen 0 must be at least 1");
+  expect_parse_error({"--op", "decode", "--cache", "1:x"}, "--cache: 'x' is not an integer in [1, 2147483647]");
+  expect_parse_error({"--op", "decode", "--cache", "0:8192"}, "--cache: '0' is not an integer in [1, 2147483647]");
+  expect_parse_error({"--op", "decode", "--cache", "1:99999999999"}, "--cache: '99999999999' is not an integer");
+  expect_parse_error({"--op", "decode", "--qlen", "0"}, "--qlen: '0' is not an integer in [1, 65536]");
+  expect_parse_error({"--op", "decode", "--qlen", "1,"}, "--qlen: an empty item in '1,'");
   expect_parse_error({"--op", "decode", "--qlen", "32", "--cache", "1:16"}, "--qlen 32 is longer than the cache length 16");
   expect_parse_error({"--op", "decode", "--kv-dtype", "fp8"}, "--kv-dtype: fp8 is not bf16, fp16 or int8");
   expect_parse_error({"--op", "decode", "--seqlen", "1024"}, "--seqlen applies to --op attn, not decode");
   expect_parse_error({"--op", "decode", "--plot", "x.svg"}, "--plot applies to --op attn, not decode");
   expect_parse_error({"--op", "decode", "--dtype", "fp16"}, "--dtype applies to --op attn, not decode");
   expect_parse_error({"--op", "decode", "--qlen"}, "--qlen needs a value");
-  expect_parse_error({"--op", "decode", "--splits", "4,-1"}, "--splits: -1 is negative");
+  expect_parse_error({"--op", "decode", "--splits", "4,-1"}, "--splits: '-1' is not an integer in [0, 128]");
   expect_parse_error({"--splits", "4"}, "--splits applies to --op decode only");
 }
 

@@ -114,5 +114,50 @@ TEST(layout_cli, HelpDocumentsTheExitStatus) {
   EXPECT_TRUE(contains(r.out, "1  a condition fails")) << r.out;
 }
 
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// Hostile inputs end with a clear error (exit 2), never a crash: nesting beyond the depth limit
+// (tuples, calls, operator chains), inputs beyond the length limit.
+TEST(layout_cli, DeepNestingIsAnErrorNotACrash) {
+  for (const std::string& input :
+       {repeat("(", 5000) + "1" + repeat(")", 5000), repeat("coalesce(", 1500) + "(2):(1)" + repeat(")", 1500),
+        "(2):(1)" + repeat(" o (2):(1)", 300), repeat("sort(", 200) + "(2):(1)" + repeat(" o (2):(1)", 100) + repeat(")", 200)}) {
+    const CliRun r = run({input});
+    EXPECT_EQ(r.code, 2) << input.substr(0, 60) << "...: " << r.err.substr(0, 300);
+    EXPECT_TRUE(contains(r.err, "levels deep")) << r.err.substr(0, 300);
+  }
+  const CliRun long_input = run({"(2):(1)" + repeat(" o (2):(1)", 3000)});
+  EXPECT_EQ(long_input.code, 2);
+  EXPECT_TRUE(contains(long_input.err, "the limit is 16384")) << long_input.err.substr(0, 300);
+}
+
+// Within the limits a long chain evaluates (the parser copies no quadratic amount of text).
+TEST(layout_cli, LongChainWithinTheLimits) {
+  const CliRun r = run({"(4,2):(2,1)" + repeat(" o (8):(1)", 200)});
+  EXPECT_NE(r.code, 2) << r.err.substr(0, 300);
+}
+
+// Seeded random strings over the grammar's characters and names: every run ends with exit 0, 1
+// or 2 and prints something; none crashes or hangs.
+TEST(layout_cli, RandomInputsNeverCrash) {
+  const char* kTokens[] = {"(", ")", ",", ":", " o ", " / ", " * ", "_", "0", "1", "2", "3", "8", "16", "65536",
+                           "2147483647", "2147483648", "-1", "coalesce(", "composition(", "complement(", "sort(",
+                           "left_inverse(", "right_inverse(", "logical_divide(", "logical_product(", "x", " "};
+  uint64_t state = 20261203;
+  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 33; };
+  for (int it = 0; it < 3000; ++it) {
+    std::string input;
+    const int n = 1 + int(next() % 40);
+    for (int j = 0; j < n; ++j) input += kTokens[next() % (sizeof(kTokens) / sizeof(kTokens[0]))];
+    const CliRun r = run({input});
+    ASSERT_TRUE(r.code == 0 || r.code == 1 || r.code == 2) << input;
+    ASSERT_FALSE(r.out.empty() && r.err.empty()) << input;
+  }
+}
+
 }  // namespace
 }  // namespace hopattn::layout

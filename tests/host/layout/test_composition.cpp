@@ -107,18 +107,29 @@ TEST(layout_composition, SingleModeBFullGrid) {
   expect_clean(tally, failures);
 }
 
-TEST(layout_composition, TwoModeBFullGrid) {
-  Tally tally("composition, rank-1/2 A (all shapes, strides {0,1,7,24}) x rank-2 B (full grid)");
+// The full grid in four shards (A layouts by index mod 4), so that CTest runs them in parallel.
+class TwoModeBFullGrid : public ::testing::TestWithParam<int> {};
+
+TEST_P(TwoModeBFullGrid, Shard) {
+  const int shard = GetParam();
+  Tally tally("composition, rank-1/2 A (all shapes, strides {0,1,7,24}) x rank-2 B (full grid), shard " +
+              std::to_string(shard) + " of 4");
   Failures failures;
+  int index = 0, mine = 0;
   for (int rank_a = 1; rank_a <= 2; ++rank_a) {
     for_each_layout(rank_a, kShapes, kGenericStrides, [&](const Layout& a) {
+      if (index++ % 4 != shard) return;
+      ++mine;
       for_each_layout(2, kShapes, kAllStrides,
                       [&](const Layout& b) { check_composition(a, b, tally, failures); });
     });
   }
-  EXPECT_EQ(tally.count("pairs checked"), (6 * 4 + 36 * 16) * 150 * 150);
+  EXPECT_EQ(index, 6 * 4 + 36 * 16);  // every A of the grid, over the four shards
+  EXPECT_EQ(tally.count("pairs checked"), mine * 150 * 150);
   expect_clean(tally, failures);
 }
+
+INSTANTIATE_TEST_SUITE_P(layout_composition, TwoModeBFullGrid, ::testing::Range(0, 4));
 
 TEST(layout_composition, Rank3SeededSample) {
   Tally tally("composition, 100000 seeded pairs: rank-3 A x rank-1..3 B (full grid)");

@@ -1,0 +1,69 @@
+"""hopattn: fused attention for NVIDIA Hopper GPUs (H100/H200, sm_90a), from Python.
+
+    import hopattn
+    out = hopattn.flash_attn_func(q, k, v, causal=True)                  # (batch, seqlen, heads, hdim)
+    out = hopattn.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens)
+    k8, v8, ks, vs = hopattn.quantize_kv_int8(k_cache, v_cache)          # then k_scale=ks, v_scale=vs
+
+FlashAttention-3's names and conventions (flash_attn_interface): bottom-right causal masks, LSE in
+natural log, GQA/MQA by heads_q a multiple of heads_kv. Torch tensors work directly (outputs from
+torch's allocator, the current stream); other CUDA arrays through __cuda_array_interface__ or DLPack
+with out= given. With torch importable, the calls are also torch custom ops (torch.ops.hopattn.*):
+torch.compile(fullgraph=True) traces them, CUDA graphs capture them. hopattn.integrations.
+transformers.register() adds attn_implementation="hopattn" to Hugging Face transformers.
+"""
+from __future__ import annotations
+
+import sys as _sys
+
+from . import _lib
+from ._lib import HopattnError, NotSupportedError, abi_version
+from . import ops as _ops
+from .ops import kvcache_device_check, kvcache_workspace_size, gemm
+
+__version__ = _lib.__version__
+
+try:  # torch is optional: the plain functions work without it
+    import torch as _torch_module  # noqa: F401
+    from . import torch_ops as _torch_ops
+except ImportError:  # pragma: no cover - exercised by the no-torch test
+    _torch_ops = None
+
+
+def _compiling() -> bool:
+    return _torch_ops is not None and _torch_ops.compiling()
+
+
+def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, out=None, lse=None, stream=None):
+    """O = softmax(scale · Q·Kᵀ + mask) · V; see hopattn.ops.flash_attn_func."""
+    if _compiling():
+        o, l = _sys.modules["torch"].ops.hopattn.flash_attn(q, k, v, softmax_scale, bool(causal))
+        return (o, l) if return_lse else o
+    return _ops.flash_attn_func(q, k, v, softmax_scale=softmax_scale, causal=causal, return_lse=return_lse, out=out,
+                                lse=lse, stream=stream)
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, softmax_scale=None, num_splits=0,
+                            pack_gqa=None, k_scale=None, v_scale=None, k_tail=None, v_tail=None, return_lse=False,
+                            out=None, lse=None, workspace=None, stream=None):
+    """Attention over a KV cache (bf16/fp16 or int8); see hopattn.ops.flash_attn_with_kvcache."""
+    if _compiling():
+        o, l = _sys.modules["torch"].ops.hopattn.flash_attn_with_kvcache(
+            q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, bool(causal),
+            int(num_splits), pack_gqa)
+        return (o, l) if return_lse else o
+    return _ops.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=causal, softmax_scale=softmax_scale,
+                                        num_splits=num_splits, pack_gqa=pack_gqa, k_scale=k_scale, v_scale=v_scale,
+                                        k_tail=k_tail, v_tail=v_tail, return_lse=return_lse, out=out, lse=lse,
+                                        workspace=workspace, stream=stream)
+
+
+def quantize_kv_int8(k, v, block=128, out=None, stream=None):
+    """int8 cache and float32 scales from a bf16/fp16 cache; see hopattn.ops.quantize_kv_int8."""
+    if _compiling():
+        return tuple(_sys.modules["torch"].ops.hopattn.quantize_kv_int8(k, v, int(block)))
+    return _ops.quantize_kv_int8(k, v, block=block, out=out, stream=stream)
+
+
+__all__ = ["flash_attn_func", "flash_attn_with_kvcache", "quantize_kv_int8", "kvcache_workspace_size",
+           "kvcache_device_check", "gemm", "abi_version", "HopattnError", "NotSupportedError", "__version__"]

@@ -1,0 +1,244 @@
+"""The Python package on an H100/H200 with torch: every dtype, head dim, mask and GQA case against
+an fp64 torch reference (odd lengths, outputs poisoned with NaN first), the KV-cache call over
+bf16 and int8 caches (with tails), CUDA-graph capture with changing cache lengths,
+torch.compile(fullgraph=True), torch.library.opcheck, and a random 2-layer Llama in transformers
+with attn_implementation="hopattn" against "sdpa" and "eager". Without such a GPU (or torch) every
+test is skipped and the module prints "hopattn-python-gpu: skipped" (CTest reports Skipped)."""
+import math
+import unittest
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+import hopattn
+
+REASON = None
+if torch is None:
+    REASON = "torch is not installed"
+elif not torch.cuda.is_available():
+    REASON = "no CUDA device"
+elif torch.cuda.get_device_capability() != (9, 0):
+    REASON = f"not an sm_90 GPU ({torch.cuda.get_device_name()})"
+if REASON:
+    print(f"hopattn-python-gpu: skipped ({REASON})")
+
+needs_gpu = unittest.skipIf(REASON is not None, REASON or "")
+
+
+def reference(q, k, v, causal, scale):
+    """fp64 attention, bottom-right causal, GQA by repeating K/V heads; O and natural-log LSE."""
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    qd, kd, vd = (x.double().transpose(1, 2) for x in (q, k, v))
+    kd = kd.repeat_interleave(hq // hkv, dim=1)
+    vd = vd.repeat_interleave(hq // hkv, dim=1)
+    s = (qd @ kd.transpose(-1, -2)) * scale
+    if causal:
+        i = torch.arange(sq, device=q.device)[:, None]
+        j = torch.arange(sk, device=q.device)[None, :]
+        s = s.masked_fill(j > i + sk - sq, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
+    o = (p @ vd).transpose(1, 2)
+    return o, lse
+
+
+def max_err(a, b):
+    return (a.double() - b.double()).abs().max().item()
+
+
+@needs_gpu
+class TestForward(unittest.TestCase):
+    SHAPES = [(2, 113, 113, 8, 8), (1, 1, 1000, 8, 2), (3, 17, 129, 6, 1), (1, 300, 64, 4, 2), (2, 1000, 1000, 4, 4)]
+
+    def test_every_case_against_fp64(self):
+        torch.manual_seed(0)
+        worst = {}
+        for dtype in (torch.bfloat16, torch.float16):
+            for d in (64, 128, 256):
+                for causal in (False, True):
+                    for (b, sq, sk, hq, hkv) in self.SHAPES:
+                        q = torch.randn(b, sq, hq, d, device="cuda", dtype=dtype)
+                        k = torch.randn(b, sk, hkv, d, device="cuda", dtype=dtype)
+                        v = torch.randn(b, sk, hkv, d, device="cuda", dtype=dtype)
+                        out = torch.full_like(q, float("nan"))
+                        lse = torch.full((b, hq, sq), float("nan"), device="cuda")
+                        o, l = hopattn.flash_attn_func(q, k, v, causal=causal, return_lse=True, out=out, lse=lse)
+                        self.assertIs(o, out)
+                        ro, rl = reference(q, k, v, causal, 1.0 / math.sqrt(d))
+                        # The same-dtype PyTorch SDPA's error against the same reference: the
+                        # rounding any kernel of this dtype makes.
+                        so = torch.nn.functional.scaled_dot_product_attention(
+                            q.transpose(1, 2), k.transpose(1, 2).repeat_interleave(hq // hkv, 1),
+                            v.transpose(1, 2).repeat_interleave(hq // hkv, 1),
+                            attn_mask=None if not causal else
+                            (torch.arange(sk, device="cuda")[None, :] <= torch.arange(sq, device="cuda")[:, None] + sk - sq)
+                        ).transpose(1, 2)
+                        finite = torch.isfinite(rl)  # rows that see no key: O = 0, LSE = -inf
+                        e_o = max_err(o, ro)
+                        e_sdpa = max_err(so.nan_to_num(0.0), ro)
+                        tol = max(2 * e_sdpa, 2e-2 if dtype == torch.bfloat16 else 4e-3)
+                        name = f"{dtype} d{d} causal{int(causal)} {b}x{sq}x{sk} {hq}:{hkv}"
+                        self.assertTrue(torch.isfinite(o).all().item(), name)
+                        self.assertLessEqual(e_o, tol, name)
+                        self.assertLessEqual(max_err(l[finite], rl[finite]), 1e-3 * max(1.0, rl[finite].abs().max().item()), name)
+                        self.assertTrue(torch.equal(torch.isinf(l), ~finite), name)
+                        worst[str(dtype)] = max(worst.get(str(dtype), 0.0), e_o)
+        print("max |O - fp64| per dtype:", worst)
+
+    def test_input_errors_raise(self):
+        q = torch.randn(1, 16, 4, 64, device="cuda", dtype=torch.bfloat16)
+        with self.assertRaisesRegex(ValueError, "is on cpu"):
+            hopattn.flash_attn_func(q.cpu(), q.cpu(), q.cpu())
+        with self.assertRaisesRegex(ValueError, "is on cpu"):
+            hopattn.flash_attn_func(q, q.cpu(), q)
+        with self.assertRaisesRegex(TypeError, "dtype torch.float64"):
+            hopattn.flash_attn_func(q.double(), q.double(), q.double())
+        with self.assertRaisesRegex(ValueError, "stride\\[3\\]"):
+            hopattn.flash_attn_func(q, q.transpose(1, 3).contiguous().transpose(1, 3), q)
+        with self.assertRaisesRegex(ValueError, "dtype"):
+            hopattn.flash_attn_func(q, q.half(), q)
+        with self.assertRaises(hopattn.NotSupportedError):
+            x = torch.randn(1, 16, 4, 96, device="cuda", dtype=torch.bfloat16)
+            hopattn.flash_attn_func(x, x, x)
+
+
+def cache_reference(q, k_full, v_full, seqlens, causal, scale):
+    outs = []
+    for i in range(q.shape[0]):
+        n = int(seqlens[i])
+        o, _ = reference(q[i:i + 1], k_full[i:i + 1, :n], v_full[i:i + 1, :n], causal, scale)
+        outs.append(o)
+    return torch.cat(outs)
+
+
+def dequantize(k8, v8, ks, vs, block):
+    k = k8.double() * ks.double().repeat_interleave(block, dim=1)
+    v = v8.double() * vs.double()[..., None]
+    return k, v
+
+
+@needs_gpu
+class TestKvCache(unittest.TestCase):
+    def test_bf16_and_int8_caches_with_tails(self):
+        torch.manual_seed(1)
+        b, n, hq, hkv, d, block = 3, 1024, 32, 8, 128, 128
+        for dtype in (torch.bfloat16, torch.float16):
+            k = torch.randn(b, n, hkv, d, device="cuda", dtype=dtype)
+            v = torch.randn(b, n, hkv, d, device="cuda", dtype=dtype)
+            for sq in (1, 4):
+                seqlens = torch.tensor([1000, 129, 17], dtype=torch.int32, device="cuda")
+                q = torch.randn(b, sq, hq, d, device="cuda", dtype=dtype)
+                for causal in (False, True):
+                    out = torch.full_like(q, float("nan"))
+                    o = hopattn.flash_attn_with_kvcache(q, k, v, seqlens, causal=causal, out=out)
+                    ref = cache_reference(q, k, v, seqlens, causal, 1 / math.sqrt(d))
+                    self.assertLessEqual(max_err(o, ref), 2e-2, f"{dtype} sq{sq} causal{causal}")
+                # int8: full blocks quantized, the partial last block as a 16-bit tail
+                k8, v8, ks, vs = hopattn.quantize_kv_int8(k, v, block=block)
+                kd, vd = dequantize(k8, v8, ks, vs, block)
+                k_tail = torch.zeros(b, block, hkv, d, device="cuda", dtype=dtype)
+                v_tail = torch.zeros_like(k_tail)
+                k_ref, v_ref = kd.clone(), vd.clone()
+                for i in range(b):
+                    L = int(seqlens[i])
+                    full = L - L % block
+                    k_tail[i, :L - full] = k[i, full:L]
+                    v_tail[i, :L - full] = v[i, full:L]
+                    k_ref[i, full:L] = k[i, full:L].double()
+                    v_ref[i, full:L] = v[i, full:L].double()
+                for causal in (False, True):
+                    out = torch.full_like(q, float("nan"))
+                    o = hopattn.flash_attn_with_kvcache(q, k8, v8, seqlens, causal=causal, k_scale=ks, v_scale=vs,
+                                                        k_tail=k_tail, v_tail=v_tail, out=out)
+                    ref = cache_reference(q, k_ref, v_ref, seqlens, causal, 1 / math.sqrt(d))
+                    self.assertLessEqual(max_err(o, ref), 2e-2, f"int8 {dtype} sq{sq} causal{causal}")
+        hopattn.kvcache_device_check()
+
+    def test_cuda_graph_with_changing_lengths(self):
+        torch.manual_seed(2)
+        b, n, hq, hkv, d = 4, 2048, 16, 2, 128
+        k = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
+        seqlens = torch.tensor([2048, 1, 777, 1500], dtype=torch.int32, device="cuda")
+        k8, v8, ks, vs = hopattn.quantize_kv_int8(k, v)
+        for cache in ((k, v, None, None), (k8, v8, ks, vs)):
+            out = torch.empty_like(q)
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):  # warm-up outside the capture
+                hopattn.flash_attn_with_kvcache(q, cache[0], cache[1], seqlens, k_scale=cache[2], v_scale=cache[3], out=out)
+            torch.cuda.current_stream().wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                hopattn.flash_attn_with_kvcache(q, cache[0], cache[1], seqlens, k_scale=cache[2], v_scale=cache[3], out=out)
+            for lengths in ([5, 2048, 1, 1024], [2048, 2048, 2048, 2048], [1, 2, 3, 4]):
+                seqlens.copy_(torch.tensor(lengths, dtype=torch.int32))
+                out.fill_(float("nan"))
+                graph.replay()
+                eager = hopattn.flash_attn_with_kvcache(q, cache[0], cache[1], seqlens, k_scale=cache[2], v_scale=cache[3])
+                torch.cuda.synchronize()
+                self.assertTrue(torch.equal(out, eager), f"graph replay at lengths {lengths}")
+
+
+@needs_gpu
+class TestTorchIntegration(unittest.TestCase):
+    def test_opcheck(self):
+        q = torch.randn(2, 64, 8, 128, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(2, 128, 2, 128, device="cuda", dtype=torch.bfloat16)
+        torch.library.opcheck(torch.ops.hopattn.flash_attn.default, (q, k, k.clone(), None, True))
+        seqlens = torch.tensor([100, 7], dtype=torch.int32, device="cuda")
+        torch.library.opcheck(torch.ops.hopattn.flash_attn_with_kvcache.default,
+                              (q[:, :1].contiguous(), k, k.clone(), seqlens, None, None, None, None, None, False, 0, None))
+        torch.library.opcheck(torch.ops.hopattn.quantize_kv_int8.default, (k, k.clone(), 128))
+
+    def test_compile_fullgraph(self):
+        class Block(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(512, 512, dtype=torch.bfloat16, device="cuda")
+
+            def forward(self, x):
+                b, s, _ = x.shape
+                q = self.proj(x).view(b, s, 4, 128)
+                o = hopattn.flash_attn_func(q, q, q, causal=True)
+                return o.reshape(b, s, 512) + x
+
+        torch.manual_seed(3)
+        m = Block()
+        x = torch.randn(2, 256, 512, device="cuda", dtype=torch.bfloat16)
+        eager = m(x)
+        compiled = torch.compile(m, fullgraph=True)
+        self.assertLessEqual(max_err(compiled(x), eager), 2e-2)
+
+    def test_llama_two_layers_against_sdpa(self):
+        try:
+            from transformers import LlamaConfig, LlamaForCausalLM
+        except ImportError:
+            self.skipTest("transformers is not installed")
+        import hopattn.integrations.transformers as hop
+        hop.register()
+        torch.manual_seed(4)
+        config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=2, num_attention_heads=8,
+                             num_key_value_heads=2, vocab_size=32000, max_position_embeddings=2048)
+        ids = torch.randint(0, config.vocab_size, (2, 1024), device="cuda")
+        logits = {}
+        model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
+        for impl in ("eager", "sdpa", "hopattn"):
+            model.config._attn_implementation = impl
+            model.set_attn_implementation(impl) if hasattr(model, "set_attn_implementation") else None
+            with torch.no_grad():
+                logits[impl] = model(ids).logits.float()
+        d_ref = max_err(logits["sdpa"], logits["eager"])
+        d_hop = max_err(logits["hopattn"], logits["sdpa"])
+        agree = (logits["hopattn"].argmax(-1) == logits["sdpa"].argmax(-1)).float().mean().item()
+        print(f"llama logits: |hopattn - sdpa| {d_hop:.4g}, |sdpa - eager| {d_ref:.4g}, argmax agreement {agree:.4f}")
+        self.assertLessEqual(d_hop, 2 * d_ref + 1e-6)
+        self.assertGreaterEqual(agree, 0.99)
+
+
+if __name__ == "__main__":
+    unittest.main()
