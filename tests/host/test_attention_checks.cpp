@@ -44,6 +44,38 @@ TEST(AttentionChecks, ValidCallPasses) {
   EXPECT_TRUE(check(a).ok()) << check(a).to_string();
 }
 
+// Issue 38's crash and acceptance classes: an out-of-range dtype (was a division by a zero
+// element size), extents whose product or largest offset overflows int64 (was "empty", with a
+// NULL pointer accepted), outputs whose strides make elements overlap.
+TEST(AttentionChecks, HostileValues) {
+  AttentionForwardArgs a = valid_args();
+  for (int bad : {-1, 6, 77, 1 << 30}) {
+    a = valid_args();
+    a.k.dtype = hopattn_dtype_t(bad);
+    expect_error(check(a), StatusCode::kInvalidArgument, "k.dtype = " + std::to_string(bad) + " is not a hopattn_dtype_t value");
+  }
+  a = valid_args();
+  for (Tensor* t : {&a.q, &a.k, &a.v, &a.o}) t->shape[0] = INT32_MAX;  // batch * seqlen * heads beyond int64
+  a.q.shape[1] = a.o.shape[1] = INT32_MAX;
+  a.q.shape[2] = a.o.shape[2] = INT32_MAX - 1;  // a multiple of k's 2 heads
+  expect_error(check(a), StatusCode::kInvalidArgument, "q: batch * seqlen_q * heads_q = 9223372036854775807 exceeds 2^31-1");
+  a = valid_args();
+  a.k.shape[1] = INT32_MAX;           // (2^31 - 2) * 2^39 elements: past 64-bit byte offsets
+  a.k.stride[1] = int64_t(1) << 39;
+  expect_error(check(a), StatusCode::kInvalidArgument, "k: the largest element offset overflows 64-bit byte addressing");
+  a = valid_args();
+  a.o.stride[1] = 0;  // every query row writes the same memory
+  expect_error(check(a), StatusCode::kInvalidArgument, "o.stride[1] = 0 makes elements overlap");
+  a = valid_args();
+  a.o.stride[2] = 64;  // heads 64 elements apart, hdim 128: neighbouring heads overlap
+  a.o.stride[1] = 8 * 64;
+  a.o.stride[0] = 100 * 8 * 64;
+  expect_error(check(a), StatusCode::kInvalidArgument, "makes elements overlap");
+  a = valid_args();
+  a.lse.stride[2] = 0;
+  expect_error(check(a), StatusCode::kInvalidArgument, "lse.stride[2] = 0 makes elements overlap");
+}
+
 TEST(AttentionChecks, NullPointers) {
   const char* names[4] = {"q", "k", "v", "o"};
   for (int i = 0; i < 4; ++i) {

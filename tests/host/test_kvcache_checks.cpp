@@ -62,6 +62,32 @@ TEST(KvCacheChecks, ValidCallsPass) {
   EXPECT_TRUE(check(int8_args()).ok()) << check(int8_args()).to_string();
 }
 
+// Issue 38's findings on the KV-cache path: misaligned lse and cache_seqlens, outputs whose
+// strides overlap, a workspace that is the output's memory or misaligned.
+TEST(KvCacheChecks, HostileAlignmentOverlapAndWorkspace) {
+  KvCacheArgs a = valid_args();
+  a.lse.data = static_cast<char*>(a.lse.data) + 2;
+  expect_error(check(a), "lse: data pointer", StatusCode::kInvalidArgument);
+  a = valid_args();
+  a.cache_seqlens.data = static_cast<char*>(a.cache_seqlens.data) + 1;
+  expect_error(check(a), "cache_seqlens: data pointer", StatusCode::kInvalidArgument);
+  a = valid_args();
+  a.o.stride[2] = 0;  // every head writes the same memory
+  expect_error(check(a), "o.stride[2] = 0 makes elements overlap", StatusCode::kInvalidArgument);
+  a = valid_args();
+  a.lse.stride[1] = 0;
+  expect_error(check(a), "lse.stride[1] = 0 makes elements overlap", StatusCode::kInvalidArgument);
+  a = valid_args();
+  a.workspace = a.o.data;  // the output's memory
+  expect_error(check(a), "workspace: overlaps o in memory", StatusCode::kInvalidArgument);
+  a = valid_args();
+  a.workspace = static_cast<char*>(a.workspace) + 4;
+  expect_error(check(a), "workspace: pointer", StatusCode::kInvalidArgument);
+  a = valid_args();
+  a.q.dtype = hopattn_dtype_t(77);  // out of the enum: no division by its element size
+  expect_error(check(a), "q.dtype = 77 is not a hopattn_dtype_t value", StatusCode::kInvalidArgument);
+}
+
 TEST(KvCacheChecks, CacheSeqlens) {
   KvCacheArgs a = valid_args();
   a.cache_seqlens.data = nullptr;

@@ -159,5 +159,12 @@ TEST(layout_cli, RandomInputsNeverCrash) {
   }
 }
 
+// A result whose extents overflow 64 bits (its size here is (2^31-1)^3) exits 2, not 0.
+TEST(layout_cli, ResultBeyondTheLimitsExitsTwo) {
+  const CliRun r = run({"(2147483647,2147483647,2147483647):(1,1,1)"});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "cannot be computed within the checker's limits")) << r.err;
+}
+
 }  // namespace
 }  // namespace hopattn::layout
