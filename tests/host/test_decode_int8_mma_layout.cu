@@ -1,7 +1,8 @@
 // The mma.sync int8 decode kernel (kernel/sm90_decode_int8_mma.hpp: kv8_mma_*) on the host: its
 // channel, key and V-scale maps give Q·Kᵀ and P·V exactly, its swizzle formula is CuTe's (the
 // TMA's) layout, and its 16-byte shared loads of K and V meet no bank conflict in any quarter warp.
-// Compiled by nvcc for the kernel header's types; nothing runs on a GPU.
+// Compiled by nvcc for the types and maps (collective/sm90_decode_int8_mma_traits.hpp) and the
+// packed K pairs (collective/sm90_decode_int8_mma_dequant.hpp); nothing runs on a GPU.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -10,7 +11,8 @@
 #include <set>
 #include <vector>
 
-#include "attention/kernel/sm90_decode_int8_mma.hpp"
+#include "attention/collective/sm90_decode_int8_mma_dequant.hpp"
+#include "attention/collective/sm90_decode_int8_mma_traits.hpp"
 
 namespace hopattn::attention {
 namespace {

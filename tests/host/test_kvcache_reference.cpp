@@ -100,8 +100,8 @@ TEST(Int8Cache, OutlierChannelsKeepTheirOwnScale) {
 
 TEST(Int8Cache, ScalesHaveFewSignificantBitsAndCoverTheirGroup) {
   // The int8 mma kernels' dequantization is exact only for V scales of <= 15 significant bits
-  // (dequant_fma) and K scales of <= 8 (k_pair_bf16, kernel/sm90_decode_int8_mma.hpp); V's rounded
-  // up keep |x| / scale <= 127, K's rounded to nearest below 127.5.
+  // (dequant_fma) and K scales of <= 8 (k_pair_bf16, collective/sm90_decode_int8_mma_dequant.hpp);
+  // V's rounded up keep |x| / scale <= 127, K's rounded to nearest below 127.5.
   KvCacheProblem p{2, 1, 256, 4, 2, 64, true, 0.0f};
   const size_t n = size_t(p.batch) * p.max_len * p.heads_kv * p.hdim;
   auto k = randn(n, 11);

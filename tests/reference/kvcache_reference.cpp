@@ -31,8 +31,8 @@ namespace {
 // amax / 127, V's rounded up to 15 significant bits (the low 9 of fp32's 23 stored bits cleared)
 // and K's to the nearest value of 8 (the low 16 cleared: a bf16 value), so that the kernels'
 // one-FFMA dequantization (dequant_fma) and packed bf16 dequantization of K (k_pair_bf16,
-// kernel/sm90_decode_int8_mma.hpp) are exact. K's largest value still maps to ±127: amax / scale
-// <= 127 / (1 - 2^-8) < 127.5.
+// collective/sm90_decode_int8_mma_dequant.hpp) are exact. K's largest value still maps to ±127:
+// amax / scale <= 127 / (1 - 2^-8) < 127.5.
 float scale_of(float amax, uint32_t add, uint32_t low_bits) {
   uint32_t bits;
   const float s = amax / 127.0f;

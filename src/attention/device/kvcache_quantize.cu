@@ -40,8 +40,8 @@ __device__ float load_element(const void* base, int64_t i, bool bf16) {
 // amax / 127 (correctly rounded), then V's rounded up to 15 significant bits and K's to the
 // nearest value of 8 (a bf16 value; amax / scale <= 127 / (1 - 2^-8) < 127.5, so the largest still
 // maps to ±127 and nothing clips): the int8 mma kernels' one-FFMA dequantization
-// (kernel/sm90_decode_int8_mma.hpp, dequant_fma) is exact for both, and their packed bf16
-// dequantization of K (k_pair_bf16) for K's.
+// (collective/sm90_decode_int8_mma_dequant.hpp, dequant_fma) is exact for both, and their packed
+// bf16 dequantization of K (k_pair_bf16) for K's.
 __device__ float scale_of(float amax, uint32_t add, uint32_t low_bits) {
   return __uint_as_float((__float_as_uint(__fdiv_rn(amax, 127.0f)) + add) & ~low_bits);
 }
