@@ -278,6 +278,7 @@ TEST(FuzzArgs, KvCacheQuantize) {
   EXPECT_GT(refused, kIterations / 2);
 }
 
+#if HOPATTN_WITH_GEMM
 TEST(FuzzArgs, Gemm) {
   Mutator m(kSeed + 3);
   int refused = 0;
@@ -311,5 +312,7 @@ TEST(FuzzArgs, Gemm) {
   std::printf("gemm: %d cases, %d refused by the argument rules\n", kIterations, refused);
   EXPECT_GT(refused, kIterations / 2);
 }
+
+#endif  // HOPATTN_WITH_GEMM
 
 }  // namespace
