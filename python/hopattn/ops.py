@@ -115,12 +115,27 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
             if not torch_in:
                 _need_torch("q", f"workspace= ({size.value} bytes)")
             workspace = torch.empty(size.value, dtype=torch.uint8, device=q.device)
-        ws = _lib.Tensor()
-        describe(workspace, "workspace", ws, keep)
-        args.workspace = ws.data
-        args.workspace_bytes = size.value if not is_torch(workspace) else workspace.numel() * workspace.element_size()
+        args.workspace, args.workspace_bytes = _buffer(workspace, "workspace")
     _lib.raise_for(_lib.lib.hopattn_kvcache_attention(ctypes.byref(args), current_stream(q, stream=stream)))
     return (out, lse) if return_lse else out
+
+
+def _buffer(x, name):
+    """(pointer, bytes) of a device buffer of any element type (a torch tensor, or an array with
+    __cuda_array_interface__), for the workspace."""
+    if is_torch(x):
+        if x.device.type != "cuda":
+            raise ValueError(f"{name}: is on {x.device}; a CUDA tensor is required")
+        if not x.is_contiguous():
+            raise ValueError(f"{name}: must be contiguous")
+        return x.data_ptr(), x.numel() * x.element_size()
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is None:
+        raise TypeError(f"{name}: {type(x).__name__} is neither a torch tensor nor has __cuda_array_interface__")
+    n = 1
+    for e in cai["shape"]:
+        n *= e
+    return cai["data"][0], n * int(cai["typestr"][2:])
 
 
 def kvcache_device_check(stream=None) -> None:

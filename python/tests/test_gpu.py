@@ -210,9 +210,10 @@ class TestTorchIntegration(unittest.TestCase):
         torch.manual_seed(3)
         m = Block()
         x = torch.randn(2, 256, 512, device="cuda", dtype=torch.bfloat16)
-        eager = m(x)
-        compiled = torch.compile(m, fullgraph=True)
-        self.assertLessEqual(max_err(compiled(x), eager), 2e-2)
+        with torch.no_grad():  # hopattn is forward-only (no autograd formula registered)
+            eager = m(x)
+            compiled = torch.compile(m, fullgraph=True)
+            self.assertLessEqual(max_err(compiled(x), eager), 2e-2)
 
     def test_llama_two_layers_against_sdpa(self):
         try:
@@ -223,7 +224,8 @@ class TestTorchIntegration(unittest.TestCase):
         hop.register()
         torch.manual_seed(4)
         config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=2, num_attention_heads=8,
-                             num_key_value_heads=2, vocab_size=32000, max_position_embeddings=2048)
+                             num_key_value_heads=2, vocab_size=32000, max_position_embeddings=2048,
+                             initializer_range=0.1)  # peaked logits: at 0.02 a random model's argmax is near-tied
         ids = torch.randint(0, config.vocab_size, (2, 1024), device="cuda")
         logits = {}
         model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
@@ -235,7 +237,9 @@ class TestTorchIntegration(unittest.TestCase):
         d_ref = max_err(logits["sdpa"], logits["eager"])
         d_hop = max_err(logits["hopattn"], logits["sdpa"])
         agree = (logits["hopattn"].argmax(-1) == logits["sdpa"].argmax(-1)).float().mean().item()
-        print(f"llama logits: |hopattn - sdpa| {d_hop:.4g}, |sdpa - eager| {d_ref:.4g}, argmax agreement {agree:.4f}")
+        agree_ref = (logits["eager"].argmax(-1) == logits["sdpa"].argmax(-1)).float().mean().item()
+        print(f"llama logits: |hopattn - sdpa| {d_hop:.4g}, |sdpa - eager| {d_ref:.4g}, argmax agreement with sdpa "
+              f"{agree:.4f} (eager with sdpa: {agree_ref:.4f})")
         self.assertLessEqual(d_hop, 2 * d_ref + 1e-6)
         self.assertGreaterEqual(agree, 0.99)
 

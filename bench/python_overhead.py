@@ -4,7 +4,7 @@ on the same shape. Each figure is the median over rounds of N back-to-back calls
 host with the stream synchronized before and after (the calls are asynchronous; at these sizes
 the GPU finishes each kernel long before the next launch, so the host is the bound).
 
-    python python/bench_overhead.py [--calls 2000] [--rounds 7] [--csv FILE]
+    python bench/python_overhead.py [--calls 2000] [--rounds 7] [--csv FILE]   (hopattn importable)
 """
 import argparse
 import statistics
