@@ -158,7 +158,8 @@ sass_summary() {
   [ "$lmem" -eq 0 ] || echo "sass: exit 1 (local memory in the library's kernels)"
 }
 [ -n "$no_sass" ] || sass_summary >>"$summary" 2>&1
-# The gpu-labelled suite (the host tests are CI's; some need the build machine's compiler).
+# The gpu-labelled suite (the host tests are CI's; some need the build machine's compiler), the
+# Python package's GPU tests included (CTest python_gpu: the python3 on PATH, with torch).
 # The summary counts the tests the regex selects per binary: CTest's names of parameterised tests
 # end in "  # GetParam() = ...", so a regex anchored with $ after the config matches none of them
 # (r132 meant to run kvcache tests that way and ran none).
