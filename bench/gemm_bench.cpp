@@ -11,6 +11,7 @@
 #include "baselines/cublas_gemm.hpp"
 #include "gemm_workspace.hpp"
 #include "timing.hpp"
+#include "cli_parse.hpp"
 
 namespace hopattn::gemm {
 namespace {
@@ -77,7 +78,7 @@ BenchArgs parse(const std::vector<std::string>& args) {
         b.variants.push_back(parsed);
       }
     } else if (flag == "--group-ms") {
-      b.group_ms = std::stod(value);
+      b.group_ms = cli::parse_real(flag, value, 0.1, 60000);
     } else {
       throw std::invalid_argument("unknown flag " + flag + "\n" + gemm_bench_usage());
     }
@@ -90,7 +91,8 @@ BenchArgs parse(const std::vector<std::string>& args) {
     for (const std::string& s : split(mnk, ',')) {
       const std::vector<std::string> d = split(s, 'x');
       if (d.size() != 3) throw std::invalid_argument("--mnk: '" + s + "' is not MxNxK");
-      b.shapes.push_back({std::stoll(d[0]), std::stoll(d[1]), std::stoll(d[2]), false});
+      b.shapes.push_back({cli::parse_int("--mnk", d[0], 1, INT32_MAX), cli::parse_int("--mnk", d[1], 1, INT32_MAX),
+                          cli::parse_int("--mnk", d[2], 1, INT32_MAX), false});
     }
   } else {
     for (const std::string& s : split(sets, ',')) add_set(s, &b.shapes);

@@ -38,6 +38,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
 fi  # headers_only
+command -v unzip >/dev/null 2>&1 || { log "unzip is required (Debian package unzip)"; exit 1; }
 
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   log "the CUDA toolkit (nvcc) is required: expected on PATH or in /usr/local/cuda/bin"; exit 1

@@ -19,6 +19,23 @@ def _need_torch(name: str, what: str):
     raise TypeError(f"{name}: not a torch tensor; pass {what} (hopattn allocates outputs with torch only)")
 
 
+def _outputs(q, out, lse, return_lse):
+    """out (like q) and, with return_lse, lse (batch, heads_q, seqlen_q) float32: the caller's, or
+    new ones from torch's allocator on q's device."""
+    torch_in = is_torch(q)
+    if torch_in and not q.is_cuda:
+        raise ValueError(f"q: is on {q.device}; a CUDA tensor is required")
+    if out is None:
+        if not torch_in:
+            _need_torch("q", "out=")
+        out = _torch().empty_like(q)
+    if return_lse and lse is None:
+        if not torch_in:
+            _need_torch("q", "lse=")
+        lse = _torch().empty((q.shape[0], q.shape[2], q.shape[1]), dtype=_torch().float32, device=q.device)
+    return out, lse
+
+
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, out=None, lse=None, stream=None):
     """O = softmax(scale · Q·Kᵀ + mask) · V.
 
@@ -26,17 +43,7 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     heads_q a multiple of heads_kv (GQA/MQA); hdim 64, 128 or 256. causal: bottom-right aligned
     (FlashAttention-2/3). softmax_scale: None = 1/sqrt(hdim). Returns out, or (out, lse) with
     return_lse: lse float32 (batch, heads_q, seqlen_q), natural log."""
-    torch_in = is_torch(q)
-    if out is None:
-        if not torch_in:
-            _need_torch("q", "out=")
-        out = _torch().empty_like(q) if q.is_cuda else None
-        if out is None:
-            raise ValueError(f"q: is on {q.device}; a CUDA tensor is required")
-    if return_lse and lse is None:
-        if not torch_in:
-            _need_torch("q", "lse=")
-        lse = _torch().empty((q.shape[0], q.shape[2], q.shape[1]), dtype=_torch().float32, device=q.device)
+    out, lse = _outputs(q, out, lse, return_lse)
     args = _lib.AttentionFwdArgs()
     args.struct_size = ctypes.sizeof(args)
     keep = []
@@ -95,16 +102,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     kvcache_workspace_size). Returns out, or (out, lse)."""
     torch_in = is_torch(q)
     torch = _torch()
-    if out is None:
-        if not torch_in:
-            _need_torch("q", "out=")
-        if not q.is_cuda:
-            raise ValueError(f"q: is on {q.device}; a CUDA tensor is required")
-        out = torch.empty_like(q)
-    if return_lse and lse is None:
-        if not torch_in:
-            _need_torch("q", "lse=")
-        lse = torch.empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32, device=q.device)
+    out, lse = _outputs(q, out, lse, return_lse)
     keep = []
     args = _kvcache_args(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale,
                          v_scale, k_tail, v_tail, out, lse, keep)

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "attention/device/attention_check.hpp"
 #include "attention/device/compiled_set.hpp"
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
@@ -128,6 +129,8 @@ Status check_aliasing(const AttentionForwardArgs& a) {
 
 }  // namespace
 
+Status check_attention_forward_placement(const DeviceContext& ctx) { return check_placement(ctx, kTensorNames, 5); }
+
 Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContext& ctx) {
   if (Status s = check_versioned_header<hopattn_attention_fwd_args_t>(a, "args"); !s.ok()) return s;
   const Tensor* ts[4] = {&a.q, &a.k, &a.v, &a.o};
@@ -149,7 +152,7 @@ Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContex
   // would grow instead of shrink and overflow to inf on ordinary inputs.
   if (a.softmax_scale < 0.0f)
     return Status::invalid(cat("softmax_scale: must be positive (0 selects 1/sqrt(hdim)), got ", a.softmax_scale));
-  return check_placement(ctx, kTensorNames, 5);
+  return check_attention_forward_placement(ctx);
 }
 
 }  // namespace hopattn

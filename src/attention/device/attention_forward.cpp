@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "attention/device/attention_check.hpp"
 #include "attention/device/forward_dispatch.hpp"
 #include "attention/device/fwd_registry.hpp"
 #include "attention/experimental.hpp"
@@ -106,7 +107,7 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream, const 
   // The argument rules first: they need no device (a machine without a GPU still gets them).
   if (Status s = check_attention_forward(args, host_only_context()); !s.ok()) return s;
   if (Status s = query_attention_context(args, stream, &ctx); !s.ok()) return s;
-  if (Status s = check_attention_forward(args, ctx); !s.ok()) return s;
+  if (Status s = check_attention_forward_placement(ctx); !s.ok()) return s;
   attention::FwdParams p = make_params(args);
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status();  // nothing to compute
   // No key to attend to: O = 0 and LSE = -inf (the limit of an empty softmax sum).
@@ -136,7 +137,7 @@ extern "C" hopattn_status_t hopattn_attention_forward_check(const hopattn_attent
     hopattn::DeviceContext ctx;
     if (hopattn::Status s = hopattn::query_attention_context(a, static_cast<hopattn::Stream>(stream), &ctx); !s.ok())
       return s;
-    return hopattn::check_attention_forward(a, ctx);
+    return hopattn::check_attention_forward_placement(ctx);
   });
 }
 

@@ -7,23 +7,13 @@
 
 #include "common/cuda_check.hpp"
 #include "common/status_util.hpp"
+#include "common/tensor_checks.hpp"
 #include "gemm/device/gemm_problem.hpp"
 #include "gemm/device/gemm_registry.hpp"
 #include "gemm/gemm.hpp"
 
 namespace hopattn::gemm {
 namespace {
-
-int pointer_device(const void* ptr) {
-  if (ptr == nullptr) return kUnknownDevice;
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-    cudaGetLastError();
-    return kHostMemory;
-  }
-  if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) return attr.device;
-  return kHostMemory;
-}
 
 Status query_device_context(const GemmArgs& a, Stream stream, GemmDeviceContext* ctx) {
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&ctx->current_device));
@@ -33,7 +23,7 @@ Status query_device_context(const GemmArgs& a, Stream stream, GemmDeviceContext*
                                                       cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->current_device));
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, ctx->current_device));
   const void* ptrs[kGemmTensors] = {a.a.data, a.b.data, a.c.data, a.d.data};
-  for (int i = 0; i < kGemmTensors; ++i) ctx->tensor_device[i] = pointer_device(ptrs[i]);
+  for (int i = 0; i < kGemmTensors; ++i) ctx->tensor_device[i] = hopattn::pointer_device(ptrs[i]);
   return Status();
 }
 
