@@ -161,10 +161,13 @@ def _load():
     sigs = {
         "hopattn_version": (ctypes.c_char_p, []),
         "hopattn_abi_version": (ctypes.c_int32, []),
-        "hopattn_attention_forward": (Status, [ctypes.POINTER(AttentionFwdArgs), ctypes.c_void_p]),
-        "hopattn_attention_forward_check": (Status, [ctypes.POINTER(AttentionFwdArgs), ctypes.c_void_p]),
-        "hopattn_kvcache_attention": (Status, [ctypes.POINTER(KvCacheArgs), ctypes.c_void_p]),
-        "hopattn_kvcache_workspace_size": (Status, [ctypes.POINTER(KvCacheArgs), ctypes.POINTER(ctypes.c_size_t)]),
+        # The argument structs are passed as byte buffers packed in one call (ops.py: _FWD, _KV
+        # below mirror AttentionFwdArgs / KvCacheArgs byte for byte), not as ctypes Structures
+        # filled field by field: the host time per call is most of a small call's cost.
+        "hopattn_attention_forward": (Status, [ctypes.c_void_p, ctypes.c_void_p]),
+        "hopattn_attention_forward_check": (Status, [ctypes.c_void_p, ctypes.c_void_p]),
+        "hopattn_kvcache_attention": (Status, [ctypes.c_void_p, ctypes.c_void_p]),
+        "hopattn_kvcache_workspace_size": (Status, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]),
         "hopattn_kvcache_device_check": (Status, [ctypes.c_void_p]),
         "hopattn_kvcache_quantize_int8": (Status, [ctypes.POINTER(KvCacheQuantizeArgs), ctypes.c_void_p]),
     }

@@ -10,6 +10,7 @@ or TypeError with the library's message naming the argument; CUDA errors raise H
 from __future__ import annotations
 
 import ctypes
+import struct
 
 from . import _lib
 from ._tensors import current_stream, describe, is_torch, _torch
@@ -17,6 +18,60 @@ from ._tensors import current_stream, describe, is_torch, _torch
 
 def _need_torch(name: str, what: str):
     raise TypeError(f"{name}: not a torch tensor; pass {what} (hopattn allocates outputs with torch only)")
+
+
+_TENSOR = "Qii4q4q"  # hopattn_tensor_t: data, dtype, rank, shape[4], stride[4] (80 bytes)
+_FWD = struct.Struct("<II" + _TENSOR * 5 + "fi")                      # hopattn_attention_fwd_args_t
+_KV = struct.Struct("<II" + _TENSOR * 8 + "ifiii4xQQ" + _TENSOR * 2)  # hopattn_kvcache_args_t
+_NONE = (0,) * 11
+_TORCH_DT = {}
+_raw_stream = None  # torch._C._cuda_getCurrentRawStream once torch is loaded
+_workspace_bytes = {}  # call signature -> the plan's workspace bytes, asked once per signature
+
+
+def _torch_dt():
+    if not _TORCH_DT:
+        from ._tensors import _torch_dtype_map
+        _TORCH_DT.update(_torch_dtype_map())
+    return _TORCH_DT
+
+
+def _tv(x, name, keep):
+    """The 11 values of a hopattn_tensor_t for x (torch fast path; any other array through
+    _tensors.describe)."""
+    if is_torch(x):
+        if not x.is_cuda:
+            raise ValueError(f"{name}: is on {x.device}; a CUDA tensor is required")
+        dt = _torch_dt().get(x.dtype)
+        if dt is None:
+            raise TypeError(f"{name}: dtype {x.dtype} is not one hopattn takes")
+        sh = x.shape
+        st = x.stride()
+        r = len(sh)
+        if r == 4:
+            return (x.data_ptr(), dt, 4, sh[0], sh[1], sh[2], sh[3], st[0], st[1], st[2], st[3])
+        if r > 4:
+            raise ValueError(f"{name}: rank {r} is more than 4")
+        pad = (0,) * (4 - r)
+        return (x.data_ptr(), dt, r) + tuple(sh) + pad + tuple(st) + pad
+    t = _lib.Tensor()
+    describe(x, name, t, keep)
+    return (t.data or 0, t.dtype, t.rank) + tuple(t.shape) + tuple(t.stride)
+
+
+def _stream_of(x, stream):
+    """The call's stream: `stream` if given, else torch's current stream on x's device (torch
+    tensors), else the legacy default stream."""
+    global _raw_stream
+    if stream is not None:
+        return current_stream(stream=stream)
+    if is_torch(x):
+        if _raw_stream is None:
+            torch = _torch()
+            _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+                (lambda d: torch.cuda.current_stream(d).cuda_stream)
+        return _raw_stream(x.get_device())
+    return 0
 
 
 def _outputs(q, out, lse, return_lse):
@@ -43,49 +98,52 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     heads_q a multiple of heads_kv (GQA/MQA); hdim 64, 128 or 256. causal: bottom-right aligned
     (FlashAttention-2/3). softmax_scale: None = 1/sqrt(hdim). Returns out, or (out, lse) with
     return_lse: lse float32 (batch, heads_q, seqlen_q), natural log."""
-    out, lse = _outputs(q, out, lse, return_lse)
-    args = _lib.AttentionFwdArgs()
-    args.struct_size = ctypes.sizeof(args)
     keep = []
-    describe(q, "q", args.q, keep)
-    describe(k, "k", args.k, keep)
-    describe(v, "v", args.v, keep)
-    describe(out, "out", args.o, keep)
-    if lse is not None:
-        describe(lse, "lse", args.lse, keep)
-    args.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
-    args.causal = 1 if causal else 0
-    _lib.raise_for(_lib.lib.hopattn_attention_forward(ctypes.byref(args), current_stream(q, stream=stream)))
+    qv = _tv(q, "q", keep)
+    out, lse = _outputs(q, out, lse, return_lse)
+    buf = ctypes.create_string_buffer(_FWD.size)
+    _FWD.pack_into(buf, 0, _FWD.size, 0, *qv, *_tv(k, "k", keep), *_tv(v, "v", keep), *_tv(out, "o", keep),
+                   *(_tv(lse, "lse", keep) if lse is not None else _NONE),
+                   0.0 if softmax_scale is None else float(softmax_scale), 1 if causal else 0)
+    _lib.raise_for(_lib.lib.hopattn_attention_forward(buf, _stream_of(q, stream)))
     return (out, lse) if return_lse else out
 
 
-def _kvcache_args(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale,
-                  v_scale, k_tail, v_tail, out, lse, keep):
-    args = _lib.KvCacheArgs()
-    args.struct_size = ctypes.sizeof(args)
-    describe(q, "q", args.q, keep)
-    describe(k_cache, "k_cache", args.k_cache, keep)
-    describe(v_cache, "v_cache", args.v_cache, keep)
-    describe(cache_seqlens, "cache_seqlens", args.cache_seqlens, keep)
-    describe(out, "out", args.o, keep)
-    if lse is not None:
-        describe(lse, "lse", args.lse, keep)
+def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale,
+                  k_tail, v_tail, out, lse, workspace_ptr, workspace_bytes, keep):
+    kv = _tv(k_cache, "k_cache", keep)
+    quant_block = 0
     if k_scale is not None or v_scale is not None:
         if k_scale is None or v_scale is None:
             raise ValueError("k_scale, v_scale: give both (an int8 cache) or neither")
-        describe(k_scale, "k_scale", args.k_scale, keep)
-        describe(v_scale, "v_scale", args.v_scale, keep)
-        blocks = args.k_scale.shape[1] if args.k_scale.rank == 4 else 0
-        args.quant_block = args.k_cache.shape[1] // blocks if blocks > 0 else 0
-    if k_tail is not None:
-        describe(k_tail, "k_tail", args.k_tail, keep)
-    if v_tail is not None:
-        describe(v_tail, "v_tail", args.v_tail, keep)
-    args.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
-    args.causal = 1 if causal else 0
-    args.num_splits = int(num_splits)
-    args.pack_gqa = -1 if pack_gqa is None else (1 if pack_gqa else 0)
-    return args
+        ks = _tv(k_scale, "k_scale", keep)
+        vs = _tv(v_scale, "v_scale", keep)
+        blocks = ks[4] if ks[2] == 4 else 0  # k_scale (batch, blocks, heads_kv, hdim)
+        quant_block = kv[4] // blocks if blocks > 0 else 0
+    else:
+        ks = vs = _NONE
+    buf = ctypes.create_string_buffer(_KV.size)
+    _KV.pack_into(buf, 0, _KV.size, 0, *_tv(q, "q", keep), *kv, *_tv(v_cache, "v_cache", keep),
+                  *_tv(cache_seqlens, "cache_seqlens", keep), *_tv(out, "o", keep),
+                  *(_tv(lse, "lse", keep) if lse is not None else _NONE), *ks, *vs,
+                  quant_block, 0.0 if softmax_scale is None else float(softmax_scale), 1 if causal else 0,
+                  int(num_splits), -1 if pack_gqa is None else (1 if pack_gqa else 0), workspace_ptr, workspace_bytes,
+                  *(_tv(k_tail, "k_tail", keep) if k_tail is not None else _NONE),
+                  *(_tv(v_tail, "v_tail", keep) if v_tail is not None else _NONE))
+    return buf
+
+
+def _workspace_size(buf, key):
+    size = _workspace_bytes.get(key) if key is not None else None
+    if size is None:
+        n = ctypes.c_size_t(0)
+        _lib.raise_for(_lib.lib.hopattn_kvcache_workspace_size(buf, ctypes.byref(n)))
+        size = int(n.value)
+        if key is not None:
+            if len(_workspace_bytes) > 1024:
+                _workspace_bytes.clear()
+            _workspace_bytes[key] = size
+    return size
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, softmax_scale=None, num_splits=0,
@@ -100,21 +158,24 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     num_splits 0: the library's split-KV heuristic; pack_gqa None: its heuristic. The split-KV
     workspace comes from torch's caching allocator (or `workspace=`, bytes from
     kvcache_workspace_size). Returns out, or (out, lse)."""
-    torch_in = is_torch(q)
-    torch = _torch()
-    out, lse = _outputs(q, out, lse, return_lse)
     keep = []
-    args = _kvcache_args(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale,
-                         v_scale, k_tail, v_tail, out, lse, keep)
-    size = ctypes.c_size_t(0)
-    _lib.raise_for(_lib.lib.hopattn_kvcache_workspace_size(ctypes.byref(args), ctypes.byref(size)))
-    if size.value > 0:
-        if workspace is None:
+    torch_in = is_torch(q)
+    out, lse = _outputs(q, out, lse, return_lse)
+    ws_ptr, ws_bytes = _buffer(workspace, "workspace") if workspace is not None else (0, 0)
+    args = (q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
+            v_tail, out, lse)
+    buf = _pack_kvcache(*args, ws_ptr, ws_bytes, keep)
+    if workspace is None:
+        # The plan's workspace depends on the shapes and options only (and the GPU's SM count).
+        key = (tuple(q.shape), tuple(k_cache.shape), str(k_cache.dtype), k_tail is not None, int(num_splits),
+               pack_gqa, q.get_device()) if torch_in else None
+        size = _workspace_size(buf, key)
+        if size > 0:
             if not torch_in:
-                _need_torch("q", f"workspace= ({size.value} bytes)")
-            workspace = torch.empty(size.value, dtype=torch.uint8, device=q.device)
-        args.workspace, args.workspace_bytes = _buffer(workspace, "workspace")
-    _lib.raise_for(_lib.lib.hopattn_kvcache_attention(ctypes.byref(args), current_stream(q, stream=stream)))
+                _need_torch("q", f"workspace= ({size} bytes)")
+            workspace = _torch().empty(size, dtype=_torch().uint8, device=q.device)
+            buf = _pack_kvcache(*args, workspace.data_ptr(), size, keep)
+    _lib.raise_for(_lib.lib.hopattn_kvcache_attention(buf, _stream_of(q, stream)))
     return (out, lse) if return_lse else out
 
 
@@ -212,9 +273,6 @@ def kvcache_workspace_size(q, k_cache, v_cache, cache_seqlens, causal=False, num
         if not is_torch(q):
             _need_torch("q", "out=")
         out = _torch().empty_like(q)
-    args = _kvcache_args(q, k_cache, v_cache, cache_seqlens, causal, None, num_splits, pack_gqa, k_scale, v_scale,
-                         k_tail, v_tail, out, None, keep)
-    size = ctypes.c_size_t(0)
-    _lib.raise_for(_lib.lib.hopattn_kvcache_workspace_size(ctypes.byref(args), ctypes.byref(size)))
-    return int(size.value)
-
+    buf = _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, None, num_splits, pack_gqa, k_scale, v_scale,
+                        k_tail, v_tail, out, None, 0, 0, keep)
+    return _workspace_size(buf, None)

@@ -42,6 +42,15 @@ class TestImport(unittest.TestCase):
         self.assertEqual(ctypes.sizeof(_lib.AttentionFwdArgs), 8 + 5 * 80 + 8)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheArgs), 8 + 8 * 80 + 20 + 4 + 8 + 8 + 2 * 80)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheQuantizeArgs), 8 + 6 * 80 + 8)
+        # The packed layouts the calls use are the same bytes as the Structures.
+        from hopattn import ops
+        self.assertEqual(ops._FWD.size, ctypes.sizeof(_lib.AttentionFwdArgs))
+        self.assertEqual(ops._KV.size, ctypes.sizeof(_lib.KvCacheArgs))
+        for field, offset in (("softmax_scale", 408), ("causal", 412)):
+            self.assertEqual(getattr(_lib.AttentionFwdArgs, field).offset, offset)
+        for field, offset in (("quant_block", 648), ("pack_gqa", 664), ("workspace", 672), ("workspace_bytes", 680),
+                              ("k_tail", 688)):
+            self.assertEqual(getattr(_lib.KvCacheArgs, field).offset, offset)
 
 
 class TestForwardArguments(unittest.TestCase):
