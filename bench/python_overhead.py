@@ -55,6 +55,8 @@ def main():
          lambda: hopattn.flash_attn_func(q, k, v, causal=True, out=out)),
         ("torch.ops.hopattn.flash_attn (torch custom op)",
          lambda: torch.ops.hopattn.flash_attn(q, k, v, None, True)),
+        ("torch.ops.hopattn.flash_attn_lse (torch custom op, with the LSE)",
+         lambda: torch.ops.hopattn.flash_attn_lse(q, k, v, None, True)),
         ("hopattn.flash_attn_with_kvcache (plain binding, 1 query, 200 keys)",
          lambda: hopattn.flash_attn_with_kvcache(q1, kc, vc, seqlens)),
         ("torch.ops.hopattn.flash_attn_with_kvcache (torch custom op)",

@@ -19,7 +19,7 @@ import sys as _sys
 from . import _lib
 from ._lib import HopattnError, NotSupportedError, abi_version
 from . import ops as _ops
-from .ops import kvcache_device_check, kvcache_workspace_size, gemm
+from .ops import kvcache_device_check, kvcache_workspace_size, gemm, layout, LayoutReport
 
 __version__ = _lib.__version__
 
@@ -37,8 +37,10 @@ def _compiling() -> bool:
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, out=None, lse=None, stream=None):
     """O = softmax(scale · Q·Kᵀ + mask) · V; see hopattn.ops.flash_attn_func."""
     if _compiling():
-        o, l = _sys.modules["torch"].ops.hopattn.flash_attn(q, k, v, softmax_scale, bool(causal))
-        return (o, l) if return_lse else o
+        ops = _sys.modules["torch"].ops.hopattn
+        if return_lse:
+            return ops.flash_attn_lse(q, k, v, softmax_scale, bool(causal))
+        return ops.flash_attn(q, k, v, softmax_scale, bool(causal))
     return _ops.flash_attn_func(q, k, v, softmax_scale=softmax_scale, causal=causal, return_lse=return_lse, out=out,
                                 lse=lse, stream=stream)
 
@@ -48,10 +50,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
                             out=None, lse=None, workspace=None, stream=None):
     """Attention over a KV cache (bf16/fp16 or int8); see hopattn.ops.flash_attn_with_kvcache."""
     if _compiling():
-        o, l = _sys.modules["torch"].ops.hopattn.flash_attn_with_kvcache(
-            q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, bool(causal),
-            int(num_splits), pack_gqa)
-        return (o, l) if return_lse else o
+        op = _sys.modules["torch"].ops.hopattn
+        op = op.flash_attn_with_kvcache_lse if return_lse else op.flash_attn_with_kvcache
+        return op(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, bool(causal),
+                  int(num_splits), pack_gqa)
     return _ops.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=causal, softmax_scale=softmax_scale,
                                         num_splits=num_splits, pack_gqa=pack_gqa, k_scale=k_scale, v_scale=v_scale,
                                         k_tail=k_tail, v_tail=v_tail, return_lse=return_lse, out=out, lse=lse,
@@ -66,4 +68,5 @@ def quantize_kv_int8(k, v, block=128, out=None, stream=None):
 
 
 __all__ = ["flash_attn_func", "flash_attn_with_kvcache", "quantize_kv_int8", "kvcache_workspace_size",
-           "kvcache_device_check", "gemm", "abi_version", "HopattnError", "NotSupportedError", "__version__"]
+           "kvcache_device_check", "gemm", "layout", "LayoutReport", "abi_version", "HopattnError",
+           "NotSupportedError", "__version__"]

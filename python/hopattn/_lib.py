@@ -174,6 +174,10 @@ def _load():
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
+    if hasattr(lib, "hopattn_layout_report"):  # a build with the layout checker (src/layout)
+        lib.hopattn_layout_report.restype = ctypes.c_int32
+        lib.hopattn_layout_report.argtypes = [ctypes.c_char_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_size_t,
+                                              ctypes.POINTER(ctypes.c_size_t)]
     if hasattr(lib, "hopattn_gemm"):  # a build with HOPATTN_BUILD_GEMM
         for name in ("hopattn_gemm", "hopattn_gemm_check"):
             fn = getattr(lib, name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+from typing import NamedTuple
 
 from . import _lib
 from ._tensors import current_stream, describe, is_torch, _torch
@@ -25,7 +26,7 @@ _FWD = struct.Struct("<II" + _TENSOR * 5 + "fi")                      # hopattn_
 _KV = struct.Struct("<II" + _TENSOR * 8 + "ifiii4xQQ" + _TENSOR * 2)  # hopattn_kvcache_args_t
 _NONE = (0,) * 11
 _TORCH_DT = {}
-_raw_stream = None  # torch._C._cuda_getCurrentRawStream once torch is loaded
+_raw_stream = None  # torch._C._cuda_getCurrentRawStream, bound by bind_torch()
 _workspace_bytes = {}  # call signature -> the plan's workspace bytes, asked once per signature
 
 
@@ -36,14 +37,27 @@ def _torch_dt():
     return _TORCH_DT
 
 
+_Tensor = None  # torch.Tensor, bound by bind_torch() when hopattn's torch ops load
+
+
+def bind_torch(torch):
+    """Binds torch's Tensor class, dtypes and raw current-stream query for the fast paths (called
+    by hopattn.torch_ops on import; without it the calls take the general path)."""
+    global _Tensor, _raw_stream
+    _Tensor = torch.Tensor
+    _torch_dt()
+    _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+        (lambda d: torch.cuda.current_stream(d).cuda_stream)
+
+
 def _tv(x, name, keep):
     """The 11 values of a hopattn_tensor_t for x (torch fast path; any other array through
     _tensors.describe)."""
-    if is_torch(x):
-        if not x.is_cuda:
-            raise ValueError(f"{name}: is on {x.device}; a CUDA tensor is required")
-        dt = _torch_dt().get(x.dtype)
-        if dt is None:
+    if x.__class__ is _Tensor or is_torch(x):
+        dt = _TORCH_DT.get(x.dtype) if _TORCH_DT else _torch_dt().get(x.dtype)
+        if dt is None or not x.is_cuda:
+            if not x.is_cuda:
+                raise ValueError(f"{name}: is on {x.device}; a CUDA tensor is required")
             raise TypeError(f"{name}: dtype {x.dtype} is not one hopattn takes")
         sh = x.shape
         st = x.stride()
@@ -62,14 +76,11 @@ def _tv(x, name, keep):
 def _stream_of(x, stream):
     """The call's stream: `stream` if given, else torch's current stream on x's device (torch
     tensors), else the legacy default stream."""
-    global _raw_stream
     if stream is not None:
         return current_stream(stream=stream)
-    if is_torch(x):
+    if x.__class__ is _Tensor or is_torch(x):
         if _raw_stream is None:
-            torch = _torch()
-            _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
-                (lambda d: torch.cuda.current_stream(d).cuda_stream)
+            bind_torch(_torch())
         return _raw_stream(x.get_device())
     return 0
 
@@ -77,7 +88,7 @@ def _stream_of(x, stream):
 def _outputs(q, out, lse, return_lse):
     """out (like q) and, with return_lse, lse (batch, heads_q, seqlen_q) float32: the caller's, or
     new ones from torch's allocator on q's device."""
-    torch_in = is_torch(q)
+    torch_in = q.__class__ is _Tensor or is_torch(q)
     if torch_in and not q.is_cuda:
         raise ValueError(f"q: is on {q.device}; a CUDA tensor is required")
     if out is None:
@@ -98,15 +109,19 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     heads_q a multiple of heads_kv (GQA/MQA); hdim 64, 128 or 256. causal: bottom-right aligned
     (FlashAttention-2/3). softmax_scale: None = 1/sqrt(hdim). Returns out, or (out, lse) with
     return_lse: lse float32 (batch, heads_q, seqlen_q), natural log."""
-    keep = []
-    qv = _tv(q, "q", keep)
     out, lse = _outputs(q, out, lse, return_lse)
-    buf = ctypes.create_string_buffer(_FWD.size)
-    _FWD.pack_into(buf, 0, _FWD.size, 0, *qv, *_tv(k, "k", keep), *_tv(v, "v", keep), *_tv(out, "o", keep),
-                   *(_tv(lse, "lse", keep) if lse is not None else _NONE),
-                   0.0 if softmax_scale is None else float(softmax_scale), 1 if causal else 0)
-    _lib.raise_for(_lib.lib.hopattn_attention_forward(buf, _stream_of(q, stream)))
+    _forward(q, k, v, softmax_scale, causal, out, lse, _stream_of(q, stream))
     return (out, lse) if return_lse else out
+
+
+def _forward(q, k, v, softmax_scale, causal, out, lse, stream):
+    """One hopattn_attention_forward call with the outputs given (the torch ops call this)."""
+    keep = []
+    buf = ctypes.create_string_buffer(_FWD.size)
+    _FWD.pack_into(buf, 0, _FWD.size, 0, *_tv(q, "q", keep), *_tv(k, "k", keep), *_tv(v, "v", keep),
+                   *_tv(out, "o", keep), *(_tv(lse, "lse", keep) if lse is not None else _NONE),
+                   0.0 if softmax_scale is None else float(softmax_scale), 1 if causal else 0)
+    _lib.raise_for(_lib.lib.hopattn_attention_forward(buf, stream))
 
 
 def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale,
@@ -158,25 +173,40 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     num_splits 0: the library's split-KV heuristic; pack_gqa None: its heuristic. The split-KV
     workspace comes from torch's caching allocator (or `workspace=`, bytes from
     kvcache_workspace_size). Returns out, or (out, lse)."""
-    keep = []
-    torch_in = is_torch(q)
     out, lse = _outputs(q, out, lse, return_lse)
-    ws_ptr, ws_bytes = _buffer(workspace, "workspace") if workspace is not None else (0, 0)
+    _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
+             v_tail, out, lse, workspace, _stream_of(q, stream))
+    return (out, lse) if return_lse else out
+
+
+def _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
+             v_tail, out, lse, workspace, stream):
+    """One hopattn_kvcache_attention call with the outputs given (the torch ops call this); the
+    split-KV workspace from torch's allocator unless `workspace` is given."""
+    keep = []
     args = (q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
             v_tail, out, lse)
-    buf = _pack_kvcache(*args, ws_ptr, ws_bytes, keep)
-    if workspace is None:
-        # The plan's workspace depends on the shapes and options only (and the GPU's SM count).
-        key = (tuple(q.shape), tuple(k_cache.shape), str(k_cache.dtype), k_tail is not None, int(num_splits),
-               pack_gqa, q.get_device()) if torch_in else None
-        size = _workspace_size(buf, key)
-        if size > 0:
-            if not torch_in:
-                _need_torch("q", f"workspace= ({size} bytes)")
-            workspace = _torch().empty(size, dtype=_torch().uint8, device=q.device)
-            buf = _pack_kvcache(*args, workspace.data_ptr(), size, keep)
-    _lib.raise_for(_lib.lib.hopattn_kvcache_attention(buf, _stream_of(q, stream)))
-    return (out, lse) if return_lse else out
+    if workspace is not None:
+        ws_ptr, ws_bytes = _buffer(workspace, "workspace")
+    elif q.__class__ is _Tensor or is_torch(q):
+        # The plan's workspace depends on the shapes and options only (and the GPU's SM count):
+        # asked once per call signature, then taken from torch's allocator.
+        key = (tuple(q.shape), q.dtype, tuple(k_cache.shape), k_cache.dtype, k_tail is not None, lse is not None,
+               bool(causal), int(num_splits), pack_gqa, q.get_device())
+        ws_bytes = _workspace_bytes.get(key)
+        if ws_bytes is None:
+            ws_bytes = _workspace_size(_pack_kvcache(*args, 0, 0, keep), key)
+        ws_ptr = 0
+        if ws_bytes > 0:
+            torch = _torch()
+            workspace = torch.empty(ws_bytes, dtype=torch.uint8, device=q.device)
+            ws_ptr = workspace.data_ptr()
+    else:
+        ws_bytes = _workspace_size(_pack_kvcache(*args, 0, 0, keep), None)
+        if ws_bytes > 0:
+            _need_torch("q", f"workspace= ({ws_bytes} bytes)")
+        ws_ptr = 0
+    _lib.raise_for(_lib.lib.hopattn_kvcache_attention(_pack_kvcache(*args, ws_ptr, ws_bytes, keep), stream))
 
 
 def _buffer(x, name):
@@ -276,3 +306,36 @@ def kvcache_workspace_size(q, k_cache, v_cache, cache_seqlens, causal=False, num
     buf = _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, None, num_splits, pack_gqa, k_scale, v_scale,
                         k_tail, v_tail, out, None, 0, 0, keep)
     return _workspace_size(buf, None)
+
+
+class LayoutReport(NamedTuple):
+    """hopattn.layout's answer: `holds` whether the note's sufficient conditions hold (when not,
+    `text` names the failing one), and `text` the whole report `hopattn layout` prints."""
+    holds: bool
+    text: str
+
+    def __str__(self):
+        return self.text
+
+
+def layout(expr: str, check: bool = False) -> LayoutReport:
+    """The CuTe layout-algebra checker on one expression in CuTe notation, e.g.
+    "complement((2,4):(1,8), 64)" or "composition((6,2):(8,2), (4,3):(3,1))": whether the
+    sufficient conditions of "A Note on the Algebra of CuTe Layouts" hold, the result with its
+    value table and the brute-force truth; check=True adds CuTe's own answer (CUTLASS 4.2).
+    Host only (no GPU needed). A malformed expression, or one beyond the checker's limits, raises
+    ValueError with the error and its column."""
+    if not isinstance(expr, str):
+        raise TypeError(f"expr: a str is required, not {type(expr).__name__}")
+    fn = getattr(_lib.lib, "hopattn_layout_report", None)
+    if fn is None:
+        raise NotImplementedError("this libhopattn was built without the layout checker (src/layout)")
+    data = expr.encode()
+    needed = ctypes.c_size_t(0)
+    fn(data, int(bool(check)), None, 0, ctypes.byref(needed))
+    buf = ctypes.create_string_buffer(max(int(needed.value), 1))
+    code = fn(data, int(bool(check)), buf, len(buf), ctypes.byref(needed))
+    text = buf.value.decode(errors="replace")
+    if code == 2 or code < 0:
+        raise ValueError(text.strip() or f"expr: {expr!r} cannot be evaluated")
+    return LayoutReport(code == 0, text)

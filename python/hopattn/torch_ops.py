@@ -14,43 +14,88 @@ import torch
 
 from . import ops
 
+ops.bind_torch(torch)
 _LIB = torch.library.Library("hopattn", "DEF")
-_LIB.define("flash_attn(Tensor q, Tensor k, Tensor v, float? softmax_scale, bool causal) -> (Tensor, Tensor)")
-_LIB.define("flash_attn_with_kvcache(Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, "
-            "Tensor? k_scale, Tensor? v_scale, Tensor? k_tail, Tensor? v_tail, float? softmax_scale, bool causal, "
-            "int num_splits, bool? pack_gqa) -> (Tensor, Tensor)")
+# Two ops per call, without and with the LSE: the one without allocates and writes no LSE (the
+# plain functions' return_lse=False), so that the common call pays for one output only.
+_FWD_ARGS = "Tensor q, Tensor k, Tensor v, float? softmax_scale, bool causal"
+_KV_ARGS = ("Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, Tensor? k_scale, Tensor? v_scale, "
+            "Tensor? k_tail, Tensor? v_tail, float? softmax_scale, bool causal, int num_splits, bool? pack_gqa")
+_LIB.define(f"flash_attn({_FWD_ARGS}) -> Tensor")
+_LIB.define(f"flash_attn_lse({_FWD_ARGS}) -> (Tensor, Tensor)")
+_LIB.define(f"flash_attn_with_kvcache({_KV_ARGS}) -> Tensor")
+_LIB.define(f"flash_attn_with_kvcache_lse({_KV_ARGS}) -> (Tensor, Tensor)")
 _LIB.define("quantize_kv_int8(Tensor k, Tensor v, int block) -> Tensor[]")
 
 
+def _lse_like(q):
+    return q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
+
+
 def _flash_attn(q, k, v, softmax_scale, causal):
-    return ops.flash_attn_func(q, k, v, softmax_scale=softmax_scale, causal=causal, return_lse=True)
+    out = torch.empty_like(q)
+    ops._forward(q, k, v, softmax_scale, causal, out, None, ops._raw_stream(q.get_device()))
+    return out
+
+
+def _flash_attn_lse(q, k, v, softmax_scale, causal):
+    out, lse = torch.empty_like(q), _lse_like(q)
+    ops._forward(q, k, v, softmax_scale, causal, out, lse, ops._raw_stream(q.get_device()))
+    return out, lse
+
+
+def _kvcache(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, causal, num_splits,
+             pack_gqa, lse):
+    out = torch.empty_like(q)
+    ops._kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale,
+                 k_tail, v_tail, out, lse, None, ops._raw_stream(q.get_device()))
+    return out
 
 
 def _flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale,
                              causal, num_splits, pack_gqa):
-    return ops.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=causal, softmax_scale=softmax_scale,
-                                       num_splits=num_splits, pack_gqa=pack_gqa, k_scale=k_scale, v_scale=v_scale,
-                                       k_tail=k_tail, v_tail=v_tail, return_lse=True)
+    return _kvcache(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, causal,
+                    num_splits, pack_gqa, None)
+
+
+def _flash_attn_with_kvcache_lse(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale,
+                                 causal, num_splits, pack_gqa):
+    lse = _lse_like(q)
+    return _kvcache(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, causal,
+                    num_splits, pack_gqa, lse), lse
 
 
 def _quantize_kv_int8(k, v, block):
     return list(ops.quantize_kv_int8(k, v, block=block))
 
 
-_LIB.impl("flash_attn", _flash_attn, "CUDA")
-_LIB.impl("flash_attn_with_kvcache", _flash_attn_with_kvcache, "CUDA")
-_LIB.impl("quantize_kv_int8", _quantize_kv_int8, "CUDA")
+for _name, _fn in (("flash_attn", _flash_attn), ("flash_attn_lse", _flash_attn_lse),
+                   ("flash_attn_with_kvcache", _flash_attn_with_kvcache),
+                   ("flash_attn_with_kvcache_lse", _flash_attn_with_kvcache_lse),
+                   ("quantize_kv_int8", _quantize_kv_int8)):
+    _LIB.impl(_name, _fn, "CUDA")
 
 
 @torch.library.register_fake("hopattn::flash_attn", lib=_LIB)
 def _flash_attn_fake(q, k, v, softmax_scale, causal):
-    return torch.empty_like(q), q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
+    return torch.empty_like(q)
+
+
+@torch.library.register_fake("hopattn::flash_attn_lse", lib=_LIB)
+def _flash_attn_lse_fake(q, k, v, softmax_scale, causal):
+    return torch.empty_like(q), _lse_like(q)
 
 
 @torch.library.register_fake("hopattn::flash_attn_with_kvcache", lib=_LIB)
 def _kvcache_fake(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, causal,
                   num_splits, pack_gqa):
-    return torch.empty_like(q), q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
+    return torch.empty_like(q)
+
+
+@torch.library.register_fake("hopattn::flash_attn_with_kvcache_lse", lib=_LIB)
+def _kvcache_lse_fake(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, causal,
+                      num_splits, pack_gqa):
+    return torch.empty_like(q), _lse_like(q)
 
 
 @torch.library.register_fake("hopattn::quantize_kv_int8", lib=_LIB)

@@ -108,5 +108,42 @@ class TestKvCacheArguments(unittest.TestCase):
         self.assertIn("give both", str(cm.exception))
 
 
+
+class TestLayout(unittest.TestCase):
+    """hopattn.layout: the layout checker through the C ABI (the same report as the CLI's)."""
+
+    def test_conditions_hold(self):
+        r = hopattn.layout("complement(4:2, 24)")
+        self.assertTrue(r.holds)
+        self.assertIn("result       (2,3):(1,8)", r.text)
+        self.assertIn(" 1  |  1 |  9 | 17 |", r.text)
+        self.assertNotIn("cute", r.text)
+
+    def test_condition_fails_and_cute_differs(self):
+        r = hopattn.layout("complement(4:2, 19)", check=True)
+        self.assertFalse(r.holds)
+        self.assertIn("4*2 = 8 does not divide M = 19", r.text)
+        self.assertIn("cute verdict WRONG", r.text)
+        r = hopattn.layout("(8,4):(1,8) / 2:1", check=True)
+        self.assertTrue(r.holds)
+        self.assertIn("cute verdict RIGHT", str(r))
+
+    def test_malformed_expression_raises_with_the_column(self):
+        with self.assertRaisesRegex(ValueError, r"expected ',' or '\)' in a tuple[\s\S]*column 5"):
+            hopattn.layout("(6,2:(1,7)")
+        with self.assertRaises(TypeError):
+            hopattn.layout(b"4:1")
+
+    def test_small_buffer_truncates_and_reports_the_size(self):
+        needed = ctypes.c_size_t(0)
+        full = hopattn.layout("complement(4:2, 24)").text
+        buf = ctypes.create_string_buffer(8)
+        code = _lib.lib.hopattn_layout_report(b"complement(4:2, 24)", 0, buf, 8, ctypes.byref(needed))
+        self.assertEqual(code, 0)
+        self.assertEqual(needed.value, len(full.encode()) + 1)
+        self.assertEqual(buf.value.decode(), full[:7])
+        self.assertEqual(_lib.lib.hopattn_layout_report(None, 0, None, 0, None), -1)
+
+
 if __name__ == "__main__":
     unittest.main()

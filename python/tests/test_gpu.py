@@ -125,7 +125,9 @@ class TestKvCache(unittest.TestCase):
     def test_bf16_and_int8_caches_with_tails(self):
         torch.manual_seed(1)
         b, n, hq, hkv, d, block = 3, 1024, 32, 8, 128, 128
+        worst = {}
         for dtype in (torch.bfloat16, torch.float16):
+            tol = 2e-2 if dtype == torch.bfloat16 else 4e-3  # as the forward's: the output's rounding
             k = torch.randn(b, n, hkv, d, device="cuda", dtype=dtype)
             v = torch.randn(b, n, hkv, d, device="cuda", dtype=dtype)
             for sq in (1, 4):
@@ -135,7 +137,9 @@ class TestKvCache(unittest.TestCase):
                     out = torch.full_like(q, float("nan"))
                     o = hopattn.flash_attn_with_kvcache(q, k, v, seqlens, causal=causal, out=out)
                     ref = cache_reference(q, k, v, seqlens, causal, 1 / math.sqrt(d))
-                    self.assertLessEqual(max_err(o, ref), 2e-2, f"{dtype} sq{sq} causal{causal}")
+                    e = max_err(o, ref)
+                    worst[str(dtype)] = max(worst.get(str(dtype), 0.0), e)
+                    self.assertLessEqual(e, tol, f"{dtype} sq{sq} causal{causal}")
                 # int8: full blocks quantized, the partial last block as a 16-bit tail
                 k8, v8, ks, vs = hopattn.quantize_kv_int8(k, v, block=block)
                 kd, vd = dequantize(k8, v8, ks, vs, block)
@@ -154,7 +158,10 @@ class TestKvCache(unittest.TestCase):
                     o = hopattn.flash_attn_with_kvcache(q, k8, v8, seqlens, causal=causal, k_scale=ks, v_scale=vs,
                                                         k_tail=k_tail, v_tail=v_tail, out=out)
                     ref = cache_reference(q, k_ref, v_ref, seqlens, causal, 1 / math.sqrt(d))
-                    self.assertLessEqual(max_err(o, ref), 2e-2, f"int8 {dtype} sq{sq} causal{causal}")
+                    e = max_err(o, ref)
+                    worst[f"int8 {dtype}"] = max(worst.get(f"int8 {dtype}", 0.0), e)
+                    self.assertLessEqual(e, 2e-2, f"int8 {dtype} sq{sq} causal{causal}")
+        print(f"max |O - fp64| over the cache cases: {worst}")
         hopattn.kvcache_device_check()
 
     def test_cuda_graph_with_changing_lengths(self):
@@ -189,10 +196,12 @@ class TestTorchIntegration(unittest.TestCase):
     def test_opcheck(self):
         q = torch.randn(2, 64, 8, 128, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(2, 128, 2, 128, device="cuda", dtype=torch.bfloat16)
-        torch.library.opcheck(torch.ops.hopattn.flash_attn.default, (q, k, k.clone(), None, True))
+        for op in (torch.ops.hopattn.flash_attn, torch.ops.hopattn.flash_attn_lse):
+            torch.library.opcheck(op.default, (q, k, k.clone(), None, True))
         seqlens = torch.tensor([100, 7], dtype=torch.int32, device="cuda")
-        torch.library.opcheck(torch.ops.hopattn.flash_attn_with_kvcache.default,
-                              (q[:, :1].contiguous(), k, k.clone(), seqlens, None, None, None, None, None, False, 0, None))
+        for op in (torch.ops.hopattn.flash_attn_with_kvcache, torch.ops.hopattn.flash_attn_with_kvcache_lse):
+            torch.library.opcheck(op.default, (q[:, :1].contiguous(), k, k.clone(), seqlens, None, None, None, None, None,
+                                               False, 0, None))
         torch.library.opcheck(torch.ops.hopattn.quantize_kv_int8.default, (k, k.clone(), 128))
 
     def test_compile_fullgraph(self):
@@ -215,34 +224,53 @@ class TestTorchIntegration(unittest.TestCase):
             compiled = torch.compile(m, fullgraph=True)
             self.assertLessEqual(max_err(compiled(x), eager), 2e-2)
 
+    def llama_logits(self, dtype):
+        """A random 2-layer Llama (GQA 8:2, hdim 128), batch 2 x 1024 tokens, with eager, sdpa and
+        hopattn attention in `dtype`, and the same weights in float32 with eager attention."""
+        from transformers import LlamaConfig, LlamaForCausalLM
+        torch.manual_seed(4)
+        config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=2, num_attention_heads=8,
+                             num_key_value_heads=2, vocab_size=32000, max_position_embeddings=2048)
+        ids = torch.randint(0, config.vocab_size, (2, 1024), device="cuda")
+        model = LlamaForCausalLM(config).to(device="cuda", dtype=dtype).eval()
+        logits = {}
+        for impl in ("eager", "sdpa", "hopattn"):
+            model.set_attn_implementation(impl)
+            with torch.no_grad():
+                logits[impl] = model(ids).logits.float()
+        model.float().set_attn_implementation("eager")
+        with torch.no_grad():
+            logits["fp32"] = model(ids).logits.float()
+        return logits
+
     def test_llama_two_layers_against_sdpa(self):
+        """hopattn as the attention of a Llama in transformers: its logits within twice the
+        distance between sdpa and eager. Argmax agreement: fp16 carries 3 more mantissa bits than
+        bf16, and there a random model's argmax agrees with sdpa's on >= 99 % of tokens; in bf16
+        the near-ties of a random model's logits make even eager agree with sdpa on only ~97 %
+        (r147: 0.973; at initializer_range 0.1, 0.893), so there the check is that hopattn agrees
+        with sdpa at least as well as eager does, and with the float32 model as well as sdpa does."""
         try:
-            from transformers import LlamaConfig, LlamaForCausalLM
+            import transformers  # noqa: F401
         except ImportError:
             self.skipTest("transformers is not installed")
         import hopattn.integrations.transformers as hop
         hop.register()
-        torch.manual_seed(4)
-        config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=2, num_attention_heads=8,
-                             num_key_value_heads=2, vocab_size=32000, max_position_embeddings=2048,
-                             initializer_range=0.1)  # peaked logits: at 0.02 a random model's argmax is near-tied
-        ids = torch.randint(0, config.vocab_size, (2, 1024), device="cuda")
-        logits = {}
-        model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
-        for impl in ("eager", "sdpa", "hopattn"):
-            model.config._attn_implementation = impl
-            model.set_attn_implementation(impl) if hasattr(model, "set_attn_implementation") else None
-            with torch.no_grad():
-                logits[impl] = model(ids).logits.float()
-        d_ref = max_err(logits["sdpa"], logits["eager"])
-        d_hop = max_err(logits["hopattn"], logits["sdpa"])
-        agree = (logits["hopattn"].argmax(-1) == logits["sdpa"].argmax(-1)).float().mean().item()
-        agree_ref = (logits["eager"].argmax(-1) == logits["sdpa"].argmax(-1)).float().mean().item()
-        print(f"llama logits: |hopattn - sdpa| {d_hop:.4g}, |sdpa - eager| {d_ref:.4g}, argmax agreement with sdpa "
-              f"{agree:.4f} (eager with sdpa: {agree_ref:.4f})")
-        self.assertLessEqual(d_hop, 2 * d_ref + 1e-6)
-        self.assertGreaterEqual(agree, 0.99)
-
+        agree = lambda a, b: (a.argmax(-1) == b.argmax(-1)).float().mean().item()  # noqa: E731
+        for dtype in (torch.float16, torch.bfloat16):
+            lg = self.llama_logits(dtype)
+            d_hop, d_ref = max_err(lg["hopattn"], lg["sdpa"]), max_err(lg["sdpa"], lg["eager"])
+            a_hop, a_eager = agree(lg["hopattn"], lg["sdpa"]), agree(lg["eager"], lg["sdpa"])
+            f_hop, f_sdpa = agree(lg["hopattn"], lg["fp32"]), agree(lg["sdpa"], lg["fp32"])
+            print(f"llama {dtype}: logits |hopattn - sdpa| {d_hop:.4g}, |sdpa - eager| {d_ref:.4g}; argmax agreement "
+                  f"with sdpa: hopattn {a_hop:.4f}, eager {a_eager:.4f}; with the float32 model: hopattn {f_hop:.4f}, "
+                  f"sdpa {f_sdpa:.4f}")
+            self.assertLessEqual(d_hop, 2 * d_ref + 1e-6)
+            if dtype == torch.float16:
+                self.assertGreaterEqual(a_hop, 0.99)
+            else:
+                self.assertGreaterEqual(a_hop, a_eager)
+                self.assertGreaterEqual(f_hop, f_sdpa - 0.005)
 
 if __name__ == "__main__":
     unittest.main()

@@ -255,38 +255,37 @@ bool guarded(std::ostream& out, const char* label, const std::function<void()>& 
   }
 }
 
-void print_parse_error(const std::string& input, const ParseError& e) {
-  std::cerr << "hopattn layout: error: " << e.what() << '\n'
+void print_parse_error(std::ostream& err, const std::string& input, const ParseError& e) {
+  err << "hopattn layout: error: " << e.what() << '\n'
             << "  " << input << '\n'
             << "  " << std::string(static_cast<std::size_t>(e.column() - 1), ' ') << "^ column "
             << e.column() << '\n';
 }
 
-int report(const std::string& input, bool check) {
+}  // namespace
+
+int layout_report(const std::string& input, bool check, std::ostream& out, std::ostream& err) {
   Evaluation eval;
   try {
     eval = evaluate_expression(parse_expression(input));
   } catch (const ParseError& e) {
-    print_parse_error(input, e);
+    print_parse_error(err, input, e);
     return kExitUsage;
   } catch (const LayoutError& e) {
-    std::cerr << "hopattn layout: error: " << e.what() << '\n';
+    err << "hopattn layout: error: " << e.what() << '\n';
     return kExitUsage;
   }
-  std::ostream& out = std::cout;
   print_header(out, input, eval);
   if (eval.operation != "layout") print_verdict(out, eval.outcome.verdict);
   const bool result_printed = guarded(out, "result", [&] { print_result(out, eval); });
   guarded(out, "brute force", [&] { print_truth(out, eval); });
   if (check) guarded(out, "cute", [&] { print_cute(out, eval); });
   if (!result_printed) {  // e.g. the result's extents overflow: beyond the checker's limits
-    std::cerr << "hopattn layout: error: the result cannot be computed within the checker's limits\n";
+    err << "hopattn layout: error: the result cannot be computed within the checker's limits\n";
     return kExitUsage;
   }
   return eval.outcome.verdict.holds ? kExitHolds : kExitFails;
 }
-
-}  // namespace
 
 int run_layout_command(int argc, char** argv) {
   bool check = false;
@@ -310,7 +309,7 @@ int run_layout_command(int argc, char** argv) {
     std::cerr << "hopattn layout: missing expression\n\n" << kUsage;
     return kExitUsage;
   }
-  return report(input, check);
+  return layout_report(input, check, std::cout, std::cerr);
 }
 
 }  // namespace hopattn::layout

@@ -1,6 +1,9 @@
 // The `hopattn layout` subcommand.
 #pragma once
 
+#include <iosfwd>
+#include <string>
+
 namespace hopattn::layout {
 
 // argv[0] is "layout"; argv[1..] are the user's arguments (the expression, --check, --help).
@@ -9,5 +12,9 @@ namespace hopattn::layout {
 //   1  a condition fails (the failing condition is stated),
 //   2  malformed expression, bad usage, or an input beyond the checker's limits.
 int run_layout_command(int argc, char** argv);
+
+// The report for one expression (what `hopattn layout [--check] EXPR` prints) to `out`, errors
+// to `err`; the same exit status. Behind the C ABI's hopattn_layout_report too.
+int layout_report(const std::string& input, bool check, std::ostream& out, std::ostream& err);
 
 }  // namespace hopattn::layout

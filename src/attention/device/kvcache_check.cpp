@@ -276,9 +276,10 @@ Status check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, i
   return experimental::check_kvcache_attention(a, ctx, sm_count, experimental::Overrides{});
 }
 
-// sm_count 0: the rules that need no device (the plan and the workspace are not checked).
-Status experimental::check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, int sm_count,
-                                             const Overrides& o) {
+namespace {
+
+// The argument rules that need no device: geometry, types, shapes, alignment, overlap, scalars.
+Status check_kvcache_host_rules(const KvCacheArgs& a) {
   if (Status s = check_versioned_header<hopattn_kvcache_args_t>(a, "args"); !s.ok()) return s;
   const Tensor* ts[4] = {&a.q, &a.k_cache, &a.v_cache, &a.o};
   const char* names[4] = {"q", "k_cache", "v_cache", "o"};
@@ -307,16 +308,33 @@ Status experimental::check_kvcache_attention(const KvCacheArgs& a, const DeviceC
   if (a.num_splits < 0) return Status::invalid(cat("num_splits: ", a.num_splits, " is negative (0 = heuristic)"));
   if (a.pack_gqa < -1 || a.pack_gqa > 1)
     return Status::invalid(cat("pack_gqa: ", a.pack_gqa, " is not -1 (heuristic), 0 or 1"));
-  if (sm_count <= 0) return check_placement(ctx, kTensorNames, kTensors);
-  int kernel = -1;
+  return Status();
+}
+
+// What the device adds, for arguments that passed the host rules: the plan (its kernel and
+// workspace) for sm_count SMs, and where the tensors live.
+Status check_kvcache_plan_and_placement(const KvCacheArgs& a, const DeviceContext& ctx, int sm_count,
+                                        const experimental::Overrides& o, KvCachePlan* plan, int* kernel) {
   std::string why;
-  const KvCachePlan plan = make_plan(a, sm_count, o, &kernel, &why);
-  if (kernel < 0) return Status::unsupported(why);
-  if (plan.workspace_bytes > 0 && (a.workspace == nullptr || a.workspace_bytes < plan.workspace_bytes))
-    return Status::invalid(cat("workspace: ", plan.workspace_bytes, " bytes needed for ", plan.num_splits,
-                               " KV splits", plan.tail ? " and the tail block" : "", ", ",
+  *plan = make_plan(a, sm_count, o, kernel, &why);
+  if (*kernel < 0) return Status::unsupported(why);
+  if (plan->workspace_bytes > 0 && (a.workspace == nullptr || a.workspace_bytes < plan->workspace_bytes))
+    return Status::invalid(cat("workspace: ", plan->workspace_bytes, " bytes needed for ", plan->num_splits,
+                               " KV splits", plan->tail ? " and the tail block" : "", ", ",
                                a.workspace ? a.workspace_bytes : 0, " given (query hopattn_kvcache_workspace_size)"));
   return check_placement(ctx, kTensorNames, kTensors);
+}
+
+}  // namespace
+
+// sm_count 0: the rules that need no device (the plan and the workspace are not checked).
+Status experimental::check_kvcache_attention(const KvCacheArgs& a, const DeviceContext& ctx, int sm_count,
+                                             const Overrides& o) {
+  if (Status s = check_kvcache_host_rules(a); !s.ok()) return s;
+  if (sm_count <= 0) return check_placement(ctx, kTensorNames, kTensors);
+  KvCachePlan plan;
+  int kernel = -1;
+  return check_kvcache_plan_and_placement(a, ctx, sm_count, o, &plan, &kernel);
 }
 
 namespace {
@@ -378,16 +396,15 @@ Status kvcache_attention(const KvCacheArgs& a, Stream stream) {
 Status experimental::kvcache_attention(const KvCacheArgs& a, Stream stream, const Overrides& o) {
   DeviceContext ctx;
   int sms = 0;
-  // The argument rules first: they need no device (a machine without a GPU still gets them).
-  if (Status s = check_kvcache_attention(a, host_only_context(), 0, o); !s.ok()) return s;
+  // The argument rules first, once: they need no device (a machine without a GPU still gets
+  // them); then the plan and the placement, which do.
+  if (Status s = check_kvcache_host_rules(a); !s.ok()) return s;
   if (Status s = query_kvcache_context(a, stream, &ctx, &sms); !s.ok()) return s;
-  if (Status s = check_kvcache_attention(a, ctx, sms, o); !s.ok()) return s;
+  KvCachePlan plan;
+  int kernel = -1;
+  if (Status s = check_kvcache_plan_and_placement(a, ctx, sms, o, &plan, &kernel); !s.ok()) return s;
   if (a.q.shape[0] == 0 || a.q.shape[1] == 0 || a.q.shape[2] == 0) return Status();  // nothing to compute
   if (a.k_cache.shape[1] > INT32_MAX) return Status::unsupported("k_cache: max_seqlen_k must be < 2^31");
-  int kernel = -1;
-  std::string why;
-  const KvCachePlan plan = make_plan(a, sms, o, &kernel, &why);
-  if (kernel < 0) return Status::unsupported(why);
   attention::DecodeParams p = make_decode_params(a, plan, kernel);
   if (Status s = attention::decode_error_record(&p.error); !s.ok()) return s;
   return attention::run_decode(p, stream);
@@ -411,10 +428,7 @@ extern "C" hopattn_status_t hopattn_kvcache_workspace_size(const hopattn_kvcache
     if (hopattn::Status s = hopattn::read_versioned_args(args, static_cast<hopattn_kvcache_args_t*>(&a), "args"); !s.ok())
       return s;
     // The plan reads the shapes: they must pass the argument rules first.
-    if (hopattn::Status s = hopattn::experimental::check_kvcache_attention(a, hopattn::host_only_context(), 0,
-                                                                            hopattn::experimental::Overrides{});
-        !s.ok())
-      return s;
+    if (hopattn::Status s = hopattn::check_kvcache_host_rules(a); !s.ok()) return s;
     int device = 0, sms = 0;
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
