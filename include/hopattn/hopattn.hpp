@@ -64,15 +64,16 @@ const char* status_code_name(StatusCode code);
 // tests pass their own to exercise the checks without a GPU.
 // tensor_device[i] is the device of the operation's i-th tensor argument, in the order the
 // operation documents (attention forward: q, k, v, o, lse).
-constexpr int kDeviceContextTensors = 10;
+constexpr int kDeviceContextTensors = 16;
 constexpr int kUnknownDevice = -1;  // not queried (or a null pointer)
 constexpr int kHostMemory = -2;     // ordinary or pinned host memory: not usable by the kernels
 struct DeviceContext {
   int current_device = 0;  // the caller's current device
   int stream_device = 0;   // the device the stream belongs to
-  int tensor_device[kDeviceContextTensors] = {kUnknownDevice, kUnknownDevice, kUnknownDevice, kUnknownDevice,
-                                              kUnknownDevice, kUnknownDevice, kUnknownDevice, kUnknownDevice,
-                                              kUnknownDevice, kUnknownDevice};
+  int tensor_device[kDeviceContextTensors] = {
+      kUnknownDevice, kUnknownDevice, kUnknownDevice, kUnknownDevice, kUnknownDevice, kUnknownDevice,
+      kUnknownDevice, kUnknownDevice, kUnknownDevice, kUnknownDevice, kUnknownDevice, kUnknownDevice,
+      kUnknownDevice, kUnknownDevice, kUnknownDevice, kUnknownDevice};
 };
 
 // Every rule that can be checked without touching device memory. OK means attention_forward

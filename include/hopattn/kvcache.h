@@ -106,6 +106,60 @@ typedef struct hopattn_kvcache_quantize_args {
 
 hopattn_status_t hopattn_kvcache_quantize_int8(const hopattn_kvcache_quantize_args_t* args, void* stream);
 
+/* Appending new rows to a cache: FlashAttention-3's `k`, `v` and rotary arguments of
+ * flash_attn_with_kvcache as a call of its own, enqueued on the stream before the attention call.
+ *   k_new, v_new     (batch, seqlen_new, heads_kv, hdim)   bf16 or fp16: the rows to append
+ *   k_cache, v_cache, cache_seqlens, quant_block, k_scale, v_scale, k_tail, v_tail: the cache as
+ *                    hopattn_kvcache_args_t describes it. Sequence b's new rows take positions
+ *                    cache_seqlens[b] .. cache_seqlens[b] + seqlen_new - 1.
+ *   16-bit cache (k_new's dtype): the rows are written into k_cache and v_cache.
+ *   int8 cache (k_tail and v_tail required): a block that the new rows complete is quantized into
+ *                    k_cache/v_cache and k_scale/v_scale from its 16 bits (the tail's rows before
+ *                    cache_seqlens[b], the new rows after), bit for bit as hopattn_kvcache_quantize_int8
+ *                    quantizes it; the rows of the block left partial go to the tails (tail row =
+ *                    position % quant_block). Blocks stored before are never rewritten.
+ *   rotary_cos, rotary_sin  optional, both or neither: (seqlen_ro, rotary_dim / 2) in k_new's
+ *                    dtype or fp32, contiguous rows; the new K rows (and q, below) are rotated at
+ *                    their positions p (row p of the tables; seqlen_ro > every position), over
+ *                    their first rotary_dim channels (even, <= hdim): rotary_interleaved 1 pairs
+ *                    channels (2i, 2i + 1) (GPT-J), 0 pairs (i, i + rotary_dim / 2) (GPT-NeoX).
+ *   q, q_rotated     optional, both or neither (needs the tables): (batch, seqlen_q, heads_q,
+ *                    hdim) in k_new's dtype; q row i rotated at position cache_seqlens[b] +
+ *                    seqlen_new - seqlen_q + i (its own, bottom-right aligned), into q_rotated.
+ *   seqlens_out      optional (batch) int32: cache_seqlens[b] + seqlen_new, written last (it may be
+ *                    cache_seqlens itself: the lengths updated in place).
+ * Sizes are checked on the host; the lengths live in device memory, so the kernels check them: a
+ * sequence with cache_seqlens[b] < 0 or cache_seqlens[b] + seqlen_new > max_seqlen_k gets nothing
+ * appended, NaN in its q_rotated rows and its length unchanged in seqlens_out, and is recorded for
+ * hopattn_kvcache_device_check. Every output must not overlap any other tensor of the call (but
+ * seqlens_out may be exactly cache_seqlens). Asynchronous, allocates nothing, graph-capturable. */
+typedef struct hopattn_kvcache_append_args {
+  uint32_t struct_size;  /* sizeof(hopattn_kvcache_append_args_t) */
+  uint32_t reserved;     /* must be 0 */
+  hopattn_tensor_t k_new;
+  hopattn_tensor_t v_new;
+  hopattn_tensor_t k_cache;
+  hopattn_tensor_t v_cache;
+  hopattn_tensor_t cache_seqlens;
+  hopattn_tensor_t k_scale;
+  hopattn_tensor_t v_scale;
+  hopattn_tensor_t k_tail;
+  hopattn_tensor_t v_tail;
+  int32_t quant_block;        /* int8 cache: 64 or 128 */
+  int32_t rotary_interleaved; /* with the rotary tables: 1 GPT-J pairs, 0 GPT-NeoX halves */
+  hopattn_tensor_t rotary_cos;
+  hopattn_tensor_t rotary_sin;
+  hopattn_tensor_t q;
+  hopattn_tensor_t q_rotated;
+  hopattn_tensor_t seqlens_out;
+} hopattn_kvcache_append_args_t;
+
+#define HOPATTN_KVCACHE_APPEND_ARGS_INIT {(uint32_t)sizeof(hopattn_kvcache_append_args_t)}
+
+/* Checks the arguments without touching the GPU's memory. */
+hopattn_status_t hopattn_kvcache_append_check(const hopattn_kvcache_append_args_t* args, void* stream);
+hopattn_status_t hopattn_kvcache_append(const hopattn_kvcache_append_args_t* args, void* stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -46,4 +46,13 @@ using KvCacheQuantizeArgs = VersionedArgs<hopattn_kvcache_quantize_args_t>;
 Status check_kvcache_quantize(const KvCacheQuantizeArgs& args, const DeviceContext& context);
 Status kvcache_quantize_int8(const KvCacheQuantizeArgs& args, Stream stream);
 
+using KvCacheAppendArgs = VersionedArgs<hopattn_kvcache_append_args_t>;
+// Every rule of hopattn_kvcache_append that needs no device memory. DeviceContext::tensor_device
+// order: k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail,
+// rotary_cos, rotary_sin, q, q_rotated, seqlens_out.
+Status check_kvcache_append(const KvCacheAppendArgs& args, const DeviceContext& context);
+// Checks, then enqueues the append (rotary, int8 quantization of completed blocks, tails,
+// lengths) on `stream`; no host sync.
+Status kvcache_append(const KvCacheAppendArgs& args, Stream stream);
+
 }  // namespace hopattn

@@ -19,7 +19,7 @@ import sys as _sys
 from . import _lib
 from ._lib import HopattnError, NotSupportedError, abi_version
 from . import ops as _ops
-from .ops import kvcache_device_check, kvcache_workspace_size, gemm, layout, LayoutReport
+from .ops import kvcache_append, kvcache_device_check, kvcache_workspace_size, gemm, layout, LayoutReport
 
 __version__ = _lib.__version__
 
@@ -47,17 +47,25 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, softmax_scale=None, num_splits=0,
                             pack_gqa=None, k_scale=None, v_scale=None, k_tail=None, v_tail=None, return_lse=False,
-                            out=None, lse=None, workspace=None, stream=None):
-    """Attention over a KV cache (bf16/fp16 or int8); see hopattn.ops.flash_attn_with_kvcache."""
+                            out=None, lse=None, workspace=None, stream=None, k=None, v=None, rotary_cos=None,
+                            rotary_sin=None, rotary_interleaved=True):
+    """Attention over a KV cache (bf16/fp16 or int8), optionally appending k, v first (with rotary);
+    see hopattn.ops.flash_attn_with_kvcache."""
     if _compiling():
-        op = _sys.modules["torch"].ops.hopattn
-        op = op.flash_attn_with_kvcache_lse if return_lse else op.flash_attn_with_kvcache
+        ops = _sys.modules["torch"].ops.hopattn
+        if k is not None or v is not None:
+            q_rot, cache_seqlens = ops.kvcache_append(k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail,
+                                                      v_tail, rotary_cos, rotary_sin, bool(rotary_interleaved),
+                                                      q if rotary_cos is not None else None)
+            q = q_rot if rotary_cos is not None else q
+        op = ops.flash_attn_with_kvcache_lse if return_lse else ops.flash_attn_with_kvcache
         return op(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, bool(causal),
                   int(num_splits), pack_gqa)
     return _ops.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=causal, softmax_scale=softmax_scale,
                                         num_splits=num_splits, pack_gqa=pack_gqa, k_scale=k_scale, v_scale=v_scale,
                                         k_tail=k_tail, v_tail=v_tail, return_lse=return_lse, out=out, lse=lse,
-                                        workspace=workspace, stream=stream)
+                                        workspace=workspace, stream=stream, k=k, v=v, rotary_cos=rotary_cos,
+                                        rotary_sin=rotary_sin, rotary_interleaved=rotary_interleaved)
 
 
 def quantize_kv_int8(k, v, block=128, out=None, stream=None):
@@ -67,6 +75,7 @@ def quantize_kv_int8(k, v, block=128, out=None, stream=None):
     return _ops.quantize_kv_int8(k, v, block=block, out=out, stream=stream)
 
 
-__all__ = ["flash_attn_func", "flash_attn_with_kvcache", "quantize_kv_int8", "kvcache_workspace_size",
+__all__ = ["flash_attn_func", "flash_attn_with_kvcache", "kvcache_append", "quantize_kv_int8",
+           "kvcache_workspace_size",
            "kvcache_device_check", "gemm", "layout", "LayoutReport", "abi_version", "HopattnError",
            "NotSupportedError", "__version__"]

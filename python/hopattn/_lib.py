@@ -170,6 +170,8 @@ def _load():
         "hopattn_kvcache_workspace_size": (Status, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]),
         "hopattn_kvcache_device_check": (Status, [ctypes.c_void_p]),
         "hopattn_kvcache_quantize_int8": (Status, [ctypes.POINTER(KvCacheQuantizeArgs), ctypes.c_void_p]),
+        "hopattn_kvcache_append": (Status, [ctypes.c_void_p, ctypes.c_void_p]),
+        "hopattn_kvcache_append_check": (Status, [ctypes.c_void_p, ctypes.c_void_p]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)

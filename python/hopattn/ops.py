@@ -24,6 +24,7 @@ def _need_torch(name: str, what: str):
 _TENSOR = "Qii4q4q"  # hopattn_tensor_t: data, dtype, rank, shape[4], stride[4] (80 bytes)
 _FWD = struct.Struct("<II" + _TENSOR * 5 + "fi")                      # hopattn_attention_fwd_args_t
 _KV = struct.Struct("<II" + _TENSOR * 8 + "ifiii4xQQ" + _TENSOR * 2)  # hopattn_kvcache_args_t
+_APPEND = struct.Struct("<II" + _TENSOR * 9 + "ii" + _TENSOR * 5)    # hopattn_kvcache_append_args_t
 _NONE = (0,) * 11
 _TORCH_DT = {}
 _raw_stream = None  # torch._C._cuda_getCurrentRawStream, bound by bind_torch()
@@ -163,7 +164,8 @@ def _workspace_size(buf, key):
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, softmax_scale=None, num_splits=0,
                             pack_gqa=None, k_scale=None, v_scale=None, k_tail=None, v_tail=None, return_lse=False,
-                            out=None, lse=None, workspace=None, stream=None):
+                            out=None, lse=None, workspace=None, stream=None, k=None, v=None, rotary_cos=None,
+                            rotary_sin=None, rotary_interleaved=True):
     """Attention of new queries over a KV cache (decode, speculative decode, chunks).
 
     q (batch, seqlen_q, heads_q, hdim); k_cache, v_cache (batch, max_seqlen_k, heads_kv, hdim) in
@@ -172,11 +174,36 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     k_tail, v_tail: an int8 cache's partial last blocks in q's dtype (batch, block, heads_kv, hdim).
     num_splits 0: the library's split-KV heuristic; pack_gqa None: its heuristic. The split-KV
     workspace comes from torch's caching allocator (or `workspace=`, bytes from
-    kvcache_workspace_size). Returns out, or (out, lse)."""
+    kvcache_workspace_size). Returns out, or (out, lse).
+
+    k, v (batch, seqlen_new, heads_kv, hdim): rows appended to the cache at cache_seqlens first
+    (kvcache_append), the attention then covering cache_seqlens + seqlen_new keys (cache_seqlens
+    itself is not changed: advance it yourself, or call kvcache_append with seqlens_out).
+    rotary_cos, rotary_sin (with k): the new K rows and q rotated at their positions."""
+    if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
+        q, cache_seqlens = _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail,
+                                                 v_tail, rotary_cos, rotary_sin, rotary_interleaved, stream)
     out, lse = _outputs(q, out, lse, return_lse)
     _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
              v_tail, out, lse, workspace, _stream_of(q, stream))
     return (out, lse) if return_lse else out
+
+
+def _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, rotary_cos,
+                          rotary_sin, rotary_interleaved, stream):
+    """FlashAttention-3's k/v/rotary arguments: the append, then (q or q rotated, the new lengths)
+    for the attention call."""
+    if k is None or v is None:
+        raise ValueError("k, v: give both to append (rotary_cos / rotary_sin apply only with them)")
+    if not is_torch(q):
+        _need_torch("q", "k=/v= (or call kvcache_append with q_rotated= and seqlens_out=)")
+    torch = _torch()
+    seqlens_new = torch.empty_like(cache_seqlens)
+    q_rot = torch.empty_like(q) if rotary_cos is not None else None
+    kvcache_append(k, v, k_cache, v_cache, cache_seqlens, k_scale=k_scale, v_scale=v_scale, k_tail=k_tail,
+                   v_tail=v_tail, rotary_cos=rotary_cos, rotary_sin=rotary_sin, rotary_interleaved=rotary_interleaved,
+                   q=q if q_rot is not None else None, q_rotated=q_rot, seqlens_out=seqlens_new, stream=stream)
+    return (q_rot if q_rot is not None else q), seqlens_new
 
 
 def _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
@@ -207,6 +234,34 @@ def _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_spli
             _need_torch("q", f"workspace= ({ws_bytes} bytes)")
         ws_ptr = 0
     _lib.raise_for(_lib.lib.hopattn_kvcache_attention(_pack_kvcache(*args, ws_ptr, ws_bytes, keep), stream))
+
+
+def kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale=None, v_scale=None, k_tail=None,
+                   v_tail=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=True, q=None, q_rotated=None,
+                   seqlens_out=None, stream=None):
+    """Appends k_new, v_new (batch, seqlen_new, heads_kv, hdim) to the cache at positions
+    cache_seqlens[b] ... (FlashAttention-3's `k`, `v` of flash_attn_with_kvcache, as a call of its
+    own). A 16-bit cache gets the rows; an int8 cache (k_scale, v_scale, k_tail, v_tail) gets the
+    blocks the rows complete quantized (as quantize_kv_int8 would), the rest in the tails.
+    rotary_cos, rotary_sin (seqlen_ro, rotary_dim / 2): the new K rows rotated at their positions
+    (interleaved: GPT-J pairs; else GPT-NeoX halves), and q, if given, at its rows' positions into
+    q_rotated. seqlens_out, if given, gets cache_seqlens + seqlen_new (it may be cache_seqlens).
+    Mutates the cache in place; returns nothing."""
+    keep = []
+    quant_block = 0
+    if k_scale is not None:
+        ks = _tv(k_scale, "k_scale", keep)
+        kc = _tv(k_cache, "k_cache", keep)
+        quant_block = kc[4] // ks[4] if ks[2] == 4 and ks[4] > 0 else 0
+    buf = ctypes.create_string_buffer(_APPEND.size)
+    opt = lambda x, name: _tv(x, name, keep) if x is not None else _NONE  # noqa: E731
+    _APPEND.pack_into(buf, 0, _APPEND.size, 0, *_tv(k_new, "k_new", keep), *_tv(v_new, "v_new", keep),
+                      *_tv(k_cache, "k_cache", keep), *_tv(v_cache, "v_cache", keep),
+                      *_tv(cache_seqlens, "cache_seqlens", keep), *opt(k_scale, "k_scale"), *opt(v_scale, "v_scale"),
+                      *opt(k_tail, "k_tail"), *opt(v_tail, "v_tail"), quant_block, 1 if rotary_interleaved else 0,
+                      *opt(rotary_cos, "rotary_cos"), *opt(rotary_sin, "rotary_sin"), *opt(q, "q"),
+                      *opt(q_rotated, "q_rotated"), *opt(seqlens_out, "seqlens_out"))
+    _lib.raise_for(_lib.lib.hopattn_kvcache_append(buf, _stream_of(k_new, stream)))
 
 
 def _buffer(x, name):

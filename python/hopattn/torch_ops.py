@@ -26,6 +26,11 @@ _LIB.define(f"flash_attn_lse({_FWD_ARGS}) -> (Tensor, Tensor)")
 _LIB.define(f"flash_attn_with_kvcache({_KV_ARGS}) -> Tensor")
 _LIB.define(f"flash_attn_with_kvcache_lse({_KV_ARGS}) -> (Tensor, Tensor)")
 _LIB.define("quantize_kv_int8(Tensor k, Tensor v, int block) -> Tensor[]")
+# The append mutates the cache (and an int8 cache's scales and tails) in place; it returns q rotated
+# (an empty tensor without q) and the lengths after the append.
+_LIB.define("kvcache_append(Tensor k_new, Tensor v_new, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor cache_seqlens, "
+            "Tensor(c!)? k_scale, Tensor(d!)? v_scale, Tensor(e!)? k_tail, Tensor(f!)? v_tail, Tensor? rotary_cos, "
+            "Tensor? rotary_sin, bool rotary_interleaved, Tensor? q) -> (Tensor, Tensor)")
 
 
 def _lse_like(q):
@@ -65,6 +70,17 @@ def _flash_attn_with_kvcache_lse(q, k_cache, v_cache, cache_seqlens, k_scale, v_
                     num_splits, pack_gqa, lse), lse
 
 
+def _kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, rotary_cos,
+                    rotary_sin, rotary_interleaved, q):
+    q_rot = torch.empty_like(q) if q is not None else k_new.new_empty((0,))
+    seqlens = torch.empty_like(cache_seqlens)
+    ops.kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale=k_scale, v_scale=v_scale, k_tail=k_tail,
+                       v_tail=v_tail, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
+                       rotary_interleaved=rotary_interleaved, q=q, q_rotated=q_rot if q is not None else None,
+                       seqlens_out=seqlens)
+    return q_rot, seqlens
+
+
 def _quantize_kv_int8(k, v, block):
     return list(ops.quantize_kv_int8(k, v, block=block))
 
@@ -72,7 +88,7 @@ def _quantize_kv_int8(k, v, block):
 for _name, _fn in (("flash_attn", _flash_attn), ("flash_attn_lse", _flash_attn_lse),
                    ("flash_attn_with_kvcache", _flash_attn_with_kvcache),
                    ("flash_attn_with_kvcache_lse", _flash_attn_with_kvcache_lse),
-                   ("quantize_kv_int8", _quantize_kv_int8)):
+                   ("quantize_kv_int8", _quantize_kv_int8), ("kvcache_append", _kvcache_append)):
     _LIB.impl(_name, _fn, "CUDA")
 
 
@@ -96,6 +112,12 @@ def _kvcache_fake(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, 
 def _kvcache_lse_fake(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, causal,
                       num_splits, pack_gqa):
     return torch.empty_like(q), _lse_like(q)
+
+
+@torch.library.register_fake("hopattn::kvcache_append", lib=_LIB)
+def _kvcache_append_fake(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, rotary_cos,
+                         rotary_sin, rotary_interleaved, q):
+    return (torch.empty_like(q) if q is not None else k_new.new_empty((0,))), torch.empty_like(cache_seqlens)
 
 
 @torch.library.register_fake("hopattn::quantize_kv_int8", lib=_LIB)

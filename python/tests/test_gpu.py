@@ -4,6 +4,7 @@ bf16 and int8 caches (with tails), CUDA-graph capture with changing cache length
 torch.compile(fullgraph=True), torch.library.opcheck, and a random 2-layer Llama in transformers
 with attn_implementation="hopattn" against "sdpa" and "eager". Without such a GPU (or torch) every
 test is skipped and the module prints "hopattn-python-gpu: skipped" (CTest reports Skipped)."""
+import itertools
 import math
 import unittest
 
@@ -189,6 +190,180 @@ class TestKvCache(unittest.TestCase):
                 eager = hopattn.flash_attn_with_kvcache(q, cache[0], cache[1], seqlens, k_scale=cache[2], v_scale=cache[3])
                 torch.cuda.synchronize()
                 self.assertTrue(torch.equal(out, eager), f"graph replay at lengths {lengths}")
+
+
+def rope(x, pos, cos, sin, interleaved):
+    """Rotary embedding in fp64 of x (..., hdim) at positions pos (broadcast over x's rows) over the
+    first 2 * cos.shape[1] channels: GPT-J pairs (interleaved) or GPT-NeoX halves."""
+    half = cos.shape[1]
+    c, s_ = cos.double()[pos], sin.double()[pos]
+    x = x.double().clone()
+    if interleaved:
+        x1, x2 = x[..., 0:2 * half:2].clone(), x[..., 1:2 * half:2].clone()
+        x[..., 0:2 * half:2], x[..., 1:2 * half:2] = x1 * c - x2 * s_, x2 * c + x1 * s_
+    else:
+        x1, x2 = x[..., :half].clone(), x[..., half:2 * half].clone()
+        x[..., :half], x[..., half:2 * half] = x1 * c - x2 * s_, x2 * c + x1 * s_
+    return x
+
+
+def rope_tables(seqlen, rotary_dim, dtype):
+    inv = 1.0 / (10000 ** (torch.arange(0, rotary_dim, 2, device="cuda", dtype=torch.float64) / rotary_dim))
+    ang = torch.arange(seqlen, device="cuda", dtype=torch.float64)[:, None] * inv[None, :]
+    return torch.cos(ang).to(dtype), torch.sin(ang).to(dtype)
+
+
+@needs_gpu
+class TestAppend(unittest.TestCase):
+    """kvcache_append and flash_attn_with_kvcache(k=, v=, rotary_cos=, ...): the rows against an fp64
+    rotary reference, rows outside the appended range untouched, an int8 cache's completed blocks
+    bit for bit as quantize_kv_int8 quantizes them, the lengths in place, a bad length recorded."""
+
+    def test_16bit_cache_with_rotary(self):
+        torch.manual_seed(5)
+        b, max_len, hkv, hq, d, n = 3, 512, 4, 8, 128, 17
+        for dtype in (torch.bfloat16, torch.float16):
+            for rotary_dim, interleaved in ((128, True), (64, False), (None, True)):
+                k_cache = torch.randn(b, max_len, hkv, d, device="cuda", dtype=dtype)
+                v_cache = torch.randn_like(k_cache)
+                k0, v0 = k_cache.clone(), v_cache.clone()
+                seqlens = torch.tensor([100, 0, 495], dtype=torch.int32, device="cuda")
+                k_new = torch.randn(b, n, hkv, d, device="cuda", dtype=dtype)
+                v_new = torch.randn_like(k_new)
+                q = torch.randn(b, 5, hq, d, device="cuda", dtype=dtype)
+                cos = sin = q_rot = None
+                if rotary_dim:
+                    cos, sin = rope_tables(max_len, rotary_dim, dtype)
+                    q_rot = torch.full_like(q, float("nan"))
+                out_len = seqlens.clone()
+                hopattn.kvcache_append(k_new, v_new, k_cache, v_cache, seqlens, rotary_cos=cos, rotary_sin=sin,
+                                       rotary_interleaved=interleaved, q=q if rotary_dim else None, q_rotated=q_rot,
+                                       seqlens_out=out_len)
+                hopattn.kvcache_device_check()
+                tol = 1e-2 if dtype == torch.bfloat16 else 1e-3
+                for i in range(b):
+                    L = int(seqlens[i])
+                    pos = torch.arange(L, L + n, device="cuda")
+                    want_k = rope(k_new[i], pos[:, None], cos, sin, interleaved) if rotary_dim else k_new[i].double()
+                    name = f"{dtype} rotary {rotary_dim} interleaved {interleaved} seq {i}"
+                    torch.testing.assert_close(k_cache[i, L:L + n].double(), want_k, rtol=tol, atol=tol, msg=name)
+                    self.assertTrue(torch.equal(v_cache[i, L:L + n], v_new[i]), name)
+                    self.assertTrue(torch.equal(k_cache[i, :L], k0[i, :L]) and torch.equal(k_cache[i, L + n:], k0[i, L + n:]),
+                                    f"{name}: rows outside the append changed")
+                    self.assertTrue(torch.equal(v_cache[i, L + n:], v0[i, L + n:]), name)
+                    if rotary_dim:
+                        qpos = torch.arange(L + n - 5, L + n, device="cuda")
+                        torch.testing.assert_close(q_rot[i].double(), rope(q[i], qpos[:, None], cos, sin, interleaved),
+                                                   rtol=tol, atol=tol, msg=name)
+                self.assertEqual(out_len.tolist(), [L + n for L in seqlens.tolist()])
+
+    def test_int8_cache_blocks_and_tails(self):
+        torch.manual_seed(6)
+        b, max_len, hkv, d, block = 2, 1024, 2, 128, 128
+        for dtype in (torch.bfloat16, torch.float16):
+            for (L0, n), rotary in itertools.product(((100, 300), (128, 5), (250, 6), (0, 128), (5, 1)), (False, True)):
+                truth_k = torch.randn(b, max_len, hkv, d, device="cuda", dtype=dtype)
+                truth_v = torch.randn_like(truth_k)
+                cos, sin = rope_tables(max_len, d, dtype) if rotary else (None, None)
+                # the state a cache of L0 rows is in: full blocks quantized, the rest in the tails
+                k8, v8, ks, vs = hopattn.quantize_kv_int8(truth_k, truth_v, block=block)
+                k_tail = torch.randn(b, block, hkv, d, device="cuda", dtype=dtype)  # rows past the length: junk
+                v_tail = torch.randn_like(k_tail)
+                full = L0 - L0 % block
+                k_tail[:, :L0 - full] = truth_k[:, full:L0]
+                v_tail[:, :L0 - full] = truth_v[:, full:L0]
+                k8[:, full:] = 7
+                v8[:, full:] = 7
+                k_new = torch.randn(b, n, hkv, d, device="cuda", dtype=dtype)
+                v_new = torch.randn_like(k_new)
+                seqlens = torch.full((b,), L0, dtype=torch.int32, device="cuda")
+                hopattn.kvcache_append(k_new, v_new, k8, v8, seqlens, k_scale=ks, v_scale=vs, k_tail=k_tail,
+                                       v_tail=v_tail, rotary_cos=cos, rotary_sin=sin, rotary_interleaved=False,
+                                       seqlens_out=seqlens)
+                hopattn.kvcache_device_check()
+                # the 16 bits the cache now stands for: old rows, then the new rows (rotated, rounded)
+                want_k, want_v = truth_k.clone(), truth_v.clone()
+                pos = torch.arange(L0, L0 + n, device="cuda")[:, None]
+                for i in range(b):
+                    want_k[i, L0:L0 + n] = rope(k_new[i], pos, cos, sin, False).to(dtype) if rotary else k_new[i]
+                want_v[:, L0:L0 + n] = v_new
+                end = L0 + n
+                done = end - end % block
+                name = f"{dtype} L0 {L0} n {n} rotary {rotary}"
+                self.assertEqual(seqlens.tolist(), [end] * b, name)
+                if done > full:
+                    rk, rv, rks, rvs = hopattn.quantize_kv_int8(want_k[:, full:done].contiguous(),
+                                                                want_v[:, full:done].contiguous(), block=block)
+                    self.assertTrue(torch.equal(v8[:, full:done], rv) and torch.equal(vs[:, full:done], rvs), name)
+                    if not rotary:  # the same 16-bit values: bit for bit
+                        self.assertTrue(torch.equal(k8[:, full:done], rk), name)
+                        self.assertTrue(torch.equal(ks[:, full // block:done // block], rks), name)
+                    else:  # rotated in fp32 here, in fp64 by the reference: a rounding apart at most
+                        torch.testing.assert_close(ks[:, full // block:done // block], rks, rtol=1e-2, atol=0, msg=name)
+                        self.assertLessEqual((k8[:, full:done].int() - rk.int()).abs().max().item(), 1, name)
+                self.assertTrue(torch.equal(k8[:, done:], torch.full_like(k8[:, done:], 7)), f"{name}: blocks past the end")
+                self.assertTrue(torch.equal(k8[:, :full], hopattn.quantize_kv_int8(truth_k, truth_v, block=block)[0][:, :full]),
+                                f"{name}: blocks stored before changed")
+                part = end - done
+                tol = 1e-2 if dtype == torch.bfloat16 else 1e-3
+                torch.testing.assert_close(k_tail[:, :part].double(), want_k[:, done:end].double(), rtol=tol, atol=tol,
+                                           msg=name)
+                self.assertTrue(torch.equal(v_tail[:, :part], want_v[:, done:end]), name)
+
+    def test_attention_with_k_v_and_rotary_matches_the_reference(self):
+        torch.manual_seed(7)
+        b, max_len, hkv, hq, d, n = 2, 640, 2, 8, 128, 9
+        dtype = torch.bfloat16
+        k_cache = torch.randn(b, max_len, hkv, d, device="cuda", dtype=dtype)
+        v_cache = torch.randn_like(k_cache)
+        seqlens = torch.tensor([300, 17], dtype=torch.int32, device="cuda")
+        k_new = torch.randn(b, n, hkv, d, device="cuda", dtype=dtype)
+        v_new = torch.randn_like(k_new)
+        q = torch.randn(b, n, hq, d, device="cuda", dtype=dtype)
+        cos, sin = rope_tables(max_len, d, dtype)
+        k_ref, v_ref = k_cache.double().clone(), v_cache.double().clone()
+        q_ref = torch.empty(q.shape, dtype=torch.float64, device="cuda")
+        for i in range(b):
+            L = int(seqlens[i])
+            pos = torch.arange(L, L + n, device="cuda")[:, None]
+            k_ref[i, L:L + n] = rope(k_new[i], pos, cos, sin, True).to(dtype).double()
+            v_ref[i, L:L + n] = v_new[i].double()
+            q_ref[i] = rope(q[i], pos, cos, sin, True).to(dtype).double()
+        o = hopattn.flash_attn_with_kvcache(q, k_cache, v_cache, seqlens, causal=True, k=k_new, v=v_new,
+                                            rotary_cos=cos, rotary_sin=sin)
+        self.assertEqual(seqlens.tolist(), [300, 17], "cache_seqlens itself is not changed")
+        ref = cache_reference(q_ref, k_ref, v_ref, seqlens + n, True, 1 / math.sqrt(d))
+        self.assertLessEqual(max_err(o, ref), 2e-2)
+
+    def test_bad_length_is_recorded_and_nothing_is_written(self):
+        b, max_len, hkv, d, n = 2, 256, 2, 64, 10
+        k_cache = torch.randn(b, max_len, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v_cache = torch.randn_like(k_cache)
+        k0 = k_cache.clone()
+        seqlens = torch.tensor([250, 3], dtype=torch.int32, device="cuda")  # 250 + 10 > 256
+        k_new = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        out_len = torch.empty_like(seqlens)
+        hopattn.kvcache_append(k_new, k_new.clone(), k_cache, v_cache, seqlens, seqlens_out=out_len)
+        with self.assertRaisesRegex(ValueError, "entry 0 is 250 in hopattn_kvcache_append"):
+            hopattn.kvcache_device_check()
+        hopattn.kvcache_device_check()  # cleared
+        self.assertTrue(torch.equal(k_cache[0], k0[0]))
+        self.assertTrue(torch.equal(k_cache[1, 3:13], k_new[1]))
+        self.assertEqual(out_len.tolist(), [250, 13])
+        with self.assertRaisesRegex(ValueError, "k_cache: dtype"):
+            hopattn.kvcache_append(k_new, k_new, k_cache.float(), v_cache.float(), seqlens)
+        with self.assertRaisesRegex(ValueError, "rotary_sin: give both"):
+            hopattn.kvcache_append(k_new, k_new, k_cache, v_cache, seqlens, rotary_cos=torch.ones(256, 32, device="cuda"))
+
+    def test_opcheck(self):
+        k_cache = torch.randn(2, 256, 2, 64, device="cuda", dtype=torch.bfloat16)
+        v_cache = torch.randn_like(k_cache)
+        seqlens = torch.tensor([10, 200], dtype=torch.int32, device="cuda")
+        k_new = torch.randn(2, 4, 2, 64, device="cuda", dtype=torch.bfloat16)
+        cos, sin = rope_tables(256, 64, torch.bfloat16)
+        q = torch.randn(2, 4, 4, 64, device="cuda", dtype=torch.bfloat16)
+        torch.library.opcheck(torch.ops.hopattn.kvcache_append.default,
+                              (k_new, k_new.clone(), k_cache, v_cache, seqlens, None, None, None, None, cos, sin, True, q))
 
 
 @needs_gpu

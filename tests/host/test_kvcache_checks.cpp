@@ -386,5 +386,104 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_mma_8w_1cta");
 }
 
+// hopattn_kvcache_append: 17 new rows into the bf16 cache of valid_args (and its int8 form),
+// with GPT-NeoX rotary tables over 64 channels and q rotated, lengths written in place.
+KvCacheAppendArgs append_args() {
+  KvCacheAppendArgs a{};
+  a.k_new = tensor_bshd(fake(0x10000000), HOPATTN_DTYPE_BF16, 4, 17, 4, 128);
+  a.v_new = tensor_bshd(fake(0x18000000), HOPATTN_DTYPE_BF16, 4, 17, 4, 128);
+  a.k_cache = tensor_bshd(fake(0x100000000), HOPATTN_DTYPE_BF16, 4, 8192, 4, 128);
+  a.v_cache = tensor_bshd(fake(0x200000000), HOPATTN_DTYPE_BF16, 4, 8192, 4, 128);
+  a.cache_seqlens = tensor_seqlens(static_cast<int32_t*>(fake(0x30000000)), 4);
+  a.seqlens_out = a.cache_seqlens;
+  Tensor cos{};
+  cos.data = fake(0x38000000), cos.dtype = HOPATTN_DTYPE_FP32, cos.rank = 2;
+  cos.shape[0] = 8192, cos.shape[1] = 32, cos.stride[0] = 32, cos.stride[1] = 1;
+  a.rotary_cos = cos;
+  cos.data = fake(0x3c000000);
+  a.rotary_sin = cos;
+  a.q = tensor_bshd(fake(0x40000000), HOPATTN_DTYPE_BF16, 4, 17, 32, 128);
+  a.q_rotated = tensor_bshd(fake(0x48000000), HOPATTN_DTYPE_BF16, 4, 17, 32, 128);
+  return a;
+}
+
+KvCacheAppendArgs append_int8_args() {
+  KvCacheAppendArgs a = append_args();
+  const KvCacheArgs c = int8_args();
+  a.k_cache = c.k_cache, a.v_cache = c.v_cache, a.k_scale = c.k_scale, a.v_scale = c.v_scale;
+  a.quant_block = 128;
+  a.k_tail = tensor_bshd(fake(0x90000000), HOPATTN_DTYPE_BF16, 4, 128, 4, 128);
+  a.v_tail = tensor_bshd(fake(0x98000000), HOPATTN_DTYPE_BF16, 4, 128, 4, 128);
+  return a;
+}
+
+TEST(KvCacheAppendChecks, ValidCallsPass) {
+  EXPECT_TRUE(check_kvcache_append(append_args(), {}).ok()) << check_kvcache_append(append_args(), {}).to_string();
+  EXPECT_TRUE(check_kvcache_append(append_int8_args(), {}).ok()) << check_kvcache_append(append_int8_args(), {}).to_string();
+  KvCacheAppendArgs plain = append_args();  // no rotary, no q, no lengths out
+  plain.rotary_cos = plain.rotary_sin = plain.q = plain.q_rotated = plain.seqlens_out = Tensor{};
+  EXPECT_TRUE(check_kvcache_append(plain, {}).ok());
+}
+
+TEST(KvCacheAppendChecks, EachRuleNamesItsArgument) {
+  KvCacheAppendArgs a = append_args();
+  a.k_new.dtype = HOPATTN_DTYPE_FP32;
+  expect_error(check_kvcache_append(a, {}), "k_new: dtype fp32 is not supported", StatusCode::kNotSupported);
+  a = append_args();
+  a.k_new.shape[2] = 8;
+  expect_error(check_kvcache_append(a, {}), "v_new: shape differs from k_new's in heads");
+  a = append_args();
+  a.k_new.shape[1] = a.v_new.shape[1] = 9000;
+  expect_error(check_kvcache_append(a, {}), "k_new: seqlen_new = 9000 is more than max_seqlen_k = 8192");
+  a = append_args();
+  a.rotary_sin = Tensor{};
+  expect_error(check_kvcache_append(a, {}), "rotary_sin: give both rotary tables or neither");
+  a = append_args();
+  a.rotary_cos.shape[0] = a.rotary_sin.shape[0] = 100;
+  expect_error(check_kvcache_append(a, {}), "rotary_cos: seqlen_ro = 100 is less than max_seqlen_k = 8192");
+  a = append_args();
+  a.rotary_cos.shape[1] = a.rotary_sin.shape[1] = 80;
+  expect_error(check_kvcache_append(a, {}), "rotary_dim = 2 x 80 must be in [2, hdim = 128]");
+  a = append_args();
+  a.rotary_interleaved = 2;
+  expect_error(check_kvcache_append(a, {}), "rotary_interleaved: 2 is not 0 or 1");
+  a = append_args();
+  a.q_rotated = Tensor{};
+  expect_error(check_kvcache_append(a, {}), "q_rotated: give q and q_rotated both or neither");
+  a = append_args();
+  a.q.shape[1] = a.q_rotated.shape[1] = 18;
+  expect_error(check_kvcache_append(a, {}), "q: seqlen_q = 18 is more than seqlen_new = 17");
+  a = append_args();
+  a.q_rotated.data = a.q.data;
+  expect_error(check_kvcache_append(a, {}), "q_rotated: overlaps q in memory");
+  a = append_args();
+  a.k_cache.data = fake(0x10000000);  // over k_new
+  expect_error(check_kvcache_append(a, {}), "k_cache: overlaps k_new in memory");
+  a = append_args();
+  a.seqlens_out.stride[0] = 2;  // partly over cache_seqlens, not the same tensor
+  expect_error(check_kvcache_append(a, {}), "seqlens_out: overlaps cache_seqlens in memory");
+  a = append_args();
+  a.k_scale = int8_args().k_scale;
+  expect_error(check_kvcache_append(a, {}), "k_scale: given, but the cache is not int8");
+  a = append_int8_args();
+  a.v_tail = Tensor{};
+  expect_error(check_kvcache_append(a, {}), "v_tail: required with an int8 cache");
+  a = append_int8_args();
+  a.quant_block = 32;
+  expect_error(check_kvcache_append(a, {}), "quant_block: 32 is not 64 or 128");
+  a = append_int8_args();
+  a.k_tail.shape[1] = 64;
+  expect_error(check_kvcache_append(a, {}), "k_tail: shape must be (batch, quant_block, heads_kv, hdim)");
+  a = append_args();
+  a.reserved = 1;
+  expect_error(check_kvcache_append(a, {}), "reserved");
+}
+
+TEST(KvCacheAppendChecks, PlacementIsChecked) {
+  DeviceContext ctx{};
+  ctx.tensor_device[12] = kHostMemory;  // q_rotated
+  expect_error(check_kvcache_append(append_args(), ctx), "q_rotated: points to host memory");
+}
+
 }  // namespace
 }  // namespace hopattn

@@ -11,7 +11,10 @@ namespace hopattn::attention {
 // Launches the decode kernel (and the split-KV combine) for p (batch, seqlen_q, heads_q > 0).
 Status run_decode(const DecodeParams& p, Stream stream);
 
-// The current device's record of the first bad cache_seqlens entry, {recorded, batch, length}.
+// The current device's record of the first bad cache_seqlens entry, {kind, batch, length}: kind 0
+// nothing recorded, kDecodeErrorAttention by the decode kernels, kDecodeErrorAppend by the append.
+constexpr int32_t kDecodeErrorAttention = 1;
+constexpr int32_t kDecodeErrorAppend = 2;
 Status decode_error_record(int32_t** ptr);
 // Waits for stream, copies the record out and clears it.
 Status read_and_clear_decode_error(Stream stream, int32_t (&record)[3]);

@@ -414,7 +414,11 @@ Status kvcache_device_check(Stream stream) {
   int32_t record[3] = {0, 0, 0};
   if (Status s = attention::read_and_clear_decode_error(stream, record); !s.ok()) return s;
   if (record[0] == 0) return Status();
-  return Status::invalid(cat("cache_seqlens: entry ", record[1], " (sequence ", record[1], ") is ", record[2],
+  if (record[0] == attention::kDecodeErrorAppend)
+    return Status::invalid(cat("cache_seqlens: entry ", record[1], " is ", record[2], " in hopattn_kvcache_append: "
+                               "negative, or with seqlen_new more than max_seqlen_k; nothing was appended to sequence ",
+                               record[1], ", its q_rotated rows are NaN and its seqlens_out entry unchanged"));
+  return Status::invalid(cat("cache_seqlens: entry ", record[1], " is ", record[2],
                              ", outside [0, max_seqlen_k], or (causal) shorter than seqlen_q; its O and LSE rows were "
                              "written as NaN"));
 }
