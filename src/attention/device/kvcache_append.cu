@@ -2,12 +2,12 @@
 // with optional rotary embedding of the new K rows and of q, and the lengths after the append.
 //
 // Kernels, in stream order (each reads what the ones before it left):
-//   1. rotary_q_kernel     q rotated at its rows' positions into q_rotated (optional)
-//   2. quantize_k_kernel   int8: the blocks the append completes, K per (block, head, channel)
-//      quantize_v_kernel   int8: their V rows per (token, head); both read the old tail rows
-//   3. store_rows_kernel   16-bit cache: every new row; int8: the rows of the block left partial,
-//                          into the tails (after 2, which still reads the tails' old rows)
-//   4. seqlens_kernel      seqlens_out = cache_seqlens + seqlen_new (last: it may be cache_seqlens)
+//   1. quantize_blocks_kernel  int8 only: the blocks the append completes, K per (block, head,
+//                              channel) and V per (token, head), reading the tails' old rows
+//   2. append_rows_kernel      q rotated at its rows' positions into q_rotated (optional); a 16-bit
+//                              cache's new rows, or an int8 cache's rows of the block left partial
+//                              into the tails (after 1); seqlens_out unless it is cache_seqlens
+//   3. lengths_in_place_kernel seqlens_out when it is cache_seqlens (last: the others read them)
 // The quantization is kvcache_quantize.cu's, value for value (the shared device functions below
 // are the same formulas; the GPU test compares the two bit for bit).
 #include <cuda_bf16.h>
@@ -135,109 +135,123 @@ __device__ void completed_blocks(const AppendParams& p, int len, int* first, int
   *end = int((int64_t(len) + p.n_new) / p.block);
 }
 
-__global__ void rotary_q_kernel(AppendParams p) {
-  const int64_t total = int64_t(p.batch) * p.seqlen_q * p.heads_q * p.hdim;
+// q row element e (of batch * seqlen_q * heads_q * hdim) rotated at its row's position.
+__device__ void rotate_q_element(const AppendParams& p, int64_t e) {
+  const int c = int(e % p.hdim);
+  const int h = int(e / p.hdim % p.heads_q);
+  const int i = int(e / (int64_t(p.hdim) * p.heads_q) % p.seqlen_q);
+  const int b = int(e / (int64_t(p.hdim) * p.heads_q * p.seqlen_q));
+  const int len = p.seqlens[b];
+  const int64_t dst = b * p.q_rot.b + int64_t(i) * p.q_rot.s + h * p.q_rot.h + c;
+  if (bad_length(p, len)) {
+    store(p.q_rot.data, dst, __int_as_float(0x7fc00000), p.bf16);
+    return;
+  }
+  const int pos = len + p.n_new - p.seqlen_q + i;
+  const int64_t src = b * p.q.b + int64_t(i) * p.q.s + h * p.q.h;
+  store(p.q_rot.data, dst, pos >= 0 ? rotated(p, p.q.data, src, c, pos) : load(p.q.data, src + c, p.bf16), p.bf16);
+}
+
+// New-row element e (of batch * seqlen_new * heads_kv * hdim): a 16-bit cache's row, or an int8
+// cache's row of the block left partial (into the tails). Records a bad length.
+__device__ void store_row_element(const AppendParams& p, int64_t e) {
+  const int c = int(e % p.hdim);
+  const int h = int(e / p.hdim % p.heads_kv);
+  const int i = int(e / (int64_t(p.hdim) * p.heads_kv) % p.n_new);
+  const int b = int(e / (int64_t(p.hdim) * p.heads_kv * p.n_new));
+  const int len = p.seqlens[b];
+  if (bad_length(p, len)) {
+    if (i == 0 && h == 0 && c == 0 && atomicCAS(p.error, 0, attention::kDecodeErrorAppend) == 0)
+      p.error[1] = b, p.error[2] = len;
+    return;
+  }
+  const int t = len + i;
+  if (p.int8 && t < int((int64_t(len) + p.n_new) / p.block) * p.block) return;  // in a completed block
+  const float kv = rotated(p, p.k_new.data, b * p.k_new.b + int64_t(i) * p.k_new.s + h * p.k_new.h, c, t);
+  const float vv = load(p.v_new.data, b * p.v_new.b + int64_t(i) * p.v_new.s + h * p.v_new.h + c, p.bf16);
+  const Rows &k = p.int8 ? p.k_tail : p.k_cache, &v = p.int8 ? p.v_tail : p.v_cache;
+  const int row = p.int8 ? t % p.block : t;
+  store(k.data, b * k.b + int64_t(row) * k.s + h * k.h + c, kv, p.bf16);
+  store(v.data, b * v.b + int64_t(row) * v.s + h * v.h + c, vv, p.bf16);
+}
+
+__device__ void store_length(const AppendParams& p, int b) {
+  const int len = p.seqlens[b];
+  p.seqlens_out[b] = bad_length(p, len) ? len : len + p.n_new;
+}
+
+// Everything but the int8 blocks in one launch (one grid-stride loop over q's elements, the new
+// rows' elements and, unless they overwrite cache_seqlens, the lengths): a decode step's append
+// is a few thousand elements, and each launch costs ~2 us of GPU time in a graph (r151: four
+// launches took 6.3-7.2 us).
+__global__ void append_rows_kernel(AppendParams p, int64_t q_elements, int64_t row_elements, int lengths) {
+  const int64_t total = q_elements + row_elements + lengths;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
-    const int c = int(e % p.hdim);
-    const int h = int(e / p.hdim % p.heads_q);
-    const int i = int(e / (int64_t(p.hdim) * p.heads_q) % p.seqlen_q);
-    const int b = int(e / (int64_t(p.hdim) * p.heads_q * p.seqlen_q));
-    const int len = p.seqlens[b];
-    const int64_t dst = b * p.q_rot.b + int64_t(i) * p.q_rot.s + h * p.q_rot.h + c;
-    if (bad_length(p, len)) {
-      store(p.q_rot.data, dst, __int_as_float(0x7fc00000), p.bf16);
-      continue;
-    }
-    const int pos = len + p.n_new - p.seqlen_q + i;
-    const int64_t src = b * p.q.b + int64_t(i) * p.q.s + h * p.q.h;
-    store(p.q_rot.data, dst, pos >= 0 ? rotated(p, p.q.data, src, c, pos) : load(p.q.data, src + c, p.bf16), p.bf16);
+    if (e < q_elements) rotate_q_element(p, e);
+    else if (e < q_elements + row_elements) store_row_element(p, e - q_elements);
+    else store_length(p, int(e - q_elements - row_elements));
   }
 }
 
-// One thread per (batch, completed block slot, head, channel).
-__global__ void quantize_k_kernel(AppendParams p, int block_slots) {
-  const int64_t total = int64_t(p.batch) * block_slots * p.heads_kv * p.hdim;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
-    const int c = int(e % p.hdim);
-    const int h = int(e / p.hdim % p.heads_kv);
-    const int slot = int(e / (int64_t(p.hdim) * p.heads_kv) % block_slots);
-    const int b = int(e / (int64_t(p.hdim) * p.heads_kv * block_slots));
-    const int len = p.seqlens[b];
-    if (bad_length(p, len)) continue;
-    int first, end;
-    completed_blocks(p, len, &first, &end);
-    const int blk = first + slot;
-    if (blk >= end) continue;
+// The lengths written over cache_seqlens: after every kernel that reads them.
+__global__ void lengths_in_place_kernel(AppendParams p) {
+  for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < p.batch; b += gridDim.x * blockDim.x) store_length(p, b);
+}
+
+constexpr int kQuantThreads = 256;
+constexpr int kQuantChannels = 64;  // K channels staged in shared memory at a time
+
+// int8: one CTA per (batch, block slot, kv-head) quantizes a block the append completes (most
+// CTAs find no such block and return). K: the block's rows staged kQuantChannels channels at a
+// time in shared memory (coalesced loads), then per channel the amax over the rows and the
+// quantization; V: a warp per row.
+__global__ void __launch_bounds__(kQuantThreads) quantize_blocks_kernel(AppendParams p, int block_slots) {
+  __shared__ float tile[128 * kQuantChannels];  // quant_block <= 128 rows
+  __shared__ float partial[kQuantThreads];
+  const int h = int(blockIdx.x % p.heads_kv);
+  const int slot = int(blockIdx.x / p.heads_kv % block_slots);
+  const int b = int(blockIdx.x / (int64_t(p.heads_kv) * block_slots));
+  const int len = p.seqlens[b];
+  if (bad_length(p, len)) return;
+  int first, end;
+  completed_blocks(p, len, &first, &end);
+  const int blk = first + slot;
+  if (blk >= end) return;
+  const int t0 = blk * p.block;
+  int8_t* kq = static_cast<int8_t*>(p.k_cache.data);
+  constexpr int kGroups = kQuantThreads / kQuantChannels;  // row groups per channel
+  for (int c0 = 0; c0 < p.hdim; c0 += kQuantChannels) {
+    const int width = min(kQuantChannels, p.hdim - c0);
+    for (int e = threadIdx.x; e < p.block * width; e += kQuantThreads)
+      tile[e] = k_at(p, b, h, t0 + e / width, len, c0 + e % width);
+    __syncthreads();
+    const int c = threadIdx.x % kQuantChannels, g = threadIdx.x / kQuantChannels;
     float amax = 0.0f;
-    for (int t = blk * p.block; t < (blk + 1) * p.block; ++t) amax = fmaxf(amax, fabsf(k_at(p, b, h, t, len, c)));
-    const float scale = k_scale_of(amax);
-    p.k_scale[b * p.ks_st[0] + blk * p.ks_st[1] + h * p.ks_st[2] + c] = scale;
-    int8_t* kq = static_cast<int8_t*>(p.k_cache.data);
-    for (int t = blk * p.block; t < (blk + 1) * p.block; ++t)
-      kq[b * p.k_cache.b + int64_t(t) * p.k_cache.s + h * p.k_cache.h + c] = quantize_value(k_at(p, b, h, t, len, c), scale);
+    if (c < width)
+      for (int r = g; r < p.block; r += kGroups) amax = fmaxf(amax, fabsf(tile[r * width + c]));
+    partial[threadIdx.x] = amax;
+    __syncthreads();
+    if (c < width) {
+      for (int k = 0; k < kGroups; ++k) amax = fmaxf(amax, partial[k * kQuantChannels + c]);
+      const float scale = k_scale_of(amax);
+      if (g == 0) p.k_scale[b * p.ks_st[0] + blk * p.ks_st[1] + h * p.ks_st[2] + c0 + c] = scale;
+      for (int r = g; r < p.block; r += kGroups)
+        kq[b * p.k_cache.b + int64_t(t0 + r) * p.k_cache.s + h * p.k_cache.h + c0 + c] =
+            quantize_value(tile[r * width + c], scale);
+    }
+    __syncthreads();  // the tile is refilled next
   }
-}
-
-// One warp per (batch, row slot of the completed blocks, head).
-__global__ void quantize_v_kernel(AppendParams p, int row_slots) {
-  const int64_t rows = int64_t(p.batch) * row_slots * p.heads_kv;
+  int8_t* vq = static_cast<int8_t*>(p.v_cache.data);
   const int lane = threadIdx.x % 32;
-  for (int64_t r = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; r < rows;
-       r += int64_t(gridDim.x) * blockDim.x / 32) {
-    const int h = int(r % p.heads_kv);
-    const int slot = int(r / p.heads_kv % row_slots);
-    const int b = int(r / (int64_t(p.heads_kv) * row_slots));
-    const int len = p.seqlens[b];
-    if (bad_length(p, len)) continue;
-    int first, end;
-    completed_blocks(p, len, &first, &end);
-    const int t = first * p.block + slot;
-    if (t >= end * p.block) continue;
+  for (int r = threadIdx.x / 32; r < p.block; r += kQuantThreads / 32) {
+    const int t = t0 + r;
     float amax = 0.0f;
     for (int c = lane; c < p.hdim; c += 32) amax = fmaxf(amax, fabsf(v_at(p, b, h, t, len, c)));
     for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
     const float scale = v_scale_of(amax);
     if (lane == 0) p.v_scale[b * p.vs_st[0] + int64_t(t) * p.vs_st[1] + h * p.vs_st[2]] = scale;
-    int8_t* vq = static_cast<int8_t*>(p.v_cache.data);
     const int64_t dst = b * p.v_cache.b + int64_t(t) * p.v_cache.s + h * p.v_cache.h;
     for (int c = lane; c < p.hdim; c += 32) vq[dst + c] = quantize_value(v_at(p, b, h, t, len, c), scale);
-  }
-}
-
-// One thread per (batch, new row, head, channel): a 16-bit cache's rows, or an int8 cache's rows
-// of the block left partial (into the tails). Records a bad length.
-__global__ void store_rows_kernel(AppendParams p) {
-  const int64_t total = int64_t(p.batch) * p.n_new * p.heads_kv * p.hdim;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
-    const int c = int(e % p.hdim);
-    const int h = int(e / p.hdim % p.heads_kv);
-    const int i = int(e / (int64_t(p.hdim) * p.heads_kv) % p.n_new);
-    const int b = int(e / (int64_t(p.hdim) * p.heads_kv * p.n_new));
-    const int len = p.seqlens[b];
-    if (bad_length(p, len)) {
-      if (i == 0 && h == 0 && c == 0 && atomicCAS(p.error, 0, attention::kDecodeErrorAppend) == 0)
-        p.error[1] = b, p.error[2] = len;
-      continue;
-    }
-    const int t = len + i;
-    const int64_t ks = b * p.k_new.b + int64_t(i) * p.k_new.s + h * p.k_new.h;
-    const float kv = rotated(p, p.k_new.data, ks, c, t);
-    const float vv = load(p.v_new.data, b * p.v_new.b + int64_t(i) * p.v_new.s + h * p.v_new.h + c, p.bf16);
-    if (!p.int8) {
-      store(p.k_cache.data, b * p.k_cache.b + int64_t(t) * p.k_cache.s + h * p.k_cache.h + c, kv, p.bf16);
-      store(p.v_cache.data, b * p.v_cache.b + int64_t(t) * p.v_cache.s + h * p.v_cache.h + c, vv, p.bf16);
-    } else if (t >= int((int64_t(len) + p.n_new) / p.block) * p.block) {  // in the block left partial
-      const int row = t % p.block;
-      store(p.k_tail.data, b * p.k_tail.b + int64_t(row) * p.k_tail.s + h * p.k_tail.h + c, kv, p.bf16);
-      store(p.v_tail.data, b * p.v_tail.b + int64_t(row) * p.v_tail.s + h * p.v_tail.h + c, vv, p.bf16);
-    }
-  }
-}
-
-__global__ void seqlens_kernel(AppendParams p) {
-  for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < p.batch; b += gridDim.x * blockDim.x) {
-    const int len = p.seqlens[b];
-    p.seqlens_out[b] = bad_length(p, len) ? len : len + p.n_new;
   }
 }
 
@@ -456,25 +470,26 @@ Status kvcache_append(const KvCacheAppendArgs& a, Stream stream) {
   if (p.batch == 0) return Status();
   if (Status s = attention::decode_error_record(&p.error); !s.ok()) return s;
   auto st = static_cast<cudaStream_t>(stream);
-  if (a.q.data != nullptr && p.seqlen_q > 0 && p.heads_q > 0) {
-    rotary_q_kernel<<<blocks_for(int64_t(p.batch) * p.seqlen_q * p.heads_q * p.hdim), 256, 0, st>>>(p);
+  const bool rows = p.n_new > 0 && p.heads_kv > 0 && p.hdim > 0;
+  if (p.int8 && rows) {
+    // A sequence's append completes at most (seqlen_new + quant_block - 1) / quant_block + 1 blocks.
+    const int block_slots = (p.n_new + p.block - 1) / p.block + 1;
+    const int64_t ctas = int64_t(p.batch) * block_slots * p.heads_kv;
+    if (ctas > INT32_MAX) return Status::unsupported("kvcache append: too many blocks for one grid");
+    quantize_blocks_kernel<<<unsigned(ctas), kQuantThreads, 0, st>>>(p, block_slots);
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   }
-  if (p.n_new > 0 && p.heads_kv > 0 && p.hdim > 0) {
-    if (p.int8) {
-      // A sequence's append completes at most (seqlen_new + quant_block - 1) / quant_block + 1 blocks.
-      const int block_slots = (p.n_new + p.block - 1) / p.block + 1;
-      quantize_k_kernel<<<blocks_for(int64_t(p.batch) * block_slots * p.heads_kv * p.hdim), 256, 0, st>>>(p, block_slots);
-      HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-      const int row_slots = block_slots * p.block;
-      quantize_v_kernel<<<blocks_for(int64_t(p.batch) * row_slots * p.heads_kv * 32), 256, 0, st>>>(p, row_slots);
-      HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-    }
-    store_rows_kernel<<<blocks_for(int64_t(p.batch) * p.n_new * p.heads_kv * p.hdim), 256, 0, st>>>(p);
+  const bool in_place = p.seqlens_out != nullptr && static_cast<const void*>(p.seqlens_out) == p.seqlens;
+  const int64_t q_elements = a.q.data != nullptr ? int64_t(p.batch) * p.seqlen_q * p.heads_q * p.hdim : 0;
+  const int64_t row_elements = rows ? int64_t(p.batch) * p.n_new * p.heads_kv * p.hdim : 0;
+  const int lengths = p.seqlens_out != nullptr && !in_place ? p.batch : 0;
+  if (q_elements + row_elements + lengths > 0) {
+    append_rows_kernel<<<blocks_for(q_elements + row_elements + lengths), 256, 0, st>>>(p, q_elements, row_elements,
+                                                                                        lengths);
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   }
-  if (p.seqlens_out != nullptr) {
-    seqlens_kernel<<<blocks_for(p.batch), 256, 0, st>>>(p);
+  if (in_place) {
+    lengths_in_place_kernel<<<blocks_for(p.batch), 256, 0, st>>>(p);
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   }
   return Status();
