@@ -366,6 +366,67 @@ class TestAppend(unittest.TestCase):
                               (k_new, k_new.clone(), k_cache, v_cache, seqlens, None, None, None, None, cos, sin, True, q))
 
 
+class _DLPackOnly:
+    """An array seen through DLPack only (no __cuda_array_interface__): exercises the DLPack reader."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+@needs_gpu
+class TestInterop(unittest.TestCase):
+    """The plain functions on CuPy and JAX arrays (no torch tensor in the call, out= given), read
+    through __cuda_array_interface__ and through DLPack, against the fp64 reference."""
+
+    def inputs(self, dtype):
+        torch.manual_seed(8)
+        q = torch.randn(2, 77, 4, 64, device="cuda", dtype=dtype)
+        k = torch.randn(2, 100, 2, 64, device="cuda", dtype=dtype)
+        v = torch.randn_like(k)
+        return q, k, v, reference(q, k, v, True, 1 / 8)[0]
+
+    def test_cupy(self):
+        try:
+            import cupy
+        except ImportError:
+            self.skipTest("cupy is not installed")
+        q, k, v, ref = self.inputs(torch.float16)
+        qc, kc, vc = (cupy.asarray(x).copy() for x in (q, k, v))  # CuPy's own memory
+        for wrap in (lambda a: a, _DLPackOnly):
+            out = cupy.full(qc.shape, cupy.nan, dtype=cupy.float16)
+            hopattn.flash_attn_func(wrap(qc), wrap(kc), wrap(vc), causal=True, out=wrap(out))
+            cupy.cuda.runtime.deviceSynchronize()
+            self.assertLessEqual(max_err(torch.as_tensor(out, device="cuda"), ref), 4e-3)
+
+    def test_jax(self):
+        import os
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        try:
+            import jax
+            import jax.numpy as jnp
+        except ImportError:
+            self.skipTest("jax is not installed")
+        if not any(d.platform == "gpu" for d in jax.devices()):
+            self.skipTest("jax sees no GPU")
+        for dtype, jdtype in ((torch.float16, jnp.float16), (torch.bfloat16, jnp.bfloat16)):
+            q, k, v, ref = self.inputs(dtype)
+            qj, kj, vj = (jnp.asarray(x.float().cpu().numpy(), dtype=jdtype) for x in (q, k, v))
+            for x in (qj, kj, vj):
+                x.block_until_ready()
+            for wrap in (lambda a: a, _DLPackOnly):
+                out = torch.full_like(q, float("nan"))
+                torch.cuda.synchronize()
+                hopattn.flash_attn_func(wrap(qj), wrap(kj), wrap(vj), causal=True, out=out, stream=0)
+                torch.cuda.synchronize()
+                self.assertLessEqual(max_err(out, ref), 4e-3 if dtype == torch.float16 else 2e-2, f"{dtype}")
+
+
 @needs_gpu
 class TestTorchIntegration(unittest.TestCase):
     def test_opcheck(self):
