@@ -8,8 +8,8 @@
 //                              cache's new rows, or an int8 cache's rows of the block left partial
 //                              into the tails (after 1); seqlens_out unless it is cache_seqlens
 //   3. lengths_in_place_kernel seqlens_out when it is cache_seqlens (last: the others read them)
-// The quantization is kvcache_quantize.cu's, value for value (the shared device functions below
-// are the same formulas; the GPU test compares the two bit for bit).
+// The quantization is kvcache_quantize.cu's, value for value (the same functions,
+// kvcache_int8_rounding.cuh; the GPU test compares the two bit for bit).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "attention/device/decode_dispatch.hpp"
+#include "attention/device/kvcache_int8_rounding.cuh"
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
@@ -70,10 +71,7 @@ struct AppendParams {
   int32_t* error;
 };
 
-__device__ float load(const void* base, int64_t i, bool bf16) {
-  return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i])
-              : __half2float(static_cast<const __half*>(base)[i]);
-}
+__device__ float load(const void* base, int64_t i, bool bf16) { return int8_rounding::load_element(base, i, bf16); }
 __device__ float round_to(float x, bool bf16) {
   return bf16 ? __bfloat162float(__float2bfloat16_rn(x)) : __half2float(__float2half_rn(x));
 }
@@ -118,16 +116,9 @@ __device__ float v_at(const AppendParams& p, int b, int h, int t, int len, int c
   return load(p.v_new.data, b * p.v_new.b + int64_t(t - len) * p.v_new.s + h * p.v_new.h + c, p.bf16);
 }
 
-// kvcache_quantize.cu's scales and rounding (see there, and kvcache.h).
-__device__ float scale_of(float amax, uint32_t add, uint32_t low_bits) {
-  return __uint_as_float((__float_as_uint(__fdiv_rn(amax, 127.0f)) + add) & ~low_bits);
-}
-__device__ float k_scale_of(float amax) { return scale_of(amax, 0x8000u, 0xFFFFu); }
-__device__ float v_scale_of(float amax) { return scale_of(amax, 0x1FFu, 0x1FFu); }
-__device__ int8_t quantize_value(float x, float scale) {
-  if (scale == 0.0f) return 0;
-  return int8_t(max(-127, min(127, __float2int_rn(__fdiv_rn(x, scale)))));
-}
+using int8_rounding::k_scale_of;
+using int8_rounding::quantize_value;
+using int8_rounding::v_scale_of;
 
 // The blocks sequence b's append completes: [first, end) in block indices.
 __device__ void completed_blocks(const AppendParams& p, int len, int* first, int* end) {

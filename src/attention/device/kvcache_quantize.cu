@@ -1,8 +1,7 @@
 // INT8 KV-cache quantization (hopattn_kvcache_quantize_int8): argument checks and two small
 // kernels, K scaled per (block of quant_block tokens, kv-head, channel), V per (token, kv-head).
-// Rounding matches the host reference (tests/reference/kvcache_reference.cpp) bit for bit:
-// scale = amax / 127 correctly rounded in fp32 and rounded up to 15 significant bits, q =
-// round-to-nearest-even(x / scale) correctly rounded in fp32.
+// Rounding (kvcache_int8_rounding.cuh) matches the host reference
+// (tests/reference/kvcache_reference.cpp) bit for bit.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -10,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "attention/device/kvcache_int8_rounding.cuh"
 #include "common/cuda_check.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_checks.hpp"
@@ -32,26 +32,10 @@ struct QuantParams {
   bool bf16;
 };
 
-__device__ float load_element(const void* base, int64_t i, bool bf16) {
-  return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i])
-              : __half2float(static_cast<const __half*>(base)[i]);
-}
-
-// amax / 127 (correctly rounded), then V's rounded up to 15 significant bits and K's to the
-// nearest value of 8 (a bf16 value; amax / scale <= 127 / (1 - 2^-8) < 127.5, so the largest still
-// maps to ±127 and nothing clips): the int8 mma kernels' one-FFMA dequantization
-// (collective/sm90_decode_int8_mma_dequant.hpp, dequant_fma) is exact for both, and their packed
-// bf16 dequantization of K (k_pair_bf16) for K's.
-__device__ float scale_of(float amax, uint32_t add, uint32_t low_bits) {
-  return __uint_as_float((__float_as_uint(__fdiv_rn(amax, 127.0f)) + add) & ~low_bits);
-}
-__device__ float k_scale_of(float amax) { return scale_of(amax, 0x8000u, 0xFFFFu); }
-__device__ float v_scale_of(float amax) { return scale_of(amax, 0x1FFu, 0x1FFu); }
-
-__device__ int8_t quantize_value(float x, float scale) {
-  if (scale == 0.0f) return 0;
-  return int8_t(max(-127, min(127, __float2int_rn(__fdiv_rn(x, scale)))));
-}
+using int8_rounding::k_scale_of;
+using int8_rounding::load_element;
+using int8_rounding::quantize_value;
+using int8_rounding::v_scale_of;
 
 // One thread per (batch, block, head, channel): amax over the block's tokens, then quantize them.
 __global__ void quantize_k_kernel(QuantParams p) {
