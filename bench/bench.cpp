@@ -155,7 +155,7 @@ std::string bench_usage() {
   return "usage: hopattn bench [--op attn|decode|gemm] [--csv FILE] [--plot FILE.svg] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
          "                     [--causal 0,1] [--dtype bf16|fp16] [--tokens 16384] [--hidden 2048]\n"
          "                     [--no-ceilings] [--quick] [--kernels default,NAME,...] [--shapes B:SQ:SK:HQ:HKV,...]\n"
-         "                     [--rounds 1] [--warmup-ms 200]\n"
+         "                     [--rounds 1] [--warmup-ms 200] [--cudnn-lib PATH/libcudnn.so.9]\n"
          "Default grid: FlashAttention-3 paper's (16k tokens, hidden 2048, bf16, head dims 64/128/256,\n"
          "seqlen 512..16k, causal and not), with cuDNN and the ceilings measured in the same run.\n"
          "--quick: a short grid (hdim 128, seqlen 1024 and 4096) for a smoke run.\n"
@@ -170,6 +170,9 @@ std::string bench_usage() {
          "round), and report each one's median (note: the spread); one round moves a cell by up to ~5 %.\n"
          "--warmup-ms T: before each cell, run its first implementation T ms untimed (default 200; 0:\n"
          "none), so that the first one timed does not get the GPU fresh from the previous cell's pause.\n"
+         "--cudnn-lib PATH: the cuDNN the baseline uses (both ops), e.g. PyTorch's newer one in\n"
+         "site-packages/nvidia/cudnn/lib/libcudnn.so.9, instead of the loader's first; its version is in\n"
+         "every cudnn row's note (scripts/gpu-run.sh passes the newest it finds).\n"
          "\n"
          "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
@@ -273,6 +276,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       };
       given.push_back(a);
       if (a == "--csv") o->csv_path = value();
+      else if (a == "--cudnn-lib") o->cudnn_library = value();
       else if (a == "--plot") o->plot_path = value();
       else if (a == "--hdim") o->hdims = hdim_flag = parse_int_list(a, value(), 1, 1024);
       else if (a == "--seqlen") o->seqlens = parse_int_list(a, value());
@@ -364,12 +368,17 @@ int run_bench(const BenchOptions& opt) {
   HOPATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   int device = 0;  // for the NVML samples of each row (gpu_state.hpp)
   HOPATTN_CUDA_CHECK(cudaGetDevice(&device));
-  const RunInfo info = current_run_info();
+  RunInfo info = current_run_info();
   std::printf("hopattn bench  commit %s  %s  %s\n", info.commit.c_str(), info.date.c_str(), info.gpu.c_str());
 
-  std::unique_ptr<baselines::CudnnSdpa> cudnn = baselines::CudnnSdpa::load(&why);
-  if (cudnn) std::printf("cuDNN %s loaded (SDPA through cudnn-frontend)\n", cudnn->version_string().c_str());
-  else std::printf("cuDNN baseline unavailable, going on without it: %s\n", why.c_str());
+  std::unique_ptr<baselines::CudnnSdpa> cudnn = baselines::CudnnSdpa::load(&why, opt.cudnn_library);
+  if (cudnn) {
+    info.cudnn = cudnn->version_string();
+    std::printf("cuDNN %s loaded (SDPA through cudnn-frontend)%s%s\n", info.cudnn.c_str(),
+                opt.cudnn_library.empty() ? "" : " from ", opt.cudnn_library.c_str());
+  } else {
+    std::printf("cuDNN baseline unavailable, going on without it: %s\n", why.c_str());
+  }
 
   if (opt.op == "decode") {
     const int rc = run_decode_bench(opt, stream, info, cudnn.get());

@@ -25,6 +25,7 @@ struct AttnShape {
 
 struct BenchOptions {
   std::string csv_path;   // empty: no CSV
+  std::string cudnn_library;  // --cudnn-lib: the libcudnn.so.9 the baseline uses (empty: the loader's)
   std::string plot_path;  // empty: no plot (SVG: TFLOP/s vs seqlen per head dim and mask)
   std::vector<int> hdims = {64, 128, 256};
   std::vector<int> seqlens = {512, 1024, 2048, 4096, 8192, 16384};

@@ -54,8 +54,8 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
       << r.dtype << ',' << a(r.hdim) << ',' << a(r.causal) << ',' << a(r.batch) << ',' << a(r.heads_q)
       << ',' << a(r.heads_kv) << ',' << a(r.seqlen_q) << ',' << a(r.seqlen_k) << ',' << opt(r.m) << ','
       << opt(r.n) << ',' << opt(r.k) << ',' << r.layout << ',' << opt(r.ms) << ',' << opt(r.tflops) << ','
-      << opt(r.tbps) << ',' << opt(r.ratio_vs_cudnn) << ',' << opt(r.frac_of_gemm) << ',' << quoted(r.note)
-      << '\n';
+      << opt(r.tbps) << ',' << opt(r.ratio_vs_cudnn) << ',' << opt(r.frac_of_gemm) << ','
+      << quoted(r.impl == "cudnn" && !info.cudnn.empty() ? "cuDNN " + info.cudnn + "; " + r.note : r.note) << '\n';
   }
 }
 

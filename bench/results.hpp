@@ -27,6 +27,7 @@ struct Row {
 
 struct RunInfo {
   std::string commit, date, gpu;
+  std::string cudnn;  // the cuDNN baseline's version ("9.19.0"), or empty; in every cudnn row's note
 };
 
 RunInfo current_run_info();

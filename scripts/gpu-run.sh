@@ -188,11 +188,20 @@ sanitize() {
 }
 if [ -n "$sanitize_flag" ]; then step sanitize sanitize.log sanitize; fi
 if [ -z "$no_check" ]; then step check check.log "$build/bin/hopattn" check $quick; fi
+# The cuDNN baseline: the newest cuDNN a user of this machine gets, which is PyTorch's
+# (site-packages/nvidia/cudnn/lib: 9.19 on the H200, where the system's is 9.14) when python3 has
+# one; the bench prints the version and puts it in every cudnn row's note.
+cudnn_lib=$(python3 -c 'import glob, os, site
+dirs = site.getsitepackages() + [site.getusersitepackages()]
+found = [p for d in dirs for p in glob.glob(os.path.join(d, "nvidia", "cudnn", "lib", "libcudnn.so.9"))]
+print(found[0] if found else "")' 2>/dev/null)
+cudnn_flag=${cudnn_lib:+--cudnn-lib $cudnn_lib}
+echo "cuDNN for the baseline: ${cudnn_lib:-the dynamic loader default}" >> "$out/summary.txt"
 # Three interleaved rounds per cell, medians (one round moves a cell by up to ~5 %: r80-r82);
 # --bench "--rounds 1 ..." overrides (the later flag wins).
-if [ -z "$no_bench" ]; then step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" --rounds 3 $bench_args; fi
+if [ -z "$no_bench" ]; then step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" --rounds 3 $cudnn_flag $bench_args; fi
 if [ -n "$decode_bench_args" ]; then
-  step decode_bench decode_bench.log "$build/bin/hopattn" bench --op decode --csv "$out/decode.csv" $decode_bench_args
+  step decode_bench decode_bench.log "$build/bin/hopattn" bench --op decode --csv "$out/decode.csv" $cudnn_flag $decode_bench_args
 fi
 if [ -n "$gemm_bench_args" ]; then
   step gemm_bench gemm_bench.log "$build/bin/hopattn" bench --op gemm --csv "$out/gemm.csv" $gemm_bench_args

@@ -25,7 +25,11 @@ std::string default_plugin_path() {
 
 }  // namespace
 
-std::unique_ptr<CudnnSdpa> CudnnSdpa::load(std::string* why) {
+std::unique_ptr<CudnnSdpa> CudnnSdpa::load(std::string* why, const std::string& cudnn_library) {
+  if (!cudnn_library.empty() && dlopen(cudnn_library.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+    if (why) *why = "cannot load the cuDNN library " + cudnn_library + ": " + dlerror();
+    return nullptr;
+  }
   const char* env = std::getenv("HOPATTN_CUDNN_PLUGIN");
   const std::string path = env && *env ? env : default_plugin_path();
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

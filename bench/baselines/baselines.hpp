@@ -14,7 +14,10 @@ class CudnnSdpa {
  public:
   // Loads libhopattn_cudnn.so (next to libhopattn.so, or $HOPATTN_CUDNN_PLUGIN) and through it
   // libcudnn. Returns nullptr and says why when either cannot be loaded.
-  static std::unique_ptr<CudnnSdpa> load(std::string* why);
+  // cudnn_library: a libcudnn.so.9 to use instead of the loader's first (e.g. PyTorch's, in
+  // site-packages/nvidia/cudnn/lib: the newest cuDNN on a machine is often not the system one).
+  // It is loaded first, globally, so the plugin's libcudnn.so.9 dependency resolves to it.
+  static std::unique_ptr<CudnnSdpa> load(std::string* why, const std::string& cudnn_library = "");
   ~CudnnSdpa();
 
   size_t version() const;  // cudnnGetVersion() of the library actually loaded, e.g. 91400

@@ -2,6 +2,9 @@
 // when none is (a machine without NVML, as CI's).
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "baselines/baselines.hpp"
 #include "gpu_state.hpp"
 
 namespace hopattn::bench {
@@ -16,6 +19,22 @@ TEST(BenchGpuState, DescribesRangesOfTheValidSamples) {
   EXPECT_EQ(describe_gpu_states(s, 1), "sm 1980 MHz, 612 W, 51 C");
   EXPECT_EQ(describe_gpu_states(s + 1, 1), "");
   EXPECT_EQ(describe_gpu_states(s, 0), "");
+}
+
+// hopattn bench --cudnn-lib: the named libcudnn is loaded before the plugin (no GPU needed for
+// that: cudnnGetVersion is a host call), and a name that cannot be loaded is reported as such.
+TEST(CudnnBaselineLoad, NamedLibrary) {
+  std::string why;
+  EXPECT_EQ(baselines::CudnnSdpa::load(&why, "/nonexistent/libcudnn.so.9"), nullptr);
+  EXPECT_NE(why.find("cannot load the cuDNN library /nonexistent/libcudnn.so.9"), std::string::npos) << why;
+#ifdef HOPATTN_TEST_CUDNN_LIBRARY
+  why.clear();
+  const auto cudnn = baselines::CudnnSdpa::load(&why, HOPATTN_TEST_CUDNN_LIBRARY);
+  ASSERT_NE(cudnn, nullptr) << why;
+  EXPECT_GE(cudnn->version(), 90000u) << cudnn->version_string();
+#else
+  GTEST_SKIP() << "built without the cuDNN plugin (HOPATTN_BUILD_CUDNN=OFF)";
+#endif
 }
 
 }  // namespace
