@@ -355,6 +355,31 @@ class TestAppend(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "rotary_sin: give both"):
             hopattn.kvcache_append(k_new, k_new, k_cache, v_cache, seqlens, rotary_cos=torch.ones(256, 32, device="cuda"))
 
+    def test_compile_fullgraph_with_append(self):
+        """flash_attn_with_kvcache(k=, v=, rotary) under torch.compile(fullgraph=True): the append
+        op (mutating the cache) and the attention op in one graph, as eager gives them."""
+        torch.manual_seed(9)
+        b, max_len, hkv, hq, d, n = 2, 256, 2, 8, 64, 3
+        cos, sin = rope_tables(max_len, d, torch.bfloat16)
+        k_new = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v_new = torch.randn_like(k_new)
+        q = torch.randn(b, n, hq, d, device="cuda", dtype=torch.bfloat16)
+        seqlens = torch.tensor([40, 7], dtype=torch.int32, device="cuda")
+        k0 = torch.randn(b, max_len, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v0 = torch.randn_like(k0)
+
+        def step(q, k_cache, v_cache):
+            return hopattn.flash_attn_with_kvcache(q, k_cache, v_cache, seqlens, causal=True, k=k_new, v=v_new,
+                                                   rotary_cos=cos, rotary_sin=sin)
+
+        with torch.no_grad():
+            k_eager, v_eager = k0.clone(), v0.clone()
+            eager = step(q, k_eager, v_eager)
+            k_comp, v_comp = k0.clone(), v0.clone()
+            compiled = torch.compile(step, fullgraph=True)(q, k_comp, v_comp)
+        self.assertTrue(torch.equal(k_comp, k_eager) and torch.equal(v_comp, v_eager), "the caches after the append")
+        self.assertLessEqual(max_err(compiled, eager), 1e-6)
+
     def test_opcheck(self):
         k_cache = torch.randn(2, 256, 2, 64, device="cuda", dtype=torch.bfloat16)
         v_cache = torch.randn_like(k_cache)
