@@ -124,8 +124,11 @@ hopattn_status_t hopattn_kvcache_quantize_int8(const hopattn_kvcache_quantize_ar
  *                    their first rotary_dim channels (even, <= hdim): rotary_interleaved 1 pairs
  *                    channels (2i, 2i + 1) (GPT-J), 0 pairs (i, i + rotary_dim / 2) (GPT-NeoX).
  *   q, q_rotated     optional, both or neither (needs the tables): (batch, seqlen_q, heads_q,
- *                    hdim) in k_new's dtype; q row i rotated at position cache_seqlens[b] +
- *                    seqlen_new - seqlen_q + i (its own, bottom-right aligned), into q_rotated.
+ *                    hdim) in k_new's dtype, seqlen_q <= seqlen_new; q row i rotated at position
+ *                    cache_seqlens[b] + seqlen_new - seqlen_q + i (its own, bottom-right aligned),
+ *                    into q_rotated. (FlashAttention-3 does the same for causal calls; for a
+ *                    non-causal one it rotates every q row at cache_seqlens[b]. The two agree at
+ *                    seqlen_q = seqlen_new = 1, a decode step.)
  *   seqlens_out      optional (batch) int32: cache_seqlens[b] + seqlen_new, written last (it may be
  *                    cache_seqlens itself: the lengths updated in place).
  * Sizes are checked on the host; the lengths live in device memory, so the kernels check them: a

@@ -53,7 +53,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     see hopattn.ops.flash_attn_with_kvcache."""
     if _compiling():
         ops = _sys.modules["torch"].ops.hopattn
-        if k is not None or v is not None:
+        if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
+            if k is None or v is None:  # as in eager (hopattn.ops._append_for_attention)
+                raise ValueError("k, v: give both to append (rotary_cos / rotary_sin apply only with them)")
             q_rot, cache_seqlens = ops.kvcache_append(k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail,
                                                       v_tail, rotary_cos, rotary_sin, bool(rotary_interleaved),
                                                       q if rotary_cos is not None else None)

@@ -195,8 +195,9 @@ def _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_s
     for the attention call."""
     if k is None or v is None:
         raise ValueError("k, v: give both to append (rotary_cos / rotary_sin apply only with them)")
-    if not is_torch(q):
-        _need_torch("q", "k=/v= (or call kvcache_append with q_rotated= and seqlens_out=)")
+    for x, name in ((q, "q"), (cache_seqlens, "cache_seqlens")):
+        if not is_torch(x):
+            _need_torch(name, "k=/v= (or call kvcache_append with q_rotated= and seqlens_out=)")
     torch = _torch()
     seqlens_new = torch.empty_like(cache_seqlens)
     q_rot = torch.empty_like(q) if rotary_cos is not None else None

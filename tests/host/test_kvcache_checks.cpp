@@ -460,7 +460,7 @@ TEST(KvCacheAppendChecks, EachRuleNamesItsArgument) {
   a.k_cache.data = fake(0x10000000);  // over k_new
   expect_error(check_kvcache_append(a, {}), "k_cache: overlaps k_new in memory");
   a = append_args();
-  a.seqlens_out.stride[0] = 2;  // partly over cache_seqlens, not the same tensor
+  a.seqlens_out.data = fake(0x30000004);  // partly over cache_seqlens, not the same tensor
   expect_error(check_kvcache_append(a, {}), "seqlens_out: overlaps cache_seqlens in memory");
   a = append_args();
   a.k_scale = int8_args().k_scale;
@@ -477,6 +477,25 @@ TEST(KvCacheAppendChecks, EachRuleNamesItsArgument) {
   a = append_args();
   a.reserved = 1;
   expect_error(check_kvcache_append(a, {}), "reserved");
+  a = append_args();
+  a.cache_seqlens.stride[0] = 0;  // an expanded view: the kernels read one entry per sequence
+  a.seqlens_out = Tensor{};
+  expect_error(check_kvcache_append(a, {}), "cache_seqlens: must be contiguous");
+  a = append_args();
+  a.seqlens_out = tensor_seqlens(static_cast<int32_t*>(fake(0x34000000)), 4);
+  a.seqlens_out.stride[0] = 2;
+  expect_error(check_kvcache_append(a, {}), "seqlens_out: must be contiguous");
+  a = append_int8_args();
+  a.k_scale.stride[3] = 2;
+  a.k_scale.stride[2] = 256, a.k_scale.stride[1] = 1024, a.k_scale.stride[0] = 1 << 17;
+  expect_error(check_kvcache_append(a, {}), "k_scale: the last dimension (hdim) must be contiguous");
+  a = append_int8_args();
+  a.k_scale = Tensor{};
+  a.quant_block = 0;  // what the Python layer passes without k_scale
+  expect_error(check_kvcache_append(a, {}), "k_scale: required with an int8 cache");
+  a = append_args();
+  a.k_new.shape[1] = a.v_new.shape[1] = 0;  // nothing appended: q rows are no appended positions
+  expect_error(check_kvcache_append(a, {}), "q: seqlen_q = 17 is more than seqlen_new = 0");
 }
 
 TEST(KvCacheAppendChecks, PlacementIsChecked) {

@@ -6,7 +6,8 @@
 //                              channel) and V per (token, head), reading the tails' old rows
 //   2. append_rows_kernel      q rotated at its rows' positions into q_rotated (optional); a 16-bit
 //                              cache's new rows, or an int8 cache's rows of the block left partial
-//                              into the tails (after 1); seqlens_out unless it is cache_seqlens
+//                              into the tails (after 1); per sequence, a bad length recorded and
+//                              seqlens_out written unless it is cache_seqlens
 //   3. lengths_in_place_kernel seqlens_out when it is cache_seqlens (last: the others read them)
 // The quantization is kvcache_quantize.cu's, value for value (the same functions,
 // kvcache_int8_rounding.cuh; the GPU test compares the two bit for bit).
@@ -151,11 +152,7 @@ __device__ void store_row_element(const AppendParams& p, int64_t e) {
   const int i = int(e / (int64_t(p.hdim) * p.heads_kv) % p.n_new);
   const int b = int(e / (int64_t(p.hdim) * p.heads_kv * p.n_new));
   const int len = p.seqlens[b];
-  if (bad_length(p, len)) {
-    if (i == 0 && h == 0 && c == 0 && atomicCAS(p.error, 0, attention::kDecodeErrorAppend) == 0)
-      p.error[1] = b, p.error[2] = len;
-    return;
-  }
+  if (bad_length(p, len)) return;  // recorded by sequence_element
   const int t = len + i;
   if (p.int8 && t < int((int64_t(len) + p.n_new) / p.block) * p.block) return;  // in a completed block
   const float kv = rotated(p, p.k_new.data, b * p.k_new.b + int64_t(i) * p.k_new.s + h * p.k_new.h, c, t);
@@ -171,16 +168,23 @@ __device__ void store_length(const AppendParams& p, int b) {
   p.seqlens_out[b] = bad_length(p, len) ? len : len + p.n_new;
 }
 
+// Sequence b: its bad length recorded (whatever else the call has to do), its new length written
+// unless the lengths are updated in place (lengths_in_place_kernel, after the others).
+__device__ void sequence_element(const AppendParams& p, int b, bool write_length) {
+  const int len = p.seqlens[b];
+  if (bad_length(p, len) && atomicCAS(p.error, 0, attention::kDecodeErrorAppend) == 0) p.error[1] = b, p.error[2] = len;
+  if (write_length) store_length(p, b);
+}
+
 // Everything but the int8 blocks in one launch (one grid-stride loop over q's elements, the new
-// rows' elements and, unless they overwrite cache_seqlens, the lengths): a decode step's append
-// is a few thousand elements, and each launch costs ~2 us of GPU time in a graph (r151: four
-// launches took 6.3-7.2 us).
-__global__ void append_rows_kernel(AppendParams p, int64_t q_elements, int64_t row_elements, int lengths) {
-  const int64_t total = q_elements + row_elements + lengths;
+// rows' elements and the sequences): a decode step's append is a few thousand elements, and each
+// launch costs ~2 us of GPU time in a graph (r151: four launches took 6.3-7.2 us).
+__global__ void append_rows_kernel(AppendParams p, int64_t q_elements, int64_t row_elements, bool write_lengths) {
+  const int64_t total = q_elements + row_elements + p.batch;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
     if (e < q_elements) rotate_q_element(p, e);
     else if (e < q_elements + row_elements) store_row_element(p, e - q_elements);
-    else store_length(p, int(e - q_elements - row_elements));
+    else sequence_element(p, int(e - q_elements - row_elements), write_lengths);
   }
 }
 
@@ -274,6 +278,8 @@ Status check_shapes(const KvCacheAppendArgs& a) {
   if (a.cache_seqlens.dtype != HOPATTN_DTYPE_INT32) return Status::invalid("cache_seqlens: dtype must be int32");
   if (a.cache_seqlens.shape[0] != kn.shape[0])
     return Status::invalid(cat("cache_seqlens: has ", a.cache_seqlens.shape[0], " entries, batch is ", kn.shape[0]));
+  if (a.cache_seqlens.stride[0] != 1 && a.cache_seqlens.shape[0] > 1)
+    return Status::invalid("cache_seqlens: must be contiguous");
   const Tensor* rows4[5] = {&a.k_new, &a.v_new, &a.k_cache, &a.v_cache, &a.q};
   const char* names4[5] = {"k_new", "v_new", "k_cache", "v_cache", "q"};
   for (int i = 0; i < 5; ++i)
@@ -292,10 +298,10 @@ Status check_int8_parts(const KvCacheAppendArgs& a) {
       if (parts[i]->data != nullptr) return Status::invalid(cat(names[i], ": given, but the cache is not int8"));
     return Status();
   }
-  if (a.quant_block != 64 && a.quant_block != 128)
-    return Status::invalid(cat("quant_block: ", a.quant_block, " is not 64 or 128"));
   for (int i = 0; i < 4; ++i)
     if (parts[i]->data == nullptr) return Status::invalid(cat(names[i], ": required with an int8 cache"));
+  if (a.quant_block != 64 && a.quant_block != 128)
+    return Status::invalid(cat("quant_block: ", a.quant_block, " is not 64 or 128"));
   if (Status s = check_geometry(a.k_scale, "k_scale", 4, kKScaleDims); !s.ok()) return s;
   if (Status s = check_geometry(a.v_scale, "v_scale", 3, kVScaleDims); !s.ok()) return s;
   if (Status s = check_geometry(a.k_tail, "k_tail", 4, kDims); !s.ok()) return s;
@@ -310,6 +316,7 @@ Status check_int8_parts(const KvCacheAppendArgs& a) {
                                len / blk, ", ", h, ", ", d, ")"));
   if (a.v_scale.shape[0] != b || a.v_scale.shape[1] != len || a.v_scale.shape[2] != h)
     return Status::invalid(cat("v_scale: shape must be (batch, max_seqlen_k, heads_kv) = (", b, ", ", len, ", ", h, ")"));
+  if (a.k_scale.stride[3] != 1 && d > 1) return Status::invalid("k_scale: the last dimension (hdim) must be contiguous");
   for (int i = 2; i < 4; ++i) {
     const Tensor& t = *parts[i];
     if (t.dtype != a.k_new.dtype) return Status::invalid(cat(names[i], ": dtype must be k_new's"));
@@ -361,7 +368,7 @@ Status check_rotary_and_q(const KvCacheAppendArgs& a) {
       if (a.q_rotated.shape[d] != a.q.shape[d]) return Status::invalid(cat("q_rotated: shape differs from q's in ", kDims[d]));
     if (a.q.shape[0] != a.k_new.shape[0] || a.q.shape[3] != a.k_new.shape[3])
       return Status::invalid("q: batch and hdim must be k_new's");
-    if (a.q.shape[1] > a.k_new.shape[1] && a.k_new.shape[1] > 0)
+    if (a.q.shape[1] > a.k_new.shape[1])
       return Status::invalid(cat("q: seqlen_q = ", a.q.shape[1], " is more than seqlen_new = ", a.k_new.shape[1],
                                  " (each query row is one of the appended positions)"));
     if (a.q_rotated.stride[3] != 1 && a.q.shape[3] > 1)
@@ -372,6 +379,8 @@ Status check_rotary_and_q(const KvCacheAppendArgs& a) {
     if (a.seqlens_out.dtype != HOPATTN_DTYPE_INT32) return Status::invalid("seqlens_out: dtype must be int32");
     if (a.seqlens_out.shape[0] != a.k_new.shape[0])
       return Status::invalid(cat("seqlens_out: has ", a.seqlens_out.shape[0], " entries, batch is ", a.k_new.shape[0]));
+    if (a.seqlens_out.stride[0] != 1 && a.seqlens_out.shape[0] > 1)
+      return Status::invalid("seqlens_out: must be contiguous");
   }
   return Status();
 }
@@ -393,7 +402,8 @@ Status check_memory(const KvCacheAppendArgs& a) {
     for (int j = 0; j < kTensors; ++j) {
       if (j == i) continue;
       const Tensor &x = *tensors(a, i), &y = *tensors(a, j);
-      if (i == 13 && j == 4 && x.data == y.data && x.stride[0] == y.stride[0]) continue;  // lengths in place
+      if (i == 13 && j == 4 && x.data == y.data && (x.stride[0] == y.stride[0] || x.shape[0] <= 1))
+        continue;  // the lengths updated in place
       if (overlaps(byte_range(x), byte_range(y))) return Status::invalid(cat(kNames[i], ": overlaps ", kNames[j], " in memory"));
     }
   }
@@ -473,12 +483,10 @@ Status kvcache_append(const KvCacheAppendArgs& a, Stream stream) {
   const bool in_place = p.seqlens_out != nullptr && static_cast<const void*>(p.seqlens_out) == p.seqlens;
   const int64_t q_elements = a.q.data != nullptr ? int64_t(p.batch) * p.seqlen_q * p.heads_q * p.hdim : 0;
   const int64_t row_elements = rows ? int64_t(p.batch) * p.n_new * p.heads_kv * p.hdim : 0;
-  const int lengths = p.seqlens_out != nullptr && !in_place ? p.batch : 0;
-  if (q_elements + row_elements + lengths > 0) {
-    append_rows_kernel<<<blocks_for(q_elements + row_elements + lengths), 256, 0, st>>>(p, q_elements, row_elements,
-                                                                                        lengths);
-    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-  }
+  const bool write_lengths = p.seqlens_out != nullptr && !in_place;
+  append_rows_kernel<<<blocks_for(q_elements + row_elements + p.batch), 256, 0, st>>>(p, q_elements, row_elements,
+                                                                                     write_lengths);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   if (in_place) {
     lengths_in_place_kernel<<<blocks_for(p.batch), 256, 0, st>>>(p);
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
