@@ -134,7 +134,8 @@ hopattn_status_t hopattn_kvcache_quantize_int8(const hopattn_kvcache_quantize_ar
  * Sizes are checked on the host; the lengths live in device memory, so the kernels check them: a
  * sequence with cache_seqlens[b] < 0 or cache_seqlens[b] + seqlen_new > max_seqlen_k gets nothing
  * appended, NaN in its q_rotated rows and its length unchanged in seqlens_out, and is recorded for
- * hopattn_kvcache_device_check. Every output must not overlap any other tensor of the call (but
+ * hopattn_kvcache_device_check (when the call has rows to append: with seqlen_new, heads_kv or
+ * hdim 0 it is not recorded). Every output must not overlap any other tensor of the call (but
  * seqlens_out may be exactly cache_seqlens). Asynchronous, allocates nothing, graph-capturable. */
 typedef struct hopattn_kvcache_append_args {
   uint32_t struct_size;  /* sizeof(hopattn_kvcache_append_args_t) */

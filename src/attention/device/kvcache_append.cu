@@ -6,8 +6,7 @@
 //                              channel) and V per (token, head), reading the tails' old rows
 //   2. append_rows_kernel      q rotated at its rows' positions into q_rotated (optional); a 16-bit
 //                              cache's new rows, or an int8 cache's rows of the block left partial
-//                              into the tails (after 1); per sequence, a bad length recorded and
-//                              seqlens_out written unless it is cache_seqlens
+//                              into the tails (after 1); seqlens_out unless it is cache_seqlens
 //   3. lengths_in_place_kernel seqlens_out when it is cache_seqlens (last: the others read them)
 // The quantization is kvcache_quantize.cu's, value for value (the same functions,
 // kvcache_int8_rounding.cuh; the GPU test compares the two bit for bit).
@@ -152,7 +151,11 @@ __device__ void store_row_element(const AppendParams& p, int64_t e) {
   const int i = int(e / (int64_t(p.hdim) * p.heads_kv) % p.n_new);
   const int b = int(e / (int64_t(p.hdim) * p.heads_kv * p.n_new));
   const int len = p.seqlens[b];
-  if (bad_length(p, len)) return;  // recorded by sequence_element
+  if (bad_length(p, len)) {
+    if (i == 0 && h == 0 && c == 0 && atomicCAS(p.error, 0, attention::kDecodeErrorAppend) == 0)
+      p.error[1] = b, p.error[2] = len;
+    return;
+  }
   const int t = len + i;
   if (p.int8 && t < int((int64_t(len) + p.n_new) / p.block) * p.block) return;  // in a completed block
   const float kv = rotated(p, p.k_new.data, b * p.k_new.b + int64_t(i) * p.k_new.s + h * p.k_new.h, c, t);
@@ -168,23 +171,16 @@ __device__ void store_length(const AppendParams& p, int b) {
   p.seqlens_out[b] = bad_length(p, len) ? len : len + p.n_new;
 }
 
-// Sequence b: its bad length recorded (whatever else the call has to do), its new length written
-// unless the lengths are updated in place (lengths_in_place_kernel, after the others).
-__device__ void sequence_element(const AppendParams& p, int b, bool write_length) {
-  const int len = p.seqlens[b];
-  if (bad_length(p, len) && atomicCAS(p.error, 0, attention::kDecodeErrorAppend) == 0) p.error[1] = b, p.error[2] = len;
-  if (write_length) store_length(p, b);
-}
-
 // Everything but the int8 blocks in one launch (one grid-stride loop over q's elements, the new
-// rows' elements and the sequences): a decode step's append is a few thousand elements, and each
-// launch costs ~2 us of GPU time in a graph (r151: four launches took 6.3-7.2 us).
-__global__ void append_rows_kernel(AppendParams p, int64_t q_elements, int64_t row_elements, bool write_lengths) {
-  const int64_t total = q_elements + row_elements + p.batch;
+// rows' elements and, unless they overwrite cache_seqlens, the lengths): a decode step's append
+// is a few thousand elements, and each launch costs ~2 us of GPU time in a graph (r151: four
+// launches took 6.3-7.2 us).
+__global__ void append_rows_kernel(AppendParams p, int64_t q_elements, int64_t row_elements, int lengths) {
+  const int64_t total = q_elements + row_elements + lengths;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
     if (e < q_elements) rotate_q_element(p, e);
     else if (e < q_elements + row_elements) store_row_element(p, e - q_elements);
-    else sequence_element(p, int(e - q_elements - row_elements), write_lengths);
+    else store_length(p, int(e - q_elements - row_elements));
   }
 }
 
@@ -483,10 +479,12 @@ Status kvcache_append(const KvCacheAppendArgs& a, Stream stream) {
   const bool in_place = p.seqlens_out != nullptr && static_cast<const void*>(p.seqlens_out) == p.seqlens;
   const int64_t q_elements = a.q.data != nullptr ? int64_t(p.batch) * p.seqlen_q * p.heads_q * p.hdim : 0;
   const int64_t row_elements = rows ? int64_t(p.batch) * p.n_new * p.heads_kv * p.hdim : 0;
-  const bool write_lengths = p.seqlens_out != nullptr && !in_place;
-  append_rows_kernel<<<blocks_for(q_elements + row_elements + p.batch), 256, 0, st>>>(p, q_elements, row_elements,
-                                                                                     write_lengths);
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  const int lengths = p.seqlens_out != nullptr && !in_place ? p.batch : 0;
+  if (q_elements + row_elements + lengths > 0) {
+    append_rows_kernel<<<blocks_for(q_elements + row_elements + lengths), 256, 0, st>>>(p, q_elements, row_elements,
+                                                                                        lengths);
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  }
   if (in_place) {
     lengths_in_place_kernel<<<blocks_for(p.batch), 256, 0, st>>>(p);
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
