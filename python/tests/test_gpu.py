@@ -46,6 +46,16 @@ def reference(q, k, v, causal, scale):
     return o, lse
 
 
+def require(module):
+    """A package the GPU tests need besides torch (transformers, cupy, jax): its absence on a
+    machine with an sm_90 GPU is a failure, not a skip (skips are for "no GPU here")."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise AssertionError(f"the GPU tests need {module}: pip install it ({e})") from e
+
+
 def max_err(a, b):
     return (a.double() - b.double()).abs().max().item()
 
@@ -417,10 +427,7 @@ class TestInterop(unittest.TestCase):
         return q, k, v, reference(q, k, v, True, 1 / 8)[0]
 
     def test_cupy(self):
-        try:
-            import cupy
-        except ImportError:
-            self.skipTest("cupy is not installed")
+        cupy = require("cupy")
         q, k, v, ref = self.inputs(torch.float16)
         qc, kc, vc = (cupy.asarray(x).copy() for x in (q, k, v))  # CuPy's own memory
         for wrap in (lambda a: a, _DLPackOnly):
@@ -432,13 +439,9 @@ class TestInterop(unittest.TestCase):
     def test_jax(self):
         import os
         os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-        try:
-            import jax
-            import jax.numpy as jnp
-        except ImportError:
-            self.skipTest("jax is not installed")
-        if not any(d.platform == "gpu" for d in jax.devices()):
-            self.skipTest("jax sees no GPU")
+        jax = require("jax")
+        jnp = require("jax.numpy")
+        self.assertTrue(any(d.platform == "gpu" for d in jax.devices()), "jax sees no GPU (install a CUDA jaxlib)")
         for dtype, jdtype in ((torch.float16, jnp.float16), (torch.bfloat16, jnp.bfloat16)):
             q, k, v, ref = self.inputs(dtype)
             qj, kj, vj = (jnp.asarray(x.float().cpu().numpy(), dtype=jdtype) for x in (q, k, v))
@@ -511,10 +514,7 @@ class TestTorchIntegration(unittest.TestCase):
         the near-ties of a random model's logits make even eager agree with sdpa on only ~97 %
         (r147: 0.973; at initializer_range 0.1, 0.893), so there the check is that hopattn agrees
         with sdpa at least as well as eager does, and with the float32 model as well as sdpa does."""
-        try:
-            import transformers  # noqa: F401
-        except ImportError:
-            self.skipTest("transformers is not installed")
+        require("transformers")
         import hopattn.integrations.transformers as hop
         hop.register()
         agree = lambda a, b: (a.argmax(-1) == b.argmax(-1)).float().mean().item()  # noqa: E731
