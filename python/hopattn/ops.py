@@ -21,6 +21,16 @@ def _need_torch(name: str, what: str):
     raise TypeError(f"{name}: not a torch tensor; pass {what} (hopattn allocates outputs with torch only)")
 
 
+def _torch_like(x, name: str, what: str):
+    """torch, to allocate outputs beside x: x must be a CUDA torch tensor (else the caller passes
+    `what` itself)."""
+    if not is_torch(x):
+        _need_torch(name, what)
+    if not x.is_cuda:
+        raise ValueError(f"{name}: is on {x.device}; a CUDA tensor is required")
+    return _torch()
+
+
 _TENSOR = "Qii4q4q"  # hopattn_tensor_t: data, dtype, rank, shape[4], stride[4] (80 bytes)
 _FWD = struct.Struct("<II" + _TENSOR * 5 + "fi")                      # hopattn_attention_fwd_args_t
 _KV = struct.Struct("<II" + _TENSOR * 8 + "ifiii4xQQ" + _TENSOR * 2)  # hopattn_kvcache_args_t
@@ -295,11 +305,7 @@ def quantize_kv_int8(k, v, block=128, out=None, stream=None):
     128), to int8 with float32 scales: returns (k_int8, v_int8, k_scale, v_scale), the layout
     flash_attn_with_kvcache takes. `out`: a tuple of the four outputs to write instead."""
     if out is None:
-        if not is_torch(k):
-            _need_torch("k", "out=(k_int8, v_int8, k_scale, v_scale)")
-        torch = _torch()
-        if not k.is_cuda:
-            raise ValueError(f"k: is on {k.device}; a CUDA tensor is required")
+        torch = _torch_like(k, "k", "out=(k_int8, v_int8, k_scale, v_scale)")
         b, n, h, d = k.shape
         if block <= 0 or n % block:
             raise ValueError(f"k: seqlen {n} is not a multiple of block = {block}")
@@ -330,11 +336,7 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, out=None, out_dtype=None, variant="a
     if variant not in _lib.GEMM_VARIANTS:
         raise ValueError(f"variant: '{variant}' is not one of {', '.join(_lib.GEMM_VARIANTS)}")
     if out is None:
-        if not is_torch(a):
-            _need_torch("a", "out=")
-        torch = _torch()
-        if not a.is_cuda:
-            raise ValueError(f"a: is on {a.device}; a CUDA tensor is required")
+        torch = _torch_like(a, "a", "out=")
         dt = out_dtype or (torch.bfloat16 if a.dtype == getattr(torch, "float8_e4m3fn", None) else a.dtype)
         out = c if (c is not None and beta != 0.0 and c.dtype == dt) else torch.empty((a.shape[0], b.shape[1]),
                                                                                       dtype=dt, device=a.device)

@@ -80,4 +80,15 @@ hopattn_status_t guarded_c_call(F&& f) {
   }
 }
 
+// A C entry point over an extensible argument struct: reads the caller's struct
+// (read_versioned_args) into the C++ type, then runs f(args) -> Status, guarded.
+template <class C, typename F>
+hopattn_status_t versioned_c_call(const C* args, F&& f) {
+  return guarded_c_call([&] {
+    VersionedArgs<C> a;
+    if (Status s = read_versioned_args(args, static_cast<C*>(&a), "args"); !s.ok()) return s;
+    return f(static_cast<const VersionedArgs<C>&>(a));
+  });
+}
+
 }  // namespace hopattn

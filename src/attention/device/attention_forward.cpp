@@ -127,11 +127,7 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream, const 
 // ---- C ABI ---------------------------------------------------------------------------------------
 extern "C" hopattn_status_t hopattn_attention_forward_check(const hopattn_attention_fwd_args_t* args,
                                                             void* stream) {
-  return hopattn::guarded_c_call([&] {
-    hopattn::AttentionForwardArgs a;
-    if (hopattn::Status s = hopattn::read_versioned_args(args, static_cast<hopattn_attention_fwd_args_t*>(&a), "args");
-        !s.ok())
-      return s;
+  return hopattn::versioned_c_call(args, [&](const hopattn::AttentionForwardArgs& a) {
     // The argument rules first: they need no device (a machine without a GPU still gets them).
     if (hopattn::Status s = hopattn::check_attention_forward(a, hopattn::host_only_context()); !s.ok()) return s;
     hopattn::DeviceContext ctx;
@@ -143,11 +139,7 @@ extern "C" hopattn_status_t hopattn_attention_forward_check(const hopattn_attent
 
 extern "C" hopattn_status_t hopattn_attention_forward(const hopattn_attention_fwd_args_t* args,
                                                       void* stream) {
-  return hopattn::guarded_c_call([&] {
-    hopattn::AttentionForwardArgs a;
-    if (hopattn::Status s = hopattn::read_versioned_args(args, static_cast<hopattn_attention_fwd_args_t*>(&a), "args");
-        !s.ok())
-      return s;
+  return hopattn::versioned_c_call(args, [&](const hopattn::AttentionForwardArgs& a) {
     return hopattn::attention_forward(a, static_cast<hopattn::Stream>(stream));
   });
 }

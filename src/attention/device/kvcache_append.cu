@@ -495,11 +495,7 @@ Status kvcache_append(const KvCacheAppendArgs& a, Stream stream) {
 }  // namespace hopattn
 
 extern "C" hopattn_status_t hopattn_kvcache_append_check(const hopattn_kvcache_append_args_t* args, void* stream) {
-  return hopattn::guarded_c_call([&] {
-    hopattn::KvCacheAppendArgs a;
-    if (hopattn::Status s = hopattn::read_versioned_args(args, static_cast<hopattn_kvcache_append_args_t*>(&a), "args");
-        !s.ok())
-      return s;
+  return hopattn::versioned_c_call(args, [&](const hopattn::KvCacheAppendArgs& a) {
     if (hopattn::Status s = hopattn::check_kvcache_append(a, hopattn::host_only_context()); !s.ok()) return s;
     hopattn::DeviceContext ctx;
     if (hopattn::Status s = hopattn::query_context(a, static_cast<hopattn::Stream>(stream), &ctx); !s.ok()) return s;
@@ -508,11 +504,7 @@ extern "C" hopattn_status_t hopattn_kvcache_append_check(const hopattn_kvcache_a
 }
 
 extern "C" hopattn_status_t hopattn_kvcache_append(const hopattn_kvcache_append_args_t* args, void* stream) {
-  return hopattn::guarded_c_call([&] {
-    hopattn::KvCacheAppendArgs a;
-    if (hopattn::Status s = hopattn::read_versioned_args(args, static_cast<hopattn_kvcache_append_args_t*>(&a), "args");
-        !s.ok())
-      return s;
+  return hopattn::versioned_c_call(args, [&](const hopattn::KvCacheAppendArgs& a) {
     return hopattn::kvcache_append(a, static_cast<hopattn::Stream>(stream));
   });
 }

@@ -426,11 +426,8 @@ Status kvcache_device_check(Stream stream) {
 }  // namespace hopattn
 
 extern "C" hopattn_status_t hopattn_kvcache_workspace_size(const hopattn_kvcache_args_t* args, size_t* bytes) {
-  return hopattn::guarded_c_call([&] {
-    if (bytes == nullptr) return hopattn::Status::invalid("bytes: null pointer");
-    hopattn::KvCacheArgs a;
-    if (hopattn::Status s = hopattn::read_versioned_args(args, static_cast<hopattn_kvcache_args_t*>(&a), "args"); !s.ok())
-      return s;
+  if (bytes == nullptr) return hopattn::to_c_status(hopattn::Status::invalid("bytes: null pointer"));
+  return hopattn::versioned_c_call(args, [&](const hopattn::KvCacheArgs& a) {
     // The plan reads the shapes: they must pass the argument rules first.
     if (hopattn::Status s = hopattn::check_kvcache_host_rules(a); !s.ok()) return s;
     int device = 0, sms = 0;
@@ -446,10 +443,7 @@ extern "C" hopattn_status_t hopattn_kvcache_device_check(void* stream) {
 }
 
 extern "C" hopattn_status_t hopattn_kvcache_attention(const hopattn_kvcache_args_t* args, void* stream) {
-  return hopattn::guarded_c_call([&] {
-    hopattn::KvCacheArgs a;
-    if (hopattn::Status s = hopattn::read_versioned_args(args, static_cast<hopattn_kvcache_args_t*>(&a), "args"); !s.ok())
-      return s;
+  return hopattn::versioned_c_call(args, [&](const hopattn::KvCacheArgs& a) {
     return hopattn::kvcache_attention(a, static_cast<hopattn::Stream>(stream));
   });
 }

@@ -162,12 +162,7 @@ Status kvcache_quantize_int8(const KvCacheQuantizeArgs& a, Stream stream) {
 }  // namespace hopattn
 
 extern "C" hopattn_status_t hopattn_kvcache_quantize_int8(const hopattn_kvcache_quantize_args_t* args, void* stream) {
-  return hopattn::guarded_c_call([&] {
-    hopattn::KvCacheQuantizeArgs a;
-    if (hopattn::Status s =
-            hopattn::read_versioned_args(args, static_cast<hopattn_kvcache_quantize_args_t*>(&a), "args");
-        !s.ok())
-      return s;
+  return hopattn::versioned_c_call(args, [&](const hopattn::KvCacheQuantizeArgs& a) {
     return hopattn::kvcache_quantize_int8(a, static_cast<hopattn::Stream>(stream));
   });
 }
