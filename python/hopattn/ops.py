@@ -144,8 +144,7 @@ def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num
             raise ValueError("k_scale, v_scale: give both (an int8 cache) or neither")
         ks = _tv(k_scale, "k_scale", keep)
         vs = _tv(v_scale, "v_scale", keep)
-        blocks = ks[4] if ks[2] == 4 else 0  # k_scale (batch, blocks, heads_kv, hdim)
-        quant_block = kv[4] // blocks if blocks > 0 else 0
+        quant_block = _quant_block(kv, ks)
     else:
         ks = vs = _NONE
     buf = ctypes.create_string_buffer(_KV.size)
@@ -159,17 +158,24 @@ def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num
     return buf
 
 
+def _quant_block(cache_values, k_scale_values):
+    """Tokens per K scale block, from the descriptors' values (_tv) of an int8 cache (batch,
+    max_seqlen_k, heads_kv, hdim) and its k_scale (batch, blocks, heads_kv, hdim); 0 for a k_scale
+    of another rank or no blocks (the library then names the argument)."""
+    blocks = k_scale_values[4] if k_scale_values[2] == 4 else 0
+    return cache_values[4] // blocks if blocks > 0 else 0
+
+
 def _workspace_size(buf, key):
-    size = _workspace_bytes.get(key) if key is not None else None
-    if size is None:
-        n = ctypes.c_size_t(0)
-        _lib.raise_for(_lib.lib.hopattn_kvcache_workspace_size(buf, ctypes.byref(n)))
-        size = int(n.value)
-        if key is not None:
-            if len(_workspace_bytes) > 1024:
-                _workspace_bytes.clear()
-            _workspace_bytes[key] = size
-    return size
+    """The plan's workspace bytes for the packed arguments; remembered under `key` (a call
+    signature) when one is given."""
+    n = ctypes.c_size_t(0)
+    _lib.raise_for(_lib.lib.hopattn_kvcache_workspace_size(buf, ctypes.byref(n)))
+    if key is not None:
+        if len(_workspace_bytes) > 1024:
+            _workspace_bytes.clear()
+        _workspace_bytes[key] = int(n.value)
+    return int(n.value)
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, softmax_scale=None, num_splits=0,
@@ -261,9 +267,7 @@ def kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale=None, 
     keep = []
     quant_block = 0
     if k_scale is not None:
-        ks = _tv(k_scale, "k_scale", keep)
-        kc = _tv(k_cache, "k_cache", keep)
-        quant_block = kc[4] // ks[4] if ks[2] == 4 and ks[4] > 0 else 0
+        quant_block = _quant_block(_tv(k_cache, "k_cache", keep), _tv(k_scale, "k_scale", keep))
     buf = ctypes.create_string_buffer(_APPEND.size)
     opt = lambda x, name: _tv(x, name, keep) if x is not None else _NONE  # noqa: E731
     _APPEND.pack_into(buf, 0, _APPEND.size, 0, *_tv(k_new, "k_new", keep), *_tv(v_new, "v_new", keep),
