@@ -91,24 +91,49 @@ namespace {
 
 struct AttnBuffers {
   DeviceBuffer q, k, v, o;
+  DeviceBuffer sinks;  // --sinks: (heads_q) float32 for the largest head count, else empty
 };
 
 // One cell of the attention grid: the FlashAttention-3 grid's (batch = tokens / seqlen, heads =
 // hidden / hdim, seqlen_q = seqlen_k, MHA) or one of --shapes (GQA prefill, short chunks).
 struct AttnCell {
   int hdim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_kv;
+  bool window = false;
+  int window_left = -1, window_right = -1;
   int64_t q_elems() const { return int64_t(batch) * seqlen_q * heads_q * hdim; }
   int64_t kv_elems() const { return int64_t(batch) * seqlen_k * heads_kv * hdim; }
 };
 
-AttentionForwardArgs attention_args(const AttnBuffers& buf, hopattn_dtype_t dtype, const AttnCell& c) {
+AttentionForwardArgs attention_args(const AttnBuffers& buf, hopattn_dtype_t dtype, const AttnCell& c, float softcap) {
   AttentionForwardArgs args{};
   args.q = tensor_bshd(buf.q.get(), dtype, c.batch, c.seqlen_q, c.heads_q, c.hdim);
   args.k = tensor_bshd(buf.k.get(), dtype, c.batch, c.seqlen_k, c.heads_kv, c.hdim);
   args.v = tensor_bshd(buf.v.get(), dtype, c.batch, c.seqlen_k, c.heads_kv, c.hdim);
   args.o = tensor_bshd(buf.o.get(), dtype, c.batch, c.seqlen_q, c.heads_q, c.hdim);
   args.causal = c.causal;
+  if (c.window) {
+    args.window = 1;
+    args.window_left = c.window_left;
+    args.window_right = c.causal != 0 && c.window_right > 0 ? 0 : c.window_right;
+  }
+  args.softcap = softcap;
+  if (buf.sinks.get() != nullptr) {
+    args.sinks.data = buf.sinks.get();
+    args.sinks.dtype = HOPATTN_DTYPE_FP32;
+    args.sinks.rank = 1;
+    args.sinks.shape[0] = c.heads_q;
+    args.sinks.stride[0] = 1;
+  }
   return args;
+}
+
+// What a cell computes beyond plain attention, for the rows' notes ("" when nothing).
+std::string cell_options(const AttentionForwardArgs& a) {
+  std::ostringstream os;
+  if (a.window != 0) os << "window " << a.window_left << ":" << a.window_right;
+  if (a.softcap > 0) os << (os.tellp() > 0 ? "; " : "") << "softcap " << a.softcap;
+  if (a.sinks.data != nullptr) os << (os.tellp() > 0 ? "; " : "") << "sinks";
+  return os.str();
 }
 
 using ForwardFn = std::function<Status(const AttentionForwardArgs&, Stream)>;
@@ -154,7 +179,8 @@ void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
 std::string bench_usage() {
   return "usage: hopattn bench [--op attn|decode|gemm] [--csv FILE] [--plot FILE.svg] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
          "                     [--causal 0,1] [--dtype bf16|fp16] [--tokens 16384] [--hidden 2048]\n"
-         "                     [--no-ceilings] [--quick] [--kernels default,NAME,...] [--shapes B:SQ:SK:HQ:HKV,...]\n"
+         "                     [--no-ceilings] [--quick] [--kernels default,NAME,...] [--shapes B:SQ:SK:HQ:HKV[:WL:WR],...]\n"
+         "                     [--softcap X] [--sinks]\n"
          "                     [--rounds 1] [--warmup-ms 200] [--cudnn-lib PATH/libcudnn.so.9]\n"
          "Default grid: FlashAttention-3 paper's (16k tokens, hidden 2048, bf16, head dims 64/128/256,\n"
          "seqlen 512..16k, causal and not), with cuDNN and the ceilings measured in the same run.\n"
@@ -162,7 +188,10 @@ std::string bench_usage() {
          "--kernels: hopattn kernels to time by name (`hopattn info` lists them; default: the kernel the\n"
          "library picks for each call); rows of a named kernel have impl hopattn:<name>.\n"
          "--shapes B:SQ:SK:HQ:HKV,...: cells of these shapes (per --hdim and --causal) instead of the\n"
-         "FA3 grid: GQA prefill (e.g. 2:4096:4096:32:8), short chunks against a cache (1:77:4096:32:8).\n"
+         "FA3 grid: GQA prefill (e.g. 2:4096:4096:32:8), short chunks against a cache (1:77:4096:32:8);\n"
+         "B:SQ:SK:HQ:HKV:WL:WR adds a sliding window (WL, WR: keys before and after; -1 unbounded).\n"
+         "--softcap X: every cell with the logit softcap X. --sinks: every cell with random per-head\n"
+         "attention sinks. The cuDNN row is not timed for such cells; TFLOP/s count the visible pairs.\n"
          "--bf16-values: with --dtype fp16, inputs rounded to bf16's significand first.\n"
          "--override KEY=VALUE,...: forward experiments for every hopattn row (stale_max_log2, narrow_pv,\n"
          "skip_unseen, causal_group, persistent_group: attention/experimental.hpp).\n"
@@ -230,10 +259,13 @@ std::vector<AttnShape> parse_shape_list(const std::string& s) {
     std::vector<int> v;
     std::stringstream fs(item);
     std::string f;
-    while (std::getline(fs, f, ':')) v.push_back(int(cli::parse_int("--shapes", f, 1, kIntMax)));
-    if (v.size() != 5 || v[0] < 1 || v[1] < 1 || v[2] < 1 || v[3] < 1 || v[4] < 1 || v[3] % v[4] != 0)
-      throw std::invalid_argument("--shapes: '" + item + "' is not B:SQ:SK:HQ:HKV (positive, HQ a multiple of HKV)");
-    out.push_back({v[0], v[1], v[2], v[3], v[4]});
+    while (std::getline(fs, f, ':')) v.push_back(int(cli::parse_int("--shapes", f, v.size() < 5 ? 1 : -1, kIntMax)));
+    if ((v.size() != 5 && v.size() != 7) || v[3] % v[4] != 0)
+      throw std::invalid_argument("--shapes: '" + item +
+                                  "' is not B:SQ:SK:HQ:HKV[:WL:WR] (positive, HQ a multiple of HKV; window sides >= -1)");
+    AttnShape shape{v[0], v[1], v[2], v[3], v[4]};
+    if (v.size() == 7) shape.window = true, shape.window_left = v[5], shape.window_right = v[6];
+    out.push_back(shape);
   }
   if (out.empty()) throw std::invalid_argument("--shapes: empty list");
   return out;
@@ -299,6 +331,8 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
         }
       }
       else if (a == "--shapes") o->shapes = parse_shape_list(value());
+      else if (a == "--softcap") o->softcap = float(cli::parse_real(a, value(), 0.0, 1e6));
+      else if (a == "--sinks") o->sinks = true;
       else if (a == "--warmup-ms") {
         o->warmup_ms = cli::parse_real(a, value(), 0, 60000);
       } else if (a == "--rounds") {
@@ -330,7 +364,8 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
     }
     auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
     if (o->op == "decode") {
-      for (const char* f : {"--plot", "--seqlen", "--causal", "--tokens", "--hidden", "--dtype", "--shapes", "--override"})
+      for (const char* f : {"--plot", "--seqlen", "--causal", "--tokens", "--hidden", "--dtype", "--shapes", "--override",
+                            "--softcap", "--sinks"})
         if (was_given(f))
           throw std::invalid_argument(std::string(f) + " applies to --op attn, not decode" +
                                       (std::string(f) == "--dtype" ? " (--kv-dtype sets the cache dtype)" : ""));
@@ -397,7 +432,8 @@ int run_bench(const BenchOptions& opt) {
           cells.push_back({hdim, causal, batch, seqlen, seqlen, heads, heads});
         }
       for (const AttnShape& s : opt.shapes)
-        cells.push_back({hdim, causal, s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv});
+        cells.push_back({hdim, causal, s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv, s.window,
+                         s.window_left, s.window_right});
     }
   const int total = int(cells.size()) + (opt.ceilings ? 2 : 0);
   int done = 0;
@@ -417,6 +453,12 @@ int run_bench(const BenchOptions& opt) {
   reference::fill_normal(buf.q.get(), opt.dtype, elems, 1, 1.0f, stream);
   reference::fill_normal(buf.k.get(), opt.dtype, elems, 2, 1.0f, stream);
   reference::fill_normal(buf.v.get(), opt.dtype, elems, 3, 1.0f, stream);
+  if (opt.sinks) {  // per-head logits of the scores' scale (gpt-oss's are learned, O(1))
+    int heads = 1;
+    for (const AttnCell& c : cells) heads = std::max(heads, c.heads_q);
+    buf.sinks = DeviceBuffer(size_t(heads) * 4);
+    reference::fill_normal(buf.sinks.get(), HOPATTN_DTYPE_FP32, heads, 4, 1.0f, stream);
+  }
   // --bf16-values with --dtype fp16: the same normal values rounded to bf16's 8-bit significand
   // first (exact in fp16), to tell whether fp16's speed gap to bf16 follows the data (more
   // toggling significand bits, more power at a power-capped clock) or the dtype.
@@ -438,7 +480,12 @@ int run_bench(const BenchOptions& opt) {
     impls.emplace_back(k == "default" ? "hopattn" : "hopattn:" + k, k == "default" ? "" : k);
   if (cudnn) impls.emplace_back("cudnn", "cudnn");
   auto forward_fn = [&](const std::string& kernel) -> ForwardFn {
-    if (kernel == "cudnn") return [&](const AttentionForwardArgs& a, Stream s) { return cudnn->forward(a, s); };
+    if (kernel == "cudnn")
+      return [&](const AttentionForwardArgs& a, Stream s) {
+        if (a.window != 0 || a.softcap > 0 || a.sinks.data != nullptr)  // the plugin would compute plain attention
+          return Status::unsupported("the cuDNN baseline does not take a window, softcap or sinks here");
+        return cudnn->forward(a, s);
+      };
     experimental::Overrides o;
     o.fwd_kernel = kernel;
     for (const auto& [key, v] : opt.overrides) {
@@ -459,10 +506,14 @@ int run_bench(const BenchOptions& opt) {
         what << "attn_fwd " << hopattn_dtype_name(opt.dtype) << " hdim=" << hdim << " causal=" << causal
              << " seqlen_q=" << cell.seqlen_q << " seqlen_k=" << cell.seqlen_k << " batch=" << cell.batch
              << " heads=" << cell.heads_q << ":" << cell.heads_kv;
-        progress(++done, total, what.str());
         reference::AttnProblem prob{cell.batch, cell.seqlen_q, cell.seqlen_k, cell.heads_q, cell.heads_kv,
                                     hdim,       causal != 0,   0.0f};
-        const AttentionForwardArgs args = attention_args(buf, opt.dtype, cell);
+        const AttentionForwardArgs args = attention_args(buf, opt.dtype, cell, opt.softcap);
+        prob.window = args.window != 0;  // FLOPs: the pairs the window leaves visible
+        prob.window_left = args.window_left, prob.window_right = args.window_right;
+        const std::string options = cell_options(args);
+        if (!options.empty()) what << " " << options;
+        progress(++done, total, what.str());
         std::string picked;  // the kernel the library picks for this cell (the "hopattn" row's)
         if (!experimental::forward_kernel_name(args, experimental::Overrides{}, &picked).ok()) picked = "?";
         double cudnn_ms = 0;
@@ -519,6 +570,7 @@ int run_bench(const BenchOptions& opt) {
             r->note = note;
           }
           if (impls[k].second.empty()) r->note = "kernel " + picked + (r->note.empty() ? "" : "; ") + r->note;
+          if (!options.empty()) r->note = options + (r->note.empty() ? "" : "; ") + r->note;
           const std::string state = describe_gpu_states(round_state[k].data(), int(round_state[k].size()));
           if (!state.empty()) r->note += (r->note.empty() ? "" : "; ") + state;
           r->tflops = prob.flops() / (r->ms * 1e-3) / 1e12;

@@ -21,6 +21,8 @@ namespace hopattn::bench {
 // --shapes: one attention cell beyond the FA3 grid (GQA prefill, a short chunk against a cache).
 struct AttnShape {
   int batch, seqlen_q, seqlen_k, heads_q, heads_kv;
+  bool window = false;  // B:SQ:SK:HQ:HKV:WL:WR: a sliding window (WL, WR; -1 unbounded)
+  int window_left = -1, window_right = -1;
 };
 
 struct BenchOptions {
@@ -36,6 +38,8 @@ struct BenchOptions {
   bool ceilings = true;
   bool bf16_values = false;  // --bf16-values: fp16 inputs holding bf16-rounded values (a power A/B)
   std::vector<AttnShape> shapes;     // --shapes: replaces the (tokens, hidden, seqlen) grid
+  float softcap = 0.0f;              // --softcap: every attention cell's (0: none)
+  bool sinks = false;                // --sinks: every attention cell with random per-head sinks
   // --kernels: hopattn kernels to time, by registry name (`hopattn info`); "default": the
   // defaults table's choice per call. Forward names with --op attn, decode names with --op decode.
   std::vector<std::string> kernels = {"default"};

@@ -25,7 +25,7 @@ extern "C" {
  * `schedule` and `variant` fields). hopattn_version() and hopattn_abi_version() say what the
  * loaded library is; compare them with these macros to catch a header/library mismatch. */
 #define HOPATTN_VERSION_MAJOR 0
-#define HOPATTN_VERSION_MINOR 2
+#define HOPATTN_VERSION_MINOR 3
 #define HOPATTN_VERSION_PATCH 0
 #define HOPATTN_ABI_VERSION 2
 
@@ -35,7 +35,8 @@ extern "C" {
  * types of hopattn.hpp, whose constructors set it. Later versions only append fields, and a
  * field's zero value keeps the behaviour of the version before it, so a zero-initialised struct
  * means the same thing to every later library. The library reads the first struct_size bytes:
- * a struct_size smaller than this ABI's struct is refused (HOPATTN_INVALID_ARGUMENT), and a
+ * a smaller struct_size (a caller built against an older header) reads the fields past it as
+ * zero, one smaller than the struct's first ABI-2 release is refused (HOPATTN_INVALID_ARGUMENT), and a
  * larger one (a caller built against a newer header) is accepted when every byte past the
  * fields this library knows is zero, and refused with HOPATTN_NOT_SUPPORTED otherwise. The
  * library picks the kernel for each call from what the arguments say (head dim, dtype, mask,
@@ -85,7 +86,22 @@ typedef struct hopattn_tensor {
  * causal: bottom-right aligned, as in FlashAttention-2/3: query i sees key j iff
  *   j <= i + seqlen_k - seqlen_q. A query row that sees no key gets O = 0 and LSE = -inf.
  * softmax_scale: 0 selects the default 1/sqrt(hdim); otherwise positive and finite.
- * seqlen_q == 0 or batch == 0 is a no-op; seqlen_k == 0 writes O = 0 and LSE = -inf. */
+ * seqlen_q == 0 or batch == 0 is a no-op; seqlen_k == 0 writes O = 0 and LSE = -inf.
+ *
+ * Since 0.3 (each zero value keeps 0.2's behaviour):
+ * window != 0: a sliding window (FlashAttention's window_size = (window_left, window_right)):
+ *   query i, at key position p = i + seqlen_k - seqlen_q (bottom-right aligned, as causal), sees
+ *   key j iff p - window_left <= j <= p + window_right; -1 leaves that side unbounded. With
+ *   causal, window_right must be 0 or -1 (both read as 0). With window == 0 both sides must be 0
+ *   (a side set without the switch is refused, not ignored). KV tiles wholly outside a query
+ *   tile's window are skipped, so the time grows with the window, not with seqlen_k.
+ * softcap > 0: each score s = softmax_scale · q·k becomes softcap · tanh(s / softcap) before the
+ *   mask and the softmax (Gemma 2's logit softcap); 0: off. LSE is over the capped scores.
+ * sinks (heads_q) float32, optional (data == NULL: none): a logit per q-head that joins every
+ *   row's softmax denominator without a value (gpt-oss's attention sinks):
+ *   O = Σ_j exp(s_j) v_j / (exp(sink_h) + Σ_j exp(s_j)), LSE = log(exp(sink_h) + Σ_j exp(s_j)).
+ *   Each sink must be finite or -inf (-inf: the same as no sink; +inf or NaN gives NaN rows).
+ *   A row that sees no key gets O = 0 and LSE = sink_h. */
 typedef struct hopattn_attention_fwd_args {
   uint32_t struct_size; /* sizeof(hopattn_attention_fwd_args_t) (see "Extensible argument structs") */
   uint32_t reserved;    /* must be 0 */
@@ -96,6 +112,12 @@ typedef struct hopattn_attention_fwd_args {
   hopattn_tensor_t lse;
   float softmax_scale;
   int32_t causal;
+  /* Since 0.3: */
+  int32_t window;       /* nonzero: window_left and window_right apply */
+  int32_t window_left;  /* -1: unbounded */
+  int32_t window_right; /* -1: unbounded */
+  float softcap;        /* 0: off */
+  hopattn_tensor_t sinks;
 } hopattn_attention_fwd_args_t;
 
 #define HOPATTN_ATTENTION_FWD_ARGS_INIT {(uint32_t)sizeof(hopattn_attention_fwd_args_t)}

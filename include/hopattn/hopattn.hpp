@@ -63,7 +63,7 @@ const char* status_code_name(StatusCode code);
 // Where the arguments live, as the CUDA runtime reports it. attention_forward queries it;
 // tests pass their own to exercise the checks without a GPU.
 // tensor_device[i] is the device of the operation's i-th tensor argument, in the order the
-// operation documents (attention forward: q, k, v, o, lse).
+// operation documents (attention forward: q, k, v, o, lse, sinks).
 constexpr int kDeviceContextTensors = 16;
 constexpr int kUnknownDevice = -1;  // not queried (or a null pointer)
 constexpr int kHostMemory = -2;     // ordinary or pinned host memory: not usable by the kernels

@@ -14,8 +14,6 @@ transformers.register() adds attn_implementation="hopattn" to Hugging Face trans
 """
 from __future__ import annotations
 
-import sys as _sys
-
 from . import _lib
 from ._lib import HopattnError, NotSupportedError, abi_version
 from . import ops as _ops
@@ -24,35 +22,45 @@ from .ops import kvcache_append, kvcache_device_check, kvcache_workspace_size, g
 __version__ = _lib.__version__
 
 try:  # torch is optional: the plain functions work without it
-    import torch as _torch_module  # noqa: F401
+    # The ops are reached through this module-level name while Dynamo traces (not through
+    # sys.modules: Dynamo wraps the whole dict, and an import during that wrapping broke a trace
+    # with "dictionary changed size during iteration").
+    import torch as _torch_module
     from . import torch_ops as _torch_ops
 except ImportError:  # pragma: no cover - exercised by the no-torch test
-    _torch_ops = None
+    _torch_module = _torch_ops = None
 
 
 def _compiling() -> bool:
     return _torch_ops is not None and _torch_ops.compiling()
 
 
-def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, out=None, lse=None, stream=None):
-    """O = softmax(scale · Q·Kᵀ + mask) · V; see hopattn.ops.flash_attn_func."""
+def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, out=None, lse=None, stream=None, *,
+                    window_size=_ops._NO_WINDOW, softcap=0.0, sinks=None):
+    """O = softmax(scale · Q·Kᵀ + mask) · V, with FlashAttention-3's window_size and softcap and
+    gpt-oss's sinks (keyword-only); see hopattn.ops.flash_attn_func."""
     if _compiling():
-        ops = _sys.modules["torch"].ops.hopattn
-        if return_lse:
-            return ops.flash_attn_lse(q, k, v, softmax_scale, bool(causal))
-        return ops.flash_attn(q, k, v, softmax_scale, bool(causal))
-    return _ops.flash_attn_func(q, k, v, softmax_scale=softmax_scale, causal=causal, return_lse=return_lse, out=out,
-                                lse=lse, stream=stream)
+        ops = _torch_module.ops.hopattn
+        left, right = (-1, -1) if window_size is _ops._NO_WINDOW else _ops._window(window_size)
+        op = ops.flash_attn_lse if return_lse else ops.flash_attn
+        return op(q, k, v, softmax_scale, bool(causal), left, right, _ops._softcap(softcap), sinks)
+    return _ops.flash_attn_func(q, k, v, softmax_scale, causal, return_lse, out, lse, stream, window_size=window_size,
+                                softcap=softcap, sinks=sinks)
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, softmax_scale=None, num_splits=0,
                             pack_gqa=None, k_scale=None, v_scale=None, k_tail=None, v_tail=None, return_lse=False,
                             out=None, lse=None, workspace=None, stream=None, k=None, v=None, rotary_cos=None,
-                            rotary_sin=None, rotary_interleaved=True):
+                            rotary_sin=None, rotary_interleaved=True, *, window_size=_ops._NO_WINDOW, softcap=0.0,
+                            sinks=None):
     """Attention over a KV cache (bf16/fp16 or int8), optionally appending k, v first (with rotary);
-    see hopattn.ops.flash_attn_with_kvcache."""
+    see hopattn.ops.flash_attn_with_kvcache. window_size, softcap and sinks are taken for
+    FlashAttention-3's calls but not implemented here yet: other than the defaults they raise
+    NotSupportedError."""
     if _compiling():
-        ops = _sys.modules["torch"].ops.hopattn
+        if window_size is not _ops._NO_WINDOW or softcap or sinks is not None:
+            _ops._kvcache_options_unsupported(window_size, softcap, sinks)
+        ops = _torch_module.ops.hopattn
         if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
             if k is None or v is None:  # as in eager (hopattn.ops._append_for_attention)
                 raise ValueError("k, v: give both to append (rotary_cos / rotary_sin apply only with them)")
@@ -67,13 +75,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
                                         num_splits=num_splits, pack_gqa=pack_gqa, k_scale=k_scale, v_scale=v_scale,
                                         k_tail=k_tail, v_tail=v_tail, return_lse=return_lse, out=out, lse=lse,
                                         workspace=workspace, stream=stream, k=k, v=v, rotary_cos=rotary_cos,
-                                        rotary_sin=rotary_sin, rotary_interleaved=rotary_interleaved)
+                                        rotary_sin=rotary_sin, rotary_interleaved=rotary_interleaved,
+                                        window_size=window_size, softcap=softcap, sinks=sinks)
 
 
 def quantize_kv_int8(k, v, block=128, out=None, stream=None):
     """int8 cache and float32 scales from a bf16/fp16 cache; see hopattn.ops.quantize_kv_int8."""
     if _compiling():
-        return tuple(_sys.modules["torch"].ops.hopattn.quantize_kv_int8(k, v, int(block)))
+        return tuple(_torch_module.ops.hopattn.quantize_kv_int8(k, v, int(block)))
     return _ops.quantize_kv_int8(k, v, block=block, out=out, stream=stream)
 
 

@@ -58,6 +58,13 @@ class AttentionFwdArgs(ctypes.Structure):
         ("lse", Tensor),
         ("softmax_scale", ctypes.c_float),
         ("causal", ctypes.c_int32),
+        # Since 0.3 (zero: 0.2's behaviour). window != 0: window_left / window_right apply (-1:
+        # unbounded); softcap 0: off; sinks (heads_q,) float32, data NULL: none.
+        ("window", ctypes.c_int32),
+        ("window_left", ctypes.c_int32),
+        ("window_right", ctypes.c_int32),
+        ("softcap", ctypes.c_float),
+        ("sinks", Tensor),
     ]
 
 
@@ -161,9 +168,9 @@ def _load():
     sigs = {
         "hopattn_version": (ctypes.c_char_p, []),
         "hopattn_abi_version": (ctypes.c_int32, []),
-        # The argument structs are passed as byte buffers packed in one call (ops.py: _FWD, _KV
-        # below mirror AttentionFwdArgs / KvCacheArgs byte for byte), not as ctypes Structures
-        # filled field by field: the host time per call is most of a small call's cost.
+        # The argument structs are passed as byte buffers packed in one call (ops.py: _FWD with
+        # _FWD_OPTIONS, and _KV below mirror AttentionFwdArgs / KvCacheArgs byte for byte), not as
+        # ctypes Structures filled field by field: the host time per call is most of a small call's cost.
         "hopattn_attention_forward": (Status, [ctypes.c_void_p, ctypes.c_void_p]),
         "hopattn_attention_forward_check": (Status, [ctypes.c_void_p, ctypes.c_void_p]),
         "hopattn_kvcache_attention": (Status, [ctypes.c_void_p, ctypes.c_void_p]),

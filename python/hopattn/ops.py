@@ -10,6 +10,7 @@ or TypeError with the library's message naming the argument; CUDA errors raise H
 from __future__ import annotations
 
 import ctypes
+import operator
 import struct
 from typing import NamedTuple
 
@@ -32,10 +33,18 @@ def _torch_like(x, name: str, what: str):
 
 
 _TENSOR = "Qii4q4q"  # hopattn_tensor_t: data, dtype, rank, shape[4], stride[4] (80 bytes)
-_FWD = struct.Struct("<II" + _TENSOR * 5 + "fi")                      # hopattn_attention_fwd_args_t
+# hopattn_attention_fwd_args_t (_FWD_SIZE = 512 bytes, no padding): 0.2's fields up to `causal` (_FWD,
+# 416 bytes), then 0.3's window, window_left, window_right, softcap, sinks (_FWD_OPTIONS). A call
+# without options packs _FWD alone into a zeroed 512-byte buffer: the zero tail is 0.2's behaviour,
+# and the no-option call packs no more than before 0.3.
+_FWD = struct.Struct("<II" + _TENSOR * 5 + "fi")
+_FWD_OPTIONS = struct.Struct("<iiif" + _TENSOR)
+_FWD_SIZE = _FWD.size + _FWD_OPTIONS.size
 _KV = struct.Struct("<II" + _TENSOR * 8 + "ifiii4xQQ" + _TENSOR * 2)  # hopattn_kvcache_args_t
 _APPEND = struct.Struct("<II" + _TENSOR * 9 + "ii" + _TENSOR * 5)    # hopattn_kvcache_append_args_t
 _NONE = (0,) * 11
+_NO_WINDOW = (-1, -1)  # window_size's default; `is` tells the default from a caller's (-1, -1)
+_INT32_MAX = 2 ** 31 - 1
 _TORCH_DT = {}
 _raw_stream = None  # torch._C._cuda_getCurrentRawStream, bound by bind_torch()
 _workspace_bytes = {}  # call signature -> the plan's workspace bytes, asked once per signature
@@ -113,25 +122,99 @@ def _outputs(q, out, lse, return_lse):
     return out, lse
 
 
-def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, out=None, lse=None, stream=None):
+def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, out=None, lse=None, stream=None, *,
+                    window_size=_NO_WINDOW, softcap=0.0, sinks=None):
     """O = softmax(scale · Q·Kᵀ + mask) · V.
 
     q (batch, seqlen_q, heads_q, hdim), k and v (batch, seqlen_k, heads_kv, hdim), bf16 or fp16,
     heads_q a multiple of heads_kv (GQA/MQA); hdim 64, 128 or 256. causal: bottom-right aligned
     (FlashAttention-2/3). softmax_scale: None = 1/sqrt(hdim). Returns out, or (out, lse) with
-    return_lse: lse float32 (batch, heads_q, seqlen_q), natural log."""
+    return_lse: lse float32 (batch, heads_q, seqlen_q), natural log.
+
+    Keyword-only, FlashAttention-3's names and meanings: window_size (left, right): query i (at key
+    position p = i + seqlen_k - seqlen_q) sees keys p - left ... p + right, -1 (or None) leaving
+    that side unbounded; (-1, -1) is no window; causal makes right 0, as in FlashAttention.
+    softcap > 0: each scaled score s becomes softcap · tanh(s / softcap); 0 is off. sinks: a
+    float32 (heads_q,) tensor on q's device, a logit per q-head (not scaled) added to each row's
+    softmax denominator (gpt-oss): O = Σ e^s_j v_j / (e^sink + Σ e^s_j), LSE = log(e^sink + Σ e^s_j);
+    a row that sees no key gets O = 0 and LSE = sink (-inf without sinks)."""
+    if window_size is _NO_WINDOW:
+        left = right = -1
+    else:
+        left, right = _window(window_size)
     out, lse = _outputs(q, out, lse, return_lse)
-    _forward(q, k, v, softmax_scale, causal, out, lse, _stream_of(q, stream))
+    _forward(q, k, v, softmax_scale, causal, out, lse, _stream_of(q, stream), left, right, softcap, sinks)
     return (out, lse) if return_lse else out
 
 
-def _forward(q, k, v, softmax_scale, causal, out, lse, stream):
+def _window(window_size):
+    """FlashAttention's window_size (left, right) as two ints, -1 for an unbounded side (-1 or
+    None given); TypeError / ValueError naming window_size otherwise."""
+    try:
+        pair = tuple(window_size)
+    except TypeError:
+        pair = ()
+    if len(pair) != 2:
+        raise TypeError(f"window_size: a pair (left, right) is required, not {window_size!r}")
+    return tuple(_window_side(x, f"window_size[{i}]") for i, x in enumerate(pair))
+
+
+def _window_side(x, name):
+    """One side of the window as an int in [-1, 2^31 - 1] (None: -1), else an error naming it."""
+    if x is None:
+        return -1
+    if isinstance(x, bool):
+        raise TypeError(f"{name}: an int is required (-1: unbounded), not {x!r}")
+    try:
+        n = operator.index(x)
+    except TypeError:
+        raise TypeError(f"{name}: an int is required (-1: unbounded), not {type(x).__name__} {x!r}") from None
+    if n < -1 or n > _INT32_MAX:
+        raise ValueError(f"{name}: {n}; each side is -1 (unbounded) or a number of keys from 0 to {_INT32_MAX}")
+    return n
+
+
+def _softcap(softcap):
+    """softcap as a float (its value is the library's to check), else TypeError naming it."""
+    if softcap.__class__ is float:
+        return softcap
+    if isinstance(softcap, (str, bytes)) or not hasattr(softcap, "__float__"):
+        raise TypeError(f"softcap: a float is required (0: off), not {type(softcap).__name__} {softcap!r}")
+    return float(softcap)
+
+
+def _options(q, causal, left, right, softcap, sinks, keep):
+    """The values of the 0.3 fields (window, window_left, window_right, softcap, sinks) for the
+    options given: (-1, -1) is no window (window = 0); causal makes the right side 0."""
+    left = _window_side(left, "window_left")
+    right = _window_side(right, "window_right")
+    if left == -1 and right == -1:
+        window = left = right = 0
+    else:
+        window = 1
+        if causal:
+            right = 0
+    softcap = _softcap(softcap)
+    if sinks is None:
+        sv = _NONE
+    else:
+        sv = _tv(sinks, "sinks", keep)
+        if (sinks.__class__ is _Tensor or is_torch(sinks)) and (q.__class__ is _Tensor or is_torch(q)) and \
+                sinks.device != q.device:
+            raise ValueError(f"sinks: is on {sinks.device}, q on {q.device}; sinks must be on q's device")
+    return (window, left, right, softcap) + sv
+
+
+def _forward(q, k, v, softmax_scale, causal, out, lse, stream, window_left=-1, window_right=-1, softcap=0.0,
+             sinks=None):
     """One hopattn_attention_forward call with the outputs given (the torch ops call this)."""
     keep = []
-    buf = ctypes.create_string_buffer(_FWD.size)
-    _FWD.pack_into(buf, 0, _FWD.size, 0, *_tv(q, "q", keep), *_tv(k, "k", keep), *_tv(v, "v", keep),
+    buf = ctypes.create_string_buffer(_FWD_SIZE)
+    _FWD.pack_into(buf, 0, _FWD_SIZE, 0, *_tv(q, "q", keep), *_tv(k, "k", keep), *_tv(v, "v", keep),
                    *_tv(out, "o", keep), *(_tv(lse, "lse", keep) if lse is not None else _NONE),
                    0.0 if softmax_scale is None else float(softmax_scale), 1 if causal else 0)
+    if sinks is not None or window_left != -1 or window_right != -1 or softcap:
+        _FWD_OPTIONS.pack_into(buf, _FWD.size, *_options(q, causal, window_left, window_right, softcap, sinks, keep))
     _lib.raise_for(_lib.lib.hopattn_attention_forward(buf, stream))
 
 
@@ -181,7 +264,8 @@ def _workspace_size(buf, key):
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, softmax_scale=None, num_splits=0,
                             pack_gqa=None, k_scale=None, v_scale=None, k_tail=None, v_tail=None, return_lse=False,
                             out=None, lse=None, workspace=None, stream=None, k=None, v=None, rotary_cos=None,
-                            rotary_sin=None, rotary_interleaved=True):
+                            rotary_sin=None, rotary_interleaved=True, *, window_size=_NO_WINDOW, softcap=0.0,
+                            sinks=None):
     """Attention of new queries over a KV cache (decode, speculative decode, chunks).
 
     q (batch, seqlen_q, heads_q, hdim); k_cache, v_cache (batch, max_seqlen_k, heads_kv, hdim) in
@@ -195,7 +279,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     k, v (batch, seqlen_new, heads_kv, hdim): rows appended to the cache at cache_seqlens first
     (kvcache_append), the attention then covering cache_seqlens + seqlen_new keys (cache_seqlens
     itself is not changed: advance it yourself, or call kvcache_append with seqlens_out).
-    rotary_cos, rotary_sin (with k): the new K rows and q rotated at their positions."""
+    rotary_cos, rotary_sin (with k): the new K rows and q rotated at their positions.
+
+    window_size, softcap, sinks: FlashAttention-3's arguments, taken so that its calls run
+    unchanged; the KV-cache kernels have none of them yet: any value but the default raises
+    NotSupportedError (flash_attn_func has all three)."""
+    if window_size is not _NO_WINDOW or softcap or sinks is not None:
+        _kvcache_options_unsupported(window_size, softcap, sinks)
     if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
         q, cache_seqlens = _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail,
                                                  v_tail, rotary_cos, rotary_sin, rotary_interleaved, stream)
@@ -203,6 +293,19 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
              v_tail, out, lse, workspace, _stream_of(q, stream))
     return (out, lse) if return_lse else out
+
+
+def _kvcache_options_unsupported(window_size, softcap, sinks):
+    """Raises NotSupportedError for a sliding window, softcap or sinks given to the KV-cache call
+    (its kernels have none of them yet); window_size (-1, -1), softcap 0 and sinks None pass."""
+    if window_size is not _NO_WINDOW and _window(window_size) != _NO_WINDOW:
+        raise _lib.NotSupportedError(f"window_size: {tuple(window_size)!r}; flash_attn_with_kvcache has no sliding "
+                                     "window yet (flash_attn_func has)")
+    if softcap:
+        raise _lib.NotSupportedError(f"softcap: {softcap!r}; flash_attn_with_kvcache has no softcap yet "
+                                     "(flash_attn_func has)")
+    if sinks is not None:
+        raise _lib.NotSupportedError("sinks: flash_attn_with_kvcache has no attention sinks yet (flash_attn_func has)")
 
 
 def _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, rotary_cos,

@@ -18,7 +18,11 @@ ops.bind_torch(torch)
 _LIB = torch.library.Library("hopattn", "DEF")
 # Two ops per call, without and with the LSE: the one without allocates and writes no LSE (the
 # plain functions' return_lse=False), so that the common call pays for one output only.
-_FWD_ARGS = "Tensor q, Tensor k, Tensor v, float? softmax_scale, bool causal"
+# window_left, window_right, softcap, sinks: FlashAttention's window_size (-1: unbounded; (-1, -1) no
+# window; causal makes the right side 0), softcap (0: off) and gpt-oss's sinks (float32 (heads_q,));
+# their defaults keep the 0.2 schema's calls (five arguments) valid.
+_FWD_ARGS = ("Tensor q, Tensor k, Tensor v, float? softmax_scale, bool causal, int window_left=-1, "
+             "int window_right=-1, float softcap=0.0, Tensor? sinks=None")
 _KV_ARGS = ("Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, Tensor? k_scale, Tensor? v_scale, "
             "Tensor? k_tail, Tensor? v_tail, float? softmax_scale, bool causal, int num_splits, bool? pack_gqa")
 _LIB.define(f"flash_attn({_FWD_ARGS}) -> Tensor")
@@ -37,15 +41,17 @@ def _lse_like(q):
     return q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
 
 
-def _flash_attn(q, k, v, softmax_scale, causal):
+def _flash_attn(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
     out = torch.empty_like(q)
-    ops._forward(q, k, v, softmax_scale, causal, out, None, ops._raw_stream(q.get_device()))
+    ops._forward(q, k, v, softmax_scale, causal, out, None, ops._raw_stream(q.get_device()), window_left, window_right,
+                 softcap, sinks)
     return out
 
 
-def _flash_attn_lse(q, k, v, softmax_scale, causal):
+def _flash_attn_lse(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
     out, lse = torch.empty_like(q), _lse_like(q)
-    ops._forward(q, k, v, softmax_scale, causal, out, lse, ops._raw_stream(q.get_device()))
+    ops._forward(q, k, v, softmax_scale, causal, out, lse, ops._raw_stream(q.get_device()), window_left, window_right,
+                 softcap, sinks)
     return out, lse
 
 
@@ -93,12 +99,12 @@ for _name, _fn in (("flash_attn", _flash_attn), ("flash_attn_lse", _flash_attn_l
 
 
 @torch.library.register_fake("hopattn::flash_attn", lib=_LIB)
-def _flash_attn_fake(q, k, v, softmax_scale, causal):
+def _flash_attn_fake(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
     return torch.empty_like(q)
 
 
 @torch.library.register_fake("hopattn::flash_attn_lse", lib=_LIB)
-def _flash_attn_lse_fake(q, k, v, softmax_scale, causal):
+def _flash_attn_lse_fake(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
     return torch.empty_like(q), _lse_like(q)
 
 

@@ -1,8 +1,9 @@
 """The Python package on an H100/H200 with torch: every dtype, head dim, mask and GQA case against
-an fp64 torch reference (odd lengths, outputs poisoned with NaN first), the KV-cache call over
+an fp64 torch reference (odd lengths, outputs poisoned with NaN first), and every 0.3 option
+(sliding windows, softcap, sinks) the same way, the KV-cache call over
 bf16 and int8 caches (with tails), CUDA-graph capture with changing cache lengths,
-torch.compile(fullgraph=True), torch.library.opcheck, and a random 2-layer Llama in transformers
-with attn_implementation="hopattn" against "sdpa" and "eager". Without such a GPU (or torch) every
+torch.compile(fullgraph=True), torch.library.opcheck, and random 2-layer Llama, gpt-oss and
+Gemma 2 models in transformers with attn_implementation="hopattn" against "sdpa" or "eager". Without such a GPU (or torch) every
 test is skipped and the module prints "hopattn-python-gpu: skipped" (CTest reports Skipped)."""
 import itertools
 import math
@@ -28,19 +29,36 @@ if REASON:
 needs_gpu = unittest.skipIf(REASON is not None, REASON or "")
 
 
-def reference(q, k, v, causal, scale):
-    """fp64 attention, bottom-right causal, GQA by repeating K/V heads; O and natural-log LSE."""
+def reference(q, k, v, causal, scale, window=(-1, -1), softcap=0.0, sinks=None):
+    """fp64 attention, GQA by repeating K/V heads; O and natural-log LSE. Query i sits at key
+    position p = i + seqlen_k - seqlen_q (bottom-right) and sees key j iff j <= p (causal) and
+    p - left <= j <= p + right (window (left, right), -1 unbounded; causal makes right 0).
+    softcap > 0: s -> softcap * tanh(s / softcap) on the scaled scores. sinks (heads_q,): a logit
+    per head in each row's denominator. A row that sees no key: O = 0, LSE = sink (-inf without)."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     qd, kd, vd = (x.double().transpose(1, 2) for x in (q, k, v))
     kd = kd.repeat_interleave(hq // hkv, dim=1)
     vd = vd.repeat_interleave(hq // hkv, dim=1)
     s = (qd @ kd.transpose(-1, -2)) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    left, right = window
     if causal:
-        i = torch.arange(sq, device=q.device)[:, None]
-        j = torch.arange(sk, device=q.device)[None, :]
-        s = s.masked_fill(j > i + sk - sq, float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
+        right = 0
+    p = torch.arange(sq, device=q.device)[:, None] + sk - sq
+    j = torch.arange(sk, device=q.device)[None, :]
+    hidden = torch.zeros(sq, sk, dtype=torch.bool, device=q.device)
+    if right >= 0:
+        hidden |= j > p + right
+    if left >= 0:
+        hidden |= j < p - left
+    s = s.masked_fill(hidden, float("-inf"))
+    if sinks is not None:
+        sink = sinks.double().view(1, hq, 1, 1).expand(b, hq, sq, 1)
+        lse = torch.logsumexp(torch.cat([s, sink], dim=-1), dim=-1)
+    else:
+        lse = torch.logsumexp(s, dim=-1)
     p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
     o = (p @ vd).transpose(1, 2)
     return o, lse
@@ -114,6 +132,140 @@ class TestForward(unittest.TestCase):
         with self.assertRaises(hopattn.NotSupportedError):
             x = torch.randn(1, 16, 4, 96, device="cuda", dtype=torch.bfloat16)
             hopattn.flash_attn_func(x, x, x)
+
+
+def make_sinks(kind, heads):
+    """float32 (heads,) sink logits: "normal" N(0, 2); "mixed" also -inf (no sink) in head 0 and
+    +8 (a sink that outweighs the keys) in head 1."""
+    sinks = torch.randn(heads, device="cuda") * 2
+    if kind == "mixed":
+        sinks[0], sinks[1] = float("-inf"), 8.0
+    return sinks
+
+
+@needs_gpu
+class TestForwardOptions(unittest.TestCase):
+    """window_size, softcap and sinks (0.3) against the fp64 reference: windows of every shape
+    (causal with a window, one side only, the diagonal alone, seqlen_q above and below seqlen_k, a
+    1000 x 1000 call whose window skips most KV tiles), softcap over large logits, sinks with -inf
+    and dominant entries and rows that see no key, all three at once; bf16/fp16 x hdim 64/128/256,
+    outputs NaN-poisoned."""
+    SHAPES = [(2, 113, 113, 8, 8), (1, 17, 1000, 8, 2), (2, 300, 64, 4, 2), (1, 1, 1000, 4, 2), (1, 1000, 1000, 4, 1)]
+    # (window_size, causal, softcap, sinks, q gain: 8 makes the logits large, |s| up to ~40)
+    OPTIONS = [((64, 0), True, 0.0, None, 1), ((5, 3), False, 0.0, None, 1), ((-1, 7), False, 0.0, None, 1),
+               ((100, -1), False, 0.0, None, 1), ((32, -1), True, 0.0, None, 1), ((0, 0), False, 0.0, None, 1),
+               ((130, 200), True, 0.0, None, 1), ((-1, -1), False, 30.0, None, 8), ((-1, -1), True, 5.0, None, 1),
+               ((-1, -1), False, 0.0, "normal", 1), ((-1, -1), True, 0.0, "mixed", 1), ((16, 0), True, 30.0, "mixed", 8),
+               ((7, 9), False, 10.0, "normal", 1)]
+
+    def check(self, q, k, v, causal, window, softcap, sinks, name, worst):
+        b, sq, hq, d = q.shape
+        out = torch.full_like(q, float("nan"))
+        lse = torch.full((b, hq, sq), float("nan"), device="cuda")
+        o, l = hopattn.flash_attn_func(q, k, v, causal=causal, window_size=window, softcap=softcap, sinks=sinks,
+                                       return_lse=True, out=out, lse=lse)
+        self.assertIs(o, out)
+        ro, rl = reference(q, k, v, causal, 1.0 / math.sqrt(d), window, softcap, sinks)
+        # The output's rounding (as the forward's tolerance), plus for softcap a tanh that a
+        # kernel may take from the hardware's approximation (relative error about 2^-11, so up to
+        # softcap * 2^-11 on a score).
+        tol_o = (2e-2 if q.dtype == torch.bfloat16 else 4e-3) + softcap * 2 ** -9
+        tol_l = 1e-3 + softcap * 2 ** -10
+        self.assertTrue(torch.isfinite(o).all().item(), name)
+        e_o = max_err(o, ro)
+        self.assertLessEqual(e_o, tol_o, name)
+        finite = torch.isfinite(rl)
+        self.assertTrue(torch.equal(torch.isinf(l), ~finite), f"{name}: LSE -inf exactly where no key and no sink")
+        if finite.any():
+            self.assertLessEqual(max_err(l[finite], rl[finite]), tol_l * max(1.0, rl[finite].abs().max().item()), name)
+        # rows that see no key: O = 0 exactly, LSE = the sink
+        p = torch.arange(sq, device="cuda") + k.shape[1] - sq
+        left, right = window
+        first = torch.clamp(p - left, min=0) if left >= 0 else torch.zeros_like(p)
+        last = torch.clamp(p + (0 if causal else right), max=k.shape[1] - 1) if (causal or right >= 0) else \
+            torch.full_like(p, k.shape[1] - 1)
+        empty = first > last  # (seqlen_q,)
+        if empty.any():
+            self.assertTrue((o[:, empty] == 0).all().item(), f"{name}: O of rows that see no key")
+            if sinks is not None:
+                want = sinks.view(1, hq, 1).expand(b, hq, sq)[:, :, empty]
+                got = l[:, :, empty]
+                fin = torch.isfinite(want)
+                self.assertTrue(torch.equal(torch.isinf(got), ~fin), name)
+                self.assertLessEqual(max_err(got[fin], want[fin]), 1e-5 * max(1.0, want[fin].abs().max().item()), name)
+        key = name.split(" ")[0] + (" softcap" if softcap else "") + (" sinks" if sinks is not None else "")
+        worst[key] = max(worst.get(key, 0.0), e_o)
+        return empty.any().item()
+
+    def test_options_against_fp64(self):
+        torch.manual_seed(10)
+        worst, rows_without_keys = {}, 0
+        for dtype in (torch.bfloat16, torch.float16):
+            for d in (64, 128, 256):
+                for i, (window, causal, softcap, sink_kind, gain) in enumerate(self.OPTIONS):
+                    for (b, sq, sk, hq, hkv) in self.SHAPES:
+                        q = torch.randn(b, sq, hq, d, device="cuda", dtype=dtype) * gain
+                        k = torch.randn(b, sk, hkv, d, device="cuda", dtype=dtype)
+                        v = torch.randn(b, sk, hkv, d, device="cuda", dtype=dtype)
+                        sinks = make_sinks(sink_kind, hq) if sink_kind else None
+                        name = (f"{str(dtype)[6:]} d{d} window {window} causal {int(causal)} softcap {softcap} "
+                                f"sinks {sink_kind} gain {gain} {b}x{sq}x{sk} {hq}:{hkv}")
+                        rows_without_keys += self.check(q, k, v, causal, window, softcap, sinks, name, worst)
+        print("options: max |O - fp64| per dtype:", worst, f"; {rows_without_keys} cases with rows that see no key")
+        self.assertGreater(rows_without_keys, 0)
+
+    def test_strided_sinks(self):
+        """A strided sinks view: the library reads it at its stride, or refuses it naming sinks."""
+        torch.manual_seed(11)
+        q = torch.randn(1, 65, 8, 128, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(1, 200, 2, 128, device="cuda", dtype=torch.bfloat16)
+        sinks = (torch.randn(16, device="cuda") * 2)[::2]
+        try:
+            o = hopattn.flash_attn_func(q, k, k, causal=True, sinks=sinks)
+        except ValueError as e:
+            self.assertIn("sinks", str(e))
+            return
+        self.assertLessEqual(max_err(o, reference(q, k, k, True, 1 / math.sqrt(128), sinks=sinks)[0]), 2e-2)
+
+    def test_errors_name_the_option(self):
+        q = torch.randn(1, 16, 4, 64, device="cuda", dtype=torch.bfloat16)
+        sinks = torch.zeros(4, device="cuda")
+        for options, exc, needle in ((dict(sinks=sinks.cpu()), ValueError, "sinks: is on cpu"),
+                                     (dict(sinks=sinks.double()), TypeError, "sinks: dtype torch.float64"),
+                                     (dict(sinks=sinks.bfloat16()), ValueError, "sinks"),
+                                     (dict(sinks=sinks[:3]), ValueError, "sinks"),
+                                     (dict(sinks=sinks.view(1, 4)), ValueError, "sinks"),
+                                     (dict(window_size=(-3, 0)), ValueError, "window_size[0]: -3"),
+                                     (dict(window_size=(1.0, 0)), TypeError, "window_size[0]"),
+                                     (dict(softcap=-1.0), ValueError, "softcap")):
+            with self.subTest(options=options):
+                with self.assertRaises(exc) as cm:
+                    hopattn.flash_attn_func(q, q, q, **options)
+                self.assertIn(needle, str(cm.exception))
+        seqlens = torch.tensor([16], dtype=torch.int32, device="cuda")
+        with self.assertRaisesRegex(hopattn.NotSupportedError, "window_size"):
+            hopattn.flash_attn_with_kvcache(q, q, q, seqlens, window_size=(8, 0))
+        with self.assertRaisesRegex(hopattn.NotSupportedError, "sinks"):
+            hopattn.flash_attn_with_kvcache(q, q, q, seqlens, sinks=sinks)
+
+    def test_opcheck_and_compile_with_options(self):
+        torch.manual_seed(12)
+        q = torch.randn(2, 64, 8, 128, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(2, 128, 2, 128, device="cuda", dtype=torch.bfloat16)
+        sinks = make_sinks("mixed", 8)
+        for op in (torch.ops.hopattn.flash_attn, torch.ops.hopattn.flash_attn_lse):
+            torch.library.opcheck(op.default, (q, k, k.clone(), None, True, 32, -1, 30.0, sinks))
+            torch.library.opcheck(op.default, (q, k, k.clone(), 0.05, False, 5, 3, 0.0, None))
+
+        def attn(q, k, sinks):
+            return hopattn.flash_attn_func(q, k, k, causal=True, window_size=(32, 0), softcap=30.0, sinks=sinks,
+                                           return_lse=True)
+
+        with torch.no_grad():
+            eager = attn(q, k, sinks)
+            compiled = torch.compile(attn, fullgraph=True)(q, k, sinks)
+        for e, c in zip(eager, compiled):
+            self.assertTrue(torch.equal(e, c), "compiled with options = eager")
 
 
 def cache_reference(q, k_full, v_full, seqlens, causal, scale):
@@ -532,6 +684,78 @@ class TestTorchIntegration(unittest.TestCase):
             else:
                 self.assertGreaterEqual(a_hop, a_eager)
                 self.assertGreaterEqual(f_hop, f_sdpa - 0.005)
+
+    def options_logits(self, model, controls):
+        """fp16 logits of `model` with eager and hopattn attention, the same weights in float32
+        (eager), and with each control: hopattn given deliberately wrong options (`controls`: name
+        -> a function of the attention kwargs), which the comparison must tell apart. 2 x 200 tokens."""
+        from transformers import AttentionInterface
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, flash_attention_mask
+        import hopattn.integrations.transformers as hop
+        hop.register()
+        for name, change in controls.items():
+            AttentionInterface.register(name, lambda m, q, k, v, mask, change=change, **kw:
+                                        hop.hopattn_attention_forward(m, q, k, v, mask, **change(kw)))
+            ALL_MASK_ATTENTION_FUNCTIONS.register(name, flash_attention_mask)
+        torch.manual_seed(14)
+        ids = torch.randint(0, model.config.vocab_size, (2, 200), device="cuda")
+        model = model.to(device="cuda", dtype=torch.float16).eval()
+        logits = {}
+        for impl in ("eager", "hopattn", *controls):
+            model.set_attn_implementation(impl)
+            with torch.no_grad():
+                logits[impl] = model(ids).logits.float()
+        model.float().set_attn_implementation("eager")
+        with torch.no_grad():
+            logits["fp32"] = model(ids).logits.float()
+        return logits
+
+    def assert_close_to_fp32(self, name, logits, controls):
+        """hopattn's fp16 logits as near the float32 model's as eager's fp16 ones (within twice);
+        each control (a wrong option) farther than that."""
+        d = {impl: max_err(x, logits["fp32"]) for impl, x in logits.items() if impl != "fp32"}
+        print(f"{name}: max |logits - float32 model|: " + ", ".join(f"{k} {v:.4g}" for k, v in d.items()))
+        self.assertLessEqual(d["hopattn"], 2 * d["eager"] + 1e-6, name)
+        for control in controls:
+            self.assertGreater(d[control], 2 * d["eager"] + 1e-6, f"{name}: the test cannot tell {control} apart")
+
+    def test_gpt_oss_sliding_window_and_sinks(self):
+        """gpt-oss passes sliding_window (alternate layers) and s_aux (its sinks): a random 2-layer
+        model with a 16-key window and N(0, 1) sinks, hopattn against eager; a window one key wider
+        and no sinks as controls. Every token takes both experts: with top-k routing, fp16 rounding
+        flips a token's experts and moves the logits by units, more than the options do."""
+        require("transformers")
+        from transformers import GptOssConfig, GptOssForCausalLM
+        torch.manual_seed(13)
+        config = GptOssConfig(vocab_size=1000, hidden_size=256, intermediate_size=256, num_hidden_layers=2,
+                              num_attention_heads=8, num_key_value_heads=2, head_dim=64, num_local_experts=2,
+                              num_experts_per_tok=2, sliding_window=16, max_position_embeddings=131072,
+                              initializer_range=0.1, layer_types=["sliding_attention", "full_attention"])
+        model = GptOssForCausalLM(config)
+        with torch.no_grad():
+            for layer in model.model.layers:
+                layer.self_attn.sinks.normal_(0.0, 1.0)
+        controls = {"hopattn_window_plus_1": lambda kw: {**kw, "sliding_window": kw["sliding_window"] + 1
+                                                         if kw.get("sliding_window") else None},
+                    "hopattn_no_sinks": lambda kw: {**kw, "s_aux": None}}
+        self.assert_close_to_fp32("gpt-oss", self.options_logits(model, controls), controls)
+
+    def test_gemma2_softcap_and_sliding_window(self):
+        """Gemma 2 passes softcap (its attn_logit_softcapping) and sliding_window: a random 2-layer
+        model with softcap 5 over scores of a few units (initializer_range 0.1) and a 16-key window,
+        hopattn against eager; no softcap and a window one key wider as controls."""
+        require("transformers")
+        from transformers import Gemma2Config, Gemma2ForCausalLM
+        torch.manual_seed(15)
+        config = Gemma2Config(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                              num_attention_heads=4, num_key_value_heads=2, head_dim=64, query_pre_attn_scalar=64,
+                              sliding_window=16, attn_logit_softcapping=5.0, max_position_embeddings=1024,
+                              initializer_range=0.1)
+        controls = {"hopattn_window_plus_1": lambda kw: {**kw, "sliding_window": kw["sliding_window"] + 1
+                                                         if kw.get("sliding_window") else None},
+                    "hopattn_no_softcap": lambda kw: {**kw, "softcap": None}}
+        self.assert_close_to_fp32("gemma2", self.options_logits(Gemma2ForCausalLM(config), controls), controls)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -32,9 +32,24 @@ struct FwdParams {
   int64_t o_batch_stride, o_seq_stride, o_head_stride;
   int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
 
-  float softmax_scale;  // already defaulted to 1/sqrt(hdim)
-  bool causal;          // bottom-right: query i sees key j iff j <= i + seqlen_k - seqlen_q
-  int kernel;           // the row of kFwdKernels (kernel/sm90_fwd_config.hpp) that runs
+  // The exponent's scale: the call's softmax_scale (defaulted to 1/sqrt(hdim)), or with a softcap
+  // the cap itself (the scores are then tanh(s · softcap_scale); OnlineSoftmax::apply_softcap).
+  float softmax_scale;
+  float softcap_scale = 0.0f;  // softmax_scale / softcap of the call, 0 without a softcap
+
+  // The band mask (FwdMask<true>): causal or a sliding window. Query i, at key position
+  // p = i + seqlen_k - seqlen_q (bottom-right), sees key j iff p - window_left <= j <= p + window_right.
+  // An unbounded side is clamped to a width that reaches every key (seqlen_k on the left,
+  // seqlen_q on the right); causal is (seqlen_k, 0). Unused without the band.
+  bool band;
+  int window_left = 0, window_right = 0;
+
+  const float* sinks = nullptr;  // (heads_q) float32 logits in the softmax denominators, or none
+  // A window, a softcap or sinks: the call runs a row with FwdKernelSpec::options, on its second
+  // mainloop (softcap, the window's left edge, the sinks).
+  bool options = false;
+
+  int kernel;  // the row of kFwdKernels (kernel/sm90_fwd_config.hpp) that runs
 
   // Tuning the kernels read at launch; the values are the defaults, experiments change them
   // through experimental::Overrides (attention/experimental.hpp).

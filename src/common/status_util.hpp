@@ -1,6 +1,7 @@
 // Building Status messages and carrying a Status across the C ABI (no exception escapes it).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -27,9 +28,20 @@ inline hopattn_status_t to_c_status(const Status& s) {
   return out;
 }
 
+// The size of an argument struct as its first ABI-2 release had it: a caller built against that
+// header (or any later one) passes at least this many bytes, and the fields past its struct_size
+// read as zero, the value that keeps the earlier behaviour. Structs that have grown since say so
+// here.
+template <class T>
+constexpr size_t kFirstReleasedSize = sizeof(T);
+template <>
+inline constexpr size_t kFirstReleasedSize<hopattn_attention_fwd_args_t> =
+    offsetof(hopattn_attention_fwd_args_t, window);  // 0.2: up to `causal`
+
 // Reads a caller's argument struct of the C ABI into `out` by the rules of hopattn.h
 // ("Extensible argument structs"): struct_size bytes at most, every byte past this library's
-// struct zero. `name` is the argument's name in messages ("args").
+// struct zero, the fields past a smaller (older) caller's struct zero. `name` is the argument's
+// name in messages ("args").
 template <class T>
 Status read_versioned_args(const T* in, T* out, const char* name) {
   if (in == nullptr) return Status::invalid(cat(name, ": null pointer"));
@@ -39,9 +51,10 @@ Status read_versioned_args(const T* in, T* out, const char* name) {
   if (size == 0)
     return Status::invalid(cat(name, ".struct_size: 0; set it to sizeof the struct (", sizeof(T),
                                " bytes here), e.g. with the HOPATTN_*_ARGS_INIT macro or the C++ types"));
-  if (size < sizeof(T))
-    return Status::invalid(cat(name, ".struct_size: ", size, " is smaller than this library's struct (", sizeof(T),
-                               " bytes, ABI version ", HOPATTN_ABI_VERSION, ")"));
+  if (size < kFirstReleasedSize<T>)
+    return Status::invalid(cat(name, ".struct_size: ", size, " is smaller than this struct ever was (",
+                               kFirstReleasedSize<T>, " bytes; ", sizeof(T), " in this library, ABI version ",
+                               HOPATTN_ABI_VERSION, ")"));
   if (size > kMaxPlausible)
     return Status::invalid(cat(name, ".struct_size: ", size, " is not a plausible struct size (at most ", kMaxPlausible,
                                ")"));
@@ -51,7 +64,8 @@ Status read_versioned_args(const T* in, T* out, const char* name) {
       return Status::unsupported(cat(name, ": byte ", i, " of a ", size, "-byte struct is set, past the ", sizeof(T),
                                      " bytes this library knows (ABI version ", HOPATTN_ABI_VERSION,
                                      "): a field of a newer hopattn.h"));
-  std::memcpy(static_cast<void*>(out), in, sizeof(T));
+  std::memset(static_cast<void*>(out), 0, sizeof(T));
+  std::memcpy(static_cast<void*>(out), in, size < sizeof(T) ? size : sizeof(T));
   if (out->reserved != 0) return Status::invalid(cat(name, ".reserved: must be 0, got ", out->reserved));
   out->struct_size = uint32_t(sizeof(T));  // what this library read
   return Status();

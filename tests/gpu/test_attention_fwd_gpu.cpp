@@ -2,13 +2,15 @@
 // lengths, seqlen_q < and > seqlen_k, batch 1..4, MHA/GQA/MQA, causal on and off, inputs x1 and
 // x8, padded strides, the bench's shapes), one test per (dtype, head dim), every compiled kernel
 // of the registry (by name, through experimental::Overrides) on a subset, both persistent causal
-// tile orders, and run-to-run bit equality (a moving result is a race).
+// tile orders, run-to-run bit equality (a moving result is a race), and the options of 0.3
+// (sliding windows, softcap, sinks, and all three together) through the defaults table.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -113,7 +115,8 @@ void run_grid(const std::vector<CheckCase>& grid, const std::string& kernel, int
   const std::string label = run_label(kernel, persistent_group);
   int passed = 0, other_mask = 0;
   for (const CheckCase& c : grid) {
-    if (!compiled_for_mask(kernel, c.p.hdim, c.p.causal)) {  // refused: KernelNotCompiledForTheHeadDimIsRefused
+    // A window runs the band (causal) kernels.
+    if (!compiled_for_mask(kernel, c.p.hdim, c.p.causal || c.p.window)) {  // refused: KernelNotCompiledForTheHeadDimIsRefused
       ++other_mask;
       continue;
     }
@@ -229,6 +232,34 @@ TEST_P(AttentionFwd, KernelNotCompiledForTheHeadDimIsRefused) {
         EXPECT_TRUE(std::all_of(ho.begin(), ho.end(), [](float x) { return std::isnan(x); })) << name;
       }
     }
+  // With a window, a softcap or sinks the defaults pick the head dim's options row; a named row
+  // without the options is refused with NOT_SUPPORTED naming the row that has them, writing nothing.
+  a.causal = 1;
+  a.softcap = 30.0f;
+  int options_rows = 0;
+  for (const std::string& name : here) {
+    const attention::FwdKernelSpec* spec = fwd_spec(name, d);
+    ASSERT_NE(spec, nullptr) << name;
+    experimental::Overrides ov;
+    ov.fwd_kernel = name;
+    std::string picked;
+    const Status st = experimental::forward_kernel_name(a, ov, &picked);
+    if (spec->options) {
+      ++options_rows;
+      EXPECT_TRUE(st.ok()) << name << ": " << st.to_string();
+      std::string by_default;
+      EXPECT_TRUE(experimental::forward_kernel_name(a, experimental::Overrides{}, &by_default).ok());
+      EXPECT_EQ(by_default, name);
+    } else if (compiled_for_mask(name, d, true)) {
+      EXPECT_EQ(st.code(), StatusCode::kNotSupported) << name << ": " << st.to_string();
+      EXPECT_NE(st.message().find("does not take a window, softcap or sinks"), std::string::npos) << st.to_string();
+      fill_nan(o.get(), 2, int64_t(b) * s * h * d);
+      EXPECT_EQ(experimental::attention_forward(a, nullptr, ov).code(), StatusCode::kNotSupported) << name;
+      const std::vector<float> ho = download_as_float(o.get(), cfg.dtype, int64_t(b) * s * h * d);
+      EXPECT_TRUE(std::all_of(ho.begin(), ho.end(), [](float x) { return std::isnan(x); })) << name;
+    }
+  }
+  EXPECT_EQ(options_rows, 1) << "one row per head dim takes the options";
 }
 
 // The persistent causal tile orders (fwd_tile_order.hpp): shapes whose unit count is below, near
@@ -368,6 +399,153 @@ TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {
             << "LSE changed on repetition " << rep << " (kernel " << label << ", causal " << causal << ")";
       }
     }
+}
+
+// --- The options of 0.3 (hopattn.h): sliding window, softcap, sinks ---
+// Each case runs the defaults table's kernel against the float64 reference (the CPU's for small
+// problems, the GPU's for large ones), O and LSE, NaN-poisoned outputs, the 2x-yardstick rule.
+
+AttnProblem windowed(AttnProblem p, int left, int right) {
+  p.window = true, p.window_left = left, p.window_right = right;
+  return p;
+}
+
+AttnProblem capped(AttnProblem p, float softcap) {
+  p.softcap = softcap;
+  return p;
+}
+
+// One sink per q-head: head 0 -inf (the same as none), head 1 +20 (takes nearly all of a row's
+// mass), the others N(0, 2^2) (a fixed draw).
+AttnProblem with_sinks(AttnProblem p) {
+  std::mt19937 gen(7);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  p.sinks.resize(p.heads_q);
+  for (int h = 0; h < p.heads_q; ++h) p.sinks[h] = h == 0 ? -INFINITY : h == 1 ? 20.0f : dist(gen);
+  return p;
+}
+
+CheckCase make_case(const AttnProblem& p, const Config& cfg, uint64_t seed, float input_std) {
+  CheckCase c = make_case(p, cfg.dtype, seed);
+  c.input_std = input_std;
+  return c;
+}
+
+// Windows (left, right) of each kind: both sides bounded, one side unbounded, (0, 0) (a row sees
+// its own key), right > 0 without causal, causal with a window; seqlen_q below, equal to and above
+// seqlen_k (rows that see no key: O = 0, LSE = -inf); left edges at and around 64- and 128-key
+// tile boundaries; a long seqlen_k whose KV tiles outside the window are skipped; GQA 6:2.
+TEST_P(AttentionFwd, SlidingWindowMatchesFloat64Reference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const int d = cfg.hdim;
+  std::vector<CheckCase> grid;
+  uint64_t seed = 3000;
+  auto add = [&](const AttnProblem& p) { grid.push_back(make_case(p, cfg.dtype, seed++)); };
+  add(windowed({1, 17, 17, 2, 2, d, false, 0.0f}, 0, 0));
+  add(windowed({1, 17, 17, 6, 2, d, true, 0.0f}, 1, 0));
+  add(windowed({1, 17, 17, 2, 2, d, false, 0.0f}, 0, 3));
+  add(windowed({2, 113, 1000, 6, 2, d, false, 0.0f}, 17, -1));
+  add(windowed({1, 113, 1000, 6, 2, d, false, 0.0f}, 17, 33));
+  add(windowed({1, 113, 1000, 6, 2, d, true, 0.0f}, 100, -1));  // causal: right -1 reads as 0
+  add(windowed({1, 1000, 113, 4, 4, d, false, 0.0f}, -1, 5));    // rows 0..881 see no key
+  add(windowed({1, 1000, 113, 6, 2, d, true, 0.0f}, 40, 0));
+  add(windowed({1, 1, 129, 2, 2, d, false, 0.0f}, 3, 0));
+  add(windowed({1, 1, 129, 2, 2, d, true, 0.0f}, 200, 0));
+  add(windowed({2, 300, 300, 6, 2, d, false, 0.0f}, 3, 200));
+  add(windowed({2, 300, 300, 6, 2, d, false, 0.0f}, 1000, 1000));  // wider than the sequence: no mask
+  add(windowed({1, 129, 4096, 2, 1, d, true, 0.0f}, 256, 0));       // 257 of 4096 keys: tiles skipped
+  add(windowed({1, 129, 4096, 2, 1, d, false, 0.0f}, 256, 256));
+  for (int left : {63, 64, 65, 127, 128, 129}) add(windowed({1, 512, 512, 2, 2, d, true, 0.0f}, left, 0));
+  add(windowed({1, 512, 512, 2, 2, d, false, 0.0f}, 128, 128));
+  add(windowed({1, 512, 512, 2, 2, d, false, 0.0f}, 127, 129));
+  add(windowed({1, 512, 512, 2, 2, d, false, 0.0f}, 129, 127));
+  run_grid(grid, "");
+}
+
+// Softcap on large logits: inputs x4 make the raw scores ±50 and more, which a cap of 30 bends
+// and a cap of 5 flattens.
+TEST_P(AttentionFwd, SoftcapMatchesFloat64Reference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const int d = cfg.hdim;
+  std::vector<CheckCase> grid;
+  uint64_t seed = 3100;
+  for (float cap : {30.0f, 5.0f}) {
+    grid.push_back(make_case(capped({2, 300, 300, 6, 2, d, false, 0.0f}, cap), cfg, seed++, 4.0f));
+    grid.push_back(make_case(capped({2, 300, 300, 6, 2, d, true, 0.0f}, cap), cfg, seed++, 4.0f));
+    grid.push_back(make_case(capped({1, 113, 257, 4, 4, d, false, 0.0f}, cap), cfg, seed++, 4.0f));
+  }
+  grid.push_back(make_case(capped({1, 113, 257, 4, 4, d, true, 0.3f}, 5.0f), cfg, seed++, 1.0f));  // a set scale
+  CheckCase padded = make_case(capped({1, 130, 70, 2, 1, d, true, 0.0f}, 30.0f), cfg, seed++, 4.0f);
+  padded.padded = true;
+  grid.push_back(padded);
+  run_grid(grid, "");
+}
+
+// Sinks per q-head (-inf, +20 and N(0, 4) values), with and without causal, with inputs x1 and
+// x4, and with windows that leave rows seeing no key (O = 0, LSE = the head's sink).
+TEST_P(AttentionFwd, SinksMatchFloat64Reference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const int d = cfg.hdim;
+  std::vector<CheckCase> grid;
+  uint64_t seed = 3200;
+  for (int causal = 0; causal < 2; ++causal)
+    for (float input_std : {1.0f, 4.0f})
+      grid.push_back(make_case(with_sinks({2, 200, 333, 6, 2, d, causal != 0, 0.0f}), cfg, seed++, input_std));
+  grid.push_back(make_case(with_sinks({1, 1, 129, 8, 8, d, false, 0.0f}), cfg, seed++, 1.0f));
+  // sq > sk: rows 0..699 see no key, the others 65 keys at most.
+  grid.push_back(make_case(with_sinks(windowed({1, 1000, 300, 6, 2, d, true, 0.0f}, 64, 0)), cfg, seed++, 1.0f));
+  // Rows 0..259 see no key; the tensors in padded rows.
+  CheckCase padded = make_case(with_sinks(windowed({1, 400, 130, 6, 2, d, false, 0.0f}, 50, 10)), cfg, seed++, 1.0f);
+  padded.padded = true;
+  grid.push_back(padded);
+  run_grid(grid, "");
+}
+
+// Window, softcap and sinks together.
+TEST_P(AttentionFwd, WindowSoftcapAndSinksTogetherMatchFloat64Reference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const int d = cfg.hdim;
+  std::vector<CheckCase> grid;
+  uint64_t seed = 3300;
+  grid.push_back(make_case(with_sinks(capped(windowed({2, 513, 700, 6, 2, d, false, 0.0f}, 200, 30), 30.0f)),
+                           cfg, seed++, 4.0f));
+  grid.push_back(make_case(with_sinks(capped(windowed({1, 700, 400, 6, 2, d, true, 0.0f}, 129, -1), 5.0f)),
+                           cfg, seed++, 4.0f));  // rows 0..299 see no key
+  grid.push_back(make_case(with_sinks(capped(windowed({1, 17, 17, 2, 2, d, false, 0.0f}, 0, 0), 5.0f)),
+                           cfg, seed++, 4.0f));
+  grid.push_back(make_case(with_sinks(capped(windowed({1, 129, 4096, 6, 2, d, true, 0.0f}, 256, 0), 30.0f)),
+                           cfg, seed++, 4.0f));
+  run_grid(grid, "");
+}
+
+// Every row that takes the options: windows whose tiles start past KV tile 0 (n_first > 0)
+// on grids with several tiles per persistent CTA (the K/V ring positions run on across tiles),
+// a window that leaves whole Q tiles without a key, and softcap and sinks on top.
+TEST_P(AttentionFwd, EveryKernelWithWindowSoftcapAndSinks) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const int d = cfg.hdim;
+  std::vector<CheckCase> grid;
+  uint64_t seed = 3400;
+  grid.push_back(make_case(windowed({4, 1000, 1000, 16, 2, d, true, 0.0f}, 200, 0), cfg.dtype, seed++));
+  grid.push_back(make_case(windowed({4, 1000, 1000, 16, 2, d, false, 0.0f}, 130, 70), cfg.dtype, seed++));
+  grid.push_back(make_case(windowed({2, 1000, 300, 8, 8, d, true, 0.0f}, 40, 0), cfg.dtype, seed++));
+  grid.push_back(make_case(with_sinks(capped(windowed({2, 700, 2000, 6, 2, d, true, 0.0f}, 300, -1), 20.0f)), cfg,
+                           seed++, 4.0f));
+  grid.push_back(make_case(with_sinks(capped({2, 300, 300, 6, 2, d, false, 0.0f}, 20.0f)), cfg, seed++, 4.0f));
+  // The rows that take the options (the others refuse them: KernelNotCompiledForTheHeadDimIsRefused).
+  int runs = 0;
+  for (const std::string& k : compiled_kernel_names("fwd", d)) {
+    const attention::FwdKernelSpec* spec = fwd_spec(k, d);
+    if (spec == nullptr || !spec->options) continue;
+    for (int group : {kFolded, kZigzagBalanced}) run_grid(grid, k, group);  // both persistent causal orders
+    ++runs;
+  }
+  EXPECT_GE(runs, 1);
 }
 
 std::string config_name(const ::testing::TestParamInfo<Config>& info) {

@@ -3,6 +3,7 @@
 // check makes its test fail (the call then passes, or fails later with another message).
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -274,11 +275,19 @@ TEST(AttentionChecks, StructSizeAndReserved) {
   s = hopattn_attention_forward(&raw, nullptr);
   EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT) << s.message;
 
+  // One byte short of the first ABI-2 release (0.2, which ended at `causal`) is refused; 0.2's
+  // size itself is accepted (OlderCallerStructSizes).
   raw = valid_args();
-  raw.struct_size = uint32_t(sizeof(raw) - 8);  // older/smaller than this library's struct
+  raw.struct_size = uint32_t(offsetof(hopattn_attention_fwd_args_t, window) - 1);
   s = hopattn_attention_forward_check(&raw, nullptr);
   EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(s.message).find("is smaller than this library's struct"), std::string::npos) << s.message;
+  EXPECT_NE(std::string(s.message).find("is smaller than this struct ever was"), std::string::npos) << s.message;
+  s = hopattn_attention_forward(&raw, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT) << s.message;
+  EXPECT_NE(std::string(s.message).find("is smaller than this struct ever was"), std::string::npos) << s.message;
+  raw.struct_size = 8;
+  s = hopattn_attention_forward_check(&raw, nullptr);
+  EXPECT_NE(std::string(s.message).find("is smaller than this struct ever was"), std::string::npos) << s.message;
 
   // A caller built against a newer header: a bigger struct whose extra bytes are zero reads as
   // this one (the argument rules then pass: any error left is about the device or, with a GPU,
@@ -301,9 +310,190 @@ TEST(AttentionChecks, StructSizeAndReserved) {
   EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
   EXPECT_NE(std::string(s.message).find("is not a plausible struct size"), std::string::npos) << s.message;
 
+  // (-Wextra's missing-field-initializers warns on the macro's one-field list in C++: the other
+  // fields are zero, which is the point.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
   hopattn_attention_fwd_args_t init = HOPATTN_ATTENTION_FWD_ARGS_INIT;
+#pragma GCC diagnostic pop
   EXPECT_EQ(init.struct_size, sizeof(hopattn_attention_fwd_args_t));
   EXPECT_EQ(hopattn_abi_version(), HOPATTN_ABI_VERSION);
+}
+
+// A caller built against an older header (0.2: the struct ended at `causal`) passes a smaller
+// struct_size: the library reads only that many bytes and the fields past them as zero. Here the
+// bytes past struct_size hold values that would be refused (window_left -7, a NaN softcap, sinks
+// of the wrong dtype): the verdict must be the one for the same call with those fields zero, the
+// full-size struct's. A size in between reads the fields it covers.
+TEST(AttentionChecks, OlderCallerStructSizes) {
+  const AttentionForwardArgs base = valid_args();
+  hopattn_attention_fwd_args_t zero = base;  // the 0.2 call, as this library reads it
+  const hopattn_status_t want = hopattn_attention_forward_check(&zero, nullptr);
+  EXPECT_EQ(std::string(want.message).find("struct"), std::string::npos) << want.message;
+
+  hopattn_attention_fwd_args_t old = base;
+  old.window = 1, old.window_left = -7, old.window_right = 0;
+  old.softcap = std::numeric_limits<float>::quiet_NaN();
+  old.sinks = Tensor{fake_ptr(0x60000000), HOPATTN_DTYPE_BF16, 1, {8}, {1}};
+  old.struct_size = uint32_t(offsetof(hopattn_attention_fwd_args_t, window));
+  hopattn_status_t s = hopattn_attention_forward_check(&old, nullptr);
+  EXPECT_EQ(s.code, want.code) << s.message;
+  EXPECT_STREQ(s.message, want.message);
+  s = hopattn_attention_forward(&old, nullptr);  // the call reads it the same way
+  EXPECT_EQ(std::string(s.message).find("window"), std::string::npos) << s.message;
+  EXPECT_EQ(std::string(s.message).find("softcap"), std::string::npos) << s.message;
+  EXPECT_EQ(std::string(s.message).find("sinks"), std::string::npos) << s.message;
+  EXPECT_EQ(std::string(s.message).find("struct"), std::string::npos) << s.message;
+
+  // Up to `softcap`: the window fields are read (and window_left -7 refused), softcap and sinks not.
+  old.struct_size = uint32_t(offsetof(hopattn_attention_fwd_args_t, softcap));
+  s = hopattn_attention_forward_check(&old, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT) << s.message;
+  EXPECT_NE(std::string(s.message).find("window_left"), std::string::npos) << s.message;
+  old.window_left = 16;  // now valid: the NaN softcap and bf16 sinks past the size stay unread
+  s = hopattn_attention_forward_check(&old, nullptr);
+  EXPECT_EQ(std::string(s.message).find("softcap"), std::string::npos) << s.message;
+  EXPECT_EQ(std::string(s.message).find("sinks"), std::string::npos) << s.message;
+  EXPECT_EQ(std::string(s.message).find("struct"), std::string::npos) << s.message;
+  // Up to `sinks`: the NaN softcap is read and refused.
+  old.struct_size = uint32_t(offsetof(hopattn_attention_fwd_args_t, sinks));
+  s = hopattn_attention_forward_check(&old, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT) << s.message;
+  EXPECT_NE(std::string(s.message).find("softcap"), std::string::npos) << s.message;
+
+  // The C++ calls take this header's struct only: its size, exactly.
+  AttentionForwardArgs cpp = base;
+  cpp.struct_size = uint32_t(offsetof(hopattn_attention_fwd_args_t, window));
+  expect_error(check(cpp), StatusCode::kInvalidArgument, "args.struct_size: ");
+  expect_error(check(cpp), StatusCode::kInvalidArgument, "expected sizeof");
+}
+
+// The options of 0.3 (hopattn.h): sliding window, softcap, sinks.
+Tensor valid_sinks() { return Tensor{fake_ptr(0x60000000), HOPATTN_DTYPE_FP32, 1, {8}, {1}}; }
+
+TEST(AttentionChecks, NewFieldsZeroKeepTheOldCall) {
+  AttentionForwardArgs a = valid_args();
+  EXPECT_EQ(a.window, 0);
+  EXPECT_EQ(a.window_left, 0);
+  EXPECT_EQ(a.window_right, 0);
+  EXPECT_EQ(a.softcap, 0.0f);
+  EXPECT_EQ(a.sinks.data, nullptr);
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a.causal = 0;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+}
+
+TEST(AttentionChecks, ValidWindowsSoftcapAndSinks) {
+  struct Window {
+    int causal, left, right;
+  };
+  const Window valid[] = {{0, -1, -1}, {0, 0, 0},   {0, 17, -1}, {0, -1, 5},  {0, 3, 200},
+                          {1, -1, -1}, {1, -1, 0},  {1, 128, 0}, {1, 0, -1}, {0, 1 << 30, 1 << 30}};
+  for (const Window& w : valid) {
+    AttentionForwardArgs a = valid_args();
+    a.causal = w.causal, a.window = 1, a.window_left = w.left, a.window_right = w.right;
+    const Status s = check(a);
+    EXPECT_TRUE(s.ok()) << "causal " << w.causal << " window (" << w.left << ", " << w.right << "): " << s.to_string();
+  }
+  AttentionForwardArgs a = valid_args();
+  a.softcap = 30.0f;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a.softcap = 1e-3f;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a = valid_args();
+  a.sinks = valid_sinks();
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a.sinks.data = nullptr;  // no data: no sinks, whatever the rest of the descriptor says
+  a.sinks.dtype = HOPATTN_DTYPE_BF16;
+  a.sinks.shape[0] = 3;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a = valid_args();
+  a.window = 1, a.window_left = 64, a.window_right = 0;
+  a.softcap = 5.0f;
+  a.sinks = valid_sinks();
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+}
+
+TEST(AttentionChecks, WindowSides) {
+  for (int bad : {-2, -7, INT32_MIN}) {
+    AttentionForwardArgs a = valid_args();
+    a.causal = 0, a.window = 1, a.window_left = bad, a.window_right = 4;
+    expect_error(check(a), StatusCode::kInvalidArgument, "window_left");
+    EXPECT_NE(check(a).message().find(std::to_string(bad)), std::string::npos) << check(a).message();
+    a = valid_args();
+    a.causal = 0, a.window = 1, a.window_left = 4, a.window_right = bad;
+    expect_error(check(a), StatusCode::kInvalidArgument, "window_right");
+    EXPECT_NE(check(a).message().find(std::to_string(bad)), std::string::npos) << check(a).message();
+  }
+  for (int right : {1, 128, INT32_MAX}) {
+    AttentionForwardArgs a = valid_args();  // causal
+    a.window = 1, a.window_left = 16, a.window_right = right;
+    expect_error(check(a), StatusCode::kInvalidArgument, "window_right: must be 0 or -1 with causal");
+  }
+  AttentionForwardArgs a = valid_args();
+  a.window = 1, a.window_left = -2, a.window_right = -2;  // the first broken rule is named
+  expect_error(check(a), StatusCode::kInvalidArgument, "window_");
+}
+
+TEST(AttentionChecks, Softcap) {
+  const float bad[] = {-1.0f, -1e-30f, std::numeric_limits<float>::quiet_NaN(),
+                       std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  for (float cap : bad) {
+    AttentionForwardArgs a = valid_args();
+    a.softcap = cap;
+    expect_error(check(a), StatusCode::kInvalidArgument, "softcap");
+  }
+}
+
+TEST(AttentionChecks, Sinks) {
+  AttentionForwardArgs a = valid_args();
+  a.sinks = valid_sinks();
+  a.sinks.dtype = HOPATTN_DTYPE_BF16;
+  expect_error(check(a), StatusCode::kInvalidArgument, "sinks: dtype must be fp32");
+  a = valid_args();
+  a.sinks = valid_sinks();
+  a.sinks.rank = 2, a.sinks.shape[1] = 1, a.sinks.stride[0] = 1, a.sinks.stride[1] = 1;  // (8, 1)
+  expect_error(check(a), StatusCode::kInvalidArgument, "sinks");
+  EXPECT_NE(check(a).message().find("rank"), std::string::npos) << check(a).message();
+  a = valid_args();
+  a.sinks = valid_sinks();
+  a.sinks.shape[0] = 2;  // heads_kv, not heads_q
+  expect_error(check(a), StatusCode::kInvalidArgument, "sinks: shape");
+  expect_error(check(a), StatusCode::kInvalidArgument, "must be (heads_q)");
+  a.sinks.shape[0] = 9;
+  expect_error(check(a), StatusCode::kInvalidArgument, "sinks: shape");
+  a = valid_args();
+  a.sinks = valid_sinks();
+  a.sinks.stride[0] = 2;  // every other float: not contiguous
+  expect_error(check(a), StatusCode::kInvalidArgument, "sinks");
+  EXPECT_NE(check(a).message().find("stride"), std::string::npos) << check(a).message();
+  a = valid_args();
+  a.sinks = valid_sinks();
+  a.sinks.data = fake_ptr(0x60000002);  // not 4-byte aligned
+  expect_error(check(a), StatusCode::kInvalidArgument, "sinks");
+  EXPECT_NE(check(a).message().find("aligned"), std::string::npos) << check(a).message();
+  a = valid_args();
+  a.sinks = valid_sinks();
+  a.sinks.dtype = hopattn_dtype_t(77);  // not a dtype at all: refused, not a crash
+  expect_error(check(a), StatusCode::kInvalidArgument, "sinks");
+  a = valid_args();  // an input: the outputs must not overlap it
+  a.sinks = valid_sinks();
+  a.sinks.data = fake_ptr(0x40000000 + 64);  // inside o
+  expect_error(check(a), StatusCode::kInvalidArgument, "o: overlaps input sinks");
+  a.sinks.data = fake_ptr(0x50000000 + 16);  // inside lse
+  expect_error(check(a), StatusCode::kInvalidArgument, "lse: overlaps input sinks");
+}
+
+// DeviceContext::tensor_device for the forward: q, k, v, o, lse, then sinks.
+TEST(AttentionChecks, SinksOnHostOrAnotherDevice) {
+  AttentionForwardArgs a = valid_args();
+  a.sinks = valid_sinks();
+  DeviceContext ctx;
+  ctx.tensor_device[5] = kHostMemory;
+  expect_error(check(a, ctx), StatusCode::kInvalidArgument, "sinks: points to host memory");
+  ctx = DeviceContext{};
+  ctx.tensor_device[5] = 2;
+  expect_error(check(a, ctx), StatusCode::kInvalidArgument, "sinks: lives on device 2");
 }
 
 // Without a GPU the C ABI's check still reports argument errors (the rules come before the

@@ -61,11 +61,27 @@ TEST(FwdRegistry, DefaultsCoverEveryCall) {
   for (int hdim : compiled_head_dims())
     for (int i = 0; i < kFwdKernelCount; ++i)
       for (int causal = 0; causal < 2; ++causal)
-        if (fwd_kernel_compiled(i, hdim, causal != 0) && !kFwdKernels[i].ablation && !kFwdBuildAblations) {
+        if (fwd_kernel_compiled(i, hdim, causal != 0) && !kFwdKernels[i].ablation && !kFwdBuildAblations &&
+            !kFwdKernels[i].options) {  // the options row runs every call with options (pick_forward_kernel)
           EXPECT_TRUE(used.count(std::to_string(hdim) + ":" + kFwdKernels[i].name + ":" + std::to_string(causal)))
               << kFwdKernels[i].name << " at hdim " << hdim << " is compiled for " << (causal ? "causal" : "non-causal")
               << " calls but no default runs it";
         }
+}
+
+// One row per compiled head dim takes the options (window, softcap, sinks), compiled for the band
+// (causal) mask only: attention_forward runs every call with options there.
+TEST(FwdRegistry, OneOptionsRowPerHeadDim) {
+  for (int hdim : compiled_head_dims()) {
+    int rows = 0;
+    for (int i = 0; i < kFwdKernelCount; ++i)
+      if (kFwdKernels[i].options && fwd_kernel_compiled(i, hdim)) {
+        ++rows;
+        EXPECT_TRUE(fwd_kernel_compiled(i, hdim, true)) << kFwdKernels[i].name;
+        EXPECT_EQ(kFwdKernels[i].kernel, FwdKernel::kPersistentPingPong) << kFwdKernels[i].name;
+      }
+    EXPECT_EQ(rows, 1) << "hdim " << hdim;
+  }
 }
 
 TEST(FwdRegistry, NamesAreUniquePerHeadDim) {

@@ -6,6 +6,9 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "attention_reference.hpp"
@@ -153,6 +156,289 @@ TEST(ReferenceCpu, FlopsCountVisiblePairs) {
   EXPECT_DOUBLE_EQ(p.flops(), 4.0 * 2 * 3 * 16 * 64);
   p.causal = true;  // 1 + 2 + 3 + 4 visible pairs
   EXPECT_DOUBLE_EQ(p.flops(), 4.0 * 2 * 3 * 10 * 64);
+}
+
+// --- Sliding windows, softcap and sinks (hopattn.h since 0.3) ---
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct OutF {
+  std::vector<float> o, lse;
+};
+OutF run_lowp(const AttnProblem& p, const std::vector<float>& q, const std::vector<float>& k,
+              const std::vector<float>& v, hopattn_dtype_t dtype = HOPATTN_DTYPE_BF16) {
+  OutF r{std::vector<float>(p.q_elems()), std::vector<float>(p.lse_elems())};
+  attention_cpu_lowp(p, dtype, q.data(), k.data(), v.data(), r.o.data(), r.lse.data());
+  return r;
+}
+
+void expect_same(const Out& a, const Out& b, const std::string& what) {
+  ASSERT_EQ(a.o.size(), b.o.size());
+  for (size_t i = 0; i < a.o.size(); ++i) ASSERT_EQ(a.o[i], b.o[i]) << what << ": O[" << i << "]";
+  for (size_t i = 0; i < a.lse.size(); ++i) ASSERT_EQ(a.lse[i], b.lse[i]) << what << ": LSE[" << i << "]";
+}
+
+// Window (unbounded, 0) is causal, on the unmasked references' paths: same O and LSE bit for bit,
+// with seqlen_q below, equal to and above seqlen_k (rows that see nothing).
+TEST(ReferenceCpu, WindowUnboundedLeftZeroRightEqualsCausal) {
+  for (auto [sq, sk] : {std::pair{7, 19}, std::pair{12, 12}, std::pair{19, 7}}) {
+    AttnProblem causal{1, sq, sk, 4, 2, 16, true, 0.0f};
+    AttnProblem window = causal;
+    window.causal = false;
+    window.window = true, window.window_left = -1, window.window_right = 0;
+    const auto q = randn(causal.q_elems(), 40), k = randn(causal.kv_elems(), 41), v = randn(causal.kv_elems(), 42);
+    for (int i = 0; i < sq; ++i) EXPECT_EQ(window.visible_keys(i), causal.visible_keys(i)) << "row " << i;
+    expect_same(run_fp64(causal, q, k, v), run_fp64(window, q, k, v), window.to_string());
+    const OutF a = run_lowp(causal, q, k, v), b = run_lowp(window, q, k, v);
+    EXPECT_EQ(a.o, b.o) << window.to_string();
+    EXPECT_EQ(a.lse, b.lse) << window.to_string();
+  }
+}
+
+TEST(ReferenceCpu, WindowUnboundedBothSidesEqualsNoMask) {
+  AttnProblem dense{2, 9, 23, 2, 1, 16, false, 0.0f};
+  AttnProblem window = dense;
+  window.window = true;  // window_left = window_right = -1
+  const auto q = randn(dense.q_elems(), 43), k = randn(dense.kv_elems(), 44), v = randn(dense.kv_elems(), 45);
+  for (int i = 0; i < dense.seqlen_q; ++i) EXPECT_EQ(window.visible_keys(i), dense.seqlen_k) << "row " << i;
+  expect_same(run_fp64(dense, q, k, v), run_fp64(window, q, k, v), window.to_string());
+  // And with causal, window (-1, -1) is plain causal (the right side reads as 0).
+  dense.causal = window.causal = true;
+  expect_same(run_fp64(dense, q, k, v), run_fp64(window, q, k, v), window.to_string());
+  // window_left/right without `window` are ignored.
+  AttnProblem off = dense;
+  off.window_left = 0, off.window_right = 0;
+  expect_same(run_fp64(dense, q, k, v), run_fp64(off, q, k, v), "window = false");
+}
+
+// Each row of a windowed problem is dense attention over exactly its keys: the range is computed
+// here from hopattn.h's rule, and the row from the unmasked reference on that slice of K and V.
+TEST(ReferenceCpu, WindowRowEqualsDenseAttentionOverItsKeys) {
+  struct Case {
+    int sq, sk, left, right;
+    bool causal;
+  };
+  const Case cases[] = {{11, 11, 0, 0, false}, {11, 11, 3, 2, false}, {6, 20, 4, 1, false}, {20, 6, 1, 2, false},
+                        {20, 6, 2, 0, true},   {13, 29, -1, 5, false}, {13, 29, 7, -1, false}, {29, 13, 5, -1, true},
+                        {8, 8, 100, 100, false}};
+  const int hq = 4, hkv = 2, d = 8;
+  uint32_t seed = 50;
+  for (const Case& c : cases) {
+    AttnProblem p{1, c.sq, c.sk, hq, hkv, d, c.causal, 0.0f};
+    p.window = true, p.window_left = c.left, p.window_right = c.right;
+    const auto q = randn(p.q_elems(), seed++), k = randn(p.kv_elems(), seed++), v = randn(p.kv_elems(), seed++);
+    const Out full = run_fp64(p, q, k, v);
+    for (int i = 0; i < c.sq; ++i) {
+      const int pos = i + c.sk - c.sq;
+      int lo = c.left < 0 ? 0 : std::max(0, pos - c.left);
+      int hi = c.right < 0 ? c.sk - 1 : std::min(c.sk - 1, pos + c.right);  // inclusive
+      if (c.causal) hi = std::min(hi, pos);
+      const int n = std::max(0, hi - lo + 1);
+      ASSERT_EQ(p.visible_keys(i), n) << p.to_string() << " row " << i;
+      if (n > 0) {
+        EXPECT_EQ(p.visible_range(i).begin, lo) << p.to_string() << " row " << i;
+      }
+      for (int h = 0; h < hq; ++h) {
+        const double* o_row = full.o.data() + (int64_t(i) * hq + h) * d;
+        const double lse_row = full.lse[int64_t(h) * c.sq + i];
+        if (n == 0) {
+          EXPECT_EQ(lse_row, -kInf) << p.to_string() << " row " << i;
+          for (int e = 0; e < d; ++e) EXPECT_EQ(o_row[e], 0.0) << p.to_string() << " row " << i;
+          continue;
+        }
+        const AttnProblem slice{1, 1, n, hq, hkv, d, false, p.effective_scale()};
+        const std::vector<float> qs(q.begin() + int64_t(i) * hq * d, q.begin() + int64_t(i + 1) * hq * d);
+        const std::vector<float> ks(k.begin() + int64_t(lo) * hkv * d, k.begin() + int64_t(lo + n) * hkv * d);
+        const std::vector<float> vs(v.begin() + int64_t(lo) * hkv * d, v.begin() + int64_t(lo + n) * hkv * d);
+        const Out ref = run_fp64(slice, qs, ks, vs);
+        for (int e = 0; e < d; ++e)
+          EXPECT_NEAR(o_row[e], ref.o[int64_t(h) * d + e], 1e-12) << p.to_string() << " row " << i << " head " << h;
+        EXPECT_NEAR(lse_row, ref.lse[h], 1e-12) << p.to_string() << " row " << i << " head " << h;
+      }
+    }
+  }
+}
+
+TEST(ReferenceCpu, SoftcapWithAHugeCapIsNoCap) {
+  AttnProblem p{1, 9, 17, 2, 2, 16, true, 0.0f};
+  const auto q = randn(p.q_elems(), 60), k = randn(p.kv_elems(), 61), v = randn(p.kv_elems(), 62);
+  const Out plain = run_fp64(p, q, k, v);
+  p.softcap = 1e6f;  // cap·tanh(s/cap) = s - s³/(3 cap²) + ...: ~1e-11 for |s| < 5
+  const Out capped = run_fp64(p, q, k, v);
+  for (size_t i = 0; i < plain.o.size(); ++i) EXPECT_NEAR(plain.o[i], capped.o[i], 1e-9) << i;
+  for (size_t i = 0; i < plain.lse.size(); ++i) EXPECT_NEAR(plain.lse[i], capped.lse[i], 1e-9) << i;
+  p.softcap = 1.0f;  // and a small one changes the answer
+  const Out small = run_fp64(p, q, k, v);
+  double diff = 0;
+  for (size_t i = 0; i < plain.o.size(); ++i) diff = std::max(diff, std::abs(plain.o[i] - small.o[i]));
+  EXPECT_GT(diff, 1e-2);
+}
+
+TEST(ReferenceCpu, SoftcapHandComputedTwoKeys) {
+  // q = [1, 0], k0 = [4, 0], k1 = [-1, 0], scale 1: scores (4, -1); cap 2: 2 tanh(2), 2 tanh(-0.5).
+  AttnProblem p{1, 1, 2, 1, 1, 2, false, 1.0f};
+  p.softcap = 2.0f;
+  const std::vector<float> q = {1, 0}, k = {4, 0, -1, 0}, v = {1, 2, 3, 4};
+  const Out r = run_fp64(p, q, k, v);
+  const double e0 = std::exp(2 * std::tanh(2.0)), e1 = std::exp(2 * std::tanh(-0.5));
+  EXPECT_NEAR(r.o[0], (e0 * 1 + e1 * 3) / (e0 + e1), 1e-15);
+  EXPECT_NEAR(r.o[1], (e0 * 2 + e1 * 4) / (e0 + e1), 1e-15);
+  EXPECT_NEAR(r.lse[0], std::log(e0 + e1), 1e-15);
+  // The yardstick rounds the capped scores to the dtype (bf16 here), then P and O.
+  const double l0 = std::exp(double(round_to_dtype(float(2 * std::tanh(2.0)), HOPATTN_DTYPE_BF16)));
+  const double l1 = std::exp(double(round_to_dtype(float(2 * std::tanh(-0.5)), HOPATTN_DTYPE_BF16)));
+  const OutF low = run_lowp(p, q, k, v);
+  EXPECT_NEAR(low.o[0], (l0 * 1 + l1 * 3) / (l0 + l1), 2e-2);
+  EXPECT_NEAR(low.lse[0], std::log(l0 + l1), 1e-6);
+  EXPECT_GT(std::abs(low.lse[0] - r.lse[0]), 1e-4);  // ...which the capped score's rounding moves
+}
+
+// The yardstick caps too: with raw scores of ±50 and cap 5 it is close to the capped fp64 answer
+// and far from the uncapped one.
+TEST(ReferenceCpu, LowPrecisionYardstickAppliesTheSoftcap) {
+  AttnProblem p{1, 17, 33, 2, 1, 64, false, 0.0f};
+  std::vector<float> q = randn(p.q_elems(), 63), k = randn(p.kv_elems(), 64);
+  for (float& x : q) x = round_to_dtype(4 * x, HOPATTN_DTYPE_BF16);
+  for (float& x : k) x = round_to_dtype(4 * x, HOPATTN_DTYPE_BF16);
+  const auto v = randn(p.kv_elems(), 65);
+  p.softcap = 5.0f;
+  const Out exact = run_fp64(p, q, k, v);
+  const OutF low = run_lowp(p, q, k, v);
+  const ErrorStats e = compare(exact.o.data(), low.o.data(), p.q_elems());
+  EXPECT_EQ(e.bad, 0);
+  EXPECT_LT(e.max_abs, 0.05);
+  EXPECT_LT(compare(exact.lse.data(), low.lse.data(), p.lse_elems()).max_abs, 1e-2);
+  AttnProblem uncapped = p;
+  uncapped.softcap = 0;
+  const OutF wrong = run_lowp(uncapped, q, k, v);
+  EXPECT_GT(compare(exact.o.data(), wrong.o.data(), p.q_elems()).max_abs, 0.2);
+}
+
+TEST(ReferenceCpu, MinusInfSinkIsNoSink) {
+  AttnProblem p{2, 7, 13, 3, 1, 16, true, 0.0f};
+  p.window = true, p.window_left = 4, p.window_right = 0;
+  const auto q = randn(p.q_elems(), 70), k = randn(p.kv_elems(), 71), v = randn(p.kv_elems(), 72);
+  const Out none = run_fp64(p, q, k, v);
+  const OutF none_low = run_lowp(p, q, k, v);
+  p.sinks = {-float(kInf), -float(kInf), -float(kInf)};
+  expect_same(none, run_fp64(p, q, k, v), p.to_string());
+  const OutF low = run_lowp(p, q, k, v);
+  EXPECT_EQ(none_low.o, low.o);
+  EXPECT_EQ(none_low.lse, low.lse);
+}
+
+TEST(ReferenceCpu, SinkHandComputedOneKey) {
+  // One key, score s = 1.5 (q = [1.5, 0], k = [1, 0], scale 1); q-head 0 with sink 0.25, head 1 with 20.
+  AttnProblem p{1, 1, 1, 2, 1, 2, false, 1.0f};
+  p.sinks = {0.25f, 20.0f};
+  const std::vector<float> q = {1.5f, 0, 1.5f, 0}, k = {1, 0}, v = {2, -3};
+  const Out r = run_fp64(p, q, k, v);
+  for (int h = 0; h < 2; ++h) {
+    const double es = std::exp(1.5), ek = std::exp(double(p.sinks[h]));
+    EXPECT_NEAR(r.o[h * 2 + 0], 2 * es / (es + ek), 1e-15) << "head " << h;
+    EXPECT_NEAR(r.o[h * 2 + 1], -3 * es / (es + ek), 1e-15) << "head " << h;
+    EXPECT_NEAR(r.lse[h], std::log(es + ek), 1e-13) << "head " << h;
+  }
+  const OutF low = run_lowp(p, q, k, v);
+  EXPECT_NEAR(low.o[0], 2 * std::exp(1.5) / (std::exp(1.5) + std::exp(0.25)), 2e-2);
+  EXPECT_NEAR(low.lse[1], std::log(std::exp(1.5) + std::exp(20.0)), 1e-5);
+}
+
+// A sink rescales a row: O' = O · L / (L + e^sink) and LSE' = log(e^LSE + e^sink) from the
+// no-sink answer (L = e^LSE), over windows, softcap, GQA and every kind of sink value.
+TEST(ReferenceCpu, SinkRescalesTheNoSinkAnswer) {
+  AttnProblem p{2, 21, 15, 6, 2, 16, false, 0.0f};
+  p.window = true, p.window_left = 3, p.window_right = 1;  // sq > sk: rows 0..4 see no key
+  p.softcap = 3.0f;
+  const auto q = randn(p.q_elems(), 73), k = randn(p.kv_elems(), 74), v = randn(p.kv_elems(), 75);
+  const Out none = run_fp64(p, q, k, v);
+  p.sinks = {-2.0f, 0.0f, 1.5f, 20.0f, -float(kInf), -30.0f};
+  const Out with = run_fp64(p, q, k, v);
+  const OutF low = run_lowp(p, q, k, v);
+  int empty_rows = 0;
+  for (int b = 0; b < p.batch; ++b)
+    for (int i = 0; i < p.seqlen_q; ++i)
+      for (int h = 0; h < p.heads_q; ++h) {
+        const int64_t l = (int64_t(b) * p.heads_q + h) * p.seqlen_q + i;
+        const int64_t o = ((int64_t(b) * p.seqlen_q + i) * p.heads_q + h) * p.hdim;
+        const double sink = p.sink(h), lse = none.lse[l];
+        const double want_lse = std::max(lse, sink) + std::log(std::exp(lse - std::max(lse, sink)) +
+                                                               std::exp(sink - std::max(lse, sink)));
+        const std::string where = p.to_string() + " b " + std::to_string(b) + " row " + std::to_string(i) +
+                                  " head " + std::to_string(h);
+        if (p.visible_keys(i) == 0) {
+          ++empty_rows;
+          EXPECT_EQ(with.lse[l], sink) << where;  // O = 0, LSE = sink (-inf with a -inf sink)
+          EXPECT_EQ(low.lse[l], float(sink)) << where;
+          for (int e = 0; e < p.hdim; ++e) EXPECT_EQ(with.o[o + e], 0.0) << where;
+          for (int e = 0; e < p.hdim; ++e) EXPECT_EQ(low.o[o + e], 0.0f) << where;
+          continue;
+        }
+        const double keep = 1.0 / (1.0 + std::exp(sink - lse));
+        EXPECT_NEAR(with.lse[l], want_lse, 1e-12) << where;
+        for (int e = 0; e < p.hdim; ++e) EXPECT_NEAR(with.o[o + e], none.o[o + e] * keep, 1e-12) << where;
+      }
+  EXPECT_EQ(empty_rows, 2 * 5 * 6);
+  const ErrorStats e = compare(with.o.data(), low.o.data(), p.q_elems());
+  EXPECT_EQ(e.bad, 0);
+  EXPECT_LT(e.max_abs, 0.05);
+  const ErrorStats el = compare(with.lse.data(), low.lse.data(), p.lse_elems());
+  EXPECT_EQ(el.bad, 0);
+  EXPECT_LT(el.max_abs, 0.05);
+}
+
+// Rows that see no key (causal with seqlen_q > seqlen_k): O = 0 and LSE = sink, in both references.
+TEST(ReferenceCpu, RowsWithoutKeysWithSinksGiveZeroAndTheSink) {
+  AttnProblem p{1, 6, 2, 3, 3, 4, true, 0.0f};
+  p.sinks = {0.5f, -float(kInf), 20.0f};
+  const auto q = randn(p.q_elems(), 76), k = randn(p.kv_elems(), 77), v = randn(p.kv_elems(), 78);
+  const Out r = run_fp64(p, q, k, v);
+  const OutF low = run_lowp(p, q, k, v);
+  for (int i = 0; i < 4; ++i) {  // rows 0..3: i + 2 - 6 < 0
+    ASSERT_EQ(p.visible_keys(i), 0);
+    for (int h = 0; h < 3; ++h) {
+      EXPECT_EQ(r.lse[h * 6 + i], double(p.sinks[h])) << "row " << i << " head " << h;
+      EXPECT_EQ(low.lse[h * 6 + i], p.sinks[h]) << "row " << i << " head " << h;
+      for (int e = 0; e < 4; ++e) {
+        EXPECT_EQ(r.o[(i * 3 + h) * 4 + e], 0.0) << "row " << i << " head " << h;
+        EXPECT_EQ(low.o[(i * 3 + h) * 4 + e], 0.0f) << "row " << i << " head " << h;
+      }
+    }
+  }
+  // Row 5 sees keys 0 and 1; the +20 sink takes nearly all the mass but O stays finite and small.
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_TRUE(std::isfinite(r.o[(5 * 3 + 2) * 4 + e]));
+    EXPECT_LT(std::abs(r.o[(5 * 3 + 2) * 4 + e]), 1e-5);
+  }
+}
+
+TEST(ReferenceCpu, SinksOfTheWrongCountAreRefused) {
+  AttnProblem p{1, 2, 2, 3, 1, 4, false, 0.0f};
+  p.sinks = {1.0f, 2.0f};
+  const auto q = randn(p.q_elems(), 79), k = randn(p.kv_elems(), 80), v = randn(p.kv_elems(), 81);
+  EXPECT_THROW(run_fp64(p, q, k, v), std::invalid_argument);
+  EXPECT_THROW(run_lowp(p, q, k, v), std::invalid_argument);
+}
+
+TEST(ReferenceCpu, FlopsCountWindowPairs) {
+  // sq = sk = 6, window (2, 1): rows see 2, 3, 4, 4, 4, 3 keys = 20 pairs.
+  AttnProblem p{1, 6, 6, 2, 2, 64, false, 0.0f};
+  p.window = true, p.window_left = 2, p.window_right = 1;
+  EXPECT_DOUBLE_EQ(p.flops(), 4.0 * 2 * 20 * 64);
+  p.causal = true, p.window_right = 0;  // 1, 2, 3, 3, 3, 3
+  EXPECT_DOUBLE_EQ(p.flops(), 4.0 * 2 * 15 * 64);
+}
+
+TEST(ReferenceCpu, ToStringNamesTheOptions) {
+  AttnProblem p{1, 4, 4, 2, 2, 64, false, 0.0f};
+  EXPECT_EQ(p.to_string().find("window"), std::string::npos);
+  p.window = true, p.window_left = 127, p.window_right = -1;
+  p.softcap = 30.0f;
+  p.sinks = {1.0f, -float(kInf)};
+  const std::string s = p.to_string();
+  EXPECT_NE(s.find("window=(127,-1)"), std::string::npos) << s;
+  EXPECT_NE(s.find("softcap=30"), std::string::npos) << s;
+  EXPECT_NE(s.find("sinks=[1,-inf]"), std::string::npos) << s;
 }
 
 TEST(DtypeConversion, RoundTripsAndRounding) {

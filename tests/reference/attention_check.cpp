@@ -74,11 +74,17 @@ CheckResult run_check(const CheckCase& c, const std::string& impl, const Forward
   fill_nan(o.buf.get(), dtype_size(c.dtype), o.alloc_elems);
   fill_nan(lse.get(), sizeof(float), p.lse_elems());
 
+  DeviceBuffer sinks(std::max<size_t>(p.sinks.size(), 1) * sizeof(float));
+  upload_from_float(sinks.get(), HOPATTN_DTYPE_FP32, p.sinks.data(), int64_t(p.sinks.size()));
+
   AttentionForwardArgs args{};
   args.q = q.desc, args.k = k.desc, args.v = v.desc, args.o = o.desc;
   if (c.with_lse) args.lse = tensor_lse(lse.as<float>(), p.batch, p.heads_q, p.seqlen_q);
   args.softmax_scale = p.scale;
   args.causal = p.causal;
+  if (p.window) args.window = 1, args.window_left = p.window_left, args.window_right = p.window_right;
+  args.softcap = p.softcap;
+  if (!p.sinks.empty()) args.sinks = Tensor{sinks.get(), HOPATTN_DTYPE_FP32, 1, {p.heads_q}, {1}};
   const Status s = fn(args, nullptr);
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   if (!s.ok()) {

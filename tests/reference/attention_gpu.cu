@@ -1,16 +1,23 @@
-// One block per (query row, q-head, batch). The block walks the visible keys in chunks of
+// One block per (query row, q-head, batch). The block walks the row's visible keys in chunks of
 // kThreads: each thread scores one key, the block reduces the chunk's max, rescales the running
 // output (held in shared memory, one slot per head-dim element) and accumulates P·V. Slow and
 // simple on purpose; float64 arithmetic makes it a reference, not a competitor.
+//
+// The mask is not computed here: the host uploads each row's key range from
+// AttnProblem::visible_range, the definition the CPU references use too. A sink starts the
+// row's running maximum and denominator (m = sink, l = 1; none or -inf: m = -inf, l = 0).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "attention_gpu.hpp"
 #include "common/cuda_check.hpp"
+#include "device_utils.hpp"
 
 namespace hopattn::reference {
 namespace {
@@ -39,11 +46,22 @@ __device__ Acc block_reduce(Acc x, bool is_max, Acc* scratch) {
   return r;
 }
 
+// The problem as the kernel reads it: plain data, device pointers.
+template <typename Acc>
+struct KernelProblem {
+  int seqlen_q, seqlen_k, heads_q, heads_kv, hdim;
+  Acc scale, softcap;          // softcap 0: off
+  const int2* ranges;          // (seqlen_q): [begin, end) of the keys each query row sees
+  const float* sinks;          // (heads_q), or nullptr
+};
+
 // kLowp: scores rounded to T, P rounded to T, O rounded to T (the yardstick); Acc = float.
+// Launch bounds of 8 blocks per SM allow 64 registers: left to itself ptxas fits the float
+// variant into 32 and spills.
 template <typename T, typename Acc, bool kLowp>
-__global__ void __launch_bounds__(kThreads) attention_reference_kernel(
-    AttnProblem p, Acc scale, const T* __restrict__ q, const T* __restrict__ k,
-    const T* __restrict__ v, Acc* __restrict__ o, Acc* __restrict__ lse) {
+__global__ void __launch_bounds__(kThreads, 8) attention_reference_kernel(
+    KernelProblem<Acc> p, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+    Acc* __restrict__ o, Acc* __restrict__ lse) {
   __shared__ Acc q_row[kMaxHdim];
   __shared__ Acc o_acc[kMaxHdim];
   __shared__ Acc probs[kThreads];
@@ -56,66 +74,91 @@ __global__ void __launch_bounds__(kThreads) attention_reference_kernel(
     q_row[d] = Acc(load(q + q_off + d));
     o_acc[d] = 0;
   }
-  const int n = p.causal ? min(max(i + p.seqlen_k - p.seqlen_q + 1, 0), p.seqlen_k) : p.seqlen_k;
-  Acc m = -INFINITY, l = 0;
+  const int first = p.ranges[i].x, n = p.ranges[i].y - p.ranges[i].x;
+  Acc m = p.sinks != nullptr ? Acc(p.sinks[h]) : Acc(-INFINITY);
+  Acc l = m == Acc(-INFINITY) ? Acc(0) : Acc(1);  // exp(sink - m)
   __syncthreads();
   for (int j0 = 0; j0 < n; j0 += kThreads) {
-    const int j = j0 + threadIdx.x;
+    const int t = j0 + threadIdx.x, j = first + t;
     Acc s = -INFINITY;
-    if (j < n) {
+    if (t < n) {
       const T* kj = k + ((int64_t(b) * p.seqlen_k + j) * p.heads_kv + hk) * p.hdim;
       Acc dot = 0;
       for (int d = 0; d < p.hdim; ++d) dot += q_row[d] * Acc(load(kj + d));
-      s = dot * scale;
+      s = dot * p.scale;
       if (kLowp) s = Acc(round_to<T>(float(s)));
+      if (p.softcap > 0) {
+        s = p.softcap * tanh(s / p.softcap);
+        if (kLowp) s = Acc(round_to<T>(float(s)));  // the capped score in T too, as attention_cpu_lowp
+      }
     }
     const Acc m_new = max(m, block_reduce(s, true, scratch));  // finite: the chunk has a key
-    const Acc alpha = exp(m - m_new);                          // exp(-inf) = 0 on the first chunk
-    const Acc pj = j < n ? exp(s - m_new) : Acc(0);
+    const Acc alpha = exp(m - m_new);                          // exp(-inf) = 0 while nothing is summed
+    const Acc pj = t < n ? exp(s - m_new) : Acc(0);
     l = l * alpha + block_reduce(pj, false, scratch);
     probs[threadIdx.x] = kLowp ? Acc(round_to<T>(float(pj))) : pj;
     __syncthreads();
     const int chunk = min(kThreads, n - j0);
     for (int d = threadIdx.x; d < p.hdim; d += kThreads) {
       Acc acc = 0;
-      for (int t = 0; t < chunk; ++t) {
-        const T* vj = v + ((int64_t(b) * p.seqlen_k + j0 + t) * p.heads_kv + hk) * p.hdim;
-        acc += probs[t] * Acc(load(vj + d));
+      for (int c = 0; c < chunk; ++c) {
+        const T* vj = v + ((int64_t(b) * p.seqlen_k + first + j0 + c) * p.heads_kv + hk) * p.hdim;
+        acc += probs[c] * Acc(load(vj + d));
       }
       o_acc[d] = o_acc[d] * alpha + acc;
     }
     m = m_new;
     __syncthreads();
   }
+  // l == 0: no key and no sink; with a sink and no key, O = 0 and LSE = sink.
   for (int d = threadIdx.x; d < p.hdim; d += kThreads) {
-    Acc out = n > 0 ? o_acc[d] / l : Acc(0);
+    Acc out = l > 0 ? o_acc[d] / l : Acc(0);
     if (kLowp) out = Acc(round_to<T>(float(out)));
     o[q_off + d] = out;
   }
   if (threadIdx.x == 0 && lse != nullptr)
-    lse[(int64_t(b) * p.heads_q + h) * p.seqlen_q + i] = n > 0 ? m + log(l) : Acc(-INFINITY);
+    lse[(int64_t(b) * p.heads_q + h) * p.seqlen_q + i] = l > 0 ? m + log(l) : Acc(-INFINITY);
 }
 
+// Uploads the rows' key ranges and the sinks, runs the kernel and waits for it (the uploads'
+// buffers are freed on return).
 template <typename Acc, bool kLowp>
 void launch(const AttnProblem& p, hopattn_dtype_t dtype, const void* q, const void* k,
             const void* v, Acc* o, Acc* lse, Stream stream) {
   if (p.hdim > kMaxHdim) throw std::runtime_error("attention reference: hdim > 256");
   if (p.heads_q > 65535 || p.batch > 65535) throw std::runtime_error("attention reference: grid too large");
+  if (!p.sinks.empty() && p.sinks.size() != size_t(p.heads_q))
+    throw std::runtime_error("attention reference: " + std::to_string(p.sinks.size()) + " sinks for " +
+                             std::to_string(p.heads_q) + " q-heads");
+  if (dtype != HOPATTN_DTYPE_BF16 && dtype != HOPATTN_DTYPE_FP16)
+    throw std::runtime_error("attention reference: dtype must be bf16 or fp16");
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
+  std::vector<int2> ranges(p.seqlen_q);
+  for (int i = 0; i < p.seqlen_q; ++i) {
+    const AttnProblem::KeyRange r = p.visible_range(i);
+    ranges[i] = make_int2(r.begin, r.end);
+  }
+  DeviceBuffer ranges_dev(ranges.size() * sizeof(int2));
+  DeviceBuffer sinks_dev(std::max<size_t>(p.sinks.size(), 1) * sizeof(float));
+  HOPATTN_CUDA_CHECK(cudaMemcpyAsync(ranges_dev.get(), ranges.data(), ranges.size() * sizeof(int2),
+                                     cudaMemcpyHostToDevice, stream));
+  if (!p.sinks.empty())
+    HOPATTN_CUDA_CHECK(cudaMemcpyAsync(sinks_dev.get(), p.sinks.data(), p.sinks.size() * sizeof(float),
+                                       cudaMemcpyHostToDevice, stream));
+  const KernelProblem<Acc> kp{p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.hdim,
+                              Acc(p.effective_scale()), Acc(p.softcap), ranges_dev.as<const int2>(),
+                              p.sinks.empty() ? nullptr : sinks_dev.as<const float>()};
   const dim3 grid(p.seqlen_q, p.heads_q, p.batch);
-  const Acc scale = Acc(p.effective_scale());
   if (dtype == HOPATTN_DTYPE_BF16) {
     attention_reference_kernel<__nv_bfloat16, Acc, kLowp><<<grid, kThreads, 0, stream>>>(
-        p, scale, static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
+        kp, static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
         static_cast<const __nv_bfloat16*>(v), o, lse);
-  } else if (dtype == HOPATTN_DTYPE_FP16) {
-    attention_reference_kernel<__half, Acc, kLowp><<<grid, kThreads, 0, stream>>>(
-        p, scale, static_cast<const __half*>(q), static_cast<const __half*>(k),
-        static_cast<const __half*>(v), o, lse);
   } else {
-    throw std::runtime_error("attention reference: dtype must be bf16 or fp16");
+    attention_reference_kernel<__half, Acc, kLowp><<<grid, kThreads, 0, stream>>>(
+        kp, static_cast<const __half*>(q), static_cast<const __half*>(k), static_cast<const __half*>(v), o, lse);
   }
   HOPATTN_CUDA_CHECK(cudaGetLastError());
+  HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 }  // namespace

@@ -32,9 +32,10 @@ struct OnlineSoftmax {
   // scaling (log2 units), so its weights stay ≤ 2^stale_log2 and O needs no rescale (the lazy
   // rescale of FlashAttention-4). 0: the maximum is always exact (weights ≤ 1).
   float stale_log2;
+  float softcap_scale;  // apply_softcap's; 0: no softcap
 
-  CUTE_DEVICE explicit OnlineSoftmax(float softmax_scale, float stale_log2_ = 0.0f)
-      : scale_log2(softmax_scale * float(M_LOG2E)), stale_log2(stale_log2_) {
+  CUTE_DEVICE explicit OnlineSoftmax(float softmax_scale, float stale_log2_ = 0.0f, float softcap_scale_ = 0.0f)
+      : scale_log2(softmax_scale * float(M_LOG2E)), stale_log2(stale_log2_), softcap_scale(softcap_scale_) {
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) row_max[r] = -INFINITY, row_sum[r] = 0.0f;
   }
@@ -72,8 +73,9 @@ struct OnlineSoftmax {
       alpha[r] = 1.0f;
       if constexpr (!kFirst) {
         if (!keep) {
-          const float old = row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale_log2;
-          alpha[r] = exp2_ftz(old - offset);
+          // A row with no score yet (every earlier one masked: a window's left edge) has nothing
+          // to rescale; alpha 0, not exp2(0 - offset), which is inf for offset < -128.
+          alpha[r] = row_max[r] == -INFINITY ? 0.0f : exp2_ftz(row_max[r] * scale_log2 - offset);
           row_sum[r] *= alpha[r];
         }
       }
@@ -117,18 +119,44 @@ struct OnlineSoftmax {
   }
 
   // O /= rowsum; returns per-row LSE (natural log) in lse[]. Rows with no visible key (sum 0)
-  // get O = 0 and LSE = -inf.
+  // get O = 0 and LSE = -inf. sink_log2: the row's attention sink (a logit that joins the
+  // denominator without a value; FwdParams::sinks) times log2(e), or -inf for none: O /= (rowsum
+  // + 2^sink), taken against the larger of the row's offset and the sink so that neither
+  // overflows; a row with no visible key then gets O = 0 and LSE = the sink.
   template <class TensorO>
-  CUTE_DEVICE void finalize(TensorO& tOrO, float (&lse)[kRows]) {
+  CUTE_DEVICE void finalize(TensorO& tOrO, float (&lse)[kRows], float sink_log2 = -INFINITY) {
     auto o = acc_rowcol(tOrO);
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const float sum = quad_sum(row_sum[r]);
       const bool empty = sum == 0.0f || sum != sum;
-      const float inv = empty ? 0.0f : 1.0f / sum;
+      float inv = empty ? 0.0f : 1.0f / sum;
+      lse[r] = empty ? -INFINITY : row_max[r] * scale_log2 * float(M_LN2) + logf(sum);
+      if (sink_log2 != -INFINITY) {
+        const float offset = empty ? -INFINITY : row_max[r] * scale_log2;  // the exponents' offset
+        const float top = fmaxf(offset, sink_log2);
+        const float kept = empty ? 0.0f : exp2f(offset - top);  // the row's weights, rescaled to top
+        const float total = (empty ? 0.0f : sum * kept) + exp2f(sink_log2 - top);
+        inv = kept / total;
+        lse[r] = (top + log2f(total)) * float(M_LN2);
+      }
       CUTE_UNROLL
       for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= inv;
-      lse[r] = empty ? -INFINITY : row_max[r] * scale_log2 * float(M_LN2) + logf(sum);
+    }
+  }
+
+  // Gemma 2's logit softcap on raw scores s: tanh(s · softcap_scale), where softcap_scale =
+  // softmax_scale / softcap and the softmax then scales by softcap (FwdParams), so that the
+  // exponent is softcap · tanh(softmax_scale · s / softcap). No-op when softcap_scale is 0.
+  // tanh.approx.f32 (MUFU.TANH): max relative error 2^-11, below bf16's rounding of P.
+  template <class TensorS>
+  CUTE_DEVICE void apply_softcap(TensorS& tSrS) const {
+    if (softcap_scale == 0.0f) return;
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(tSrS); ++i) {
+      float y;
+      asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(tSrS(i) * softcap_scale));
+      tSrS(i) = y;
     }
   }
 };

@@ -18,8 +18,9 @@ namespace {
 constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
 constexpr const char* kDimNames[4] = {"batch", "seqlen", "heads", "hdim"};
 constexpr const char* kLseDimNames[3] = {"batch", "heads", "seqlen"};
+constexpr const char* kSinkDimNames[1] = {"heads"};
 // The order of DeviceContext::tensor_device for this operation.
-constexpr const char* kTensorNames[5] = {"q", "k", "v", "o", "lse"};
+constexpr const char* kTensorNames[6] = {"q", "k", "v", "o", "lse", "sinks"};
 
 std::string supported_head_dims() {
   std::string s;
@@ -124,12 +125,52 @@ Status check_aliasing(const AttentionForwardArgs& a) {
                                  " in memory (the output must not alias an input)"));
   }
   if (overlaps(o, lse)) return Status::invalid("lse: overlaps o in memory");
+  const ByteRange sinks = byte_range(a.sinks);
+  if (overlaps(o, sinks)) return Status::invalid("o: overlaps input sinks in memory (the output must not alias an input)");
+  if (overlaps(lse, sinks))
+    return Status::invalid("lse: overlaps input sinks in memory (the output must not alias an input)");
+  return Status();
+}
+
+// The options of 0.3: a sliding window, the softcap and the attention sinks (hopattn.h).
+Status check_options(const AttentionForwardArgs& a) {
+  if (a.window == 0) {
+    // A window side set without the switch would silently attend to everything.
+    if (a.window_left != 0)
+      return Status::invalid(cat("window_left: ", a.window_left, " is set but window is 0 (set window = 1 to use it)"));
+    if (a.window_right != 0)
+      return Status::invalid(cat("window_right: ", a.window_right, " is set but window is 0 (set window = 1 to use it)"));
+  } else {
+    if (a.window_left < -1)
+      return Status::invalid(cat("window_left: must be >= 0, or -1 for unbounded, got ", a.window_left));
+    if (a.window_right < -1)
+      return Status::invalid(cat("window_right: must be >= 0, or -1 for unbounded, got ", a.window_right));
+    if (a.causal != 0 && a.window_right > 0)
+      return Status::invalid(cat("window_right: must be 0 or -1 with causal (a causal row sees no later key), got ",
+                                 a.window_right));
+    // The band's arithmetic (FwdMask) adds the two lengths in 32 bits.
+    if (a.q.shape[1] + a.k.shape[1] > (int64_t(1) << 30))
+      return Status::unsupported(cat("window: seqlen_q + seqlen_k = ", a.q.shape[1] + a.k.shape[1],
+                                     " exceeds 2^30 with a sliding window"));
+  }
+  if (!std::isfinite(a.softcap) || a.softcap < 0.0f)
+    return Status::invalid(cat("softcap: must be finite and >= 0 (0: off), got ", a.softcap));
+  const Tensor& t = a.sinks;
+  if (t.data == nullptr) return Status();  // optional input, not given
+  if (Status s = check_geometry(t, "sinks", 1, kSinkDimNames); !s.ok()) return s;
+  if (t.dtype != HOPATTN_DTYPE_FP32)
+    return Status::invalid(cat("sinks: dtype must be fp32, got ", hopattn_dtype_name(t.dtype)));
+  if (t.shape[0] != a.q.shape[2])
+    return Status::invalid(cat("sinks: shape (", t.shape[0], ") must be (heads_q) = (", a.q.shape[2], ")"));
+  if (t.stride[0] != 1 && t.shape[0] > 1)
+    return Status::invalid(cat("sinks.stride[0] = ", t.stride[0], ": must be contiguous (stride 1)"));
+  if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0) return Status::invalid("sinks: data pointer is not 4-byte aligned");
   return Status();
 }
 
 }  // namespace
 
-Status check_attention_forward_placement(const DeviceContext& ctx) { return check_placement(ctx, kTensorNames, 5); }
+Status check_attention_forward_placement(const DeviceContext& ctx) { return check_placement(ctx, kTensorNames, 6); }
 
 Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContext& ctx) {
   if (Status s = check_versioned_header<hopattn_attention_fwd_args_t>(a, "args"); !s.ok()) return s;
@@ -145,6 +186,7 @@ Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContex
   }
   if (Status s = check_no_self_overlap(a.o, "o"); !s.ok()) return s;
   if (Status s = check_lse(a); !s.ok()) return s;
+  if (Status s = check_options(a); !s.ok()) return s;
   if (Status s = check_aliasing(a); !s.ok()) return s;
   if (!std::isfinite(a.softmax_scale))
     return Status::invalid(cat("softmax_scale: must be finite, got ", a.softmax_scale));

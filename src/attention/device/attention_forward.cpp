@@ -2,6 +2,7 @@
 // handle the empty cases, and hand a FwdParams to the kernel dispatch.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -21,9 +22,12 @@ namespace hopattn {
 namespace {
 
 Status query_attention_context(const AttentionForwardArgs& a, Stream stream, DeviceContext* ctx) {
-  const void* ptrs[5] = {a.q.data, a.k.data, a.v.data, a.o.data, a.lse.data};  // the check's order
-  return query_device_context(stream, ptrs, 5, ctx);
+  const void* ptrs[6] = {a.q.data, a.k.data, a.v.data, a.o.data, a.lse.data, a.sinks.data};  // the check's order
+  return query_device_context(stream, ptrs, 6, ctx);
 }
+
+// A window, a softcap or sinks: the call needs a row with FwdKernelSpec::options.
+bool has_options(const AttentionForwardArgs& a) { return a.window != 0 || a.softcap > 0.0f || a.sinks.data != nullptr; }
 
 attention::FwdParams make_params(const AttentionForwardArgs& a) {
   attention::FwdParams p{};
@@ -48,9 +52,33 @@ attention::FwdParams make_params(const AttentionForwardArgs& a) {
     p.lse_head_stride = a.lse.stride[1];
     p.lse_seq_stride = a.lse.stride[2];
   }
-  p.softmax_scale = a.softmax_scale != 0.0f ? a.softmax_scale : 1.0f / std::sqrt(float(p.hdim));
-  p.causal = a.causal != 0;
+  const float scale = a.softmax_scale != 0.0f ? a.softmax_scale : 1.0f / std::sqrt(float(p.hdim));
+  p.softmax_scale = scale;
+  if (a.softcap > 0.0f) {  // exponent softcap · tanh(scale · s / softcap): tanh in the kernel, softcap as the scale
+    p.softcap_scale = scale / a.softcap;
+    p.softmax_scale = a.softcap;
+  }
+  // The band: causal is (every earlier key, 0); a window side of -1 reaches every key. Clamped so
+  // that the masks' sums stay in int (check_options bounds seqlen_q + seqlen_k).
+  // The options rows are compiled for the band only: softcap or sinks without a window run the
+  // band with both sides unbounded.
+  p.band = a.causal != 0 || has_options(a);
+  p.window_left = p.seqlen_k;
+  p.window_right = a.causal != 0 ? 0 : p.seqlen_q;
+  if (a.window != 0) {
+    if (a.window_left >= 0) p.window_left = std::min(a.window_left, p.seqlen_k);
+    if (a.window_right >= 0) p.window_right = std::min(a.window_right, p.window_right);
+  }
+  p.sinks = static_cast<const float*>(a.sinks.data);
+  p.options = has_options(a);
   return p;
+}
+
+// The row of this head dim that takes the options (FwdKernelSpec::options), or -1.
+int options_kernel(int hdim) {
+  for (int i = 0; i < attention::kFwdKernelCount; ++i)
+    if (attention::kFwdKernels[i].options && attention::fwd_kernel_compiled(i, hdim)) return i;
+  return -1;
 }
 
 // The names of the forward kernels compiled at `hdim`, for messages.
@@ -66,7 +94,13 @@ std::string fwd_kernel_names(int hdim) {
 Status pick_forward_kernel(const AttentionForwardArgs& a, const experimental::Overrides& o, int* index) {
   const int hdim = int(a.q.shape[3]);
   std::string name = o.fwd_kernel;
-  if (name.empty()) {
+  if (name.empty() && has_options(a)) {  // one row per head dim takes the options, at every length
+    const int i = options_kernel(hdim);
+    if (i < 0)
+      return Status::unsupported(cat("attention forward: no kernel compiled for hdim ", hdim,
+                                     " takes a window, softcap or sinks in this build"));
+    name = attention::kFwdKernels[i].name;
+  } else if (name.empty()) {
     const int64_t group = a.k.shape[2] > 0 ? a.q.shape[2] / a.k.shape[2] : 1;
     const attention::FwdDefaultRule* r =
         attention::fwd_default_rule(hdim, a.causal != 0, a.q.dtype, a.q.shape[1], a.k.shape[1], group);
@@ -80,9 +114,15 @@ Status pick_forward_kernel(const AttentionForwardArgs& a, const experimental::Ov
   if (*index < 0)
     return Status::unsupported(cat("attention forward: kernel '", name, "' is not compiled for hdim ", hdim,
                                    " in this build; compiled: ", fwd_kernel_names(hdim)));
-  if (!attention::fwd_kernel_compiled(*index, hdim, a.causal != 0))
+  const bool band = a.causal != 0 || has_options(a);  // the options run the band (causal) mask
+  if (!attention::fwd_kernel_compiled(*index, hdim, band))
     return Status::unsupported(cat("attention forward: kernel '", name, "' is compiled for ",
-                                   a.causal != 0 ? "non-causal" : "causal", " calls only at hdim ", hdim));
+                                   band ? "non-causal" : "causal (and windowed)", " calls only at hdim ", hdim));
+  if (has_options(a) && !attention::kFwdKernels[*index].options)
+    return Status::unsupported(cat("attention forward: kernel '", name,
+                                   "' does not take a window, softcap or sinks (the rows that do: ",
+                                   options_kernel(hdim) >= 0 ? attention::kFwdKernels[options_kernel(hdim)].name : "none",
+                                   ")"));
   return Status();
 }
 

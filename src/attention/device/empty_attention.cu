@@ -1,4 +1,5 @@
-// seqlen_k == 0: every query row attends to nothing, so O = 0 and LSE = -inf. The outputs are
+// seqlen_k == 0: every query row attends to nothing, so O = 0 and LSE = -inf (the head's sink with
+// attention sinks: the denominator holds only it). The outputs are
 // strided, so a memset cannot do it; one small grid-stride kernel writes both.
 #include <cuda_runtime.h>
 
@@ -28,7 +29,7 @@ __global__ void fill_empty_attention_kernel(FwdParams p) {
     o[b * p.o_batch_stride + s * p.o_seq_stride + h * p.o_head_stride + d] = 0;  // +0.0 in bf16 and fp16
     if (d == 0 && p.lse != nullptr)
       p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] =
-          -std::numeric_limits<float>::infinity();
+          p.sinks != nullptr ? p.sinks[h] : -std::numeric_limits<float>::infinity();
   }
 }
 

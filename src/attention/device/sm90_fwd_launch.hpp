@@ -52,6 +52,11 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
       fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride, fp.narrow_pv ? 1 : 0,
       std::clamp(fp.stale_max_log2, 0.0f, 16.0f)};
   p.skip_unseen_blocks = fp.skip_unseen ? 1 : 0;
+  p.window_left = fp.window_left;
+  p.window_right = fp.window_right;
+  p.softcap_scale = fp.softcap_scale;
+  p.sinks = fp.sinks;
+  p.options = fp.options ? 1 : 0;
   return p;
 }
 
@@ -118,7 +123,7 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     const int64_t tiles = int64_t(m_blocks) * fp.heads_q * fp.batch;
     if (tiles > INT32_MAX) return Status::unsupported("attention forward: more than 2^31 tiles");
     grid = dim3(unsigned(std::min<int64_t>(tiles, sms)), 1, 1);
-    if (fp.causal) {
+    if (fp.band) {
       params.causal_group = fwd_persistent_group(fp);
       if (params.causal_group < 0) {  // folded: a CTA per unit at most; positions must fit an int
         const int64_t pairs = int64_t(fp.heads_q) * fp.batch;
@@ -139,6 +144,7 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
   constexpr FwdKernelSpec s = kFwdKernels[kIndex];
   static_assert(s.hdim == kHeadDim, "a row is compiled for its own head dim");
   using Traits = Fa2Traits<Element, kHeadDim, s.tile.block_m, s.tile.block_n, s.tile.stages>;
+  static_assert(!s.options || s.kernel == FwdKernel::kPersistentPingPong, "only the ws kernels' consume_tile has the options loop");
   if constexpr (s.kernel == FwdKernel::kFa2) {
     return launch_fwd<Traits>(&fa2_forward_kernel<Traits, Mask>, Traits::kThreads, Traits::kSharedBytes, false, false,
                               fp, stream);
@@ -147,7 +153,7 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized && s.kernel != FwdKernel::kWarpSpecializedSerial;
     constexpr bool kOverlap =
         s.kernel != FwdKernel::kWarpSpecializedSerial && s.kernel != FwdKernel::kWarpSpecializedPingPongSerial;
-    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kOverlap>, kWsThreads<Traits>,
+    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>, kWsThreads<Traits>,
                               int(sizeof(WsStorageOf<Traits, kPersistent>)), kPersistent, !kPersistent && Mask::kCausal,
                               fp, stream);
   }
@@ -155,7 +161,7 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
 
 template <class Element, int kHeadDim, int kIndex>
 Status run_fwd_kernel(const FwdParams& fp, Stream stream) {
-  if (fp.causal) {
+  if (fp.band) {  // causal or a sliding window: the band mask
     if constexpr (fwd_kernel_compiled(kIndex, kHeadDim, true))
       return run_fwd_kernel_mask<Element, kHeadDim, kIndex, CausalMask>(fp, stream);
   } else {
@@ -163,7 +169,7 @@ Status run_fwd_kernel(const FwdParams& fp, Stream stream) {
       return run_fwd_kernel_mask<Element, kHeadDim, kIndex, NoCausalMask>(fp, stream);
   }
   return Status::unsupported(std::string("attention forward: kernel ") + kFwdKernels[kIndex].name + " is not compiled for " +
-                             (fp.causal ? "causal" : "non-causal") + " calls");
+                             (fp.band ? "causal or windowed" : "non-causal") + " calls");
 }
 
 // The body of one instance translation unit (one dtype and head dim): the rows of kFwdKernels

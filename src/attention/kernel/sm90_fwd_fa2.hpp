@@ -3,7 +3,10 @@
 // (arXiv 2312.11918). Not warp-specialized: every warpgroup computes; one thread also issues TMA.
 //
 // Grid: one CTA per (Q tile of kBlockM rows, q-head, batch). For causal masks the tiles with the
-// most work (the last rows) launch first.
+// most work (the last rows) launch first. A tile visits the KV tiles n_first .. of its mask
+// (n below counts from n_first). No fa2 row takes the options (FwdKernelSpec::options: window,
+// softcap, sinks): with them this kernel grew from 126 to 146 registers (hdim 64, causal), too
+// many for two CTAs per SM, and ran 1.4-1.5x slower at 512-2k (H200 r8, same-run A/B).
 // CTA: kBlockM / 64 consumer warpgroups; warpgroup w owns rows [64w, 64w + 64) of the Q tile.
 //
 // Shared memory (SharedStorage): the Q tile (reused for the O tile of the TMA store), K and V
@@ -154,6 +157,12 @@ struct Fa2Traits {
     // Warp-specialized causal kernels: a consumer warpgroup skips the tile's last KV block when none
     // of its rows see it (no S, softmax or P·V). 0 turns that off (FwdParams::skip_unseen).
     int skip_unseen_blocks = 1;
+    // The band's window (FwdMask<true>; FwdParams), the softcap (OnlineSoftmax::apply_softcap;
+    // 0: none) and the attention sinks ((heads_q) float32, or nullptr).
+    int window_left = 0, window_right = 0;
+    float softcap_scale = 0.0f;
+    const float* sinks = nullptr;
+    int options = 0;  // FwdParams::options: rows with FwdKernelSpec::options take their options mainloop
   };
 };
 
@@ -177,8 +186,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const int m_block = Mask::kCausal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
   const int h = blockIdx.y, b = blockIdx.z;
   const int h_kv = h / (p.heads_q / p.heads_kv);
-  const Mask mask{p.seqlen_q, p.seqlen_k};
-  const int n_blocks = mask.template n_block_max<kBlockM, kBlockN>(m_block);
+  const Mask mask{p.seqlen_q, p.seqlen_k, p.window_left, p.window_right};
+  const int n_first = mask.template n_block_min<kBlockM, kBlockN>(m_block);  // the tile's KV blocks
+  const int n_blocks = mask.template n_block_count<kBlockM, kBlockN>(m_block);  // n_first, n_first + 1, ...
   const bool is_tma_thread = threadIdx.x == 0;
 
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
@@ -205,9 +215,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
 
   auto load_kv = [&](int n, int stage) {
     fa2::Barrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-    copy(p.tma_k.with(ss.k_full[stage]), tKgK(_, n), tKsK(_, stage));
+    copy(p.tma_k.with(ss.k_full[stage]), tKgK(_, n_first + n), tKsK(_, stage));
     fa2::Barrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
-    copy(p.tma_v.with(ss.v_full[stage]), tVgV(_, n), tVsV(_, stage));
+    copy(p.tma_v.with(ss.v_full[stage]), tVgV(_, n_first + n), tVsV(_, stage));
   };
   if (is_tma_thread) {
     fa2::Barrier::init(&ss.q_full, 1);
@@ -247,8 +257,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
     fa2::Barrier::wait(&ss.k_full[stage], phase);
     wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
     warpgroup_wait<0>();
-    if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n))
-      mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
+    if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n_first + n))
+      mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n_first + n);
     if (n == 0) {
       softmax.template online_exp<true>(tSrS, alpha);
     } else {

@@ -268,7 +268,7 @@ template <class Traits, class Mask, bool kPersistent, class Storage>
 CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent> const& sched) {
   using namespace cute;
   constexpr int kStages = Traits::kStages;
-  const Mask mask{p.seqlen_q, p.seqlen_k};
+  const Mask mask{p.seqlen_q, p.seqlen_k, p.window_left, p.window_right};
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});   // (BLK_M, D)
   Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});  // (BLK_N, D, PIPE)
   Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutKV{});  // (BLK_N, D, PIPE)
@@ -284,7 +284,8 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss, FwdTileS
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // the consumers skip it too
     const int h_kv = c.h / (p.heads_q / p.heads_kv);
-    const int n_blocks = mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(c.m_block);
+    const int n_first = mask.template n_block_min<Traits::kBlockM, Traits::kBlockN>(c.m_block);
+    const int n_blocks = mask.template n_block_count<Traits::kBlockM, Traits::kBlockN>(c.m_block);
     Tensor gQ = local_tile(mQ(_, _, c.h, c.b), TileQ{}, make_coord(c.m_block, _0{}));  // (BLK_M, D)
     Tensor gK = local_tile(mK(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
     Tensor gV = local_tile(mV(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
@@ -296,10 +297,10 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss, FwdTileS
       const uint32_t phase = (kv_iter / kStages) & 1;
       EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
       FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-      copy(tma_k.with(ss.k_full[stage]), get<0>(k_parts)(_, n), get<1>(k_parts)(_, stage));
+      copy(tma_k.with(ss.k_full[stage]), get<0>(k_parts)(_, n_first + n), get<1>(k_parts)(_, stage));
       EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
       FullBarrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
-      copy(tma_v.with(ss.v_full[stage]), get<0>(v_parts)(_, n), get<1>(v_parts)(_, stage));
+      copy(tma_v.with(ss.v_full[stage]), get<0>(v_parts)(_, n_first + n), get<1>(v_parts)(_, stage));
       ++kv_iter;
     };
     if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
@@ -422,14 +423,14 @@ constexpr bool pv_narrows() {
   return Mask::kCausal && kBlockN != 192;
 }
 
-// The P·V width of a warpgroup's last KV block: the keys its rows (the tile's rows before
-// row_end) can see, rounded up to none, half or all of the block.
+// The P·V width of a warpgroup's last KV block (n_last, counted from tile 0): the keys its rows
+// (the tile's rows before row_end) can see, rounded up to none, half or all of the block.
 template <int kBlockM, int kBlockN, class Mask>
-CUTE_DEVICE PvWidth pv_width_of_last_block(Mask const& mask, int m_block, int n_blocks, int row_end) {
+CUTE_DEVICE PvWidth pv_width_of_last_block(Mask const& mask, int m_block, int n_last, int row_end) {
   if constexpr (!pv_narrows<Mask, kBlockN>()) {
     return PvWidth::kFull;
   } else {
-    const int visible = mask.template visible_cols<kBlockM, kBlockN>(m_block, n_blocks - 1, row_end);
+    const int visible = mask.template visible_cols<kBlockM, kBlockN>(m_block, n_last, row_end);
     if (visible <= 0) return PvWidth::kNone;
     if (pv_half_width_ok<kBlockN>() && visible <= kBlockN / 2) return PvWidth::kHalf;
     return PvWidth::kFull;
@@ -446,18 +447,25 @@ CUTE_DEVICE PvWidth pv_width_of_last_block(Mask const& mask, int m_block, int n_
 // stays whole: narrowing it (a WGMMA of half the width, or none, writing S on one path) made ptxas
 // serialise every WGMMA of the kernel (C7511/C7515), even with the last block peeled out of the
 // loop and the width a template parameter (measured in the build, 2026-11-30).
-template <class Traits, class Mask, bool kPingPong, class MmaQK, class MmaPV, class TQ, class TK, class TV, class TS,
-          class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage>
+//
+// kOptions: the options mainloop (FwdKernelSpec::options): the softcap on S and the window's left
+// edge. Without, the loop is the plain one, as it was before the options existed.
+template <class Traits, bool kOptions, class Mask, bool kPingPong, class MmaQK, class MmaPV, class TQ, class TK, class TV,
+          class TS, class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage>
 CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Traits::kWarpgroups> const& turns,
                               MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ, TK const& tSrK, TV const& tOrV, TS& tSrS,
                               TO& tOrO, TC const& tScS, TP& tOrP, TPa& tOrP_a, Softmax& softmax,
-                              float (&alpha)[kRows], int m_block, int n_blocks, PvWidth last_width, bool last_work,
-                              int& kv_iter) {
+                              float (&alpha)[kRows], int m_block, int n_first, int n_blocks, PvWidth last_width,
+                              bool last_work, int& kv_iter) {
   using namespace cute;
   using Element = typename Traits::Element;
   constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kStages = Traits::kStages;
   auto stage_of = [](int i) { return i % kStages; };
   auto phase_of = [](int i) { return uint32_t((i / kStages) & 1); };
+  // KV blocks n_first .. n_end - 1, counted from tile 0 (what the mask takes); block n sits at
+  // position kv_base + n of the K/V rings (n_first itself need not stay live through the loop).
+  const int n_end = n_first + n_blocks;
+  const int kv_base = kv_iter - n_first;
   turns.wait();
   FullBarrier::wait(&ss.k_full[stage_of(kv_iter)], phase_of(kv_iter));
   wgmma_issue<true>(mma_qk, opaque_descriptors(tSrQ), tSrK(_, _, _, stage_of(kv_iter)), tSrS);
@@ -465,12 +473,17 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   warpgroup_wait<0>();
   EmptyBarrier::arrive(&ss.k_empty[stage_of(kv_iter)]);
   if (n_blocks == 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
-  if (mask.template needs_mask<kBlockM, kBlockN>(m_block, 0)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, 0);
+  if constexpr (kOptions) softmax.apply_softcap(tSrS);
+  if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n_first))
+    mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n_first);
+  if constexpr (kOptions)
+    if (mask.template needs_left_mask<kBlockM, kBlockN>(m_block, n_first))
+      mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n_first);
   softmax.template online_exp<true>(tSrS, alpha);
   convert_fragment<Element>(tSrS, tOrP);
   CUTE_NO_UNROLL
-  for (int n = 1; n < n_blocks; ++n) {
-    const int cur = kv_iter + n, prev = kv_iter + n - 1;
+  for (int n = n_first + 1; n < n_end; ++n) {
+    const int cur = kv_base + n, prev = cur - 1;
     turns.wait();
     FullBarrier::wait(&ss.k_full[stage_of(cur)], phase_of(cur));
     wgmma_issue<true>(mma_qk, opaque_descriptors(tSrQ), tSrK(_, _, _, stage_of(cur)), tSrS);
@@ -479,8 +492,12 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     turns.pass();
     warpgroup_wait<1>();  // S(n) is ready; O += P(n-1)·V(n-1) may still run
     EmptyBarrier::arrive(&ss.k_empty[stage_of(cur)]);
-    if (n == n_blocks - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
+    if (n == n_end - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
+    if constexpr (kOptions) softmax.apply_softcap(tSrS);
     if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
+    if constexpr (kOptions)
+      if (mask.template needs_left_mask<kBlockM, kBlockN>(m_block, n))
+        mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
     softmax.template online_exp<false>(tSrS, alpha);
 #ifndef HOPATTN_FWD_NO_SOFTMAX_PIN  // the ablation build (CMake HOPATTN_FWD_SOFTMAX_PIN=OFF) drops it
     {  // the exponentials overlap P·V only if they stay ahead of the wait (keep_before_wgmma_wait)
@@ -495,7 +512,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     softmax.rescale_if_needed(tOrO, alpha);
     convert_fragment<Element>(tSrS, tOrP);
   }
-  const int last = kv_iter + n_blocks - 1;
+  const int last = kv_base + n_end - 1;
   turns.wait();
   FullBarrier::wait(&ss.v_full[stage_of(last)], phase_of(last));
   if (!pv_narrows<Mask, kBlockN>() || last_width == PvWidth::kFull) {
@@ -506,7 +523,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   if (!turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
   warpgroup_wait<0>();
   EmptyBarrier::arrive(&ss.v_empty[stage_of(last)]);
-  kv_iter += n_blocks;
+  kv_iter = last + 1;
 }
 
 // consume_tile without the intra-warpgroup overlap (the ws_serial_* and ws_pingpong_serial_*
@@ -519,8 +536,8 @@ template <class Traits, class Mask, bool kPingPong, class MmaQK, class MmaPV, cl
 CUTE_DEVICE void consume_tile_serial(Storage& ss, Mask const& mask, Turns<kPingPong, Traits::kWarpgroups> const& turns,
                                      MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ,
                                      TK const& tSrK, TV const& tOrV, TS& tSrS, TO& tOrO, TC const& tScS, TP& tOrP,
-                                     TPa& tOrP_a, Softmax& softmax, float (&alpha)[kRows], int m_block, int n_blocks,
-                                     bool last_work, int& kv_iter) {
+                                     TPa& tOrP_a, Softmax& softmax, float (&alpha)[kRows], int m_block, int n_first,
+                                     int n_blocks, bool last_work, int& kv_iter) {
   using namespace cute;
   using Element = typename Traits::Element;
   constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN, kStages = Traits::kStages;
@@ -535,7 +552,8 @@ CUTE_DEVICE void consume_tile_serial(Storage& ss, Mask const& mask, Turns<kPingP
     warpgroup_wait<0>();
     EmptyBarrier::arrive(&ss.k_empty[stage]);
     if (n == n_blocks - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
-    if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
+    if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n_first + n))
+      mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n_first + n);
     if (n == 0) {
       softmax.template online_exp<true>(tSrS, alpha);
     } else {
@@ -572,7 +590,7 @@ CUTE_DEVICE void skip_block(Storage& ss, TurnsT const& turns, bool last_work, in
   ++kv_iter;
 }
 
-template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap, class Storage>
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap, bool kOptions, class Storage>
 CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent> const& sched) {
   using namespace cute;
   using Element = typename Traits::Element;
@@ -582,10 +600,10 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss, FwdTileS
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   const int thread_idx = int(threadIdx.x) - 128;  // among the consumers
   const Turns<kPingPong, Traits::kWarpgroups> turns{int(threadIdx.x) / 128};
-  const Mask mask{p.seqlen_q, p.seqlen_k};
+  const Mask mask{p.seqlen_q, p.seqlen_k, p.window_left, p.window_right};
   auto n_blocks_of = [&](int t) {
     const TileCoord c = sched.coord(t);
-    return c.valid ? mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(c.m_block) : 0;
+    return c.valid ? mask.template n_block_count<Traits::kBlockM, Traits::kBlockN>(c.m_block) : 0;
   };
 
   // (BLK_M, D); with Q halves, row m is row m % 64 of warpgroup tile m / 64 (WsSharedStorageQHalvesSharedO).
@@ -616,9 +634,10 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss, FwdTileS
   for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // a folded position without a tile (the producer skips it too)
-    const int n_blocks = n_blocks_of(t);
+    const int n_blocks = n_blocks_of(t);  // KV tiles n_first, n_first + 1, ...
+    const int n_first = mask.template n_block_min<Traits::kBlockM, Traits::kBlockN>(c.m_block);
     clear(tOrO);
-    OnlineSoftmax<kRows> softmax(p.softmax_scale, p.stale_max_log2);
+    OnlineSoftmax<kRows> softmax(p.softmax_scale, p.stale_max_log2, p.softcap_scale);
     if constexpr (Storage::kQHalves)
       FullBarrier::wait(&ss.q_full_wg[turns.warpgroup - 1], q_iter & 1);
     else
@@ -636,23 +655,25 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss, FwdTileS
       // Causal: a warpgroup skips the tile's last block when none of its rows see it (skip_block).
       const int row_end = 64 * turns.warpgroup;
       int skipped = 0;
+      // (seen counts from tile 0; the warpgroup keeps at least the tile's first block.)
       if constexpr (Mask::kCausal && kOverlap) {
         const int seen = mask.template n_blocks_seen<Traits::kBlockM, Traits::kBlockN>(c.m_block, row_end);
-        if (p.skip_unseen_blocks && seen >= 1) skipped = n_blocks - min(seen, n_blocks);
+        if (p.skip_unseen_blocks && seen > n_first) skipped = n_first + n_blocks - min(seen, n_first + n_blocks);
       }
       const PvWidth last_width = p.narrow_pv ? pv_width_of_last_block<Traits::kBlockM, Traits::kBlockN>(
-                                                   mask, c.m_block, n_blocks - skipped, row_end)
+                                                   mask, c.m_block, n_first + n_blocks - skipped - 1, row_end)
                                              : PvWidth::kFull;
       if constexpr (kOverlap)
-        consume_tile<Traits>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a,
-                             softmax, alpha, c.m_block, n_blocks - skipped, last_width, last_work && skipped == 0, kv_iter);
+        consume_tile<Traits, kOptions>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a,
+                                       softmax, alpha, c.m_block, n_first, n_blocks - skipped, last_width,
+                                       last_work && skipped == 0, kv_iter);
       else
         consume_tile_serial<Traits>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP,
-                                    tOrP_a, softmax, alpha, c.m_block, n_blocks, last_work, kv_iter);
+                                    tOrP_a, softmax, alpha, c.m_block, n_first, n_blocks, last_work, kv_iter);
       if (skipped > 0) skip_block<Traits>(ss, turns, last_work, kv_iter);
     }
     float lse[kRows];
-    softmax.finalize(tOrO, lse);
+    softmax.finalize(tOrO, lse, kOptions && p.sinks != nullptr ? p.sinks[c.h] * float(M_LOG2E) : -INFINITY);
     if constexpr (Storage::kSharedO) {
       // One staging tile for both warpgroups, taken in turn (SharedOTurn); Q's half was freed at
       // the last S.
@@ -689,7 +710,8 @@ constexpr int kWsThreads = Traits::kThreads + 128;
 
 // kOverlap false: no intra-warpgroup overlap (consume_tile_serial; the ws_serial_* and
 // ws_pingpong_serial_* ablation rows).
-template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap = true>
+// kOptions: the options row's kernel (FwdKernelSpec::options; consume_tile).
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap = true, bool kOptions = false>
 __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
@@ -725,7 +747,7 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     if (threadIdx.x == 0) ws::produce<Traits, Mask, kPersistent>(p, ss, sched);
   } else {
     cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups)>();
-    ws::consume<Traits, Mask, kPingPong, kPersistent, kOverlap>(p, ss, sched);
+    ws::consume<Traits, Mask, kPingPong, kPersistent, kOverlap, kOptions>(p, ss, sched);
   }
 }
 
