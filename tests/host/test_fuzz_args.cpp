@@ -1,7 +1,7 @@
 // Seeded argument fuzzing of the C ABI, without a GPU (the checks run their host rules first):
 // each case mutates one to four fields of a valid argument struct (forward attention, attention
 // over a KV cache, int8 quantization, GEMM) — tensor pointers, dtypes, ranks, extents, strides,
-// scalars, struct sizes — and asserts
+// scalars, struct sizes, the forward's window/softcap/sinks — and asserts
 //   - no crash (a crash fails the test binary);
 //   - a status that is OK or an error with a message (never an empty one, never kInternal);
 //   - the same verdict from the check and from the call whenever the check reports an argument
@@ -158,13 +158,22 @@ TEST(FuzzArgs, AttentionForward) {
     a.v = bshd(0x30000000, HOPATTN_DTYPE_BF16, 2, 300, 2, 128);
     a.o = bshd(0x40000000, HOPATTN_DTYPE_BF16, 2, 100, 8, 128);
     a.lse = contiguous(0x50000000, HOPATTN_DTYPE_FP32, {2, 8, 100});
-    const std::vector<hopattn_tensor_t*> all = {&a.q, &a.k, &a.v, &a.o, &a.lse};
+    // The options of 0.3 start valid in some cases (a window, a softcap, sinks) and are mutated
+    // like the rest.
+    if (m.pick(3) == 0) a.window = 1, a.window_left = 64, a.window_right = 0;
+    if (m.pick(3) == 0) a.softcap = 30.0f;
+    if (m.pick(3) == 0) a.sinks = contiguous(0x60000000, HOPATTN_DTYPE_FP32, {8});
+    const std::vector<hopattn_tensor_t*> all = {&a.q, &a.k, &a.v, &a.o, &a.lse, &a.sinks};
     const int mutations = 1 + m.pick(4);
     for (int j = 0; j < mutations; ++j) {
-      switch (m.pick(8)) {
+      switch (m.pick(12)) {
         case 0: a.softmax_scale = m.scale(); break;
         case 1: a.causal = m.small_int(); break;
         case 2: mutate_size(m, &padded); break;
+        case 3: a.window = m.small_int(); break;
+        case 4: a.window_left = m.small_int(); break;
+        case 5: a.window_right = m.small_int(); break;
+        case 6: a.softcap = m.scale(); break;
         default: m.tensor(all[size_t(m.pick(int(all.size())))], all); break;
       }
     }
