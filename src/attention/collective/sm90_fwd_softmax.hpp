@@ -53,7 +53,11 @@ struct OnlineSoftmax {
   // alpha[] the factor the O accumulator must be scaled by for the new maxima (1 on the first
   // tile). Kept apart from rescale() so that a schedule can scale O only after an in-flight
   // P·V GEMM into O has completed.
-  template <bool kFirst, class TensorS>
+  // kMaskedRows: a row may have had every earlier score masked (a window's left edge: the options
+  // rows); its rescale factor is then 0. Without, a row's first tile has its first visible key
+  // (the masks without a left edge), and the factor is computed as in 0.2, so that the plain
+  // kernels compile to the same code.
+  template <bool kFirst, bool kMaskedRows = false, class TensorS>
   CUTE_DEVICE void online_exp(TensorS& tSrS, float (&alpha)[kRows]) {
     auto s = acc_rowcol(tSrS);
     static_assert(decltype(cute::size<0>(s))::value == kRows);
@@ -73,9 +77,14 @@ struct OnlineSoftmax {
       alpha[r] = 1.0f;
       if constexpr (!kFirst) {
         if (!keep) {
-          // A row with no score yet (every earlier one masked: a window's left edge) has nothing
-          // to rescale; alpha 0, not exp2(0 - offset), which is inf for offset < -128.
-          alpha[r] = row_max[r] == -INFINITY ? 0.0f : exp2_ftz(row_max[r] * scale_log2 - offset);
+          if constexpr (kMaskedRows) {
+            // A row with no score yet (every earlier one masked: a window's left edge) has nothing
+            // to rescale; alpha 0, not exp2(0 - offset), which is inf for offset < -128.
+            alpha[r] = row_max[r] == -INFINITY ? 0.0f : exp2_ftz(row_max[r] * scale_log2 - offset);
+          } else {
+            const float old = row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale_log2;
+            alpha[r] = exp2_ftz(old - offset);
+          }
           row_sum[r] *= alpha[r];
         }
       }
@@ -130,18 +139,21 @@ struct OnlineSoftmax {
     for (int r = 0; r < kRows; ++r) {
       const float sum = quad_sum(row_sum[r]);
       const bool empty = sum == 0.0f || sum != sum;
-      float inv = empty ? 0.0f : 1.0f / sum;
-      lse[r] = empty ? -INFINITY : row_max[r] * scale_log2 * float(M_LN2) + logf(sum);
-      if (sink_log2 != -INFINITY) {
+      if (sink_log2 == -INFINITY) {  // (a compile-time -inf for the kernels without sinks: 0.2's code)
+        const float inv = empty ? 0.0f : 1.0f / sum;
+        CUTE_UNROLL
+        for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= inv;
+        lse[r] = empty ? -INFINITY : row_max[r] * scale_log2 * float(M_LN2) + logf(sum);
+      } else {
         const float offset = empty ? -INFINITY : row_max[r] * scale_log2;  // the exponents' offset
         const float top = fmaxf(offset, sink_log2);
         const float kept = empty ? 0.0f : exp2f(offset - top);  // the row's weights, rescaled to top
         const float total = (empty ? 0.0f : sum * kept) + exp2f(sink_log2 - top);
-        inv = kept / total;
+        const float inv = kept / total;
+        CUTE_UNROLL
+        for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= inv;
         lse[r] = (top + log2f(total)) * float(M_LN2);
       }
-      CUTE_UNROLL
-      for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= inv;
     }
   }
 

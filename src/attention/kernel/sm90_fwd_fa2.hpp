@@ -186,9 +186,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   const int m_block = Mask::kCausal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
   const int h = blockIdx.y, b = blockIdx.z;
   const int h_kv = h / (p.heads_q / p.heads_kv);
-  const Mask mask{p.seqlen_q, p.seqlen_k, p.window_left, p.window_right};
-  const int n_first = mask.template n_block_min<kBlockM, kBlockN>(m_block);  // the tile's KV blocks
-  const int n_blocks = mask.template n_block_count<kBlockM, kBlockN>(m_block);  // n_first, n_first + 1, ...
+  const Mask mask{p.seqlen_q, p.seqlen_k, 0, 0};  // no fa2 row takes a window: causal's sides
+  const int n_first = 0;  // the tile's KV blocks: n_first, n_first + 1, ...
+  const int n_blocks = mask.template n_block_max<kBlockM, kBlockN>(m_block);
   const bool is_tma_thread = threadIdx.x == 0;
 
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)

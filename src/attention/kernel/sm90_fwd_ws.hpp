@@ -264,11 +264,31 @@ struct FwdTileScheduler {
   }
 };
 
-template <class Traits, class Mask, bool kPersistent, class Storage>
+// The mask of a kernel: with the options (a window) the call's band; without, causal's sides as
+// compile-time zeros (the left side is not read: no plain kernel asks for n_block_min or the left
+// edge), so that the plain kernels compile to 0.2's code.
+template <class Mask, bool kOptions, class Params>
+CUTE_DEVICE Mask kernel_mask(Params const& p) {
+  return Mask{p.seqlen_q, p.seqlen_k, kOptions ? p.window_left : 0, kOptions ? p.window_right : 0};
+}
+
+// A Q tile's first KV tile (0 without the options) and its number of KV tiles.
+template <class Traits, bool kOptions, class Mask>
+CUTE_DEVICE int first_kv_block(Mask const& mask, int m_block) {
+  if constexpr (kOptions) return mask.template n_block_min<Traits::kBlockM, Traits::kBlockN>(m_block);
+  return 0;
+}
+template <class Traits, bool kOptions, class Mask>
+CUTE_DEVICE int kv_block_count(Mask const& mask, int m_block) {
+  if constexpr (kOptions) return mask.template n_block_count<Traits::kBlockM, Traits::kBlockN>(m_block);
+  return mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(m_block);
+}
+
+template <class Traits, class Mask, bool kPersistent, bool kOptions, class Storage>
 CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent> const& sched) {
   using namespace cute;
   constexpr int kStages = Traits::kStages;
-  const Mask mask{p.seqlen_q, p.seqlen_k, p.window_left, p.window_right};
+  const Mask mask = kernel_mask<Mask, kOptions>(p);
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});   // (BLK_M, D)
   Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});  // (BLK_N, D, PIPE)
   Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutKV{});  // (BLK_N, D, PIPE)
@@ -284,8 +304,8 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss, FwdTileS
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // the consumers skip it too
     const int h_kv = c.h / (p.heads_q / p.heads_kv);
-    const int n_first = mask.template n_block_min<Traits::kBlockM, Traits::kBlockN>(c.m_block);
-    const int n_blocks = mask.template n_block_count<Traits::kBlockM, Traits::kBlockN>(c.m_block);
+    const int n_first = first_kv_block<Traits, kOptions>(mask, c.m_block);
+    const int n_blocks = kv_block_count<Traits, kOptions>(mask, c.m_block);
     Tensor gQ = local_tile(mQ(_, _, c.h, c.b), TileQ{}, make_coord(c.m_block, _0{}));  // (BLK_M, D)
     Tensor gK = local_tile(mK(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
     Tensor gV = local_tile(mV(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
@@ -498,7 +518,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     if constexpr (kOptions)
       if (mask.template needs_left_mask<kBlockM, kBlockN>(m_block, n))
         mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
-    softmax.template online_exp<false>(tSrS, alpha);
+    softmax.template online_exp<false, kOptions>(tSrS, alpha);
 #ifndef HOPATTN_FWD_NO_SOFTMAX_PIN  // the ablation build (CMake HOPATTN_FWD_SOFTMAX_PIN=OFF) drops it
     {  // the exponentials overlap P·V only if they stay ahead of the wait (keep_before_wgmma_wait)
       float sums = 0.0f;
@@ -600,10 +620,10 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss, FwdTileS
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   const int thread_idx = int(threadIdx.x) - 128;  // among the consumers
   const Turns<kPingPong, Traits::kWarpgroups> turns{int(threadIdx.x) / 128};
-  const Mask mask{p.seqlen_q, p.seqlen_k, p.window_left, p.window_right};
+  const Mask mask = kernel_mask<Mask, kOptions>(p);
   auto n_blocks_of = [&](int t) {
     const TileCoord c = sched.coord(t);
-    return c.valid ? mask.template n_block_count<Traits::kBlockM, Traits::kBlockN>(c.m_block) : 0;
+    return c.valid ? kv_block_count<Traits, kOptions>(mask, c.m_block) : 0;
   };
 
   // (BLK_M, D); with Q halves, row m is row m % 64 of warpgroup tile m / 64 (WsSharedStorageQHalvesSharedO).
@@ -635,7 +655,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss, FwdTileS
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // a folded position without a tile (the producer skips it too)
     const int n_blocks = n_blocks_of(t);  // KV tiles n_first, n_first + 1, ...
-    const int n_first = mask.template n_block_min<Traits::kBlockM, Traits::kBlockN>(c.m_block);
+    const int n_first = first_kv_block<Traits, kOptions>(mask, c.m_block);
     clear(tOrO);
     OnlineSoftmax<kRows> softmax(p.softmax_scale, p.stale_max_log2, p.softcap_scale);
     if constexpr (Storage::kQHalves)
@@ -744,7 +764,7 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   __syncthreads();
   if (threadIdx.x < 128) {  // producer warpgroup
     cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
-    if (threadIdx.x == 0) ws::produce<Traits, Mask, kPersistent>(p, ss, sched);
+    if (threadIdx.x == 0) ws::produce<Traits, Mask, kPersistent, kOptions>(p, ss, sched);
   } else {
     cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups)>();
     ws::consume<Traits, Mask, kPingPong, kPersistent, kOverlap, kOptions>(p, ss, sched);
