@@ -196,11 +196,14 @@ class TestForwardOptions(unittest.TestCase):
 
 
 class TestKvCacheArguments(unittest.TestCase):
+    def setUp(self):  # a valid decode call's tensors (fake device addresses): q, k_cache, v_cache, out
+        self.q = bf16((4, 1, 32, 128), 0x10000000)
+        self.kc = bf16((4, 1024, 8, 128), 0x20000000)
+        self.vc = bf16((4, 1024, 8, 128), 0x30000000)
+        self.out = bf16((4, 1, 32, 128), 0x40000000)
+
     def test_seqlens_dtype_and_scales(self):
-        q = bf16((4, 1, 32, 128), 0x10000000)
-        kc = bf16((4, 1024, 8, 128), 0x20000000)
-        vc = bf16((4, 1024, 8, 128), 0x30000000)
-        out = bf16((4, 1, 32, 128), 0x40000000)
+        q, kc, vc, out = self.q, self.kc, self.vc, self.out
         seqlens_f32 = FakeCudaArray((4,), "<f4", 0x50000000)
         with self.assertRaises(ValueError) as cm:
             hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens_f32, out=out)
@@ -211,10 +214,7 @@ class TestKvCacheArguments(unittest.TestCase):
         self.assertIn("give both", str(cm.exception))
 
     def test_fa3_options_not_supported_yet(self):
-        q = bf16((4, 1, 32, 128), 0x10000000)
-        kc = bf16((4, 1024, 8, 128), 0x20000000)
-        vc = bf16((4, 1024, 8, 128), 0x30000000)
-        out = bf16((4, 1, 32, 128), 0x40000000)
+        q, kc, vc, out = self.q, self.kc, self.vc, self.out
         seqlens_f32 = FakeCudaArray((4,), "<f4", 0x50000000)
         for options, needle in ((dict(window_size=(127, 0)), "window_size: (127, 0)"),
                                 (dict(window_size=[-1, 0]), "window_size: (-1, 0)"),

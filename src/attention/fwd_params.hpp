@@ -45,9 +45,6 @@ struct FwdParams {
   int window_left = 0, window_right = 0;
 
   const float* sinks = nullptr;  // (heads_q) float32 logits in the softmax denominators, or none
-  // A window, a softcap or sinks: the call runs a row with FwdKernelSpec::options, on its second
-  // mainloop (softcap, the window's left edge, the sinks).
-  bool options = false;
 
   int kernel;  // the row of kFwdKernels (kernel/sm90_fwd_config.hpp) that runs
 

@@ -70,7 +70,6 @@ attention::FwdParams make_params(const AttentionForwardArgs& a) {
     if (a.window_right >= 0) p.window_right = std::min(a.window_right, p.window_right);
   }
   p.sinks = static_cast<const float*>(a.sinks.data);
-  p.options = has_options(a);
   return p;
 }
 

@@ -56,7 +56,6 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
   p.window_right = fp.window_right;
   p.softcap_scale = fp.softcap_scale;
   p.sinks = fp.sinks;
-  p.options = fp.options ? 1 : 0;
   return p;
 }
 

@@ -39,7 +39,7 @@ struct FwdKernelSpec {
   bool ablation;     // compiled only with -DHOPATTN_BUILD_ABLATIONS=ON (the FA3 paper's ablation)
   unsigned masks = kBothMasks;  // kCausalOnly, kNonCausalOnly or kBothMasks
   // Whether the row is the one (per head dim) that takes a sliding window, a softcap and sinks
-  // (FwdParams::options): its mainloop has them; calls with options run it at every length, and
+  // (attention_forward.cpp, has_options): its mainloop has them; calls with options run it at every length, and
   // the other rows are compiled without them.
   bool options = false;
 };
@@ -69,7 +69,7 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // Causal only: non-causal calls at hdim 256 run the persistent kernel at every length (r144:
     // the two within noise on chunks of 1-128 queries against 4k-8k keys).
     {"ws_pingpong_128x64x2", FwdKernel::kWarpSpecializedPingPong, {128, 64, 2, 2}, 256, false, kCausalOnly},
-    // The calls with a window, a softcap or sinks (FwdParams::options): the persistent rows again,
+    // The calls with a window, a softcap or sinks (has_options): the persistent rows again,
     // with the options mainloop (consume_tile<kOptions>), causal (band) mask only: a call without
     // a window runs the band with both sides unbounded. Instances of their own, so that the plain
     // rows keep the loop they had (with a second loop beside it they ran up to 1.08x slower, r9).

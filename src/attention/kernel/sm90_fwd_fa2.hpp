@@ -162,7 +162,6 @@ struct Fa2Traits {
     int window_left = 0, window_right = 0;
     float softcap_scale = 0.0f;
     const float* sinks = nullptr;
-    int options = 0;  // FwdParams::options: rows with FwdKernelSpec::options take their options mainloop
   };
 };
 
