@@ -25,7 +25,7 @@ extern "C" {
  * `schedule` and `variant` fields). hopattn_version() and hopattn_abi_version() say what the
  * loaded library is; compare them with these macros to catch a header/library mismatch. */
 #define HOPATTN_VERSION_MAJOR 0
-#define HOPATTN_VERSION_MINOR 3
+#define HOPATTN_VERSION_MINOR 4
 #define HOPATTN_VERSION_PATCH 0
 #define HOPATTN_ABI_VERSION 2
 
@@ -101,7 +101,28 @@ typedef struct hopattn_tensor {
  *   row's softmax denominator without a value (gpt-oss's attention sinks):
  *   O = Σ_j exp(s_j) v_j / (exp(sink_h) + Σ_j exp(s_j)), LSE = log(exp(sink_h) + Σ_j exp(s_j)).
  *   Each sink must be finite or -inf (-inf: the same as no sink; +inf or NaN gives NaN rows).
- *   A row that sees no key gets O = 0 and LSE = sink_h. */
+ *   A row that sees no key gets O = 0 and LSE = sink_h.
+ *
+ * Since 0.4, variable-length batches (FlashAttention's flash_attn_varlen_func): a non-NULL
+ * cu_seqlens_q.data selects them. The sequences are packed along the token dimension:
+ *   q, o          (total_q, heads_q,  hdim)   rank 3
+ *   k, v          (total_k, heads_kv, hdim)   rank 3
+ *   lse           (heads_q, total_q)          rank 2, float32, optional (FlashAttention-3's layout)
+ *   cu_seqlens_q  (batch + 1) int32, device memory, contiguous: sequence b's queries are the rows
+ *                 [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of q and o
+ *   cu_seqlens_k  (batch + 1) int32, device memory, contiguous: its keys start at row cu_seqlens_k[b]
+ *                 of k and v and number cu_seqlens_k[b + 1] - cu_seqlens_k[b] ...
+ *   seqused_k     (batch) int32, device memory, optional: ... or seqused_k[b] (at most that many)
+ *   max_seqlen_q, max_seqlen_k  host ints >= every sequence's query / key count (>= 1)
+ *   workspace     device memory of hopattn_attention_forward_workspace_size() bytes, 16-byte
+ *                 aligned, not overlapping any tensor of the call (the tile list the call builds)
+ * Each sequence is its own attention problem: causal and the window are bottom-right aligned per
+ * sequence, GQA, softcap and sinks as above; a sequence with no key gets O = 0 and LSE = -inf (or
+ * its sink). Rows of o and lse outside every sequence's range are not written. The lengths live in
+ * device memory, so the GPU checks them: a sequence whose offsets decrease or leave the tensors,
+ * or whose lengths exceed max_seqlen_q / max_seqlen_k (or seqused_k its cu_seqlens_k range), gets
+ * no answer: NaN in its O and LSE rows where its query range is valid, nothing otherwise; the
+ * first such sequence is recorded for hopattn_attention_device_check. */
 typedef struct hopattn_attention_fwd_args {
   uint32_t struct_size; /* sizeof(hopattn_attention_fwd_args_t) (see "Extensible argument structs") */
   uint32_t reserved;    /* must be 0 */
@@ -118,6 +139,14 @@ typedef struct hopattn_attention_fwd_args {
   int32_t window_right; /* -1: unbounded */
   float softcap;        /* 0: off */
   hopattn_tensor_t sinks;
+  /* Since 0.4 (variable-length batches, above; all zero: a padded batch): */
+  hopattn_tensor_t cu_seqlens_q;
+  hopattn_tensor_t cu_seqlens_k;
+  hopattn_tensor_t seqused_k;
+  int32_t max_seqlen_q;
+  int32_t max_seqlen_k;
+  void* workspace;
+  size_t workspace_bytes;
 } hopattn_attention_fwd_args_t;
 
 #define HOPATTN_ATTENTION_FWD_ARGS_INIT {(uint32_t)sizeof(hopattn_attention_fwd_args_t)}
@@ -133,6 +162,18 @@ hopattn_status_t hopattn_attention_forward_check(const hopattn_attention_fwd_arg
 /* Checks, then enqueues the forward pass on `stream` (a cudaStream_t; NULL: the legacy default
  * stream). Returns without waiting for the GPU. */
 hopattn_status_t hopattn_attention_forward(const hopattn_attention_fwd_args_t* args, void* stream);
+
+/* Bytes of device workspace the call needs: 0 for a padded batch; for a variable-length batch
+ * a bound that depends only on total_q, batch and heads_q (the call never allocates and stays
+ * CUDA-graph capturable with the lengths changing between replays). */
+hopattn_status_t hopattn_attention_forward_workspace_size(const hopattn_attention_fwd_args_t* args,
+                                                          size_t* bytes);
+
+/* Waits for `stream`, then returns HOPATTN_INVALID_ARGUMENT naming the first bad sequence that a
+ * variable-length call recorded on this device (cu_seqlens_q, cu_seqlens_k or seqused_k; see
+ * above), and clears the record; HOPATTN_OK if none. Separate from the call, which stays
+ * asynchronous. It shares the device record of hopattn_kvcache_device_check. */
+hopattn_status_t hopattn_attention_device_check(void* stream);
 
 const char* hopattn_dtype_name(hopattn_dtype_t dtype);
 /* "MAJOR.MINOR.PATCH" of the loaded library. */

@@ -46,6 +46,18 @@ struct FwdParams {
 
   const float* sinks = nullptr;  // (heads_q) float32 logits in the softmax denominators, or none
 
+  // Variable-length batches (cu_seqlens_q != nullptr; hopattn.h): q, o (total_q, heads_q, hdim),
+  // k, v (total_k, heads_kv, hdim), lse (heads_q, total_q). seqlen_q and seqlen_k then hold
+  // max_seqlen_q and max_seqlen_k, batch the sequence count; the *_batch_stride fields are unused
+  // and lse_head_stride / lse_seq_stride address (h, token). Only the options rows run them.
+  const int32_t* cu_seqlens_q = nullptr;  // (batch + 1), device
+  const int32_t* cu_seqlens_k = nullptr;  // (batch + 1), device
+  const int32_t* seqused_k = nullptr;     // (batch) or none
+  int total_q = 0, total_k = 0;           // rows of q / o and of k / v
+  void* workspace = nullptr;              // fwd_varlen.hpp's layout, varlen_workspace_bytes()
+  int32_t* error = nullptr;               // the device record of bad lengths (decode_error_record)
+  bool varlen() const { return cu_seqlens_q != nullptr; }
+
   int kernel;  // the row of kFwdKernels (kernel/sm90_fwd_config.hpp) that runs
 
   // Tuning the kernels read at launch; the values are the defaults, experiments change them

@@ -12,9 +12,16 @@ namespace hopattn::attention {
 Status run_decode(const DecodeParams& p, Stream stream);
 
 // The current device's record of the first bad cache_seqlens entry, {kind, batch, length}: kind 0
-// nothing recorded, kDecodeErrorAttention by the decode kernels, kDecodeErrorAppend by the append.
+// nothing recorded, kDecodeErrorAttention by the decode kernels, kDecodeErrorAppend by the append;
+// the varlen forward's prepare kernel (fwd_varlen_prepare.cu) records {kind, sequence, value} with
+// kind kVarlenErrorCuSeqlensQ (cu_seqlens_q[b] or [b + 1] out of order or range, or the length over
+// max_seqlen_q; value: cu_seqlens_q[b + 1]), kVarlenErrorCuSeqlensK (the same for k; value:
+// cu_seqlens_k[b + 1]) or kVarlenErrorSequsedK (value: seqused_k[b]).
 constexpr int32_t kDecodeErrorAttention = 1;
 constexpr int32_t kDecodeErrorAppend = 2;
+constexpr int32_t kVarlenErrorCuSeqlensQ = 3;
+constexpr int32_t kVarlenErrorCuSeqlensK = 4;
+constexpr int32_t kVarlenErrorSequsedK = 5;
 Status decode_error_record(int32_t** ptr);
 // Waits for stream, copies the record out and clears it.
 Status read_and_clear_decode_error(Stream stream, int32_t (&record)[3]);
