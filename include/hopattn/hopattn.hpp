@@ -84,6 +84,12 @@ Status check_attention_forward(const AttentionForwardArgs& args, const DeviceCon
 // Queries the device context of `stream`, checks, then enqueues the forward pass.
 Status attention_forward(const AttentionForwardArgs& args, Stream stream);
 
+// Device workspace bytes the call needs (0 for a padded batch; hopattn_attention_forward_workspace_size).
+Status attention_forward_workspace_size(const AttentionForwardArgs& args, size_t* bytes);
+
+// The first bad variable-length sequence recorded on this device, or OK (hopattn_attention_device_check).
+Status attention_device_check(Stream stream);
+
 // A contiguous (batch, seqlen, heads, hdim) descriptor.
 inline Tensor tensor_bshd(void* data, DType dtype, long long batch, long long seqlen,
                           long long heads, long long hdim) {

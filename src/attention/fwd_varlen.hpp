@@ -5,8 +5,9 @@
 //
 // Workspace layout (16-byte aligned base):
 //   [0, 64)                         header: int32 tile count (entries written), the rest zero
-//   [64, 64 + 16 * batch)           per-sequence scratch of the prepare kernel
-//   then, 32-byte aligned,          kVarlenTileCapacity entries of FwdVarlenTile
+//   [64, 64 + 36 * batch)           the prepare kernel's scratch: a FwdVarlenSequence per
+//                                   sequence, then the sequences' order (int32 each)
+//   then, 32-byte aligned,          varlen_tile_capacity() entries of FwdVarlenTile
 // The capacity bounds the tile count for every row's Q tile (64 rows or more):
 //   sum_b ceil(len_q[b] / BM) * heads_q <= (total_q / 64 + batch) * heads_q.
 #pragma once
@@ -32,7 +33,16 @@ static_assert(sizeof(FwdVarlenTile) == 32, "two 16-byte loads per entry");
 
 constexpr int kVarlenMinBlockM = 64;         // the smallest Q tile of any row
 constexpr size_t kVarlenHeaderBytes = 64;
-constexpr size_t kVarlenSequenceBytes = 16;  // per sequence, scratch
+// The prepare kernel's record of one sequence.
+struct alignas(16) FwdVarlenSequence {
+  int32_t cost;    // KV tiles of its costliest Q tile (the sort key)
+  int32_t tiles;   // its entries in the list (folded positions, some without a tile); 0 if bad
+  int32_t status;  // 0, or the record kind of a bad sequence (kVarlenError*, decode_dispatch.hpp)
+  int32_t start;   // its first entry
+  int32_t q_offset, len_q, k_offset, len_k;
+};
+static_assert(sizeof(FwdVarlenSequence) == 32, "");
+constexpr size_t kVarlenSequenceBytes = sizeof(FwdVarlenSequence) + sizeof(int32_t);  // per sequence, scratch
 
 HOPATTN_VARLEN_HD int64_t varlen_tile_capacity(int64_t total_q, int64_t batch, int64_t heads_q) {
   return (total_q / kVarlenMinBlockM + batch) * heads_q;

@@ -12,7 +12,28 @@
 
 namespace hopattn::attention {
 
+// Where a Q tile's output rows go. Padded calls: {seqlen_q, 0, b, b·lse_batch_stride +
+// h·lse_head_stride}. Variable-length batches: the sequence's length, its row 0 in the end-aligned
+// O view (ws::q_origin) and its LSE row 0 (h·lse_head_stride + offset·lse_seq_stride).
+struct FwdOutTile {
+  int len_q;         // rows of the sequence: the tile's rows at or past it are not stored
+  int o_row, o_batch;  // the TMA coordinates of the sequence's row 0 (rows, batch)
+  int64_t lse_base;  // the LSE offset of the sequence's row 0 for the tile's head
+};
+
 // LSE straight from registers: one thread of each quad holds its rows' values.
+template <class Traits, class TensorC, int kRows>
+CUTE_DEVICE void store_lse(typename Traits::Params const& p, TensorC const& tScS, float const (&lse)[kRows],
+                           int m_block, FwdOutTile const& out, int thread_idx) {
+  using namespace cute;
+  if (p.lse == nullptr || thread_idx % 4 != 0) return;
+  auto c = acc_rowcol(tScS);
+  CUTE_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    const int row = m_block * Traits::kBlockM + get<0>(c(r, 0));
+    if (row < out.len_q) p.lse[out.lse_base + row * p.lse_seq_stride] = lse[r];
+  }
+}
 template <class Traits, class TensorC, int kRows>
 CUTE_DEVICE void store_lse(typename Traits::Params const& p, TensorC const& tScS, float const (&lse)[kRows],
                            int m_block, int h, int b, int thread_idx) {
@@ -76,17 +97,22 @@ CUTE_DEVICE void store_o_and_lse(typename Traits::Params const& p, typename Trai
 // returns once the tile's previous store has read it (the caller's protocol: this warpgroup's own
 // previous store, or with a shared tile the other warpgroup's too). The store is not waited for
 // here; the caller reports it (and waits for it before the CTA exits).
-template <class Traits, bool kSharedTile, class TiledMmaPV, class TensorO, class TensorC, int kRows, class Acquire>
+// kSequenceOffset: out.o_row may be nonzero (variable-length batches; the options kernels).
+template <class Traits, bool kSharedTile, bool kSequenceOffset, class TiledMmaPV, class TensorO, class TensorC, int kRows,
+          class Acquire>
 CUTE_DEVICE void store_o_and_lse_warpgroup(typename Traits::Params const& p, typename Traits::Element* smem_o,
                                            TiledMmaPV const& mma_pv, TensorO const& tOrO, TensorC const& tScS,
-                                           float const (&lse)[kRows], int m_block, int h, int b, int thread_idx,
-                                           uint32_t barrier_id, Acquire&& acquire) {
+                                           float const (&lse)[kRows], int m_block, int h, FwdOutTile const& out,
+                                           int thread_idx, uint32_t barrier_id, Acquire&& acquire) {
   using namespace cute;
   using Element = typename Traits::Element;
   constexpr int kWgRows = Traits::kWarpgroupRows, kWarpgroups = Traits::kWarpgroups, kHeadDim = Traits::kHeadDim;
   const int warpgroup = thread_idx / 128;
   const bool leader = thread_idx % 128 == 0;
-  store_lse<Traits>(p, tScS, lse, m_block, h, b, thread_idx);
+  if constexpr (kSequenceOffset)
+    store_lse<Traits>(p, tScS, lse, m_block, out, thread_idx);
+  else
+    store_lse<Traits>(p, tScS, lse, m_block, h, out.o_batch, thread_idx);
   Tensor rO = make_tensor_like<Element>(tOrO);
   convert_fragment<Element>(tOrO, rO);
   Tensor sO = make_tensor(make_smem_ptr(smem_o), typename Traits::SmemLayoutRowsOfWarpgroups{});  // (BLK_M, D)
@@ -102,11 +128,15 @@ CUTE_DEVICE void store_o_and_lse_warpgroup(typename Traits::Params const& p, typ
   cutlass::arch::fence_view_async_shared();  // generic-proxy writes, visible to the TMA unit
   cutlass::arch::NamedBarrier::sync(128, barrier_id);
   const int row0 = m_block * Traits::kBlockM + warpgroup * kWgRows;
-  if (leader && row0 < p.seqlen_q) {  // a tile wholly past seqlen_q has nothing to store
+  if (leader && row0 < out.len_q) {  // a tile wholly past the sequence's end has nothing to store
     Element* tile = smem_o + (kSharedTile ? 0 : warpgroup * cosize_v<typename Traits::SmemLayoutOWarpgroup>);
     Tensor sOw = make_tensor(make_smem_ptr(tile), typename Traits::SmemLayoutOWarpgroup{});  // (WG_M, D)
     Tensor mO = p.tma_o_warpgroup.get_tma_tensor(make_shape(p.seqlen_q, kHeadDim, p.heads_q, p.batch));
-    Tensor gO = local_tile(mO(_, _, h, b), Shape<Int<kWgRows>, Int<kHeadDim>>{},
+    auto seq_view = [&] {  // (seqlen, D) of head h: offset only where a sequence may start past row 0
+      if constexpr (kSequenceOffset) return domain_offset(make_coord(out.o_row, _0{}), mO(_, _, h, out.o_batch));
+      else return mO(_, _, h, out.o_batch);
+    };
+    Tensor gO = local_tile(seq_view(), Shape<Int<kWgRows>, Int<kHeadDim>>{},
                            make_coord(m_block * kWarpgroups + warpgroup, _0{}));  // (WG_M, D)
     auto parts = tma_partition(p.tma_o_warpgroup, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw), group_modes<0, 2>(gO));
     copy(p.tma_o_warpgroup, get<1>(parts), get<0>(parts));

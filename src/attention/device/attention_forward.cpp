@@ -6,12 +6,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "attention/device/attention_check.hpp"
 #include "attention/device/forward_dispatch.hpp"
 #include "attention/device/fwd_registry.hpp"
 #include "attention/experimental.hpp"
 #include "attention/fwd_params.hpp"
+#include "attention/fwd_varlen.hpp"
+#include "attention/device/decode_dispatch.hpp"
 #include "attention/kernel/sm90_fwd_config.hpp"
 #include "common/cuda_check.hpp"
 #include "common/status_util.hpp"
@@ -26,10 +29,52 @@ Status query_attention_context(const AttentionForwardArgs& a, Stream stream, Dev
   return query_device_context(stream, ptrs, 6, ctx);
 }
 
-// A window, a softcap or sinks: the call needs a row with FwdKernelSpec::options.
-bool has_options(const AttentionForwardArgs& a) { return a.window != 0 || a.softcap > 0.0f || a.sinks.data != nullptr; }
+bool is_varlen(const AttentionForwardArgs& a) { return a.cu_seqlens_q.data != nullptr; }
+void set_options(const AttentionForwardArgs& a, attention::FwdParams& p);
+
+// A window, a softcap, sinks or a variable-length batch: the call needs a row with
+// FwdKernelSpec::options (the only rows whose scheduler reads a tile list).
+bool has_options(const AttentionForwardArgs& a) {
+  return a.window != 0 || a.softcap > 0.0f || a.sinks.data != nullptr || is_varlen(a);
+}
+
+// A variable-length batch (checked): the packed (total, heads, hdim) tensors, (heads_q, total_q)
+// LSE; seqlen_q / seqlen_k carry max_seqlen_q / max_seqlen_k (the end-aligned views' row extents
+// and the band's clamp).
+attention::FwdParams make_varlen_params(const AttentionForwardArgs& a) {
+  attention::FwdParams p{};
+  p.dtype = a.q.dtype;
+  p.hdim = int(a.q.shape[2]);
+  p.q = a.q.data;
+  p.k = a.k.data;
+  p.v = a.v.data;
+  p.o = a.o.data;
+  p.lse = static_cast<float*>(a.lse.data);
+  p.batch = int(a.cu_seqlens_q.shape[0] - 1);
+  p.total_q = int(a.q.shape[0]);
+  p.total_k = int(a.k.shape[0]);
+  p.seqlen_q = a.max_seqlen_q;
+  p.seqlen_k = a.max_seqlen_k;
+  p.heads_q = int(a.q.shape[1]);
+  p.heads_kv = int(a.k.shape[1]);
+  p.q_seq_stride = a.q.stride[0], p.q_head_stride = a.q.stride[1];
+  p.k_seq_stride = a.k.stride[0], p.k_head_stride = a.k.stride[1];
+  p.v_seq_stride = a.v.stride[0], p.v_head_stride = a.v.stride[1];
+  p.o_seq_stride = a.o.stride[0], p.o_head_stride = a.o.stride[1];
+  if (p.lse != nullptr) {
+    p.lse_head_stride = a.lse.stride[0];
+    p.lse_seq_stride = a.lse.stride[1];
+  }
+  p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
+  p.cu_seqlens_k = static_cast<const int32_t*>(a.cu_seqlens_k.data);
+  p.seqused_k = static_cast<const int32_t*>(a.seqused_k.data);
+  p.workspace = a.workspace;
+  set_options(a, p);
+  return p;
+}
 
 attention::FwdParams make_params(const AttentionForwardArgs& a) {
+  if (is_varlen(a)) return make_varlen_params(a);
   attention::FwdParams p{};
   p.dtype = a.q.dtype;
   p.hdim = int(a.q.shape[3]);
@@ -52,6 +97,12 @@ attention::FwdParams make_params(const AttentionForwardArgs& a) {
     p.lse_head_stride = a.lse.stride[1];
     p.lse_seq_stride = a.lse.stride[2];
   }
+  set_options(a, p);
+  return p;
+}
+
+// The scale, the softcap, the band and the sinks, for padded and variable-length calls alike.
+void set_options(const AttentionForwardArgs& a, attention::FwdParams& p) {
   const float scale = a.softmax_scale != 0.0f ? a.softmax_scale : 1.0f / std::sqrt(float(p.hdim));
   p.softmax_scale = scale;
   if (a.softcap > 0.0f) {  // exponent softcap · tanh(scale · s / softcap): tanh in the kernel, softcap as the scale
@@ -70,7 +121,6 @@ attention::FwdParams make_params(const AttentionForwardArgs& a) {
     if (a.window_right >= 0) p.window_right = std::min(a.window_right, p.window_right);
   }
   p.sinks = static_cast<const float*>(a.sinks.data);
-  return p;
 }
 
 // The row of this head dim that takes the options (FwdKernelSpec::options), or -1.
@@ -91,13 +141,13 @@ std::string fwd_kernel_names(int hdim) {
 
 // The registry row a checked call runs: overrides.fwd_kernel, or the defaults table's.
 Status pick_forward_kernel(const AttentionForwardArgs& a, const experimental::Overrides& o, int* index) {
-  const int hdim = int(a.q.shape[3]);
+  const int hdim = int(a.q.shape[is_varlen(a) ? 2 : 3]);
   std::string name = o.fwd_kernel;
   if (name.empty() && has_options(a)) {  // one row per head dim takes the options, at every length
     const int i = options_kernel(hdim);
     if (i < 0)
       return Status::unsupported(cat("attention forward: no kernel compiled for hdim ", hdim,
-                                     " takes a window, softcap or sinks in this build"));
+                                     " takes a window, softcap, sinks or a variable-length batch in this build"));
     name = attention::kFwdKernels[i].name;
   } else if (name.empty()) {
     const int64_t group = a.k.shape[2] > 0 ? a.q.shape[2] / a.k.shape[2] : 1;
@@ -119,7 +169,7 @@ Status pick_forward_kernel(const AttentionForwardArgs& a, const experimental::Ov
                                    band ? "non-causal" : "causal (and windowed)", " calls only at hdim ", hdim));
   if (has_options(a) && !attention::kFwdKernels[*index].options)
     return Status::unsupported(cat("attention forward: kernel '", name,
-                                   "' does not take a window, softcap or sinks (the rows that do: ",
+                                   "' does not take a window, softcap, sinks or a variable-length batch (the rows that do: ",
                                    options_kernel(hdim) >= 0 ? attention::kFwdKernels[options_kernel(hdim)].name : "none",
                                    ")"));
   return Status();
@@ -148,9 +198,15 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream, const 
   if (Status s = query_attention_context(args, stream, &ctx); !s.ok()) return s;
   if (Status s = check_attention_forward_placement(ctx); !s.ok()) return s;
   attention::FwdParams p = make_params(args);
-  if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status();  // nothing to compute
-  // No key to attend to: O = 0 and LSE = -inf (the limit of an empty softmax sum).
-  if (p.seqlen_k == 0) return attention::write_empty_attention(p, stream);
+  if (p.varlen()) {
+    // Nothing to compute without a query row; the lengths are checked on the device otherwise.
+    if (p.batch == 0 || p.total_q == 0 || p.heads_q == 0) return Status();
+    if (Status s = attention::decode_error_record(&p.error); !s.ok()) return s;
+  } else {
+    if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return Status();  // nothing to compute
+    // No key to attend to: O = 0 and LSE = -inf (the limit of an empty softmax sum).
+    if (p.seqlen_k == 0) return attention::write_empty_attention(p, stream);
+  }
   if (Status s = pick_forward_kernel(args, overrides, &p.kernel); !s.ok()) return s;
   p.stale_max_log2 = overrides.fwd_stale_max_log2;
   p.narrow_pv = overrides.fwd_narrow_pv;
@@ -163,7 +219,41 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream, const 
 }  // namespace experimental
 }  // namespace hopattn
 
+namespace hopattn {
+
+Status attention_forward_workspace_size(const AttentionForwardArgs& args, size_t* bytes) {
+  if (bytes == nullptr) return Status::invalid("bytes: null pointer");
+  // The size reads the shapes: they must pass the argument rules first (the workspace's own rule
+  // aside: it is what is being asked for).
+  AttentionForwardArgs a = args;
+  a.workspace = nullptr;
+  a.workspace_bytes = std::numeric_limits<size_t>::max() / 2;
+  if (Status s = check_attention_forward(a, host_only_context()); !s.ok()) return s;
+  *bytes = is_varlen(a) ? attention::varlen_workspace_bytes(a.q.shape[0], a.cu_seqlens_q.shape[0] - 1, a.q.shape[1]) : 0;
+  return Status();
+}
+
+Status attention_device_check(Stream stream) {
+  int32_t record[3] = {0, 0, 0};
+  if (Status s = attention::read_and_clear_decode_error(stream, record); !s.ok()) return s;
+  return attention::device_record_status(record);
+}
+
+}  // namespace hopattn
+
 // ---- C ABI ---------------------------------------------------------------------------------------
+extern "C" hopattn_status_t hopattn_attention_forward_workspace_size(const hopattn_attention_fwd_args_t* args,
+                                                                     size_t* bytes) {
+  if (bytes == nullptr) return hopattn::to_c_status(hopattn::Status::invalid("bytes: null pointer"));
+  return hopattn::versioned_c_call(args, [&](const hopattn::AttentionForwardArgs& a) {
+    return hopattn::attention_forward_workspace_size(a, bytes);
+  });
+}
+
+extern "C" hopattn_status_t hopattn_attention_device_check(void* stream) {
+  return hopattn::guarded_c_call([&] { return hopattn::attention_device_check(static_cast<hopattn::Stream>(stream)); });
+}
+
 extern "C" hopattn_status_t hopattn_attention_forward_check(const hopattn_attention_fwd_args_t* args,
                                                             void* stream) {
   return hopattn::versioned_c_call(args, [&](const hopattn::AttentionForwardArgs& a) {

@@ -25,5 +25,8 @@ constexpr int32_t kVarlenErrorSequsedK = 5;
 Status decode_error_record(int32_t** ptr);
 // Waits for stream, copies the record out and clears it.
 Status read_and_clear_decode_error(Stream stream, int32_t (&record)[3]);
+// The record as a Status: OK when nothing is recorded, else the bad entry named (kvcache_check.cpp;
+// hopattn_kvcache_device_check and hopattn_attention_device_check both report every kind).
+Status device_record_status(const int32_t (&record)[3]);
 
 }  // namespace hopattn::attention

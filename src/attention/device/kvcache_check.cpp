@@ -413,7 +413,29 @@ Status experimental::kvcache_attention(const KvCacheArgs& a, Stream stream, cons
 Status kvcache_device_check(Stream stream) {
   int32_t record[3] = {0, 0, 0};
   if (Status s = attention::read_and_clear_decode_error(stream, record); !s.ok()) return s;
+  return attention::device_record_status(record);
+}
+
+namespace attention {
+
+Status device_record_status(const int32_t (&record)[3]) {
   if (record[0] == 0) return Status();
+  switch (record[0]) {
+    case kVarlenErrorCuSeqlensQ:
+      return Status::invalid(cat("cu_seqlens_q: sequence ", record[1], " (cu_seqlens_q[", int64_t(record[1]) + 1, "] = ",
+                                 record[2], ") has offsets out of order or outside q's rows, or more rows than "
+                                 "max_seqlen_q; it was not computed and its rows were not written"));
+    case kVarlenErrorCuSeqlensK:
+      return Status::invalid(cat("cu_seqlens_k: sequence ", record[1], " (cu_seqlens_k[", int64_t(record[1]) + 1, "] = ",
+                                 record[2], ") has offsets out of order or outside k's rows, or more keys than "
+                                 "max_seqlen_k; its O and LSE rows were written as NaN"));
+    case kVarlenErrorSequsedK:
+      return Status::invalid(cat("seqused_k: entry ", record[1], " is ", record[2],
+                                 ", outside [0, cu_seqlens_k[b + 1] - cu_seqlens_k[b]]; its O and LSE rows were "
+                                 "written as NaN"));
+    default:
+      break;
+  }
   if (record[0] == attention::kDecodeErrorAppend)
     return Status::invalid(cat("cache_seqlens: entry ", record[1], " is ", record[2], " in hopattn_kvcache_append: "
                                "negative, or with seqlen_new more than max_seqlen_k; nothing was appended to sequence ",
@@ -422,6 +444,8 @@ Status kvcache_device_check(Stream stream) {
                              ", outside [0, max_seqlen_k], or (causal) shorter than seqlen_q; its O and LSE rows were "
                              "written as NaN"));
 }
+
+}  // namespace attention
 
 }  // namespace hopattn
 

@@ -15,9 +15,12 @@
 #include "attention/device/compiled_set.hpp"
 #include "attention/fwd_params.hpp"
 #include "attention/fwd_tile_order.hpp"
+#include "attention/fwd_varlen.hpp"
 #include "attention/kernel/sm90_fwd_config.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"
 #include "attention/kernel/sm90_fwd_ws.hpp"
+// After the kernels: hopattn.hpp's hopattn::Tensor would hide cute::Tensor in them.
+#include "attention/device/fwd_varlen_prepare.hpp"
 #include "common/cuda_check.hpp"
 
 namespace hopattn::attention {
@@ -28,6 +31,17 @@ auto fwd_gmem(T* ptr, int seqlen, int heads, int batch, int64_t seq_stride, int6
   using namespace cute;
   return make_tensor(make_gmem_ptr(ptr), make_layout(make_shape(seqlen, Traits::kHeadDim, heads, batch),
                                                      make_stride(seq_stride, _1{}, head_stride, batch_stride)));
+}
+
+// A variable-length batch's packed (total, heads, hdim) tensor as an end-aligned view (ws::q_origin):
+// (max_len, hdim, heads, total + 1) over the base moved back by max_len rows, the row and the batch
+// modes both one token apart, so that sequence s's row r is (max_len - len_s + r, ., h, off_s +
+// len_s) and the TMA unit clips rows r >= len_s at the row mode's end: loads past a sequence's end
+// read zeros, stores stop at it. Only coordinates that the prepare kernel checked reach it.
+template <class Traits, class T>
+auto fwd_gmem_end_aligned(T* ptr, int total, int max_len, int heads, int64_t seq_stride, int64_t head_stride) {
+  const uintptr_t base = reinterpret_cast<uintptr_t>(ptr) - uintptr_t(int64_t(max_len) * seq_stride * int64_t(sizeof(T)));
+  return fwd_gmem<Traits>(reinterpret_cast<T*>(base), max_len, heads, total + 1, seq_stride, head_stride, seq_stride);
 }
 
 template <class Traits>
@@ -41,6 +55,18 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
   auto k = gmem(static_cast<Element const*>(fp.k), fp.seqlen_k, fp.heads_kv, fp.k_seq_stride, fp.k_head_stride, fp.k_batch_stride);
   auto v = gmem(static_cast<Element const*>(fp.v), fp.seqlen_k, fp.heads_kv, fp.v_seq_stride, fp.v_head_stride, fp.v_batch_stride);
   auto o = gmem(static_cast<Element*>(fp.o), fp.seqlen_q, fp.heads_q, fp.o_seq_stride, fp.o_head_stride, fp.o_batch_stride);
+  if (fp.varlen()) {
+    // With no key at all (total_k 0) no K/V tile is ever loaded; q's rows stand in for a valid base.
+    const bool no_keys = fp.total_k == 0;
+    q = fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.q), fp.total_q, fp.seqlen_q, fp.heads_q,
+                                     fp.q_seq_stride, fp.q_head_stride);
+    k = no_keys ? q : fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.k), fp.total_k, fp.seqlen_k,
+                                                   fp.heads_kv, fp.k_seq_stride, fp.k_head_stride);
+    v = no_keys ? q : fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.v), fp.total_k, fp.seqlen_k,
+                                                   fp.heads_kv, fp.v_seq_stride, fp.v_head_stride);
+    o = fwd_gmem_end_aligned<Traits>(static_cast<Element*>(fp.o), fp.total_q, fp.seqlen_q, fp.heads_q,
+                                     fp.o_seq_stride, fp.o_head_stride);
+  }
   typename Traits::Params p{
       make_tma_copy(SM90_TMA_LOAD{}, q, typename Traits::SmemLayoutQ{}),
       make_tma_copy(SM90_TMA_LOAD{}, k, take<0, 2>(typename Traits::SmemLayoutKV{})),
@@ -56,6 +82,11 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
   p.window_right = fp.window_right;
   p.softcap_scale = fp.softcap_scale;
   p.sinks = fp.sinks;
+  if (fp.varlen()) {
+    const char* ws = static_cast<const char*>(fp.workspace);
+    p.varlen_count = reinterpret_cast<const int*>(ws);
+    p.varlen_tiles = reinterpret_cast<const FwdVarlenTile*>(ws + varlen_entries_offset(fp.batch));
+  }
   return p;
 }
 
@@ -115,7 +146,17 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     const int64_t groups = (pairs + max_group - 1) / max_group, group = (pairs + groups - 1) / groups;
     grid = dim3(unsigned(group), unsigned(m_blocks), unsigned(groups));
   }
-  if (persistent) {
+  if (fp.varlen()) {  // the prepare kernel's list, dealt over one CTA per SM (two entries per unit)
+    if (!persistent || !params.varlen_tiles)
+      return Status(StatusCode::kInternal, "attention forward: a variable-length batch reached a kernel without a tile list");
+    int device = 0, sms = 0;
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const int64_t units = (varlen_tile_capacity(fp.total_q, fp.batch, fp.heads_q) + 1) / 2;
+    if (2 * units + 2 * int64_t(sms) > INT32_MAX) return Status::unsupported("attention forward: more than 2^31 tiles");
+    if (Status s = launch_fwd_varlen_prepare(fp, Traits::kBlockM, Traits::kBlockN, stream); !s.ok()) return s;
+    grid = dim3(unsigned(std::max<int64_t>(1, std::min<int64_t>(units, sms))), 1, 1);
+  } else if (persistent) {
     int device = 0, sms = 0;
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));

@@ -45,6 +45,7 @@
 #include "attention/collective/sm90_fwd_mask.hpp"
 #include "attention/collective/sm90_fwd_softmax.hpp"
 #include "attention/collective/sm90_wgmma.hpp"
+#include "attention/fwd_varlen.hpp"
 
 namespace hopattn::attention {
 
@@ -162,6 +163,11 @@ struct Fa2Traits {
     int window_left = 0, window_right = 0;
     float softcap_scale = 0.0f;
     const float* sinks = nullptr;
+    // Variable-length batches (FwdParams::varlen; the options rows only): the tile list that
+    // fwd_varlen_prepare wrote into the workspace and its length; nullptr for padded calls. The
+    // TMA views are then end-aligned (make_fwd_params): seqlen_q / seqlen_k hold max_seqlen_q / k.
+    const FwdVarlenTile* varlen_tiles = nullptr;
+    const int* varlen_count = nullptr;
   };
 };
 

@@ -205,6 +205,9 @@ constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and 
 struct TileCoord {
   int m_block, h, b;
   bool valid = true;  // false: a position of the folded order that holds no tile (skipped)
+  // Variable-length batches (the options kernels, FwdTileScheduler::varlen): the tile's sequence,
+  // its lengths and its first rows in the packed tensors. Unset (and unread) for padded calls.
+  int len_q = 0, len_k = 0, q_offset = 0, k_offset = 0;
 };
 
 // The tile list and who takes which tile.
@@ -227,16 +230,26 @@ struct TileCoord {
 //    the round when k is even, G-1-i when odd), the classic static approximation of
 //    longest-processing-time-first. A plain round-robin left CTAs with up to 1.5x the work of
 //    others (measured: 0.75x of the non-persistent kernel).
-template <class Mask, bool kPersistent>
+//  * Variable-length batches (kVarlen kernels with a list: the options rows): the list that
+//    fwd_varlen_prepare wrote, dealt as the folded order is (CTA i takes the list's pairs i,
+//    i + G, ...); the list itself is folded per sequence, sequences with the costliest tiles first.
+template <class Mask, bool kPersistent, bool kVarlen = false>
 struct FwdTileScheduler {
   int m_blocks, heads, batch;
   int group = 0;  // persistent causal: < 0 the folded order; else pairs per group (0 or >= heads * batch: one)
+  const FwdVarlenTile* varlen = nullptr;  // kVarlen: the tile list, or nullptr (a padded call)
+  int varlen_count = 0;                   // its length
+  CUTE_DEVICE bool is_varlen() const { return kVarlen && varlen != nullptr; }
   CUTE_DEVICE int count() const { return m_blocks * heads * batch; }
   CUTE_DEVICE bool folded() const { return kPersistent && Mask::kCausal && group < 0; }
   // Positions of the order: the tiles, or (folded) two per unit, some of which hold no tile.
-  CUTE_DEVICE int end() const { return folded() ? int(folded_positions(m_blocks, heads * batch)) : count(); }
+  CUTE_DEVICE int end() const {
+    if (is_varlen()) return varlen_count;
+    return folded() ? int(folded_positions(m_blocks, heads * batch)) : count();
+  }
   // This CTA's k-th position, or a value >= end() when it has no more (monotone in k).
   CUTE_DEVICE int tile(int k) const {
+    if (is_varlen()) return folded_position(k, int(blockIdx.x), int(gridDim.x));
     if constexpr (!kPersistent) {
       if constexpr (Mask::kCausal)  // coord() reads the tile from blockIdx; any t < count()
         return k == 0 && int(blockIdx.z * gridDim.x + blockIdx.x) < heads * batch ? 0 : count();
@@ -247,6 +260,11 @@ struct FwdTileScheduler {
     return Mask::kCausal ? zigzag_position(k, i, g) : k * g + i;
   }
   CUTE_DEVICE TileCoord coord(int t) const {
+    if (is_varlen()) {  // two 16-byte loads, independent
+      const int4 a = __ldg(reinterpret_cast<const int4*>(varlen + t));
+      const int4 b = __ldg(reinterpret_cast<const int4*>(varlen + t) + 1);
+      return {a.x, a.y, a.z, a.x >= 0, b.y, b.w, b.x, b.z};
+    }
     if (folded()) {
       const FwdFoldedTile x = folded_causal_tile(t, m_blocks, heads * batch);
       return {x.m_block, x.hb % heads, x.hb / heads, x.valid};
@@ -284,8 +302,45 @@ CUTE_DEVICE int kv_block_count(Mask const& mask, int m_block) {
   return mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(m_block);
 }
 
+// The mask of tile c: the kernel's, or for a variable-length batch its sequence's lengths. The
+// window's sides stay the call's (an unbounded side clamped to max_seqlen_k / max_seqlen_q by the
+// host, which reaches every key of every sequence just as well), so that they stay parameters
+// ptxas need not hold in registers.
+template <bool kOptions, class Mask, class Sched>
+CUTE_DEVICE Mask tile_mask(Mask const& mask, Sched const& sched, TileCoord const& c) {
+  if constexpr (kOptions) {
+    if (sched.is_varlen()) {
+      Mask m = mask;
+      m.seqlen_q = c.len_q;
+      m.seqlen_k = c.len_k;
+      return m;
+    }
+  }
+  return mask;
+}
+
+// Where a tile's sequence starts in the TMA views, as (row, batch) coordinates of its row 0: (0, b)
+// for a padded call; for a variable-length batch the views are end-aligned (make_fwd_params:
+// (max_len, hdim, heads, total + 1) over base - max_len rows, rows and batch both stepping one
+// token), so row r of a sequence of len rows at offset off is (max_len - len + r, off + len), and
+// the TMA unit clips the rows r >= len at the view's end.
+struct SeqOrigin {
+  int row, batch;
+};
+template <class Sched>
+CUTE_DEVICE SeqOrigin q_origin(Sched const& sched, TileCoord const& c, int max_len_q) {
+  if (sched.is_varlen()) return {max_len_q - c.len_q, c.q_offset + c.len_q};
+  return {0, c.b};
+}
+template <class Sched>
+CUTE_DEVICE SeqOrigin k_origin(Sched const& sched, TileCoord const& c, int max_len_k) {
+  if (sched.is_varlen()) return {max_len_k - c.len_k, c.k_offset + c.len_k};
+  return {0, c.b};
+}
+
 template <class Traits, class Mask, bool kPersistent, bool kOptions, class Storage>
-CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent> const& sched) {
+CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
+                         FwdTileScheduler<Mask, kPersistent, kOptions> const& sched) {
   using namespace cute;
   constexpr int kStages = Traits::kStages;
   const Mask mask = kernel_mask<Mask, kOptions>(p);
@@ -304,11 +359,20 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss, FwdTileS
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // the consumers skip it too
     const int h_kv = c.h / (p.heads_q / p.heads_kv);
-    const int n_first = first_kv_block<Traits, kOptions>(mask, c.m_block);
-    const int n_blocks = kv_block_count<Traits, kOptions>(mask, c.m_block);
-    Tensor gQ = local_tile(mQ(_, _, c.h, c.b), TileQ{}, make_coord(c.m_block, _0{}));  // (BLK_M, D)
-    Tensor gK = local_tile(mK(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
-    Tensor gV = local_tile(mV(_, _, h_kv, c.b), TileKV{}, make_coord(_, _0{}));       // (BLK_N, D, n)
+    const Mask tmask = tile_mask<kOptions>(mask, sched, c);
+    const int n_first = first_kv_block<Traits, kOptions>(tmask, c.m_block);
+    const int n_blocks = kv_block_count<Traits, kOptions>(tmask, c.m_block);
+    // The tile's sequence in the views: (0, b) for padded calls; the plain kernels index the views
+    // as they did before variable-length batches existed.
+    SeqOrigin qo{0, c.b}, ko{0, c.b};
+    if constexpr (kOptions) qo = q_origin(sched, c, p.seqlen_q), ko = k_origin(sched, c, p.seqlen_k);
+    auto seq_view = [&](auto const& m, int h, SeqOrigin o) {  // (seqlen, D) of head h
+      if constexpr (kOptions) return domain_offset(make_coord(o.row, _0{}), m(_, _, h, o.batch));
+      else return m(_, _, h, o.batch);
+    };
+    Tensor gQ = local_tile(seq_view(mQ, c.h, qo), TileQ{}, make_coord(c.m_block, _0{}));  // (BLK_M, D)
+    Tensor gK = local_tile(seq_view(mK, h_kv, ko), TileKV{}, make_coord(_, _0{}));      // (BLK_N, D, n)
+    Tensor gV = local_tile(seq_view(mV, h_kv, ko), TileKV{}, make_coord(_, _0{}));      // (BLK_N, D, n)
     auto q_parts = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
     auto k_parts = tma_partition(tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
     auto v_parts = tma_partition(tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
@@ -331,7 +395,7 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss, FwdTileS
       for (int w = 0; w < Traits::kWarpgroups; ++w) {
         Tensor sQw = make_tensor(make_smem_ptr(ss.q.data() + w * cosize_v<typename Traits::SmemLayoutOWarpgroup>),
                                  typename Traits::SmemLayoutOWarpgroup{});  // (WG_M, D)
-        Tensor gQw = local_tile(mQw(_, _, c.h, c.b), WgTile{}, make_coord(c.m_block * Traits::kWarpgroups + w, _0{}));
+        Tensor gQw = local_tile(seq_view(mQw, c.h, qo), WgTile{}, make_coord(c.m_block * Traits::kWarpgroups + w, _0{}));
         auto parts = tma_partition(p.tma_q_warpgroup, _0{}, Layout<_1>{}, group_modes<0, 2>(sQw), group_modes<0, 2>(gQw));
         EmptyBarrier::wait(&ss.q_empty_wg[w], (q_iter & 1) ^ 1u);
         FullBarrier::arrive_and_expect_tx(&ss.q_full_wg[w], Traits::kTmaBytesQWarpgroup);
@@ -611,7 +675,8 @@ CUTE_DEVICE void skip_block(Storage& ss, TurnsT const& turns, bool last_work, in
 }
 
 template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap, bool kOptions, class Storage>
-CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent> const& sched) {
+CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
+                         FwdTileScheduler<Mask, kPersistent, kOptions> const& sched) {
   using namespace cute;
   using Element = typename Traits::Element;
   using BlockM = typename Traits::BlockM;
@@ -623,7 +688,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss, FwdTileS
   const Mask mask = kernel_mask<Mask, kOptions>(p);
   auto n_blocks_of = [&](int t) {
     const TileCoord c = sched.coord(t);
-    return c.valid ? kv_block_count<Traits, kOptions>(mask, c.m_block) : 0;
+    return c.valid ? kv_block_count<Traits, kOptions>(tile_mask<kOptions>(mask, sched, c), c.m_block) : 0;
   };
 
   // (BLK_M, D); with Q halves, row m is row m % 64 of warpgroup tile m / 64 (WsSharedStorageQHalvesSharedO).
@@ -654,8 +719,10 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss, FwdTileS
   for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // a folded position without a tile (the producer skips it too)
-    const int n_blocks = n_blocks_of(t);  // KV tiles n_first, n_first + 1, ...
-    const int n_first = first_kv_block<Traits, kOptions>(mask, c.m_block);
+    const Mask tmask = tile_mask<kOptions>(mask, sched, c);
+    // KV tiles n_first, n_first + 1, ... (the plain kernels as before: from the position again).
+    const int n_blocks = kOptions ? kv_block_count<Traits, kOptions>(tmask, c.m_block) : n_blocks_of(t);
+    const int n_first = first_kv_block<Traits, kOptions>(tmask, c.m_block);
     clear(tOrO);
     OnlineSoftmax<kRows> softmax(p.softmax_scale, p.stale_max_log2, p.softcap_scale);
     if constexpr (Storage::kQHalves)
@@ -677,34 +744,44 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss, FwdTileS
       int skipped = 0;
       // (seen counts from tile 0; the warpgroup keeps at least the tile's first block.)
       if constexpr (Mask::kCausal && kOverlap) {
-        const int seen = mask.template n_blocks_seen<Traits::kBlockM, Traits::kBlockN>(c.m_block, row_end);
+        const int seen = tmask.template n_blocks_seen<Traits::kBlockM, Traits::kBlockN>(c.m_block, row_end);
         if (p.skip_unseen_blocks && seen > n_first) skipped = n_first + n_blocks - min(seen, n_first + n_blocks);
       }
       const PvWidth last_width = p.narrow_pv ? pv_width_of_last_block<Traits::kBlockM, Traits::kBlockN>(
-                                                   mask, c.m_block, n_first + n_blocks - skipped - 1, row_end)
+                                                   tmask, c.m_block, n_first + n_blocks - skipped - 1, row_end)
                                              : PvWidth::kFull;
       if constexpr (kOverlap)
-        consume_tile<Traits, kOptions>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a,
+        consume_tile<Traits, kOptions>(ss, tmask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a,
                                        softmax, alpha, c.m_block, n_first, n_blocks - skipped, last_width,
                                        last_work && skipped == 0, kv_iter);
       else
-        consume_tile_serial<Traits>(ss, mask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP,
+        consume_tile_serial<Traits>(ss, tmask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP,
                                     tOrP_a, softmax, alpha, c.m_block, n_first, n_blocks, last_work, kv_iter);
       if (skipped > 0) skip_block<Traits>(ss, turns, last_work, kv_iter);
     }
     float lse[kRows];
     softmax.finalize(tOrO, lse, kOptions && p.sinks != nullptr ? p.sinks[c.h] * float(M_LOG2E) : -INFINITY);
+    // Where the tile's rows go: (batch b, rows up to seqlen_q) of padded calls, or its sequence's
+    // (the entry read again rather than its fields held through the mainloop).
+    FwdOutTile out{p.seqlen_q, 0, c.b, int64_t(c.b) * p.lse_batch_stride + int64_t(c.h) * p.lse_head_stride};
+    if constexpr (kOptions) {
+      if (sched.is_varlen()) {
+        const TileCoord e = sched.coord(t);
+        const SeqOrigin qo = q_origin(sched, e, p.seqlen_q);
+        out = {e.len_q, qo.row, qo.batch, int64_t(e.h) * p.lse_head_stride + int64_t(e.q_offset) * p.lse_seq_stride};
+      }
+    }
     if constexpr (Storage::kSharedO) {
       // One staging tile for both warpgroups, taken in turn (SharedOTurn); Q's half was freed at
       // the last S.
-      store_o_and_lse_warpgroup<Traits, true>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b,
+      store_o_and_lse_warpgroup<Traits, true, kOptions>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, out,
                                               thread_idx,
                                               uint32_t(FwdNamedBarrier::kEpilogueWarpgroup) + turns.warpgroup - 1,
                                               [&] { o_turn.acquire(); });
       o_turn.stored();
     } else if constexpr (Storage::kSeparateStagingO) {
       // O has its own staging tiles: each warpgroup stores its rows on its own (no CTA-wide sync).
-      store_o_and_lse_warpgroup<Traits, false>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b,
+      store_o_and_lse_warpgroup<Traits, false, kOptions>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, out,
                                                thread_idx,
                                                uint32_t(FwdNamedBarrier::kEpilogueWarpgroup) + turns.warpgroup - 1,
                                                [] { tma_store_wait<0>(); });
@@ -742,8 +819,12 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   extern __shared__ char smem_raw[];
   using Storage = WsStorageOf<Traits, kPersistent>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
-  const ws::FwdTileScheduler<Mask, kPersistent> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM, p.heads_q,
-                                                      p.batch, p.causal_group};
+  ws::FwdTileScheduler<Mask, kPersistent, kOptions> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM,
+                                                          p.heads_q, p.batch, p.causal_group};
+  if constexpr (kOptions) {  // a variable-length batch: the list the prepare kernel wrote
+    sched.varlen = p.varlen_tiles;
+    if (p.varlen_tiles != nullptr) sched.varlen_count = *p.varlen_count;
+  }
   if (threadIdx.x == 0) {
     ws::FullBarrier::init(&ss.q_full, 1);
     ws::EmptyBarrier::init(&ss.q_empty, Storage::kSeparateStagingO ? kConsumerThreads : 1);

@@ -1,0 +1,207 @@
+// The variable-length forward's prepare kernel: one CTA that checks every sequence's lengths
+// (they live in device memory), orders the sequences and writes the tile list the options rows'
+// persistent scheduler deals out (fwd_varlen.hpp; ws::FwdTileScheduler).
+//
+//  1. Per sequence: its offsets and lengths from cu_seqlens_q/k (and seqused_k), checked against
+//     the tensors' extents and max_seqlen_q/k. A bad sequence gets no tile, NaN in its O and LSE
+//     rows when its query range is itself valid, and the first found is recorded (the record that
+//     hopattn_attention_device_check reads; kVarlenError*).
+//  2. The order: sequences by the KV tiles of their costliest Q tile, longest first (ties: more
+//     tiles first, then the batch index), so that the persistent CTAs end on short tiles (a greedy
+//     longest-processing-time order). Ranks by counting, O(batch²) over the CTA's threads; above
+//     kSortLimit sequences the batch order is kept.
+//  3. Each sequence's tiles in the folded order of the padded causal kernels (fwd_tile_order.hpp):
+//     units of its longest and shortest Q tile of one head, heads slowest within the sequence so
+//     that the tiles in flight share one head's K/V in L2. Every sequence holds an even number of
+//     entries, so a unit (the two entries a CTA takes together) never spans two sequences.
+//     Positions of the folded order without a tile are entries with m_block = -1.
+// The arithmetic of the KV-tile counts is FwdMask<true>'s (n_block_min, n_blocks_seen) at run-time
+// tile sizes, for the clamped band ws::tile_mask gives the kernel.
+#include <cuda_runtime.h>
+#include <cub/block/block_scan.cuh>
+
+#include <cstdint>
+
+#include "attention/device/decode_dispatch.hpp"
+#include "attention/device/fwd_varlen_prepare.hpp"
+#include "attention/fwd_tile_order.hpp"
+#include "attention/fwd_varlen.hpp"
+#include "common/cuda_check.hpp"
+
+namespace hopattn::attention {
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int kSortLimit = 8192;
+
+struct PrepareArgs {
+  const int32_t* cu_q;
+  const int32_t* cu_k;
+  const int32_t* seqused_k;
+  int batch, heads, total_q, total_k, max_q, max_k;
+  int block_m, block_n;
+  int window_left, window_right;  // the band (FwdParams: clamped to max_seqlen_k / max_seqlen_q)
+  uint16_t* o;                    // NaN rows of bad sequences
+  uint16_t nan16;                 // NaN in the output type
+  int64_t o_seq_stride, o_head_stride;
+  float* lse;
+  int64_t lse_head_stride, lse_seq_stride;
+  int hdim;
+  int32_t* error;
+  char* workspace;
+};
+
+// KV tiles Q tile m of a sequence visits (FwdMask<true>::n_block_count with the sequence's lengths
+// and the call's sides, as ws::tile_mask gives the kernel).
+__device__ int tile_kv_blocks(const PrepareArgs& a, int m, int len_q, int len_k) {
+  const int wl = a.window_left, wr = a.window_right;
+  const int diag = len_k - len_q;
+  const int first = m * a.block_m + diag - wl;
+  const int n_min = first <= 0 ? 0 : first / a.block_n;
+  const int keys = min(len_k, m * a.block_m + a.block_m + diag + wr);
+  const int n_max = keys <= 0 ? 0 : (keys + a.block_n - 1) / a.block_n;
+  return max(0, n_max - n_min);
+}
+
+__device__ void record(const PrepareArgs& a, int kind, int b, int value) {
+  if (atomicCAS(a.error, 0, kind) == 0) {
+    a.error[1] = b;
+    a.error[2] = value;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, 1) fwd_varlen_prepare_kernel(PrepareArgs a) {
+  using Scan = cub::BlockScan<int, kThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ int carry;
+  auto* seq = reinterpret_cast<FwdVarlenSequence*>(a.workspace + kVarlenHeaderBytes);
+  auto* order = reinterpret_cast<int32_t*>(a.workspace + kVarlenHeaderBytes + size_t(a.batch) * sizeof(FwdVarlenSequence));
+  auto* tiles = reinterpret_cast<FwdVarlenTile*>(a.workspace + varlen_entries_offset(a.batch));
+  const int tid = int(threadIdx.x);
+
+  // 1. Lengths, checks, costs.
+  for (int b = tid; b < a.batch; b += kThreads) {
+    const int q0 = a.cu_q[b], q1 = a.cu_q[b + 1], k0 = a.cu_k[b], k1 = a.cu_k[b + 1];
+    // In this order, so that no difference below can overflow.
+    const bool q_ok = q0 >= 0 && q1 >= q0 && q1 <= a.total_q && q1 - q0 <= a.max_q;
+    const bool k_ok = k0 >= 0 && k1 >= k0 && k1 <= a.total_k && k1 - k0 <= a.max_k;
+    int len_k = k_ok ? k1 - k0 : 0;
+    bool used_ok = true;
+    if (a.seqused_k != nullptr) {
+      const int used = a.seqused_k[b];
+      used_ok = used >= 0 && used <= len_k;
+      if (used_ok) len_k = used;
+    }
+    int status = 0;
+    if (!q_ok) {
+      status = kVarlenErrorCuSeqlensQ;
+      record(a, status, b, q1);
+    } else if (!k_ok) {
+      status = kVarlenErrorCuSeqlensK;
+      record(a, status, b, k1);
+    } else if (!used_ok) {
+      status = kVarlenErrorSequsedK;
+      record(a, status, b, a.seqused_k[b]);
+    }
+    FwdVarlenSequence s{};
+    s.status = status;
+    if (status == 0) {
+      s.q_offset = q0, s.len_q = q1 - q0, s.k_offset = k0, s.len_k = len_k;
+      const int m_blocks = (s.len_q + a.block_m - 1) / a.block_m;
+      s.tiles = m_blocks > 0 ? int(folded_positions(m_blocks, a.heads)) : 0;
+      s.cost = m_blocks > 0 ? tile_kv_blocks(a, m_blocks - 1, s.len_q, s.len_k) : 0;
+    } else if (q_ok) {  // its rows get NaN (step 4)
+      s.q_offset = q0, s.len_q = q1 - q0;
+    }
+    seq[b] = s;
+  }
+  __syncthreads();
+
+  // 2. The order: rank = how many sequences go before this one.
+  for (int b = tid; b < a.batch; b += kThreads) {
+    int rank = b;
+    if (a.batch <= kSortLimit) {
+      const FwdVarlenSequence s = seq[b];
+      rank = 0;
+      for (int j = 0; j < a.batch; ++j) {
+        const int cj = seq[j].cost, tj = seq[j].tiles;
+        rank += cj > s.cost || (cj == s.cost && (tj > s.tiles || (tj == s.tiles && j < b)));
+      }
+    }
+    order[rank] = b;
+  }
+  if (tid == 0) carry = 0;
+  __syncthreads();
+
+  // 3. Each sequence's first entry: an exclusive scan of the entry counts in that order.
+  for (int base = 0; base < a.batch; base += kThreads) {
+    const int r = base + tid;
+    const int b = r < a.batch ? order[r] : 0;
+    const int n = r < a.batch ? seq[b].tiles : 0;
+    int start = 0, sum = 0;
+    Scan(scan_storage).ExclusiveSum(n, start, sum);
+    if (r < a.batch) seq[b].start = carry + start;
+    __syncthreads();  // every thread has read carry (and scan_storage is free)
+    if (tid == 0) carry += sum;
+    __syncthreads();
+  }
+  if (tid == 0) reinterpret_cast<int32_t*>(a.workspace)[0] = carry;  // the list's length
+
+  // 4. The entries, sequence by sequence; NaN rows for the bad sequences with a valid query range.
+  for (int r = 0; r < a.batch; ++r) {
+    const FwdVarlenSequence s = seq[order[r]];
+    if (s.status == 0) {
+      const int m_blocks = (s.len_q + a.block_m - 1) / a.block_m;
+      for (int e = tid; e < s.tiles; e += kThreads) {
+        const FwdFoldedTile f = folded_causal_tile(e, m_blocks, a.heads);
+        FwdVarlenTile t{-1, 0, 0, 0, s.q_offset, s.len_q, s.k_offset, s.len_k};
+        if (f.valid) t.m_block = f.m_block, t.h = f.hb, t.b = order[r], t.n_blocks = tile_kv_blocks(a, f.m_block, s.len_q, s.len_k);
+        tiles[s.start + e] = t;
+      }
+    } else if (s.len_q > 0) {
+      const int64_t elems = int64_t(s.len_q) * a.heads * a.hdim;
+      for (int64_t i = tid; i < elems; i += kThreads) {
+        const int d = int(i % a.hdim);
+        const int64_t row = i / a.hdim;
+        const int h = int(row % a.heads);
+        const int64_t t = s.q_offset + row / a.heads;
+        a.o[t * a.o_seq_stride + h * a.o_head_stride + d] = a.nan16;
+        if (d == 0 && a.lse != nullptr) a.lse[h * a.lse_head_stride + t * a.lse_seq_stride] = __int_as_float(0x7fc00000);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status launch_fwd_varlen_prepare(const FwdParams& fp, int block_m, int block_n, Stream stream) {
+  PrepareArgs a{};
+  a.cu_q = fp.cu_seqlens_q;
+  a.cu_k = fp.cu_seqlens_k;
+  a.seqused_k = fp.seqused_k;
+  a.batch = fp.batch;
+  a.heads = fp.heads_q;
+  a.total_q = fp.total_q;
+  a.total_k = fp.total_k;
+  a.max_q = fp.seqlen_q;
+  a.max_k = fp.seqlen_k;
+  a.block_m = block_m;
+  a.block_n = block_n;
+  a.window_left = fp.window_left;
+  a.window_right = fp.window_right;
+  a.o = static_cast<uint16_t*>(fp.o);
+  a.nan16 = fp.dtype == HOPATTN_DTYPE_BF16 ? uint16_t(0x7fc0) : uint16_t(0x7e00);
+  a.o_seq_stride = fp.o_seq_stride;
+  a.o_head_stride = fp.o_head_stride;
+  a.lse = fp.lse;
+  a.lse_head_stride = fp.lse_head_stride;
+  a.lse_seq_stride = fp.lse_seq_stride;
+  a.hdim = fp.hdim;
+  a.error = fp.error;
+  a.workspace = static_cast<char*>(fp.workspace);
+  fwd_varlen_prepare_kernel<<<1, kThreads, 0, stream>>>(a);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status();
+}
+
+}  // namespace hopattn::attention

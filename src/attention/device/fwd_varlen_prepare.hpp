@@ -1,0 +1,12 @@
+// The variable-length forward's prepare kernel (fwd_varlen_prepare.cu): checks the lengths in
+// device memory and writes the tile list into fp.workspace for a row of block_m x block_n tiles.
+#pragma once
+
+#include "attention/fwd_params.hpp"
+#include "hopattn/hopattn.hpp"
+
+namespace hopattn::attention {
+
+Status launch_fwd_varlen_prepare(const FwdParams& fp, int block_m, int block_n, Stream stream);
+
+}  // namespace hopattn::attention

@@ -1,0 +1,486 @@
+// Variable-length forward batches (hopattn.h, 0.4): packed Q/K/V with cu_seqlens_q/k and optional
+// seqused_k, against the float64 reference computed sequence by sequence; for every compiled
+// (dtype, head dim): odd and empty lengths, queries longer and shorter than keys, GQA, causal and
+// not, the window, softcap and sinks; the rows outside every sequence and the key rows past
+// seqused_k (NaN-poisoned) never read or written; equal lengths bit for bit the padded call on the
+// same kernel; bad lengths recorded and their rows NaN; repeated runs bit-identical; a CUDA graph
+// replayed with new lengths.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attention/device/compiled_set.hpp"
+#include "attention/device/fwd_registry.hpp"
+#include "attention/experimental.hpp"
+#include "attention/kernel/sm90_fwd_config.hpp"
+#include "attention_check.hpp"
+#include "common/cuda_check.hpp"
+#include "common/dtype.hpp"
+#include "device_utils.hpp"
+#include "gpu_test.hpp"
+
+namespace hopattn::reference {
+namespace {
+
+struct Config {
+  hopattn_dtype_t dtype;
+  int hdim;
+};
+
+std::vector<Config> compiled_configs() {
+  std::vector<Config> out;
+  for (hopattn_dtype_t t : attention::compiled_dtypes())
+    for (int d : attention::compiled_head_dims()) out.push_back({t, d});
+  return out;
+}
+
+class AttentionVarlen : public ::testing::TestWithParam<Config> {};
+
+// One varlen case: per sequence its query and key counts (cu_seqlens differences), optionally
+// seqused_k (keys used, <= the difference), the problem's options (batch/seqlen fields unused).
+struct VarlenCase {
+  std::vector<int> len_q, len_k;
+  std::vector<int> used_k;  // empty: none
+  int q_start = 0;          // cu_seqlens_q[0] (rows before it belong to no sequence)
+  int k_start = 0;
+  AttnProblem p;            // heads, hdim, causal, scale, window, softcap, sinks
+  float input_std = 1.0f;
+  uint64_t seed = 1;
+  std::string to_string() const {
+    std::string s = p.to_string() + " lens(q:k)";
+    for (size_t b = 0; b < len_q.size(); ++b)
+      s += " " + std::to_string(len_q[b]) + ":" + std::to_string(len_k[b]) +
+           (used_k.empty() ? "" : "/" + std::to_string(used_k[b]));
+    return s;
+  }
+};
+
+Tensor packed(void* data, hopattn_dtype_t dtype, int64_t total, int64_t heads, int64_t hdim) {
+  return Tensor{data, dtype, 3, {total, heads, hdim}, {heads * hdim, hdim, 1}};
+}
+Tensor int32_vector(void* data, int64_t n) { return Tensor{data, HOPATTN_DTYPE_INT32, 1, {n}, {1}}; }
+
+std::vector<int32_t> prefix(int start, const std::vector<int>& lens) {
+  std::vector<int32_t> cu(lens.size() + 1, start);
+  for (size_t b = 0; b < lens.size(); ++b) cu[b + 1] = cu[b] + lens[b];
+  return cu;
+}
+
+DeviceBuffer upload_ints(const std::vector<int32_t>& v) {
+  DeviceBuffer buf(std::max<size_t>(v.size(), 1) * 4);
+  if (!v.empty()) HOPATTN_CUDA_CHECK(cudaMemcpy(buf.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+  return buf;
+}
+
+// The device side of a case: inputs (random, keys past seqused_k NaN), NaN-poisoned outputs with
+// a row of margin after the last sequence, the length arrays, the workspace, and the args.
+struct VarlenRun {
+  int total_q = 0, total_k = 0, rows_q = 0, rows_k = 0;
+  DeviceBuffer q, k, v, o, lse, cu_q, cu_k, used, sinks, workspace;
+  AttentionForwardArgs args{};
+};
+
+void build_run(const VarlenCase& c, hopattn_dtype_t dtype, VarlenRun& r) {
+  const AttnProblem& p = c.p;
+  const int d = p.hdim, es = int(dtype_size(dtype));
+  const std::vector<int32_t> cu_q = prefix(c.q_start, c.len_q), cu_k = prefix(c.k_start, c.len_k);
+  r.total_q = cu_q.back(), r.total_k = cu_k.back();
+  r.rows_q = r.total_q + 3, r.rows_k = r.total_k + 2;  // rows outside every sequence, before and after
+  r.q = DeviceBuffer(int64_t(r.rows_q) * p.heads_q * d * es);
+  r.k = DeviceBuffer(std::max<int64_t>(int64_t(r.rows_k) * p.heads_kv * d * es, 16));
+  r.v = DeviceBuffer(std::max<int64_t>(int64_t(r.rows_k) * p.heads_kv * d * es, 16));
+  r.o = DeviceBuffer(int64_t(r.rows_q) * p.heads_q * d * es);
+  r.lse = DeviceBuffer(int64_t(r.rows_q) * p.heads_q * 4);
+  fill_normal(r.q.get(), dtype, int64_t(r.rows_q) * p.heads_q * d, c.seed * 3 + 0, c.input_std);
+  fill_normal(r.k.get(), dtype, int64_t(r.rows_k) * p.heads_kv * d, c.seed * 3 + 1, c.input_std);
+  fill_normal(r.v.get(), dtype, int64_t(r.rows_k) * p.heads_kv * d, c.seed * 3 + 2, 1.0f);
+  const int64_t kv_row = int64_t(p.heads_kv) * d;
+  if (!c.used_k.empty())  // keys past seqused_k must not be read: NaN would reach O
+    for (size_t b = 0; b < c.len_k.size(); ++b) {
+      const int64_t from = cu_k[b] + c.used_k[b], n = c.len_k[b] - c.used_k[b];
+      fill_nan(static_cast<char*>(r.k.get()) + from * kv_row * es, es, n * kv_row);
+      fill_nan(static_cast<char*>(r.v.get()) + from * kv_row * es, es, n * kv_row);
+    }
+  fill_nan(r.o.get(), es, int64_t(r.rows_q) * p.heads_q * d);
+  fill_nan(r.lse.get(), 4, int64_t(r.rows_q) * p.heads_q);
+  r.cu_q = upload_ints(cu_q);
+  r.cu_k = upload_ints(cu_k);
+  r.used = upload_ints(std::vector<int32_t>(c.used_k.begin(), c.used_k.end()));
+  r.sinks = DeviceBuffer(std::max<size_t>(p.sinks.size(), 1) * 4);
+  upload_from_float(r.sinks.get(), HOPATTN_DTYPE_FP32, p.sinks.data(), int64_t(p.sinks.size()));
+
+  AttentionForwardArgs& a = r.args;
+  a = AttentionForwardArgs{};
+  a.q = packed(r.q.get(), dtype, r.rows_q, p.heads_q, d);
+  a.k = packed(r.k.get(), dtype, r.rows_k, p.heads_kv, d);
+  a.v = packed(r.v.get(), dtype, r.rows_k, p.heads_kv, d);
+  a.o = packed(r.o.get(), dtype, r.rows_q, p.heads_q, d);
+  a.lse = Tensor{r.lse.get(), HOPATTN_DTYPE_FP32, 2, {p.heads_q, r.rows_q}, {r.rows_q, 1}};
+  a.cu_seqlens_q = int32_vector(r.cu_q.get(), int64_t(cu_q.size()));
+  a.cu_seqlens_k = int32_vector(r.cu_k.get(), int64_t(cu_k.size()));
+  if (!c.used_k.empty()) a.seqused_k = int32_vector(r.used.get(), int64_t(c.used_k.size()));
+  a.max_seqlen_q = std::max(1, *std::max_element(c.len_q.begin(), c.len_q.end()));
+  a.max_seqlen_k = std::max(1, *std::max_element(c.len_k.begin(), c.len_k.end()));
+  a.softmax_scale = p.scale;
+  a.causal = p.causal;
+  if (p.window) a.window = 1, a.window_left = p.window_left, a.window_right = p.window_right;
+  a.softcap = p.softcap;
+  if (!p.sinks.empty()) a.sinks = Tensor{r.sinks.get(), HOPATTN_DTYPE_FP32, 1, {p.heads_q}, {1}};
+  size_t bytes = 0;
+  const Status s = attention_forward_workspace_size(a, &bytes);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  r.workspace = DeviceBuffer(std::max<size_t>(bytes, 16));
+  a.workspace = r.workspace.get();
+  a.workspace_bytes = bytes;
+}
+
+// Checks the outputs of a run against the per-sequence float64 references (2x the lowp yardstick,
+// as run_check), and that every row outside the sequences still holds the NaN poison.
+void check_outputs(const VarlenCase& c, hopattn_dtype_t dtype, const VarlenRun& r, const std::string& label) {
+  const AttnProblem& p = c.p;
+  const int d = p.hdim;
+  const std::vector<float> hq = download_as_float(r.q.get(), dtype, int64_t(r.rows_q) * p.heads_q * d);
+  const std::vector<float> hk = download_as_float(r.k.get(), dtype, int64_t(r.rows_k) * p.heads_kv * d);
+  const std::vector<float> hv = download_as_float(r.v.get(), dtype, int64_t(r.rows_k) * p.heads_kv * d);
+  const std::vector<float> ho = download_as_float(r.o.get(), dtype, int64_t(r.rows_q) * p.heads_q * d);
+  const std::vector<float> hl = download_as_float(r.lse.get(), HOPATTN_DTYPE_FP32, int64_t(r.rows_q) * p.heads_q);
+  const std::vector<int32_t> cu_q = prefix(c.q_start, c.len_q), cu_k = prefix(c.k_start, c.len_k);
+  const int64_t q_row = int64_t(p.heads_q) * d, kv_row = int64_t(p.heads_kv) * d;
+  std::vector<char> inside(r.rows_q, 0);
+  for (size_t b = 0; b < c.len_q.size(); ++b) {
+    const int lq = c.len_q[b], lk = c.used_k.empty() ? c.len_k[b] : c.used_k[b];
+    std::fill(inside.begin() + cu_q[b], inside.begin() + cu_q[b] + lq, 1);
+    if (lq == 0) continue;
+    AttnProblem s = p;
+    s.batch = 1, s.seqlen_q = lq, s.seqlen_k = lk;
+    std::vector<double> o_ref(s.q_elems()), lse_ref(s.lse_elems());
+    std::vector<float> o_yard(s.q_elems()), lse_yard(s.lse_elems());
+    const float* qs = hq.data() + cu_q[b] * q_row;
+    const float* ks = hk.data() + cu_k[b] * kv_row;
+    const float* vs = hv.data() + cu_k[b] * kv_row;
+    attention_cpu_fp64(s, qs, ks, vs, o_ref.data(), lse_ref.data());
+    attention_cpu_lowp(s, dtype, qs, ks, vs, o_yard.data(), lse_yard.data());
+    const ErrorStats e = compare(o_ref.data(), ho.data() + cu_q[b] * q_row, s.q_elems());
+    const ErrorStats y = compare(o_ref.data(), o_yard.data(), s.q_elems());
+    const double bound = tolerance_bound(y, dtype);
+    EXPECT_EQ(e.bad, 0) << label << " " << c.to_string() << ": sequence " << b << ": O has " << e.bad
+                        << " NaN/unwritten elements, first at " << e.first_bad;
+    EXPECT_LE(e.max_abs, bound) << label << " " << c.to_string() << ": sequence " << b << ": O error";
+    // LSE (heads_q, rows): sequence b's rows of head h at h * rows + cu_q[b].
+    std::vector<float> lse_got(s.lse_elems());
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < lq; ++i) lse_got[int64_t(h) * lq + i] = hl[int64_t(h) * r.rows_q + cu_q[b] + i];
+    const ErrorStats le = compare(lse_ref.data(), lse_got.data(), s.lse_elems());
+    const ErrorStats ly = compare(lse_ref.data(), lse_yard.data(), s.lse_elems());
+    EXPECT_EQ(le.bad, 0) << label << " " << c.to_string() << ": sequence " << b << ": LSE bad entries, first at "
+                         << le.first_bad;
+    EXPECT_LE(le.max_abs, 2.0 * ly.max_abs + 1e-5 * std::max(1.0, ly.max_ref))
+        << label << " " << c.to_string() << ": sequence " << b << ": LSE error";
+    std::printf("  %s seq %zu (%d:%d) O err %.3g (bound %.3g) LSE err %.3g\n", label.c_str(), b, lq, lk, e.max_abs,
+                bound, le.max_abs);
+  }
+  int64_t touched = 0;
+  for (int t = 0; t < r.rows_q; ++t) {
+    if (inside[t]) continue;
+    for (int64_t i = 0; i < q_row; ++i) touched += !std::isnan(ho[t * q_row + i]);
+    for (int h = 0; h < p.heads_q; ++h) touched += !std::isnan(hl[int64_t(h) * r.rows_q + t]);
+  }
+  EXPECT_EQ(touched, 0) << label << " " << c.to_string() << ": wrote rows outside every sequence";
+}
+
+Status run_varlen(const VarlenRun& r, const std::string& kernel = "") {
+  experimental::Overrides ov;
+  ov.fwd_kernel = kernel;
+  const Status s = experimental::attention_forward(r.args, nullptr, ov);
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  return s;
+}
+
+void run_case(const VarlenCase& c, const Config& cfg) {
+  VarlenRun r;
+  build_run(c, cfg.dtype, r);
+  const Status s = run_varlen(r);
+  ASSERT_TRUE(s.ok()) << c.to_string() << ": " << s.to_string();
+  const Status rec = attention_device_check(nullptr);
+  EXPECT_TRUE(rec.ok()) << c.to_string() << ": the device check recorded " << rec.to_string();
+  check_outputs(c, cfg.dtype, r, hopattn_dtype_name(cfg.dtype));
+}
+
+AttnProblem heads(int hq, int hkv, const Config& cfg, bool causal) {
+  AttnProblem p;
+  p.heads_q = hq, p.heads_kv = hkv, p.hdim = cfg.hdim, p.causal = causal;
+  return p;
+}
+
+// Odd lengths around the tiles (1, 17, 63..65, 113, 127..129, 1000), an empty sequence, a
+// sequence with queries but no key, more queries than keys (rows that see no key under causal:
+// O = 0, LSE = -inf) and fewer; GQA 6:2; offsets starting past row 0; causal and not.
+TEST_P(AttentionVarlen, MixedLengthsMatchFloat64Reference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  for (int causal = 0; causal < 2; ++causal) {
+    VarlenCase c;
+    c.len_q = {1, 17, 113, 1000, 0, 129, 64, 65, 5, 127, 300};
+    c.len_k = {1, 17, 113, 1000, 7, 129, 64, 65, 0, 40, 200};
+    c.q_start = 2, c.k_start = 1;
+    c.p = heads(6, 2, cfg, causal != 0);
+    c.seed = 11 + causal;
+    run_case(c, cfg);
+  }
+}
+
+// seqused_k below the cu_seqlens_k range (the keys past it NaN: reading one would poison O),
+// equal to it, and 0; MQA.
+TEST_P(AttentionVarlen, SequsedKLimitsTheKeys) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  for (int causal = 0; causal < 2; ++causal) {
+    VarlenCase c;
+    c.len_q = {50, 200, 1, 129, 31};
+    c.len_k = {300, 260, 64, 129, 31};
+    c.used_k = {117, 260, 0, 100, 31};
+    c.p = heads(4, 1, cfg, causal != 0);
+    c.seed = 21 + causal;
+    run_case(c, cfg);
+  }
+}
+
+// The options of 0.3 on a variable-length batch: windows (causal and two-sided), softcap with large
+// logits, sinks (one -inf, one large), all three together.
+TEST_P(AttentionVarlen, WindowSoftcapAndSinks) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  VarlenCase base;
+  base.len_q = {1, 300, 17, 700, 129};
+  base.len_k = {1, 300, 40, 650, 129};
+  std::mt19937 gen(5);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  std::vector<float> sinks(4);
+  for (int h = 0; h < 4; ++h) sinks[h] = h == 0 ? -INFINITY : h == 1 ? 20.0f : dist(gen);
+  struct Opt {
+    bool causal;
+    int left, right;
+    float softcap;
+    bool sinks;
+  };
+  const Opt opts[] = {{true, 100, 0, 0.0f, false},  {false, 64, 31, 0.0f, false}, {false, -1, 0, 0.0f, false},
+                      {true, -1, -1, 30.0f, false}, {false, -1, -1, 0.0f, true},  {true, 129, 0, 20.0f, true}};
+  uint64_t seed = 31;
+  for (const Opt& o : opts) {
+    VarlenCase c = base;
+    c.p = heads(4, 2, cfg, o.causal);
+    if (o.left != -1 || o.right != -1) c.p.window = true, c.p.window_left = o.left, c.p.window_right = o.right;
+    c.p.softcap = o.softcap;
+    if (o.sinks) c.p.sinks = sinks;
+    c.input_std = o.softcap > 0 ? 8.0f : 1.0f;  // large logits: the cap matters
+    c.seed = seed++;
+    run_case(c, cfg);
+  }
+}
+
+// Equal lengths: the varlen call and the padded call on the same kernel (the options row, which
+// runs every varlen call) compute the same tiles the same way: O and LSE bit for bit.
+TEST_P(AttentionVarlen, EqualLengthsBitIdenticalToPadded) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  std::string options_row;
+  for (int i = 0; i < attention::kFwdKernelCount; ++i)
+    if (attention::kFwdKernels[i].options && attention::fwd_kernel_index(attention::kFwdKernels[i].name, cfg.hdim) == i)
+      options_row = attention::kFwdKernels[i].name;
+  ASSERT_FALSE(options_row.empty()) << "no options row compiled at hdim " << cfg.hdim;
+  for (int len : {1000, 1024}) {
+    for (int causal = 0; causal < 2; ++causal) {
+      VarlenCase c;
+      c.len_q = c.len_k = std::vector<int>(3, len);
+      c.p = heads(4, 2, cfg, causal != 0);
+      c.seed = 41;
+      VarlenRun r;
+      build_run(c, cfg.dtype, r);
+      ASSERT_TRUE(run_varlen(r).ok());
+      // The padded call over the same memory: (3, len, h, d) from row 0 (q_start 0, no margin used).
+      const int d = cfg.hdim, es = int(dtype_size(cfg.dtype));
+      DeviceBuffer o2(int64_t(3) * len * 4 * d * es), lse2(int64_t(3) * 4 * len * 4);
+      fill_nan(o2.get(), es, int64_t(3) * len * 4 * d);
+      fill_nan(lse2.get(), 4, int64_t(3) * 4 * len);
+      AttentionForwardArgs a{};
+      a.q = tensor_bshd(r.q.get(), cfg.dtype, 3, len, 4, d);
+      a.k = tensor_bshd(r.k.get(), cfg.dtype, 3, len, 2, d);
+      a.v = tensor_bshd(r.v.get(), cfg.dtype, 3, len, 2, d);
+      a.o = tensor_bshd(o2.get(), cfg.dtype, 3, len, 4, d);
+      a.lse = tensor_lse(lse2.as<float>(), 3, 4, len);
+      a.causal = causal;
+      experimental::Overrides ov;
+      ov.fwd_kernel = options_row;
+      ASSERT_TRUE(experimental::attention_forward(a, nullptr, ov).ok());
+      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+      const int64_t n = int64_t(3) * len * 4 * d;
+      std::vector<uint16_t> v1(n), v2(n);
+      HOPATTN_CUDA_CHECK(cudaMemcpy(v1.data(), r.o.get(), n * 2, cudaMemcpyDeviceToHost));
+      HOPATTN_CUDA_CHECK(cudaMemcpy(v2.data(), o2.get(), n * 2, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(std::memcmp(v1.data(), v2.data(), n * 2), 0) << "O differs, len " << len << " causal " << causal;
+      const std::vector<float> l1 = download_as_float(r.lse.get(), HOPATTN_DTYPE_FP32, int64_t(4) * r.rows_q);
+      const std::vector<float> l2 = download_as_float(lse2.get(), HOPATTN_DTYPE_FP32, int64_t(3) * 4 * len);
+      int64_t diff = 0;
+      for (int b = 0; b < 3; ++b)
+        for (int h = 0; h < 4; ++h)
+          for (int i = 0; i < len; ++i) {
+            const float x = l1[int64_t(h) * r.rows_q + b * len + i], y = l2[(int64_t(b) * 4 + h) * len + i];
+            diff += std::memcmp(&x, &y, 4) != 0;
+          }
+      EXPECT_EQ(diff, 0) << "LSE differs, len " << len << " causal " << causal;
+    }
+  }
+}
+
+// A race in the scheduler or the end-aligned stores would move the result.
+TEST_P(AttentionVarlen, RepeatedRunsAreBitIdentical) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  VarlenCase c;
+  c.len_q = {2000, 1, 777, 129, 3000, 64, 500, 1500};
+  c.len_k = c.len_q;
+  c.p = heads(8, 2, cfg, true);
+  VarlenRun r;
+  build_run(c, cfg.dtype, r);
+  const int64_t n = int64_t(r.rows_q) * 8 * cfg.hdim;
+  std::vector<uint16_t> first(n), now(n);
+  for (int rep = 0; rep < 10; ++rep) {
+    fill_nan(r.o.get(), 2, n);
+    ASSERT_TRUE(run_varlen(r).ok());
+    HOPATTN_CUDA_CHECK(cudaMemcpy(rep == 0 ? first.data() : now.data(), r.o.get(), n * 2, cudaMemcpyDeviceToHost));
+    if (rep > 0) ASSERT_EQ(std::memcmp(first.data(), now.data(), n * 2), 0) << "O changed on repetition " << rep;
+  }
+}
+
+// Bad lengths in device memory: the sequence gets no answer (NaN rows where its query range is
+// valid), the others are computed, the record names the first, and the next call is clean.
+TEST_P(AttentionVarlen, BadLengthsAreRecordedNotComputed) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  ASSERT_TRUE(attention_device_check(nullptr).ok());  // nothing left over from earlier tests
+  struct Bad {
+    const char* name;  // what the record must name
+    int which;         // 0: cu_seqlens_k beyond k's rows, 1: cu_seqlens_k decreasing, 2: seqused_k too large,
+                       // 3: cu_seqlens_q decreasing, 4: a sequence longer than max_seqlen_q
+  };
+  const Bad bads[] = {{"cu_seqlens_k", 0}, {"cu_seqlens_k", 1}, {"seqused_k", 2}, {"cu_seqlens_q", 3}, {"cu_seqlens_q", 4}};
+  for (const Bad& bad : bads) {
+    VarlenCase c;
+    c.len_q = {100, 50, 80};
+    c.len_k = {100, 50, 80};
+    c.p = heads(2, 2, cfg, true);
+    VarlenRun r;
+    build_run(c, cfg.dtype, r);
+    std::vector<int32_t> cu_q = prefix(0, c.len_q), cu_k = prefix(0, c.len_k), used = {100, 50, 80};
+    if (bad.which == 0) cu_k[3] = r.rows_k + 5;          // sequence 2 ends past k
+    if (bad.which == 1) cu_k[2] = cu_k[1] - 1;           // sequence 1 decreasing (and 2 starts before 1)
+    if (bad.which == 2) used[1] = 51;                    // over its cu_seqlens_k range
+    if (bad.which == 3) cu_q[2] = cu_q[1] - 1;           // sequence 1 decreasing
+    if (bad.which == 4) r.args.max_seqlen_q = 90;        // sequence 0 has 100 rows
+    HOPATTN_CUDA_CHECK(cudaMemcpy(r.cu_q.get(), cu_q.data(), 16, cudaMemcpyHostToDevice));
+    HOPATTN_CUDA_CHECK(cudaMemcpy(r.cu_k.get(), cu_k.data(), 16, cudaMemcpyHostToDevice));
+    if (bad.which == 2) {
+      r.used = upload_ints(used);
+      r.args.seqused_k = int32_vector(r.used.get(), 3);
+    }
+    ASSERT_TRUE(run_varlen(r).ok()) << bad.name;
+    const Status rec = attention_device_check(nullptr);
+    EXPECT_FALSE(rec.ok()) << bad.name << ": nothing recorded";
+    EXPECT_NE(rec.to_string().find(bad.name), std::string::npos) << rec.to_string();
+    std::printf("  %s: %s\n", bad.name, rec.to_string().c_str());
+    EXPECT_TRUE(attention_device_check(nullptr).ok()) << "the record was not cleared";
+    // The sequences untouched by the corruption still match (sequence 0, except when it is the bad one).
+    const std::vector<float> ho = download_as_float(r.o.get(), cfg.dtype, int64_t(r.rows_q) * 2 * cfg.hdim);
+    const int bad_seq = bad.which == 0 ? 2 : bad.which == 4 ? 0 : 1;
+    if (bad.which != 3) {  // its query range is valid: NaN rows
+      const int64_t from = int64_t(cu_q[bad_seq]) * 2 * cfg.hdim, n = int64_t(c.len_q[bad_seq]) * 2 * cfg.hdim;
+      int64_t finite = 0;
+      for (int64_t i = 0; i < n; ++i) finite += std::isfinite(ho[from + i]);
+      EXPECT_EQ(finite, 0) << bad.name << ": the bad sequence's O rows are not all NaN";
+    }
+    const int good = bad_seq == 0 ? 2 : 0;
+    int64_t nonfinite = 0;
+    for (int64_t i = 0; i < int64_t(c.len_q[good]) * 2 * cfg.hdim; ++i)
+      nonfinite += !std::isfinite(ho[int64_t(cu_q[good]) * 2 * cfg.hdim + i]);
+    EXPECT_EQ(nonfinite, 0) << bad.name << ": good sequence " << good << " was not computed";
+    // The next, correct call is clean.
+    VarlenRun ok;
+    build_run(c, cfg.dtype, ok);
+    ASSERT_TRUE(run_varlen(ok).ok());
+    EXPECT_TRUE(attention_device_check(nullptr).ok());
+    check_outputs(c, cfg.dtype, ok, "after-bad");
+  }
+}
+
+// One capture, replayed with other lengths written into the same cu_seqlens arrays (the workspace
+// bound depends only on total_q, batch and heads): each replay matches its own reference.
+TEST_P(AttentionVarlen, GraphReplayWithNewLengths) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  VarlenCase c;
+  c.len_q = {300, 1, 600, 123};
+  c.len_k = {300, 1, 600, 123};
+  c.p = heads(4, 4, cfg, true);
+  VarlenRun r;
+  build_run(c, cfg.dtype, r);
+  cudaStream_t stream;
+  HOPATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  HOPATTN_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status s = attention_forward(r.args, stream);
+  HOPATTN_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  HOPATTN_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  // The same totals, other splits (max_seqlen stays 600).
+  const std::vector<std::vector<int>> splits = {{300, 1, 600, 123}, {600, 123, 1, 300}, {24, 500, 200, 300}};
+  for (const auto& lens : splits) {
+    VarlenCase ci = c;
+    ci.len_q = ci.len_k = lens;
+    const std::vector<int32_t> cu = prefix(0, lens);
+    HOPATTN_CUDA_CHECK(cudaMemcpy(r.cu_q.get(), cu.data(), cu.size() * 4, cudaMemcpyHostToDevice));
+    HOPATTN_CUDA_CHECK(cudaMemcpy(r.cu_k.get(), cu.data(), cu.size() * 4, cudaMemcpyHostToDevice));
+    fill_nan(r.o.get(), 2, int64_t(r.rows_q) * 4 * cfg.hdim);
+    fill_nan(r.lse.get(), 4, int64_t(r.rows_q) * 4);
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());  // the poison (legacy stream) before the replay
+    HOPATTN_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    EXPECT_TRUE(attention_device_check(nullptr).ok());
+    check_outputs(ci, cfg.dtype, r, "graph");
+  }
+  HOPATTN_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  HOPATTN_CUDA_CHECK(cudaGraphDestroy(graph));
+  HOPATTN_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// A row that names no options kernel is refused for varlen calls.
+TEST_P(AttentionVarlen, KernelWithoutTheTileListIsRefused) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  VarlenCase c;
+  c.len_q = c.len_k = {10, 20};
+  c.p = heads(2, 2, cfg, true);
+  VarlenRun r;
+  build_run(c, cfg.dtype, r);
+  for (int i = 0; i < attention::kFwdKernelCount; ++i) {
+    const attention::FwdKernelSpec& s = attention::kFwdKernels[i];
+    if (s.options || attention::fwd_kernel_index(s.name, cfg.hdim) != i) continue;
+    const Status st = run_varlen(r, s.name);
+    EXPECT_EQ(st.code(), StatusCode::kNotSupported) << s.name << ": " << st.to_string();
+  }
+}
+
+std::string config_name(const ::testing::TestParamInfo<Config>& info) {
+  return std::string(hopattn_dtype_name(info.param.dtype)) + "_hd" + std::to_string(info.param.hdim);
+}
+INSTANTIATE_TEST_SUITE_P(Compiled, AttentionVarlen, ::testing::ValuesIn(compiled_configs()), config_name);
+
+}  // namespace
+}  // namespace hopattn::reference
