@@ -155,6 +155,10 @@ typedef struct hopattn_attention_fwd_args {
 hopattn_tensor_t hopattn_tensor_bshd(void* data, hopattn_dtype_t dtype, int64_t batch,
                                      int64_t seqlen, int64_t heads, int64_t hdim);
 
+/* Fills a rank-3 (total, heads, hdim) descriptor with contiguous strides: the packed q, k, v and o
+ * of a variable-length batch (since 0.4). */
+hopattn_tensor_t hopattn_tensor_thd(void* data, hopattn_dtype_t dtype, int64_t total, int64_t heads, int64_t hdim);
+
 /* Checks the arguments without touching the GPU's memory. */
 hopattn_status_t hopattn_attention_forward_check(const hopattn_attention_fwd_args_t* args,
                                                  void* stream);

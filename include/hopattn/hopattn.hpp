@@ -99,4 +99,12 @@ inline Tensor tensor_bshd(void* data, DType dtype, long long batch, long long se
 // A contiguous (batch, heads, seqlen) float32 descriptor for the log-sum-exp output.
 Tensor tensor_lse(float* data, long long batch, long long heads, long long seqlen);
 
+// Variable-length batches (since 0.4): a contiguous packed (total, heads, hdim) descriptor, the
+// (heads_q, total_q) float32 log-sum-exp and the (batch + 1) int32 cu_seqlens_q / cu_seqlens_k.
+inline Tensor tensor_thd(void* data, DType dtype, long long total, long long heads, long long hdim) {
+  return hopattn_tensor_thd(data, dtype, total, heads, hdim);
+}
+Tensor tensor_lse_varlen(float* data, long long heads, long long total);
+Tensor tensor_cu_seqlens(int32_t* data, long long batch);
+
 }  // namespace hopattn

@@ -34,6 +34,26 @@ Tensor tensor_lse(float* data, long long batch, long long heads, long long seqle
   return t;
 }
 
+Tensor tensor_lse_varlen(float* data, long long heads, long long total) {
+  Tensor t{};
+  t.data = data;
+  t.dtype = HOPATTN_DTYPE_FP32;
+  t.rank = 2;
+  t.shape[0] = heads, t.shape[1] = total;
+  t.stride[1] = 1, t.stride[0] = total;
+  return t;
+}
+
+Tensor tensor_cu_seqlens(int32_t* data, long long batch) {
+  Tensor t{};
+  t.data = data;
+  t.dtype = HOPATTN_DTYPE_INT32;
+  t.rank = 1;
+  t.shape[0] = batch + 1;
+  t.stride[0] = 1;
+  return t;
+}
+
 bool has_sm90_gpu(std::string* why) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
@@ -66,6 +86,16 @@ hopattn_tensor_t hopattn_tensor_bshd(void* data, hopattn_dtype_t dtype, int64_t 
   t.rank = 4;
   t.shape[0] = batch, t.shape[1] = seqlen, t.shape[2] = heads, t.shape[3] = hdim;
   t.stride[3] = 1, t.stride[2] = hdim, t.stride[1] = heads * hdim, t.stride[0] = seqlen * heads * hdim;
+  return t;
+}
+
+hopattn_tensor_t hopattn_tensor_thd(void* data, hopattn_dtype_t dtype, int64_t total, int64_t heads, int64_t hdim) {
+  hopattn_tensor_t t{};
+  t.data = data;
+  t.dtype = dtype;
+  t.rank = 3;
+  t.shape[0] = total, t.shape[1] = heads, t.shape[2] = hdim;
+  t.stride[2] = 1, t.stride[1] = hdim, t.stride[0] = heads * hdim;
   return t;
 }
 

@@ -513,5 +513,248 @@ TEST(AttentionChecks, CAbiReportsErrorsWithoutThrowing) {
   EXPECT_STREQ(s.message, "args: null pointer");
 }
 
+// ---- Variable-length batches (0.4) ----------------------------------------------------------------
+
+// A valid varlen GQA call: 5 sequences packed into q/o (1000, 8, 128), k/v (3000, 2, 128), bf16,
+// LSE (8, 1000), cu_seqlens (6), seqused_k (5), a workspace of exactly the size asked for.
+AttentionForwardArgs valid_varlen_args() {
+  AttentionForwardArgs a{};
+  a.q = tensor_thd(fake_ptr(0x10000000), HOPATTN_DTYPE_BF16, 1000, 8, 128);
+  a.k = tensor_thd(fake_ptr(0x20000000), HOPATTN_DTYPE_BF16, 3000, 2, 128);
+  a.v = tensor_thd(fake_ptr(0x30000000), HOPATTN_DTYPE_BF16, 3000, 2, 128);
+  a.o = tensor_thd(fake_ptr(0x40000000), HOPATTN_DTYPE_BF16, 1000, 8, 128);
+  a.lse = tensor_lse_varlen(static_cast<float*>(fake_ptr(0x50000000)), 8, 1000);
+  a.cu_seqlens_q = tensor_cu_seqlens(static_cast<int32_t*>(fake_ptr(0x60000000)), 5);
+  a.cu_seqlens_k = tensor_cu_seqlens(static_cast<int32_t*>(fake_ptr(0x60001000)), 5);
+  a.seqused_k = tensor_cu_seqlens(static_cast<int32_t*>(fake_ptr(0x60002000)), 5);
+  a.seqused_k.shape[0] = 5;
+  a.max_seqlen_q = 600;
+  a.max_seqlen_k = 2000;
+  a.causal = 1;
+  size_t bytes = 0;
+  const Status s = attention_forward_workspace_size(a, &bytes);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  a.workspace = fake_ptr(0x70000000);
+  a.workspace_bytes = bytes;
+  return a;
+}
+
+TEST(AttentionVarlenChecks, ValidCallsPass) {
+  AttentionForwardArgs a = valid_varlen_args();
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a.lse = Tensor{};  // optional
+  a.seqused_k = Tensor{};  // optional
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a = valid_varlen_args();
+  a.window = 1, a.window_left = 128, a.window_right = 0, a.softcap = 30.0f;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  // A larger workspace than needed is fine; so is a padded call that passes a workspace (unused).
+  a = valid_varlen_args();
+  a.workspace_bytes += 4096;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  AttentionForwardArgs p = valid_args();
+  p.workspace = fake_ptr(0x70000000), p.workspace_bytes = 64;
+  EXPECT_TRUE(check(p).ok()) << check(p).to_string();
+}
+
+// The size depends on total_q, batch and heads_q only (fwd_varlen.hpp), 0 for padded and empty calls.
+TEST(AttentionVarlenChecks, WorkspaceSize) {
+  AttentionForwardArgs a = valid_varlen_args();
+  size_t bytes = 0;
+  ASSERT_TRUE(attention_forward_workspace_size(a, &bytes).ok());
+  // 64-byte header, 36 bytes of scratch per sequence rounded to 32, then (1000/64 + 5) * 8 tiles of 32 bytes.
+  EXPECT_EQ(bytes, size_t((64 + 5 * 36 + 31) / 32 * 32 + (1000 / 64 + 5) * 8 * 32));
+  a.max_seqlen_k = 5;  // lengths do not move it
+  a.k.shape[0] = a.v.shape[0] = 10;
+  size_t same = 0;
+  ASSERT_TRUE(attention_forward_workspace_size(a, &same).ok());
+  EXPECT_EQ(same, bytes);
+  a.workspace = nullptr, a.workspace_bytes = 0;  // not needed to ask for it
+  ASSERT_TRUE(attention_forward_workspace_size(a, &same).ok());
+  AttentionForwardArgs p = valid_args();
+  ASSERT_TRUE(attention_forward_workspace_size(p, &bytes).ok());
+  EXPECT_EQ(bytes, 0u);
+  a = valid_varlen_args();
+  a.q.shape[0] = a.o.shape[0] = a.lse.shape[1] = 0;
+  ASSERT_TRUE(attention_forward_workspace_size(a, &bytes).ok());
+  EXPECT_EQ(bytes, 0u);
+  // The size asks the shapes' rules first; a null out-pointer is refused.
+  a = valid_varlen_args();
+  a.q.rank = 4;
+  expect_error(attention_forward_workspace_size(a, &bytes), StatusCode::kInvalidArgument, "q: rank");
+  expect_error(attention_forward_workspace_size(valid_varlen_args(), nullptr), StatusCode::kInvalidArgument, "bytes: null");
+  hopattn_attention_fwd_args_t c = valid_varlen_args();
+  size_t cb = 0;
+  EXPECT_EQ(hopattn_attention_forward_workspace_size(&c, &cb).code, HOPATTN_OK);
+  EXPECT_EQ(cb, c.workspace_bytes);
+}
+
+TEST(AttentionVarlenChecks, PackedShapes) {
+  AttentionForwardArgs a = valid_varlen_args();
+  a.q = tensor_bshd(a.q.data, HOPATTN_DTYPE_BF16, 1, 1000, 8, 128);  // a padded q with cu_seqlens
+  expect_error(check(a), StatusCode::kInvalidArgument, "q: rank");
+  a = valid_varlen_args();
+  a.o.shape[0] = 999;
+  expect_error(check(a), StatusCode::kInvalidArgument, "o: shape (total, heads) = (999, 8) differs from q's (1000, 8)");
+  a = valid_varlen_args();
+  a.v.shape[0] = 2999;
+  expect_error(check(a), StatusCode::kInvalidArgument, "v: shape (total, heads)");
+  a = valid_varlen_args();
+  a.k.shape[1] = a.v.shape[1] = 3;
+  expect_error(check(a), StatusCode::kInvalidArgument, "q: heads_q = 8 is not a multiple of heads_kv = 3 (k.shape[1])");
+  a = valid_varlen_args();
+  a.k.shape[2] = a.v.shape[2] = 64;
+  expect_error(check(a), StatusCode::kInvalidArgument, "k.shape[2] (hdim) = 64 differs");
+  a = valid_varlen_args();
+  a.q.shape[2] = a.k.shape[2] = a.v.shape[2] = a.o.shape[2] = 96;
+  expect_error(check(a), StatusCode::kNotSupported, "q: head dim 96 is not supported");
+  a = valid_varlen_args();
+  a.v.stride[2] = 2;
+  expect_error(check(a), StatusCode::kInvalidArgument, "v.stride[2] = 2: the last dimension (hdim) must be contiguous");
+  a = valid_varlen_args();
+  for (Tensor* t : {&a.q, &a.o}) t->shape[0] = INT32_MAX - 1, t->stride[0] = 8 * 128;
+  a.lse = Tensor{};
+  expect_error(check(a), StatusCode::kInvalidArgument, "q: total_q * heads_q = ");
+}
+
+TEST(AttentionVarlenChecks, LseIsHeadsByTotal) {
+  AttentionForwardArgs a = valid_varlen_args();
+  a.lse = tensor_lse(static_cast<float*>(a.lse.data), 1, 8, 1000);  // the padded layout
+  expect_error(check(a), StatusCode::kInvalidArgument, "lse: rank");
+  a = valid_varlen_args();
+  a.lse.shape[0] = 1000, a.lse.shape[1] = 8, a.lse.stride[0] = 8;  // transposed
+  expect_error(check(a), StatusCode::kInvalidArgument, "lse: shape (1000, 8) must be (heads_q, total_q) = (8, 1000)");
+  a = valid_varlen_args();
+  a.lse.dtype = HOPATTN_DTYPE_BF16;
+  expect_error(check(a), StatusCode::kInvalidArgument, "lse: dtype must be fp32");
+  a = valid_varlen_args();
+  a.lse.stride[0] = 10;  // heads overlap
+  expect_error(check(a), StatusCode::kInvalidArgument, "makes elements overlap");
+}
+
+TEST(AttentionVarlenChecks, SeqlensTensors) {
+  AttentionForwardArgs a = valid_varlen_args();
+  a.cu_seqlens_k = Tensor{};
+  expect_error(check(a), StatusCode::kInvalidArgument, "cu_seqlens_k: null; a variable-length batch needs both");
+  a = valid_varlen_args();
+  a.cu_seqlens_q.dtype = HOPATTN_DTYPE_FP32;
+  expect_error(check(a), StatusCode::kInvalidArgument, "cu_seqlens_q: dtype must be int32, got fp32");
+  a = valid_varlen_args();
+  a.cu_seqlens_k.shape[0] = 5;
+  expect_error(check(a), StatusCode::kInvalidArgument, "cu_seqlens_k: shape (5) must be (batch + 1) = (6)");
+  a = valid_varlen_args();
+  a.seqused_k.shape[0] = 6;
+  expect_error(check(a), StatusCode::kInvalidArgument, "seqused_k: shape (6) must be (batch) = (5)");
+  a = valid_varlen_args();
+  a.cu_seqlens_q.stride[0] = 2;
+  expect_error(check(a), StatusCode::kInvalidArgument, "cu_seqlens_q.stride[0] = 2: must be contiguous");
+  a = valid_varlen_args();
+  a.cu_seqlens_k.data = fake_ptr(0x60001002);
+  expect_error(check(a), StatusCode::kInvalidArgument, "cu_seqlens_k: data pointer is not 4-byte aligned");
+  a = valid_varlen_args();
+  a.seqused_k.rank = 2;
+  expect_error(check(a), StatusCode::kInvalidArgument, "seqused_k: rank");
+  a = valid_varlen_args();
+  a.cu_seqlens_q.shape[0] = 0;
+  expect_error(check(a), StatusCode::kInvalidArgument, "cu_seqlens_q: shape (0) must be (batch + 1)");
+}
+
+TEST(AttentionVarlenChecks, MaxSeqlens) {
+  AttentionForwardArgs a = valid_varlen_args();
+  a.max_seqlen_q = 0;
+  expect_error(check(a), StatusCode::kInvalidArgument, "max_seqlen_q: must be >= 1");
+  a = valid_varlen_args();
+  a.max_seqlen_k = -3;
+  expect_error(check(a), StatusCode::kInvalidArgument, "max_seqlen_k: must be >= 1");
+  a = valid_varlen_args();
+  a.max_seqlen_q = 1 << 29, a.max_seqlen_k = 1 << 29;
+  expect_error(check(a), StatusCode::kNotSupported, "max_seqlen_q + max_seqlen_k = 1073741824 must be below 2^30");
+  // An empty batch (no sequence, no query row or no head) is a no-op: no length or workspace needed.
+  for (int which = 0; which < 2; ++which) {
+    a = valid_varlen_args();
+    if (which == 0) {
+      a.cu_seqlens_q.shape[0] = a.cu_seqlens_k.shape[0] = 1;
+      a.seqused_k.shape[0] = 0;
+    } else {
+      a.q.shape[0] = a.o.shape[0] = a.lse.shape[1] = 0;
+    }
+    a.max_seqlen_q = a.max_seqlen_k = 0;
+    a.workspace = nullptr, a.workspace_bytes = 0;
+    EXPECT_TRUE(check(a).ok()) << which << ": " << check(a).to_string();
+  }
+}
+
+TEST(AttentionVarlenChecks, Workspace) {
+  AttentionForwardArgs a = valid_varlen_args();
+  a.workspace = nullptr;
+  expect_error(check(a), StatusCode::kInvalidArgument, "workspace: null; a variable-length batch needs ");
+  a = valid_varlen_args();
+  a.workspace_bytes -= 1;
+  expect_error(check(a), StatusCode::kInvalidArgument, "workspace_bytes: ");
+  a = valid_varlen_args();
+  a.workspace = fake_ptr(0x70000008);
+  expect_error(check(a), StatusCode::kInvalidArgument, "workspace: data pointer is not 16-byte aligned");
+  a = valid_varlen_args();
+  a.workspace = fake_ptr(0x40000000 + 4096);  // inside o
+  expect_error(check(a), StatusCode::kInvalidArgument, "workspace: overlaps o in memory");
+  a = valid_varlen_args();
+  a.workspace = fake_ptr(0x60001000 - 64);  // runs into cu_seqlens_k
+  expect_error(check(a), StatusCode::kInvalidArgument, "workspace: overlaps cu_seqlens_k in memory");
+}
+
+TEST(AttentionVarlenChecks, OutputsMustNotAliasTheLengths) {
+  AttentionForwardArgs a = valid_varlen_args();
+  a.cu_seqlens_q.data = static_cast<char*>(a.o.data) + 256;
+  expect_error(check(a), StatusCode::kInvalidArgument, "o: overlaps input cu_seqlens_q in memory");
+  a = valid_varlen_args();
+  a.seqused_k.data = static_cast<char*>(a.lse.data) + 64;
+  expect_error(check(a), StatusCode::kInvalidArgument, "lse: overlaps input seqused_k in memory");
+}
+
+// A padded call refuses the variable-length fields that would otherwise be ignored.
+TEST(AttentionVarlenChecks, PaddedCallRefusesVarlenFields) {
+  AttentionForwardArgs a = valid_args();
+  a.cu_seqlens_k = tensor_cu_seqlens(static_cast<int32_t*>(fake_ptr(0x60001000)), 2);
+  expect_error(check(a), StatusCode::kInvalidArgument, "cu_seqlens_k: is set only with cu_seqlens_q");
+  a = valid_args();
+  a.seqused_k = tensor_cu_seqlens(static_cast<int32_t*>(fake_ptr(0x60001000)), 2);
+  expect_error(check(a), StatusCode::kInvalidArgument, "seqused_k: is set only with cu_seqlens_q");
+  a = valid_args();
+  a.max_seqlen_q = 100;
+  expect_error(check(a), StatusCode::kInvalidArgument, "max_seqlen_q: 100 is set only with cu_seqlens_q");
+  a = valid_args();
+  a.max_seqlen_k = 300;
+  expect_error(check(a), StatusCode::kInvalidArgument, "max_seqlen_k: 300 is set only with cu_seqlens_q");
+}
+
+// DeviceContext::tensor_device for the forward: q, k, v, o, lse, sinks, cu_seqlens_q, cu_seqlens_k,
+// seqused_k, workspace.
+TEST(AttentionVarlenChecks, LengthsAndWorkspaceOnHostOrAnotherDevice) {
+  const char* names[4] = {"cu_seqlens_q", "cu_seqlens_k", "seqused_k", "workspace"};
+  for (int i = 0; i < 4; ++i) {
+    DeviceContext ctx;
+    ctx.tensor_device[6 + i] = kHostMemory;
+    expect_error(check(valid_varlen_args(), ctx), StatusCode::kInvalidArgument, std::string(names[i]) + ": points to host memory");
+    ctx = DeviceContext{};
+    ctx.tensor_device[6 + i] = 3;
+    expect_error(check(valid_varlen_args(), ctx), StatusCode::kInvalidArgument, std::string(names[i]) + ": lives on device 3");
+  }
+}
+
+TEST(AttentionVarlenChecks, CHelpers) {
+  const hopattn_tensor_t t = hopattn_tensor_thd(fake_ptr(0x1000), HOPATTN_DTYPE_FP16, 17, 4, 64);
+  EXPECT_EQ(t.rank, 3);
+  EXPECT_EQ(t.shape[0], 17);
+  EXPECT_EQ(t.stride[0], 4 * 64);
+  EXPECT_EQ(t.stride[1], 64);
+  EXPECT_EQ(t.stride[2], 1);
+  const Tensor l = tensor_lse_varlen(nullptr, 4, 17);
+  EXPECT_EQ(l.rank, 2);
+  EXPECT_EQ(l.stride[0], 17);
+  const Tensor c = tensor_cu_seqlens(nullptr, 3);
+  EXPECT_EQ(c.shape[0], 4);
+  EXPECT_EQ(c.dtype, HOPATTN_DTYPE_INT32);
+}
+
 }  // namespace
 }  // namespace hopattn

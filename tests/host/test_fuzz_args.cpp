@@ -1,12 +1,13 @@
 // Seeded argument fuzzing of the C ABI, without a GPU (the checks run their host rules first):
 // each case mutates one to four fields of a valid argument struct (forward attention, attention
 // over a KV cache, int8 quantization, GEMM) — tensor pointers, dtypes, ranks, extents, strides,
-// scalars, struct sizes, the forward's window/softcap/sinks — and asserts
+// scalars, struct sizes, the forward's window/softcap/sinks and variable-length fields — and asserts
 //   - no crash (a crash fails the test binary);
 //   - a status that is OK or an error with a message (never an empty one, never kInternal);
 //   - the same verdict from the check and from the call whenever the check reports an argument
 //     error (the call must refuse before any device work, with the same message);
-//   - hopattn_kvcache_workspace_size refuses every call the check refuses, with the same message.
+//   - hopattn_kvcache_workspace_size refuses every call the check refuses, with the same message;
+//     hopattn_attention_forward_workspace_size refuses only calls the check refuses, with its message.
 // Pointers are fake addresses: a call is only made where the check has refused it. The seed
 // and the iteration count are printed; a failure names the case so it can be replayed.
 #include <gtest/gtest.h>
@@ -153,20 +154,37 @@ TEST(FuzzArgs, AttentionForward) {
     Padded<hopattn_attention_fwd_args_t> padded;
     hopattn_attention_fwd_args_t& a = padded.args;
     a.struct_size = sizeof(a);
-    a.q = bshd(0x10000000, HOPATTN_DTYPE_BF16, 2, 100, 8, 128);
-    a.k = bshd(0x20000000, HOPATTN_DTYPE_BF16, 2, 300, 2, 128);
-    a.v = bshd(0x30000000, HOPATTN_DTYPE_BF16, 2, 300, 2, 128);
-    a.o = bshd(0x40000000, HOPATTN_DTYPE_BF16, 2, 100, 8, 128);
-    a.lse = contiguous(0x50000000, HOPATTN_DTYPE_FP32, {2, 8, 100});
+    // Half the cases start as a padded batch, half as a variable-length one (0.4).
+    const bool varlen = m.pick(2) == 0;
+    if (varlen) {
+      a.q = contiguous(0x10000000, HOPATTN_DTYPE_BF16, {1000, 8, 128});
+      a.k = contiguous(0x20000000, HOPATTN_DTYPE_BF16, {3000, 2, 128});
+      a.v = contiguous(0x30000000, HOPATTN_DTYPE_BF16, {3000, 2, 128});
+      a.o = contiguous(0x40000000, HOPATTN_DTYPE_BF16, {1000, 8, 128});
+      a.lse = contiguous(0x50000000, HOPATTN_DTYPE_FP32, {8, 1000});
+      a.cu_seqlens_q = contiguous(0x60010000, HOPATTN_DTYPE_INT32, {6});
+      a.cu_seqlens_k = contiguous(0x60020000, HOPATTN_DTYPE_INT32, {6});
+      if (m.pick(2) == 0) a.seqused_k = contiguous(0x60030000, HOPATTN_DTYPE_INT32, {5});
+      a.max_seqlen_q = 600, a.max_seqlen_k = 2000;
+      a.workspace = fake(0x70000000);
+      a.workspace_bytes = size_t(1) << 20;
+    } else {
+      a.q = bshd(0x10000000, HOPATTN_DTYPE_BF16, 2, 100, 8, 128);
+      a.k = bshd(0x20000000, HOPATTN_DTYPE_BF16, 2, 300, 2, 128);
+      a.v = bshd(0x30000000, HOPATTN_DTYPE_BF16, 2, 300, 2, 128);
+      a.o = bshd(0x40000000, HOPATTN_DTYPE_BF16, 2, 100, 8, 128);
+      a.lse = contiguous(0x50000000, HOPATTN_DTYPE_FP32, {2, 8, 100});
+    }
     // The options of 0.3 start valid in some cases (a window, a softcap, sinks) and are mutated
     // like the rest.
     if (m.pick(3) == 0) a.window = 1, a.window_left = 64, a.window_right = 0;
     if (m.pick(3) == 0) a.softcap = 30.0f;
     if (m.pick(3) == 0) a.sinks = contiguous(0x60000000, HOPATTN_DTYPE_FP32, {8});
-    const std::vector<hopattn_tensor_t*> all = {&a.q, &a.k, &a.v, &a.o, &a.lse, &a.sinks};
+    const std::vector<hopattn_tensor_t*> all = {&a.q,     &a.k,           &a.v,           &a.o,        &a.lse,
+                                                &a.sinks, &a.cu_seqlens_q, &a.cu_seqlens_k, &a.seqused_k};
     const int mutations = 1 + m.pick(4);
     for (int j = 0; j < mutations; ++j) {
-      switch (m.pick(12)) {
+      switch (m.pick(16)) {
         case 0: a.softmax_scale = m.scale(); break;
         case 1: a.causal = m.small_int(); break;
         case 2: mutate_size(m, &padded); break;
@@ -174,6 +192,10 @@ TEST(FuzzArgs, AttentionForward) {
         case 4: a.window_left = m.small_int(); break;
         case 5: a.window_right = m.small_int(); break;
         case 6: a.softcap = m.scale(); break;
+        case 7: a.max_seqlen_q = m.small_int(); break;
+        case 8: a.max_seqlen_k = m.small_int(); break;
+        case 9: a.workspace = m.pick(2) ? m.pointer(all, a.workspace) : nullptr; break;
+        case 10: a.workspace_bytes = size_t(m.extent()); break;
         default: m.tensor(all[size_t(m.pick(int(all.size())))], all); break;
       }
     }
@@ -184,6 +206,12 @@ TEST(FuzzArgs, AttentionForward) {
       ++refused;
       expect_same(check, hopattn_attention_forward(&a, nullptr), what);
     }
+    // The workspace size checks every rule but the workspace's: what it refuses, the call refuses
+    // with the same message.
+    size_t bytes = 0;
+    const hopattn_status_t size = hopattn_attention_forward_workspace_size(&a, &bytes);
+    expect_sane(size, what + " (workspace size)");
+    if (is_argument_error(size)) expect_same(size, check, what + " (workspace size)");
     if (HasFailure()) return;
   }
   std::printf("forward: %d cases, %d refused by the argument rules\n", kIterations, refused);

@@ -7,6 +7,7 @@
 
 #include "attention/device/attention_check.hpp"
 #include "attention/device/compiled_set.hpp"
+#include "attention/fwd_varlen.hpp"
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_checks.hpp"
@@ -19,8 +20,24 @@ constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
 constexpr const char* kDimNames[4] = {"batch", "seqlen", "heads", "hdim"};
 constexpr const char* kLseDimNames[3] = {"batch", "heads", "seqlen"};
 constexpr const char* kSinkDimNames[1] = {"heads"};
-// The order of DeviceContext::tensor_device for this operation.
-constexpr const char* kTensorNames[6] = {"q", "k", "v", "o", "lse", "sinks"};
+// A variable-length batch's packed tensors and its (heads_q, total_q) LSE.
+constexpr const char* kPackedDimNames[3] = {"total", "heads", "hdim"};
+constexpr const char* kPackedLseDimNames[2] = {"heads", "total"};
+constexpr const char* kSeqlensDimNames[1] = {"batch + 1"};
+constexpr const char* kSequsedDimNames[1] = {"batch"};
+// The order of DeviceContext::tensor_device for this operation (query_attention_context's).
+constexpr const char* kTensorNames[10] = {"q",           "k",           "v",         "o",        "lse",
+                                          "sinks",       "cu_seqlens_q", "cu_seqlens_k", "seqused_k", "workspace"};
+
+bool is_varlen(const AttentionForwardArgs& a) { return a.cu_seqlens_q.data != nullptr; }
+
+// Where the dimensions sit: (batch, seqlen, heads, hdim) for a padded batch, (total, heads, hdim)
+// for a variable-length one (no batch dimension; the token dimension is "seqlen").
+struct Dims {
+  int rank, seq, heads, hdim;
+};
+Dims dims_of(const AttentionForwardArgs& a) { return is_varlen(a) ? Dims{3, 0, 1, 2} : Dims{4, 1, 2, 3}; }
+
 
 std::string supported_head_dims() {
   std::string s;
@@ -47,7 +64,7 @@ Status check_types(const AttentionForwardArgs& a) {
       return Status::invalid(cat(names[i], ": dtype ", hopattn_dtype_name(others[i]->dtype),
                                  " does not match q's ", hopattn_dtype_name(a.q.dtype)));
   }
-  const int64_t d = a.q.shape[3];
+  const int64_t d = a.q.shape[dims_of(a).hdim];
   bool hdim_ok = false;
   for (int h : attention::compiled_head_dims()) hdim_ok |= (d == h);
   if (!hdim_ok)
@@ -60,39 +77,43 @@ Status check_shapes(const AttentionForwardArgs& a) {
   const Tensor &q = a.q, &k = a.k, &v = a.v, &o = a.o;
   const char* names[4] = {"q", "k", "v", "o"};
   const Tensor* ts[4] = {&q, &k, &v, &o};
+  const Dims d = dims_of(a);
   for (int i = 1; i < 4; ++i) {
-    if (ts[i]->shape[0] != q.shape[0])
+    if (!is_varlen(a) && ts[i]->shape[0] != q.shape[0])
       return Status::invalid(cat(names[i], ".shape[0] (batch) = ", ts[i]->shape[0],
                                  " differs from q's batch ", q.shape[0]));
-    if (ts[i]->shape[3] != q.shape[3])
-      return Status::invalid(cat(names[i], ".shape[3] (hdim) = ", ts[i]->shape[3],
-                                 " differs from q's head dim ", q.shape[3]));
+    if (ts[i]->shape[d.hdim] != q.shape[d.hdim])
+      return Status::invalid(cat(names[i], ".shape[", d.hdim, "] (hdim) = ", ts[i]->shape[d.hdim],
+                                 " differs from q's head dim ", q.shape[d.hdim]));
   }
-  if (o.shape[1] != q.shape[1] || o.shape[2] != q.shape[2])
-    return Status::invalid(cat("o: shape (seqlen, heads) = (", o.shape[1], ", ", o.shape[2],
-                               ") differs from q's (", q.shape[1], ", ", q.shape[2], ")"));
-  if (v.shape[1] != k.shape[1] || v.shape[2] != k.shape[2])
-    return Status::invalid(cat("v: shape (seqlen, heads) = (", v.shape[1], ", ", v.shape[2],
-                               ") differs from k's (", k.shape[1], ", ", k.shape[2], ")"));
-  const int64_t heads_q = q.shape[2], heads_kv = k.shape[2];
+  const char* seq = is_varlen(a) ? "total" : "seqlen";
+  if (o.shape[d.seq] != q.shape[d.seq] || o.shape[d.heads] != q.shape[d.heads])
+    return Status::invalid(cat("o: shape (", seq, ", heads) = (", o.shape[d.seq], ", ", o.shape[d.heads],
+                               ") differs from q's (", q.shape[d.seq], ", ", q.shape[d.heads], ")"));
+  if (v.shape[d.seq] != k.shape[d.seq] || v.shape[d.heads] != k.shape[d.heads])
+    return Status::invalid(cat("v: shape (", seq, ", heads) = (", v.shape[d.seq], ", ", v.shape[d.heads],
+                               ") differs from k's (", k.shape[d.seq], ", ", k.shape[d.heads], ")"));
+  const int64_t heads_q = q.shape[d.heads], heads_kv = k.shape[d.heads];
   if (heads_kv == 0 && heads_q != 0)
     return Status::invalid(cat("k: heads = 0 while q has ", heads_q, " heads"));
   if (heads_kv != 0 && heads_q % heads_kv != 0)
     return Status::invalid(cat("q: heads_q = ", heads_q, " is not a multiple of heads_kv = ",
-                               heads_kv, " (k.shape[2])"));
+                               heads_kv, " (k.shape[", d.heads, "])"));
   for (int i = 0; i < 4; ++i) {
-    if (ts[i]->stride[3] != 1 && ts[i]->shape[3] > 1)
-      return Status::invalid(cat(names[i], ".stride[3] = ", ts[i]->stride[3],
+    if (ts[i]->stride[d.hdim] != 1 && ts[i]->shape[d.hdim] > 1)
+      return Status::invalid(cat(names[i], ".stride[", d.hdim, "] = ", ts[i]->stride[d.hdim],
                                  ": the last dimension (hdim) must be contiguous (stride 1)"));
   }
   // Rows are counted in 32 bits inside the kernels (tile indices, LSE offsets).
-  const int64_t q_rows = saturating_product({q.shape[0], q.shape[1], q.shape[2]});
-  const int64_t k_rows = saturating_product({k.shape[0], k.shape[1], k.shape[2]});
+  const int64_t q_rows = is_varlen(a) ? saturating_product({q.shape[0], q.shape[1]})
+                                      : saturating_product({q.shape[0], q.shape[1], q.shape[2]});
+  const int64_t k_rows = is_varlen(a) ? saturating_product({k.shape[0], k.shape[1]})
+                                      : saturating_product({k.shape[0], k.shape[1], k.shape[2]});
   if (q_rows > kMaxExtent)
-    return Status::invalid(cat("q: batch * seqlen_q * heads_q = ", q_rows,
+    return Status::invalid(cat("q: ", is_varlen(a) ? "total_q * heads_q" : "batch * seqlen_q * heads_q", " = ", q_rows,
                                " exceeds 2^31-1: 32-bit row indices would overflow"));
   if (k_rows > kMaxExtent)
-    return Status::invalid(cat("k: batch * seqlen_k * heads_kv = ", k_rows,
+    return Status::invalid(cat("k: ", is_varlen(a) ? "total_k * heads_kv" : "batch * seqlen_k * heads_kv", " = ", k_rows,
                                " exceeds 2^31-1: 32-bit row indices would overflow"));
   return Status();
 }
@@ -100,6 +121,17 @@ Status check_shapes(const AttentionForwardArgs& a) {
 Status check_lse(const AttentionForwardArgs& a) {
   const Tensor& l = a.lse;
   if (l.data == nullptr) return Status();  // optional output, not requested
+  if (is_varlen(a)) {
+    if (Status s = check_geometry(l, "lse", 2, kPackedLseDimNames); !s.ok()) return s;
+    if (l.dtype != HOPATTN_DTYPE_FP32)
+      return Status::invalid(cat("lse: dtype must be fp32, got ", hopattn_dtype_name(l.dtype)));
+    if (l.shape[0] != a.q.shape[1] || l.shape[1] != a.q.shape[0])
+      return Status::invalid(cat("lse: shape (", l.shape[0], ", ", l.shape[1], ") must be (heads_q, total_q) = (",
+                                 a.q.shape[1], ", ", a.q.shape[0], ")"));
+    if (reinterpret_cast<uintptr_t>(l.data) % 4 != 0)
+      return Status::invalid("lse: data pointer is not 4-byte aligned");
+    return check_no_self_overlap(l, "lse");
+  }
   if (Status s = check_geometry(l, "lse", 3, kLseDimNames); !s.ok()) return s;
   if (l.dtype != HOPATTN_DTYPE_FP32)
     return Status::invalid(cat("lse: dtype must be fp32, got ", hopattn_dtype_name(l.dtype)));
@@ -129,6 +161,14 @@ Status check_aliasing(const AttentionForwardArgs& a) {
   if (overlaps(o, sinks)) return Status::invalid("o: overlaps input sinks in memory (the output must not alias an input)");
   if (overlaps(lse, sinks))
     return Status::invalid("lse: overlaps input sinks in memory (the output must not alias an input)");
+  const ByteRange small[3] = {byte_range(a.cu_seqlens_q), byte_range(a.cu_seqlens_k), byte_range(a.seqused_k)};
+  const char* small_names[3] = {"cu_seqlens_q", "cu_seqlens_k", "seqused_k"};
+  for (int i = 0; i < 3; ++i) {
+    if (overlaps(o, small[i]))
+      return Status::invalid(cat("o: overlaps input ", small_names[i], " in memory (the output must not alias an input)"));
+    if (overlaps(lse, small[i]))
+      return Status::invalid(cat("lse: overlaps input ", small_names[i], " in memory (the output must not alias an input)"));
+  }
   return Status();
 }
 
@@ -149,7 +189,7 @@ Status check_options(const AttentionForwardArgs& a) {
       return Status::invalid(cat("window_right: must be 0 or -1 with causal (a causal row sees no later key), got ",
                                  a.window_right));
     // The band's arithmetic (FwdMask) adds the two lengths in 32 bits.
-    if (a.q.shape[1] + a.k.shape[1] > (int64_t(1) << 30))
+    if (!is_varlen(a) && a.q.shape[1] + a.k.shape[1] > (int64_t(1) << 30))
       return Status::unsupported(cat("window: seqlen_q + seqlen_k = ", a.q.shape[1] + a.k.shape[1],
                                      " exceeds 2^30 with a sliding window"));
   }
@@ -160,27 +200,117 @@ Status check_options(const AttentionForwardArgs& a) {
   if (Status s = check_geometry(t, "sinks", 1, kSinkDimNames); !s.ok()) return s;
   if (t.dtype != HOPATTN_DTYPE_FP32)
     return Status::invalid(cat("sinks: dtype must be fp32, got ", hopattn_dtype_name(t.dtype)));
-  if (t.shape[0] != a.q.shape[2])
-    return Status::invalid(cat("sinks: shape (", t.shape[0], ") must be (heads_q) = (", a.q.shape[2], ")"));
+  const int64_t heads_q = a.q.shape[dims_of(a).heads];
+  if (t.shape[0] != heads_q)
+    return Status::invalid(cat("sinks: shape (", t.shape[0], ") must be (heads_q) = (", heads_q, ")"));
   if (t.stride[0] != 1 && t.shape[0] > 1)
     return Status::invalid(cat("sinks.stride[0] = ", t.stride[0], ": must be contiguous (stride 1)"));
   if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0) return Status::invalid("sinks: data pointer is not 4-byte aligned");
   return Status();
 }
 
-}  // namespace
+// A lengths tensor: rank 1, int32, contiguous, 4-byte aligned, `count` entries.
+Status check_lengths_tensor(const Tensor& t, const char* name, const char* const* dims, int64_t count,
+                            const char* count_name) {
+  if (Status s = check_geometry(t, name, 1, dims); !s.ok()) return s;
+  if (t.dtype != HOPATTN_DTYPE_INT32)
+    return Status::invalid(cat(name, ": dtype must be int32, got ", hopattn_dtype_name(t.dtype)));
+  if (t.shape[0] != count)
+    return Status::invalid(cat(name, ": shape (", t.shape[0], ") must be (", count_name, ") = (", count, ")"));
+  if (t.stride[0] != 1 && t.shape[0] > 1)
+    return Status::invalid(cat(name, ".stride[0] = ", t.stride[0], ": must be contiguous (stride 1)"));
+  if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0)
+    return Status::invalid(cat(name, ": data pointer is not 4-byte aligned"));
+  return Status();
+}
 
-Status check_attention_forward_placement(const DeviceContext& ctx) { return check_placement(ctx, kTensorNames, 6); }
+// A padded batch leaves the variable-length fields zero (hopattn.h): one set alone would be ignored.
+Status check_padded_has_no_varlen_fields(const AttentionForwardArgs& a) {
+  const char* only = " is set only with cu_seqlens_q (a variable-length batch); this call is a padded batch";
+  if (a.cu_seqlens_k.data != nullptr) return Status::invalid(cat("cu_seqlens_k:", only));
+  if (a.seqused_k.data != nullptr) return Status::invalid(cat("seqused_k:", only));
+  if (a.max_seqlen_q != 0) return Status::invalid(cat("max_seqlen_q: ", a.max_seqlen_q, only));
+  if (a.max_seqlen_k != 0) return Status::invalid(cat("max_seqlen_k: ", a.max_seqlen_k, only));
+  return Status();
+}
 
-Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContext& ctx) {
+bool varlen_is_noop(const AttentionForwardArgs& a) {
+  return a.cu_seqlens_q.shape[0] <= 1 || a.q.shape[0] == 0 || a.q.shape[1] == 0;
+}
+
+// The lengths' descriptors and the host-side bounds (the values live on the device, which checks them).
+Status check_varlen_lengths(const AttentionForwardArgs& a) {
+  if (Status s = check_geometry(a.cu_seqlens_q, "cu_seqlens_q", 1, kSeqlensDimNames); !s.ok()) return s;
+  const int64_t batch = a.cu_seqlens_q.shape[0] - 1;
+  if (batch < 0) return Status::invalid("cu_seqlens_q: shape (0) must be (batch + 1) with batch >= 0");
+  if (Status s = check_lengths_tensor(a.cu_seqlens_q, "cu_seqlens_q", kSeqlensDimNames, batch + 1, "batch + 1");
+      !s.ok())
+    return s;
+  if (a.cu_seqlens_k.data == nullptr)
+    return Status::invalid("cu_seqlens_k: null; a variable-length batch needs both cu_seqlens_q and cu_seqlens_k");
+  if (Status s = check_lengths_tensor(a.cu_seqlens_k, "cu_seqlens_k", kSeqlensDimNames, batch + 1, "batch + 1");
+      !s.ok())
+    return s;
+  if (a.seqused_k.data != nullptr) {
+    if (Status s = check_lengths_tensor(a.seqused_k, "seqused_k", kSequsedDimNames, batch, "batch"); !s.ok())
+      return s;
+  }
+  if (varlen_is_noop(a)) return Status();
+  if (a.max_seqlen_q < 1)
+    return Status::invalid(cat("max_seqlen_q: must be >= 1 (at least every sequence's query count), got ",
+                               a.max_seqlen_q));
+  if (a.max_seqlen_k < 1)
+    return Status::invalid(cat("max_seqlen_k: must be >= 1 (at least every sequence's key count), got ",
+                               a.max_seqlen_k));
+  // The band's arithmetic (FwdMask) adds the two lengths in 32 bits.
+  if (int64_t(a.max_seqlen_q) + a.max_seqlen_k >= (int64_t(1) << 30))
+    return Status::unsupported(cat("max_seqlen_q + max_seqlen_k = ", int64_t(a.max_seqlen_q) + a.max_seqlen_k,
+                                   " must be below 2^30"));
+  const int64_t capacity = attention::varlen_tile_capacity(a.q.shape[0], batch, a.q.shape[1]);
+  if (capacity > kMaxExtent)
+    return Status::invalid(cat("q: (total_q / 64 + batch) * heads_q = ", capacity,
+                               " tiles exceed 2^31-1 (the tile list's 32-bit count)"));
+  return Status();
+}
+
+// The workspace: large enough, 16-byte aligned, its own memory.
+Status check_varlen_workspace(const AttentionForwardArgs& a) {
+  if (varlen_is_noop(a)) return Status();
+  const size_t need = attention::varlen_workspace_bytes(a.q.shape[0], a.cu_seqlens_q.shape[0] - 1, a.q.shape[1]);
+  if (a.workspace == nullptr)
+    return Status::invalid(cat("workspace: null; a variable-length batch needs ", need,
+                               " bytes of device memory (hopattn_attention_forward_workspace_size)"));
+  if (a.workspace_bytes < need)
+    return Status::invalid(cat("workspace_bytes: ", a.workspace_bytes, " is less than the ", need,
+                               " bytes this call needs (hopattn_attention_forward_workspace_size)"));
+  if (reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0)
+    return Status::invalid("workspace: data pointer is not 16-byte aligned");
+  const ByteRange w{reinterpret_cast<uintptr_t>(a.workspace), reinterpret_cast<uintptr_t>(a.workspace) + need};
+  const Tensor* ts[9] = {&a.q, &a.k, &a.v, &a.o, &a.lse, &a.sinks, &a.cu_seqlens_q, &a.cu_seqlens_k, &a.seqused_k};
+  for (int i = 0; i < 9; ++i) {
+    if (overlaps(w, byte_range(*ts[i])))
+      return Status::invalid(cat("workspace: overlaps ", kTensorNames[i], " in memory"));
+  }
+  return Status();
+}
+
+// Every rule but the placement; `workspace`: the workspace's own rules too.
+Status check_arguments(const AttentionForwardArgs& a, bool workspace) {
   if (Status s = check_versioned_header<hopattn_attention_fwd_args_t>(a, "args"); !s.ok()) return s;
   const Tensor* ts[4] = {&a.q, &a.k, &a.v, &a.o};
   const char* names[4] = {"q", "k", "v", "o"};
+  const bool varlen = is_varlen(a);
   for (int i = 0; i < 4; ++i) {
-    if (Status s = check_geometry(*ts[i], names[i], 4, kDimNames); !s.ok()) return s;
+    if (Status s = check_geometry(*ts[i], names[i], varlen ? 3 : 4, varlen ? kPackedDimNames : kDimNames); !s.ok())
+      return s;
   }
   if (Status s = check_types(a); !s.ok()) return s;
   if (Status s = check_shapes(a); !s.ok()) return s;
+  if (varlen) {
+    if (Status s = check_varlen_lengths(a); !s.ok()) return s;
+  } else if (Status s = check_padded_has_no_varlen_fields(a); !s.ok()) {
+    return s;
+  }
   for (int i = 0; i < 4; ++i) {
     if (Status s = check_pointer_and_alignment(*ts[i], names[i], 16); !s.ok()) return s;
   }
@@ -194,6 +324,23 @@ Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContex
   // would grow instead of shrink and overflow to inf on ordinary inputs.
   if (a.softmax_scale < 0.0f)
     return Status::invalid(cat("softmax_scale: must be positive (0 selects 1/sqrt(hdim)), got ", a.softmax_scale));
+  if (workspace && varlen) return check_varlen_workspace(a);
+  return Status();
+}
+
+}  // namespace
+
+Status check_attention_forward_placement(const DeviceContext& ctx) { return check_placement(ctx, kTensorNames, 10); }
+
+Status check_attention_forward_sizing(const AttentionForwardArgs& a) { return check_arguments(a, false); }
+
+size_t attention_forward_workspace_bytes(const AttentionForwardArgs& a) {
+  if (!is_varlen(a) || varlen_is_noop(a)) return 0;
+  return attention::varlen_workspace_bytes(a.q.shape[0], a.cu_seqlens_q.shape[0] - 1, a.q.shape[1]);
+}
+
+Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContext& ctx) {
+  if (Status s = check_arguments(a, true); !s.ok()) return s;
   return check_attention_forward_placement(ctx);
 }
 

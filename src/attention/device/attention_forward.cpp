@@ -25,8 +25,9 @@ namespace hopattn {
 namespace {
 
 Status query_attention_context(const AttentionForwardArgs& a, Stream stream, DeviceContext* ctx) {
-  const void* ptrs[6] = {a.q.data, a.k.data, a.v.data, a.o.data, a.lse.data, a.sinks.data};  // the check's order
-  return query_device_context(stream, ptrs, 6, ctx);
+  const void* ptrs[10] = {a.q.data,     a.k.data,           a.v.data,           a.o.data,         a.lse.data,
+                          a.sinks.data, a.cu_seqlens_q.data, a.cu_seqlens_k.data, a.seqused_k.data, a.workspace};
+  return query_device_context(stream, ptrs, 10, ctx);  // the check's order (kTensorNames)
 }
 
 bool is_varlen(const AttentionForwardArgs& a) { return a.cu_seqlens_q.data != nullptr; }
@@ -223,13 +224,10 @@ namespace hopattn {
 
 Status attention_forward_workspace_size(const AttentionForwardArgs& args, size_t* bytes) {
   if (bytes == nullptr) return Status::invalid("bytes: null pointer");
-  // The size reads the shapes: they must pass the argument rules first (the workspace's own rule
+  // The size reads the shapes: they must pass the argument rules first (the workspace's own rules
   // aside: it is what is being asked for).
-  AttentionForwardArgs a = args;
-  a.workspace = nullptr;
-  a.workspace_bytes = std::numeric_limits<size_t>::max() / 2;
-  if (Status s = check_attention_forward(a, host_only_context()); !s.ok()) return s;
-  *bytes = is_varlen(a) ? attention::varlen_workspace_bytes(a.q.shape[0], a.cu_seqlens_q.shape[0] - 1, a.q.shape[1]) : 0;
+  if (Status s = check_attention_forward_sizing(args); !s.ok()) return s;
+  *bytes = attention_forward_workspace_bytes(args);
   return Status();
 }
 
