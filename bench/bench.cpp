@@ -15,6 +15,7 @@
 #include "attention/device/compiled_set.hpp"
 #include "attention/experimental.hpp"
 #include "attention_reference.hpp"
+#include "attn_rounds.hpp"
 #include "baselines/baselines.hpp"
 #include "cli_parse.hpp"
 #include "common/cuda_check.hpp"
@@ -136,28 +137,6 @@ std::string cell_options(const AttentionForwardArgs& a) {
   return os.str();
 }
 
-using ForwardFn = std::function<Status(const AttentionForwardArgs&, Stream)>;
-
-// Times one implementation on one cell; a first call that fails marks the row as skipped.
-bool time_attention(const std::string& impl, const ForwardFn& fn, const AttentionForwardArgs& args,
-                    Stream stream, double target_ms, Row* row, std::string* why) {
-  const Status first = fn(args, stream);
-  if (!first.ok()) {
-    *why = first.to_string();
-    return false;
-  }
-  HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const Timing t = time_launches(
-      [&] {
-        const Status s = fn(args, stream);
-        if (!s.ok()) throw std::runtime_error(impl + ": " + s.to_string());
-      },
-      stream, target_ms);
-  row->impl = impl;
-  row->ms = t.median_ms;
-  return true;
-}
-
 void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
   std::printf("\n%-8s %-5s %6s %11s %7s %6s %-22s %9s %9s %9s %9s\n", "op", "hdim", "causal", "seqlen",
               "batch", "heads", "impl", "ms", "TFLOP/s", "vs_cudnn", "vs_gemm");
@@ -180,7 +159,7 @@ std::string bench_usage() {
   return "usage: hopattn bench [--op attn|decode|gemm] [--csv FILE] [--plot FILE.svg] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
          "                     [--causal 0,1] [--dtype bf16|fp16] [--tokens 16384] [--hidden 2048]\n"
          "                     [--no-ceilings] [--quick] [--kernels default,NAME,...] [--shapes B:SQ:SK:HQ:HKV[:WL:WR],...]\n"
-         "                     [--softcap X] [--sinks]\n"
+         "                     [--softcap X] [--sinks] [--varlen mix16|L1,L2,... [--varlen-heads HQ:HKV]]\n"
          "                     [--rounds 1] [--warmup-ms 200] [--cudnn-lib PATH/libcudnn.so.9]\n"
          "Default grid: FlashAttention-3 paper's (16k tokens, hidden 2048, bf16, head dims 64/128/256,\n"
          "seqlen 512..16k, causal and not), with cuDNN and the ceilings measured in the same run.\n"
@@ -192,6 +171,15 @@ std::string bench_usage() {
          "B:SQ:SK:HQ:HKV:WL:WR adds a sliding window (WL, WR: keys before and after; -1 unbounded).\n"
          "--softcap X: every cell with the logit softcap X. --sinks: every cell with random per-head\n"
          "attention sinks. The cuDNN row is not timed for such cells; TFLOP/s count the visible pairs.\n"
+         "--varlen mix16|L1,L2,...: instead of the grid, a packed variable-length batch (self-attention\n"
+         "prefill, q and k lengths equal; mix16: 16 sequences of 100..7984 tokens, 16384 in all) per\n"
+         "--hdim and --causal, heads hidden/hdim (MHA) or --varlen-heads HQ:HKV. Rows (op attn_varlen):\n"
+         "hopattn:varlen (the packed call), hopattn:padded-equal (the same tokens as sequences of 4096,\n"
+         "batch total/4096 rounded; 1 x total below 4096), hopattn:varlen-uniform and hopattn:padded-uniform\n"
+         "(sequences of 2048, packed and padded: the varlen path's bare cost), timed in the rotating rounds\n"
+         "of the grid; hopattn:NAME:<row> for --kernels NAME. No cuDNN row. TFLOP/s count each sequence's\n"
+         "visible pairs; the summary and each varlen row's note give varlen/padded-equal and\n"
+         "varlen-uniform/padded-uniform (issue 36's target: varlen/padded-equal >= 0.97).\n"
          "--bf16-values: with --dtype fp16, inputs rounded to bf16's significand first.\n"
          "--override KEY=VALUE,...: forward experiments for every hopattn row (stale_max_log2, narrow_pv,\n"
          "skip_unseen, causal_group, persistent_group: attention/experimental.hpp).\n"
@@ -331,6 +319,26 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
         }
       }
       else if (a == "--shapes") o->shapes = parse_shape_list(value());
+      else if (a == "--varlen") {
+        const std::string spec = value();
+        o->varlen_lens = varlen_preset(spec);
+        o->varlen_name = o->varlen_lens.empty() ? "" : spec;
+        if (o->varlen_lens.empty()) {
+          if (spec.empty() || spec[0] < '0' || spec[0] > '9')
+            throw std::invalid_argument("--varlen: '" + spec + "' is not mix16 or a list of lengths L1,L2,...");
+          o->varlen_lens = parse_int_list(a, spec, 1, kIntMax);
+        }
+        int64_t sum = 0;
+        for (int l : o->varlen_lens) sum += l;
+        if (sum > kIntMax)
+          throw std::invalid_argument("--varlen: " + std::to_string(sum) + " tokens in all; at most 2^31 - 1 (int32 offsets)");
+      }
+      else if (a == "--varlen-heads") {
+        const auto heads = parse_pair_list(value(), a);
+        if (heads.size() != 1 || heads[0].first % heads[0].second != 0)
+          throw std::invalid_argument("--varlen-heads: one HQ:HKV, HQ a multiple of HKV");
+        o->varlen_heads = heads[0];
+      }
       else if (a == "--softcap") o->softcap = float(cli::parse_real(a, value(), 0.0, 1e6));
       else if (a == "--sinks") o->sinks = true;
       else if (a == "--warmup-ms") {
@@ -365,7 +373,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
     auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
     if (o->op == "decode") {
       for (const char* f : {"--plot", "--seqlen", "--causal", "--tokens", "--hidden", "--dtype", "--shapes", "--override",
-                            "--softcap", "--sinks"})
+                            "--softcap", "--sinks", "--varlen", "--varlen-heads"})
         if (was_given(f))
           throw std::invalid_argument(std::string(f) + " applies to --op attn, not decode" +
                                       (std::string(f) == "--dtype" ? " (--kv-dtype sets the cache dtype)" : ""));
@@ -379,10 +387,18 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
     } else {
       for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--splits", "--int8-tail"})
         if (was_given(f)) throw std::invalid_argument(std::string(f) + " applies to --op decode only");
+      const bool varlen = !o->varlen_lens.empty();
+      if (varlen) {  // the packed batch replaces the grid and its seqlens
+        for (const char* f : {"--seqlen", "--tokens", "--shapes", "--plot"})
+          if (was_given(f)) throw std::invalid_argument(std::string(f) + " does not apply with --varlen");
+      } else if (was_given("--varlen-heads")) {
+        throw std::invalid_argument("--varlen-heads applies with --varlen only");
+      }
       for (int s : o->seqlens)
         if (s <= 0 || o->tokens % s != 0) throw std::invalid_argument("--seqlen " + std::to_string(s) + " must divide --tokens");
-      for (int d : o->hdims)
-        if (d <= 0 || o->hidden % d != 0) throw std::invalid_argument("--hdim " + std::to_string(d) + " must divide --hidden");
+      if (!varlen || o->varlen_heads.first == 0)  // heads = hidden / hdim
+        for (int d : o->hdims)
+          if (d <= 0 || o->hidden % d != 0) throw std::invalid_argument("--hdim " + std::to_string(d) + " must divide --hidden");
     }
   } catch (const std::exception& e) {
     *error = e.what();
@@ -424,8 +440,10 @@ int run_bench(const BenchOptions& opt) {
   std::vector<Row> rows;
   double gemm_tflops = 0;
   std::vector<AttnCell> cells;
+  const bool varlen = !opt.varlen_lens.empty();  // --varlen: its own cells (bench/varlen.cpp)
   for (int hdim : opt.hdims)
     for (int causal : opt.causal) {
+      if (varlen) continue;
       if (opt.shapes.empty())
         for (int seqlen : opt.seqlens) {
           const int batch = opt.tokens / seqlen, heads = opt.hidden / hdim;
@@ -435,7 +453,7 @@ int run_bench(const BenchOptions& opt) {
         cells.push_back({hdim, causal, s.batch, s.seqlen_q, s.seqlen_k, s.heads_q, s.heads_kv, s.window,
                          s.window_left, s.window_right});
     }
-  const int total = int(cells.size()) + (opt.ceilings ? 2 : 0);
+  const int total = int(varlen ? opt.hdims.size() * opt.causal.size() : cells.size()) + (opt.ceilings ? 2 : 0);
   int done = 0;
   if (opt.ceilings) {
     progress(++done, total, "ceiling: cuBLAS bf16 GEMM 8192^3");
@@ -445,6 +463,16 @@ int run_bench(const BenchOptions& opt) {
     rows.push_back(measure_copy_ceiling(stream, opt.target_group_ms));
     std::printf("ceilings: cuBLAS bf16 GEMM 8192^3 %.1f TFLOP/s, device copy %.2f TB/s\n", gemm_tflops,
                 rows.back().tbps);
+  }
+
+  if (varlen) {
+    const int rc = run_varlen_bench(opt, stream, gemm_tflops, done, total, &rows);
+    if (!opt.csv_path.empty()) {
+      write_csv(opt.csv_path, info, rows);
+      std::printf("CSV written to %s (%zu rows)\n", opt.csv_path.c_str(), rows.size());
+    }
+    cudaStreamDestroy(stream);
+    return rc;
   }
 
   int64_t elems = 0;  // the largest Q (or O) and K (or V) of any cell
@@ -486,16 +514,7 @@ int run_bench(const BenchOptions& opt) {
           return Status::unsupported("the cuDNN baseline does not take a window, softcap or sinks here");
         return cudnn->forward(a, s);
       };
-    experimental::Overrides o;
-    o.fwd_kernel = kernel;
-    for (const auto& [key, v] : opt.overrides) {
-      if (key == "stale_max_log2") o.fwd_stale_max_log2 = float(v);
-      else if (key == "narrow_pv") o.fwd_narrow_pv = v != 0;
-      else if (key == "skip_unseen") o.fwd_skip_unseen = v != 0;
-      else if (key == "causal_group") o.fwd_causal_group = int(v);
-      else if (key == "persistent_group") o.fwd_persistent_group = int(v);
-    }
-    return [o](const AttentionForwardArgs& a, Stream s) { return experimental::attention_forward(a, s, o); };
+    return hopattn_forward_fn(kernel, opt.overrides);
   };
 
   std::map<std::string, std::string> skipped;  // impl -> first reason
@@ -517,61 +536,24 @@ int run_bench(const BenchOptions& opt) {
         std::string picked;  // the kernel the library picks for this cell (the "hopattn" row's)
         if (!experimental::forward_kernel_name(args, experimental::Overrides{}, &picked).ok()) picked = "?";
         double cudnn_ms = 0;
-        // The order of measurement rotates by one implementation per cell, so that none is always
-        // timed late in a long back-to-back cell (r34: persistent kernels measured 5-9 % slower as
-        // the sixth of seven rows than as the first); rows are reported in the listed order.
-        // With --rounds R the whole rotation runs R times, starting one implementation later
-        // each round; a row's time is the median of its rounds.
+        // The cell's implementations in rotating rounds (attn_rounds.hpp), starting one later each cell.
+        std::vector<TimedCall> calls;
+        for (const auto& [name, kernel] : impls) calls.push_back({name, forward_fn(kernel), args});
+        const std::vector<RoundsTiming> timed = time_in_rounds(calls, size_t(done - 1), opt, stream, device, &skipped);
         const size_t n_impls = impls.size();
         std::vector<std::optional<Row>> measured(n_impls);
-        std::vector<std::vector<double>> round_ms(n_impls);
-        std::vector<std::vector<GpuState>> round_state(n_impls);  // sampled right after each timing
-        // The implementation a round starts with: one later each cell and each round.
-        auto first_of = [&](int round) { return size_t(done - 1 + round) % std::max<size_t>(n_impls, 1); };
-        if (opt.warmup_ms > 0 && n_impls > 0) {
-          // Untimed: the implementation timed first; a failing call is left to the timing below.
-          const ForwardFn warm = forward_fn(impls[first_of(0)].second);
-          if (warm(args, stream).ok()) {
-            HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-            time_launches([&] { (void)warm(args, stream); }, stream, opt.warmup_ms / 2, 2);
-          }
-        }
-        for (int round = 0; round < opt.rounds; ++round) {
-          const size_t first = first_of(round);
-          for (size_t j = 0; j < n_impls; ++j) {
-            const size_t k = (first + j) % n_impls;
-            if (round > 0 && !measured[k]) continue;  // failed in round 0 (reason recorded)
-            const auto& [name, kernel] = impls[k];
-            const ForwardFn fn = forward_fn(kernel);
-            Row r;
-            r.op = "attn_fwd", r.dtype = hopattn_dtype_name(opt.dtype);
-            r.hdim = hdim, r.causal = causal, r.batch = cell.batch, r.heads_q = cell.heads_q;
-            r.heads_kv = cell.heads_kv, r.seqlen_q = cell.seqlen_q, r.seqlen_k = cell.seqlen_k;
-            std::string reason;
-            if (!time_attention(name, fn, args, stream, opt.target_group_ms, &r, &reason)) {
-              skipped.emplace(name, reason);
-              continue;
-            }
-            round_ms[k].push_back(r.ms);
-            round_state[k].push_back(sample_gpu_state(device));
-            measured[k] = r;
-          }
-        }
         for (size_t k = 0; k < n_impls; ++k) {
+          if (!timed[k].timed) continue;
           std::optional<Row>& r = measured[k];
-          if (!r) continue;
-          std::vector<double> v = round_ms[k];
-          std::sort(v.begin(), v.end());
-          const size_t n = v.size();
-          r->ms = n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-          if (n > 1) {
-            char note[96];
-            std::snprintf(note, sizeof(note), "median of %zu rounds, %.4f-%.4f ms", n, v.front(), v.back());
-            r->note = note;
-          }
+          r.emplace();
+          r->op = "attn_fwd", r->impl = impls[k].first, r->dtype = hopattn_dtype_name(opt.dtype);
+          r->hdim = hdim, r->causal = causal, r->batch = cell.batch, r->heads_q = cell.heads_q;
+          r->heads_kv = cell.heads_kv, r->seqlen_q = cell.seqlen_q, r->seqlen_k = cell.seqlen_k;
+          r->ms = timed[k].ms;
+          r->note = timed[k].rounds_note;
           if (impls[k].second.empty()) r->note = "kernel " + picked + (r->note.empty() ? "" : "; ") + r->note;
           if (!options.empty()) r->note = options + (r->note.empty() ? "" : "; ") + r->note;
-          const std::string state = describe_gpu_states(round_state[k].data(), int(round_state[k].size()));
+          const std::string& state = timed[k].gpu_state;
           if (!state.empty()) r->note += (r->note.empty() ? "" : "; ") + state;
           r->tflops = prob.flops() / (r->ms * 1e-3) / 1e12;
           // Q, K, V read and O written once

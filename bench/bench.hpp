@@ -62,6 +62,13 @@ struct BenchOptions {
   std::vector<int> decode_hdims = {128};                   // --hdim with --op decode
   std::vector<int> splits = {0};    // --splits: KvCacheArgs::num_splits values timed (0 = heuristic)
   bool int8_tail = false;           // --int8-tail: int8 rows also with 16-bit tail blocks (rows <impl>:tail)
+
+  // --varlen SPEC (--op attn): a packed variable-length batch instead of the grid (bench/varlen.cpp).
+  // The lengths of its sequences (q and k equal: self-attention prefill); empty: no varlen mode.
+  std::vector<int> varlen_lens;
+  std::string varlen_name;  // "mix16", or "" for an explicit list
+  // --varlen-heads HQ:HKV; {0, 0}: MHA with hidden / hdim heads (the FA3 grid's rule)
+  std::pair<int, int> varlen_heads = {0, 0};
 };
 
 // Parses bench flags (argv[0] is "bench"). Returns false and prints usage on error.
@@ -83,6 +90,29 @@ int run_bench(const BenchOptions& options);
 double decode_flops(int batch, int heads_q, int qlen, int cache_len, int hdim);
 double decode_kv_bytes(int batch, int cache_len, int heads_kv, int hdim, hopattn_dtype_t cache_dtype,
                        int quant_block = 128);
+
+// --varlen: the named length sets ("mix16": 16 sequences of 100..7984 tokens, 16384 in all);
+// empty for an unknown name.
+std::vector<int> varlen_preset(const std::string& name);
+
+// FLOPs of a packed batch: 4·hdim·heads_q per visible (query, key) pair, summed over the
+// sequences (lens_q[b] queries against lens_k[b] keys). Causal is bottom-right aligned per
+// sequence: query i sees key j iff j <= i + lk - lq (lq == lk: lq·(lq + 1)/2 pairs).
+double varlen_flops(const std::vector<int>& lens_q, const std::vector<int>& lens_k, int heads_q, int hdim,
+                    bool causal);
+
+// The equal-length padded batch that --varlen compares a packed batch of `total` tokens with:
+// (batch, seqlen) = (total / seqlen rounded to the nearest, at least 1; seqlen), or (1, total)
+// when total < seqlen. mix16 (16384 tokens): 4 x 4096 for seqlen 4096, 8 x 2048 for 2048.
+std::pair<int, int> varlen_padded_shape(int64_t total, int seqlen);
+
+// The --varlen section (bench/varlen.cpp), called by run_bench after the ceilings: per (hdim,
+// causal) the rows hopattn:varlen, hopattn:padded-equal, hopattn:varlen-uniform and
+// hopattn:padded-uniform (op attn_varlen), timed in rotating rounds; appends them to `rows`,
+// prints its table and ratios. gemm_tflops: the ceiling of this run, 0 if not measured; done,
+// total: the progress count so far and in all (one per cell). Returns the exit code.
+int run_varlen_bench(const BenchOptions& options, Stream stream, double gemm_tflops, int done, int total,
+                     std::vector<Row>* rows);
 
 // The decode section (bench/decode.cpp), called by run_bench once the GPU, the stream and cuDNN
 // (null when it could not be loaded) are set up. Returns the exit code.

@@ -48,7 +48,7 @@ void write_csv(const std::string& path, const RunInfo& info, const std::vector<R
   f << "commit,date,gpu,op,impl,dtype,hdim,causal,batch,heads_q,heads_kv,seqlen_q,seqlen_k,"
        "m,n,k,layout,ms,tflops,tbps,ratio_vs_cudnn,frac_of_gemm,note\n";
   for (const Row& r : rows) {
-    const bool attn = r.op == "attn_fwd" || r.op == "decode";
+    const bool attn = r.op == "attn_fwd" || r.op == "attn_varlen" || r.op == "decode";
     auto a = [&](int x) { return attn ? std::to_string(x) : std::string(); };
     f << info.commit << ',' << info.date << ',' << quoted(info.gpu) << ',' << r.op << ',' << r.impl << ','
       << r.dtype << ',' << a(r.hdim) << ',' << a(r.causal) << ',' << a(r.batch) << ',' << a(r.heads_q)

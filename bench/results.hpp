@@ -11,7 +11,9 @@
 namespace hopattn::bench {
 
 struct Row {
-  std::string op;    // attn_fwd, decode, gemm, ceiling
+  std::string op;    // attn_fwd, attn_varlen, decode, gemm, ceiling
+  // attn_varlen (--varlen): batch = the number of sequences, seqlen_q = seqlen_k = the longest;
+  // the note starts with the shape ("packed 16 seqs of 100..7984, 16384 tokens" or "4 x 4096 padded")
   std::string impl;  // hopattn, cudnn, cublas, copy
   std::string dtype;
   // decode: seqlen_q = q_len (query rows per sequence), seqlen_k = cache length, dtype = the

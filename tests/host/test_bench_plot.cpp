@@ -1,13 +1,16 @@
 // The bench's CSV round trip and SVG plot, on synthetic rows; its option parsing (the attention
-// grid and --op decode) and the decode section's FLOP and byte counts.
+// grid, --varlen and --op decode), the decode section's FLOP and byte counts and --varlen's FLOP
+// count, preset and padded shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "attention_reference.hpp"
 #include "bench.hpp"
 #include "plot.hpp"
 #include "results.hpp"
@@ -199,6 +202,95 @@ TEST(BenchDecode, FlopAndByteCounts) {
   const double elems = 16.0 * 32768 * 8 * 128;
   EXPECT_DOUBLE_EQ(decode_kv_bytes(16, 32768, 8, 128, HOPATTN_DTYPE_INT8, 128),
                    2 * elems + 4.0 * (16.0 * 256 * 8 * 128 + 16.0 * 32768 * 8));
+}
+
+// ---- --varlen ------------------------------------------------------------------------------------
+
+TEST(BenchVarlen, Mix16IsSixteenSequencesOf16kTokens) {
+  const std::vector<int> mix = varlen_preset("mix16");
+  ASSERT_EQ(mix.size(), 16u);
+  int64_t total = 0;
+  for (int l : mix) total += l;
+  EXPECT_EQ(total, 16384);
+  EXPECT_EQ(*std::max_element(mix.begin(), mix.end()), 7984);
+  EXPECT_EQ(*std::min_element(mix.begin(), mix.end()), 100);
+  EXPECT_TRUE(varlen_preset("mix17").empty());
+}
+
+TEST(BenchVarlen, FlopCount) {
+  const int h = 16, d = 128;
+  // Non-causal: 4·d·h·Σ lq·lk.
+  EXPECT_DOUBLE_EQ(varlen_flops({100, 300}, {100, 300}, h, d, false), 4.0 * d * h * (100.0 * 100 + 300.0 * 300));
+  EXPECT_DOUBLE_EQ(varlen_flops({7, 5}, {9, 2}, h, d, false), 4.0 * d * h * (7.0 * 9 + 5.0 * 2));
+  // Causal, lq == lk: lq·(lq + 1)/2 pairs per sequence.
+  EXPECT_DOUBLE_EQ(varlen_flops({100, 300}, {100, 300}, h, d, true),
+                   4.0 * d * h * (100.0 * 101 / 2 + 300.0 * 301 / 2));
+  EXPECT_DOUBLE_EQ(varlen_flops({1}, {1}, h, d, true), 4.0 * d * h);
+  // Bottom-right aligned per sequence: lq < lk (a chunk against its prefix), lq > lk (the first
+  // lq - lk queries see nothing), each against the reference's pair count of one padded sequence.
+  for (const auto& [lq, lk] : std::vector<std::pair<int, int>>{{3, 10}, {10, 3}, {1, 4096}, {77, 77}, {5000, 7}})
+    for (bool causal : {false, true}) {
+      reference::AttnProblem p{1, lq, lk, h, h, d, causal, 0.0f};
+      EXPECT_DOUBLE_EQ(varlen_flops({lq}, {lk}, h, d, causal), p.flops()) << lq << ":" << lk << " causal " << causal;
+    }
+  // A packed batch is the sum of its sequences; mix16's causal count against the padded reference's.
+  const std::vector<int> mix = varlen_preset("mix16");
+  double sum = 0;
+  for (int l : mix) sum += reference::AttnProblem{1, l, l, h, h, d, true, 0.0f}.flops();
+  EXPECT_DOUBLE_EQ(varlen_flops(mix, mix, h, d, true), sum);
+  // GQA: the count follows heads_q.
+  EXPECT_DOUBLE_EQ(varlen_flops({64}, {64}, 32, 64, false), 4.0 * 64 * 32 * 64 * 64);
+}
+
+TEST(BenchVarlen, PaddedShapes) {
+  EXPECT_EQ(varlen_padded_shape(16384, 4096), (std::pair<int, int>{4, 4096}));
+  EXPECT_EQ(varlen_padded_shape(16384, 2048), (std::pair<int, int>{8, 2048}));
+  EXPECT_EQ(varlen_padded_shape(14000, 4096), (std::pair<int, int>{3, 4096}));  // 3.42 rounds down
+  EXPECT_EQ(varlen_padded_shape(15000, 4096), (std::pair<int, int>{4, 4096}));  // 3.66 rounds up
+  EXPECT_EQ(varlen_padded_shape(3000, 4096), (std::pair<int, int>{1, 3000}));   // below one sequence
+  EXPECT_EQ(varlen_padded_shape(4096, 4096), (std::pair<int, int>{1, 4096}));
+}
+
+TEST(BenchVarlen, Options) {
+  BenchOptions o;
+  std::string error;
+  ASSERT_TRUE(parse({"--varlen", "mix16", "--hdim", "64,128,256", "--causal", "0,1", "--rounds", "3"}, &o, &error))
+      << error;
+  EXPECT_EQ(o.varlen_name, "mix16");
+  EXPECT_EQ(o.varlen_lens, varlen_preset("mix16"));
+  EXPECT_EQ(o.varlen_heads, (std::pair<int, int>{0, 0}));  // hidden / hdim
+  o = BenchOptions();
+  ASSERT_TRUE(parse({"--varlen", "100,2000,50", "--varlen-heads", "32:8", "--hdim", "96"}, &o, &error)) << error;
+  EXPECT_EQ(o.varlen_name, "");
+  EXPECT_EQ(o.varlen_lens, (std::vector<int>{100, 2000, 50}));
+  EXPECT_EQ(o.varlen_heads, (std::pair<int, int>{32, 8}));  // --hdim need not divide --hidden then
+  expect_parse_error({"--varlen", "mix"}, "--varlen: 'mix' is not mix16 or a list of lengths");
+  expect_parse_error({"--varlen", "100,0"}, "--varlen: '0' is not an integer in [1, 2147483647]");
+  expect_parse_error({"--varlen", "2000000000,2000000000"}, "at most 2^31 - 1");
+  expect_parse_error({"--varlen-heads", "32:8"}, "--varlen-heads applies with --varlen only");
+  expect_parse_error({"--varlen", "mix16", "--varlen-heads", "32:6"}, "HQ a multiple of HKV");
+  expect_parse_error({"--varlen", "mix16", "--seqlen", "4096"}, "--seqlen does not apply with --varlen");
+  expect_parse_error({"--varlen", "mix16", "--plot", "x.svg"}, "--plot does not apply with --varlen");
+  expect_parse_error({"--varlen", "mix16", "--hdim", "96"}, "--hdim 96 must divide --hidden");
+  expect_parse_error({"--op", "decode", "--varlen", "mix16"}, "--varlen applies to --op attn, not decode");
+}
+
+// attn_varlen rows carry the attention shape columns in the CSV; the plot reader skips them.
+TEST(BenchVarlen, RowsInTheCsv) {
+  Row r;
+  r.op = "attn_varlen", r.impl = "hopattn:varlen", r.dtype = "bf16", r.hdim = 128, r.causal = 1, r.batch = 16;
+  r.heads_q = r.heads_kv = 16, r.seqlen_q = r.seqlen_k = 7984, r.ms = 0.5, r.tflops = 400;
+  r.note = "packed 16 seqs of 100..7984, 16384 tokens (mix16); vs padded-equal 0.980";
+  const std::string csv = ::testing::TempDir() + "/bench_varlen_test.csv";
+  write_csv(csv, RunInfo{"abc", "2026-11-29T00:00:00Z", "Test GPU", ""}, {r});
+  EXPECT_TRUE(read_csv(csv).empty());
+  std::istringstream lines(slurp(csv));
+  std::string header, line;
+  std::getline(lines, header);
+  std::getline(lines, line);
+  EXPECT_EQ(line, "abc,2026-11-29T00:00:00Z,Test GPU,attn_varlen,hopattn:varlen,bf16,128,1,16,16,16,7984,7984,,,,,0.5,"
+                  "400,,,,\"packed 16 seqs of 100..7984, 16384 tokens (mix16); vs padded-equal 0.980\"");
+  std::remove(csv.c_str());
 }
 
 }  // namespace

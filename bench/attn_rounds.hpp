@@ -1,0 +1,45 @@
+// The attention sections' timing (bench.cpp's grid, varlen.cpp's packed batches): the calls of one
+// cell timed in rounds whose order rotates, after an untimed warm-up, each call's figure the
+// median of its rounds; a call whose first run fails is skipped with its reason.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench.hpp"
+#include "hopattn/hopattn.hpp"
+
+namespace hopattn::bench {
+
+using ForwardFn = std::function<Status(const AttentionForwardArgs&, Stream)>;
+
+// A hopattn forward call through experimental::attention_forward: `kernel` a registry name ("":
+// the defaults table's choice), with the --override experiments.
+ForwardFn hopattn_forward_fn(const std::string& kernel, const std::vector<std::pair<std::string, double>>& overrides);
+
+// One timed row of a cell: its name (the row's impl), the call and its arguments.
+struct TimedCall {
+  std::string name;
+  ForwardFn fn;
+  AttentionForwardArgs args;
+};
+
+struct RoundsTiming {
+  bool timed = false;       // false: the first call failed (the reason is in `skipped`)
+  double ms = 0;            // median over the rounds, per call
+  std::string rounds_note;  // "median of R rounds, LO-HI ms" when R > 1, else ""
+  std::string gpu_state;    // describe_gpu_states of the samples after each round, or ""
+};
+
+// Times `calls` opt.rounds times, interleaved: round r starts with call (rotation + r) % n and goes
+// on in list order, wrapping around (so that none is always timed late in a long cell); before
+// round 0 the call it starts with runs opt.warmup_ms untimed. Each timing is time_launches of
+// about opt.target_group_ms per group (back to back). A call that fails on its first run in
+// round 0 is skipped (skipped[name] = its first reason) and not timed again.
+std::vector<RoundsTiming> time_in_rounds(const std::vector<TimedCall>& calls, size_t rotation, const BenchOptions& opt,
+                                         Stream stream, int device, std::map<std::string, std::string>* skipped);
+
+}  // namespace hopattn::bench
