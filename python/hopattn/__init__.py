@@ -2,6 +2,8 @@
 
     import hopattn
     out = hopattn.flash_attn_func(q, k, v, causal=True)                  # (batch, seqlen, heads, hdim)
+    out = hopattn.flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                         causal=True)                    # packed (total, heads, hdim)
     out = hopattn.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens)
     k8, v8, ks, vs = hopattn.quantize_kv_int8(k_cache, v_cache)          # then k_scale=ks, v_scale=vs
 
@@ -18,6 +20,7 @@ from . import _lib
 from ._lib import HopattnError, NotSupportedError, abi_version
 from . import ops as _ops
 from .ops import kvcache_append, kvcache_device_check, kvcache_workspace_size, gemm, layout, LayoutReport
+from .ops import attention_device_check, varlen_workspace_size
 
 __version__ = _lib.__version__
 
@@ -46,6 +49,33 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
         return op(q, k, v, softmax_scale, bool(causal), left, right, _ops._softcap(softcap), sinks)
     return _ops.flash_attn_func(q, k, v, softmax_scale, causal, return_lse, out, lse, stream, window_size=window_size,
                                 softcap=softcap, sinks=sinks)
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q=None,
+                           seqused_k=None, softmax_scale=None, causal=False, *, window_size=_ops._NO_WINDOW,
+                           softcap=0.0, sinks=None, return_lse=False, out=None, lse=None, workspace=None, stream=None):
+    """Attention over a variable-length batch packed along the token dimension (q (total_q, heads_q,
+    hdim), cu_seqlens_q / cu_seqlens_k int32 (batch + 1,)), FlashAttention-3's positional order; see
+    hopattn.ops.flash_attn_varlen_func. While torch.compile traces, the call is the torch op
+    (its workspace from torch's allocator inside it; `workspace` and `stream` are not used, `out`
+    and `lse` get the op's results copied in)."""
+    if _compiling():
+        if seqused_q is not None:
+            raise NotSupportedError("seqused_q: hopattn's variable-length forward has no seqused_q (pass None); "
+                                    "give each sequence its query count through cu_seqlens_q")
+        ops = _torch_module.ops.hopattn
+        left, right = (-1, -1) if window_size is _ops._NO_WINDOW else _ops._window(window_size)
+        args = (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, softmax_scale, bool(causal),
+                left, right, _ops._softcap(softcap), sinks)
+        if not return_lse:
+            o = ops.flash_attn_varlen(*args)
+            return o if out is None else out.copy_(o)
+        o, l = ops.flash_attn_varlen_lse(*args)
+        return (o if out is None else out.copy_(o)), (l if lse is None else lse.copy_(l))
+    return _ops.flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q,
+                                       seqused_k, softmax_scale, causal, window_size=window_size, softcap=softcap,
+                                       sinks=sinks, return_lse=return_lse, out=out, lse=lse, workspace=workspace,
+                                       stream=stream)
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, softmax_scale=None, num_splits=0,
@@ -86,7 +116,7 @@ def quantize_kv_int8(k, v, block=128, out=None, stream=None):
     return _ops.quantize_kv_int8(k, v, block=block, out=out, stream=stream)
 
 
-__all__ = ["flash_attn_func", "flash_attn_with_kvcache", "kvcache_append", "quantize_kv_int8",
-           "kvcache_workspace_size",
+__all__ = ["flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache", "kvcache_append", "quantize_kv_int8",
+           "kvcache_workspace_size", "varlen_workspace_size", "attention_device_check",
            "kvcache_device_check", "gemm", "layout", "LayoutReport", "abi_version", "HopattnError",
            "NotSupportedError", "__version__"]

@@ -65,6 +65,18 @@ class AttentionFwdArgs(ctypes.Structure):
         ("window_right", ctypes.c_int32),
         ("softcap", ctypes.c_float),
         ("sinks", Tensor),
+        # Since 0.4 (all zero: a padded batch). cu_seqlens_q.data != NULL selects a variable-length
+        # batch: q, o (total_q, heads_q, hdim), k, v (total_k, heads_kv, hdim), lse (heads_q, total_q);
+        # cu_seqlens_q / cu_seqlens_k int32 (batch + 1,), seqused_k int32 (batch,) or data NULL;
+        # max_seqlen_q / max_seqlen_k >= every sequence's count; workspace (16-byte aligned device
+        # memory) of hopattn_attention_forward_workspace_size() bytes.
+        ("cu_seqlens_q", Tensor),
+        ("cu_seqlens_k", Tensor),
+        ("seqused_k", Tensor),
+        ("max_seqlen_q", ctypes.c_int32),
+        ("max_seqlen_k", ctypes.c_int32),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
     ]
 
 
@@ -155,6 +167,15 @@ def _preload_cudart() -> bool:
     return False
 
 
+# Entry points a library older than this package may lack: bound only where the loaded library has
+# them (an older library still loads; the calls that need them raise NotSupportedError instead).
+_OPTIONAL_SIGS = {
+    # since 0.4: the variable-length forward's workspace bytes and its device record
+    "hopattn_attention_forward_workspace_size": (Status, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]),
+    "hopattn_attention_device_check": (Status, [ctypes.c_void_p]),
+}
+
+
 def _load():
     path = _library_path()
     try:
@@ -165,11 +186,16 @@ def _load():
                               "(libcudart.so.13) on the loader's path (e.g. LD_LIBRARY_PATH=/usr/local/cuda/lib64), "
                               "or torch / nvidia-cuda-runtime installed") from first
         lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+    return _bind(lib)
+
+
+def _bind(lib):
+    """Sets the entry points' signatures on a loaded library (a ctypes.CDLL); returns it."""
     sigs = {
         "hopattn_version": (ctypes.c_char_p, []),
         "hopattn_abi_version": (ctypes.c_int32, []),
         # The argument structs are passed as byte buffers packed in one call (ops.py: _FWD with
-        # _FWD_OPTIONS, and _KV below mirror AttentionFwdArgs / KvCacheArgs byte for byte), not as
+        # _FWD_OPTIONS and _FWD_VARLEN, and _KV below mirror AttentionFwdArgs / KvCacheArgs byte for byte), not as
         # ctypes Structures filled field by field: the host time per call is most of a small call's cost.
         "hopattn_attention_forward": (Status, [ctypes.c_void_p, ctypes.c_void_p]),
         "hopattn_attention_forward_check": (Status, [ctypes.c_void_p, ctypes.c_void_p]),
@@ -183,6 +209,10 @@ def _load():
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
+    for name, (restype, argtypes) in _OPTIONAL_SIGS.items():
+        fn = getattr(lib, name, None)  # CDLL raises AttributeError for a symbol it lacks
+        if fn is not None:
+            fn.restype, fn.argtypes = restype, argtypes
     if hasattr(lib, "hopattn_layout_report"):  # a build with the layout checker (src/layout)
         lib.hopattn_layout_report.restype = ctypes.c_int32
         lib.hopattn_layout_report.argtypes = [ctypes.c_char_p, ctypes.c_int32, ctypes.c_char_p, ctypes.c_size_t,
@@ -221,6 +251,19 @@ def raise_for(status: Status) -> None:
 
 def has_gemm() -> bool:
     return hasattr(lib, "hopattn_gemm")
+
+
+def has_varlen() -> bool:
+    """Whether the loaded library has the variable-length forward (0.4's entry points)."""
+    return hasattr(lib, "hopattn_attention_forward_workspace_size") and hasattr(lib, "hopattn_attention_device_check")
+
+
+def require_varlen(name: str) -> None:
+    """NotSupportedError naming `name` when the loaded library predates the variable-length forward."""
+    if not has_varlen():
+        raise NotSupportedError(f"{name}: the loaded libhopattn ({lib.hopattn_version().decode()}) has no "
+                                "variable-length forward (hopattn_attention_forward_workspace_size and "
+                                "hopattn_attention_device_check, since 0.4); install a library of 0.4 or later")
 
 
 del sys

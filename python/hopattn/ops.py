@@ -33,13 +33,20 @@ def _torch_like(x, name: str, what: str):
 
 
 _TENSOR = "Qii4q4q"  # hopattn_tensor_t: data, dtype, rank, shape[4], stride[4] (80 bytes)
-# hopattn_attention_fwd_args_t (_FWD_SIZE = 512 bytes, no padding): 0.2's fields up to `causal` (_FWD,
-# 416 bytes), then 0.3's window, window_left, window_right, softcap, sinks (_FWD_OPTIONS). A call
-# without options packs _FWD alone into a zeroed 512-byte buffer: the zero tail is 0.2's behaviour,
-# and the no-option call packs no more than before 0.3.
+# hopattn_attention_fwd_args_t (776 bytes, no padding): 0.2's fields up to `causal` (_FWD, 416
+# bytes), then 0.3's window, window_left, window_right, softcap, sinks (_FWD_OPTIONS, to _FWD_SIZE =
+# 512), then 0.4's cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q, max_seqlen_k (_FWD_VARLEN)
+# and workspace, workspace_bytes (_FWD_WORKSPACE, to _FWD_VARLEN_SIZE = 776). A padded call packs
+# the 0.3 struct (struct_size 512: the library reads 0.4's fields as zero, a padded batch, and a 0.3
+# library takes it too); a call without options packs _FWD alone into a zeroed 512-byte buffer: the
+# zero tail is 0.2's behaviour, and the no-option call packs no more than before 0.3. A
+# variable-length call packs all 776 bytes.
 _FWD = struct.Struct("<II" + _TENSOR * 5 + "fi")
 _FWD_OPTIONS = struct.Struct("<iiif" + _TENSOR)
 _FWD_SIZE = _FWD.size + _FWD_OPTIONS.size
+_FWD_VARLEN = struct.Struct("<" + _TENSOR * 3 + "ii")
+_FWD_WORKSPACE = struct.Struct("<QQ")
+_FWD_VARLEN_SIZE = _FWD_SIZE + _FWD_VARLEN.size + _FWD_WORKSPACE.size
 _KV = struct.Struct("<II" + _TENSOR * 8 + "ifiii4xQQ" + _TENSOR * 2)  # hopattn_kvcache_args_t
 _APPEND = struct.Struct("<II" + _TENSOR * 9 + "ii" + _TENSOR * 5)    # hopattn_kvcache_append_args_t
 _NONE = (0,) * 11
@@ -48,6 +55,7 @@ _INT32_MAX = 2 ** 31 - 1
 _TORCH_DT = {}
 _raw_stream = None  # torch._C._cuda_getCurrentRawStream, bound by bind_torch()
 _workspace_bytes = {}  # call signature -> the plan's workspace bytes, asked once per signature
+_varlen_workspace_bytes = {}  # (total_q, heads_q, batch + 1, device) -> a varlen call's workspace bytes
 
 
 def _torch_dt():
@@ -105,9 +113,9 @@ def _stream_of(x, stream):
     return 0
 
 
-def _outputs(q, out, lse, return_lse):
-    """out (like q) and, with return_lse, lse (batch, heads_q, seqlen_q) float32: the caller's, or
-    new ones from torch's allocator on q's device."""
+def _outputs(q, out, lse, return_lse, varlen=False):
+    """out (like q) and, with return_lse, lse (batch, heads_q, seqlen_q) float32 ((heads_q, total_q)
+    with varlen): the caller's, or new ones from torch's allocator on q's device."""
     torch_in = q.__class__ is _Tensor or is_torch(q)
     if torch_in and not q.is_cuda:
         raise ValueError(f"q: is on {q.device}; a CUDA tensor is required")
@@ -118,7 +126,8 @@ def _outputs(q, out, lse, return_lse):
     if return_lse and lse is None:
         if not torch_in:
             _need_torch("q", "lse=")
-        lse = _torch().empty((q.shape[0], q.shape[2], q.shape[1]), dtype=_torch().float32, device=q.device)
+        shape = (q.shape[1], q.shape[0]) if varlen else (q.shape[0], q.shape[2], q.shape[1])
+        lse = _torch().empty(shape, dtype=_torch().float32, device=q.device)
     return out, lse
 
 
@@ -216,6 +225,156 @@ def _forward(q, k, v, softmax_scale, causal, out, lse, stream, window_left=-1, w
     if sinks is not None or window_left != -1 or window_right != -1 or softcap:
         _FWD_OPTIONS.pack_into(buf, _FWD.size, *_options(q, causal, window_left, window_right, softcap, sinks, keep))
     _lib.raise_for(_lib.lib.hopattn_attention_forward(buf, stream))
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q=None,
+                           seqused_k=None, softmax_scale=None, causal=False, *, window_size=_NO_WINDOW, softcap=0.0,
+                           sinks=None, return_lse=False, out=None, lse=None, workspace=None, stream=None):
+    """Attention over a variable-length batch packed along the token dimension (FlashAttention-3's
+    flash_attn_varlen_func; its positional order up to `causal`).
+
+    q (total_q, heads_q, hdim), k and v (total_k, heads_kv, hdim), bf16 or fp16, heads_q a multiple
+    of heads_kv; cu_seqlens_q, cu_seqlens_k int32 (batch + 1,) on q's device: sequence b's queries
+    are the rows cu_seqlens_q[b] ... cu_seqlens_q[b + 1] - 1 of q, its keys start at row
+    cu_seqlens_k[b] of k and v and number cu_seqlens_k[b + 1] - cu_seqlens_k[b], or seqused_k[b]
+    (int32 (batch,), optional; at most that many). max_seqlen_q, max_seqlen_k: ints >= every
+    sequence's query / key count (host values: no device read). seqused_q: FlashAttention-3's
+    argument, not supported (anything but None raises NotSupportedError).
+
+    Each sequence is its own attention problem: causal and window_size are bottom-right aligned per
+    sequence (query i of a sequence with lq queries and lk keys sees key j iff j <= i + lk - lq),
+    GQA, softcap and sinks as in flash_attn_func (keyword-only, as there). A row that sees no key
+    gets O = 0 and LSE = -inf (or its sink). Rows of out and lse outside every sequence are not
+    written. Returns out (like q), or (out, lse) with return_lse: lse float32 (heads_q, total_q),
+    natural log (FlashAttention-3's layout).
+
+    The lengths live on the device, so the GPU checks them: a sequence whose offsets decrease or
+    leave the tensors, or longer than max_seqlen_q / max_seqlen_k (or seqused_k past its
+    cu_seqlens_k range), gets NaN rows (none where its query range itself is invalid) and is
+    recorded: attention_device_check() raises ValueError naming it.
+
+    The call builds a tile list in a device workspace of varlen_workspace_size() bytes (depending
+    only on total_q, batch and heads_q): `workspace=` (a contiguous device buffer, 16-byte aligned,
+    not shared with a call in flight on another stream), else a new buffer from torch's caching
+    allocator on every call (the size is asked once per (total_q, heads_q, batch) and remembered).
+    That buffer is stream-ordered on torch's current stream: with `stream=` naming another stream,
+    pass `workspace=` (and `out=`, `lse=`) yourself."""
+    if seqused_q is not None:
+        raise _lib.NotSupportedError("seqused_q: hopattn's variable-length forward has no seqused_q (pass None); "
+                                     "give each sequence its query count through cu_seqlens_q")
+    _lib.require_varlen("flash_attn_varlen_func")
+    if window_size is _NO_WINDOW:
+        left = right = -1
+    else:
+        left, right = _window(window_size)
+    if (q.__class__ is _Tensor or is_torch(q)) and q.dim() != 3:
+        raise ValueError(f"q: rank {q.dim()}; flash_attn_varlen_func takes packed q (total_q, heads_q, hdim)")
+    out, lse = _outputs(q, out, lse, return_lse, varlen=True)
+    _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, softmax_scale, causal, out,
+            lse, workspace, _stream_of(q, stream), left, right, softcap, sinks)
+    return (out, lse) if return_lse else out
+
+
+def _seqlen(x, name):
+    """A host length (max_seqlen_q / max_seqlen_k) as an int that fits the struct's int32 (its value
+    is the library's to check), else TypeError / ValueError naming it."""
+    if isinstance(x, bool):
+        raise TypeError(f"{name}: an int is required, not {x!r}")
+    try:
+        n = operator.index(x)
+    except TypeError:
+        raise TypeError(f"{name}: an int is required, not {type(x).__name__} {x!r}") from None
+    if n < 0 or n > _INT32_MAX:
+        raise ValueError(f"{name}: {n}; a length from 0 to {_INT32_MAX} is required")
+    return n
+
+
+def _pack_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, softmax_scale, causal,
+                 out, lse, window_left, window_right, softcap, sinks, keep):
+    """The 776-byte hopattn_attention_fwd_args_t of a variable-length call, workspace fields zero
+    (_FWD_WORKSPACE packs them at _FWD_VARLEN_SIZE - 16)."""
+    max_q = _seqlen(max_seqlen_q, "max_seqlen_q")
+    max_k = _seqlen(max_seqlen_k, "max_seqlen_k")
+    if q.__class__ is _Tensor or is_torch(q):
+        for x, name in ((cu_seqlens_q, "cu_seqlens_q"), (cu_seqlens_k, "cu_seqlens_k"), (seqused_k, "seqused_k")):
+            if x is not None and (x.__class__ is _Tensor or is_torch(x)) and x.is_cuda and x.device != q.device:
+                raise ValueError(f"{name}: is on {x.device}, q on {q.device}; {name} must be on q's device")
+    buf = ctypes.create_string_buffer(_FWD_VARLEN_SIZE)
+    _FWD.pack_into(buf, 0, _FWD_VARLEN_SIZE, 0, *_tv(q, "q", keep), *_tv(k, "k", keep), *_tv(v, "v", keep),
+                   *_tv(out, "o", keep), *(_tv(lse, "lse", keep) if lse is not None else _NONE),
+                   0.0 if softmax_scale is None else float(softmax_scale), 1 if causal else 0)
+    _FWD_OPTIONS.pack_into(buf, _FWD.size, *_options(q, causal, window_left, window_right, softcap, sinks, keep))
+    _FWD_VARLEN.pack_into(buf, _FWD_SIZE, *_tv(cu_seqlens_q, "cu_seqlens_q", keep),
+                          *_tv(cu_seqlens_k, "cu_seqlens_k", keep),
+                          *(_tv(seqused_k, "seqused_k", keep) if seqused_k is not None else _NONE), max_q, max_k)
+    return buf
+
+
+def _varlen_size(buf):
+    """hopattn_attention_forward_workspace_size for the packed arguments."""
+    n = ctypes.c_size_t(0)
+    _lib.raise_for(_lib.lib.hopattn_attention_forward_workspace_size(buf, ctypes.byref(n)))
+    return int(n.value)
+
+
+def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, softmax_scale, causal, out,
+            lse, workspace, stream, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
+    """One variable-length hopattn_attention_forward call with the outputs given (the torch ops call
+    this); the workspace from torch's allocator, a new buffer each call, unless `workspace` is given."""
+    _lib.require_varlen("flash_attn_varlen_func")
+    keep = []
+    buf = _pack_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, softmax_scale,
+                       causal, out, lse, window_left, window_right, softcap, sinks, keep)
+    if workspace is not None:
+        ws_ptr, ws_bytes = _buffer(workspace, "workspace")
+    elif q.__class__ is _Tensor or is_torch(q):
+        # The size depends on total_q, heads_q and batch only (hopattn.h): asked once per triple (and
+        # device), then a new buffer from torch's allocator, stream-ordered like the outputs (a
+        # buffer kept and shared between calls would race with a call in flight on another stream).
+        key = (q.shape[0], q.shape[1], _tv(cu_seqlens_q, "cu_seqlens_q", keep)[3], q.get_device())
+        ws_bytes = _varlen_workspace_bytes.get(key)
+        if ws_bytes is None:
+            ws_bytes = _varlen_size(buf)
+            if len(_varlen_workspace_bytes) > 1024:
+                _varlen_workspace_bytes.clear()
+            _varlen_workspace_bytes[key] = ws_bytes
+        ws_ptr = 0
+        if ws_bytes > 0:
+            torch = _torch()
+            workspace = torch.empty(ws_bytes, dtype=torch.uint8, device=q.device)
+            ws_ptr = workspace.data_ptr()
+    else:
+        ws_bytes = _varlen_size(buf)
+        if ws_bytes > 0:
+            _need_torch("q", f"workspace= ({ws_bytes} bytes, varlen_workspace_size)")
+        ws_ptr = 0
+    _FWD_WORKSPACE.pack_into(buf, _FWD_VARLEN_SIZE - _FWD_WORKSPACE.size, ws_ptr, ws_bytes)
+    _lib.raise_for(_lib.lib.hopattn_attention_forward(buf, stream))
+
+
+def varlen_workspace_size(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, seqused_k=None,
+                          out=None) -> int:
+    """Bytes of device workspace flash_attn_varlen_func needs for these arguments (0 for an empty
+    batch); it depends only on total_q, batch and heads_q, so one buffer serves every call of that
+    shape whatever the lengths (CUDA graphs replayed with new lengths)."""
+    _lib.require_varlen("varlen_workspace_size")
+    keep = []
+    if out is None:  # the checks want a real output (it must not overlap the inputs)
+        if not is_torch(q):
+            _need_torch("q", "out=")
+        out = _torch().empty_like(q)
+    return _varlen_size(_pack_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, None,
+                                     False, out, None, -1, -1, 0.0, None, keep))
+
+
+def attention_device_check(stream=None) -> None:
+    """Waits for the stream and raises ValueError naming the first sequence a flash_attn_varlen_func
+    call found bad (cu_seqlens_q, cu_seqlens_k or seqused_k; its rows were not computed), and clears
+    the record. The record is per device and shared with kvcache_device_check."""
+    _lib.require_varlen("attention_device_check")
+    handle = current_stream(stream=stream) if stream is not None else \
+        (_torch().cuda.current_stream().cuda_stream if _torch() else 0)
+    _lib.raise_for(_lib.lib.hopattn_attention_device_check(handle))
 
 
 def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale,

@@ -23,10 +23,17 @@ _LIB = torch.library.Library("hopattn", "DEF")
 # their defaults keep the 0.2 schema's calls (five arguments) valid.
 _FWD_ARGS = ("Tensor q, Tensor k, Tensor v, float? softmax_scale, bool causal, int window_left=-1, "
              "int window_right=-1, float softcap=0.0, Tensor? sinks=None")
+# The variable-length forward (0.4): FlashAttention-3's order up to causal (seqused_k before the
+# scale, no seqused_q), then the options as above. The workspace is allocated inside the op.
+_VARLEN_ARGS = ("Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, "
+                "int max_seqlen_k, Tensor? seqused_k, float? softmax_scale, bool causal, int window_left=-1, "
+                "int window_right=-1, float softcap=0.0, Tensor? sinks=None")
 _KV_ARGS = ("Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, Tensor? k_scale, Tensor? v_scale, "
             "Tensor? k_tail, Tensor? v_tail, float? softmax_scale, bool causal, int num_splits, bool? pack_gqa")
 _LIB.define(f"flash_attn({_FWD_ARGS}) -> Tensor")
 _LIB.define(f"flash_attn_lse({_FWD_ARGS}) -> (Tensor, Tensor)")
+_LIB.define(f"flash_attn_varlen({_VARLEN_ARGS}) -> Tensor")
+_LIB.define(f"flash_attn_varlen_lse({_VARLEN_ARGS}) -> (Tensor, Tensor)")
 _LIB.define(f"flash_attn_with_kvcache({_KV_ARGS}) -> Tensor")
 _LIB.define(f"flash_attn_with_kvcache_lse({_KV_ARGS}) -> (Tensor, Tensor)")
 _LIB.define("quantize_kv_int8(Tensor k, Tensor v, int block) -> Tensor[]")
@@ -52,6 +59,26 @@ def _flash_attn_lse(q, k, v, softmax_scale, causal, window_left=-1, window_right
     out, lse = torch.empty_like(q), _lse_like(q)
     ops._forward(q, k, v, softmax_scale, causal, out, lse, ops._raw_stream(q.get_device()), window_left, window_right,
                  softcap, sinks)
+    return out, lse
+
+
+def _varlen_lse_like(q):
+    return q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
+
+def _flash_attn_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, softmax_scale,
+                       causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
+    out = torch.empty_like(q)
+    ops._varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, softmax_scale, causal, out,
+                None, None, ops._raw_stream(q.get_device()), window_left, window_right, softcap, sinks)
+    return out
+
+
+def _flash_attn_varlen_lse(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, softmax_scale,
+                           causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
+    out, lse = torch.empty_like(q), _varlen_lse_like(q)
+    ops._varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, softmax_scale, causal, out,
+                lse, None, ops._raw_stream(q.get_device()), window_left, window_right, softcap, sinks)
     return out, lse
 
 
@@ -92,6 +119,7 @@ def _quantize_kv_int8(k, v, block):
 
 
 for _name, _fn in (("flash_attn", _flash_attn), ("flash_attn_lse", _flash_attn_lse),
+                   ("flash_attn_varlen", _flash_attn_varlen), ("flash_attn_varlen_lse", _flash_attn_varlen_lse),
                    ("flash_attn_with_kvcache", _flash_attn_with_kvcache),
                    ("flash_attn_with_kvcache_lse", _flash_attn_with_kvcache_lse),
                    ("quantize_kv_int8", _quantize_kv_int8), ("kvcache_append", _kvcache_append)):
@@ -106,6 +134,18 @@ def _flash_attn_fake(q, k, v, softmax_scale, causal, window_left=-1, window_righ
 @torch.library.register_fake("hopattn::flash_attn_lse", lib=_LIB)
 def _flash_attn_lse_fake(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
     return torch.empty_like(q), _lse_like(q)
+
+
+@torch.library.register_fake("hopattn::flash_attn_varlen", lib=_LIB)
+def _flash_attn_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, softmax_scale,
+                            causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
+    return torch.empty_like(q)
+
+
+@torch.library.register_fake("hopattn::flash_attn_varlen_lse", lib=_LIB)
+def _flash_attn_varlen_lse_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k,
+                                softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
+    return torch.empty_like(q), _varlen_lse_like(q)
 
 
 @torch.library.register_fake("hopattn::flash_attn_with_kvcache", lib=_LIB)

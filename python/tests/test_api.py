@@ -2,12 +2,17 @@
 raised as exceptions with the library's messages. The arrays are stand-ins that expose
 __cuda_array_interface__ with fake device addresses; the library checks its argument rules
 before touching the device, so a bad argument is reported here exactly as on a GPU machine.
-The 0.3 options' bytes are read from a stand-in for the C entry point. With torch importable, the
+The 0.3 options' and the 0.4 variable-length call's bytes are read from a stand-in for the C entry
+point; the ctypes mirrors' layouts are checked against the headers compiled by a C compiler; an
+older library without the 0.4 entry points is simulated. With torch importable, the
 torch ops' schemas, fake implementations and tracing are checked too (no GPU needed).
 Runs under `python -m unittest` and pytest."""
 import ctypes
 import os
 import re
+import shutil
+import subprocess
+import tempfile
 import unittest
 
 import hopattn
@@ -26,8 +31,11 @@ def bf16(shape, address, strides=None):
     return FakeCudaArray(shape, "<V2", address, strides)
 
 
+INCLUDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include")
+
+
 def header_version():
-    with open(os.path.join(os.path.dirname(__file__), "..", "..", "include", "hopattn", "hopattn.h")) as f:
+    with open(os.path.join(INCLUDE, "hopattn", "hopattn.h")) as f:
         text = f.read()
     parts = [re.search(rf"#define HOPATTN_VERSION_{p} (\d+)", text).group(1) for p in ("MAJOR", "MINOR", "PATCH")]
     return ".".join(parts)
@@ -41,20 +49,62 @@ class TestImport(unittest.TestCase):
     def test_struct_sizes_match_the_c_abi(self):
         # 80-byte tensors; struct_size is what the library checks against its own layout.
         self.assertEqual(ctypes.sizeof(_lib.Tensor), 80)
-        self.assertEqual(ctypes.sizeof(_lib.AttentionFwdArgs), 512)  # 0.2's 416 + window..softcap 16 + sinks 80
+        # 0.2's 416 + window..softcap 16 + sinks 80 (0.3: 512) + cu_seqlens_q/k, seqused_k 240 +
+        # max_seqlen_q/k 8 + workspace, workspace_bytes 16 (0.4)
+        self.assertEqual(ctypes.sizeof(_lib.AttentionFwdArgs), 776)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheArgs), 8 + 8 * 80 + 20 + 4 + 8 + 8 + 2 * 80)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheQuantizeArgs), 8 + 6 * 80 + 8)
         # The packed layouts the calls use are the same bytes as the Structures.
         from hopattn import ops
-        self.assertEqual(ops._FWD_SIZE, ctypes.sizeof(_lib.AttentionFwdArgs))
+        self.assertEqual(ops._FWD_VARLEN_SIZE, ctypes.sizeof(_lib.AttentionFwdArgs))
+        self.assertEqual(ops._FWD_SIZE, _lib.AttentionFwdArgs.cu_seqlens_q.offset)  # a padded call's 0.3 struct
         self.assertEqual(ops._FWD.size, _lib.AttentionFwdArgs.window.offset)  # 0.2's fields, then the options
+        self.assertEqual(ops._FWD_SIZE + ops._FWD_VARLEN.size, _lib.AttentionFwdArgs.workspace.offset)
         self.assertEqual(ops._KV.size, ctypes.sizeof(_lib.KvCacheArgs))
         for field, offset in (("softmax_scale", 408), ("causal", 412), ("window", 416), ("window_left", 420),
-                              ("window_right", 424), ("softcap", 428), ("sinks", 432)):
+                              ("window_right", 424), ("softcap", 428), ("sinks", 432), ("cu_seqlens_q", 512),
+                              ("cu_seqlens_k", 592), ("seqused_k", 672), ("max_seqlen_q", 752), ("max_seqlen_k", 756),
+                              ("workspace", 760), ("workspace_bytes", 768)):
             self.assertEqual(getattr(_lib.AttentionFwdArgs, field).offset, offset, field)
         for field, offset in (("quant_block", 648), ("pack_gqa", 664), ("workspace", 672), ("workspace_bytes", 680),
                               ("k_tail", 688)):
             self.assertEqual(getattr(_lib.KvCacheArgs, field).offset, offset)
+
+    def test_struct_layouts_match_the_compiled_headers(self):
+        """sizeof and every field's offset of the ctypes mirrors, and the sizes of the packed layouts,
+        against a C program compiled with the headers (skipped without a C compiler)."""
+        cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
+        if cc is None:
+            self.skipTest("no C compiler (cc, gcc or clang) to compile the headers with")
+        from hopattn import ops
+        mirrors = ((_lib.Tensor, "hopattn_tensor_t"), (_lib.Status, "hopattn_status_t"),
+                   (_lib.AttentionFwdArgs, "hopattn_attention_fwd_args_t"), (_lib.KvCacheArgs, "hopattn_kvcache_args_t"),
+                   (_lib.KvCacheQuantizeArgs, "hopattn_kvcache_quantize_args_t"))
+        lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "hopattn/hopattn.h"', '#include "hopattn/kvcache.h"',
+                 "int main(void) {"]
+        for cls, ctype in mirrors:
+            lines.append(f'  printf("{ctype} sizeof %zu\\n", sizeof({ctype}));')
+            for name, *_ in cls._fields_:
+                lines.append(f'  printf("{ctype} {name} %zu\\n", offsetof({ctype}, {name}));')
+        lines.append('  printf("hopattn_kvcache_append_args_t sizeof %zu\\n", sizeof(hopattn_kvcache_append_args_t));')
+        lines += ["  return 0;", "}"]
+        with tempfile.TemporaryDirectory() as tmp:
+            src, exe = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
+            with open(src, "w") as f:
+                f.write("\n".join(lines) + "\n")
+            subprocess.run([cc, "-std=c99", "-Wall", "-Werror", "-I", INCLUDE, src, "-o", exe], check=True,
+                           capture_output=True, text=True)
+            printed = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
+        c = {(t, f): int(n) for t, f, n in (line.split() for line in printed.splitlines())}
+        for cls, ctype in mirrors:
+            self.assertEqual(ctypes.sizeof(cls), c[ctype, "sizeof"], f"sizeof({ctype})")
+            for name, *_ in cls._fields_:
+                self.assertEqual(getattr(cls, name).offset, c[ctype, name], f"offsetof({ctype}, {name})")
+        self.assertEqual(ops._FWD_VARLEN_SIZE, c["hopattn_attention_fwd_args_t", "sizeof"])
+        self.assertEqual(ops._FWD_SIZE, c["hopattn_attention_fwd_args_t", "cu_seqlens_q"])
+        self.assertEqual(ops._FWD_VARLEN_SIZE - ops._FWD_WORKSPACE.size, c["hopattn_attention_fwd_args_t", "workspace"])
+        self.assertEqual(ops._KV.size, c["hopattn_kvcache_args_t", "sizeof"])
+        self.assertEqual(ops._APPEND.size, c["hopattn_kvcache_append_args_t", "sizeof"])
 
 
 class TestForwardArguments(unittest.TestCase):
@@ -108,7 +158,9 @@ class CapturedForward:
 
     def __call__(self, buf, stream):
         raw = bytes(buf)
-        self.args.append((raw, _lib.AttentionFwdArgs.from_buffer_copy(raw)))
+        # The library reads the bytes past struct_size as zero: so does the decoded copy.
+        self.args.append((raw, _lib.AttentionFwdArgs.from_buffer_copy(raw.ljust(ctypes.sizeof(_lib.AttentionFwdArgs),
+                                                                                 b"\0"))))
         return _lib.Status()
 
 
@@ -193,6 +245,180 @@ class TestForwardOptions(unittest.TestCase):
                                 (dict(softcap=float("inf")), "softcap")):
             with self.subTest(options=options):
                 self.assertRaisesWith(ValueError, needle, **options)
+
+
+class OlderLibrary:
+    """The loaded library as a 0.3 one looks to the binding: without 0.4's entry points."""
+    HIDDEN = ("hopattn_attention_forward_workspace_size", "hopattn_attention_device_check")
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        if name in self.HIDDEN:
+            raise AttributeError(name)
+        return getattr(self._real, name)
+
+
+class TestVarlenArguments(unittest.TestCase):
+    """flash_attn_varlen_func (0.4): the bytes it packs (the C entry point replaced by a stand-in),
+    the errors Python raises for what a pointer cannot show, the library's argument checks (each
+    naming the argument), the workspace size, and a library without the 0.4 entry points."""
+    TOTAL_Q, TOTAL_K, HQ, HKV, D, BATCH = 1300, 2000, 8, 2, 128, 4
+
+    def setUp(self):  # a valid call's tensors (fake device addresses)
+        self.q = bf16((self.TOTAL_Q, self.HQ, self.D), 0x10000000)
+        self.k = bf16((self.TOTAL_K, self.HKV, self.D), 0x20000000)
+        self.v = bf16((self.TOTAL_K, self.HKV, self.D), 0x30000000)
+        self.out = bf16((self.TOTAL_Q, self.HQ, self.D), 0x40000000)
+        self.cu_q = FakeCudaArray((self.BATCH + 1,), "<i4", 0x50000000)
+        self.cu_k = FakeCudaArray((self.BATCH + 1,), "<i4", 0x50001000)
+        self.workspace = FakeCudaArray((1 << 20,), "|u1", 0x60000000)
+
+    def call(self, max_seqlen_q=1000, max_seqlen_k=1000, **changes):
+        a = dict(q=self.q, k=self.k, v=self.v, cu_seqlens_q=self.cu_q, cu_seqlens_k=self.cu_k, out=self.out,
+                 workspace=self.workspace)
+        a.update(changes)
+        return hopattn.flash_attn_varlen_func(a.pop("q"), a.pop("k"), a.pop("v"), a.pop("cu_seqlens_q"),
+                                              a.pop("cu_seqlens_k"), max_seqlen_q, max_seqlen_k, **a)
+
+    def packed(self, **changes):
+        capture = CapturedForward(self)
+        self.call(**changes)
+        (raw, args), = capture.args
+        return raw, args
+
+    def assertRaisesWith(self, exc, needle, **changes):
+        with self.assertRaises(exc) as cm:
+            self.call(**changes)
+        self.assertIn(needle, str(cm.exception), f"changes {changes}")
+
+    def test_exported(self):
+        for name in ("flash_attn_varlen_func", "varlen_workspace_size", "attention_device_check"):
+            self.assertIn(name, hopattn.__all__)
+            self.assertTrue(callable(getattr(hopattn, name)), name)
+        self.assertTrue(_lib.has_varlen(), "this build's library has the 0.4 entry points")
+
+    def test_packed_bytes(self):
+        raw, args = self.packed(causal=True, max_seqlen_q=1000, max_seqlen_k=1500)
+        self.assertEqual((len(raw), args.struct_size, args.reserved), (776, 776, 0))
+        self.assertEqual((args.q.data, args.q.rank, tuple(args.q.shape), tuple(args.q.stride)),
+                         (0x10000000, 3, (1300, 8, 128, 0), (1024, 128, 1, 0)))
+        self.assertEqual((args.k.rank, tuple(args.k.shape)[:3], args.o.data, args.o.rank), (3, (2000, 2, 128), 0x40000000, 3))
+        self.assertEqual((args.lse.data, args.softmax_scale, args.causal), (None, 0.0, 1))
+        self.assertEqual((args.window, args.window_left, args.window_right, args.softcap, args.sinks.data), (0, 0, 0, 0.0, None))
+        for t, address in ((args.cu_seqlens_q, 0x50000000), (args.cu_seqlens_k, 0x50001000)):
+            self.assertEqual((t.data, t.dtype, t.rank, t.shape[0], t.stride[0]), (address, _lib.INT32, 1, 5, 1))
+        self.assertEqual((args.seqused_k.data, args.seqused_k.rank), (None, 0))
+        self.assertEqual((args.max_seqlen_q, args.max_seqlen_k), (1000, 1500))
+        self.assertEqual((args.workspace, args.workspace_bytes), (0x60000000, 1 << 20))
+        # LSE (heads_q, total_q), seqused_k, the scale and the options
+        lse = FakeCudaArray((8, 1300), "<f4", 0x70000000)
+        used = FakeCudaArray((4,), "<i4", 0x50002000)
+        sinks = FakeCudaArray((8,), "<f4", 0x50003000)
+        raw, args = self.packed(seqused_k=used, softmax_scale=0.125, lse=lse, return_lse=True, window_size=(64, 7),
+                                causal=True, softcap=30, sinks=sinks)
+        self.assertEqual((args.lse.data, args.lse.dtype, args.lse.rank, tuple(args.lse.shape)[:2], tuple(args.lse.stride)[:2]),
+                         (0x70000000, _lib.FP32, 2, (8, 1300), (1300, 1)))
+        self.assertEqual((args.seqused_k.data, args.seqused_k.dtype, args.seqused_k.rank, args.seqused_k.shape[0]),
+                         (0x50002000, _lib.INT32, 1, 4))
+        self.assertEqual((args.softmax_scale, args.causal), (0.125, 1))
+        self.assertEqual((args.window, args.window_left, args.window_right, args.softcap, args.sinks.data),
+                         (1, 64, 0, 30.0, 0x50003000))  # causal: the right side 0, as flash_attn_func
+        raw, args = self.packed(window_size=[None, 3])
+        self.assertEqual((args.causal, args.window, args.window_left, args.window_right), (0, 1, -1, 3))
+
+    def test_positional_order_is_flash_attention_3s(self):
+        # q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q, seqused_k, softmax_scale, causal
+        capture = CapturedForward(self)
+        used = FakeCudaArray((4,), "<i4", 0x50002000)
+        hopattn.flash_attn_varlen_func(self.q, self.k, self.v, self.cu_q, self.cu_k, 1000, 999, None, used, 0.25, True,
+                                       out=self.out, workspace=self.workspace)
+        (_, args), = capture.args
+        self.assertEqual((args.max_seqlen_q, args.max_seqlen_k, args.seqused_k.data, args.softmax_scale, args.causal),
+                         (1000, 999, 0x50002000, 0.25, 1))
+
+    def test_python_errors_name_the_argument(self):
+        for changes, exc, needle in ((dict(max_seqlen_q=True), TypeError, "max_seqlen_q: an int is required"),
+                                     (dict(max_seqlen_k=10.0), TypeError, "max_seqlen_k: an int is required"),
+                                     (dict(max_seqlen_q="10"), TypeError, "max_seqlen_q: an int is required"),
+                                     (dict(max_seqlen_q=-1), ValueError, "max_seqlen_q: -1"),
+                                     (dict(max_seqlen_k=2 ** 31), ValueError, "max_seqlen_k: 2147483648"),
+                                     (dict(seqused_q=FakeCudaArray((4,), "<i4", 0x50002000)), hopattn.NotSupportedError,
+                                      "seqused_q"),
+                                     (dict(window_size=5), TypeError, "window_size: a pair"),
+                                     (dict(window_size=(-2, 0)), ValueError, "window_size[0]: -2"),
+                                     (dict(softcap="30"), TypeError, "softcap: a float is required"),
+                                     (dict(cu_seqlens_k=None), TypeError, "cu_seqlens_k: NoneType"),
+                                     (dict(seqused_k=[1, 2, 3, 4]), TypeError, "seqused_k: list"),
+                                     (dict(workspace=[0] * 16), TypeError, "workspace: list")):
+            with self.subTest(changes=changes):
+                self.assertRaisesWith(exc, needle, **changes)
+
+    def test_outputs_and_workspace_are_required_without_torch(self):
+        self.assertRaisesWith(TypeError, "out=", out=None)
+        with self.assertRaises(TypeError) as cm:
+            self.call(workspace=None)
+        need = hopattn.varlen_workspace_size(self.q, self.k, self.v, self.cu_q, self.cu_k, 1000, 1000, out=self.out)
+        self.assertIn(f"workspace= ({need} bytes", str(cm.exception))
+        self.assertRaisesWith(TypeError, "lse=", return_lse=True)
+
+    def test_library_checks_name_the_argument(self):
+        """The rules a descriptor shows, checked by the library before it touches the device."""
+        for changes, needle in ((dict(cu_seqlens_q=FakeCudaArray((5,), "<f4", 0x50000000)), "cu_seqlens_q"),
+                                (dict(cu_seqlens_k=FakeCudaArray((4,), "<i4", 0x50001000)), "cu_seqlens_k"),
+                                (dict(cu_seqlens_k=FakeCudaArray((5,), "<i4", 0x50001000, (8,))), "cu_seqlens_k"),
+                                (dict(seqused_k=FakeCudaArray((3,), "<i4", 0x50002000)), "seqused_k"),
+                                (dict(lse=FakeCudaArray((1300, 8), "<f4", 0x70000000), return_lse=True), "lse"),
+                                (dict(lse=FakeCudaArray((1, 8, 1300), "<f4", 0x70000000), return_lse=True), "lse"),
+                                (dict(q=bf16((1, 1300, 8, 128), 0x10000000)), "q"),
+                                (dict(out=bf16((1300, 4, 128), 0x40000000)), "o"),
+                                (dict(k=bf16((2000, 3, 128), 0x20000000), v=bf16((2000, 3, 128), 0x30000000)), "q: heads_q"),
+                                (dict(workspace=FakeCudaArray((64,), "|u1", 0x60000000)), "workspace"),
+                                (dict(workspace=FakeCudaArray((1 << 20,), "|u1", 0x60000008)), "workspace"),
+                                (dict(max_seqlen_q=0), "max_seqlen_q"),
+                                (dict(sinks=FakeCudaArray((4,), "<f4", 0x50003000)), "sinks")):
+            with self.subTest(changes=changes):
+                with self.assertRaises(ValueError) as cm:
+                    self.call(**changes)
+                self.assertTrue(str(cm.exception).startswith(needle), f"{changes}: {cm.exception}")
+        self.assertRaisesWith(hopattn.NotSupportedError, "head dim 96", q=bf16((1300, 8, 96), 0x10000000),
+                              k=bf16((2000, 2, 96), 0x20000000), v=bf16((2000, 2, 96), 0x30000000),
+                              out=bf16((1300, 8, 96), 0x40000000))
+
+    def test_workspace_size_depends_on_total_q_batch_heads_q_only(self):
+        def size(total_q=1300, hq=8, batch=4, hkv=2, total_k=2000, max_q=1000, max_k=1000):
+            q = bf16((total_q, hq, 128), 0x10000000)
+            kv = bf16((total_k, hkv, 128), 0x20000000)
+            cu = FakeCudaArray((batch + 1,), "<i4", 0x50000000)
+            return hopattn.varlen_workspace_size(q, kv, bf16((total_k, hkv, 128), 0x30000000), cu,
+                                                 FakeCudaArray((batch + 1,), "<i4", 0x50001000), max_q, max_k,
+                                                 out=bf16((total_q, hq, 128), 0x40000000))
+        base = size()
+        self.assertGreater(base, 0)
+        self.assertEqual(base % 16, 0)
+        for other in (dict(hkv=1), dict(total_k=7), dict(max_q=1), dict(max_k=5000)):
+            self.assertEqual(size(**other), base, f"{other}")
+        for more in (dict(total_q=5000), dict(hq=16), dict(batch=40)):
+            self.assertGreater(size(**more), base, f"{more}")
+
+    def test_a_library_without_varlen_still_loads(self):
+        """An older library (no 0.4 entry points): the binding binds it, and the varlen calls raise
+        NotSupportedError naming what is missing (the padded calls pass the 0.3 struct such a library
+        takes: TestForwardOptions.test_no_option_is_the_0_2_struct)."""
+        older = OlderLibrary(_lib.lib)
+        self.assertIs(_lib._bind(older), older)
+        real = _lib.lib
+        self.addCleanup(setattr, _lib, "lib", real)
+        _lib.lib = older
+        self.assertFalse(_lib.has_varlen())
+        for call in (lambda: self.call(), lambda: hopattn.attention_device_check(),
+                     lambda: hopattn.varlen_workspace_size(self.q, self.k, self.v, self.cu_q, self.cu_k, 1, 1,
+                                                           out=self.out)):
+            with self.assertRaises(hopattn.NotSupportedError) as cm:
+                call()
+            self.assertIn("variable-length", str(cm.exception))
+            self.assertIn("0.4", str(cm.exception))
 
 
 class TestKvCacheArguments(unittest.TestCase):
@@ -283,6 +509,68 @@ class TestTorchOps(unittest.TestCase):
         self.assertEqual(len(calls), 1)
         self.assertIn(calls[0].target, (torch.ops.hopattn.flash_attn_lse, torch.ops.hopattn.flash_attn_lse.default))
         self.assertEqual(calls[0].args[3:8], (None, True, 64, -1, 30.0))
+
+    VARLEN = ("Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, SymInt max_seqlen_q, "
+              "SymInt max_seqlen_k, Tensor? seqused_k, float? softmax_scale, bool causal, ")
+
+    def test_varlen_schemas(self):
+        for name, ret in (("flash_attn_varlen", "Tensor"), ("flash_attn_varlen_lse", "(Tensor, Tensor)")):
+            schema = str(getattr(torch.ops.hopattn, name).default._schema)
+            # torch prints `int` as SymInt in some versions
+            self.assertEqual(schema.replace("SymInt", "int"),
+                             f"hopattn::{name}({self.VARLEN.replace('SymInt', 'int')}{self.OPTIONS}) -> {ret}")
+
+    def test_varlen_fake_implementations(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode():
+            q = torch.empty(1300, 8, 64, dtype=torch.bfloat16, device="cuda")
+            k = torch.empty(2000, 2, 64, dtype=torch.bfloat16, device="cuda")
+            cu = torch.empty(5, dtype=torch.int32, device="cuda")
+            sinks = torch.empty(8, dtype=torch.float32, device="cuda")
+            o = torch.ops.hopattn.flash_attn_varlen(q, k, k, cu, cu, 1000, 1000, None, None, True)
+            self.assertEqual((o.shape, o.dtype, o.device.type), (q.shape, q.dtype, "cuda"))
+            o, lse = torch.ops.hopattn.flash_attn_varlen_lse(q, k, k, cu, cu, 1000, 1000, cu[1:], 0.1, True, 16, -1,
+                                                             30.0, sinks)
+            self.assertEqual((o.shape, lse.shape, lse.dtype, lse.device.type), (q.shape, (8, 1300), torch.float32, "cuda"))
+
+    def test_varlen_compile_fullgraph_traces_the_op(self):
+        graphs = []
+
+        def backend(gm, example_inputs):  # records the graph; runs nothing (no GPU here)
+            graphs.append(gm)
+            return lambda *args: (torch.empty(0), torch.empty(0))
+
+        def fn(q, k, cu_q, cu_k, used, sinks):
+            return hopattn.flash_attn_varlen_func(q, k, k, cu_q, cu_k, 100, 300, None, used, causal=True,
+                                                  window_size=(64, -1), softcap=30.0, sinks=sinks, return_lse=True)
+
+        q = torch.randn(170, 8, 64, dtype=torch.bfloat16)
+        k = torch.randn(400, 2, 64, dtype=torch.bfloat16)
+        cu = torch.tensor([0, 70, 170], dtype=torch.int32)
+        torch.compile(fn, fullgraph=True, backend=backend)(q, k, cu, cu * 2, cu[1:], torch.randn(8))
+        calls = [n for n in graphs[0].graph.nodes if n.op == "call_function" and "hopattn" in str(n.target)]
+        self.assertEqual(len(calls), 1)
+        self.assertIn(calls[0].target, (torch.ops.hopattn.flash_attn_varlen_lse,
+                                        torch.ops.hopattn.flash_attn_varlen_lse.default))
+        self.assertEqual(calls[0].args[5:13], (100, 300, calls[0].args[7], None, True, 64, -1, 30.0))
+
+        graphs.clear()
+
+        def with_out(q, k, cu, out):  # out= under compile: the op's result copied in
+            return hopattn.flash_attn_varlen_func(q, k, k, cu, cu, 100, 100, out=out)
+
+        torch.compile(with_out, fullgraph=True, backend=backend)(q, q, cu, torch.empty_like(q))
+        targets = [str(n.target) for n in graphs[0].graph.nodes if n.op in ("call_function", "call_method")]
+        self.assertTrue(any("flash_attn_varlen" in t for t in targets), targets)
+        self.assertTrue(any("copy_" in t for t in targets), targets)
+
+    def test_varlen_cpu_tensors_raise(self):
+        q = torch.randn(17, 4, 64, dtype=torch.bfloat16)
+        cu = torch.tensor([0, 17], dtype=torch.int32)
+        with self.assertRaisesRegex(ValueError, "q: is on cpu"):
+            hopattn.flash_attn_varlen_func(q, q, q, cu, cu, 17, 17)
+        with self.assertRaisesRegex(ValueError, "q: rank 4"):
+            hopattn.flash_attn_varlen_func(q[None], q[None], q[None], cu, cu, 17, 17)
 
     def test_transformers_options(self):
         import hopattn.integrations.transformers as hop

@@ -1,6 +1,8 @@
 """The Python package on an H100/H200 with torch: every dtype, head dim, mask and GQA case against
 an fp64 torch reference (odd lengths, outputs poisoned with NaN first), and every 0.3 option
-(sliding windows, softcap, sinks) the same way, the KV-cache call over
+(sliding windows, softcap, sinks) the same way, the variable-length forward (flash_attn_varlen_func)
+against a per-sequence fp64 reference (mixed and empty lengths, seqused_k, every option, rows outside
+the sequences untouched, bad lengths recorded, CUDA graphs with new lengths), the KV-cache call over
 bf16 and int8 caches (with tails), CUDA-graph capture with changing cache lengths,
 torch.compile(fullgraph=True), torch.library.opcheck, and random 2-layer Llama, gpt-oss and
 Gemma 2 models in transformers with attn_implementation="hopattn" against "sdpa" or "eager". Without such a GPU (or torch) every
@@ -551,6 +553,291 @@ class TestAppend(unittest.TestCase):
         q = torch.randn(2, 4, 4, 64, device="cuda", dtype=torch.bfloat16)
         torch.library.opcheck(torch.ops.hopattn.kvcache_append.default,
                               (k_new, k_new.clone(), k_cache, v_cache, seqlens, None, None, None, None, cos, sin, True, q))
+
+
+def prefix(start, lens):
+    """cu_seqlens from lengths: [start, start + lens[0], ...]."""
+    cu = [start]
+    for n in lens:
+        cu.append(cu[-1] + n)
+    return cu
+
+
+def seen_keys(lq, lk, causal, window=(-1, -1), device="cuda"):
+    """(lq, lk) bool: query i of a sequence sees key j (bottom-right: p = i + lk - lq; j <= p with
+    causal; p - left <= j <= p + right with a window, causal making right 0)."""
+    left, right = window
+    if causal:
+        right = 0
+    p = torch.arange(lq, device=device)[:, None] + lk - lq
+    j = torch.arange(lk, device=device)[None, :]
+    seen = torch.ones(lq, lk, dtype=torch.bool, device=device)
+    if right >= 0:
+        seen &= j <= p + right
+    if left >= 0:
+        seen &= j >= p - left
+    return seen
+
+
+def varlen_reference(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1), softcap=0.0, sinks=None, used_k=None):
+    """The packed batch's fp64 reference, sequence by sequence through `reference`: O (rows_q,
+    heads_q, hdim) and LSE (heads_q, rows_q), NaN in rows outside every sequence; and `empty`
+    (rows_q,) bool, the rows of a sequence that see no key."""
+    rows_q, hq, d = q.shape
+    o = torch.full((rows_q, hq, d), float("nan"), dtype=torch.float64, device=q.device)
+    lse = torch.full((hq, rows_q), float("nan"), dtype=torch.float64, device=q.device)
+    empty = torch.zeros(rows_q, dtype=torch.bool, device=q.device)
+    for b in range(len(cu_q) - 1):
+        qs, qe, ks = cu_q[b], cu_q[b + 1], cu_k[b]
+        lk = used_k[b] if used_k is not None else cu_k[b + 1] - ks
+        if qe == qs:
+            continue
+        ro, rl = reference(q[None, qs:qe], k[None, ks:ks + lk], v[None, ks:ks + lk], causal, scale, window, softcap,
+                           sinks)
+        o[qs:qe], lse[:, qs:qe] = ro[0], rl[0]
+        empty[qs:qe] = ~seen_keys(qe - qs, lk, causal, window, q.device).any(dim=1)
+    return o, lse, empty
+
+
+@needs_gpu
+class TestVarlen(unittest.TestCase):
+    """flash_attn_varlen_func (0.4) against a per-sequence fp64 reference: mixed lengths (1, 17, 113,
+    1000, an empty sequence, a sequence without keys, more queries than keys), causal and not, GQA
+    8:2, hdim 64 and 128, bf16 and fp16, the LSE (heads_q, total_q) too; seqused_k (the keys past it
+    NaN, so a read would show); every option set of TestForwardOptions; the rows outside every
+    sequence (before the first and after the last) NaN-poisoned and checked untouched; bad lengths
+    recorded for attention_device_check; the workspace; a CUDA graph replayed with new lengths;
+    opcheck and torch.compile(fullgraph=True)."""
+    LENS_Q = [1, 17, 113, 1000, 0, 129, 5, 64, 300]
+    LENS_K = [1, 17, 113, 1000, 7, 129, 0, 65, 200]  # 5:0 sees no key; 300:200 causal: 100 rows see none
+
+    def inputs(self, lens_q, lens_k, hq, hkv, d, dtype, q_start=2, k_start=1, pad=3, gain=1.0, used_k=None):
+        """Packed q, k, v with q_start / k_start rows before the first sequence and `pad` after the
+        last, the host cu_seqlens lists; keys past used_k NaN (they must not be read)."""
+        cu_q, cu_k = prefix(q_start, lens_q), prefix(k_start, lens_k)
+        q = torch.randn(cu_q[-1] + pad, hq, d, device="cuda", dtype=dtype) * gain
+        k = torch.randn(cu_k[-1] + pad, hkv, d, device="cuda", dtype=dtype)
+        v = torch.randn_like(k)
+        if used_k is not None:
+            for b, n in enumerate(used_k):
+                k[cu_k[b] + n:cu_k[b + 1]] = float("nan")
+                v[cu_k[b] + n:cu_k[b + 1]] = float("nan")
+        return q, k, v, cu_q, cu_k
+
+    def check(self, name, q, k, v, cu_q, cu_k, causal, window=(-1, -1), softcap=0.0, sinks=None, used_k=None,
+              worst=None):
+        """One call, outputs NaN-poisoned first, against varlen_reference; returns the number of rows
+        that see no key."""
+        hq, d = q.shape[1], q.shape[2]
+        lens_q = [cu_q[b + 1] - cu_q[b] for b in range(len(cu_q) - 1)]
+        lens_k = [cu_k[b + 1] - cu_k[b] for b in range(len(cu_k) - 1)]  # max_seqlen_k bounds the ranges (>= used)
+        i32 = lambda x: torch.tensor(x, dtype=torch.int32, device="cuda")  # noqa: E731
+        out = torch.full_like(q, float("nan"))
+        lse = torch.full((hq, q.shape[0]), float("nan"), device="cuda")
+        o, l = hopattn.flash_attn_varlen_func(q, k, v, i32(cu_q), i32(cu_k), max(1, max(lens_q)), max(1, max(lens_k)),
+                                              seqused_k=None if used_k is None else i32(used_k), causal=causal,
+                                              window_size=window, softcap=softcap, sinks=sinks, return_lse=True,
+                                              out=out, lse=lse)
+        self.assertIs(o, out)
+        self.assertIs(l, lse)
+        ro, rl, empty = varlen_reference(q, k, v, cu_q, cu_k, causal, 1.0 / math.sqrt(d), window, softcap, sinks, used_k)
+        inside = torch.zeros(q.shape[0], dtype=torch.bool, device="cuda")
+        for b in range(len(cu_q) - 1):
+            inside[cu_q[b]:cu_q[b + 1]] = True
+        self.assertTrue(torch.isnan(o[~inside]).all().item(), f"{name}: O rows outside every sequence were written")
+        self.assertTrue(torch.isnan(l[:, ~inside]).all().item(), f"{name}: LSE rows outside every sequence were written")
+        o_in, ro_in, l_in, rl_in = o[inside], ro[inside], l[:, inside], rl[:, inside]
+        # As TestForwardOptions: the output's rounding, plus a hardware tanh's error under softcap.
+        tol_o = (2e-2 if q.dtype == torch.bfloat16 else 4e-3) + softcap * 2 ** -9
+        tol_l = 1e-3 + softcap * 2 ** -10
+        self.assertTrue(torch.isfinite(o_in).all().item(), f"{name}: O has NaN/inf (or unwritten) rows")
+        e_o = max_err(o_in, ro_in)
+        self.assertLessEqual(e_o, tol_o, name)
+        finite = torch.isfinite(rl_in)
+        self.assertTrue(torch.equal(torch.isinf(l_in), ~finite), f"{name}: LSE -inf exactly where no key and no sink")
+        self.assertFalse(torch.isnan(l_in).any().item(), f"{name}: LSE has NaN (or unwritten) rows")
+        if finite.any():
+            self.assertLessEqual(max_err(l_in[finite], rl_in[finite]), tol_l * max(1.0, rl_in[finite].abs().max().item()),
+                                 name)
+        if empty.any():  # rows that see no key: O = 0 exactly (LSE = the sink, -inf without: checked above)
+            self.assertTrue((o[empty] == 0).all().item(), f"{name}: O of rows that see no key")
+        if worst is not None:
+            key = str(q.dtype)[6:] + (" softcap" if softcap else "") + (" sinks" if sinks is not None else "")
+            worst[key] = max(worst.get(key, 0.0), e_o)
+        return int(empty.sum().item())
+
+    def test_mixed_lengths_against_fp64(self):
+        torch.manual_seed(20)
+        hopattn.attention_device_check()  # nothing recorded before
+        worst, no_key = {}, 0
+        for dtype in (torch.bfloat16, torch.float16):
+            for d in (64, 128):
+                for causal in (False, True):
+                    q, k, v, cu_q, cu_k = self.inputs(self.LENS_Q, self.LENS_K, 8, 2, d, dtype)
+                    name = f"{str(dtype)[6:]} d{d} causal {int(causal)} 8:2"
+                    no_key += self.check(name, q, k, v, cu_q, cu_k, causal, worst=worst)
+                    # the same without rows outside the sequences, and MHA
+                    q, k, v, cu_q, cu_k = self.inputs(self.LENS_Q, self.LENS_K, 4, 4, d, dtype, 0, 0, 0)
+                    self.check(f"{name} no padding 4:4", q, k, v, cu_q, cu_k, causal, worst=worst)
+        print("varlen: max |O - fp64| per dtype:", worst, f"; {no_key} rows that see no key")
+        self.assertGreater(no_key, 0)
+        hopattn.attention_device_check()  # valid lengths record nothing
+
+    def test_strided_views(self):
+        """q, k, v as views of one packed (total, 3, heads, hdim) tensor (rows strided by 3 * heads * hdim)."""
+        torch.manual_seed(21)
+        lens = [17, 1, 300, 64]
+        for causal in (False, True):
+            qkv = torch.randn(sum(lens), 3, 4, 128, device="cuda", dtype=torch.bfloat16)
+            q, k, v = qkv.unbind(1)
+            self.check(f"qkv views causal {int(causal)}", q, k, v, prefix(0, lens), prefix(0, lens), causal)
+
+    def test_seqused_k(self):
+        """seqused_k below the cu_seqlens_k range (the keys past it NaN), equal to it and 0; GQA and MQA."""
+        torch.manual_seed(22)
+        lens_q, lens_k, used = [50, 1, 200, 17, 9], [100, 30, 300, 17, 40], [60, 0, 300, 5, 1]
+        for dtype in (torch.bfloat16, torch.float16):
+            for d in (64, 128):
+                for hkv in (2, 1):
+                    for causal in (False, True):
+                        q, k, v, cu_q, cu_k = self.inputs(lens_q, lens_k, 8, hkv, d, dtype, used_k=used)
+                        self.check(f"seqused_k {str(dtype)[6:]} d{d} 8:{hkv} causal {int(causal)}", q, k, v, cu_q,
+                                   cu_k, causal, used_k=used)
+
+    def test_options_against_fp64(self):
+        """Every option set of TestForwardOptions (windows, softcap, sinks, all at once) per sequence."""
+        torch.manual_seed(23)
+        lens_q, lens_k = [1, 17, 113, 1000, 0, 129, 5, 300], [1, 1000, 113, 17, 7, 129, 0, 200]
+        worst, no_key = {}, 0
+        for dtype in (torch.bfloat16, torch.float16):
+            for d in (64, 128):
+                for window, causal, softcap, sink_kind, gain in TestForwardOptions.OPTIONS:
+                    q, k, v, cu_q, cu_k = self.inputs(lens_q, lens_k, 8, 2, d, dtype, gain=gain)
+                    sinks = make_sinks(sink_kind, 8) if sink_kind else None
+                    name = (f"{str(dtype)[6:]} d{d} window {window} causal {int(causal)} softcap {softcap} "
+                            f"sinks {sink_kind} gain {gain}")
+                    no_key += self.check(name, q, k, v, cu_q, cu_k, causal, window, softcap, sinks, worst=worst)
+        print("varlen options: max |O - fp64| per dtype:", worst, f"; {no_key} rows that see no key")
+        self.assertGreater(no_key, 0)
+
+    def test_bad_lengths_are_recorded(self):
+        """Offsets that decrease: cu_seqlens_k gives the sequence NaN rows (its query rows are valid),
+        a decreasing last cu_seqlens_q entry leaves every row past the valid sequences alone; the
+        valid sequences are computed; attention_device_check raises naming the argument, then is
+        clear; a valid call afterwards records nothing."""
+        torch.manual_seed(24)
+        lens = [100, 50, 80]
+        q, k, v, cu_q, cu_k = self.inputs(lens, lens, 4, 2, 128, torch.bfloat16, 0, 0, 0)
+        i32 = lambda x: torch.tensor(x, dtype=torch.int32, device="cuda")  # noqa: E731
+        ro, rl, _ = varlen_reference(q, k, v, cu_q, cu_k, True, 1 / math.sqrt(128))
+        hopattn.attention_device_check()
+        for name, bad_q, bad_k in (("cu_seqlens_k", cu_q, [0, 100, 99, 230]), ("cu_seqlens_q", [0, 100, 150, 149], cu_k)):
+            out = torch.zeros_like(q)  # zeros: NaN then means written as NaN
+            lse = torch.zeros(4, q.shape[0], device="cuda")
+            hopattn.flash_attn_varlen_func(q, k, v, i32(bad_q), i32(bad_k), 100, 100, causal=True, return_lse=True,
+                                           out=out, lse=lse)
+            with self.assertRaisesRegex(ValueError, name) as cm:
+                hopattn.attention_device_check()
+            print(f"  {name} decreasing: {cm.exception}")
+            hopattn.attention_device_check()  # cleared
+            self.assertLessEqual(max_err(out[:100], ro[:100]), 2e-2, f"{name}: sequence 0 (valid) was not computed")
+            self.assertLessEqual(max_err(lse[:, :100], rl[:, :100]), 1e-3 * max(1.0, rl[:, :100].abs().max().item()),
+                                 name)
+            if name == "cu_seqlens_k":  # sequence 1's query rows are valid: NaN there
+                self.assertTrue(torch.isnan(out[100:150]).all().item(), f"{name}: sequence 1's O rows are not NaN")
+                self.assertTrue(torch.isnan(lse[:, 100:150]).all().item(), f"{name}: sequence 1's LSE rows are not NaN")
+            else:  # sequences 0 and 1 valid; sequence 2 ([150, 149)) has no valid row: nothing past row 150 written
+                self.assertLessEqual(max_err(out[100:150], ro[100:150]), 2e-2, f"{name}: sequence 1 (valid)")
+                self.assertTrue((out[150:] == 0).all().item() and (lse[:, 150:] == 0).all().item(),
+                                f"{name}: rows past the valid sequences were written")
+        o = hopattn.flash_attn_varlen_func(q, k, v, i32(cu_q), i32(cu_k), 100, 100, causal=True)
+        hopattn.attention_device_check()
+        self.assertLessEqual(max_err(o, ro), 2e-2)
+        with self.assertRaisesRegex(TypeError, "cu_seqlens_q: dtype torch.int64"):  # torch's default integer
+            hopattn.flash_attn_varlen_func(q, k, v, i32(cu_q).long(), i32(cu_k), 100, 100)
+        with self.assertRaisesRegex(ValueError, "cu_seqlens_k: is on cpu"):
+            hopattn.flash_attn_varlen_func(q, k, v, i32(cu_q), i32(cu_k).cpu(), 100, 100)
+        with self.assertRaisesRegex(ValueError, "q: rank 4"):
+            hopattn.flash_attn_varlen_func(q[None], k[None], v[None], i32(cu_q), i32(cu_k), 100, 100)
+
+    def test_workspace(self):
+        """varlen_workspace_size: the same for every length set of one (total_q, batch, heads_q); a
+        caller's buffer gives the same bits as the allocated one; too small a one is refused."""
+        torch.manual_seed(25)
+        q, k, v, cu_q, cu_k = self.inputs([300, 17, 1], [40, 500, 2], 8, 2, 128, torch.bfloat16, 0, 0, 0)
+        i32 = lambda x: torch.tensor(x, dtype=torch.int32, device="cuda")  # noqa: E731
+        size = hopattn.varlen_workspace_size(q, k, v, i32(cu_q), i32(cu_k), 300, 500)
+        self.assertGreater(size, 0)
+        self.assertEqual(hopattn.varlen_workspace_size(q, k, v, i32([0, 1, 2, 318]), i32([0, 0, 0, 542]), 316, 542),
+                         size)
+        eager = hopattn.flash_attn_varlen_func(q, k, v, i32(cu_q), i32(cu_k), 300, 500, causal=True)
+        workspace = torch.empty(size, dtype=torch.uint8, device="cuda")
+        mine = hopattn.flash_attn_varlen_func(q, k, v, i32(cu_q), i32(cu_k), 300, 500, causal=True, workspace=workspace)
+        self.assertTrue(torch.equal(mine, eager))
+        with self.assertRaisesRegex(ValueError, "workspace"):
+            hopattn.flash_attn_varlen_func(q, k, v, i32(cu_q), i32(cu_k), 300, 500, workspace=workspace[:size - 16])
+        with self.assertRaisesRegex(ValueError, "workspace: is on cpu"):
+            hopattn.flash_attn_varlen_func(q, k, v, i32(cu_q), i32(cu_k), 300, 500, workspace=workspace.cpu())
+        hopattn.attention_device_check()
+
+    def test_cuda_graph_with_changing_lengths(self):
+        """One capture (the workspace from torch's allocator inside it), replayed with new lengths in
+        the same cu_seqlens tensors: bit for bit the eager call at those lengths."""
+        torch.manual_seed(26)
+        total_q, total_k, hq, hkv, d = 600, 900, 8, 2, 128
+        q = torch.randn(total_q, hq, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(total_k, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        cu_q = torch.tensor([0, 100, 350, 600], dtype=torch.int32, device="cuda")
+        cu_k = torch.tensor([0, 300, 400, 900], dtype=torch.int32, device="cuda")
+        out = torch.zeros_like(q)
+        lse = torch.zeros(hq, total_q, device="cuda")
+
+        def call(o, l):
+            hopattn.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 600, 900, causal=True, return_lse=True, out=o, lse=l)
+
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):  # warm-up outside the capture
+            call(out, lse)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            call(out, lse)
+        for lens_q, lens_k in (([600, 0, 0], [900, 0, 0]), ([1, 1, 598], [1, 899, 0]), ([200, 200, 200], [300, 300, 300]),
+                               ([17, 500, 83], [1, 600, 299])):
+            cu_q.copy_(torch.tensor(prefix(0, lens_q), dtype=torch.int32))
+            cu_k.copy_(torch.tensor(prefix(0, lens_k), dtype=torch.int32))
+            out.zero_()
+            lse.zero_()
+            graph.replay()
+            o_eager, l_eager = torch.zeros_like(q), torch.zeros_like(lse)
+            call(o_eager, l_eager)
+            torch.cuda.synchronize()
+            self.assertTrue(torch.equal(out, o_eager), f"graph replay O at lengths {lens_q}:{lens_k}")
+            self.assertTrue(torch.equal(lse, l_eager), f"graph replay LSE at lengths {lens_q}:{lens_k}")
+        hopattn.attention_device_check()
+
+    def test_opcheck_and_compile(self):
+        torch.manual_seed(27)
+        lens_q, lens_k, used = [64, 1, 0, 191], [128, 40, 3, 200], [100, 40, 0, 200]
+        q, k, v, cu_q, cu_k = self.inputs(lens_q, lens_k, 8, 2, 128, torch.bfloat16, 0, 0, 0)  # every row in a sequence
+        cu_q, cu_k, used = (torch.tensor(x, dtype=torch.int32, device="cuda") for x in (cu_q, cu_k, used))
+        sinks = make_sinks("mixed", 8)
+        for op in (torch.ops.hopattn.flash_attn_varlen, torch.ops.hopattn.flash_attn_varlen_lse):
+            torch.library.opcheck(op.default, (q, k, v, cu_q, cu_k, 191, 200, None, None, True))
+            torch.library.opcheck(op.default, (q, k, v, cu_q, cu_k, 191, 200, used, 0.05, False, 32, 3, 30.0, sinks))
+
+        def attn(q, k, v, cu_q, cu_k, used, sinks):
+            return hopattn.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 191, 200, None, used, causal=True,
+                                                  window_size=(32, 0), softcap=30.0, sinks=sinks, return_lse=True)
+
+        with torch.no_grad():
+            eager = attn(q, k, v, cu_q, cu_k, used, sinks)
+            compiled = torch.compile(attn, fullgraph=True)(q, k, v, cu_q, cu_k, used, sinks)
+        for e, c in zip(eager, compiled):
+            self.assertTrue(torch.equal(e, c), "compiled = eager")
+        hopattn.attention_device_check()
 
 
 class _DLPackOnly:
