@@ -1,5 +1,6 @@
 // `hopattn check`: the correctness grid on the GPU. Prints one line per case and a summary;
 // exits 1 on any failure, 2 without an sm_90 GPU.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include "attention/device/compiled_set.hpp"
 #include "attention_check.hpp"
+#include "varlen_check.hpp"
 #include "baselines/baselines.hpp"
 #include "cli/commands.hpp"
 #include "common/cuda_check.hpp"
@@ -76,6 +78,21 @@ int run_check_command(int argc, char** argv) {
       if (excused) ++baseline_unsupported;
       else r.pass ? ++passes : ++failures;
     }
+  // 3. Variable-length batches (hopattn only: the cuDNN baseline has no ragged path here), per
+  // sequence against the float64 reference, the rows outside every sequence left untouched.
+  std::printf("== variable-length forward vs float64 reference, per sequence ==\n");
+  for (hopattn_dtype_t dtype : attention::compiled_dtypes())
+    for (int hdim : attention::compiled_head_dims())
+      for (const reference::VarlenCase& c : reference::varlen_check_cases(hdim)) {
+        if (quick && dtype != HOPATTN_DTYPE_BF16) continue;
+        const reference::VarlenCheckResult r = reference::run_varlen_check(c, dtype, impls[0].second);
+        double worst = 0;  // the largest O error as a fraction of its bound
+        for (const reference::VarlenSequenceError& e : r.sequences)
+          worst = std::max(worst, e.o_bound > 0 ? e.o.max_abs / e.o_bound : 0.0);
+        std::printf("%-5s hopattn %s %s  O err/bound %.2f%s%s\n", r.pass ? "ok" : "FAIL", hopattn_dtype_name(dtype),
+                    c.to_string().c_str(), worst, r.pass ? "" : "  ", r.message.c_str());
+        r.pass ? ++passes : ++failures;
+      }
   if (baseline_unsupported > 0)
     std::printf("note: %d case(s) not supported by a baseline (marked n/a)\n", baseline_unsupported);
   std::printf("check: %d passed, %d failed\n", passes, failures);

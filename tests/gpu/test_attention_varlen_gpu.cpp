@@ -21,6 +21,7 @@
 #include "attention/experimental.hpp"
 #include "attention/kernel/sm90_fwd_config.hpp"
 #include "attention_check.hpp"
+#include "varlen_check.hpp"
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
 #include "device_utils.hpp"
@@ -43,35 +44,9 @@ std::vector<Config> compiled_configs() {
 
 class AttentionVarlen : public ::testing::TestWithParam<Config> {};
 
-// One varlen case: per sequence its query and key counts (cu_seqlens differences), optionally
-// seqused_k (keys used, <= the difference), the problem's options (batch/seqlen fields unused).
-struct VarlenCase {
-  std::vector<int> len_q, len_k;
-  std::vector<int> used_k;  // empty: none
-  int q_start = 0;          // cu_seqlens_q[0] (rows before it belong to no sequence)
-  int k_start = 0;
-  AttnProblem p;            // heads, hdim, causal, scale, window, softcap, sinks
-  float input_std = 1.0f;
-  uint64_t seed = 1;
-  std::string to_string() const {
-    std::string s = p.to_string() + " lens(q:k)";
-    for (size_t b = 0; b < len_q.size(); ++b)
-      s += " " + std::to_string(len_q[b]) + ":" + std::to_string(len_k[b]) +
-           (used_k.empty() ? "" : "/" + std::to_string(used_k[b]));
-    return s;
-  }
-};
-
-Tensor packed(void* data, hopattn_dtype_t dtype, int64_t total, int64_t heads, int64_t hdim) {
-  return Tensor{data, dtype, 3, {total, heads, hdim}, {heads * hdim, hdim, 1}};
-}
 Tensor int32_vector(void* data, int64_t n) { return Tensor{data, HOPATTN_DTYPE_INT32, 1, {n}, {1}}; }
 
-std::vector<int32_t> prefix(int start, const std::vector<int>& lens) {
-  std::vector<int32_t> cu(lens.size() + 1, start);
-  for (size_t b = 0; b < lens.size(); ++b) cu[b + 1] = cu[b] + lens[b];
-  return cu;
-}
+std::vector<int32_t> prefix(int start, const std::vector<int>& lens) { return varlen_prefix(start, lens); }
 
 DeviceBuffer upload_ints(const std::vector<int32_t>& v) {
   DeviceBuffer buf(std::max<size_t>(v.size(), 1) * 4);
@@ -79,120 +54,21 @@ DeviceBuffer upload_ints(const std::vector<int32_t>& v) {
   return buf;
 }
 
-// The device side of a case: inputs (random, keys past seqused_k NaN), NaN-poisoned outputs with
-// a row of margin after the last sequence, the length arrays, the workspace, and the args.
-struct VarlenRun {
-  int total_q = 0, total_k = 0, rows_q = 0, rows_k = 0;
-  DeviceBuffer q, k, v, o, lse, cu_q, cu_k, used, sinks, workspace;
-  AttentionForwardArgs args{};
-};
-
+// The case's tensors (tests/reference/varlen_check.hpp: a margin of rows outside every sequence,
+// inputs random, keys past seqused_k NaN, outputs NaN).
 void build_run(const VarlenCase& c, hopattn_dtype_t dtype, VarlenRun& r) {
-  const AttnProblem& p = c.p;
-  const int d = p.hdim, es = int(dtype_size(dtype));
-  const std::vector<int32_t> cu_q = prefix(c.q_start, c.len_q), cu_k = prefix(c.k_start, c.len_k);
-  r.total_q = cu_q.back(), r.total_k = cu_k.back();
-  r.rows_q = r.total_q + 3, r.rows_k = r.total_k + 2;  // rows outside every sequence, before and after
-  r.q = DeviceBuffer(int64_t(r.rows_q) * p.heads_q * d * es);
-  r.k = DeviceBuffer(std::max<int64_t>(int64_t(r.rows_k) * p.heads_kv * d * es, 16));
-  r.v = DeviceBuffer(std::max<int64_t>(int64_t(r.rows_k) * p.heads_kv * d * es, 16));
-  r.o = DeviceBuffer(int64_t(r.rows_q) * p.heads_q * d * es);
-  r.lse = DeviceBuffer(int64_t(r.rows_q) * p.heads_q * 4);
-  fill_normal(r.q.get(), dtype, int64_t(r.rows_q) * p.heads_q * d, c.seed * 3 + 0, c.input_std);
-  fill_normal(r.k.get(), dtype, int64_t(r.rows_k) * p.heads_kv * d, c.seed * 3 + 1, c.input_std);
-  fill_normal(r.v.get(), dtype, int64_t(r.rows_k) * p.heads_kv * d, c.seed * 3 + 2, 1.0f);
-  const int64_t kv_row = int64_t(p.heads_kv) * d;
-  if (!c.used_k.empty())  // keys past seqused_k must not be read: NaN would reach O
-    for (size_t b = 0; b < c.len_k.size(); ++b) {
-      const int64_t from = cu_k[b] + c.used_k[b], n = c.len_k[b] - c.used_k[b];
-      fill_nan(static_cast<char*>(r.k.get()) + from * kv_row * es, es, n * kv_row);
-      fill_nan(static_cast<char*>(r.v.get()) + from * kv_row * es, es, n * kv_row);
-    }
-  fill_nan(r.o.get(), es, int64_t(r.rows_q) * p.heads_q * d);
-  fill_nan(r.lse.get(), 4, int64_t(r.rows_q) * p.heads_q);
-  r.cu_q = upload_ints(cu_q);
-  r.cu_k = upload_ints(cu_k);
-  r.used = upload_ints(std::vector<int32_t>(c.used_k.begin(), c.used_k.end()));
-  r.sinks = DeviceBuffer(std::max<size_t>(p.sinks.size(), 1) * 4);
-  upload_from_float(r.sinks.get(), HOPATTN_DTYPE_FP32, p.sinks.data(), int64_t(p.sinks.size()));
-
-  AttentionForwardArgs& a = r.args;
-  a = AttentionForwardArgs{};
-  a.q = packed(r.q.get(), dtype, r.rows_q, p.heads_q, d);
-  a.k = packed(r.k.get(), dtype, r.rows_k, p.heads_kv, d);
-  a.v = packed(r.v.get(), dtype, r.rows_k, p.heads_kv, d);
-  a.o = packed(r.o.get(), dtype, r.rows_q, p.heads_q, d);
-  a.lse = Tensor{r.lse.get(), HOPATTN_DTYPE_FP32, 2, {p.heads_q, r.rows_q}, {r.rows_q, 1}};
-  a.cu_seqlens_q = int32_vector(r.cu_q.get(), int64_t(cu_q.size()));
-  a.cu_seqlens_k = int32_vector(r.cu_k.get(), int64_t(cu_k.size()));
-  if (!c.used_k.empty()) a.seqused_k = int32_vector(r.used.get(), int64_t(c.used_k.size()));
-  a.max_seqlen_q = std::max(1, *std::max_element(c.len_q.begin(), c.len_q.end()));
-  a.max_seqlen_k = std::max(1, *std::max_element(c.len_k.begin(), c.len_k.end()));
-  a.softmax_scale = p.scale;
-  a.causal = p.causal;
-  if (p.window) a.window = 1, a.window_left = p.window_left, a.window_right = p.window_right;
-  a.softcap = p.softcap;
-  if (!p.sinks.empty()) a.sinks = Tensor{r.sinks.get(), HOPATTN_DTYPE_FP32, 1, {p.heads_q}, {1}};
-  size_t bytes = 0;
-  const Status s = attention_forward_workspace_size(a, &bytes);
-  ASSERT_TRUE(s.ok()) << s.to_string();
-  r.workspace = DeviceBuffer(std::max<size_t>(bytes, 16));
-  a.workspace = r.workspace.get();
-  a.workspace_bytes = bytes;
+  const Status s = build_varlen_run(c, dtype, r);
+  ASSERT_TRUE(s.ok()) << c.to_string() << ": " << s.to_string();
 }
 
-// Checks the outputs of a run against the per-sequence float64 references (2x the lowp yardstick,
-// as run_check), and that every row outside the sequences still holds the NaN poison.
+// The outputs against the per-sequence float64 references (2x the lowp yardstick, as run_check),
+// and every row outside the sequences still NaN.
 void check_outputs(const VarlenCase& c, hopattn_dtype_t dtype, const VarlenRun& r, const std::string& label) {
-  const AttnProblem& p = c.p;
-  const int d = p.hdim;
-  const std::vector<float> hq = download_as_float(r.q.get(), dtype, int64_t(r.rows_q) * p.heads_q * d);
-  const std::vector<float> hk = download_as_float(r.k.get(), dtype, int64_t(r.rows_k) * p.heads_kv * d);
-  const std::vector<float> hv = download_as_float(r.v.get(), dtype, int64_t(r.rows_k) * p.heads_kv * d);
-  const std::vector<float> ho = download_as_float(r.o.get(), dtype, int64_t(r.rows_q) * p.heads_q * d);
-  const std::vector<float> hl = download_as_float(r.lse.get(), HOPATTN_DTYPE_FP32, int64_t(r.rows_q) * p.heads_q);
-  const std::vector<int32_t> cu_q = prefix(c.q_start, c.len_q), cu_k = prefix(c.k_start, c.len_k);
-  const int64_t q_row = int64_t(p.heads_q) * d, kv_row = int64_t(p.heads_kv) * d;
-  std::vector<char> inside(r.rows_q, 0);
-  for (size_t b = 0; b < c.len_q.size(); ++b) {
-    const int lq = c.len_q[b], lk = c.used_k.empty() ? c.len_k[b] : c.used_k[b];
-    std::fill(inside.begin() + cu_q[b], inside.begin() + cu_q[b] + lq, 1);
-    if (lq == 0) continue;
-    AttnProblem s = p;
-    s.batch = 1, s.seqlen_q = lq, s.seqlen_k = lk;
-    std::vector<double> o_ref(s.q_elems()), lse_ref(s.lse_elems());
-    std::vector<float> o_yard(s.q_elems()), lse_yard(s.lse_elems());
-    const float* qs = hq.data() + cu_q[b] * q_row;
-    const float* ks = hk.data() + cu_k[b] * kv_row;
-    const float* vs = hv.data() + cu_k[b] * kv_row;
-    attention_cpu_fp64(s, qs, ks, vs, o_ref.data(), lse_ref.data());
-    attention_cpu_lowp(s, dtype, qs, ks, vs, o_yard.data(), lse_yard.data());
-    const ErrorStats e = compare(o_ref.data(), ho.data() + cu_q[b] * q_row, s.q_elems());
-    const ErrorStats y = compare(o_ref.data(), o_yard.data(), s.q_elems());
-    const double bound = tolerance_bound(y, dtype);
-    EXPECT_EQ(e.bad, 0) << label << " " << c.to_string() << ": sequence " << b << ": O has " << e.bad
-                        << " NaN/unwritten elements, first at " << e.first_bad;
-    EXPECT_LE(e.max_abs, bound) << label << " " << c.to_string() << ": sequence " << b << ": O error";
-    // LSE (heads_q, rows): sequence b's rows of head h at h * rows + cu_q[b].
-    std::vector<float> lse_got(s.lse_elems());
-    for (int h = 0; h < p.heads_q; ++h)
-      for (int i = 0; i < lq; ++i) lse_got[int64_t(h) * lq + i] = hl[int64_t(h) * r.rows_q + cu_q[b] + i];
-    const ErrorStats le = compare(lse_ref.data(), lse_got.data(), s.lse_elems());
-    const ErrorStats ly = compare(lse_ref.data(), lse_yard.data(), s.lse_elems());
-    EXPECT_EQ(le.bad, 0) << label << " " << c.to_string() << ": sequence " << b << ": LSE bad entries, first at "
-                         << le.first_bad;
-    EXPECT_LE(le.max_abs, 2.0 * ly.max_abs + 1e-5 * std::max(1.0, ly.max_ref))
-        << label << " " << c.to_string() << ": sequence " << b << ": LSE error";
-    std::printf("  %s seq %zu (%d:%d) O err %.3g (bound %.3g) LSE err %.3g\n", label.c_str(), b, lq, lk, e.max_abs,
-                bound, le.max_abs);
-  }
-  int64_t touched = 0;
-  for (int t = 0; t < r.rows_q; ++t) {
-    if (inside[t]) continue;
-    for (int64_t i = 0; i < q_row; ++i) touched += !std::isnan(ho[t * q_row + i]);
-    for (int h = 0; h < p.heads_q; ++h) touched += !std::isnan(hl[int64_t(h) * r.rows_q + t]);
-  }
-  EXPECT_EQ(touched, 0) << label << " " << c.to_string() << ": wrote rows outside every sequence";
+  const VarlenCheckResult res = check_varlen_outputs(c, dtype, r);
+  for (const VarlenSequenceError& e : res.sequences)
+    std::printf("  %s (%d:%d) O err %.3g (bound %.3g) LSE err %.3g (bound %.3g)\n", label.c_str(), e.lq, e.lk,
+                e.o.max_abs, e.o_bound, e.lse.max_abs, e.lse_bound);
+  EXPECT_TRUE(res.pass) << label << " " << c.to_string() << ": " << res.message;
 }
 
 Status run_varlen(const VarlenRun& r, const std::string& kernel = "") {
