@@ -82,7 +82,12 @@ int run_check_command(int argc, char** argv) {
   // sequence against the float64 reference, the rows outside every sequence left untouched.
   std::printf("== variable-length forward vs float64 reference, per sequence ==\n");
   for (hopattn_dtype_t dtype : attention::compiled_dtypes())
-    for (int hdim : attention::compiled_head_dims())
+    for (int hdim : attention::compiled_head_dims()) {
+      if (hdim == 256) {  // refused by the library for now (docs/attention-varlen.md)
+        std::printf("n/a   hopattn %s hdim 256: variable-length batches are not supported at this head dim yet\n",
+                    hopattn_dtype_name(dtype));
+        continue;
+      }
       for (const reference::VarlenCase& c : reference::varlen_check_cases(hdim)) {
         if (quick && dtype != HOPATTN_DTYPE_BF16) continue;
         const reference::VarlenCheckResult r = reference::run_varlen_check(c, dtype, impls[0].second);
@@ -93,6 +98,7 @@ int run_check_command(int argc, char** argv) {
                     c.to_string().c_str(), worst, r.pass ? "" : "  ", r.message.c_str());
         r.pass ? ++passes : ++failures;
       }
+    }
   if (baseline_unsupported > 0)
     std::printf("note: %d case(s) not supported by a baseline (marked n/a)\n", baseline_unsupported);
   std::printf("check: %d passed, %d failed\n", passes, failures);

@@ -44,6 +44,11 @@ std::vector<Config> compiled_configs() {
 
 class AttentionVarlen : public ::testing::TestWithParam<Config> {};
 
+// Head dim 256 is refused for varlen calls (attention_check.cpp: its options kernel faulted on a
+// causal varlen batch); its tests skip visibly, and VarlenAtHeadDim256IsRefused holds the refusal.
+#define HOPATTN_SKIP_VARLEN_HD256(cfg) \
+  if ((cfg).hdim == 256) GTEST_SKIP() << "variable-length batches at head dim 256 are refused (not supported yet)"
+
 Tensor int32_vector(void* data, int64_t n) { return Tensor{data, HOPATTN_DTYPE_INT32, 1, {n}, {1}}; }
 
 std::vector<int32_t> prefix(int start, const std::vector<int>& lens) { return varlen_prefix(start, lens); }
@@ -101,6 +106,7 @@ AttnProblem heads(int hq, int hkv, const Config& cfg, bool causal) {
 TEST_P(AttentionVarlen, MixedLengthsMatchFloat64Reference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  HOPATTN_SKIP_VARLEN_HD256(cfg);
   for (int causal = 0; causal < 2; ++causal) {
     VarlenCase c;
     c.len_q = {1, 17, 113, 1000, 0, 129, 64, 65, 5, 127, 300};
@@ -117,6 +123,7 @@ TEST_P(AttentionVarlen, MixedLengthsMatchFloat64Reference) {
 TEST_P(AttentionVarlen, SequsedKLimitsTheKeys) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  HOPATTN_SKIP_VARLEN_HD256(cfg);
   for (int causal = 0; causal < 2; ++causal) {
     VarlenCase c;
     c.len_q = {50, 200, 1, 129, 31};
@@ -133,6 +140,7 @@ TEST_P(AttentionVarlen, SequsedKLimitsTheKeys) {
 TEST_P(AttentionVarlen, WindowSoftcapAndSinks) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  HOPATTN_SKIP_VARLEN_HD256(cfg);
   VarlenCase base;
   base.len_q = {1, 300, 17, 700, 129};
   base.len_k = {1, 300, 40, 650, 129};
@@ -166,6 +174,7 @@ TEST_P(AttentionVarlen, WindowSoftcapAndSinks) {
 TEST_P(AttentionVarlen, EqualLengthsBitIdenticalToPadded) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  HOPATTN_SKIP_VARLEN_HD256(cfg);
   std::string options_row;
   for (int i = 0; i < attention::kFwdKernelCount; ++i)
     if (attention::kFwdKernels[i].options && attention::fwd_kernel_index(attention::kFwdKernels[i].name, cfg.hdim) == i)
@@ -222,6 +231,7 @@ TEST_P(AttentionVarlen, EqualLengthsBitIdenticalToPadded) {
 TEST_P(AttentionVarlen, RepeatedRunsAreBitIdentical) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  HOPATTN_SKIP_VARLEN_HD256(cfg);
   VarlenCase c;
   c.len_q = {2000, 1, 777, 129, 3000, 64, 500, 1500};
   c.len_k = c.len_q;
@@ -243,6 +253,7 @@ TEST_P(AttentionVarlen, RepeatedRunsAreBitIdentical) {
 TEST_P(AttentionVarlen, BadLengthsAreRecordedNotComputed) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  HOPATTN_SKIP_VARLEN_HD256(cfg);
   ASSERT_TRUE(attention_device_check(nullptr).ok());  // nothing left over from earlier tests
   struct Bad {
     const char* name;  // what the record must name
@@ -303,6 +314,7 @@ TEST_P(AttentionVarlen, BadLengthsAreRecordedNotComputed) {
 TEST_P(AttentionVarlen, GraphReplayWithNewLengths) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  HOPATTN_SKIP_VARLEN_HD256(cfg);
   VarlenCase c;
   c.len_q = {300, 1, 600, 123};
   c.len_k = {300, 1, 600, 123};
@@ -343,6 +355,7 @@ TEST_P(AttentionVarlen, GraphReplayWithNewLengths) {
 TEST_P(AttentionVarlen, KernelWithoutTheTileListIsRefused) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  HOPATTN_SKIP_VARLEN_HD256(cfg);
   VarlenCase c;
   c.len_q = c.len_k = {10, 20};
   c.p = heads(2, 2, cfg, true);
@@ -354,6 +367,20 @@ TEST_P(AttentionVarlen, KernelWithoutTheTileListIsRefused) {
     const Status st = run_varlen(r, s.name);
     EXPECT_EQ(st.code(), StatusCode::kNotSupported) << s.name << ": " << st.to_string();
   }
+}
+
+// The refusal itself: a clear NOT_SUPPORTED from the check, the workspace size and the call.
+TEST_P(AttentionVarlen, VarlenAtHeadDim256IsRefused) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (cfg.hdim != 256) GTEST_SKIP() << "only head dim 256 is refused";
+  VarlenCase c;
+  c.len_q = c.len_k = {10, 20};
+  c.p = heads(2, 2, cfg, true);
+  VarlenRun r;
+  const Status s = build_varlen_run(c, cfg.dtype, r);
+  EXPECT_EQ(s.code(), StatusCode::kNotSupported) << s.to_string();
+  EXPECT_NE(s.message().find("head dim 256"), std::string::npos) << s.to_string();
 }
 
 std::string config_name(const ::testing::TestParamInfo<Config>& info) {
