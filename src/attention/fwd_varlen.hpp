@@ -8,8 +8,11 @@
 //   [64, 64 + 36 * batch)           the prepare kernel's scratch: a FwdVarlenSequence per
 //                                   sequence, then the sequences' order (int32 each)
 //   then, 32-byte aligned,          varlen_tile_capacity() entries of FwdVarlenTile
-// The capacity bounds the tile count for every row's Q tile (64 rows or more):
-//   sum_b ceil(len_q[b] / BM) * heads_q <= (total_q / 64 + batch) * heads_q.
+// The capacity bounds the list's length for every row's Q tile (64 rows or more): sequence b
+// writes folded_positions(m_b, heads_q) entries, m_b = ceil(len_q[b] / BM) <= len_q[b] / 64 + 1,
+// which is m_b * heads_q, or m_b * (heads_q + 1) when both are odd (the folded order pairs the
+// middle tiles of two heads, and an odd head count leaves one pairless: fwd_tile_order.hpp), so
+//   sum_b folded_positions(m_b, heads_q) <= (total_q / 64 + batch) * (heads_q rounded up to even).
 #pragma once
 
 #include <cstddef>
@@ -45,7 +48,7 @@ static_assert(sizeof(FwdVarlenSequence) == 32, "");
 constexpr size_t kVarlenSequenceBytes = sizeof(FwdVarlenSequence) + sizeof(int32_t);  // per sequence, scratch
 
 HOPATTN_VARLEN_HD int64_t varlen_tile_capacity(int64_t total_q, int64_t batch, int64_t heads_q) {
-  return (total_q / kVarlenMinBlockM + batch) * heads_q;
+  return (total_q / kVarlenMinBlockM + batch) * (heads_q + (heads_q & 1));
 }
 HOPATTN_VARLEN_HD size_t varlen_entries_offset(int64_t batch) {
   return (kVarlenHeaderBytes + size_t(batch) * kVarlenSequenceBytes + 31) / 32 * 32;

@@ -118,6 +118,22 @@ TEST_P(AttentionVarlen, MixedLengthsMatchFloat64Reference) {
   }
 }
 
+// Odd head counts with odd Q-tile counts: the folded order leaves a middle tile pairless, so the
+// list is longer than tiles x heads (the capacity's rounding up; found by review, 2026-12-06).
+TEST_P(AttentionVarlen, OddHeadCounts) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  HOPATTN_SKIP_VARLEN_HD256(cfg);
+  for (const auto& [hq, hkv] : {std::pair<int, int>{3, 1}, std::pair<int, int>{5, 5}, std::pair<int, int>{1, 1}}) {
+    VarlenCase c;
+    c.len_q = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 129, 65, 300};
+    c.len_k = {1, 2, 3, 1, 1, 9, 1, 1, 1, 1, 129, 65, 300};
+    c.p = heads(hq, hkv, cfg, true);
+    c.seed = 51 + hq;
+    run_case(c, cfg);
+  }
+}
+
 // seqused_k below the cu_seqlens_k range (the keys past it NaN: reading one would poison O),
 // equal to it, and 0; MQA.
 TEST_P(AttentionVarlen, SequsedKLimitsTheKeys) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention/fwd_tile_order.hpp"
+#include "attention/fwd_varlen.hpp"
 
 namespace hopattn::attention {
 namespace {
@@ -177,6 +178,28 @@ TEST(FwdTileOrder, FoldedOrderBalancedUpToOneUnit) {
       const double spread = *std::max_element(work.begin(), work.end()) - *std::min_element(work.begin(), work.end());
       EXPECT_LE(spread, m_blocks + 1 + 2.0) << "m_blocks " << m_blocks << " pairs " << pairs;
     }
+}
+
+// The variable-length list (fwd_varlen_prepare.cu): sequence b writes folded_positions(m_b, heads)
+// entries, m_b = ceil(len_q[b] / BM); the workspace holds varlen_tile_capacity() of them for every
+// row's BM (64 .. 192). Odd head counts with odd m_b round up (one pairless middle tile): the first
+// capacity formula missed that (heads 3 and ten sequences of 1 query: 40 entries in room for 30).
+TEST(FwdTileOrder, VarlenListFitsItsCapacity) {
+  const std::vector<std::vector<int>> batches = {
+      {1}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {63, 64, 65, 127, 128, 129, 191, 192, 193}, {7984, 2500, 1300, 900, 700, 500,
+      450, 400, 350, 300, 250, 200, 150, 120, 100, 180}, {0, 0, 5, 0}, {1000, 1, 17, 113}, {2048, 2048, 2048, 2048}};
+  for (const std::vector<int>& lens : batches)
+    for (int heads : {1, 2, 3, 5, 6, 7, 8, 32, 33})
+      for (int block_m : {64, 128, 192}) {
+        int64_t total = 0, entries = 0;
+        for (int len : lens) {
+          total += len;
+          const int m = (len + block_m - 1) / block_m;
+          entries += m > 0 ? folded_positions(m, heads) : 0;
+        }
+        EXPECT_LE(entries, varlen_tile_capacity(total, int64_t(lens.size()), heads))
+            << "heads " << heads << " block_m " << block_m << " sequences " << lens.size() << " total " << total;
+      }
 }
 
 }  // namespace

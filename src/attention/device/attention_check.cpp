@@ -268,7 +268,7 @@ Status check_varlen_lengths(const AttentionForwardArgs& a) {
                                    " must be below 2^30"));
   const int64_t capacity = attention::varlen_tile_capacity(a.q.shape[0], batch, a.q.shape[1]);
   if (capacity > kMaxExtent)
-    return Status::invalid(cat("q: (total_q / 64 + batch) * heads_q = ", capacity,
+    return Status::invalid(cat("q: (total_q / 64 + batch) * heads_q (rounded up to even) = ", capacity,
                                " tiles exceed 2^31-1 (the tile list's 32-bit count)"));
   return Status();
 }
