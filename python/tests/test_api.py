@@ -602,6 +602,111 @@ class TestTorchOps(unittest.TestCase):
 
 
 
+@unittest.skipIf(torch is None, "torch is not installed")
+class TestTransformersVarlen(unittest.TestCase):
+    """The transformers integration's padded and packed batches, without a GPU: the library's
+    flash_attn_varlen_func replaced by a float64 reference over the packed rows, the result
+    compared with attention computed row by row on each row's own valid tokens (an independent
+    path: no gather, no cu_seqlens), padded rows 0."""
+
+    @staticmethod
+    def attend(q, k, v, causal):  # (lq, h, d), (lk, hkv, d): bottom-right causal, GQA
+        group = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        s = torch.einsum("qhd,khd->hqk", q, k) / q.shape[-1] ** 0.5
+        if causal:
+            lq, lk = q.shape[0], k.shape[0]
+            i = torch.arange(lq)[:, None]
+            j = torch.arange(lk)[None, :]
+            s = s.masked_fill(j > i + lk - lq, float("-inf"))
+        p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+        return torch.einsum("hqk,khd->qhd", p, v)
+
+    def setUp(self):
+        import hopattn.integrations.transformers as hop
+        self.hop = hop
+        self.calls = []
+        real = hopattn.flash_attn_varlen_func
+        self.addCleanup(setattr, hopattn, "flash_attn_varlen_func", real)
+
+        def fake(q, k, v, cu_q, cu_k, max_q, max_k, softmax_scale=None, causal=False, **kw):
+            self.assertEqual((cu_q.dtype, cu_k.dtype), (torch.int32, torch.int32))
+            self.assertIsInstance(max_q, int)
+            self.calls.append((cu_q.tolist(), cu_k.tolist(), max_q, max_k, causal))
+            out = torch.zeros_like(q)
+            for b in range(cu_q.numel() - 1):
+                q0, q1, k0, k1 = int(cu_q[b]), int(cu_q[b + 1]), int(cu_k[b]), int(cu_k[b + 1])
+                self.assertLessEqual(q1 - q0, max_q)
+                self.assertLessEqual(k1 - k0, max_k)
+                if q1 > q0:
+                    out[q0:q1] = self.attend(q[q0:q1], k[k0:k1], v[k0:k1], causal)
+            return out
+        hopattn.flash_attn_varlen_func = fake
+
+    def run_padded(self, mask, q_len):
+        torch.manual_seed(3)
+        batch, kv_len = mask.shape
+        q = torch.randn(batch, 4, q_len, 16, dtype=torch.float64)  # transformers' (batch, heads, len, hdim)
+        k = torch.randn(batch, 2, kv_len, 16, dtype=torch.float64)
+        v = torch.randn(batch, 2, kv_len, 16, dtype=torch.float64)
+
+        class Module:
+            is_causal = True
+
+        out, _ = self.hop.hopattn_attention_forward(Module(), q, k, v, mask)
+        self.assertEqual(tuple(out.shape), (batch, q_len, 4, 16))
+        for b in range(batch):
+            keys = mask[b].bool().nonzero().flatten()
+            rows = torch.arange(q_len) if q_len == 1 else mask[b, -q_len:].bool().nonzero().flatten()
+            want = torch.zeros(q_len, 4, 16, dtype=torch.float64)
+            if len(rows):
+                qb = q[b].transpose(0, 1)[rows]
+                kb, vb = k[b].transpose(0, 1)[keys], v[b].transpose(0, 1)[keys]
+                want[rows] = self.attend(qb, kb, vb, q_len > 1)
+            self.assertTrue(torch.allclose(out[b], want, atol=1e-12), f"row {b}")
+        return self.calls.pop()
+
+    def test_left_and_right_padding(self):
+        left = torch.tensor([[0, 0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 1, 1]])
+        cu_q, cu_k, max_q, max_k, causal = self.run_padded(left, 7)
+        self.assertEqual((cu_q, cu_k, max_q, max_k, causal), ([0, 5, 12, 14], [0, 5, 12, 14], 7, 7, True))
+        right = torch.tensor([[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1], [1, 0, 0, 0, 0, 0]])
+        self.assertEqual(self.run_padded(right, 6)[:2], ([0, 3, 9, 10], [0, 3, 9, 10]))
+
+    def test_chunk_and_decode_over_a_padded_cache(self):
+        left = torch.tensor([[0, 0, 1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 1, 1, 1]])
+        cu_q, cu_k, max_q, max_k, _ = self.run_padded(left, 3)  # the last 3 of each row are queries
+        self.assertEqual((cu_q, cu_k, max_q, max_k), ([0, 3, 6], [0, 6, 9], 3, 6))
+        cu_q, _, max_q, _, causal = self.run_padded(left, 1)  # decode: one query per row
+        self.assertEqual((cu_q, max_q, causal), ([0, 1, 2], 1, False))
+
+    def test_packed_by_position_ids_and_by_cu_seq_lens(self):
+        torch.manual_seed(5)
+        q = torch.randn(1, 4, 9, 16, dtype=torch.float64)
+        k = torch.randn(1, 2, 9, 16, dtype=torch.float64)
+
+        class Module:
+            is_causal = True
+
+        pos = torch.tensor([[0, 1, 2, 3, 0, 1, 0, 1, 2]])
+        out, _ = self.hop.hopattn_attention_forward(Module(), q, k, k, None, position_ids=pos)
+        self.assertEqual(self.calls.pop()[:3], ([0, 4, 6, 9], [0, 4, 6, 9], 4))
+        qt, kt = q[0].transpose(0, 1), k[0].transpose(0, 1)
+        for a, b in ((0, 4), (4, 6), (6, 9)):
+            self.assertTrue(torch.allclose(out[0, a:b], self.attend(qt[a:b], kt[a:b], kt[a:b], True), atol=1e-12))
+        cu = torch.tensor([0, 2, 9], dtype=torch.int32)
+        self.hop.hopattn_attention_forward(Module(), q, k, k, None, cu_seq_lens_q=cu, cu_seq_lens_k=cu,
+                                           max_length_q=7, max_length_k=7)
+        self.assertEqual(self.calls.pop()[:4], ([0, 2, 9], [0, 2, 9], 7, 7))
+        seen = []
+        real = hopattn.flash_attn_func
+        self.addCleanup(setattr, hopattn, "flash_attn_func", real)
+        hopattn.flash_attn_func = lambda q, k, v, **kw: (seen.append(kw), q)[1]
+        self.hop.hopattn_attention_forward(Module(), q, k, k, None, position_ids=torch.arange(9)[None])
+        self.assertEqual(len(seen), 1)  # one sequence: the padded call, no varlen
+        self.assertEqual(self.calls, [])
+
+
 class TestLayout(unittest.TestCase):
     """hopattn.layout: the layout checker through the C ABI (the same report as the CLI's)."""
 

@@ -972,6 +972,46 @@ class TestTorchIntegration(unittest.TestCase):
                 self.assertGreaterEqual(a_hop, a_eager)
                 self.assertGreaterEqual(f_hop, f_sdpa - 0.005)
 
+    def test_llama_padded_and_packed_batches(self):
+        """Batches of different lengths through flash_attn_varlen_func (0.4): a left-padded batch
+        (rows of 300, 217 and 1 tokens) against sdpa with the same mask, compared at the valid
+        positions, within twice |sdpa - eager| there; and the same three sequences packed into one
+        row (position_ids restarting), against each sequence run alone."""
+        require("transformers")
+        from transformers import LlamaConfig, LlamaForCausalLM
+        import hopattn.integrations.transformers as hop
+        hop.register()
+        torch.manual_seed(6)
+        config = LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=2, num_attention_heads=8,
+                             num_key_value_heads=2, vocab_size=32000, max_position_embeddings=2048)
+        model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.float16).eval()
+        lens = [300, 217, 1]
+        ids = torch.randint(0, config.vocab_size, (3, 300), device="cuda")
+        mask = torch.zeros(3, 300, dtype=torch.long, device="cuda")
+        for b, n in enumerate(lens):
+            mask[b, 300 - n:] = 1
+        logits = {}
+        for impl in ("eager", "sdpa", "hopattn"):
+            model.set_attn_implementation(impl)
+            with torch.no_grad():
+                logits[impl] = model(ids, attention_mask=mask).logits.float()
+        valid = mask.bool()
+        d_hop = max_err(logits["hopattn"][valid], logits["sdpa"][valid])
+        d_ref = max_err(logits["sdpa"][valid], logits["eager"][valid])
+        print(f"llama padded batch {lens}: |hopattn - sdpa| {d_hop:.4g}, |sdpa - eager| {d_ref:.4g} (valid positions)")
+        self.assertLessEqual(d_hop, 2 * d_ref + 1e-6)
+        # Packed: one row, positions restarting; each sequence alone as the reference.
+        model.set_attn_implementation("hopattn")
+        seqs = [ids[b, 300 - n:] for b, n in enumerate(lens)]
+        packed = torch.cat(seqs)[None]
+        pos = torch.cat([torch.arange(n, device="cuda") for n in lens])[None]
+        with torch.no_grad():
+            got = model(packed, position_ids=pos).logits.float()[0]
+            alone = torch.cat([model(x[None]).logits.float()[0] for x in seqs])
+        d_pack = max_err(got, alone)
+        print(f"llama packed {lens}: |packed - alone| {d_pack:.4g}")
+        self.assertLessEqual(d_pack, 2 * d_ref + 1e-6)
+
     def options_logits(self, model, controls):
         """fp16 logits of `model` with eager and hopattn attention, the same weights in float32
         (eager), and with each control: hopattn given deliberately wrong options (`controls`: name
