@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/device/compiled_set.hpp"
 #include "attention/experimental.hpp"
 #include "common/cuda_check.hpp"
 
@@ -29,6 +30,21 @@ inline std::vector<std::string> compiled_kernel_names(const std::string& op, int
   for (const experimental::KernelInfo& k : experimental::compiled_kernels())
     if (k.op == op && k.hdim == hdim && k.name.compare(0, prefix.size(), prefix) == 0) out.push_back(k.name);
   return out;
+}
+
+// A forward test's parameter: one compiled (dtype, head dim), named "bf16_hd128" in CTest.
+struct DtypeHdim {
+  hopattn_dtype_t dtype;
+  int hdim;
+};
+inline std::vector<DtypeHdim> compiled_dtype_hdims() {
+  std::vector<DtypeHdim> out;
+  for (hopattn_dtype_t t : attention::compiled_dtypes())
+    for (int d : attention::compiled_head_dims()) out.push_back({t, d});
+  return out;
+}
+inline std::string dtype_hdim_name(const ::testing::TestParamInfo<DtypeHdim>& info) {
+  return std::string(hopattn_dtype_name(info.param.dtype)) + "_hd" + std::to_string(info.param.hdim);
 }
 
 }  // namespace hopattn

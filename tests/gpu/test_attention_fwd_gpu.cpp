@@ -90,17 +90,7 @@ std::string run_label(const std::string& kernel, int persistent_group) {
   return label;
 }
 
-struct Config {
-  hopattn_dtype_t dtype;
-  int hdim;
-};
-
-std::vector<Config> compiled_configs() {
-  std::vector<Config> out;
-  for (hopattn_dtype_t t : attention::compiled_dtypes())
-    for (int d : attention::compiled_head_dims()) out.push_back({t, d});
-  return out;
-}
+using Config = DtypeHdim;
 
 class AttentionFwd : public ::testing::TestWithParam<Config> {};
 
@@ -548,11 +538,8 @@ TEST_P(AttentionFwd, EveryKernelWithWindowSoftcapAndSinks) {
   EXPECT_GE(runs, 1);
 }
 
-std::string config_name(const ::testing::TestParamInfo<Config>& info) {
-  return std::string(hopattn_dtype_name(info.param.dtype)) + "_hd" + std::to_string(info.param.hdim);
-}
 
-INSTANTIATE_TEST_SUITE_P(Compiled, AttentionFwd, ::testing::ValuesIn(compiled_configs()), config_name);
+INSTANTIATE_TEST_SUITE_P(Compiled, AttentionFwd, ::testing::ValuesIn(compiled_dtype_hdims()), dtype_hdim_name);
 
 }  // namespace
 }  // namespace hopattn::reference

@@ -30,17 +30,7 @@
 namespace hopattn::reference {
 namespace {
 
-struct Config {
-  hopattn_dtype_t dtype;
-  int hdim;
-};
-
-std::vector<Config> compiled_configs() {
-  std::vector<Config> out;
-  for (hopattn_dtype_t t : attention::compiled_dtypes())
-    for (int d : attention::compiled_head_dims()) out.push_back({t, d});
-  return out;
-}
+using Config = DtypeHdim;
 
 class AttentionVarlen : public ::testing::TestWithParam<Config> {};
 
@@ -399,10 +389,7 @@ TEST_P(AttentionVarlen, VarlenAtHeadDim256IsRefused) {
   EXPECT_NE(s.message().find("head dim 256"), std::string::npos) << s.to_string();
 }
 
-std::string config_name(const ::testing::TestParamInfo<Config>& info) {
-  return std::string(hopattn_dtype_name(info.param.dtype)) + "_hd" + std::to_string(info.param.hdim);
-}
-INSTANTIATE_TEST_SUITE_P(Compiled, AttentionVarlen, ::testing::ValuesIn(compiled_configs()), config_name);
+INSTANTIATE_TEST_SUITE_P(Compiled, AttentionVarlen, ::testing::ValuesIn(compiled_dtype_hdims()), dtype_hdim_name);
 
 }  // namespace
 }  // namespace hopattn::reference

@@ -54,8 +54,10 @@ attention::FwdParams make_varlen_params(const AttentionForwardArgs& a) {
   p.batch = int(a.cu_seqlens_q.shape[0] - 1);
   p.total_q = int(a.q.shape[0]);
   p.total_k = int(a.k.shape[0]);
-  p.seqlen_q = a.max_seqlen_q;
-  p.seqlen_k = a.max_seqlen_k;
+  // No sequence is longer than its packed tensor: a looser bound only moves the end-aligned views'
+  // base further before the tensors (make_fwd_params), so it is tightened here.
+  p.seqlen_q = int(std::min<int64_t>(a.max_seqlen_q, std::max<int64_t>(p.total_q, 1)));
+  p.seqlen_k = int(std::min<int64_t>(a.max_seqlen_k, std::max<int64_t>(p.total_k, 1)));
   p.heads_q = int(a.q.shape[1]);
   p.heads_kv = int(a.k.shape[1]);
   p.q_seq_stride = a.q.stride[0], p.q_head_stride = a.q.stride[1];
