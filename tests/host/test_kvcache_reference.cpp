@@ -2,10 +2,12 @@
 // INT8 cache format: round trip within half a step, outlier channels kept apart.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "attention_reference.hpp"
@@ -181,6 +183,50 @@ TEST(SplitKv, NoSplitSawAKey) {
   EXPECT_EQ(o[0], 0.0);
   EXPECT_EQ(o[1], 0.0);
   EXPECT_EQ(lse[0], -inf);
+}
+
+// The paged layout the paged KV kernels will be tested against (docs/plan-varlen-paged.md §2):
+// every page id used once, the order shuffled, scatter then gather the identity, and the int8
+// scales where the format says (a block's K scale in its first token's page, per page size).
+TEST(KvCacheReference, PagedLayoutRoundTripsAndPlacesTheScales) {
+  for (int page_size : {16, 64, 256}) {
+    SCOPED_TRACE("page_size " + std::to_string(page_size));
+    KvCacheProblem p{3, 1, 512, 4, 2, 8, true, 0.0f};
+    const PagedLayout l = make_paged_layout(p.batch, p.max_len / page_size, page_size, 5, 11);
+    ASSERT_EQ(l.table.size(), size_t(p.batch) * (p.max_len / page_size));
+    std::vector<int> uses(size_t(l.num_pages), 0);
+    int in_order = 0;
+    for (size_t i = 0; i < l.table.size(); ++i) {
+      ASSERT_GE(l.table[i], 0);
+      ASSERT_LT(l.table[i], l.num_pages);
+      ++uses[size_t(l.table[i])];
+      in_order += i > 0 && l.table[i] == l.table[i - 1] + 1;
+    }
+    for (int u : uses) EXPECT_LE(u, 1);
+    EXPECT_LT(in_order, int(l.table.size()) / 4) << "the pool is not shuffled";
+    const auto cache = randn(size_t(p.batch) * p.max_len * p.heads_kv * p.hdim, 12);
+    std::vector<float> pages(size_t(l.num_pages) * page_size * p.heads_kv * p.hdim, -7.0f), back(cache.size(), 0.0f);
+    scatter_to_pages(p, l, cache.data(), pages.data());
+    gather_pages(p, l, pages.data(), back.data());
+    EXPECT_EQ(std::memcmp(cache.data(), back.data(), cache.size() * 4), 0);
+    // Token (b, t) lands at its page's row t % page_size.
+    const int b = 2, t = 301, row = p.heads_kv * p.hdim;
+    const int64_t at = (int64_t(l.table[size_t(b) * l.max_pages + t / page_size]) * page_size + t % page_size) * row;
+    EXPECT_EQ(pages[size_t(at) + 5], cache[(size_t(b) * p.max_len + t) * row + 5]);
+    for (int block : {64, 128}) {
+      const int blocks = p.max_len / block, per_page = std::max(1, page_size / block);
+      const auto ks = randn(size_t(p.batch) * blocks * row, 13), vs = randn(size_t(p.batch) * p.max_len * p.heads_kv, 14);
+      std::vector<float> ksp(size_t(l.num_pages) * per_page * row, 0.0f), vsp(size_t(l.num_pages) * page_size * p.heads_kv);
+      scatter_scales_to_pages(p, block, l, ks.data(), vs.data(), ksp.data(), vsp.data());
+      for (int blk = 0; blk < blocks; ++blk) {  // block blk starts at token blk * block
+        const int first = blk * block;
+        const int64_t page = l.table[size_t(b) * l.max_pages + first / page_size];
+        const int64_t slot = page * per_page + (first % page_size) / block;
+        EXPECT_EQ(ksp[size_t(slot * row + 3)], ks[(size_t(b) * blocks + blk) * row + 3]) << "block " << blk;
+      }
+      EXPECT_EQ(vsp[size_t((at / row) * p.heads_kv + 1)], vs[(size_t(b) * p.max_len + t) * p.heads_kv + 1]);
+    }
+  }
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <stdexcept>
 
 #include "attention_reference.hpp"
@@ -109,6 +111,52 @@ void combine_splits_cpu(int splits, int64_t rows, int d, const double* o_parts, 
       const double w = std::exp(lse_parts[s * rows + r] - lse[r]);
       if (w == 0.0) continue;
       for (int i = 0; i < d; ++i) out[i] += w * o_parts[(s * rows + r) * d + i];
+    }
+  }
+}
+
+PagedLayout make_paged_layout(int batch, int max_pages, int page_size, int spare_pages, uint64_t seed) {
+  PagedLayout l;
+  l.page_size = page_size, l.max_pages = max_pages, l.num_pages = batch * max_pages + spare_pages;
+  std::vector<int32_t> pool(size_t(l.num_pages));
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), std::mt19937_64(seed));
+  l.table.assign(pool.begin(), pool.begin() + int64_t(batch) * max_pages);
+  return l;
+}
+
+namespace {
+// The offset, in elements, of (b, t) in the contiguous cache and in the pages, per (head, channel) row.
+int64_t page_row(const PagedLayout& l, int b, int t) {
+  return int64_t(l.table[size_t(b) * l.max_pages + t / l.page_size]) * l.page_size + t % l.page_size;
+}
+}  // namespace
+
+void scatter_to_pages(const KvCacheProblem& p, const PagedLayout& l, const float* cache, float* pages) {
+  const int64_t row = int64_t(p.heads_kv) * p.hdim;
+  for (int b = 0; b < p.batch; ++b)
+    for (int t = 0; t < p.max_len; ++t)
+      std::copy_n(cache + (int64_t(b) * p.max_len + t) * row, row, pages + page_row(l, b, t) * row);
+}
+
+void gather_pages(const KvCacheProblem& p, const PagedLayout& l, const float* pages, float* cache) {
+  const int64_t row = int64_t(p.heads_kv) * p.hdim;
+  for (int b = 0; b < p.batch; ++b)
+    for (int t = 0; t < p.max_len; ++t)
+      std::copy_n(pages + page_row(l, b, t) * row, row, cache + (int64_t(b) * p.max_len + t) * row);
+}
+
+void scatter_scales_to_pages(const KvCacheProblem& p, int block, const PagedLayout& l, const float* k_scale,
+                             const float* v_scale, float* k_scale_pages, float* v_scale_pages) {
+  const int64_t krow = int64_t(p.heads_kv) * p.hdim, per_page = std::max(1, l.page_size / block);
+  for (int b = 0; b < p.batch; ++b) {
+    for (int t = 0; t < p.max_len; ++t)  // V: one scale per (token, kv-head), as the tokens
+      std::copy_n(v_scale + (int64_t(b) * p.max_len + t) * p.heads_kv, p.heads_kv, v_scale_pages + page_row(l, b, t) * p.heads_kv);
+    for (int blk = 0; blk < p.max_len / block; ++blk) {  // K: the block's scale in its first token's page
+      const int t = blk * block;
+      const int64_t page = l.table[size_t(b) * l.max_pages + t / l.page_size];
+      const int64_t slot = page * per_page + (t % l.page_size) / block;
+      std::copy_n(k_scale + (int64_t(b) * (p.max_len / block) + blk) * krow, krow, k_scale_pages + slot * krow);
     }
   }
 }

@@ -44,4 +44,26 @@ void dequantize_kv_int8(const KvCacheProblem& p, int block, const Int8Cache& c, 
 void combine_splits_cpu(int splits, int64_t rows, int d, const double* o_parts, const double* lse_parts, double* o,
                         double* lse);
 
+// A paged KV cache (docs/plan-varlen-paged.md §2; vLLM's and FlashAttention-3's layout): a pool of
+// pages (num_pages, page_size, heads_kv, d) and a page table (batch, max_pages) int32, token t of
+// sequence b at page table[b][t / page_size], row t % page_size; max_len = max_pages · page_size.
+// int8 scales by the same page ids: V's (num_pages, page_size, heads_kv); K's (num_pages,
+// max(1, page_size / block), heads_kv, d), a block's scale in the page of its first token (at
+// index (t % page_size) / block; index 0 when a block spans several pages).
+struct PagedLayout {
+  int num_pages = 0, page_size = 0, max_pages = 0;
+  std::vector<int32_t> table;  // (batch, max_pages)
+};
+// Every sequence's pages drawn without replacement from a shuffled pool of batch · max_pages +
+// spare pages (seeded), so that neighbours in a sequence are rarely neighbours in the pool.
+PagedLayout make_paged_layout(int batch, int max_pages, int page_size, int spare_pages, uint64_t seed);
+// Contiguous (batch, max_len, heads_kv, d) <-> pages (num_pages, page_size, heads_kv, d); pages no
+// table entry names keep their values (scatter) / are not read (gather).
+void scatter_to_pages(const KvCacheProblem& p, const PagedLayout& l, const float* cache, float* pages);
+void gather_pages(const KvCacheProblem& p, const PagedLayout& l, const float* pages, float* cache);
+// The int8 cache's scales, paged the same way: k_scale (batch, max_len / block, hkv, d) -> (num_pages,
+// max(1, page_size / block), hkv, d); v_scale (batch, max_len, hkv) -> (num_pages, page_size, hkv).
+void scatter_scales_to_pages(const KvCacheProblem& p, int block, const PagedLayout& l, const float* k_scale,
+                             const float* v_scale, float* k_scale_pages, float* v_scale_pages);
+
 }  // namespace hopattn::reference
