@@ -3,7 +3,7 @@
 # `hopattn bench`, with logs and CSV written to OUT_DIR.
 #
 #   scripts/gpu-run.sh OUT_DIR [--quick] [--sanitize] [--tests REGEX] [--bench "ARGS" | --no-bench]
-#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--kernel-times "ARGS"]
+#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--varlen-bench "ARGS"] [--kernel-times "ARGS"]
 #                      [--ncu-gemm "M N K VARIANT"] [--no-sass]
 #                      [--timeline "SPECS"] [--int8-timeline "SPECS"] [--deadline S]
 #
@@ -48,7 +48,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-deadline="" kernel_times="" no_sass="" no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
+deadline="" kernel_times="" no_sass="" no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" varlen_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
@@ -56,6 +56,7 @@ while [ $# -gt 0 ]; do
     --bench) bench_args=$2; shift ;;
     --gemm-bench) gemm_bench_args=$2; shift ;;
     --decode-bench) decode_bench_args=$2; shift ;;
+    --varlen-bench) varlen_bench_args=$2; shift ;;
     --tests) tests_regex=$2; shift ;;
     --deadline) deadline=$2; shift ;;
     --no-bench) no_bench=1 ;;
@@ -202,6 +203,10 @@ echo "cuDNN for the baseline: ${cudnn_lib:-the dynamic loader default}" >> "$out
 if [ -z "$no_bench" ]; then step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" --rounds 3 $cudnn_flag $bench_args; fi
 if [ -n "$decode_bench_args" ]; then
   step decode_bench decode_bench.log "$build/bin/hopattn" bench --op decode --csv "$out/decode.csv" $cudnn_flag $decode_bench_args
+fi
+# Variable-length batches (issue 36's target), e.g. --varlen-bench "--varlen mix16 --hdim 64,128 --causal 0,1".
+if [ -n "$varlen_bench_args" ]; then
+  step varlen_bench varlen_bench.log "$build/bin/hopattn" bench --csv "$out/varlen.csv" --rounds 3 $varlen_bench_args
 fi
 if [ -n "$gemm_bench_args" ]; then
   step gemm_bench gemm_bench.log "$build/bin/hopattn" bench --op gemm --csv "$out/gemm.csv" $gemm_bench_args
