@@ -683,6 +683,16 @@ class TestVarlen(unittest.TestCase):
         self.assertGreater(no_key, 0)
         hopattn.attention_device_check()  # valid lengths record nothing
 
+    def test_odd_head_counts(self):
+        """Odd head counts with single-query sequences (the folded tile order leaves a middle tile
+        pairless, so the list is longer than tiles x heads: the workspace bound's rounding up)."""
+        torch.manual_seed(24)
+        lens_q, lens_k = [1] * 10 + [129, 65, 300], [1, 2, 3, 1, 1, 9, 1, 1, 1, 1, 129, 65, 300]
+        for hq, hkv in ((3, 1), (5, 5), (1, 1)):
+            q, k, v, cu_q, cu_k = self.inputs(lens_q, lens_k, hq, hkv, 128, torch.bfloat16)
+            self.check(f"odd heads {hq}:{hkv}", q, k, v, cu_q, cu_k, True)
+        hopattn.attention_device_check()
+
     def test_strided_views(self):
         """q, k, v as views of one packed (total, 3, heads, hdim) tensor (rows strided by 3 * heads * hdim)."""
         torch.manual_seed(21)
