@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "attention/experimental.hpp"
+#include "device_utils.hpp"
 #include "common/cuda_check.hpp"
 #include "gpu_state.hpp"
 #include "timing.hpp"
@@ -101,6 +102,24 @@ std::vector<RoundsTiming> time_in_rounds(const std::vector<TimedCall>& calls, si
     t.gpu_state = describe_gpu_states(round_state[k].data(), int(round_state[k].size()));
   }
   return out;
+}
+
+void fill_attention_inputs(void* q, void* k, void* v, int64_t elems, void* sinks, int sink_heads, const BenchOptions& opt,
+                           Stream stream) {
+  void* const qkv[3] = {q, k, v};
+  for (int i = 0; i < 3; ++i) reference::fill_normal(qkv[i], opt.dtype, elems, uint64_t(i + 1), 1.0f, stream);
+  if (sinks != nullptr) reference::fill_normal(sinks, HOPATTN_DTYPE_FP32, sink_heads, 4, 1.0f, stream);
+  if (opt.bf16_values && opt.dtype == HOPATTN_DTYPE_FP16) {
+    HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (int i = 0; i < 3; ++i) {
+      reference::fill_normal(qkv[i], HOPATTN_DTYPE_BF16, elems, uint64_t(i + 1), 1.0f, stream);
+      HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+      const std::vector<float> host = reference::download_as_float(qkv[i], HOPATTN_DTYPE_BF16, elems);
+      reference::upload_from_float(qkv[i], HOPATTN_DTYPE_FP16, host.data(), elems);
+    }
+    std::printf("inputs: fp16 holding bf16-rounded normal values (--bf16-values)\n");
+  }
+  HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 }  // namespace hopattn::bench

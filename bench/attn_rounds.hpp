@@ -42,4 +42,12 @@ struct RoundsTiming {
 std::vector<RoundsTiming> time_in_rounds(const std::vector<TimedCall>& calls, size_t rotation, const BenchOptions& opt,
                                          Stream stream, int device, std::map<std::string, std::string>* skipped);
 
+// The attention sections' inputs: q, k, v (elems each) N(0, 1) in opt.dtype (seeds 1, 2, 3), sinks
+// (sink_heads fp32, seed 4) when given; with --bf16-values and --dtype fp16 the same normal values
+// rounded to bf16's 8-bit significand first (exact in fp16), to tell whether fp16's speed gap to
+// bf16 follows the data (more toggling significand bits, more power at a power-capped clock) or
+// the dtype. Synchronises `stream` before returning.
+void fill_attention_inputs(void* q, void* k, void* v, int64_t elems, void* sinks, int sink_heads, const BenchOptions& opt,
+                           Stream stream);
+
 }  // namespace hopattn::bench

@@ -478,29 +478,11 @@ int run_bench(const BenchOptions& opt) {
   int64_t elems = 0;  // the largest Q (or O) and K (or V) of any cell
   for (const AttnCell& c : cells) elems = std::max({elems, c.q_elems(), c.kv_elems()});
   AttnBuffers buf{DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2)};
-  reference::fill_normal(buf.q.get(), opt.dtype, elems, 1, 1.0f, stream);
-  reference::fill_normal(buf.k.get(), opt.dtype, elems, 2, 1.0f, stream);
-  reference::fill_normal(buf.v.get(), opt.dtype, elems, 3, 1.0f, stream);
-  if (opt.sinks) {  // per-head logits of the scores' scale (gpt-oss's are learned, O(1))
-    int heads = 1;
-    for (const AttnCell& c : cells) heads = std::max(heads, c.heads_q);
-    buf.sinks = DeviceBuffer(size_t(heads) * 4);
-    reference::fill_normal(buf.sinks.get(), HOPATTN_DTYPE_FP32, heads, 4, 1.0f, stream);
-  }
-  // --bf16-values with --dtype fp16: the same normal values rounded to bf16's 8-bit significand
-  // first (exact in fp16), to tell whether fp16's speed gap to bf16 follows the data (more
-  // toggling significand bits, more power at a power-capped clock) or the dtype.
-  if (opt.bf16_values && opt.dtype == HOPATTN_DTYPE_FP16) {
-    HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-    int seed = 1;
-    for (DeviceBuffer* b : {&buf.q, &buf.k, &buf.v}) {
-      reference::fill_normal(b->get(), HOPATTN_DTYPE_BF16, elems, uint64_t(seed++), 1.0f, stream);
-      HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-      const std::vector<float> host = reference::download_as_float(b->get(), HOPATTN_DTYPE_BF16, elems);
-      reference::upload_from_float(b->get(), HOPATTN_DTYPE_FP16, host.data(), elems);
-    }
-    std::printf("inputs: fp16 holding bf16-rounded normal values (--bf16-values)\n");
-  }
+  int sink_heads = 1;  // per-head logits of the scores' scale (gpt-oss's are learned, O(1))
+  for (const AttnCell& c : cells) sink_heads = std::max(sink_heads, c.heads_q);
+  if (opt.sinks) buf.sinks = DeviceBuffer(size_t(sink_heads) * 4);
+  fill_attention_inputs(buf.q.get(), buf.k.get(), buf.v.get(), elems, opt.sinks ? buf.sinks.get() : nullptr, sink_heads,
+                        opt, stream);
 
   // (row name, kernel: "" the library's choice, a registry name, or "cudnn")
   std::vector<std::pair<std::string, std::string>> impls;

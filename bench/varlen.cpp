@@ -53,16 +53,6 @@ namespace {
 
 using reference::DeviceBuffer;
 
-// A contiguous packed (total, heads, hdim) descriptor (hopattn_tensor_thd, built here so the bench
-// needs nothing but the 0.4 struct fields).
-Tensor packed(void* data, DType dtype, int64_t total, int heads, int hdim) {
-  Tensor t{};
-  t.data = data, t.dtype = dtype, t.rank = 3;
-  t.shape[0] = total, t.shape[1] = heads, t.shape[2] = hdim;
-  t.stride[0] = int64_t(heads) * hdim, t.stride[1] = hdim, t.stride[2] = 1;
-  return t;
-}
-
 // The (batch + 1) int32 offsets, uploaded once.
 struct CuSeqlens {
   std::vector<int> lens;
@@ -76,12 +66,7 @@ struct CuSeqlens {
     max_len = *std::max_element(l.begin(), l.end());
     HOPATTN_CUDA_CHECK(cudaMemcpy(offsets.get(), host.data(), sizeof(int32_t) * host.size(), cudaMemcpyHostToDevice));
   }
-  Tensor tensor() const {
-    Tensor t{};
-    t.data = offsets.get(), t.dtype = HOPATTN_DTYPE_INT32, t.rank = 1;
-    t.shape[0] = int64_t(lens.size()) + 1, t.stride[0] = 1;
-    return t;
-  }
+  Tensor tensor() const { return tensor_cu_seqlens(offsets.as<int32_t>(), int64_t(lens.size())); }
 };
 
 struct Buffers {
@@ -113,10 +98,10 @@ AttentionForwardArgs row_args(const Buffers& buf, DType dtype, const RowShape& s
                               int heads_kv, float softcap) {
   AttentionForwardArgs a{};
   if (s.cu) {
-    a.q = packed(buf.q.get(), dtype, s.cu->total, heads_q, hdim);
-    a.k = packed(buf.k.get(), dtype, s.cu->total, heads_kv, hdim);
-    a.v = packed(buf.v.get(), dtype, s.cu->total, heads_kv, hdim);
-    a.o = packed(buf.o.get(), dtype, s.cu->total, heads_q, hdim);
+    a.q = tensor_thd(buf.q.get(), dtype, s.cu->total, heads_q, hdim);
+    a.k = tensor_thd(buf.k.get(), dtype, s.cu->total, heads_kv, hdim);
+    a.v = tensor_thd(buf.v.get(), dtype, s.cu->total, heads_kv, hdim);
+    a.o = tensor_thd(buf.o.get(), dtype, s.cu->total, heads_q, hdim);
     a.cu_seqlens_q = a.cu_seqlens_k = s.cu->tensor();  // self-attention: q and k lengths equal
     a.max_seqlen_q = a.max_seqlen_k = s.cu->max_len;
   } else {
@@ -185,25 +170,9 @@ int run_varlen_bench(const BenchOptions& opt, Stream stream, double gemm_tflops,
   }
   Buffers buf;
   for (DeviceBuffer* b : {&buf.q, &buf.k, &buf.v, &buf.o}) *b = DeviceBuffer(elems * 2);
-  reference::fill_normal(buf.q.get(), opt.dtype, elems, 1, 1.0f, stream);
-  reference::fill_normal(buf.k.get(), opt.dtype, elems, 2, 1.0f, stream);
-  reference::fill_normal(buf.v.get(), opt.dtype, elems, 3, 1.0f, stream);
-  if (opt.sinks) {
-    buf.sinks = DeviceBuffer(size_t(max_heads) * 4);
-    reference::fill_normal(buf.sinks.get(), HOPATTN_DTYPE_FP32, max_heads, 4, 1.0f, stream);
-  }
-  if (opt.bf16_values && opt.dtype == HOPATTN_DTYPE_FP16) {  // as the grid's --bf16-values
-    HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-    int seed = 1;
-    for (DeviceBuffer* b : {&buf.q, &buf.k, &buf.v}) {
-      reference::fill_normal(b->get(), HOPATTN_DTYPE_BF16, elems, uint64_t(seed++), 1.0f, stream);
-      HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
-      const std::vector<float> host = reference::download_as_float(b->get(), HOPATTN_DTYPE_BF16, elems);
-      reference::upload_from_float(b->get(), HOPATTN_DTYPE_FP16, host.data(), elems);
-    }
-    std::printf("inputs: fp16 holding bf16-rounded normal values (--bf16-values)\n");
-  }
-  HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (opt.sinks) buf.sinks = DeviceBuffer(size_t(max_heads) * 4);
+  fill_attention_inputs(buf.q.get(), buf.k.get(), buf.v.get(), elems, opt.sinks ? buf.sinks.get() : nullptr, max_heads,
+                        opt, stream);
 
   {
     const auto [lo, hi] = std::minmax_element(mixed.lens.begin(), mixed.lens.end());

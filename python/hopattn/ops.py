@@ -168,19 +168,26 @@ def _window(window_size):
     return tuple(_window_side(x, f"window_size[{i}]") for i, x in enumerate(pair))
 
 
+def _host_int(x, name, lowest, what, hint=""):
+    """x as an int in [lowest, 2^31 - 1] (bool refused), else TypeError / ValueError naming it:
+    `hint` follows "an int is required", `what` says what the range is."""
+    if isinstance(x, bool):
+        raise TypeError(f"{name}: an int is required{hint}, not {x!r}")
+    try:
+        n = operator.index(x)
+    except TypeError:
+        raise TypeError(f"{name}: an int is required{hint}, not {type(x).__name__} {x!r}") from None
+    if n < lowest or n > _INT32_MAX:
+        raise ValueError(f"{name}: {n}; {what}")
+    return n
+
+
 def _window_side(x, name):
     """One side of the window as an int in [-1, 2^31 - 1] (None: -1), else an error naming it."""
     if x is None:
         return -1
-    if isinstance(x, bool):
-        raise TypeError(f"{name}: an int is required (-1: unbounded), not {x!r}")
-    try:
-        n = operator.index(x)
-    except TypeError:
-        raise TypeError(f"{name}: an int is required (-1: unbounded), not {type(x).__name__} {x!r}") from None
-    if n < -1 or n > _INT32_MAX:
-        raise ValueError(f"{name}: {n}; each side is -1 (unbounded) or a number of keys from 0 to {_INT32_MAX}")
-    return n
+    return _host_int(x, name, -1, f"each side is -1 (unbounded) or a number of keys from 0 to {_INT32_MAX}",
+                     " (-1: unbounded)")
 
 
 def _softcap(softcap):
@@ -278,15 +285,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
 def _seqlen(x, name):
     """A host length (max_seqlen_q / max_seqlen_k) as an int that fits the struct's int32 (its value
     is the library's to check), else TypeError / ValueError naming it."""
-    if isinstance(x, bool):
-        raise TypeError(f"{name}: an int is required, not {x!r}")
-    try:
-        n = operator.index(x)
-    except TypeError:
-        raise TypeError(f"{name}: an int is required, not {type(x).__name__} {x!r}") from None
-    if n < 0 or n > _INT32_MAX:
-        raise ValueError(f"{name}: {n}; a length from 0 to {_INT32_MAX} is required")
-    return n
+    return _host_int(x, name, 0, f"a length from 0 to {_INT32_MAX} is required")
 
 
 def _pack_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_k, softmax_scale, causal,

@@ -5,6 +5,7 @@
 
 #include "common/cuda_check.hpp"
 #include "hopattn/hopattn.hpp"
+#include "hopattn/kvcache.hpp"  // tensor_seqlens
 
 namespace hopattn {
 
@@ -44,15 +45,7 @@ Tensor tensor_lse_varlen(float* data, long long heads, long long total) {
   return t;
 }
 
-Tensor tensor_cu_seqlens(int32_t* data, long long batch) {
-  Tensor t{};
-  t.data = data;
-  t.dtype = HOPATTN_DTYPE_INT32;
-  t.rank = 1;
-  t.shape[0] = batch + 1;
-  t.stride[0] = 1;
-  return t;
-}
+Tensor tensor_cu_seqlens(int32_t* data, long long batch) { return tensor_seqlens(data, batch + 1); }
 
 bool has_sm90_gpu(std::string* why) {
   int count = 0;

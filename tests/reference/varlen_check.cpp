@@ -8,14 +8,11 @@
 
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
+#include "hopattn/kvcache.hpp"  // tensor_seqlens
 
 namespace hopattn::reference {
 namespace {
 
-Tensor packed(void* data, hopattn_dtype_t dtype, int64_t total, int64_t heads, int64_t hdim) {
-  return Tensor{data, dtype, 3, {total, heads, hdim}, {heads * hdim, hdim, 1}};
-}
-Tensor int32_vector(void* data, int64_t n) { return Tensor{data, HOPATTN_DTYPE_INT32, 1, {n}, {1}}; }
 
 DeviceBuffer upload_ints(const std::vector<int32_t>& v) {
   DeviceBuffer buf(std::max<size_t>(v.size(), 1) * 4);
@@ -76,14 +73,14 @@ Status build_varlen_run(const VarlenCase& c, hopattn_dtype_t dtype, VarlenRun& r
 
   AttentionForwardArgs& a = r.args;
   a = AttentionForwardArgs{};
-  a.q = packed(r.q.get(), dtype, r.rows_q, p.heads_q, d);
-  a.k = packed(r.k.get(), dtype, r.rows_k, p.heads_kv, d);
-  a.v = packed(r.v.get(), dtype, r.rows_k, p.heads_kv, d);
-  a.o = packed(r.o.get(), dtype, r.rows_q, p.heads_q, d);
-  a.lse = Tensor{r.lse.get(), HOPATTN_DTYPE_FP32, 2, {p.heads_q, r.rows_q}, {r.rows_q, 1}};
-  a.cu_seqlens_q = int32_vector(r.cu_q.get(), int64_t(cu_q.size()));
-  a.cu_seqlens_k = int32_vector(r.cu_k.get(), int64_t(cu_k.size()));
-  if (!c.used_k.empty()) a.seqused_k = int32_vector(r.used.get(), int64_t(c.used_k.size()));
+  a.q = tensor_thd(r.q.get(), dtype, r.rows_q, p.heads_q, d);
+  a.k = tensor_thd(r.k.get(), dtype, r.rows_k, p.heads_kv, d);
+  a.v = tensor_thd(r.v.get(), dtype, r.rows_k, p.heads_kv, d);
+  a.o = tensor_thd(r.o.get(), dtype, r.rows_q, p.heads_q, d);
+  a.lse = tensor_lse_varlen(r.lse.as<float>(), p.heads_q, r.rows_q);
+  a.cu_seqlens_q = tensor_cu_seqlens(r.cu_q.as<int32_t>(), int64_t(c.len_q.size()));
+  a.cu_seqlens_k = tensor_cu_seqlens(r.cu_k.as<int32_t>(), int64_t(c.len_k.size()));
+  if (!c.used_k.empty()) a.seqused_k = tensor_seqlens(r.used.as<int32_t>(), int64_t(c.used_k.size()));
   a.max_seqlen_q = std::max(1, *std::max_element(c.len_q.begin(), c.len_q.end()));
   a.max_seqlen_k = std::max(1, *std::max_element(c.len_k.begin(), c.len_k.end()));
   a.softmax_scale = p.scale;

@@ -39,66 +39,48 @@ bool has_options(const AttentionForwardArgs& a) {
   return a.window != 0 || a.softcap > 0.0f || a.sinks.data != nullptr || is_varlen(a);
 }
 
-// A variable-length batch (checked): the packed (total, heads, hdim) tensors, (heads_q, total_q)
-// LSE; seqlen_q / seqlen_k carry max_seqlen_q / max_seqlen_k (the end-aligned views' row extents
-// and the band's clamp).
-attention::FwdParams make_varlen_params(const AttentionForwardArgs& a) {
-  attention::FwdParams p{};
-  p.dtype = a.q.dtype;
-  p.hdim = int(a.q.shape[2]);
-  p.q = a.q.data;
-  p.k = a.k.data;
-  p.v = a.v.data;
-  p.o = a.o.data;
-  p.lse = static_cast<float*>(a.lse.data);
-  p.batch = int(a.cu_seqlens_q.shape[0] - 1);
-  p.total_q = int(a.q.shape[0]);
-  p.total_k = int(a.k.shape[0]);
-  // No sequence is longer than its packed tensor: a looser bound only moves the end-aligned views'
-  // base further before the tensors (make_fwd_params), so it is tightened here.
-  p.seqlen_q = int(std::min<int64_t>(a.max_seqlen_q, std::max<int64_t>(p.total_q, 1)));
-  p.seqlen_k = int(std::min<int64_t>(a.max_seqlen_k, std::max<int64_t>(p.total_k, 1)));
-  p.heads_q = int(a.q.shape[1]);
-  p.heads_kv = int(a.k.shape[1]);
-  p.q_seq_stride = a.q.stride[0], p.q_head_stride = a.q.stride[1];
-  p.k_seq_stride = a.k.stride[0], p.k_head_stride = a.k.stride[1];
-  p.v_seq_stride = a.v.stride[0], p.v_head_stride = a.v.stride[1];
-  p.o_seq_stride = a.o.stride[0], p.o_head_stride = a.o.stride[1];
-  if (p.lse != nullptr) {
-    p.lse_head_stride = a.lse.stride[0];
-    p.lse_seq_stride = a.lse.stride[1];
-  }
-  p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
-  p.cu_seqlens_k = static_cast<const int32_t*>(a.cu_seqlens_k.data);
-  p.seqused_k = static_cast<const int32_t*>(a.seqused_k.data);
-  p.workspace = a.workspace;
-  set_options(a, p);
-  return p;
-}
-
+// The kernel's parameters of a checked call. A padded batch: (batch, seqlen, heads, hdim) tensors and
+// a (batch, heads, seqlen) LSE. A variable-length one: packed (total, heads, hdim) tensors, a
+// (heads_q, total_q) LSE, and seqlen_q / seqlen_k carry max_seqlen_q / max_seqlen_k (the
+// end-aligned views' row extents and the band's clamp).
 attention::FwdParams make_params(const AttentionForwardArgs& a) {
-  if (is_varlen(a)) return make_varlen_params(a);
+  const bool varlen = is_varlen(a);
+  const int s = varlen ? 0 : 1;  // the token dimension; heads s + 1, hdim s + 2
   attention::FwdParams p{};
   p.dtype = a.q.dtype;
-  p.hdim = int(a.q.shape[3]);
+  p.hdim = int(a.q.shape[s + 2]);
   p.q = a.q.data;
   p.k = a.k.data;
   p.v = a.v.data;
   p.o = a.o.data;
   p.lse = static_cast<float*>(a.lse.data);
-  p.batch = int(a.q.shape[0]);
-  p.seqlen_q = int(a.q.shape[1]);
-  p.seqlen_k = int(a.k.shape[1]);
-  p.heads_q = int(a.q.shape[2]);
-  p.heads_kv = int(a.k.shape[2]);
-  p.q_batch_stride = a.q.stride[0], p.q_seq_stride = a.q.stride[1], p.q_head_stride = a.q.stride[2];
-  p.k_batch_stride = a.k.stride[0], p.k_seq_stride = a.k.stride[1], p.k_head_stride = a.k.stride[2];
-  p.v_batch_stride = a.v.stride[0], p.v_seq_stride = a.v.stride[1], p.v_head_stride = a.v.stride[2];
-  p.o_batch_stride = a.o.stride[0], p.o_seq_stride = a.o.stride[1], p.o_head_stride = a.o.stride[2];
-  if (p.lse != nullptr) {
-    p.lse_batch_stride = a.lse.stride[0];
-    p.lse_head_stride = a.lse.stride[1];
-    p.lse_seq_stride = a.lse.stride[2];
+  p.heads_q = int(a.q.shape[s + 1]);
+  p.heads_kv = int(a.k.shape[s + 1]);
+  p.q_seq_stride = a.q.stride[s], p.q_head_stride = a.q.stride[s + 1];
+  p.k_seq_stride = a.k.stride[s], p.k_head_stride = a.k.stride[s + 1];
+  p.v_seq_stride = a.v.stride[s], p.v_head_stride = a.v.stride[s + 1];
+  p.o_seq_stride = a.o.stride[s], p.o_head_stride = a.o.stride[s + 1];
+  if (varlen) {
+    p.batch = int(a.cu_seqlens_q.shape[0] - 1);
+    p.total_q = int(a.q.shape[0]);
+    p.total_k = int(a.k.shape[0]);
+    // No sequence is longer than its packed tensor: a looser bound only moves the end-aligned views'
+    // base further before the tensors (make_fwd_params), so it is tightened here.
+    p.seqlen_q = int(std::min<int64_t>(a.max_seqlen_q, std::max<int64_t>(p.total_q, 1)));
+    p.seqlen_k = int(std::min<int64_t>(a.max_seqlen_k, std::max<int64_t>(p.total_k, 1)));
+    if (p.lse != nullptr) p.lse_head_stride = a.lse.stride[0], p.lse_seq_stride = a.lse.stride[1];
+    p.cu_seqlens_q = static_cast<const int32_t*>(a.cu_seqlens_q.data);
+    p.cu_seqlens_k = static_cast<const int32_t*>(a.cu_seqlens_k.data);
+    p.seqused_k = static_cast<const int32_t*>(a.seqused_k.data);
+    p.workspace = a.workspace;
+  } else {
+    p.batch = int(a.q.shape[0]);
+    p.seqlen_q = int(a.q.shape[1]);
+    p.seqlen_k = int(a.k.shape[1]);
+    p.q_batch_stride = a.q.stride[0], p.k_batch_stride = a.k.stride[0];
+    p.v_batch_stride = a.v.stride[0], p.o_batch_stride = a.o.stride[0];
+    if (p.lse != nullptr)
+      p.lse_batch_stride = a.lse.stride[0], p.lse_head_stride = a.lse.stride[1], p.lse_seq_stride = a.lse.stride[2];
   }
   set_options(a, p);
   return p;

@@ -146,20 +146,20 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     const int64_t groups = (pairs + max_group - 1) / max_group, group = (pairs + groups - 1) / groups;
     grid = dim3(unsigned(group), unsigned(m_blocks), unsigned(groups));
   }
+  int sms = 0;  // persistent grids: one CTA per SM at most
+  if (persistent) {
+    int device = 0;
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  }
   if (fp.varlen()) {  // the prepare kernel's list, dealt over one CTA per SM (two entries per unit)
     if (!persistent || !params.varlen_tiles)
       return Status(StatusCode::kInternal, "attention forward: a variable-length batch reached a kernel without a tile list");
-    int device = 0, sms = 0;
-    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
-    HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     const int64_t units = (varlen_tile_capacity(fp.total_q, fp.batch, fp.heads_q) + 1) / 2;
     if (2 * units + 2 * int64_t(sms) > INT32_MAX) return Status::unsupported("attention forward: more than 2^31 tiles");
     if (Status s = launch_fwd_varlen_prepare(fp, Traits::kBlockM, Traits::kBlockN, stream); !s.ok()) return s;
     grid = dim3(unsigned(std::max<int64_t>(1, std::min<int64_t>(units, sms))), 1, 1);
   } else if (persistent) {
-    int device = 0, sms = 0;
-    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
-    HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     const int64_t tiles = int64_t(m_blocks) * fp.heads_q * fp.batch;
     if (tiles > INT32_MAX) return Status::unsupported("attention forward: more than 2^31 tiles");
     grid = dim3(unsigned(std::min<int64_t>(tiles, sms)), 1, 1);
