@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "attention/experimental.hpp"
@@ -35,15 +36,42 @@ bool time_attention(const TimedCall& call, Stream stream, double target_ms, doub
 
 }  // namespace
 
+const std::vector<std::string>& forward_override_keys() {
+  static const std::vector<std::string> keys = {"stale_max_log2", "narrow_pv",        "skip_unseen",
+                                                "causal_group",   "persistent_group", "varlen_pdl"};
+  return keys;
+}
+
+namespace {
+void apply_override(experimental::Overrides& o, const std::string& key, double v) {
+  if (key == "stale_max_log2") o.fwd_stale_max_log2 = float(v);
+  else if (key == "narrow_pv") o.fwd_narrow_pv = v != 0;
+  else if (key == "skip_unseen") o.fwd_skip_unseen = v != 0;
+  else if (key == "causal_group") o.fwd_causal_group = int(v);
+  else if (key == "persistent_group") o.fwd_persistent_group = int(v);
+  else if (key == "varlen_pdl") o.fwd_varlen_pdl = v != 0;
+  else throw std::invalid_argument("override '" + key + "' is not one of the forward experiments");
+}
+}  // namespace
+
 ForwardFn hopattn_forward_fn(const std::string& kernel, const std::vector<std::pair<std::string, double>>& overrides) {
   experimental::Overrides o;
-  o.fwd_kernel = kernel;
-  for (const auto& [key, v] : overrides) {
-    if (key == "stale_max_log2") o.fwd_stale_max_log2 = float(v);
-    else if (key == "narrow_pv") o.fwd_narrow_pv = v != 0;
-    else if (key == "skip_unseen") o.fwd_skip_unseen = v != 0;
-    else if (key == "causal_group") o.fwd_causal_group = int(v);
-    else if (key == "persistent_group") o.fwd_persistent_group = int(v);
+  for (const auto& [key, v] : overrides) apply_override(o, key, v);
+  // NAME+KEY=VALUE+...: the row's own experiments after the global ones.
+  size_t plus = kernel.find('+');
+  o.fwd_kernel = kernel.substr(0, plus);
+  if (o.fwd_kernel == "default") o.fwd_kernel.clear();
+  while (plus != std::string::npos) {
+    const size_t next = kernel.find('+', plus + 1);
+    const std::string kv = kernel.substr(plus + 1, next == std::string::npos ? std::string::npos : next - plus - 1);
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("--kernels: '" + kv + "' in '" + kernel + "' is not KEY=VALUE");
+    char* end = nullptr;
+    const double v = std::strtod(kv.c_str() + eq + 1, &end);
+    if (end == kv.c_str() + eq + 1 || *end != '\0')
+      throw std::invalid_argument("--kernels: '" + kv + "' in '" + kernel + "' has no number after '='");
+    apply_override(o, kv.substr(0, eq), v);
+    plus = next;
   }
   return [o](const AttentionForwardArgs& a, Stream s) { return experimental::attention_forward(a, s, o); };
 }

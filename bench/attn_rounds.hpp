@@ -16,9 +16,14 @@ namespace hopattn::bench {
 
 using ForwardFn = std::function<Status(const AttentionForwardArgs&, Stream)>;
 
-// A hopattn forward call through experimental::attention_forward: `kernel` a registry name ("":
-// the defaults table's choice), with the --override experiments.
+// A hopattn forward call through experimental::attention_forward: `kernel` a registry name ("" or
+// "default": the defaults table's choice), optionally followed by +KEY=VALUE experiments of its
+// own (e.g. "default+varlen_pdl=0"), applied after the --override experiments. Throws
+// std::invalid_argument on an unknown key.
 ForwardFn hopattn_forward_fn(const std::string& kernel, const std::vector<std::pair<std::string, double>>& overrides);
+
+// The keys of --override and of a --kernels entry's +KEY=VALUE (experimental::Overrides' forward fields).
+const std::vector<std::string>& forward_override_keys();
 
 // One timed row of a cell: its name (the row's impl), the call and its arguments.
 struct TimedCall {

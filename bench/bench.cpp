@@ -182,7 +182,8 @@ std::string bench_usage() {
          "varlen-uniform/padded-uniform (issue 36's target: varlen/padded-equal >= 0.97).\n"
          "--bf16-values: with --dtype fp16, inputs rounded to bf16's significand first.\n"
          "--override KEY=VALUE,...: forward experiments for every hopattn row (stale_max_log2, narrow_pv,\n"
-         "skip_unseen, causal_group, persistent_group: attention/experimental.hpp).\n"
+         "skip_unseen, causal_group, persistent_group, varlen_pdl: attention/experimental.hpp). A --kernels\n"
+         "entry NAME+KEY=VALUE+... (NAME may be default) is a row with experiments of its own.\n"
          "--rounds N: time each cell's implementations N times, interleaved (the order rotates each\n"
          "round), and report each one's median (note: the spread); one round moves a cell by up to ~5 %.\n"
          "--warmup-ms T: before each cell, run its first implementation T ms untimed (default 200; 0:\n"
@@ -309,12 +310,13 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--override") {
         for (const std::string& kv : parse_word_list(value())) {
           const size_t eq = kv.find('=');
-          static const char* kKeys[] = {"stale_max_log2", "narrow_pv", "skip_unseen", "causal_group", "persistent_group"};
           bool known = false;
-          for (const char* k : kKeys) known |= eq != std::string::npos && kv.substr(0, eq) == k;
-          if (!known)
-            throw std::invalid_argument("--override: '" + kv + "' is not KEY=VALUE with KEY one of stale_max_log2, "
-                                        "narrow_pv, skip_unseen, causal_group, persistent_group");
+          std::string keys;
+          for (const std::string& k : forward_override_keys()) {
+            known |= eq != std::string::npos && kv.substr(0, eq) == k;
+            keys += (keys.empty() ? "" : ", ") + k;
+          }
+          if (!known) throw std::invalid_argument("--override: '" + kv + "' is not KEY=VALUE with KEY one of " + keys);
           o->overrides.emplace_back(kv.substr(0, eq), cli::parse_real("--override " + kv.substr(0, eq), kv.substr(eq + 1), -1e9, 1e9));
         }
       }

@@ -12,6 +12,7 @@
 #include "attention_check.hpp"
 #include "attention_reference.hpp"
 #include "device_utils.hpp"
+#include "attention/experimental.hpp"
 #include "hopattn/hopattn.hpp"
 
 namespace hopattn::reference {
@@ -37,8 +38,10 @@ struct VarlenRun {
   AttentionForwardArgs args{};
 };
 
-// Fills `r` for case `c`; an error if the workspace size is refused.
-Status build_varlen_run(const VarlenCase& c, hopattn_dtype_t dtype, VarlenRun& r);
+// Fills `r` for case `c`; an error if the workspace size is refused (under `overrides`:
+// fwd_varlen_hdim256 lifts the hdim-256 refusal, for the fault's diagnosis).
+Status build_varlen_run(const VarlenCase& c, hopattn_dtype_t dtype, VarlenRun& r,
+                        const experimental::Overrides& overrides = {});
 
 // cu_seqlens of lengths from `start`.
 std::vector<int32_t> varlen_prefix(int start, const std::vector<int>& lens);

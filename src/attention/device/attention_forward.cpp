@@ -179,7 +179,7 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream, const 
   DeviceContext ctx;
   if (Status s = check_versioned_header<hopattn_attention_fwd_args_t>(args, "args"); !s.ok()) return s;
   // The argument rules first: they need no device (a machine without a GPU still gets them).
-  if (Status s = check_attention_forward(args, host_only_context()); !s.ok()) return s;
+  if (Status s = check_attention_forward_arguments(args, overrides.fwd_varlen_hdim256); !s.ok()) return s;
   if (Status s = query_attention_context(args, stream, &ctx); !s.ok()) return s;
   if (Status s = check_attention_forward_placement(ctx); !s.ok()) return s;
   attention::FwdParams p = make_params(args);
@@ -198,6 +198,7 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream, const 
   p.skip_unseen = overrides.fwd_skip_unseen;
   p.causal_group = overrides.fwd_causal_group;
   p.persistent_group = overrides.fwd_persistent_group;
+  p.varlen_pdl = overrides.fwd_varlen_pdl;
   return attention::run_forward(p, stream);
 }
 
@@ -207,10 +208,15 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream, const 
 namespace hopattn {
 
 Status attention_forward_workspace_size(const AttentionForwardArgs& args, size_t* bytes) {
+  return experimental::attention_forward_workspace_size(args, experimental::Overrides{}, bytes);
+}
+
+Status experimental::attention_forward_workspace_size(const AttentionForwardArgs& args, const Overrides& overrides,
+                                                      size_t* bytes) {
   if (bytes == nullptr) return Status::invalid("bytes: null pointer");
   // The size reads the shapes: they must pass the argument rules first (the workspace's own rules
   // aside: it is what is being asked for).
-  if (Status s = check_attention_forward_sizing(args); !s.ok()) return s;
+  if (Status s = check_attention_forward_sizing(args, overrides.fwd_varlen_hdim256); !s.ok()) return s;
   *bytes = attention_forward_workspace_bytes(args);
   return Status();
 }

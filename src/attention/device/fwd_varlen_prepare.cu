@@ -33,6 +33,7 @@ namespace {
 
 constexpr int kThreads = 1024;
 constexpr int kSortLimit = 8192;
+constexpr int kSmemSequences = 1024;  // 40 KB of records, order and first entries
 
 struct PrepareArgs {
   const int32_t* cu_q;
@@ -74,8 +75,19 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_varlen_prepare_kernel(Prepare
   using Scan = cub::BlockScan<int, kThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ int carry;
-  auto* seq = reinterpret_cast<FwdVarlenSequence*>(a.workspace + kVarlenHeaderBytes);
-  auto* order = reinterpret_cast<int32_t*>(a.workspace + kVarlenHeaderBytes + size_t(a.batch) * sizeof(FwdVarlenSequence));
+  // Up to kSmemSequences sequences, the records, the order and each rank's first entry live in
+  // shared memory (every step reads them back, step 4 by binary search); above, in the workspace's
+  // scratch, and step 4 walks the sequences one by one.
+  __shared__ FwdVarlenSequence smem_seq[kSmemSequences];
+  __shared__ int32_t smem_order[kSmemSequences];
+  __shared__ int32_t smem_rank_start[kSmemSequences];
+  // The attention kernel (launched as this one's programmatic dependent, FwdParams::varlen_pdl)
+  // may start its CTAs now: they wait for this grid's completion before reading the list.
+  asm volatile("griddepcontrol.launch_dependents;");
+  const bool small = a.batch <= kSmemSequences;
+  auto* seq = small ? smem_seq : reinterpret_cast<FwdVarlenSequence*>(a.workspace + kVarlenHeaderBytes);
+  auto* order = small ? smem_order
+                      : reinterpret_cast<int32_t*>(a.workspace + kVarlenHeaderBytes + size_t(a.batch) * sizeof(FwdVarlenSequence));
   auto* tiles = reinterpret_cast<FwdVarlenTile*>(a.workspace + varlen_entries_offset(a.batch));
   const int tid = int(threadIdx.x);
 
@@ -140,24 +152,44 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_varlen_prepare_kernel(Prepare
     const int n = r < a.batch ? seq[b].tiles : 0;
     int start = 0, sum = 0;
     Scan(scan_storage).ExclusiveSum(n, start, sum);
-    if (r < a.batch) seq[b].start = carry + start;
+    if (r < a.batch) {
+      seq[b].start = carry + start;
+      if (small) smem_rank_start[r] = carry + start;
+    }
     __syncthreads();  // every thread has read carry (and scan_storage is free)
     if (tid == 0) carry += sum;
     __syncthreads();
   }
-  if (tid == 0) reinterpret_cast<int32_t*>(a.workspace)[0] = carry;  // the list's length
+  const int count = carry;
+  if (tid == 0) reinterpret_cast<int32_t*>(a.workspace)[0] = count;  // the list's length
 
-  // 4. The entries, sequence by sequence; NaN rows for the bad sequences with a valid query range.
+  // 4. The entries: entry e of sequence order[r] (its e - start-th); NaN rows for the bad
+  //    sequences with a valid query range.
+  auto write_entry = [&](int r, int e) {
+    const int b = order[r];
+    const FwdVarlenSequence s = seq[b];
+    const int m_blocks = (s.len_q + a.block_m - 1) / a.block_m;
+    const FwdFoldedTile f = folded_causal_tile(e - s.start, m_blocks, a.heads);
+    FwdVarlenTile t{-1, 0, 0, 0, s.q_offset, s.len_q, s.k_offset, s.len_k};
+    if (f.valid) t.m_block = f.m_block, t.h = f.hb, t.b = b, t.n_blocks = tile_kv_blocks(a, f.m_block, s.len_q, s.len_k);
+    tiles[e] = t;
+  };
+  if (small) {  // every entry at once: its rank is the last whose first entry is <= e
+    for (int e = tid; e < count; e += kThreads) {
+      int lo = 0, hi = a.batch - 1;
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (smem_rank_start[mid] <= e) lo = mid;
+        else hi = mid - 1;
+      }
+      write_entry(lo, e);
+    }
+  }
   for (int r = 0; r < a.batch; ++r) {
     const FwdVarlenSequence s = seq[order[r]];
     if (s.status == 0) {
-      const int m_blocks = (s.len_q + a.block_m - 1) / a.block_m;
-      for (int e = tid; e < s.tiles; e += kThreads) {
-        const FwdFoldedTile f = folded_causal_tile(e, m_blocks, a.heads);
-        FwdVarlenTile t{-1, 0, 0, 0, s.q_offset, s.len_q, s.k_offset, s.len_k};
-        if (f.valid) t.m_block = f.m_block, t.h = f.hb, t.b = order[r], t.n_blocks = tile_kv_blocks(a, f.m_block, s.len_q, s.len_k);
-        tiles[s.start + e] = t;
-      }
+      if (!small)
+        for (int e = s.start + tid; e < s.start + s.tiles; e += kThreads) write_entry(r, e);
     } else if (s.len_q > 0) {
       const int64_t elems = int64_t(s.len_q) * a.heads * a.hdim;
       for (int64_t i = tid; i < elems; i += kThreads) {

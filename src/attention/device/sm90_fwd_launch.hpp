@@ -173,6 +173,23 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
       }
     }
   }
+  if (fp.varlen() && fp.varlen_pdl) {
+    // A programmatic dependent of the prepare kernel (which triggers at its start): the CTAs
+    // launch and run their prologue while the list is being written, and wait for it with
+    // griddepcontrol.wait (ws_forward_kernel) before reading it.
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = dim3(unsigned(threads), 1, 1);
+    config.dynamicSmemBytes = size_t(shared_bytes);
+    config.stream = static_cast<cudaStream_t>(stream);
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, kernel, params));
+    return Status();
+  }
   kernel<<<grid, threads, shared_bytes, stream>>>(params);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status();

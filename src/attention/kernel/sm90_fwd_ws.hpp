@@ -687,10 +687,6 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
   ws::FwdTileScheduler<Mask, kPersistent, kOptions> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM,
                                                           p.heads_q, p.batch, p.causal_group};
-  if constexpr (kOptions) {  // a variable-length batch: the list the prepare kernel wrote
-    sched.varlen = p.varlen_tiles;
-    if (p.varlen_tiles != nullptr) sched.varlen_count = *p.varlen_count;
-  }
   if (threadIdx.x == 0) {
     ws::FullBarrier::init(&ss.q_full, 1);
     ws::EmptyBarrier::init(&ss.q_empty, Storage::kSeparateStagingO ? kConsumerThreads : 1);
@@ -709,6 +705,16 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     cutlass::arch::fence_barrier_init();
   }
   __syncthreads();
+  if constexpr (kOptions) {  // a variable-length batch: the list the prepare kernel wrote
+    sched.varlen = p.varlen_tiles;
+    if (p.varlen_tiles != nullptr) {
+      // Launched as the prepare kernel's programmatic dependent (FwdParams::varlen_pdl), this CTA
+      // may have started before the list was written: wait for the prepare grid to complete and
+      // its writes to be visible (a no-op in a kernel launched without the attribute).
+      asm volatile("griddepcontrol.wait;" ::: "memory");
+      sched.varlen_count = *p.varlen_count;
+    }
+  }
   if (threadIdx.x < 128) {  // producer warpgroup
     cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
     if (threadIdx.x == 0) ws::produce<Traits, Mask, kPersistent, kOptions>(p, ss, sched);
