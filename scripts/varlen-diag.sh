@@ -3,18 +3,18 @@
 #   scripts/varlen-diag.sh OUT_DIR [BUILD=build]
 # Each variant of the faulting case in its own process (bin/diag_varlen, the refusal lifted by
 # Overrides::fwd_varlen_hdim256), then a GPU core dump of the full case read by cuda-gdb (the
-# faulting PC, its SASS and the CTA), and the prepare kernel's duration under ncu.
+# faulting PC, its SASS and the CTA).
 set -uo pipefail
 out=${1:?usage: scripts/varlen-diag.sh OUT_DIR [BUILD]}
 build=${2:-build}
 mkdir -p "$out"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$(cd "$build" && pwd)/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 d="$build/bin/diag_varlen --varlen-hdim256"
 mix="1:1,17:17,113:113,1000:1000,0:7,129:129,64:64,65:65,5:0"
 {
-  for args in "" "--repeat 3" "--narrow-pv 0" "--skip-unseen 0" "--narrow-pv 0 --skip-unseen 0" "--causal 0" \
-              "--lens 127:40" "--lens 300:200" "--lens 127:40,300:200" "--lens $mix" "--q-start 0 --k-start 0" \
-              "--dtype fp16" "--heads 2:2" "--heads 6:6"; do
+  for args in "--repeat 4" "--repeat 4 --reuse" "--repeat 4 --causal 0" "--repeat 4 --narrow-pv 0 --skip-unseen 0" \
+              "--repeat 4 --lens 127:40,300:200" "--repeat 4 --lens $mix" "--repeat 4 --hdim 128" "--repeat 4 --dtype fp16" \
+              "--repeat 4 --heads 2:2" "--repeat 4 --q-start 0 --k-start 0"; do
     echo "=== diag_varlen $args"
     timeout 60 $d $args 2>&1 | grep -v '^  (' | tail -6
     echo "rc=${PIPESTATUS[0]}"
@@ -26,17 +26,11 @@ cuda_gdb=$(command -v cuda-gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null)
   rm -f /tmp/hd256.core
   CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1 CUDA_COREDUMP_FILE=/tmp/hd256.core \
   CUDA_COREDUMP_GENERATION_FLAGS='skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,skip_local_memory' \
-    timeout 120 $d 2>&1 | tail -3
+    timeout 120 $d --repeat 4 2>&1 | tail -3
   ls -la /tmp/hd256.core 2>&1
   if [ -n "$cuda_gdb" ] && [ -f /tmp/hd256.core ]; then
     timeout 120 "$cuda_gdb" -batch -ex "target cudacore /tmp/hd256.core" -ex "info cuda kernels" \
       -ex 'x/24i $errorpc-192' -ex 'info cuda warps' -ex 'p $errorpc' -ex 'bt' 2>&1 | head -150
   fi
 } >"$out/coredump.txt" 2>&1
-{
-  ncu --kernel-name regex:varlen_prepare --launch-count 4 --metrics gpu__time_duration.sum \
-    "$build/bin/hopattn" bench --varlen mix16 --hdim 128 --causal 1 --rounds 1 --warmup-ms 0 2>&1 | grep -E 'prepare|duration' | head -12
-  ncu --kernel-name regex:ws_forward --launch-count 2 --metrics gpu__time_duration.sum \
-    "$build/bin/hopattn" bench --varlen mix16 --hdim 128 --causal 1 --rounds 1 --warmup-ms 0 2>&1 | grep -E 'ws_forward|duration' | head -8
-} >"$out/ncu-prepare.txt" 2>&1
 echo done

@@ -6,7 +6,7 @@
 //
 //   diag_varlen [--hdim 256] [--dtype bf16|fp16] [--causal 0|1] [--heads HQ:HKV]
 //               [--lens LQ:LK,...] [--q-start N] [--k-start N] [--seed N] [--repeat N]
-//               [--kernel NAME] [--narrow-pv 0|1] [--skip-unseen 0|1] [--varlen-hdim256]
+//               [--reuse] [--kernel NAME] [--narrow-pv 0|1] [--skip-unseen 0|1] [--varlen-hdim256]
 // Default lengths: AttentionVarlen.MixedLengthsMatchFloat64Reference's batch (offsets 2 and 1,
 // heads 6:2). Exit 0 if every repeat passed, 1 on a wrong answer, 2 on a bad command line; a
 // CUDA fault aborts with its message.
@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   c.seed = 12;
   hopattn_dtype_t dtype = HOPATTN_DTYPE_BF16;
   int repeat = 1;
+  bool reuse = false;  // --reuse: one set of buffers for every repeat (else new ones each time)
   experimental::Overrides ov;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
     else if (a == "--k-start") c.k_start = std::atoi(need());
     else if (a == "--seed") c.seed = std::strtoull(need(), nullptr, 10);
     else if (a == "--repeat") repeat = std::atoi(need());
+    else if (a == "--reuse") reuse = true;
     else if (a == "--kernel") ov.fwd_kernel = need();
     else if (a == "--narrow-pv") ov.fwd_narrow_pv = std::atoi(need()) != 0;
     else if (a == "--skip-unseen") ov.fwd_skip_unseen = std::atoi(need()) != 0;
@@ -92,9 +94,11 @@ int main(int argc, char** argv) {
   std::printf("case %s dtype %s narrow_pv %d skip_unseen %d kernel '%s'\n", c.to_string().c_str(),
               hopattn_dtype_name(dtype), int(ov.fwd_narrow_pv), int(ov.fwd_skip_unseen), ov.fwd_kernel.c_str());
   int failed = 0;
+  VarlenRun kept;
   for (int it = 0; it < repeat; ++it) {
-    VarlenRun r;
-    if (Status s = build_varlen_run(c, dtype, r, ov); !s.ok()) {
+    VarlenRun fresh;
+    VarlenRun& r = reuse ? kept : fresh;
+    if (Status s = reuse && it > 0 ? Status() : build_varlen_run(c, dtype, r, ov); !s.ok()) {
       std::printf("workspace size refused: %s\n", s.to_string().c_str());
       return 1;
     }
