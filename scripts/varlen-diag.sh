@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # The hdim-256 varlen fault's diagnosis (docs/attention-varlen.md), in one device call:
 #   scripts/varlen-diag.sh OUT_DIR [BUILD=build]
-# Each variant of the faulting case in its own process (bin/diag_varlen, the refusal lifted by
-# Overrides::fwd_varlen_hdim256), then a GPU core dump of the full case read by cuda-gdb (the
+# Each variant of the case in its own process (bin/diag_varlen), then a GPU core dump of the full case read by cuda-gdb (the
 # faulting PC, its SASS and the CTA).
 set -uo pipefail
 out=${1:?usage: scripts/varlen-diag.sh OUT_DIR [BUILD]}
 build=${2:-build}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$(cd "$build" && pwd)/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-d="$build/bin/diag_varlen --varlen-hdim256"
+d="$build/bin/diag_varlen"
 mix="1:1,17:17,113:113,1000:1000,0:7,129:129,64:64,65:65,5:0"
 {
   for args in "--repeat 4" "--repeat 4 --reuse" "--repeat 4 --causal 0" "--repeat 4 --narrow-pv 0 --skip-unseen 0" \

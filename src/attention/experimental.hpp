@@ -20,9 +20,6 @@ struct Overrides {
   int fwd_causal_group = 0;         // non-persistent causal: pairs per group (0: by L2 size, 1: per pair)
   int fwd_persistent_group = -1;    // persistent causal: -1 folded order, N >= 0 grouped zig-zag order
   bool fwd_varlen_pdl = true;       // varlen: the attention kernel a programmatic dependent of the prepare kernel
-  // Diagnosis only: lifts the argument check's refusal of variable-length batches at head dim 256
-  // (its options kernel faulted on one causal batch; docs/attention-varlen.md). Never a default.
-  bool fwd_varlen_hdim256 = false;
 
   // Attention over a KV cache.
   std::string decode_kernel;  // a registry name; empty: the defaults table
@@ -35,7 +32,8 @@ Status check_kvcache_attention(const KvCacheArgs& args, const DeviceContext& con
                                const Overrides& overrides);
 KvCachePlan plan_kvcache_attention(const KvCacheArgs& args, int sm_count, const Overrides& overrides);
 
-// attention_forward_workspace_size under the overrides (fwd_varlen_hdim256 lifts its refusal too).
+// attention_forward_workspace_size under the overrides (the same size for every override today;
+// the tests and tools that run a call with overrides size its workspace with them).
 Status attention_forward_workspace_size(const AttentionForwardArgs& args, const Overrides& overrides, size_t* bytes);
 
 // The kernel a forward call with these arguments runs (the defaults table, or overrides.fwd_kernel

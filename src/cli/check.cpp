@@ -83,15 +83,6 @@ int run_check_command(int argc, char** argv) {
   std::printf("== variable-length forward vs float64 reference, per sequence ==\n");
   for (hopattn_dtype_t dtype : attention::compiled_dtypes())
     for (int hdim : attention::compiled_head_dims()) {
-      if (hdim == 256) {  // refused by the library for now (docs/attention-varlen.md): the refusal is checked
-        const reference::VarlenCheckResult r =
-            reference::run_varlen_check(reference::varlen_check_cases(hdim)[0], dtype, impls[0].second);
-        const bool refused = r.message.find("not supported yet") != std::string::npos;
-        std::printf("%-5s hopattn %s hdim 256: variable-length batch refused as not supported yet%s%s\n",
-                    refused ? "ok" : "FAIL", hopattn_dtype_name(dtype), refused ? "" : "; got: ", refused ? "" : r.message.c_str());
-        refused ? ++passes : ++failures;
-        continue;
-      }
       for (const reference::VarlenCase& c : reference::varlen_check_cases(hdim)) {
         if (quick && dtype != HOPATTN_DTYPE_BF16) continue;
         const reference::VarlenCheckResult r = reference::run_varlen_check(c, dtype, impls[0].second);

@@ -1,12 +1,12 @@
 // A diagnosis tool, not a test (no CTest entry): one variable-length forward case run through
 // experimental::attention_forward with the overrides given on the command line, checked against
 // the per-sequence float64 references (tests/reference/varlen_check.hpp). For bisecting a fault
-// one process per case (a fault ends the process's CUDA context); --varlen-hdim256 lifts the
-// argument check's hdim-256 refusal (Overrides::fwd_varlen_hdim256).
+// one process per case (a fault ends the process's CUDA context). It found the hdim-256 fault of
+// 2026-12-06 (docs/attention-varlen.md): --guard q made it fault on the first call.
 //
 //   diag_varlen [--hdim 256] [--dtype bf16|fp16] [--causal 0|1] [--heads HQ:HKV]
 //               [--lens LQ:LK,...] [--q-start N] [--k-start N] [--seed N] [--repeat N]
-//               [--reuse | --keep] [--guard q|k|v|o] [--poison-workspace BYTE] [--kernel NAME] [--narrow-pv 0|1] [--skip-unseen 0|1] [--varlen-hdim256]
+//               [--reuse | --keep] [--guard q|k|v|o] [--poison-workspace BYTE] [--kernel NAME] [--narrow-pv 0|1] [--skip-unseen 0|1]
 // Default lengths: AttentionVarlen.MixedLengthsMatchFloat64Reference's batch (offsets 2 and 1,
 // heads 6:2). Exit 0 if every repeat passed, 1 on a wrong answer, 2 on a bad command line; a
 // CUDA fault aborts with its message.
@@ -152,7 +152,6 @@ int main(int argc, char** argv) {
     else if (a == "--kernel") ov.fwd_kernel = need();
     else if (a == "--narrow-pv") ov.fwd_narrow_pv = std::atoi(need()) != 0;
     else if (a == "--skip-unseen") ov.fwd_skip_unseen = std::atoi(need()) != 0;
-    else if (a == "--varlen-hdim256") ov.fwd_varlen_hdim256 = true;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;

@@ -35,15 +35,8 @@ using Config = DtypeHdim;
 
 class AttentionVarlen : public ::testing::TestWithParam<Config> {};
 
-// The configurations varlen calls take: every compiled one but head dim 256, which the argument
-// check refuses for now (its options kernel faulted on a causal varlen batch; the refusal is
-// host-tested in test_attention_checks.cpp, AttentionVarlenChecks.HeadDim256IsNotSupportedYet).
-std::vector<Config> varlen_configs() {
-  std::vector<Config> out;
-  for (const Config& c : compiled_dtype_hdims())
-    if (c.hdim != 256) out.push_back(c);
-  return out;
-}
+// Every compiled (dtype, head dim).
+std::vector<Config> varlen_configs() { return compiled_dtype_hdims(); }
 
 std::vector<int32_t> prefix(int start, const std::vector<int>& lens) { return varlen_prefix(start, lens); }
 

@@ -38,8 +38,8 @@ struct VarlenRun {
   AttentionForwardArgs args{};
 };
 
-// Fills `r` for case `c`; an error if the workspace size is refused (under `overrides`:
-// fwd_varlen_hdim256 lifts the hdim-256 refusal, for the fault's diagnosis).
+// Fills `r` for case `c` (the workspace sized under `overrides`); an error if the workspace size
+// is refused.
 Status build_varlen_run(const VarlenCase& c, hopattn_dtype_t dtype, VarlenRun& r,
                         const experimental::Overrides& overrides = {});
 

@@ -294,9 +294,8 @@ Status check_varlen_workspace(const AttentionForwardArgs& a) {
   return Status();
 }
 
-// Every rule but the placement; `workspace`: the workspace's own rules too. `varlen_hdim256`:
-// the hdim-256 refusal lifted (Overrides::fwd_varlen_hdim256, for the fault's diagnosis only).
-Status check_arguments(const AttentionForwardArgs& a, bool workspace, bool varlen_hdim256 = false) {
+// Every rule but the placement; `workspace`: the workspace's own rules too.
+Status check_arguments(const AttentionForwardArgs& a, bool workspace) {
   if (Status s = check_versioned_header<hopattn_attention_fwd_args_t>(a, "args"); !s.ok()) return s;
   const Tensor* ts[4] = {&a.q, &a.k, &a.v, &a.o};
   const char* names[4] = {"q", "k", "v", "o"};
@@ -305,11 +304,6 @@ Status check_arguments(const AttentionForwardArgs& a, bool workspace, bool varle
     if (Status s = check_geometry(*ts[i], names[i], varlen ? 3 : 4, varlen ? kPackedDimNames : kDimNames); !s.ok())
       return s;
   }
-  // The hdim-256 options kernel faulted (illegal address) on a causal varlen batch in its first GPU
-  // run (2026-12-06, H100); refused until that is found and fixed (before the compiled set is
-  // asked, so that every build says the same).
-  if (varlen && a.q.shape[2] == 256 && !varlen_hdim256)
-    return Status::unsupported("q: variable-length batches at head dim 256 are not supported yet (64 and 128 are)");
   if (Status s = check_types(a); !s.ok()) return s;
   if (Status s = check_shapes(a); !s.ok()) return s;
   if (varlen) {
@@ -338,14 +332,7 @@ Status check_arguments(const AttentionForwardArgs& a, bool workspace, bool varle
 
 Status check_attention_forward_placement(const DeviceContext& ctx) { return check_placement(ctx, kTensorNames, 10); }
 
-Status check_attention_forward_sizing(const AttentionForwardArgs& a, bool varlen_hdim256) {
-  return check_arguments(a, false, varlen_hdim256);
-}
-
-Status check_attention_forward_arguments(const AttentionForwardArgs& a, bool varlen_hdim256) {
-  if (Status s = check_arguments(a, true, varlen_hdim256); !s.ok()) return s;
-  return check_attention_forward_placement(host_only_context());
-}
+Status check_attention_forward_sizing(const AttentionForwardArgs& a) { return check_arguments(a, false); }
 
 size_t attention_forward_workspace_bytes(const AttentionForwardArgs& a) {
   if (!is_varlen(a) || varlen_is_noop(a)) return 0;

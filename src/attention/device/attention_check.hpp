@@ -12,12 +12,7 @@ namespace hopattn {
 Status check_attention_forward_placement(const DeviceContext& ctx);
 
 // Every argument rule but the workspace's and the placement (what the workspace size depends on).
-// varlen_hdim256: the hdim-256 variable-length refusal lifted (Overrides::fwd_varlen_hdim256).
-Status check_attention_forward_sizing(const AttentionForwardArgs& args, bool varlen_hdim256 = false);
-
-// check_attention_forward(args, host_only_context()), optionally with the hdim-256 variable-length
-// refusal lifted.
-Status check_attention_forward_arguments(const AttentionForwardArgs& args, bool varlen_hdim256);
+Status check_attention_forward_sizing(const AttentionForwardArgs& args);
 
 // The workspace a call that passed check_attention_forward_sizing needs: 0 for a padded batch
 // or an empty variable-length one.

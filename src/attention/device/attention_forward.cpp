@@ -179,7 +179,7 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream, const 
   DeviceContext ctx;
   if (Status s = check_versioned_header<hopattn_attention_fwd_args_t>(args, "args"); !s.ok()) return s;
   // The argument rules first: they need no device (a machine without a GPU still gets them).
-  if (Status s = check_attention_forward_arguments(args, overrides.fwd_varlen_hdim256); !s.ok()) return s;
+  if (Status s = check_attention_forward(args, host_only_context()); !s.ok()) return s;
   if (Status s = query_attention_context(args, stream, &ctx); !s.ok()) return s;
   if (Status s = check_attention_forward_placement(ctx); !s.ok()) return s;
   attention::FwdParams p = make_params(args);
@@ -216,7 +216,7 @@ Status experimental::attention_forward_workspace_size(const AttentionForwardArgs
   if (bytes == nullptr) return Status::invalid("bytes: null pointer");
   // The size reads the shapes: they must pass the argument rules first (the workspace's own rules
   // aside: it is what is being asked for).
-  if (Status s = check_attention_forward_sizing(args, overrides.fwd_varlen_hdim256); !s.ok()) return s;
+  if (Status s = check_attention_forward_sizing(args); !s.ok()) return s;
   *bytes = attention_forward_workspace_bytes(args);
   return Status();
 }

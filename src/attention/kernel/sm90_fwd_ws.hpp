@@ -264,8 +264,21 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
         Tensor gQw = local_tile(seq_view(mQw, c.h, qo), WgTile{}, make_coord(c.m_block * Traits::kWarpgroups + w, _0{}));
         auto parts = tma_partition(p.tma_q_warpgroup, _0{}, Layout<_1>{}, group_modes<0, 2>(sQw), group_modes<0, 2>(gQw));
         EmptyBarrier::wait(&ss.q_empty_wg[w], (q_iter & 1) ^ 1u);
-        FullBarrier::arrive_and_expect_tx(&ss.q_full_wg[w], Traits::kTmaBytesQWarpgroup);
-        copy(p.tma_q_warpgroup.with(ss.q_full_wg[w]), get<0>(parts), get<1>(parts));
+        // The options kernels do not load a half wholly past the sequence's last row: its
+        // warpgroup's rows are never stored, and a TMA box wholly out of bounds faulted in
+        // variable-length batches (an illegal address, with unmapped memory before q: the
+        // end-aligned view's base lies max_len rows before it; --guard q of bin/diag_varlen,
+        // 2026-12-06). The barrier completes with a plain arrival; the warpgroup then computes
+        // on the stale Q rows of its tile, for rows that go nowhere.
+        bool past_end = false;
+        if constexpr (kOptions)
+          past_end = (c.m_block * Traits::kWarpgroups + w) * Traits::kWarpgroupRows >= (sched.is_varlen() ? c.len_q : p.seqlen_q);
+        if (past_end) {
+          FullBarrier::arrive(&ss.q_full_wg[w]);
+        } else {
+          FullBarrier::arrive_and_expect_tx(&ss.q_full_wg[w], Traits::kTmaBytesQWarpgroup);
+          copy(p.tma_q_warpgroup.with(ss.q_full_wg[w]), get<0>(parts), get<1>(parts));
+        }
       }
     } else {
       EmptyBarrier::wait(&ss.q_empty, (q_iter & 1) ^ 1u);
