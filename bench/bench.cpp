@@ -182,7 +182,7 @@ std::string bench_usage() {
          "varlen-uniform/padded-uniform (issue 36's target: varlen/padded-equal >= 0.97).\n"
          "--bf16-values: with --dtype fp16, inputs rounded to bf16's significand first.\n"
          "--override KEY=VALUE,...: forward experiments for every hopattn row (stale_max_log2, narrow_pv,\n"
-         "skip_unseen, causal_group, persistent_group, varlen_pdl: attention/experimental.hpp). A --kernels\n"
+         "skip_unseen, causal_group, persistent_group, varlen_pdl, varlen_dynamic: attention/experimental.hpp). A --kernels\n"
          "entry NAME+KEY=VALUE+... (NAME may be default) is a row with experiments of its own.\n"
          "--rounds N: time each cell's implementations N times, interleaved (the order rotates each\n"
          "round), and report each one's median (note: the spread); one round moves a cell by up to ~5 %.\n"

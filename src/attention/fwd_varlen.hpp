@@ -4,7 +4,8 @@
 // CuTe header: compiled by nvcc and by the host compiler alike.
 //
 // Workspace layout (16-byte aligned base):
-//   [0, 64)                         header: int32 tile count (entries written), the rest zero
+//   [0, 64)                         header: int32 tile count (entries written), int32 claim
+//                                   counter (zeroed; the dynamic dealing's), the rest unused
 //   [64, 64 + 36 * batch)           the prepare kernel's scratch: a FwdVarlenSequence per
 //                                   sequence, then the sequences' order (int32 each)
 //   then, 32-byte aligned,          varlen_tile_capacity() entries of FwdVarlenTile
@@ -36,6 +37,7 @@ static_assert(sizeof(FwdVarlenTile) == 32, "two 16-byte loads per entry");
 
 constexpr int kVarlenMinBlockM = 64;         // the smallest Q tile of any row
 constexpr size_t kVarlenHeaderBytes = 64;
+constexpr size_t kVarlenClaimOffset = 4;  // int32 in the header: the dynamic dealing's claim counter
 // The prepare kernel's record of one sequence.
 struct alignas(16) FwdVarlenSequence {
   int32_t cost;    // KV tiles of its costliest Q tile (the sort key)

@@ -199,6 +199,7 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream, const 
   p.causal_group = overrides.fwd_causal_group;
   p.persistent_group = overrides.fwd_persistent_group;
   p.varlen_pdl = overrides.fwd_varlen_pdl;
+  p.varlen_dynamic = overrides.fwd_varlen_dynamic;
   return attention::run_forward(p, stream);
 }
 

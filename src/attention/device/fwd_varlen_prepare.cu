@@ -161,7 +161,10 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_varlen_prepare_kernel(Prepare
     __syncthreads();
   }
   const int count = carry;
-  if (tid == 0) reinterpret_cast<int32_t*>(a.workspace)[0] = count;  // the list's length
+  if (tid == 0) {
+    reinterpret_cast<int32_t*>(a.workspace)[0] = count;  // the list's length
+    *reinterpret_cast<int32_t*>(a.workspace + kVarlenClaimOffset) = 0;  // the dynamic dealing's counter
+  }
 
   // 4. The entries: entry e of sequence order[r] (its e - start-th); NaN rows for the bad
   //    sequences with a valid query range.

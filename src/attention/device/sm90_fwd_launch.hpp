@@ -86,6 +86,7 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
     const char* ws = static_cast<const char*>(fp.workspace);
     p.varlen_count = reinterpret_cast<const int*>(ws);
     p.varlen_tiles = reinterpret_cast<const FwdVarlenTile*>(ws + varlen_entries_offset(fp.batch));
+    if (fp.varlen_dynamic) p.varlen_claim = reinterpret_cast<int*>(static_cast<char*>(fp.workspace) + kVarlenClaimOffset);
   }
   return p;
 }
@@ -211,7 +212,7 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
     constexpr bool kOverlap =
         s.kernel != FwdKernel::kWarpSpecializedSerial && s.kernel != FwdKernel::kWarpSpecializedPingPongSerial;
     return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>, kWsThreads<Traits>,
-                              int(sizeof(WsStorageOf<Traits, kPersistent>)), kPersistent, !kPersistent && Mask::kCausal,
+                              int(sizeof(WsKernelStorage<Traits, kPersistent, s.options>)), kPersistent, !kPersistent && Mask::kCausal,
                               fp, stream);
   }
 }

@@ -168,6 +168,9 @@ struct Fa2Traits {
     // TMA views are then end-aligned (make_fwd_params): seqlen_q / seqlen_k hold max_seqlen_q / k.
     const FwdVarlenTile* varlen_tiles = nullptr;
     const int* varlen_count = nullptr;
+    // Dynamic dealing of the list (FwdParams::varlen_dynamic): the workspace's claim counter, which
+    // the prepare kernel zeroes; nullptr: the static dealing (ws::TileCursor).
+    int* varlen_claim = nullptr;
   };
 };
 

@@ -193,6 +193,34 @@ using WsStorageOf = std::conditional_t<
 
 namespace ws {
 
+// The ring through which a variable-length batch's units (dynamic dealing, cursor_next) reach the
+// producer and the consumer warpgroups: slot s holds a unit index once full[s] has completed (1
+// arrival, by the dealer thread), and is free again once empty[s] has (the producer thread and
+// every consumer thread, once each has taken the next unit). request: 1 arrival per unit, by the producer
+// once it has issued the unit's loads: the dealer claims the next unit only then (just in time;
+// claiming ahead of that left CTAs holding units others could have taken: 0.95-0.99 of the ideal
+// balance on mix16 in a model, against 0.97-1.0).
+struct VarlenUnitRing {
+  static constexpr int kSlots = 4;
+  alignas(8) uint64_t full[kSlots];
+  alignas(8) uint64_t empty[kSlots];
+  alignas(8) uint64_t request;
+  int unit[kSlots];
+};
+
+}  // namespace ws
+
+// The options kernels' shared memory: the storage of their tiles plus the unit ring.
+template <class Storage>
+struct WithUnitRing : Storage {
+  ws::VarlenUnitRing unit_ring;
+};
+template <class Traits, bool kPersistent, bool kOptions>
+using WsKernelStorage = std::conditional_t<kOptions, WithUnitRing<WsStorageOf<Traits, kPersistent>>,
+                                           WsStorageOf<Traits, kPersistent>>;
+
+namespace ws {
+
 using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
 using EmptyBarrier = cutlass::arch::ClusterBarrier;
 // setmaxnreg budgets (multiples of 8), within the CTA's launch pool (threads × the launch-bounds
@@ -203,6 +231,81 @@ constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 
 constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
 
 // TileCoord, FwdTileScheduler, the per-tile masks and the sequence origins: sm90_fwd_ws_schedule.hpp.
+
+// The positions of the tile order a CTA takes, one after another; the producer and the consumers
+// each walk them with a cursor of their own. Static dealing: sched.tile(0), sched.tile(1), ...
+// Dynamic dealing (variable-length batches whose Params carry the claim counter,
+// Params::varlen_claim): the list in units of two positions (a folded unit; the list holds an even
+// number). A dealer thread (deal_units: lane 0 of the producer warpgroup's second warp) hands the
+// CTA's first unit, its own index, and then, each time the producer has issued the loads of a unit,
+// claims the next one with an atomicAdd on the workspace's counter (+ gridDim.x), through the
+// VarlenUnitRing. The list runs longest first, so a CTA taking the next unit when it gets free is
+// list scheduling in that order; the static dealing of the same list (CTA i takes units i, i + G,
+// ...) left CTAs with up to a unit of the longest sequence more than others (docs/attention-varlen.md).
+// A unit index past the last ends every walk. No taker holds its unit in a register (the producer
+// runs at 24, the hdim-64 consumers at 160: the claim in the producer's loop made every options
+// kernel spill 104-224 bytes, a unit register in the consumers' loop 68 at hdim 64; ptxas
+// 2026-12-06): it is read back from its ring slot, which a taker holds until it takes the next.
+struct TileCursor {
+  int k = 0;  // static: the position index; dynamic: 2 · (units before this one) + position in the unit
+};
+
+template <bool kOptions, class Params, class Sched>
+CUTE_DEVICE bool dynamic_dealing(Params const& p, Sched const& sched) {
+  if constexpr (kOptions) return sched.is_varlen() && p.varlen_claim != nullptr;
+  return false;
+}
+
+// A taker (the producer thread, every consumer thread) takes its handed-th unit and releases the
+// slot of the one before: a slot stays held while its unit runs, so the unit is read back from it.
+CUTE_DEVICE int take_unit(VarlenUnitRing& ring, int handed) {
+  const int slot = handed % VarlenUnitRing::kSlots;
+  FullBarrier::wait(&ring.full[slot], uint32_t((handed / VarlenUnitRing::kSlots) & 1));
+  if (handed > 0) EmptyBarrier::arrive(&ring.empty[(handed - 1) % VarlenUnitRing::kSlots]);
+  return *reinterpret_cast<volatile int*>(&ring.unit[slot]);
+}
+CUTE_DEVICE int current_unit(VarlenUnitRing& ring, int handed) {
+  return *reinterpret_cast<volatile int*>(&ring.unit[handed % VarlenUnitRing::kSlots]);
+}
+
+// The dealer thread's loop (dynamic dealing only).
+CUTE_DEVICE void deal_units(VarlenUnitRing& ring, int* claim, int positions) {
+  for (int handed = 0;; ++handed) {
+    int u = int(blockIdx.x);
+    if (handed > 0) {
+      EmptyBarrier::wait(&ring.request, uint32_t((handed - 1) & 1));  // the producer is done with the last
+      u = int(gridDim.x) + atomicAdd(claim, 1);
+    }
+    const int slot = handed % VarlenUnitRing::kSlots;
+    EmptyBarrier::wait(&ring.empty[slot], uint32_t((handed / VarlenUnitRing::kSlots) & 1) ^ 1u);
+    *reinterpret_cast<volatile int*>(&ring.unit[slot]) = u;
+    FullBarrier::arrive(&ring.full[slot]);  // release: the index is visible to the takers
+    if (2 * u >= positions) return;
+  }
+}
+
+// The cursor's next position (first: its first), or a value >= sched.end() when there is none.
+template <bool kProducer, bool kOptions, class Params, class Storage, class Sched>
+CUTE_DEVICE int cursor_next(TileCursor& cur, Params const& p, Storage& ss, Sched const& sched, bool first) {
+  if constexpr (kOptions) {
+    if (dynamic_dealing<kOptions>(p, sched)) {
+      if (!first) ++cur.k;
+      const int handed = cur.k >> 1;
+      int unit;
+      if (cur.k & 1) {
+        unit = current_unit(ss.unit_ring, handed);
+      } else {
+        if constexpr (kProducer)
+          if (!first) EmptyBarrier::arrive(&ss.unit_ring.request);  // the last unit's loads are issued
+        unit = take_unit(ss.unit_ring, handed);
+      }
+      const int t = 2 * unit + (cur.k & 1);
+      return t < sched.end() ? t : sched.end();
+    }
+  }
+  if (!first) ++cur.k;
+  return sched.tile(cur.k);
+}
 
 template <class Traits, class Mask, bool kPersistent, bool kOptions, class Storage>
 CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
@@ -221,7 +324,9 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
   auto const& tma_k = p.tma_k;
   auto const& tma_v = p.tma_v;
   int kv_iter = 0, q_iter = 0;
-  for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
+  TileCursor cursor;
+  for (int t = cursor_next<true, kOptions>(cursor, p, ss, sched, true); t < sched.end();
+       t = cursor_next<true, kOptions>(cursor, p, ss, sched, false)) {
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // the consumers skip it too
     const int h_kv = c.h / (p.heads_q / p.heads_kv);
@@ -286,7 +391,13 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       copy(p.tma_q.with(ss.q_full), get<0>(q_parts), get<1>(q_parts));
     }
     ++q_iter;
-    for (int n = 1; n < n_blocks; ++n) load_kv(n);
+    if constexpr (kOptions) {  // not unrolled: unrolled, with the dynamic dealing's dealer beside it,
+      // the producer spilled 76 bytes at its 24 registers (hdim 64, ptxas 2026-12-06)
+      CUTE_NO_UNROLL
+      for (int n = 1; n < n_blocks; ++n) load_kv(n);
+    } else {
+      for (int n = 1; n < n_blocks; ++n) load_kv(n);
+    }
   }
 }
 
@@ -595,7 +706,9 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   bool granted_first_turn = false;
   SharedOTurn<Storage> o_turn{nullptr, turns.warpgroup, thread_idx % 128 == 0};
   if constexpr (Storage::kSharedO) o_turn.o_free = &ss.o_free;
-  for (int k = 0, t = sched.tile(0); t < sched.end(); t = sched.tile(++k)) {
+  TileCursor cursor;
+  for (int t = cursor_next<false, kOptions>(cursor, p, ss, sched, true); t < sched.end();
+       t = cursor_next<false, kOptions>(cursor, p, ss, sched, false)) {
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // a folded position without a tile (the producer skips it too)
     const Mask tmask = tile_mask<kOptions>(mask, sched, c);
@@ -614,9 +727,13 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     if (n_blocks > 0) {
       if (kPingPong && turns.last() && !granted_first_turn) turns.pass();  // warpgroup 1 goes first
       granted_first_turn = true;
-      bool last_work = true;  // no later tile of this CTA has a key to visit
-      for (int j = k + 1, u = sched.tile(j); u < sched.end() && last_work; u = sched.tile(++j))
-        last_work = n_blocks_of(u) == 0;
+      // No later tile of this CTA has a key to visit: the last warpgroup skips its very last pass.
+      // Dynamic dealing cannot look ahead: it always passes, and warpgroup 1 takes that last pass
+      // before it exits (below).
+      bool last_work = !dynamic_dealing<kOptions>(p, sched);
+      if (last_work)
+        for (int j = cursor.k + 1, u = sched.tile(j); u < sched.end() && last_work; u = sched.tile(++j))
+          last_work = n_blocks_of(u) == 0;
       // This warpgroup's rows of the tile end at row 64 w.
       // Causal: a warpgroup skips the tile's last block when none of its rows see it (skip_block).
       const int row_end = 64 * turns.warpgroup;
@@ -676,6 +793,8 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   // shared tile, warpgroup 1's last may still be awaited by warpgroup 2's last epilogue).
   if (Storage::kSeparateStagingO && thread_idx % 128 == 0) tma_store_wait<0>();
   o_turn.release();
+  // Dynamic dealing: the last warpgroup's very last pass (last_work above) is warpgroup 1's.
+  if (kPingPong && dynamic_dealing<kOptions>(p, sched) && turns.warpgroup == 1 && granted_first_turn) turns.wait();
 }
 
 }  // namespace ws
@@ -696,7 +815,7 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
                     launch_pool_registers(kWsThreads<Traits>),
                 "setmaxnreg budgets exceed the CTA's launch pool (the consumers' setmaxnreg.inc would wait forever)");
   extern __shared__ char smem_raw[];
-  using Storage = WsStorageOf<Traits, kPersistent>;
+  using Storage = WsKernelStorage<Traits, kPersistent, kOptions>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
   ws::FwdTileScheduler<Mask, kPersistent, kOptions> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM,
                                                           p.heads_q, p.batch, p.causal_group};
@@ -709,6 +828,13 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
         ws::EmptyBarrier::init(&ss.q_empty_wg[w], 128);
       }
     if constexpr (Storage::kSharedO) ws::EmptyBarrier::init(&ss.o_free, 1);
+    if constexpr (kOptions) {
+      for (int s = 0; s < ws::VarlenUnitRing::kSlots; ++s) {
+        ws::FullBarrier::init(&ss.unit_ring.full[s], 1);
+        ws::EmptyBarrier::init(&ss.unit_ring.empty[s], kConsumerThreads + 1);  // and the producer
+      }
+      ws::EmptyBarrier::init(&ss.unit_ring.request, 1);
+    }
     for (int s = 0; s < Traits::kStages; ++s) {
       ws::FullBarrier::init(&ss.k_full[s], 1);
       ws::FullBarrier::init(&ss.v_full[s], 1);
@@ -730,7 +856,13 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   }
   if (threadIdx.x < 128) {  // producer warpgroup
     cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
-    if (threadIdx.x == 0) ws::produce<Traits, Mask, kPersistent, kOptions>(p, ss, sched);
+    if (threadIdx.x == 0) {
+      ws::produce<Traits, Mask, kPersistent, kOptions>(p, ss, sched);
+    } else if constexpr (kOptions) {  // the dealer of dynamic dealing (its own branch: ptxas then
+      // fits both in the producer warpgroup's 24 registers; after produce() it spilled 76 bytes)
+      if (threadIdx.x == 32 && p.varlen_tiles != nullptr && p.varlen_claim != nullptr)
+        ws::deal_units(ss.unit_ring, p.varlen_claim, *p.varlen_count);
+    }
   } else {
     cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups)>();
     ws::consume<Traits, Mask, kPingPong, kPersistent, kOverlap, kOptions>(p, ss, sched);
