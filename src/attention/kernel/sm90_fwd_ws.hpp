@@ -77,7 +77,9 @@
 // turns per block (S; then P·V after the softmax).
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
 // warpgroup (2, or 3) grants warpgroup 1 its first turn and skips its own very last pass (in the
-// CTA's last tile that has work), so every named-barrier arrival is matched before the CTA exits.
+// CTA's last tile that has work), so every named-barrier arrival is matched before the CTA exits;
+// under the dynamic dealing of a variable-length batch (no look-ahead) it makes that pass, and
+// warpgroup 1 takes it before it exits.
 // Producer timeline per tile: K/V tile 0, then (after q_empty) Q, then K/V tiles 1 .. N-1.
 #pragma once
 
@@ -261,6 +263,7 @@ CUTE_DEVICE bool dynamic_dealing(Params const& p, Sched const& sched) {
 CUTE_DEVICE int take_unit(VarlenUnitRing& ring, int handed) {
   const int slot = handed % VarlenUnitRing::kSlots;
   FullBarrier::wait(&ring.full[slot], uint32_t((handed / VarlenUnitRing::kSlots) & 1));
+  asm volatile("" ::: "memory");  // the read stays after the wait (CUTLASS's asm has no memory clobber)
   if (handed > 0) EmptyBarrier::arrive(&ring.empty[(handed - 1) % VarlenUnitRing::kSlots]);
   return *reinterpret_cast<volatile int*>(&ring.unit[slot]);
 }
@@ -279,8 +282,12 @@ CUTE_DEVICE void deal_units(VarlenUnitRing& ring, int* claim, int positions) {
     const int slot = handed % VarlenUnitRing::kSlots;
     EmptyBarrier::wait(&ring.empty[slot], uint32_t((handed / VarlenUnitRing::kSlots) & 1) ^ 1u);
     *reinterpret_cast<volatile int*>(&ring.unit[slot]) = u;
+    asm volatile("" ::: "memory");          // the write stays before the arrival
     FullBarrier::arrive(&ring.full[slot]);  // release: the index is visible to the takers
-    if (2 * u >= positions) return;
+    // The takers' walks end at this unit if its second position is past the list (the list holds
+    // an even number of positions, so that is the final hand-over, u >= units; were it odd, the
+    // last unit's second position would end them too, and the dealer must not wait for a request).
+    if (2 * u + 1 >= positions) return;
   }
 }
 
