@@ -153,6 +153,22 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   q_regs.load(p, t, threadIdx.x);
   t.set_length<typename Traits::Params, kBlockM, kBlockN>(p, len);
   if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  const bool paged = p.page_table != nullptr;
+  const int32_t* pages = paged ? p.page_table + int64_t(t.b) * p.pt_batch_stride : nullptr;
+  if (paged && !t.bad && t.n_end > t.n_begin) {
+    // Every page this CTA reads must be in the pool: an id outside it gives the sequence NaN rows
+    // (as a bad length does) and is recorded; it never reaches a TMA coordinate.
+    const int first = (t.n_begin * kBlockN) >> p.page_shift;
+    const int last = (min(t.n_end * kBlockN, t.len) - 1) >> p.page_shift;
+    int bad_id = 0;
+    bool bad_page = false;
+    for (int j = first + int(threadIdx.x); j <= last; j += Traits::kThreads) {
+      const int id = pages[j];
+      if (id < 0 || id >= p.num_pages) bad_page = true, bad_id = id;
+    }
+    if (bad_page) record_bad_page(p.error, t.b, bad_id);
+    if (__syncthreads_or(bad_page)) t.bad = true, t.n_end = t.n_begin;
+  }
   const int n_blocks = t.n_end - t.n_begin;
 
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
@@ -161,22 +177,30 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, BLK_N, PIPE)
 
   const int tma_len = max(p.cache_rows, 1);
-  Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-  Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-  Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
-  Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  const int tma_outer = paged ? max(p.num_pages, 1) : p.batch;  // pages of the pool, or sequences
+  Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
+  Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
+  // (BLK_N, D, n, outer): key tile n of sequence (or page) outer.
+  Tensor gK = local_tile(mK(_, _, t.h_kv, _), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
+  Tensor gV = local_tile(mV(_, _, t.h_kv, _), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
   auto tma_k_parts = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
   auto tma_v_parts = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
-  Tensor tKgK = get<0>(tma_k_parts);  // (TMA, n)
+  Tensor tKgK = get<0>(tma_k_parts);  // (TMA, n, outer)
   Tensor tKsK = get<1>(tma_k_parts);  // (TMA, PIPE)
-  Tensor tVgV = get<0>(tma_v_parts);  // (TMA, n)
+  Tensor tVgV = get<0>(tma_v_parts);  // (TMA, n, outer)
   Tensor tVsV = get<1>(tma_v_parts);  // (TMA, PIPE)
 
   auto load_kv = [&](int n, int stage) {
+    int tile = n, outer = t.b;
+    if (paged) {  // key tile n: tile (n·BN mod page_size) / BN of its page
+      const int key = n * kBlockN;
+      outer = pages[key >> p.page_shift];
+      tile = (key & ((1 << p.page_shift) - 1)) / kBlockN;
+    }
     Barrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-    copy(p.tma_k.with(ss.k_full[stage]), tKgK(_, n), tKsK(_, stage));
+    copy(p.tma_k.with(ss.k_full[stage]), tKgK(_, tile, outer), tKsK(_, stage));
     Barrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
-    copy(p.tma_v.with(ss.v_full[stage]), tVgV(_, n), tVsV(_, stage));
+    copy(p.tma_v.with(ss.v_full[stage]), tVgV(_, tile, outer), tVsV(_, stage));
   };
   // A CTA with no KV tile (an empty cache or split, a bad length, an int8 call's empty tail: 1024
   // such CTAs at 64:8 128 x 2k) skips the barriers, the Q tile and the loop: its epilogue writes
