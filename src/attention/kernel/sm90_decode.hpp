@@ -180,27 +180,32 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   const int tma_outer = paged ? max(p.num_pages, 1) : p.batch;  // pages of the pool, or sequences
   Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
   Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
-  // (BLK_N, D, n, outer): key tile n of sequence (or page) outer.
-  Tensor gK = local_tile(mK(_, _, t.h_kv, _), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
-  Tensor gV = local_tile(mV(_, _, t.h_kv, _), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
+  Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
   auto tma_k_parts = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
   auto tma_v_parts = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
-  Tensor tKgK = get<0>(tma_k_parts);  // (TMA, n, outer)
+  Tensor tKgK = get<0>(tma_k_parts);  // (TMA, n)
   Tensor tKsK = get<1>(tma_k_parts);  // (TMA, PIPE)
-  Tensor tVgV = get<0>(tma_v_parts);  // (TMA, n, outer)
+  Tensor tVgV = get<0>(tma_v_parts);  // (TMA, n)
   Tensor tVsV = get<1>(tma_v_parts);  // (TMA, PIPE)
 
   auto load_kv = [&](int n, int stage) {
-    int tile = n, outer = t.b;
-    if (paged) {  // key tile n: tile (n·BN mod page_size) / BN of its page
-      const int key = n * kBlockN;
-      outer = pages[key >> p.page_shift];
-      tile = (key & ((1 << p.page_shift) - 1)) / kBlockN;
-    }
     Barrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-    copy(p.tma_k.with(ss.k_full[stage]), tKgK(_, tile, outer), tKsK(_, stage));
+    if (paged) {  // key tile n: tile (n·BN mod page_size) / BN of its page, in the pool's view
+      const int key = n * kBlockN, page = pages[key >> p.page_shift];
+      const int tile = (key & ((1 << p.page_shift) - 1)) / kBlockN;
+      Tensor gKp = local_tile(mK(_, _, t.h_kv, page), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
+      Tensor gVp = local_tile(mV(_, _, t.h_kv, page), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
+      auto kp = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gKp));
+      auto vp = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gVp));
+      copy(p.tma_k.with(ss.k_full[stage]), get<0>(kp)(_, tile), tKsK(_, stage));
+      Barrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
+      copy(p.tma_v.with(ss.v_full[stage]), get<0>(vp)(_, tile), tVsV(_, stage));
+      return;
+    }
+    copy(p.tma_k.with(ss.k_full[stage]), tKgK(_, n), tKsK(_, stage));
     Barrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
-    copy(p.tma_v.with(ss.v_full[stage]), tVgV(_, tile, outer), tVsV(_, stage));
+    copy(p.tma_v.with(ss.v_full[stage]), tVgV(_, n), tVsV(_, stage));
   };
   // A CTA with no KV tile (an empty cache or split, a bad length, an int8 call's empty tail: 1024
   // such CTAs at 64:8 128 x 2k) skips the barriers, the Q tile and the loop: its epilogue writes
