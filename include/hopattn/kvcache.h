@@ -19,6 +19,16 @@
  *                  (len = cache_seqlens[b]) are read from the int8 cache and the last len % quant_block
  *                  from rows 0, 1, ... of the tails; without, all len from the int8 cache.
  *
+ *   page_table     optional: (batch, max_pages) int32, device memory, contiguous rows: a paged
+ *                  cache (vLLM's and FlashAttention-3's layout). k_cache and v_cache are then pools of
+ *                  pages, (num_pages, page_size, heads_kv, hdim), page_size a power of two; token t of
+ *                  sequence b lives in row t % page_size of page page_table[b][t / page_size], and
+ *                  max_seqlen_k is max_pages * page_size. Entries past a sequence's last page are never
+ *                  read. An id outside [0, num_pages) for a token the call reads gives that sequence
+ *                  NaN rows and is recorded (hopattn_kvcache_device_check). Supported so far: 16-bit
+ *                  caches with pages of 128 or 256 tokens (smaller pages and int8 caches:
+ *                  HOPATTN_NOT_SUPPORTED).
+ *
  * Query row i of sequence b is at position cache_seqlens[b] - seqlen_q + i: with causal it sees
  * keys j <= i + cache_seqlens[b] - seqlen_q (bottom-right aligned to the sequence's own length);
  * without, every key j < cache_seqlens[b]. A row that sees no key gets O = 0, LSE = -inf.
@@ -53,6 +63,7 @@ typedef struct hopattn_kvcache_args {
   size_t workspace_bytes;
   hopattn_tensor_t k_tail;  /* int8 cache only, optional: the 16-bit partial last blocks (see above) */
   hopattn_tensor_t v_tail;
+  hopattn_tensor_t page_table;  /* optional: a paged cache (see above); zero: contiguous (0.3) */
 } hopattn_kvcache_args_t;
 
 #define HOPATTN_KVCACHE_ARGS_INIT {(uint32_t)sizeof(hopattn_kvcache_args_t)}

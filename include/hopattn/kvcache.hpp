@@ -14,6 +14,8 @@ using KvCacheArgs = VersionedArgs<hopattn_kvcache_args_t>;
 // the int8 cache's v_scale (batch, seqlen, heads_kv) fp32.
 Tensor tensor_seqlens(int32_t* data, long long batch);
 Tensor tensor_v_scale(float* data, long long batch, long long seqlen, long long heads_kv);
+// A paged cache's page_table: (batch, max_pages) int32, contiguous.
+Tensor tensor_page_table(int32_t* data, long long batch, long long max_pages);
 
 // How a call will run: the split-KV count, whether the query heads of a KV group are packed
 // into one tile's rows, and the workspace that needs (partial O and LSE per split).

@@ -81,16 +81,19 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, softmax_scale=None, num_splits=0,
                             pack_gqa=None, k_scale=None, v_scale=None, k_tail=None, v_tail=None, return_lse=False,
                             out=None, lse=None, workspace=None, stream=None, k=None, v=None, rotary_cos=None,
-                            rotary_sin=None, rotary_interleaved=True, *, window_size=_ops._NO_WINDOW, softcap=0.0,
-                            sinks=None):
-    """Attention over a KV cache (bf16/fp16 or int8), optionally appending k, v first (with rotary);
-    see hopattn.ops.flash_attn_with_kvcache. window_size, softcap and sinks are taken for
+                            rotary_sin=None, rotary_interleaved=True, *, page_table=None, window_size=_ops._NO_WINDOW,
+                            softcap=0.0, sinks=None):
+    """Attention over a KV cache (bf16/fp16 or int8; contiguous, or paged through page_table),
+    optionally appending k, v first (with rotary); see hopattn.ops.flash_attn_with_kvcache.
+    window_size, softcap and sinks are taken for
     FlashAttention-3's calls but not implemented here yet: other than the defaults they raise
     NotSupportedError."""
     if _compiling():
         if window_size is not _ops._NO_WINDOW or softcap or sinks is not None:
             _ops._kvcache_options_unsupported(window_size, softcap, sinks)
         ops = _torch_module.ops.hopattn
+        if page_table is not None and (k is not None or v is not None):  # as in eager
+            raise NotSupportedError("page_table with k=/v=: appending to a paged cache is not supported yet")
         if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
             if k is None or v is None:  # as in eager (hopattn.ops._append_for_attention)
                 raise ValueError("k, v: give both to append (rotary_cos / rotary_sin apply only with them)")
@@ -100,13 +103,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
             q = q_rot if rotary_cos is not None else q
         op = ops.flash_attn_with_kvcache_lse if return_lse else ops.flash_attn_with_kvcache
         return op(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, bool(causal),
-                  int(num_splits), pack_gqa)
+                  int(num_splits), pack_gqa, page_table)
     return _ops.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=causal, softmax_scale=softmax_scale,
                                         num_splits=num_splits, pack_gqa=pack_gqa, k_scale=k_scale, v_scale=v_scale,
                                         k_tail=k_tail, v_tail=v_tail, return_lse=return_lse, out=out, lse=lse,
                                         workspace=workspace, stream=stream, k=k, v=v, rotary_cos=rotary_cos,
                                         rotary_sin=rotary_sin, rotary_interleaved=rotary_interleaved,
-                                        window_size=window_size, softcap=softcap, sinks=sinks)
+                                        page_table=page_table, window_size=window_size, softcap=softcap, sinks=sinks)
 
 
 def quantize_kv_int8(k, v, block=128, out=None, stream=None):

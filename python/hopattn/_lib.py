@@ -101,6 +101,7 @@ class KvCacheArgs(ctypes.Structure):
         ("workspace_bytes", ctypes.c_size_t),
         ("k_tail", Tensor),
         ("v_tail", Tensor),
+        ("page_table", Tensor),
     ]
 
 

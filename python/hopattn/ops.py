@@ -47,7 +47,7 @@ _FWD_SIZE = _FWD.size + _FWD_OPTIONS.size
 _FWD_VARLEN = struct.Struct("<" + _TENSOR * 3 + "ii")
 _FWD_WORKSPACE = struct.Struct("<QQ")
 _FWD_VARLEN_SIZE = _FWD_SIZE + _FWD_VARLEN.size + _FWD_WORKSPACE.size
-_KV = struct.Struct("<II" + _TENSOR * 8 + "ifiii4xQQ" + _TENSOR * 2)  # hopattn_kvcache_args_t
+_KV = struct.Struct("<II" + _TENSOR * 8 + "ifiii4xQQ" + _TENSOR * 3)  # hopattn_kvcache_args_t
 _APPEND = struct.Struct("<II" + _TENSOR * 9 + "ii" + _TENSOR * 5)    # hopattn_kvcache_append_args_t
 _NONE = (0,) * 11
 _NO_WINDOW = (-1, -1)  # window_size's default; `is` tells the default from a caller's (-1, -1)
@@ -377,7 +377,7 @@ def attention_device_check(stream=None) -> None:
 
 
 def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale,
-                  k_tail, v_tail, out, lse, workspace_ptr, workspace_bytes, keep):
+                  k_tail, v_tail, out, lse, page_table, workspace_ptr, workspace_bytes, keep):
     kv = _tv(k_cache, "k_cache", keep)
     quant_block = 0
     if k_scale is not None or v_scale is not None:
@@ -395,7 +395,8 @@ def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num
                   quant_block, 0.0 if softmax_scale is None else float(softmax_scale), 1 if causal else 0,
                   int(num_splits), -1 if pack_gqa is None else (1 if pack_gqa else 0), workspace_ptr, workspace_bytes,
                   *(_tv(k_tail, "k_tail", keep) if k_tail is not None else _NONE),
-                  *(_tv(v_tail, "v_tail", keep) if v_tail is not None else _NONE))
+                  *(_tv(v_tail, "v_tail", keep) if v_tail is not None else _NONE),
+                  *(_tv(page_table, "page_table", keep) if page_table is not None else _NONE))
     return buf
 
 
@@ -422,8 +423,8 @@ def _workspace_size(buf, key):
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, softmax_scale=None, num_splits=0,
                             pack_gqa=None, k_scale=None, v_scale=None, k_tail=None, v_tail=None, return_lse=False,
                             out=None, lse=None, workspace=None, stream=None, k=None, v=None, rotary_cos=None,
-                            rotary_sin=None, rotary_interleaved=True, *, window_size=_NO_WINDOW, softcap=0.0,
-                            sinks=None):
+                            rotary_sin=None, rotary_interleaved=True, *, page_table=None, window_size=_NO_WINDOW,
+                            softcap=0.0, sinks=None):
     """Attention of new queries over a KV cache (decode, speculative decode, chunks).
 
     q (batch, seqlen_q, heads_q, hdim); k_cache, v_cache (batch, max_seqlen_k, heads_kv, hdim) in
@@ -438,18 +439,23 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     (kvcache_append), the attention then covering cache_seqlens + seqlen_new keys (cache_seqlens
     itself is not changed: advance it yourself, or call kvcache_append with seqlens_out).
     rotary_cos, rotary_sin (with k): the new K rows and q rotated at their positions.
+    page_table (batch, max_pages) int32: a paged cache, k_cache and v_cache then pools
+    (num_pages, page_size, heads_kv, hdim) (FlashAttention-3's layout; 16-bit caches with pages
+    of 128 or 256 tokens so far, without k=/v=).
 
     window_size, softcap, sinks: FlashAttention-3's arguments, taken so that its calls run
     unchanged; the KV-cache kernels have none of them yet: any value but the default raises
     NotSupportedError (flash_attn_func has all three)."""
     if window_size is not _NO_WINDOW or softcap or sinks is not None:
         _kvcache_options_unsupported(window_size, softcap, sinks)
+    if page_table is not None and (k is not None or v is not None):
+        raise _lib.NotSupportedError("page_table with k=/v=: appending to a paged cache is not supported yet")
     if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
         q, cache_seqlens = _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail,
                                                  v_tail, rotary_cos, rotary_sin, rotary_interleaved, stream)
     out, lse = _outputs(q, out, lse, return_lse)
     _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
-             v_tail, out, lse, workspace, _stream_of(q, stream))
+             v_tail, out, lse, workspace, _stream_of(q, stream), page_table)
     return (out, lse) if return_lse else out
 
 
@@ -485,19 +491,20 @@ def _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_s
 
 
 def _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
-             v_tail, out, lse, workspace, stream):
+             v_tail, out, lse, workspace, stream, page_table=None):
     """One hopattn_kvcache_attention call with the outputs given (the torch ops call this); the
     split-KV workspace from torch's allocator unless `workspace` is given."""
     keep = []
     args = (q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
-            v_tail, out, lse)
+            v_tail, out, lse, page_table)
     if workspace is not None:
         ws_ptr, ws_bytes = _buffer(workspace, "workspace")
     elif q.__class__ is _Tensor or is_torch(q):
         # The plan's workspace depends on the shapes and options only (and the GPU's SM count):
         # asked once per call signature, then taken from torch's allocator.
         key = (tuple(q.shape), q.dtype, tuple(k_cache.shape), k_cache.dtype, k_tail is not None, lse is not None,
-               bool(causal), int(num_splits), pack_gqa, q.get_device())
+               bool(causal), int(num_splits), pack_gqa, q.get_device(),
+               None if page_table is None else tuple(page_table.shape))
         ws_bytes = _workspace_bytes.get(key)
         if ws_bytes is None:
             ws_bytes = _workspace_size(_pack_kvcache(*args, 0, 0, keep), key)
@@ -619,7 +626,7 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, out=None, out_dtype=None, variant="a
 
 
 def kvcache_workspace_size(q, k_cache, v_cache, cache_seqlens, causal=False, num_splits=0, pack_gqa=None,
-                           k_scale=None, v_scale=None, k_tail=None, v_tail=None, out=None) -> int:
+                           k_scale=None, v_scale=None, k_tail=None, v_tail=None, out=None, page_table=None) -> int:
     """Bytes of workspace flash_attn_with_kvcache needs for these arguments (0: none)."""
     keep = []
     if out is None:  # the checks want a real output (it must not overlap the inputs)
@@ -627,7 +634,7 @@ def kvcache_workspace_size(q, k_cache, v_cache, cache_seqlens, causal=False, num
             _need_torch("q", "out=")
         out = _torch().empty_like(q)
     buf = _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, None, num_splits, pack_gqa, k_scale, v_scale,
-                        k_tail, v_tail, out, None, 0, 0, keep)
+                        k_tail, v_tail, out, None, page_table, 0, 0, keep)
     return _workspace_size(buf, None)
 
 

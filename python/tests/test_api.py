@@ -52,7 +52,8 @@ class TestImport(unittest.TestCase):
         # 0.2's 416 + window..softcap 16 + sinks 80 (0.3: 512) + cu_seqlens_q/k, seqused_k 240 +
         # max_seqlen_q/k 8 + workspace, workspace_bytes 16 (0.4)
         self.assertEqual(ctypes.sizeof(_lib.AttentionFwdArgs), 776)
-        self.assertEqual(ctypes.sizeof(_lib.KvCacheArgs), 8 + 8 * 80 + 20 + 4 + 8 + 8 + 2 * 80)
+        # 0.3's tails, then page_table (0.4)
+        self.assertEqual(ctypes.sizeof(_lib.KvCacheArgs), 8 + 8 * 80 + 20 + 4 + 8 + 8 + 2 * 80 + 80)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheQuantizeArgs), 8 + 6 * 80 + 8)
         # The packed layouts the calls use are the same bytes as the Structures.
         from hopattn import ops

@@ -88,6 +88,12 @@ struct DecodeParams {
   int64_t kt_batch_stride, kt_seq_stride, kt_head_stride;
   int64_t vt_batch_stride, vt_seq_stride, vt_head_stride;
   int variant;     // the split kernel's internal id (above; the registry row's DecodeKernelSpec::id)
+  // A paged cache (16-bit kernels): k and v are (num_pages, page_size, heads_kv, hdim) pools
+  // (k_batch_stride / v_batch_stride step a page), max_len = max_pages * page_size.
+  const int32_t* page_table = nullptr;  // (batch, max_pages), rows pt_batch_stride apart
+  int64_t pt_batch_stride = 0;
+  int page_size = 0;  // a power of two, >= the kernel's key tile
+  int num_pages = 0;
 
   int32_t* error;       // device record of the first bad cache_seqlens entry (decode_error.cu)
 };

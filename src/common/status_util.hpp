@@ -10,6 +10,7 @@
 #include <string>
 
 #include "hopattn/hopattn.hpp"
+#include "hopattn/kvcache.h"
 
 namespace hopattn {
 
@@ -37,6 +38,9 @@ constexpr size_t kFirstReleasedSize = sizeof(T);
 template <>
 inline constexpr size_t kFirstReleasedSize<hopattn_attention_fwd_args_t> =
     offsetof(hopattn_attention_fwd_args_t, window);  // 0.2: up to `causal`
+template <>
+inline constexpr size_t kFirstReleasedSize<hopattn_kvcache_args_t> =
+    offsetof(hopattn_kvcache_args_t, page_table);  // 0.3: up to `v_tail`
 
 // Reads a caller's argument struct of the C ABI into `out` by the rules of hopattn.h
 // ("Extensible argument structs"): struct_size bytes at most, every byte past this library's

@@ -1399,6 +1399,141 @@ TEST_P(KvCacheGpu, Kv16KernelsOnRaggedSplitBatches) {
   }
 }
 
+// ---- paged caches -----------------------------------------------------------------------------
+
+// A contiguous 16-bit case's caches copied into a pool of pages in shuffled order (three spare
+// pages, NaN, as every page no table entry names), with its page table: the same keys, so the
+// same kernel gives the same bytes.
+struct PagedCopy {
+  reference::PagedLayout layout;
+  DeviceBuffer k, v, table;
+  int max_pages = 0;
+};
+PagedCopy make_paged_copy(const KvRun& run, int page_size, uint64_t seed) {
+  const KvCase& c = run.kcase();
+  if (c.int8 || c.interleaved_kv || c.max_len % page_size != 0)
+    throw std::invalid_argument("make_paged_copy: contiguous 16-bit caches of whole pages");
+  PagedCopy pc;
+  pc.max_pages = c.max_len / page_size;
+  pc.layout = reference::make_paged_layout(c.batch(), pc.max_pages, page_size, 3, seed);
+  const size_t es = dtype_size(c.dtype);
+  const int64_t row = int64_t(c.heads_kv) * c.hdim, page_elems = int64_t(page_size) * row;
+  pc.k = DeviceBuffer(size_t(pc.layout.num_pages * page_elems) * es);
+  pc.v = DeviceBuffer(size_t(pc.layout.num_pages * page_elems) * es);
+  fill_nan(pc.k.get(), es, pc.layout.num_pages * page_elems);
+  fill_nan(pc.v.get(), es, pc.layout.num_pages * page_elems);
+  for (int b = 0; b < c.batch(); ++b)
+    for (int j = 0; j < pc.max_pages; ++j) {
+      const int64_t page = pc.layout.table[size_t(b) * pc.max_pages + j];
+      const int64_t from = (int64_t(b) * c.max_len + int64_t(j) * page_size) * row;
+      HOPATTN_CUDA_CHECK(cudaMemcpy(static_cast<char*>(pc.k.get()) + page * page_elems * es,
+                                    static_cast<const char*>(run.args.k_cache.data) + from * es, page_elems * es,
+                                    cudaMemcpyDeviceToDevice));
+      HOPATTN_CUDA_CHECK(cudaMemcpy(static_cast<char*>(pc.v.get()) + page * page_elems * es,
+                                    static_cast<const char*>(run.args.v_cache.data) + from * es, page_elems * es,
+                                    cudaMemcpyDeviceToDevice));
+    }
+  pc.table = DeviceBuffer(std::max<size_t>(pc.layout.table.size(), 1) * sizeof(int32_t));
+  HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), pc.layout.table.data(), pc.layout.table.size() * sizeof(int32_t),
+                                cudaMemcpyHostToDevice));
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  return pc;
+}
+
+// run's arguments over the paged copy.
+KvCacheArgs paged_args_of(const KvRun& run, const PagedCopy& pc, int page_size) {
+  const KvCase& c = run.kcase();
+  KvCacheArgs a = run.args;
+  a.k_cache = tensor_bshd(pc.k.get(), c.dtype, pc.layout.num_pages, page_size, c.heads_kv, c.hdim);
+  a.v_cache = tensor_bshd(pc.v.get(), c.dtype, pc.layout.num_pages, page_size, c.heads_kv, c.hdim);
+  a.page_table = tensor_page_table(pc.table.as<int32_t>(), c.batch(), pc.max_pages);
+  return a;
+}
+
+Status launch_args(const KvCacheArgs& a, const experimental::Overrides& o) {
+  const Status s = experimental::kvcache_attention(a, nullptr, o);
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  return s;
+}
+
+// Pages of 128 and 256 tokens in shuffled order give the contiguous cache's O and LSE bit for bit
+// (the same kernel, the same tiles): every 16-bit split kernel by name and the default choice,
+// odd and empty lengths, stale rows past each length, causal and not, packed GQA and MHA, one
+// query and several, forced splits. The contiguous result itself is checked against the float64
+// reference first.
+TEST_P(KvCacheGpu, PagedCacheMatchesTheContiguousCacheBitForBit) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  std::vector<KvCase> cases = {make(cfg, 1, 8, 2, 2048, {1000, 1, 129, 0, 2048, 777}, false, 9500),
+                               make(cfg, 4, 8, 8, 1024, {1000, 4, 129, 513}, true, 9501),
+                               make(cfg, 1, 32, 4, 4096, {4096, 3001}, true, 9502)};
+  cases[1].num_splits = 3;
+  std::vector<std::string> kernels = {""};
+  for (const std::string& k : compiled_kernel_names("decode", cfg.hdim, "kv16_")) kernels.push_back(k);
+  uint64_t seed = 9600;
+  for (KvCase c : cases)
+    for (const std::string& kernel : kernels) {
+      c.kernel = kernel;
+      KvRun run(c);
+      const CaseResult r = run_case(run, references_of(run));
+      print_result(c, r);
+      ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+      const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+      for (int page : {128, 256}) {
+        const PagedCopy pc = make_paged_copy(run, page, seed++);
+        const KvCacheArgs a = paged_args_of(run, pc, page);
+        run.poison(nullptr);
+        const Status s = launch_args(a, run.overrides);
+        ASSERT_TRUE(s.ok()) << c.to_string() << " page " << page << ": " << s.to_string();
+        EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << c.to_string() << " page " << page;
+        EXPECT_TRUE(run.o_bytes() == o0) << c.to_string() << " page " << page << ": O differs from the contiguous cache's";
+        EXPECT_TRUE(run.lse_bytes() == lse0) << c.to_string() << " page " << page << ": LSE differs";
+      }
+    }
+}
+
+// A page id outside the pool among the pages a sequence reads: that sequence's O and LSE rows are
+// NaN, the record names page_table, the sequence and the id (and is cleared), and the other
+// sequences' rows are the contiguous cache's bit for bit. An id past the sequence's last page is
+// never read (no record). Unsplit and split.
+TEST_P(KvCacheGpu, BadPageIdsGiveNaNAndAreReported) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  for (int splits : {1, 4}) {
+    KvCase c = make(cfg, 1, 8, 2, 1024, {700, 500, 900}, false, 9700 + uint64_t(splits));
+    c.num_splits = splits;
+    KvRun run(c);
+    run.poison(nullptr);
+    ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK);
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> o0 = run.host_o_full();
+    PagedCopy pc = make_paged_copy(run, 128, 9800 + uint64_t(splits));
+    std::vector<int32_t> table = pc.layout.table;
+    table[size_t(1) * pc.max_pages + 2] = pc.layout.num_pages + 5;  // sequence 1 reads page 2 (keys 256..383)
+    table[size_t(0) * pc.max_pages + 7] = -3;                       // sequence 0 (700 keys) never reads page 7
+    HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+    const KvCacheArgs a = paged_args_of(run, pc, 128);
+    run.poison(nullptr);
+    ASSERT_TRUE(launch_args(a, run.overrides).ok());
+    const std::vector<float> o = run.host_o_full(), lse = run.host_lse();
+    const int64_t row = int64_t(c.heads_q) * c.hdim;  // q and o contiguous, seqlen_q 1
+    for (int b = 0; b < 3; ++b)
+      for (int64_t i = 0; i < row; ++i) {
+        const float x = o[size_t(b * row + i)], x0 = o0[size_t(b * row + i)];
+        if (b == 1) ASSERT_TRUE(std::isnan(x)) << "splits " << splits << ": sequence 1's O is not NaN at " << i;
+        else ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << "splits " << splits << ": sequence " << b << " changed";
+      }
+    for (int h = 0; h < c.heads_q; ++h) EXPECT_TRUE(std::isnan(lse[size_t(1 * c.heads_q + h)])) << "LSE of sequence 1";
+    const hopattn_status_t first = hopattn_kvcache_device_check(nullptr);
+    const std::string msg = first.message;
+    EXPECT_EQ(first.code, HOPATTN_INVALID_ARGUMENT) << status_string(first);
+    EXPECT_NE(msg.find("page_table"), std::string::npos) << msg;
+    EXPECT_TRUE(mentions_number(msg, 1)) << msg;
+    EXPECT_TRUE(mentions_number(msg, pc.layout.num_pages + 5)) << msg;
+    EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << "the record was not cleared";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);
 
 }  // namespace

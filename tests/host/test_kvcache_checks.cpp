@@ -498,6 +498,82 @@ TEST(KvCacheAppendChecks, EachRuleNamesItsArgument) {
   expect_error(check_kvcache_append(a, {}), "q: seqlen_q = 17 is more than seqlen_new = 0");
 }
 
+// A paged cache: valid_args()'s calls with the cache as a pool of 300 pages of 128 tokens and a
+// (4, 64) page table (max_seqlen_k 8192, as the contiguous cache).
+KvCacheArgs paged_args() {
+  KvCacheArgs a = valid_args();
+  a.k_cache = tensor_bshd(fake(0x100000000), HOPATTN_DTYPE_BF16, 300, 128, 4, 128);
+  a.v_cache = tensor_bshd(fake(0x200000000), HOPATTN_DTYPE_BF16, 300, 128, 4, 128);
+  a.page_table = tensor_page_table(static_cast<int32_t*>(fake(0x60000000)), 4, 64);
+  return a;
+}
+
+TEST(KvCachePagedChecks, ValidPagedCallsPassAndPlanAsContiguous) {
+  KvCacheArgs a = paged_args();
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  // The plan sees max_seqlen_k = max_pages * page_size, as the contiguous cache of that length.
+  const KvCachePlan paged = plan_kvcache_attention(a, kSms), flat = plan_kvcache_attention(valid_args(), kSms);
+  EXPECT_EQ(paged.num_splits, flat.num_splits);
+  EXPECT_EQ(paged.workspace_bytes, flat.workspace_bytes);
+  a.k_cache.shape[1] = a.v_cache.shape[1] = 256;  // 256-token pages
+  for (Tensor* t : {&a.k_cache, &a.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_BF16, 300, 256, 4, 128);
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+}
+
+TEST(KvCachePagedChecks, EachRuleNamesItsArgument) {
+  KvCacheArgs a = paged_args();
+  a.page_table.dtype = HOPATTN_DTYPE_FP32;
+  expect_error(check(a), "page_table: dtype must be int32", StatusCode::kInvalidArgument);
+  a = paged_args();
+  a.page_table.shape[0] = 3;
+  expect_error(check(a), "page_table: shape (3, 64) must be (batch, max_pages)", StatusCode::kInvalidArgument);
+  a = paged_args();
+  a.page_table.stride[1] = 2, a.page_table.stride[0] = 128;
+  expect_error(check(a), "page_table: rows must be contiguous", StatusCode::kInvalidArgument);
+  a = paged_args();
+  a.page_table.data = fake(0x60000002);
+  expect_error(check(a), "page_table", StatusCode::kInvalidArgument);  // misaligned
+  a = paged_args();
+  a.page_table.rank = 1;
+  expect_error(check(a), "page_table", StatusCode::kInvalidArgument);
+  for (long long page : {8LL, 96LL, 512LL}) {
+    a = paged_args();
+    for (Tensor* t : {&a.k_cache, &a.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_BF16, 300, page, 4, 128);
+    expect_error(check(a), "is not a power of two in [16, 256]", StatusCode::kInvalidArgument);
+  }
+  for (long long page : {16LL, 32LL, 64LL}) {  // valid, not implemented yet
+    a = paged_args();
+    for (Tensor* t : {&a.k_cache, &a.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_BF16, 300, page, 4, 128);
+    expect_error(check(a), "page_table: pages of " + std::to_string(page) + " tokens are not supported yet",
+                 StatusCode::kNotSupported);
+  }
+  a = paged_args();
+  a.v_cache.shape[0] = 299;
+  expect_error(check(a), "v_cache: 299 pages, k_cache 300", StatusCode::kInvalidArgument);
+  a = paged_args();
+  a.o.shape[0] = 5;  // o still follows the batch
+  expect_error(check(a), "batch and hdim must match", StatusCode::kInvalidArgument);
+  // int8 pools: not yet.
+  a = int8_args();
+  for (Tensor* t : {&a.k_cache, &a.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_INT8, 300, 128, 4, 128);
+  a.page_table = paged_args().page_table;
+  expect_error(check(a), "page_table: paged int8 caches are not supported yet", StatusCode::kNotSupported);
+  // A shape without a pointer is a mistake, not a contiguous call.
+  a = valid_args();
+  a.page_table.rank = 2, a.page_table.shape[0] = 4;
+  expect_error(check(a), "page_table: data pointer is null", StatusCode::kInvalidArgument);
+  // The outputs must not overlap the table.
+  a = paged_args();
+  a.lse.data = a.page_table.data;
+  expect_error(check(a), "lse: overlaps input page_table", StatusCode::kInvalidArgument);
+}
+
+TEST(KvCachePagedChecks, PlacementIsChecked) {
+  DeviceContext ctx{};
+  ctx.tensor_device[10] = kHostMemory;  // page_table
+  expect_error(check(paged_args(), ctx), "page_table: points to host memory");
+}
+
 TEST(KvCacheAppendChecks, PlacementIsChecked) {
   DeviceContext ctx{};
   ctx.tensor_device[12] = kHostMemory;  // q_rotated

@@ -70,7 +70,15 @@ struct DecodeSplitParams {
   bool causal;
   int key_block, key_range;  // the keys this cache holds (DecodeKeys; key_block: the int8 call's quant_block)
   int split_base;            // the workspace slot of split 0
-  int cache_rows;  // rows the TMA sees: max_len, or quant_block for an int8 call's tail (16-bit kernel only)
+  int cache_rows;  // rows the TMA sees: max_len, or quant_block for an int8 call's tail (16-bit kernel only);
+                   // a paged cache: page_size
+  // A paged cache (DecodeParams::page_table; the 16-bit kernel only): the TMA views the pool as
+  // (page_size, hdim, heads_kv, num_pages); key tile n of sequence b is tile (n·BN mod page_size)
+  // / BN of page page_table[b][n·BN / page_size].
+  const int32_t* page_table;
+  int64_t pt_batch_stride;
+  int page_shift;  // log2(page_size)
+  int num_pages;
 };
 
 // The int8 cache's scales on top of them (the launch fills these itself).
@@ -89,6 +97,15 @@ enum class DecodeNamedBarrier : uint32_t {
   kConsumersQ = 2,     // all consumer threads: the Q tile is gathered (the mma.sync kernels: also their merge)
   kSwappedReduce = 4,  // swapped consumer (128 threads): column maxima / P / row sums in shared memory
 };
+
+// Records the first bad page_table entry of a paged cache: error = {6, batch index, the id}
+// (kDecodeErrorPageId, device/decode_dispatch.hpp).
+CUTE_DEVICE void record_bad_page(int32_t* error, int b, int id) {
+  if (atomicCAS(error, 0, 6) == 0) {
+    error[1] = b;
+    error[2] = id;
+  }
+}
 
 // Records the first bad cache_seqlens entry: error = {1, batch index, length}.
 CUTE_DEVICE void record_bad_length(int32_t* error, int b, int len) {

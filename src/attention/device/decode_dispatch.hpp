@@ -22,6 +22,7 @@ constexpr int32_t kDecodeErrorAppend = 2;
 constexpr int32_t kVarlenErrorCuSeqlensQ = 3;
 constexpr int32_t kVarlenErrorCuSeqlensK = 4;
 constexpr int32_t kVarlenErrorSequsedK = 5;
+constexpr int32_t kDecodeErrorPageId = 6;  // a paged cache's page_table entry out of range: {6, b, id}
 Status decode_error_record(int32_t** ptr);
 // Waits for stream, copies the record out and clears it.
 Status read_and_clear_decode_error(Stream stream, int32_t (&record)[3]);

@@ -27,15 +27,22 @@ constexpr const char* kSeqlensDims[1] = {"batch"};
 constexpr const char* kKScaleDims[4] = {"batch", "blocks", "heads_kv", "hdim"};
 constexpr const char* kVScaleDims[3] = {"batch", "seqlen", "heads_kv"};
 constexpr const char* kTailDims[4] = {"batch", "quant_block", "heads_kv", "hdim"};
+constexpr const char* kPageTableDims[2] = {"batch", "max_pages"};
 // DeviceContext::tensor_device order for this operation.
-constexpr int kTensors = 10;
-constexpr const char* kTensorNames[kTensors] = {"q",   "k_cache", "v_cache", "cache_seqlens", "o",
-                                                "lse", "k_scale", "v_scale", "k_tail",        "v_tail"};
+constexpr int kTensors = 11;
+constexpr const char* kTensorNames[kTensors] = {"q",   "k_cache", "v_cache", "cache_seqlens", "o",         "lse",
+                                                "k_scale", "v_scale", "k_tail", "v_tail", "page_table"};
 constexpr int kTileRows = 64;   // query rows per consumer warpgroup tile
 constexpr int kSplitKeys = 128; // the smallest KV range a split is given
 constexpr int kMaxSplits = 128;
 
 bool is_int8(const KvCacheArgs& a) { return a.k_cache.dtype == HOPATTN_DTYPE_INT8; }
+bool is_paged(const KvCacheArgs& a) { return a.page_table.data != nullptr; }
+// max_seqlen_k: the cache's rows, or a paged cache's max_pages * page_size.
+int64_t cache_max_len(const KvCacheArgs& a) {
+  return is_paged(a) ? a.page_table.shape[1] * a.k_cache.shape[1] : a.k_cache.shape[1];
+}
+constexpr int kMinPageSize = 128;  // the largest key tile of the 16-bit kernels (one TMA box per page)
 
 Status check_types_and_shapes(const KvCacheArgs& a) {
   const Tensor &q = a.q, &k = a.k_cache, &v = a.v_cache, &o = a.o;
@@ -52,9 +59,12 @@ Status check_types_and_shapes(const KvCacheArgs& a) {
   bool hdim_ok = false;
   for (int d : attention::compiled_head_dims()) hdim_ok |= q.shape[3] == d;
   if (!hdim_ok) return Status::unsupported(cat("q: head dim ", q.shape[3], " is not supported"));
+  // A paged cache's first dimension is its pool's pages, not the batch.
   for (const Tensor* t : {&k, &v, &o})
-    if (t->shape[3] != q.shape[3] || t->shape[0] != q.shape[0])
+    if (t->shape[3] != q.shape[3] || (t->shape[0] != q.shape[0] && !(is_paged(a) && t != &o)))
       return Status::invalid("k_cache, v_cache, o: batch and hdim must match q's");
+  if (is_paged(a) && v.shape[0] != k.shape[0])
+    return Status::invalid(cat("v_cache: ", v.shape[0], " pages, k_cache ", k.shape[0], " (a paged cache: the same pool)"));
   if (v.shape[1] != k.shape[1] || v.shape[2] != k.shape[2])
     return Status::invalid("v_cache: shape (max_seqlen_k, heads_kv) differs from k_cache's");
   if (o.shape[1] != q.shape[1] || o.shape[2] != q.shape[2])
@@ -102,6 +112,36 @@ Status check_scales(const KvCacheArgs& a) {
   return check_pointer_and_alignment(vs, "v_scale", 4);
 }
 
+// A paged cache: page_table (batch, max_pages) int32 with contiguous rows; k_cache / v_cache
+// (num_pages, page_size, heads_kv, hdim), page_size a power of two in [16, 256] (128 and 256 run
+// so far), 16-bit; max_pages * page_size < 2^31.
+Status check_paging(const KvCacheArgs& a) {
+  if (!is_paged(a)) {
+    if (a.page_table.rank != 0 || a.page_table.shape[0] != 0)
+      return Status::invalid("page_table: data pointer is null but a shape is given (leave it zeroed for a contiguous cache)");
+    return Status();
+  }
+  const Tensor& pt = a.page_table;
+  if (Status s = check_geometry(pt, "page_table", 2, kPageTableDims); !s.ok()) return s;
+  if (pt.dtype != HOPATTN_DTYPE_INT32) return Status::invalid("page_table: dtype must be int32");
+  if (pt.shape[0] != a.q.shape[0])
+    return Status::invalid(cat("page_table: shape (", pt.shape[0], ", ", pt.shape[1], ") must be (batch, max_pages) with batch = ",
+                               a.q.shape[0]));
+  if (pt.stride[1] != 1 && pt.shape[1] > 1) return Status::invalid("page_table: rows must be contiguous (stride[1] = 1)");
+  if (Status s = check_pointer_and_alignment(pt, "page_table", 4); !s.ok()) return s;
+  const int64_t page = a.k_cache.shape[1];
+  if (page < 16 || page > 256 || (page & (page - 1)) != 0)
+    return Status::invalid(cat("k_cache: page_size (shape[1]) = ", page, " is not a power of two in [16, 256]"));
+  if (pt.shape[1] * page > INT32_MAX)
+    return Status::invalid(cat("page_table: max_pages * page_size = ", pt.shape[1] * page, " is not below 2^31"));
+  if (a.k_cache.shape[0] > INT32_MAX) return Status::invalid("k_cache: more than 2^31 - 1 pages");
+  if (is_int8(a)) return Status::unsupported("page_table: paged int8 caches are not supported yet (16-bit caches are)");
+  if (page < kMinPageSize)
+    return Status::unsupported(cat("page_table: pages of ", page, " tokens are not supported yet (", kMinPageSize,
+                                   " and 256 are)"));
+  return Status();
+}
+
 bool has_tail(const KvCacheArgs& a) { return a.k_tail.data != nullptr || a.v_tail.data != nullptr; }
 
 // The int8 call's 16-bit tail blocks: both or neither, (batch, quant_block, heads_kv, hdim) in q's dtype.
@@ -133,10 +173,11 @@ Status check_tail(const KvCacheArgs& a) {
 }
 
 Status check_aliasing(const KvCacheArgs& a) {
-  const Tensor* inputs[8] = {&a.q, &a.k_cache, &a.v_cache, &a.cache_seqlens, &a.k_scale, &a.v_scale, &a.k_tail, &a.v_tail};
-  const char* names[8] = {"q", "k_cache", "v_cache", "cache_seqlens", "k_scale", "v_scale", "k_tail", "v_tail"};
+  const Tensor* inputs[9] = {&a.q,       &a.k_cache, &a.v_cache, &a.cache_seqlens, &a.k_scale,
+                             &a.v_scale, &a.k_tail,  &a.v_tail,  &a.page_table};
+  const char* names[9] = {"q", "k_cache", "v_cache", "cache_seqlens", "k_scale", "v_scale", "k_tail", "v_tail", "page_table"};
   const ByteRange o = byte_range(a.o), lse = byte_range(a.lse);
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 9; ++i) {
     const ByteRange in = byte_range(*inputs[i]);
     if (overlaps(o, in)) return Status::invalid(cat("o: overlaps input ", names[i], " in memory"));
     if (overlaps(lse, in)) return Status::invalid(cat("lse: overlaps input ", names[i], " in memory"));
@@ -151,7 +192,7 @@ Status check_aliasing(const KvCacheArgs& a) {
     const ByteRange ws{lo, lo + a.workspace_bytes};
     if (overlaps(ws, o)) return Status::invalid("workspace: overlaps o in memory");
     if (overlaps(ws, lse)) return Status::invalid("workspace: overlaps lse in memory");
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < 9; ++i)
       if (overlaps(ws, byte_range(*inputs[i]))) return Status::invalid(cat("workspace: overlaps input ", names[i], " in memory"));
   }
   return Status();
@@ -167,6 +208,14 @@ Tensor tensor_seqlens(int32_t* data, long long batch) {
 
 Tensor tensor_v_scale(float* data, long long batch, long long seqlen, long long heads_kv) {
   return tensor_lse(data, batch, seqlen, heads_kv);  // the same contiguous rank-3 fp32 layout
+}
+
+Tensor tensor_page_table(int32_t* data, long long batch, long long max_pages) {
+  Tensor t{};
+  t.data = data, t.dtype = HOPATTN_DTYPE_INT32, t.rank = 2;
+  t.shape[0] = batch, t.shape[1] = max_pages;
+  t.stride[0] = max_pages, t.stride[1] = 1;
+  return t;
 }
 
 namespace {
@@ -216,7 +265,7 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
   KvCachePlan plan;
   const int64_t batch = a.q.shape[0], seqlen_q = a.q.shape[1], heads_q = a.q.shape[2];
   const int64_t heads_kv = std::max<int64_t>(a.k_cache.shape[2], 1), group = heads_q / heads_kv;
-  const int64_t max_len = a.k_cache.shape[1];
+  const int64_t max_len = cache_max_len(a);
   const int hdim = int(a.q.shape[3]);
   plan.pack_gqa = a.pack_gqa >= 0 ? a.pack_gqa == 1 : (group > 1 && seqlen_q * group <= 2 * kTileRows);
   const int64_t rows = plan.pack_gqa ? seqlen_q * group : seqlen_q;
@@ -287,6 +336,7 @@ Status check_kvcache_host_rules(const KvCacheArgs& a) {
     if (Status s = check_geometry(*ts[i], names[i], 4, kDims); !s.ok()) return s;
   if (Status s = check_geometry(a.cache_seqlens, "cache_seqlens", 1, kSeqlensDims); !s.ok()) return s;
   if (Status s = check_types_and_shapes(a); !s.ok()) return s;
+  if (Status s = check_paging(a); !s.ok()) return s;
   for (int i = 0; i < 4; ++i)
     if (Status s = check_pointer_and_alignment(*ts[i], names[i], 16); !s.ok()) return s;
   if (Status s = check_pointer_and_alignment(a.cache_seqlens, "cache_seqlens", 4); !s.ok()) return s;
@@ -340,8 +390,9 @@ Status experimental::check_kvcache_attention(const KvCacheArgs& a, const DeviceC
 namespace {
 
 Status query_kvcache_context(const KvCacheArgs& a, Stream stream, DeviceContext* ctx, int* sm_count) {
-  const void* ptrs[kTensors] = {a.q.data,   a.k_cache.data, a.v_cache.data, a.cache_seqlens.data, a.o.data,
-                                a.lse.data, a.k_scale.data, a.v_scale.data, a.k_tail.data,        a.v_tail.data};
+  const void* ptrs[kTensors] = {a.q.data,       a.k_cache.data, a.v_cache.data, a.cache_seqlens.data,
+                                a.o.data,       a.lse.data,     a.k_scale.data, a.v_scale.data,
+                                a.k_tail.data,  a.v_tail.data,  a.page_table.data};
   if (Status s = query_device_context(stream, ptrs, kTensors, ctx); !s.ok()) return s;
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, ctx->current_device));
   return Status();
@@ -356,7 +407,13 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.cache_seqlens = static_cast<const int32_t*>(a.cache_seqlens.data);
   p.lse = static_cast<float*>(a.lse.data);
   p.batch = int(a.q.shape[0]), p.seqlen_q = int(a.q.shape[1]), p.heads_q = int(a.q.shape[2]);
-  p.heads_kv = int(a.k_cache.shape[2]), p.max_len = int(a.k_cache.shape[1]);
+  p.heads_kv = int(a.k_cache.shape[2]), p.max_len = int(cache_max_len(a));
+  if (is_paged(a)) {
+    p.page_table = static_cast<const int32_t*>(a.page_table.data);
+    p.pt_batch_stride = a.page_table.stride[0];
+    p.page_size = int(a.k_cache.shape[1]);
+    p.num_pages = int(a.k_cache.shape[0]);
+  }
   p.q_batch_stride = a.q.stride[0], p.q_seq_stride = a.q.stride[1], p.q_head_stride = a.q.stride[2];
   p.k_batch_stride = a.k_cache.stride[0], p.k_seq_stride = a.k_cache.stride[1], p.k_head_stride = a.k_cache.stride[2];
   p.v_batch_stride = a.v_cache.stride[0], p.v_seq_stride = a.v_cache.stride[1], p.v_head_stride = a.v_cache.stride[2];
@@ -421,6 +478,10 @@ namespace attention {
 Status device_record_status(const int32_t (&record)[3]) {
   if (record[0] == 0) return Status();
   switch (record[0]) {
+    case kDecodeErrorPageId:
+      return Status::invalid(cat("page_table: sequence ", record[1], " has page id ", record[2],
+                                 " outside the pool [0, num_pages) among the pages it reads; its O and LSE rows were "
+                                 "written as NaN"));
     case kVarlenErrorCuSeqlensQ:
       return Status::invalid(cat("cu_seqlens_q: sequence ", record[1], " (cu_seqlens_q[", int64_t(record[1]) + 1, "] = ",
                                  record[2], ") has offsets out of order or outside q's rows, or more rows than "

@@ -38,7 +38,10 @@ inline Status decode_grid(const DecodeParams& dp, int block_m, DecodeGrid* g) {
 }
 
 // Rows of the cache tensors the TMA sees.
-inline int decode_cache_rows(const DecodeParams& dp) { return dp.cache_rows > 0 ? dp.cache_rows : dp.max_len; }
+inline int decode_cache_rows(const DecodeParams& dp) {
+  if (dp.page_table != nullptr) return dp.page_size;
+  return dp.cache_rows > 0 ? dp.cache_rows : dp.max_len;
+}
 
 // DecodeSplitParams's fields (collective/sm90_decode_tile.hpp), the same for every split kernel.
 template <class Params, class Element>
@@ -63,16 +66,23 @@ void fill_common_params(Params& p, const DecodeParams& dp, const DecodeGrid& g, 
   p.causal = dp.causal;
   p.key_block = dp.quant_block, p.key_range = dp.key_range, p.split_base = dp.split_base;
   p.cache_rows = decode_cache_rows(dp);
+  p.page_table = dp.page_table;
+  p.pt_batch_stride = dp.pt_batch_stride;
+  p.page_shift = 0;
+  while (dp.page_table != nullptr && (1 << p.page_shift) < dp.page_size) ++p.page_shift;
+  p.num_pages = dp.num_pages;
 }
 
 // The TMA sees the whole cache, (max_len, hdim, heads_kv, batch); keys past a sequence's own
-// length are masked in the kernel. A zero-length cache gets a 1-key box it never loads.
+// length are masked in the kernel. A zero-length cache gets a 1-key box it never loads. A paged
+// cache: the pool, (page_size, hdim, heads_kv, num_pages), batch_stride stepping a page.
 template <class T, int kHeadDim, class Box>
 auto make_cache_tma(const DecodeParams& dp, const void* ptr, int64_t seq_stride, int64_t head_stride,
                     int64_t batch_stride, Box box) {
   using namespace cute;
+  const int outer = dp.page_table != nullptr ? std::max(dp.num_pages, 1) : dp.batch;
   auto cache = make_tensor(make_gmem_ptr(static_cast<T const*>(ptr)),
-                           make_layout(make_shape(std::max(decode_cache_rows(dp), 1), kHeadDim, dp.heads_kv, dp.batch),
+                           make_layout(make_shape(std::max(decode_cache_rows(dp), 1), kHeadDim, dp.heads_kv, outer),
                                        make_stride(seq_stride, _1{}, head_stride, batch_stride)));
   return make_tma_copy(SM90_TMA_LOAD{}, cache, box);
 }

@@ -153,6 +153,22 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   q_regs.load(p, t, threadIdx.x);
   t.set_length<typename Traits::Params, kBlockM, kBlockN>(p, len);
   if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  const bool paged = p.page_table != nullptr;
+  const int32_t* pages = paged ? p.page_table + int64_t(t.b) * p.pt_batch_stride : nullptr;
+  if (paged && !t.bad && t.n_end > t.n_begin) {
+    // Every page this CTA reads must be in the pool: an id outside it gives the sequence NaN rows
+    // (as a bad length does) and is recorded; it never reaches a TMA coordinate.
+    const int first = (t.n_begin * kBlockN) >> p.page_shift;
+    const int last = (min(t.n_end * kBlockN, t.len) - 1) >> p.page_shift;
+    int bad_id = 0;
+    bool bad_page = false;
+    for (int j = first + int(threadIdx.x); j <= last; j += Traits::kThreads) {
+      const int id = pages[j];
+      if (id < 0 || id >= p.num_pages) bad_page = true, bad_id = id;
+    }
+    if (bad_page) record_bad_page(p.error, t.b, bad_id);
+    if (__syncthreads_or(bad_page)) t.bad = true, t.n_end = t.n_begin;
+  }
   const int n_blocks = t.n_end - t.n_begin;
 
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
@@ -161,8 +177,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   Tensor sVt = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutVt{});  // (D, BLK_N, PIPE)
 
   const int tma_len = max(p.cache_rows, 1);
-  Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-  Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
+  const int tma_outer = paged ? max(p.num_pages, 1) : p.batch;  // pages of the pool, or sequences
+  Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
+  Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
   Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
   Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
   auto tma_k_parts = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
@@ -174,6 +191,18 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
 
   auto load_kv = [&](int n, int stage) {
     Barrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
+    if (paged) {  // key tile n: tile (n·BN mod page_size) / BN of its page, in the pool's view
+      const int key = n * kBlockN, page = pages[key >> p.page_shift];
+      const int tile = (key & ((1 << p.page_shift) - 1)) / kBlockN;
+      Tensor gKp = local_tile(mK(_, _, t.h_kv, page), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
+      Tensor gVp = local_tile(mV(_, _, t.h_kv, page), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
+      auto kp = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gKp));
+      auto vp = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gVp));
+      copy(p.tma_k.with(ss.k_full[stage]), get<0>(kp)(_, tile), tKsK(_, stage));
+      Barrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
+      copy(p.tma_v.with(ss.v_full[stage]), get<0>(vp)(_, tile), tVsV(_, stage));
+      return;
+    }
     copy(p.tma_k.with(ss.k_full[stage]), tKgK(_, n), tKsK(_, stage));
     Barrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
     copy(p.tma_v.with(ss.v_full[stage]), tVgV(_, n), tVsV(_, stage));
