@@ -460,6 +460,29 @@ class TestKvCacheArguments(unittest.TestCase):
                 hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens_f32, out=out, **options)
             self.assertIn("cache_seqlens: dtype must be int32", str(cm.exception))
 
+    def test_page_table_reaches_the_library(self):
+        # A paged call's arguments as the C ABI sees them: the pool (num_pages, page_size, ...) and
+        # the table are passed through and judged by the library (no GPU needed for these rules).
+        q, out = self.q, self.out
+        seqlens = FakeCudaArray((4,), "<i4", 0x50000000)
+        pool_k, pool_v = bf16((40, 128, 8, 128), 0x20000000), bf16((40, 128, 8, 128), 0x30000000)
+        with self.assertRaises(ValueError) as cm:  # the table's dtype
+            hopattn.flash_attn_with_kvcache(q, pool_k, pool_v, seqlens, out=out,
+                                            page_table=FakeCudaArray((4, 8), "<f4", 0x60000000))
+        self.assertIn("page_table: dtype must be int32", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:  # the table's batch
+            hopattn.flash_attn_with_kvcache(q, pool_k, pool_v, seqlens, out=out,
+                                            page_table=FakeCudaArray((3, 8), "<i4", 0x60000000))
+        self.assertIn("page_table: shape (3, 8) must be (batch, max_pages)", str(cm.exception))
+        small_k, small_v = bf16((40, 64, 8, 128), 0x20000000), bf16((40, 64, 8, 128), 0x30000000)
+        with self.assertRaises(hopattn.NotSupportedError) as cm:  # pages under 128 tokens: not yet
+            hopattn.flash_attn_with_kvcache(q, small_k, small_v, seqlens, out=out,
+                                            page_table=FakeCudaArray((4, 16), "<i4", 0x60000000))
+        self.assertIn("pages of 64 tokens are not supported yet", str(cm.exception))
+        with self.assertRaises(hopattn.NotSupportedError):  # appending to a paged cache: not yet
+            hopattn.flash_attn_with_kvcache(q, pool_k, pool_v, seqlens, out=out, k=q, v=q,
+                                            page_table=FakeCudaArray((4, 8), "<i4", 0x60000000))
+
 
 try:
     import torch
