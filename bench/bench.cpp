@@ -209,6 +209,8 @@ std::string bench_usage() {
          "(every row and the cell's cuDNN row timed N times in rotating order; medians). --int8-tail: each\n"
          "int8 row also timed with 16-bit tail blocks given (KvCacheArgs::k_tail, v_tail; rows <impl>:tail);\n"
          "the caches are full blocks, so the tails hold 0 tokens: the cost of the tail kernel and combine.\n"
+         "--page-sizes 0,128,256: 0 the contiguous cache; P the same cache bytes read as a pool of P-token\n"
+         "pages through a shuffled page table (16-bit caches; rows <impl>:pP; len a multiple of P).\n"
          "Figures: ms per call (CUDA graph replay when capturable, else back to back),\n"
          "TFLOP/s = 4*b*hq*qlen*len*d/t, TB/s = K+V cache bytes (+ scales)/t; docs/decode.md.\n";
 }
@@ -353,6 +355,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--cache") o->decode_caches = parse_pair_list(value(), a);
       else if (a == "--kv-dtype") o->kv_dtypes = parse_word_list(value());
       else if (a == "--int8-tail") o->int8_tail = true;
+      else if (a == "--page-sizes") o->page_sizes = parse_int_list(a, value(), 0, 256);
       else if (a == "--splits") {
         o->splits = parse_int_list(a, value(), 0, 128);  // 0: the heuristic
       }
@@ -387,7 +390,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       if (!hdim_flag.empty()) o->decode_hdims = hdim_flag;
       check_decode_options(*o);
     } else {
-      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--splits", "--int8-tail"})
+      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--splits", "--int8-tail", "--page-sizes"})
         if (was_given(f)) throw std::invalid_argument(std::string(f) + " applies to --op decode only");
       const bool varlen = !o->varlen_lens.empty();
       if (varlen) {  // the packed batch replaces the grid and its seqlens

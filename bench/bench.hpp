@@ -62,6 +62,8 @@ struct BenchOptions {
   std::vector<int> decode_hdims = {128};                   // --hdim with --op decode
   std::vector<int> splits = {0};    // --splits: KvCacheArgs::num_splits values timed (0 = heuristic)
   bool int8_tail = false;           // --int8-tail: int8 rows also with 16-bit tail blocks (rows <impl>:tail)
+  std::vector<int> page_sizes = {0};  // --page-sizes: 0 the contiguous cache; P > 0 the same cache as a pool
+                                      // of P-token pages in shuffled order (16-bit; rows <impl>:pP)
 
   // --varlen SPEC (--op attn): a packed variable-length batch instead of the grid (bench/varlen.cpp).
   // The lengths of its sequences (q and k equal: self-attention prefill); empty: no varlen mode.

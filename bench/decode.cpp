@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <random>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -281,6 +282,8 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               std::string kernel;  // "" the library's choice, else a registry name
               int splits = 0;
               bool tail = false;  // int8 with 16-bit tail blocks (--int8-tail)
+              int page = 0;       // > 0: the cache as a pool of such pages (--page-sizes)
+              DeviceBuffer table; // its page table (batch, len / page), a shuffled permutation
               std::string plan_note;
               DeviceBuffer workspace;
               size_t ws_bytes = 0;
@@ -302,12 +305,23 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               if (!kernel.empty() && attention::decode_kernel_index(kernel, cache, hdim) < 0 &&
                   attention::decode_kernel_index(kernel, other, hdim) >= 0)
                 continue;
+              for (int page : opt.page_sizes)
               for (int splits : opt.splits)
                 for (int tail = 0; tail < (int8 && opt.int8_tail ? 2 : 1); ++tail) {
+                if (page > 0 && (int8 || len % page != 0)) continue;  // paged: 16-bit caches of whole pages
                 Entry e;
                 e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) +
-                         (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "");
-                e.kernel = kernel, e.splits = splits, e.tail = tail != 0;
+                         (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "") +
+                         (page > 0 ? ":p" + std::to_string(page) : "");
+                e.kernel = kernel, e.splits = splits, e.tail = tail != 0, e.page = page;
+                if (page > 0 && alloc_error.empty()) {  // every page of the pool in some sequence, shuffled
+                  std::vector<int32_t> ids(size_t(batch) * (len / page));
+                  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+                  std::mt19937 rng(uint32_t(1234 + page));
+                  std::shuffle(ids.begin(), ids.end(), rng);
+                  e.table = DeviceBuffer(ids.size() * 4);
+                  HOPATTN_CUDA_CHECK(cudaMemcpy(e.table.get(), ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
+                }
                 args.num_splits = splits;
                 experimental::Overrides overrides;
                 overrides.decode_kernel = kernel;
@@ -354,7 +368,14 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   args.workspace = e.workspace.get(), args.workspace_bytes = e.ws_bytes;
                   experimental::Overrides overrides;
                   overrides.decode_kernel = e.kernel;
-                  m = measure([&] { return experimental::kvcache_attention(args, stream, overrides); }, stream,
+                  KvCacheArgs call = args;
+                  if (e.page > 0) {  // the same bytes as (batch * len / page) pages of `page` tokens
+                    const long long pages = (long long)batch * (len / e.page);
+                    call.k_cache = tensor_bshd(k.get(), cache_dtype, pages, e.page, heads_kv, hdim);
+                    call.v_cache = tensor_bshd(v.get(), cache_dtype, pages, e.page, heads_kv, hdim);
+                    call.page_table = tensor_page_table(e.table.as<int32_t>(), batch, len / e.page);
+                  }
+                  m = measure([&] { return experimental::kvcache_attention(call, stream, overrides); }, stream,
                               opt.target_group_ms);
                 }
                 if (!m.ok()) e.error = m.error;
