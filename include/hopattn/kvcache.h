@@ -25,7 +25,8 @@
  *                  sequence b lives in row t % page_size of page page_table[b][t / page_size], and
  *                  max_seqlen_k is max_pages * page_size. Entries past a sequence's last page are never
  *                  read. An id outside [0, num_pages) for a token the call reads gives that sequence
- *                  NaN rows and is recorded (hopattn_kvcache_device_check). Supported so far: 16-bit
+ *                  NaN rows (with causal and many query rows: the rows whose keys reach that page)
+ *                  and is recorded (hopattn_kvcache_device_check). Supported so far: 16-bit
  *                  caches with pages of 128 or 256 tokens (smaller pages and int8 caches:
  *                  HOPATTN_NOT_SUPPORTED).
  *
@@ -121,7 +122,8 @@ hopattn_status_t hopattn_kvcache_quantize_int8(const hopattn_kvcache_quantize_ar
  * flash_attn_with_kvcache as a call of its own, enqueued on the stream before the attention call.
  *   k_new, v_new     (batch, seqlen_new, heads_kv, hdim)   bf16 or fp16: the rows to append
  *   k_cache, v_cache, cache_seqlens, quant_block, k_scale, v_scale, k_tail, v_tail: the cache as
- *                    hopattn_kvcache_args_t describes it. Sequence b's new rows take positions
+ *                    hopattn_kvcache_args_t describes a contiguous one (paged caches: not yet).
+ *                    Sequence b's new rows take positions
  *                    cache_seqlens[b] .. cache_seqlens[b] + seqlen_new - 1.
  *   16-bit cache (k_new's dtype): the rows are written into k_cache and v_cache.
  *   int8 cache (k_tail and v_tail required): a block that the new rows complete is quantized into

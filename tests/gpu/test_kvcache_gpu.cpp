@@ -1532,6 +1532,32 @@ TEST_P(KvCacheGpu, BadPageIdsGiveNaNAndAreReported) {
     EXPECT_TRUE(mentions_number(msg, pc.layout.num_pages + 5)) << msg;
     EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << "the record was not cleared";
   }
+  // A short sequence (one key tile) whose only page is bad, split 4 ways: the other splits are
+  // empty (LSE -inf), so the combine must take the NaN partial as bad, not as a row without keys
+  // (found by review, 2026-12-06).
+  KvCase c = make(cfg, 1, 8, 2, 1024, {100, 700}, false, 9710);
+  c.num_splits = 4;
+  KvRun run(c);
+  run.poison(nullptr);
+  ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK);
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> o0 = run.host_o_full();
+  PagedCopy pc = make_paged_copy(run, 128, 9810);
+  std::vector<int32_t> table = pc.layout.table;
+  table[0] = -1;  // sequence 0's first (and only read) page
+  HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+  run.poison(nullptr);
+  ASSERT_TRUE(launch_args(paged_args_of(run, pc, 128), run.overrides).ok());
+  const std::vector<float> o = run.host_o_full(), lse = run.host_lse();
+  const int64_t row = int64_t(c.heads_q) * c.hdim;
+  for (int64_t i = 0; i < row; ++i) {
+    ASSERT_TRUE(std::isnan(o[size_t(i)])) << "split 4 ways: sequence 0's O is not NaN at " << i;
+    ASSERT_EQ(std::memcmp(&o[size_t(row + i)], &o0[size_t(row + i)], sizeof(float)), 0) << "sequence 1 changed";
+  }
+  for (int h = 0; h < c.heads_q; ++h) EXPECT_TRUE(std::isnan(lse[size_t(h)])) << "LSE of sequence 0";
+  const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+  EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << status_string(rec);
+  EXPECT_TRUE(mentions_number(rec.message, -1)) << rec.message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);

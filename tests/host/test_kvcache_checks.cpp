@@ -558,14 +558,26 @@ TEST(KvCachePagedChecks, EachRuleNamesItsArgument) {
   for (Tensor* t : {&a.k_cache, &a.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_INT8, 300, 128, 4, 128);
   a.page_table = paged_args().page_table;
   expect_error(check(a), "page_table: paged int8 caches are not supported yet", StatusCode::kNotSupported);
-  // A shape without a pointer is a mistake, not a contiguous call.
-  a = valid_args();
-  a.page_table.rank = 2, a.page_table.shape[0] = 4;
+  // A table without a pointer is a mistake (unless it is empty), a pointer without a shape too.
+  a = paged_args();
+  a.page_table.data = nullptr;
   expect_error(check(a), "page_table: data pointer is null", StatusCode::kInvalidArgument);
+  a = valid_args();
+  a.page_table.data = fake(0x60000000);
+  expect_error(check(a), "page_table: data pointer given with rank 0", StatusCode::kInvalidArgument);
   // The outputs must not overlap the table.
   a = paged_args();
   a.lse.data = a.page_table.data;
   expect_error(check(a), "lse: overlaps input page_table", StatusCode::kInvalidArgument);
+}
+
+// Batch 0 is a no-op for paged calls too: the empty table may have a null pointer (PyTorch's
+// empty CUDA tensors do) and the pool's pages are not the batch.
+TEST(KvCachePagedChecks, EmptyBatchPasses) {
+  KvCacheArgs a = paged_args();
+  a.q.shape[0] = a.o.shape[0] = a.lse.shape[0] = a.cache_seqlens.shape[0] = 0;
+  a.page_table.shape[0] = 0, a.page_table.data = nullptr;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
 }
 
 TEST(KvCachePagedChecks, PlacementIsChecked) {

@@ -37,7 +37,9 @@ constexpr int kSplitKeys = 128; // the smallest KV range a split is given
 constexpr int kMaxSplits = 128;
 
 bool is_int8(const KvCacheArgs& a) { return a.k_cache.dtype == HOPATTN_DTYPE_INT8; }
-bool is_paged(const KvCacheArgs& a) { return a.page_table.data != nullptr; }
+// Paged: a page_table descriptor is given (its rank set; the pointer may be null for an empty
+// table, as PyTorch's empty CUDA tensors have).
+bool is_paged(const KvCacheArgs& a) { return a.page_table.rank != 0; }
 // max_seqlen_k: the cache's rows, or a paged cache's max_pages * page_size.
 int64_t cache_max_len(const KvCacheArgs& a) {
   return is_paged(a) ? a.page_table.shape[1] * a.k_cache.shape[1] : a.k_cache.shape[1];
@@ -117,8 +119,8 @@ Status check_scales(const KvCacheArgs& a) {
 // so far), 16-bit; max_pages * page_size < 2^31.
 Status check_paging(const KvCacheArgs& a) {
   if (!is_paged(a)) {
-    if (a.page_table.rank != 0 || a.page_table.shape[0] != 0)
-      return Status::invalid("page_table: data pointer is null but a shape is given (leave it zeroed for a contiguous cache)");
+    if (a.page_table.data != nullptr)
+      return Status::invalid("page_table: data pointer given with rank 0 (a table is (batch, max_pages))");
     return Status();
   }
   const Tensor& pt = a.page_table;

@@ -137,6 +137,10 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
   using CacheElement = std::conditional_t<kInt8, int8_t, Element>;
   DecodeGrid g;
   if (Status s = decode_grid(dp, Traits::kTileRows, &g); !s.ok()) return s;
+  // A paged cache reaches only the 16-bit kernel, with pages of at least its key tile (one TMA box
+  // per tile); the host check refuses the rest, this keeps it so.
+  if (dp.page_table != nullptr && (kInt8 || dp.page_size < Traits::kBlockN))
+    return Status(StatusCode::kInternal, "kvcache attention: a paged cache reached a kernel that cannot read it");
   typename Traits::Params p{};
   const auto box = [] {
     if constexpr (kInt8) return take<0, 2>(typename Traits::SmemLayoutRaw{});
@@ -174,6 +178,7 @@ inline DecodeParams decode_tail_params(const DecodeParams& dp) {
   t.k_batch_stride = dp.kt_batch_stride, t.k_seq_stride = dp.kt_seq_stride, t.k_head_stride = dp.kt_head_stride;
   t.v_batch_stride = dp.vt_batch_stride, t.v_seq_stride = dp.vt_seq_stride, t.v_head_stride = dp.vt_head_stride;
   t.cache_rows = dp.quant_block;
+  t.page_table = nullptr;  // the tails are per sequence, never paged
   t.key_range = kDecodeTailBlock;
   t.num_splits = 1;
   t.split_base = dp.num_splits;

@@ -29,6 +29,12 @@
 //   The cache is only valid below len, and rows len..max_len may hold anything (NaN included):
 //   scores there are masked to -inf, and the V rows of the tile holding len are zeroed in shared
 //   memory (after the TMA lands, before P·V) so that 0 · garbage cannot reach O.
+//   A paged cache (Params::page_table; 16-bit caches, pages of at least kBlockN keys): the TMA
+//   views the pool (page_size, d, heads_kv, num_pages); key tile n is tile (n·BN mod page_size) /
+//   BN of page page_table[b][n·BN / page_size], its id read by thread 0 as it issues the loads.
+//   At entry every thread checks a share of the ids the CTA will read; one outside the pool makes
+//   the CTA a bad one (NaN rows, as a bad length; recorded as kind 6), and the combine takes a NaN
+//   partial as bad. With causal rows, an m-block whose keys end before the bad page still answers.
 //   Epilogue: one split: O (normalised, output type) and LSE straight from registers to their
 //   strided places, unpacking rows to (position, q-head). Several splits: O (fp32, normalised
 //   over the split's keys) and LSE to the workspace; decode_combine_kernel merges them.

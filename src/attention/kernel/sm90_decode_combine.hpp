@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
   const int s = int(row % p.seqlen_q);
   const int h = int((row / p.seqlen_q) % p.heads_q);
   const int b = int(row / (int64_t(p.seqlen_q) * p.heads_q));
-  const bool bad = bad_cache_length(p.cache_seqlens[b], p.max_len, p.seqlen_q, p.causal);
+  const bool bad_length = bad_cache_length(p.cache_seqlens[b], p.max_len, p.seqlen_q, p.causal);
 
   // Every load that does not depend on another is issued first: this lane's LSE (split lane) and
   // the partial O rows of the first kBatch splits, so a step with up to kBatch splits pays about
@@ -75,8 +75,17 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
   const float l_lane = lane < p.num_splits ? lse_row[lane * rows] : -INFINITY;
   load_batch(0);
 
+  // A split that wrote a NaN partial (a paged cache's bad page id: the split kernel records it and
+  // writes NaN) makes the row NaN: fmaxf below would drop it, and with every other split empty the
+  // row would read as one that sees no key (O = 0, LSE = -inf). (Review, 2026-12-06.)
+  bool nan_part = isnan(l_lane);
   float m = l_lane;
-  for (int sp = lane + 32; sp < p.num_splits; sp += 32) m = fmaxf(m, lse_row[sp * rows]);
+  for (int sp = lane + 32; sp < p.num_splits; sp += 32) {
+    const float l = lse_row[sp * rows];
+    nan_part |= isnan(l);
+    m = fmaxf(m, l);
+  }
+  const bool bad = bad_length || __any_sync(0xffffffffu, nan_part);
   for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
   float sum = 0.0f;
   if (m != -INFINITY) {
