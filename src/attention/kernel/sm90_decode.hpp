@@ -31,7 +31,8 @@
 //   memory (after the TMA lands, before P·V) so that 0 · garbage cannot reach O.
 //   A paged cache (Params::page_table; 16-bit caches, pages of at least kBlockN keys): the TMA
 //   views the pool (page_size, d, heads_kv, num_pages); key tile n is tile (n·BN mod page_size) /
-//   BN of page page_table[b][n·BN / page_size], its id read by thread 0 as it issues the loads.
+//   BN of page page_table[b][n·BN / page_size], its id read by thread 0 a tile ahead (while the
+//   tile before the refill computes).
 //   At entry every thread checks a share of the ids the CTA will read; one outside the pool makes
 //   the CTA a bad one (NaN rows, as a bad length; recorded as kind 6), and the combine takes a NaN
 //   partial as bad. With causal rows, an m-block whose keys end before the bad page still answers.
@@ -195,11 +196,12 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   Tensor tVgV = get<0>(tma_v_parts);  // (TMA, n)
   Tensor tVsV = get<1>(tma_v_parts);  // (TMA, PIPE)
 
-  auto load_kv = [&](int n, int stage) {
+  // A paged cache: key tile n's page id (thread 0 reads the next refill's while this tile computes).
+  auto page_of = [&](int n) { return paged ? pages[(n * kBlockN) >> p.page_shift] : 0; };
+  auto load_kv = [&](int n, int stage, int page) {
     Barrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-    if (paged) {  // key tile n: tile (n·BN mod page_size) / BN of its page, in the pool's view
-      const int key = n * kBlockN, page = pages[key >> p.page_shift];
-      const int tile = (key & ((1 << p.page_shift) - 1)) / kBlockN;
+    if (paged) {  // key tile n: tile (n·BN mod page_size) / BN of page `page`, in the pool's view
+      const int tile = ((n * kBlockN) & ((1 << p.page_shift) - 1)) / kBlockN;
       Tensor gKp = local_tile(mK(_, _, t.h_kv, page), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
       Tensor gVp = local_tile(mV(_, _, t.h_kv, page), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
       auto kp = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gKp));
@@ -225,7 +227,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
     }
     __syncthreads();
     if (is_tma_thread)
-      for (int i = 0; i < kStages && i < n_blocks; ++i) load_kv(t.n_begin + i, i);
+      for (int i = 0; i < kStages && i < n_blocks; ++i) load_kv(t.n_begin + i, i, page_of(t.n_begin + i));
     HOPATTN_STAMP(p.stamps, cta, 2);  // barriers initialised, first loads issued
 
     q_regs.store(sQ, threadIdx.x);  // loaded at entry; the first K/V tiles are in flight
@@ -256,12 +258,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
     const int n = t.n_begin + i;
     const int stage = i % kStages;
     const uint32_t phase = (i / kStages) & 1;
+    const bool refill = is_tma_thread && i + kStages < n_blocks;
+    const int refill_page = paged && refill ? page_of(n + kStages) : 0;  // its latency under this tile's math
     Barrier::wait(&ss.k_full[stage], phase);
     if (i == 0) HOPATTN_STAMP(p.stamps, cta, 4);  // the first K tile has landed
     decode_tile_compute<Traits>(t, ss, n, stage, phase, i == 0, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS,
                                 tOrP, tOrP_a, sV, softmax);
     __syncthreads();  // no thread reads this stage any more
-    if (is_tma_thread && i + kStages < n_blocks) load_kv(n + kStages, stage);
+    if (refill) load_kv(n + kStages, stage, refill_page);
   }
 
   HOPATTN_STAMP(p.stamps, cta, 5);  // last tile done
