@@ -121,9 +121,11 @@ hopattn_status_t hopattn_kvcache_quantize_int8(const hopattn_kvcache_quantize_ar
 /* Appending new rows to a cache: FlashAttention-3's `k`, `v` and rotary arguments of
  * flash_attn_with_kvcache as a call of its own, enqueued on the stream before the attention call.
  *   k_new, v_new     (batch, seqlen_new, heads_kv, hdim)   bf16 or fp16: the rows to append
- *   k_cache, v_cache, cache_seqlens, quant_block, k_scale, v_scale, k_tail, v_tail: the cache as
- *                    hopattn_kvcache_args_t describes a contiguous one (paged caches: not yet).
- *                    Sequence b's new rows take positions
+ *   k_cache, v_cache, cache_seqlens, quant_block, k_scale, v_scale, k_tail, v_tail, page_table: the
+ *                    cache as hopattn_kvcache_args_t describes it (paged: 16-bit caches, any page size
+ *                    of the attention call's range; a new row whose page id is outside the pool is not
+ *                    written, its sequence's length stays unchanged in seqlens_out, and the id is
+ *                    recorded). Sequence b's new rows take positions
  *                    cache_seqlens[b] .. cache_seqlens[b] + seqlen_new - 1.
  *   16-bit cache (k_new's dtype): the rows are written into k_cache and v_cache.
  *   int8 cache (k_tail and v_tail required): a block that the new rows complete is quantized into
@@ -169,6 +171,7 @@ typedef struct hopattn_kvcache_append_args {
   hopattn_tensor_t q;
   hopattn_tensor_t q_rotated;
   hopattn_tensor_t seqlens_out;
+  hopattn_tensor_t page_table;  /* optional: a paged 16-bit cache, as hopattn_kvcache_args_t's (0.4) */
 } hopattn_kvcache_append_args_t;
 
 #define HOPATTN_KVCACHE_APPEND_ARGS_INIT {(uint32_t)sizeof(hopattn_kvcache_append_args_t)}

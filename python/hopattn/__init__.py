@@ -92,14 +92,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
         if window_size is not _ops._NO_WINDOW or softcap or sinks is not None:
             _ops._kvcache_options_unsupported(window_size, softcap, sinks)
         ops = _torch_module.ops.hopattn
-        if page_table is not None and (k is not None or v is not None):  # as in eager
-            raise NotSupportedError("page_table with k=/v=: appending to a paged cache is not supported yet")
         if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
             if k is None or v is None:  # as in eager (hopattn.ops._append_for_attention)
                 raise ValueError("k, v: give both to append (rotary_cos / rotary_sin apply only with them)")
             q_rot, cache_seqlens = ops.kvcache_append(k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail,
                                                       v_tail, rotary_cos, rotary_sin, bool(rotary_interleaved),
-                                                      q if rotary_cos is not None else None)
+                                                      q if rotary_cos is not None else None, page_table)
             q = q_rot if rotary_cos is not None else q
         op = ops.flash_attn_with_kvcache_lse if return_lse else ops.flash_attn_with_kvcache
         return op(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, bool(causal),

@@ -48,7 +48,7 @@ _FWD_VARLEN = struct.Struct("<" + _TENSOR * 3 + "ii")
 _FWD_WORKSPACE = struct.Struct("<QQ")
 _FWD_VARLEN_SIZE = _FWD_SIZE + _FWD_VARLEN.size + _FWD_WORKSPACE.size
 _KV = struct.Struct("<II" + _TENSOR * 8 + "ifiii4xQQ" + _TENSOR * 3)  # hopattn_kvcache_args_t
-_APPEND = struct.Struct("<II" + _TENSOR * 9 + "ii" + _TENSOR * 5)    # hopattn_kvcache_append_args_t
+_APPEND = struct.Struct("<II" + _TENSOR * 9 + "ii" + _TENSOR * 6)    # hopattn_kvcache_append_args_t
 _NONE = (0,) * 11
 _NO_WINDOW = (-1, -1)  # window_size's default; `is` tells the default from a caller's (-1, -1)
 _INT32_MAX = 2 ** 31 - 1
@@ -441,18 +441,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     rotary_cos, rotary_sin (with k): the new K rows and q rotated at their positions.
     page_table (batch, max_pages) int32: a paged cache, k_cache and v_cache then pools
     (num_pages, page_size, heads_kv, hdim) (FlashAttention-3's layout; 16-bit caches with pages
-    of 128 or 256 tokens so far, without k=/v=).
+    of 128 or 256 tokens so far; k=/v= append into the pages).
 
     window_size, softcap, sinks: FlashAttention-3's arguments, taken so that its calls run
     unchanged; the KV-cache kernels have none of them yet: any value but the default raises
     NotSupportedError (flash_attn_func has all three)."""
     if window_size is not _NO_WINDOW or softcap or sinks is not None:
         _kvcache_options_unsupported(window_size, softcap, sinks)
-    if page_table is not None and (k is not None or v is not None):
-        raise _lib.NotSupportedError("page_table with k=/v=: appending to a paged cache is not supported yet")
     if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
         q, cache_seqlens = _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail,
-                                                 v_tail, rotary_cos, rotary_sin, rotary_interleaved, stream)
+                                                 v_tail, rotary_cos, rotary_sin, rotary_interleaved, stream, page_table)
     out, lse = _outputs(q, out, lse, return_lse)
     _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
              v_tail, out, lse, workspace, _stream_of(q, stream), page_table)
@@ -473,7 +471,7 @@ def _kvcache_options_unsupported(window_size, softcap, sinks):
 
 
 def _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, rotary_cos,
-                          rotary_sin, rotary_interleaved, stream):
+                          rotary_sin, rotary_interleaved, stream, page_table=None):
     """FlashAttention-3's k/v/rotary arguments: the append, then (q or q rotated, the new lengths)
     for the attention call."""
     if k is None or v is None:
@@ -486,7 +484,8 @@ def _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_s
     q_rot = torch.empty_like(q) if rotary_cos is not None else None
     kvcache_append(k, v, k_cache, v_cache, cache_seqlens, k_scale=k_scale, v_scale=v_scale, k_tail=k_tail,
                    v_tail=v_tail, rotary_cos=rotary_cos, rotary_sin=rotary_sin, rotary_interleaved=rotary_interleaved,
-                   q=q if q_rot is not None else None, q_rotated=q_rot, seqlens_out=seqlens_new, stream=stream)
+                   q=q if q_rot is not None else None, q_rotated=q_rot, seqlens_out=seqlens_new, stream=stream,
+                   page_table=page_table)
     return (q_rot if q_rot is not None else q), seqlens_new
 
 
@@ -523,7 +522,7 @@ def _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_spli
 
 def kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale=None, v_scale=None, k_tail=None,
                    v_tail=None, rotary_cos=None, rotary_sin=None, rotary_interleaved=True, q=None, q_rotated=None,
-                   seqlens_out=None, stream=None):
+                   seqlens_out=None, stream=None, page_table=None):
     """Appends k_new, v_new (batch, seqlen_new, heads_kv, hdim) to the cache at positions
     cache_seqlens[b] ... (FlashAttention-3's `k`, `v` of flash_attn_with_kvcache, as a call of its
     own). A 16-bit cache gets the rows; an int8 cache (k_scale, v_scale, k_tail, v_tail) gets the
@@ -531,7 +530,8 @@ def kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale=None, 
     rotary_cos, rotary_sin (seqlen_ro, rotary_dim / 2): the new K rows rotated at their positions
     (interleaved: GPT-J pairs; else GPT-NeoX halves), and q, if given, at its rows' positions into
     q_rotated. seqlens_out, if given, gets cache_seqlens + seqlen_new (it may be cache_seqlens).
-    Mutates the cache in place; returns nothing."""
+    page_table (batch, max_pages) int32: a paged 16-bit cache (pools (num_pages, page_size, heads_kv,
+    hdim), as flash_attn_with_kvcache's). Mutates the cache in place; returns nothing."""
     keep = []
     quant_block = 0
     if k_scale is not None:
@@ -543,7 +543,8 @@ def kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale=None, 
                       *_tv(cache_seqlens, "cache_seqlens", keep), *opt(k_scale, "k_scale"), *opt(v_scale, "v_scale"),
                       *opt(k_tail, "k_tail"), *opt(v_tail, "v_tail"), quant_block, 1 if rotary_interleaved else 0,
                       *opt(rotary_cos, "rotary_cos"), *opt(rotary_sin, "rotary_sin"), *opt(q, "q"),
-                      *opt(q_rotated, "q_rotated"), *opt(seqlens_out, "seqlens_out"))
+                      *opt(q_rotated, "q_rotated"), *opt(seqlens_out, "seqlens_out"),
+                      *opt(page_table, "page_table"))
     _lib.raise_for(_lib.lib.hopattn_kvcache_append(buf, _stream_of(k_new, stream)))
 
 

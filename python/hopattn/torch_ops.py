@@ -42,7 +42,7 @@ _LIB.define("quantize_kv_int8(Tensor k, Tensor v, int block) -> Tensor[]")
 # (an empty tensor without q) and the lengths after the append.
 _LIB.define("kvcache_append(Tensor k_new, Tensor v_new, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor cache_seqlens, "
             "Tensor(c!)? k_scale, Tensor(d!)? v_scale, Tensor(e!)? k_tail, Tensor(f!)? v_tail, Tensor? rotary_cos, "
-            "Tensor? rotary_sin, bool rotary_interleaved, Tensor? q) -> (Tensor, Tensor)")
+            "Tensor? rotary_sin, bool rotary_interleaved, Tensor? q, Tensor? page_table=None) -> (Tensor, Tensor)")
 
 
 def _lse_like(q):
@@ -105,13 +105,13 @@ def _flash_attn_with_kvcache_lse(q, k_cache, v_cache, cache_seqlens, k_scale, v_
 
 
 def _kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, rotary_cos,
-                    rotary_sin, rotary_interleaved, q):
+                    rotary_sin, rotary_interleaved, q, page_table=None):
     q_rot = torch.empty_like(q) if q is not None else k_new.new_empty((0,))
     seqlens = torch.empty_like(cache_seqlens)
     ops.kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale=k_scale, v_scale=v_scale, k_tail=k_tail,
                        v_tail=v_tail, rotary_cos=rotary_cos, rotary_sin=rotary_sin,
                        rotary_interleaved=rotary_interleaved, q=q, q_rotated=q_rot if q is not None else None,
-                       seqlens_out=seqlens)
+                       seqlens_out=seqlens, page_table=page_table)
     return q_rot, seqlens
 
 
@@ -163,7 +163,7 @@ def _kvcache_lse_fake(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_ta
 
 @torch.library.register_fake("hopattn::kvcache_append", lib=_LIB)
 def _kvcache_append_fake(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, rotary_cos,
-                         rotary_sin, rotary_interleaved, q):
+                         rotary_sin, rotary_interleaved, q, page_table=None):
     return (torch.empty_like(q) if q is not None else k_new.new_empty((0,))), torch.empty_like(cache_seqlens)
 
 

@@ -479,9 +479,12 @@ class TestKvCacheArguments(unittest.TestCase):
             hopattn.flash_attn_with_kvcache(q, small_k, small_v, seqlens, out=out,
                                             page_table=FakeCudaArray((4, 16), "<i4", 0x60000000))
         self.assertIn("pages of 64 tokens are not supported yet", str(cm.exception))
-        with self.assertRaises(hopattn.NotSupportedError):  # appending to a paged cache: not yet
-            hopattn.flash_attn_with_kvcache(q, pool_k, pool_v, seqlens, out=out, k=q, v=q,
-                                            page_table=FakeCudaArray((4, 8), "<i4", 0x60000000))
+        # Appending to a paged cache: the library judges the table there too.
+        k_new = bf16((4, 1, 8, 128), 0x70000000)
+        with self.assertRaises(ValueError) as cm:
+            hopattn.kvcache_append(k_new, k_new, pool_k, pool_v, seqlens,
+                                   page_table=FakeCudaArray((4, 8), "<f4", 0x60000000))
+        self.assertIn("page_table: dtype must be int32", str(cm.exception))
 
 
 try:

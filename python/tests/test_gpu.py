@@ -417,6 +417,69 @@ class TestAppend(unittest.TestCase):
     rotary reference, rows outside the appended range untouched, an int8 cache's completed blocks
     bit for bit as quantize_kv_int8 quantizes them, the lengths in place, a bad length recorded."""
 
+    def test_paged_append_matches_the_contiguous_append(self):
+        # The same rows appended (rotated, GPT-NeoX) to a contiguous cache and to the same cache in
+        # shuffled pages of 16 and 64 tokens: the pages gathered back are the contiguous cache bit for
+        # bit, and so are the lengths; then flash_attn_with_kvcache(k=, v=, page_table=) agrees with
+        # the contiguous call. A page id outside the pool among a sequence's new rows: nothing of it
+        # written, its length unchanged, the id recorded.
+        torch.manual_seed(6)
+        b, n_max, hkv, hq, d, n = 3, 1024, 2, 8, 128, 21
+        for dtype in (torch.bfloat16, torch.float16):
+            for page in (16, 64):
+                k = torch.randn(b, n_max, hkv, d, device="cuda", dtype=dtype)
+                v = torch.randn_like(k)
+                seqlens = torch.tensor([1000, 0, 333], dtype=torch.int32, device="cuda")
+                k_new, v_new = torch.randn(b, n, hkv, d, device="cuda", dtype=dtype), torch.randn(b, n, hkv, d,
+                                                                                                    device="cuda",
+                                                                                                    dtype=dtype)
+                cos, sin = rope_tables(n_max, 64, dtype)
+                max_pages = n_max // page
+                ids = torch.randperm(b * max_pages + 2, device="cuda")[:b * max_pages].long()
+                table = ids.view(b, max_pages).to(torch.int32)
+                k_pool = torch.full((b * max_pages + 2, page, hkv, d), float("nan"), device="cuda", dtype=dtype)
+                v_pool = torch.full_like(k_pool, float("nan"))
+                k_pool[ids] = k.reshape(b * max_pages, page, hkv, d)
+                v_pool[ids] = v.reshape(b * max_pages, page, hkv, d)
+                len_c, len_p = torch.empty_like(seqlens), torch.empty_like(seqlens)
+                hopattn.kvcache_append(k_new, v_new, k, v, seqlens, rotary_cos=cos, rotary_sin=sin,
+                                       rotary_interleaved=False, seqlens_out=len_c)
+                hopattn.kvcache_append(k_new, v_new, k_pool, v_pool, seqlens, rotary_cos=cos, rotary_sin=sin,
+                                       rotary_interleaved=False, seqlens_out=len_p, page_table=table)
+                hopattn.kvcache_device_check()
+                self.assertTrue(torch.equal(k_pool[ids].reshape(b, n_max, hkv, d), k), f"{dtype} page {page}: K")
+                self.assertTrue(torch.equal(v_pool[ids].reshape(b, n_max, hkv, d), v), f"{dtype} page {page}: V")
+                self.assertTrue(torch.equal(len_c, len_p))
+            # The attention's own append path at 128-token pages (the attention takes 128 and 256 so
+            # far), against the contiguous call, on the cache as the last append left it.
+            page = 128
+            max_pages = n_max // page
+            ids = torch.randperm(b * max_pages, device="cuda").long()
+            table = ids.view(b, max_pages).to(torch.int32)
+            k_pool = torch.empty((b * max_pages, page, hkv, d), device="cuda", dtype=dtype)
+            v_pool = torch.empty_like(k_pool)
+            k_pool[ids] = k.reshape(b * max_pages, page, hkv, d)
+            v_pool[ids] = v.reshape(b * max_pages, page, hkv, d)
+            q = torch.randn(b, 1, hq, d, device="cuda", dtype=dtype)
+            k1, v1 = torch.randn(b, 1, hkv, d, device="cuda", dtype=dtype), torch.randn(b, 1, hkv, d, device="cuda",
+                                                                                           dtype=dtype)
+            o_c = hopattn.flash_attn_with_kvcache(q, k, v, len_c, k=k1, v=v1, causal=True)
+            o_p = hopattn.flash_attn_with_kvcache(q, k_pool, v_pool, len_c, k=k1, v=v1, causal=True, page_table=table)
+            self.assertTrue(torch.equal(o_c, o_p), f"{dtype}: attention after the append")
+            # A bad id among sequence 2's new rows (positions 333..353: page 333 // 128 = 2).
+            bad = table.clone()
+            bad[2, 2] = -5
+            before = k_pool.clone()
+            out_len = torch.empty_like(seqlens)
+            hopattn.kvcache_append(k_new, v_new, k_pool, v_pool, seqlens, seqlens_out=out_len, page_table=bad)
+            torch.cuda.synchronize()
+            self.assertEqual(int(out_len[2]), 333)
+            self.assertEqual([int(x) for x in out_len[:2]], [1000 + n, n])
+            seq2 = ids.view(b, max_pages)[2]
+            self.assertTrue(torch.equal(k_pool[seq2[2]], before[seq2[2]]), "a row went to the bad page's slot")
+            with self.assertRaisesRegex(ValueError, "page_table: sequence 2 has page id -5"):
+                hopattn.kvcache_device_check()
+
     def test_16bit_cache_with_rotary(self):
         torch.manual_seed(5)
         b, max_len, hkv, hq, d, n = 3, 512, 4, 8, 128, 17

@@ -586,6 +586,41 @@ TEST(KvCachePagedChecks, PlacementIsChecked) {
   expect_error(check(paged_args(), ctx), "page_table: points to host memory");
 }
 
+// Appending to a paged 16-bit cache: the pool (300 pages of 64 tokens: any page size of [16, 256]
+// here, the append needs no TMA box) and a (4, 128) table, max_seqlen_k 8192 as append_args()'s.
+TEST(KvCacheAppendChecks, PagedCaches) {
+  KvCacheAppendArgs a = append_args();
+  a.k_cache = tensor_bshd(fake(0x100000000), HOPATTN_DTYPE_BF16, 300, 64, 4, 128);
+  a.v_cache = tensor_bshd(fake(0x200000000), HOPATTN_DTYPE_BF16, 300, 64, 4, 128);
+  a.page_table = tensor_page_table(static_cast<int32_t*>(fake(0x60000000)), 4, 128);
+  EXPECT_TRUE(check_kvcache_append(a, DeviceContext{}).ok()) << check_kvcache_append(a, DeviceContext{}).to_string();
+  KvCacheAppendArgs b = a;
+  b.page_table.dtype = HOPATTN_DTYPE_FP32;
+  expect_error(check_kvcache_append(b, DeviceContext{}), "page_table: dtype must be int32", StatusCode::kInvalidArgument);
+  b = a;
+  b.page_table.shape[1] = 64;  // max_seqlen_k 4096: the rotary table (8192 rows) still covers it
+  EXPECT_TRUE(check_kvcache_append(b, DeviceContext{}).ok());
+  b = a;
+  b.rotary_cos.shape[0] = b.rotary_sin.shape[0] = 4096;  // fewer rows than max_pages * page_size
+  expect_error(check_kvcache_append(b, DeviceContext{}), "rotary_cos: seqlen_ro = 4096 is less than max_seqlen_k = 8192",
+               StatusCode::kInvalidArgument);
+  b = a;
+  for (Tensor* t : {&b.k_cache, &b.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_BF16, 300, 48, 4, 128);
+  expect_error(check_kvcache_append(b, DeviceContext{}), "is not a power of two in [16, 256]", StatusCode::kInvalidArgument);
+  b = append_int8_args();
+  b.page_table = a.page_table;
+  for (Tensor* t : {&b.k_cache, &b.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_INT8, 300, 64, 4, 128);
+  expect_error(check_kvcache_append(b, DeviceContext{}), "page_table: appending to a paged int8 cache is not supported yet",
+               StatusCode::kNotSupported);
+  b = a;
+  b.seqlens_out.data = b.page_table.data;  // an output over the table
+  b.seqlens_out.stride[0] = 1;
+  expect_error(check_kvcache_append(b, DeviceContext{}), "overlaps page_table", StatusCode::kInvalidArgument);
+  DeviceContext ctx{};
+  ctx.tensor_device[14] = kHostMemory;
+  expect_error(check_kvcache_append(a, ctx), "page_table: points to host memory");
+}
+
 TEST(KvCacheAppendChecks, PlacementIsChecked) {
   DeviceContext ctx{};
   ctx.tensor_device[12] = kHostMemory;  // q_rotated

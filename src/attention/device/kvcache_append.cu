@@ -29,13 +29,14 @@ namespace hopattn {
 namespace {
 
 // python/hopattn/ops.py packs this struct byte for byte (_APPEND): header, 9 tensors, 2 int32, 5 tensors.
-static_assert(sizeof(hopattn_kvcache_append_args_t) == 8 + 14 * sizeof(hopattn_tensor_t) + 8,
+static_assert(sizeof(hopattn_kvcache_append_args_t) == 8 + 15 * sizeof(hopattn_tensor_t) + 8,
               "hopattn_kvcache_append_args_t's layout is mirrored in python/hopattn/ops.py");
 
-constexpr int kTensors = 14;
+constexpr int kTensors = 15;
 constexpr const char* kNames[kTensors] = {"k_new",   "v_new",      "k_cache",    "v_cache", "cache_seqlens",
                                           "k_scale", "v_scale",    "k_tail",     "v_tail",  "rotary_cos",
-                                          "rotary_sin", "q",       "q_rotated",  "seqlens_out"};
+                                          "rotary_sin", "q",       "q_rotated",  "seqlens_out", "page_table"};
+constexpr const char* kPageTableDims[2] = {"batch", "max_pages"};
 constexpr const char* kDims[4] = {"batch", "seqlen", "heads", "hdim"};
 constexpr const char* kKScaleDims[4] = {"batch", "blocks", "heads_kv", "hdim"};
 constexpr const char* kVScaleDims[3] = {"batch", "seqlen", "heads_kv"};
@@ -45,7 +46,7 @@ constexpr const char* kSeqlensDims[1] = {"batch"};
 const Tensor* tensors(const KvCacheAppendArgs& a, int i) {
   const Tensor* all[kTensors] = {&a.k_new,   &a.v_new,  &a.k_cache,    &a.v_cache, &a.cache_seqlens,
                                  &a.k_scale, &a.v_scale, &a.k_tail,    &a.v_tail,  &a.rotary_cos,
-                                 &a.rotary_sin, &a.q,   &a.q_rotated,  &a.seqlens_out};
+                                 &a.rotary_sin, &a.q,   &a.q_rotated,  &a.seqlens_out, &a.page_table};
   return all[i];
 }
 
@@ -69,7 +70,33 @@ struct AppendParams {
   int batch, n_new, heads_kv, hdim, max_len, block, seqlen_q, heads_q;
   bool bf16, int8;
   int32_t* error;
+  // A paged 16-bit cache: k_cache / v_cache rows are pages (Rows::b steps a page), position t of
+  // sequence b is row t & page_mask of page page_table[b * pt_stride + (t >> page_shift)].
+  const int32_t* page_table;
+  int64_t pt_stride;
+  int page_shift, num_pages;
 };
+
+// Where position t of sequence b's cache rows start (element offset of channel 0, head 0), or -1
+// for a page id outside the pool (recorded). Contiguous caches: b * rows.b + t * rows.s.
+__device__ int64_t cache_row(const AppendParams& p, const Rows& rows, int b, int t) {
+  if (p.page_table == nullptr) return b * rows.b + int64_t(t) * rows.s;
+  const int page = p.page_table[b * p.pt_stride + (t >> p.page_shift)];
+  if (page < 0 || page >= p.num_pages) return -1;
+  return page * rows.b + int64_t(t & ((1 << p.page_shift) - 1)) * rows.s;
+}
+// Whether every page the append writes for a sequence (positions [len, len + n_new)) is in the pool.
+__device__ bool pages_ok(const AppendParams& p, int b, int len, int* bad_id) {
+  if (p.page_table == nullptr || p.n_new == 0) return true;
+  for (int j = len >> p.page_shift; j <= (len + p.n_new - 1) >> p.page_shift; ++j) {
+    const int page = p.page_table[b * p.pt_stride + j];
+    if (page < 0 || page >= p.num_pages) {
+      *bad_id = page;
+      return false;
+    }
+  }
+  return true;
+}
 
 __device__ float load(const void* base, int64_t i, bool bf16) { return int8_rounding::load_element(base, i, bf16); }
 __device__ float round_to(float x, bool bf16) {
@@ -161,14 +188,28 @@ __device__ void store_row_element(const AppendParams& p, int64_t e) {
   const float kv = rotated(p, p.k_new.data, b * p.k_new.b + int64_t(i) * p.k_new.s + h * p.k_new.h, c, t);
   const float vv = load(p.v_new.data, b * p.v_new.b + int64_t(i) * p.v_new.s + h * p.v_new.h + c, p.bf16);
   const Rows &k = p.int8 ? p.k_tail : p.k_cache, &v = p.int8 ? p.v_tail : p.v_cache;
+  if (p.page_table != nullptr) {  // 16-bit only (the host check): a row on a bad page is not written
+    const int64_t k_off = cache_row(p, k, b, t), v_off = cache_row(p, v, b, t);
+    if (k_off < 0) {
+      if (c == 0 && h == 0 && atomicCAS(p.error, 0, attention::kDecodeErrorPageId) == 0)
+        p.error[1] = b, p.error[2] = p.page_table[b * p.pt_stride + (t >> p.page_shift)];
+      return;
+    }
+    store(k.data, k_off + h * k.h + c, kv, p.bf16);
+    store(v.data, v_off + h * v.h + c, vv, p.bf16);
+    return;
+  }
   const int row = p.int8 ? t % p.block : t;
   store(k.data, b * k.b + int64_t(row) * k.s + h * k.h + c, kv, p.bf16);
   store(v.data, b * v.b + int64_t(row) * v.s + h * v.h + c, vv, p.bf16);
 }
 
+// A sequence's new length: unchanged when its length is bad or, paged, a page its new rows go to
+// is outside the pool (those rows were not written).
 __device__ void store_length(const AppendParams& p, int b) {
   const int len = p.seqlens[b];
-  p.seqlens_out[b] = bad_length(p, len) ? len : len + p.n_new;
+  int bad_id = 0;
+  p.seqlens_out[b] = bad_length(p, len) || !pages_ok(p, b, len, &bad_id) ? len : len + p.n_new;
 }
 
 // Everything but the int8 blocks in one launch (one grid-stride loop over q's elements, the new
@@ -266,11 +307,31 @@ Status check_shapes(const KvCacheAppendArgs& a) {
     if (a.v_new.shape[d] != kn.shape[d]) return Status::invalid(cat("v_new: shape differs from k_new's in ", kDims[d]));
     if (a.v_cache.shape[d] != kc.shape[d]) return Status::invalid(cat("v_cache: shape differs from k_cache's in ", kDims[d]));
   }
-  if (kn.shape[0] != kc.shape[0] || kn.shape[2] != kc.shape[2] || kn.shape[3] != kc.shape[3])
+  const bool paged = a.page_table.rank != 0;  // a paged cache's first dimension is its pool's pages
+  if ((!paged && kn.shape[0] != kc.shape[0]) || kn.shape[2] != kc.shape[2] || kn.shape[3] != kc.shape[3])
     return Status::invalid(cat("k_new: (batch, heads_kv, hdim) = (", kn.shape[0], ", ", kn.shape[2], ", ", kn.shape[3],
                                ") must match k_cache's (", kc.shape[0], ", ", kc.shape[2], ", ", kc.shape[3], ")"));
-  if (kn.shape[1] > kc.shape[1])
-    return Status::invalid(cat("k_new: seqlen_new = ", kn.shape[1], " is more than max_seqlen_k = ", kc.shape[1]));
+  if (paged) {
+    const Tensor& pt = a.page_table;
+    if (Status s = check_geometry(pt, "page_table", 2, kPageTableDims); !s.ok()) return s;
+    if (pt.dtype != HOPATTN_DTYPE_INT32) return Status::invalid("page_table: dtype must be int32");
+    if (pt.shape[0] != kn.shape[0])
+      return Status::invalid(cat("page_table: shape (", pt.shape[0], ", ", pt.shape[1],
+                                 ") must be (batch, max_pages) with batch = ", kn.shape[0]));
+    if (pt.stride[1] != 1 && pt.shape[1] > 1) return Status::invalid("page_table: rows must be contiguous (stride[1] = 1)");
+    const int64_t page = kc.shape[1];
+    if (page < 16 || page > 256 || (page & (page - 1)) != 0)
+      return Status::invalid(cat("k_cache: page_size (shape[1]) = ", page, " is not a power of two in [16, 256]"));
+    if (pt.shape[1] * page > INT32_MAX)
+      return Status::invalid(cat("page_table: max_pages * page_size = ", pt.shape[1] * page, " is not below 2^31"));
+    if (kc.shape[0] > INT32_MAX) return Status::invalid("k_cache: more than 2^31 - 1 pages");
+    if (int8) return Status::unsupported("page_table: appending to a paged int8 cache is not supported yet");
+  } else if (a.page_table.data != nullptr) {
+    return Status::invalid("page_table: data pointer given with rank 0 (a table is (batch, max_pages))");
+  }
+  const int64_t max_len = paged ? a.page_table.shape[1] * kc.shape[1] : kc.shape[1];
+  if (kn.shape[1] > max_len)
+    return Status::invalid(cat("k_new: seqlen_new = ", kn.shape[1], " is more than max_seqlen_k = ", max_len));
   if (a.cache_seqlens.dtype != HOPATTN_DTYPE_INT32) return Status::invalid("cache_seqlens: dtype must be int32");
   if (a.cache_seqlens.shape[0] != kn.shape[0])
     return Status::invalid(cat("cache_seqlens: has ", a.cache_seqlens.shape[0], " entries, batch is ", kn.shape[0]));
@@ -351,9 +412,10 @@ Status check_rotary_and_q(const KvCacheAppendArgs& a) {
     if (a.rotary_interleaved != 0 && a.rotary_interleaved != 1)
       return Status::invalid(cat("rotary_interleaved: ", a.rotary_interleaved, " is not 0 or 1"));
     // Every position a new row can take must have a table row.
-    if (a.rotary_cos.shape[0] < a.k_cache.shape[1])
+    const int64_t max_len = a.page_table.rank != 0 ? a.page_table.shape[1] * a.k_cache.shape[1] : a.k_cache.shape[1];
+    if (a.rotary_cos.shape[0] < max_len)
       return Status::invalid(cat("rotary_cos: seqlen_ro = ", a.rotary_cos.shape[0], " is less than max_seqlen_k = ",
-                                 a.k_cache.shape[1], " (a table row for every position of the cache)"));
+                                 max_len, " (a table row for every position of the cache)"));
   }
   if (q) {
     if (Status s = check_geometry(a.q, "q", 4, kDims); !s.ok()) return s;
@@ -388,6 +450,7 @@ Status check_memory(const KvCacheAppendArgs& a) {
   for (int i = 0; i < kTensors; ++i) {
     const Tensor& t = *tensors(a, i);
     if (t.data == nullptr && (i >= 5)) continue;  // optional ones absent
+    if (i == 14 && t.rank == 0) continue;         // no page table
     const int esize = int(dtype_size(t.dtype));
     if (Status s = check_pointer_and_alignment(t, kNames[i], std::max(esize, 1)); !s.ok()) return s;
     if (is_output(i))
@@ -440,6 +503,13 @@ AppendParams make_params(const KvCacheAppendArgs& a) {
   p.interleaved = a.rotary_interleaved != 0;
   p.batch = int(a.k_new.shape[0]), p.n_new = int(a.k_new.shape[1]), p.heads_kv = int(a.k_new.shape[2]);
   p.hdim = int(a.k_new.shape[3]), p.max_len = int(a.k_cache.shape[1]);
+  if (a.page_table.rank != 0) {
+    p.page_table = static_cast<const int32_t*>(a.page_table.data);
+    p.pt_stride = a.page_table.stride[0];
+    p.num_pages = int(a.k_cache.shape[0]);
+    while ((int64_t(1) << p.page_shift) < a.k_cache.shape[1]) ++p.page_shift;
+    p.max_len = int(a.page_table.shape[1] * a.k_cache.shape[1]);
+  }
   p.block = a.k_cache.dtype == HOPATTN_DTYPE_INT8 ? a.quant_block : 1;
   p.seqlen_q = int(a.q.shape[1]), p.heads_q = int(a.q.shape[2]);
   p.bf16 = a.k_new.dtype == HOPATTN_DTYPE_BF16;
