@@ -421,8 +421,9 @@ class TestAppend(unittest.TestCase):
         # The same rows appended (rotated, GPT-NeoX) to a contiguous cache and to the same cache in
         # shuffled pages of 16 and 64 tokens: the pages gathered back are the contiguous cache bit for
         # bit, and so are the lengths; then flash_attn_with_kvcache(k=, v=, page_table=) agrees with
-        # the contiguous call. A page id outside the pool among a sequence's new rows: nothing of it
-        # written, its length unchanged, the id recorded.
+        # the contiguous call. A page id outside the pool among a sequence's new rows: no row written
+        # through it (rows on the sequence's good pages may be, past its length), its length
+        # unchanged, the id recorded; no page but the two the good sequences write changes.
         torch.manual_seed(6)
         b, n_max, hkv, hq, d, n = 3, 1024, 2, 8, 128, 21
         for dtype in (torch.bfloat16, torch.float16):
@@ -469,16 +470,28 @@ class TestAppend(unittest.TestCase):
             # A bad id among sequence 2's new rows (positions 333..353: page 333 // 128 = 2).
             bad = table.clone()
             bad[2, 2] = -5
-            before = k_pool.clone()
+            before_k, before_v = k_pool.clone(), v_pool.clone()
             out_len = torch.empty_like(seqlens)
             hopattn.kvcache_append(k_new, v_new, k_pool, v_pool, seqlens, seqlens_out=out_len, page_table=bad)
             torch.cuda.synchronize()
             self.assertEqual(int(out_len[2]), 333)
             self.assertEqual([int(x) for x in out_len[:2]], [1000 + n, n])
-            seq2 = ids.view(b, max_pages)[2]
-            self.assertTrue(torch.equal(k_pool[seq2[2]], before[seq2[2]]), "a row went to the bad page's slot")
+            written = {int(table[0, 1000 // page]), int(table[1, 0])}  # sequences 0 and 1's new rows' pages
+            for i in range(k_pool.shape[0]):
+                if i not in written:
+                    self.assertTrue(torch.equal(k_pool[i], before_k[i]) and torch.equal(v_pool[i], before_v[i]),
+                                    f"page {i} changed (not a page the good sequences write)")
             with self.assertRaisesRegex(ValueError, "page_table: sequence 2 has page id -5"):
                 hopattn.kvcache_device_check()
+
+        # Pages the attention does not take: refused before the append writes anything.
+        small = torch.zeros(b * 64, 16, hkv, d, device="cuda", dtype=torch.bfloat16)
+        snapshot = small.clone()
+        with self.assertRaises(hopattn.NotSupportedError):
+            hopattn.flash_attn_with_kvcache(torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16), small, small,
+                                            seqlens, k=small[:b, :1], v=small[:b, :1],
+                                            page_table=torch.zeros(b, 64, dtype=torch.int32, device="cuda"))
+        self.assertTrue(torch.equal(small, snapshot))
 
     def test_16bit_cache_with_rotary(self):
         torch.manual_seed(5)

@@ -616,6 +616,9 @@ TEST(KvCacheAppendChecks, PagedCaches) {
   b.seqlens_out.data = b.page_table.data;  // an output over the table
   b.seqlens_out.stride[0] = 1;
   expect_error(check_kvcache_append(b, DeviceContext{}), "overlaps page_table", StatusCode::kInvalidArgument);
+  b = a;
+  b.page_table.data = nullptr;  // a table's shape without its pointer
+  expect_error(check_kvcache_append(b, DeviceContext{}), "page_table: data pointer is null", StatusCode::kInvalidArgument);
   DeviceContext ctx{};
   ctx.tensor_device[14] = kHostMemory;
   expect_error(check_kvcache_append(a, ctx), "page_table: points to host memory");

@@ -449,8 +449,8 @@ bool is_output(int i) { return (i >= 2 && i <= 8 && i != 4) || i == 12 || i == 1
 Status check_memory(const KvCacheAppendArgs& a) {
   for (int i = 0; i < kTensors; ++i) {
     const Tensor& t = *tensors(a, i);
-    if (t.data == nullptr && (i >= 5)) continue;  // optional ones absent
-    if (i == 14 && t.rank == 0) continue;         // no page table
+    if (i == 14 && t.rank == 0) continue;          // no page table (given: its pointer is checked below)
+    if (t.data == nullptr && i >= 5 && i != 14) continue;  // optional ones absent
     const int esize = int(dtype_size(t.dtype));
     if (Status s = check_pointer_and_alignment(t, kNames[i], std::max(esize, 1)); !s.ok()) return s;
     if (is_output(i))

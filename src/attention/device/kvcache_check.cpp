@@ -482,8 +482,9 @@ Status device_record_status(const int32_t (&record)[3]) {
   switch (record[0]) {
     case kDecodeErrorPageId:
       return Status::invalid(cat("page_table: sequence ", record[1], " has page id ", record[2],
-                                 " outside the pool [0, num_pages) among the pages it reads; its O and LSE rows were "
-                                 "written as NaN"));
+                                 " outside the pool [0, num_pages) among the pages the call uses: the attention wrote "
+                                 "its O and LSE rows (those reading that page) as NaN; an append did not write its rows "
+                                 "on that page and left its length unchanged"));
     case kVarlenErrorCuSeqlensQ:
       return Status::invalid(cat("cu_seqlens_q: sequence ", record[1], " (cu_seqlens_q[", int64_t(record[1]) + 1, "] = ",
                                  record[2], ") has offsets out of order or outside q's rows, or more rows than "
