@@ -28,7 +28,7 @@
 namespace hopattn {
 namespace {
 
-// python/hopattn/ops.py packs this struct byte for byte (_APPEND): header, 9 tensors, 2 int32, 5 tensors.
+// python/hopattn/ops.py packs this struct byte for byte (_APPEND): header, 9 tensors, 2 int32, 6 tensors.
 static_assert(sizeof(hopattn_kvcache_append_args_t) == 8 + 15 * sizeof(hopattn_tensor_t) + 8,
               "hopattn_kvcache_append_args_t's layout is mirrored in python/hopattn/ops.py");
 
@@ -308,7 +308,10 @@ Status check_shapes(const KvCacheAppendArgs& a) {
     if (a.v_cache.shape[d] != kc.shape[d]) return Status::invalid(cat("v_cache: shape differs from k_cache's in ", kDims[d]));
   }
   const bool paged = a.page_table.rank != 0;  // a paged cache's first dimension is its pool's pages
-  if ((!paged && kn.shape[0] != kc.shape[0]) || kn.shape[2] != kc.shape[2] || kn.shape[3] != kc.shape[3])
+  if (paged && (kn.shape[2] != kc.shape[2] || kn.shape[3] != kc.shape[3]))
+    return Status::invalid(cat("k_new: (heads_kv, hdim) = (", kn.shape[2], ", ", kn.shape[3],
+                               ") must match the paged k_cache's (", kc.shape[2], ", ", kc.shape[3], ")"));
+  if (!paged && (kn.shape[0] != kc.shape[0] || kn.shape[2] != kc.shape[2] || kn.shape[3] != kc.shape[3]))
     return Status::invalid(cat("k_new: (batch, heads_kv, hdim) = (", kn.shape[0], ", ", kn.shape[2], ", ", kn.shape[3],
                                ") must match k_cache's (", kc.shape[0], ", ", kc.shape[2], ", ", kc.shape[3], ")"));
   if (paged) {
