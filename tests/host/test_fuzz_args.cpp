@@ -1,7 +1,8 @@
 // Seeded argument fuzzing of the C ABI, without a GPU (the checks run their host rules first):
 // each case mutates one to four fields of a valid argument struct (forward attention, attention
-// over a KV cache, int8 quantization, GEMM) — tensor pointers, dtypes, ranks, extents, strides,
-// scalars, struct sizes, the forward's window/softcap/sinks and variable-length fields — and asserts
+// over a KV cache, its append, int8 quantization, GEMM) — tensor pointers, dtypes, ranks, extents,
+// strides, scalars, struct sizes, the forward's window/softcap/sinks and variable-length fields, the
+// KV cache's page table — and asserts
 //   - no crash (a crash fails the test binary);
 //   - a status that is OK or an error with a message (never an empty one, never kInternal);
 //   - the same verdict from the check and from the call whenever the check reports an argument
@@ -218,13 +219,18 @@ TEST(FuzzArgs, AttentionForward) {
   EXPECT_GT(refused, kIterations / 2);  // the mutations do break the rules
 }
 
-void fill_kvcache(hopattn_kvcache_args_t* a, bool int8, bool tail) {
+void fill_kvcache(hopattn_kvcache_args_t* a, bool int8, bool tail, bool paged = false) {
   *a = hopattn_kvcache_args_t{};
   a->struct_size = sizeof(*a);
   const hopattn_dtype_t cache = int8 ? HOPATTN_DTYPE_INT8 : HOPATTN_DTYPE_BF16;
   a->q = bshd(0x10000000, HOPATTN_DTYPE_BF16, 4, 1, 32, 128);
   a->k_cache = bshd(0x20000000, cache, 4, 1024, 8, 128);
   a->v_cache = bshd(0x30000000, cache, 4, 1024, 8, 128);
+  if (paged) {  // 0.4: the same 1024 positions per sequence as 8 pages of 128 from a pool of 40
+    a->k_cache = bshd(0x20000000, cache, 40, 128, 8, 128);
+    a->v_cache = bshd(0x30000000, cache, 40, 128, 8, 128);
+    a->page_table = contiguous(0xc0000000, HOPATTN_DTYPE_INT32, {4, 8});
+  }
   a->cache_seqlens = contiguous(0x40000000, HOPATTN_DTYPE_INT32, {4});
   a->o = bshd(0x50000000, HOPATTN_DTYPE_BF16, 4, 1, 32, 128);
   a->lse = contiguous(0x60000000, HOPATTN_DTYPE_FP32, {4, 32, 1});
@@ -247,9 +253,12 @@ TEST(FuzzArgs, KvCacheAttention) {
   for (int it = 0; it < kIterations; ++it) {
     Padded<hopattn_kvcache_args_t> padded;
     hopattn_kvcache_args_t& a = padded.args;
-    fill_kvcache(&a, m.pick(2) == 0, m.pick(2) == 0);
-    const std::vector<hopattn_tensor_t*> all = {&a.q,   &a.k_cache, &a.v_cache, &a.cache_seqlens, &a.o,
-                                                &a.lse, &a.k_scale, &a.v_scale, &a.k_tail,        &a.v_tail};
+    // A quarter of the cases start paged (16-bit: the valid paged calls; int8: refused as not yet).
+    const bool int8 = m.pick(2) == 0, tail = m.pick(2) == 0;
+    fill_kvcache(&a, int8, tail, m.pick(4) == 0);
+    const std::vector<hopattn_tensor_t*> all = {&a.q,       &a.k_cache, &a.v_cache, &a.cache_seqlens,
+                                                &a.o,       &a.lse,     &a.k_scale, &a.v_scale,
+                                                &a.k_tail,  &a.v_tail,  &a.page_table};
     const int mutations = 1 + m.pick(4);
     for (int j = 0; j < mutations; ++j) {
       switch (m.pick(12)) {
@@ -279,6 +288,62 @@ TEST(FuzzArgs, KvCacheAttention) {
     if (HasFailure()) return;
   }
   std::printf("kvcache: %d cases, %d refused by the argument rules\n", kIterations, refused);
+  EXPECT_GT(refused, kIterations / 2);
+}
+
+// The append (0.3; paged caches 0.4): its check entry point and the call give the same verdict on
+// every argument error, with the rotary tables, q / q_rotated, in-place lengths and a page table
+// mutated with the rest.
+TEST(FuzzArgs, KvCacheAppend) {
+  Mutator m(kSeed + 4);
+  int refused = 0;
+  for (int it = 0; it < kIterations; ++it) {
+    Padded<hopattn_kvcache_append_args_t> padded;
+    hopattn_kvcache_append_args_t& a = padded.args;
+    a.struct_size = sizeof(a);
+    a.k_new = bshd(0x10000000, HOPATTN_DTYPE_BF16, 4, 3, 8, 128);
+    a.v_new = bshd(0x18000000, HOPATTN_DTYPE_BF16, 4, 3, 8, 128);
+    a.k_cache = bshd(0x20000000, HOPATTN_DTYPE_BF16, 4, 1024, 8, 128);
+    a.v_cache = bshd(0x30000000, HOPATTN_DTYPE_BF16, 4, 1024, 8, 128);
+    if (m.pick(3) == 0) {  // a paged cache: 40 pages of 64 tokens, 16 per sequence
+      a.k_cache = bshd(0x20000000, HOPATTN_DTYPE_BF16, 40, 64, 8, 128);
+      a.v_cache = bshd(0x30000000, HOPATTN_DTYPE_BF16, 40, 64, 8, 128);
+      a.page_table = contiguous(0xc0000000, HOPATTN_DTYPE_INT32, {4, 16});
+    }
+    a.cache_seqlens = contiguous(0x40000000, HOPATTN_DTYPE_INT32, {4});
+    a.seqlens_out = m.pick(2) == 0 ? a.cache_seqlens : contiguous(0x48000000, HOPATTN_DTYPE_INT32, {4});
+    if (m.pick(2) == 0) {
+      a.rotary_cos = contiguous(0x50000000, HOPATTN_DTYPE_FP32, {1024, 32});
+      a.rotary_sin = contiguous(0x58000000, HOPATTN_DTYPE_FP32, {1024, 32});
+      a.rotary_interleaved = m.pick(2);
+      if (m.pick(2) == 0) {
+        a.q = bshd(0x60000000, HOPATTN_DTYPE_BF16, 4, 2, 32, 128);
+        a.q_rotated = bshd(0x68000000, HOPATTN_DTYPE_BF16, 4, 2, 32, 128);
+      }
+    }
+    const std::vector<hopattn_tensor_t*> all = {&a.k_new,      &a.v_new,      &a.k_cache,     &a.v_cache,
+                                                &a.cache_seqlens, &a.k_scale,  &a.v_scale,     &a.k_tail,
+                                                &a.v_tail,     &a.rotary_cos, &a.rotary_sin,  &a.q,
+                                                &a.q_rotated,  &a.seqlens_out, &a.page_table};
+    const int mutations = 1 + m.pick(4);
+    for (int j = 0; j < mutations; ++j) {
+      switch (m.pick(10)) {
+        case 0: a.quant_block = m.small_int(); break;
+        case 1: a.rotary_interleaved = m.small_int(); break;
+        case 2: mutate_size(m, &padded); break;
+        default: m.tensor(all[size_t(m.pick(int(all.size())))], all); break;
+      }
+    }
+    const std::string what = "append case " + std::to_string(it) + " (seed " + std::to_string(kSeed + 4) + ")";
+    const hopattn_status_t check = hopattn_kvcache_append_check(&a, nullptr);
+    expect_sane(check, what);
+    if (is_argument_error(check)) {
+      ++refused;
+      expect_same(check, hopattn_kvcache_append(&a, nullptr), what);
+    }
+    if (HasFailure()) return;
+  }
+  std::printf("append: %d cases, %d refused by the argument rules\n", kIterations, refused);
   EXPECT_GT(refused, kIterations / 2);
 }
 
