@@ -52,6 +52,27 @@ def visible_pairs(sq, sk, causal, window):
     return total
 
 
+def time_block(fn, target_ms, start, stop):
+    """One timing of fn (CUDA events start, stop): an untimed block of ~100 ms of the same call, then
+    the mean of calls filling ~target_ms. Shared with bench/fa3_forward.py."""
+    fn()
+    torch.cuda.synchronize()
+    start.record()
+    fn()
+    stop.record()
+    torch.cuda.synchronize()
+    one = max(start.elapsed_time(stop), 1e-3)
+    calls = max(3, int(target_ms / one))
+    for _ in range(max(3, int(100.0 / one))):  # untimed block of the same call
+        fn()
+    start.record()
+    for _ in range(calls):
+        fn()
+    stop.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(stop) / calls
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--arm", required=True)
@@ -96,22 +117,7 @@ def main():
                     kw["sinks"] = sinks[h]
             out = torch.empty_like(q)
             fn = lambda: hopattn.flash_attn_func(q, k, v, causal=bool(causal), out=out, **kw)
-            fn()
-            torch.cuda.synchronize()
-            start.record()
-            fn()
-            stop.record()
-            torch.cuda.synchronize()
-            one = max(start.elapsed_time(stop), 1e-3)
-            calls = max(3, int(args.target_ms / one))
-            for _ in range(max(3, int(100.0 / one))):  # untimed block of the same call
-                fn()
-            start.record()
-            for _ in range(calls):
-                fn()
-            stop.record()
-            torch.cuda.synchronize()
-            times[i].append(start.elapsed_time(stop) / calls)
+            times[i].append(time_block(fn, args.target_ms, start, stop))
     rows = []
     for i, (hdim, causal, seqlen, opts) in enumerate(cells):
         spec = args.cells.split(",")[i]

@@ -18,6 +18,7 @@ import statistics
 import torch
 
 import hopattn
+from ab_forward import time_block  # the same timing as the A/B harness (bench/ on sys.path)
 
 try:
     import flash_attn_interface as fa3
@@ -38,26 +39,6 @@ def parse_cell(spec):
 
 def visible_pairs(s, causal):
     return s * (s + 1) // 2 if causal else s * s
-
-
-def time_block(fn, target_ms, start, stop):
-    """One timing: an untimed block of ~100 ms of fn, then the mean of calls filling target_ms."""
-    fn()
-    torch.cuda.synchronize()
-    start.record()
-    fn()
-    stop.record()
-    torch.cuda.synchronize()
-    one = max(start.elapsed_time(stop), 1e-3)
-    for _ in range(max(3, int(100.0 / one))):
-        fn()
-    calls = max(3, int(target_ms / one))
-    start.record()
-    for _ in range(calls):
-        fn()
-    stop.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(stop) / calls
 
 
 def main():

@@ -33,10 +33,6 @@ Status check_kvcache_attention(const KvCacheArgs& args, const DeviceContext& con
                                const Overrides& overrides);
 KvCachePlan plan_kvcache_attention(const KvCacheArgs& args, int sm_count, const Overrides& overrides);
 
-// attention_forward_workspace_size under the overrides (the same size for every override today;
-// the tests and tools that run a call with overrides size its workspace with them).
-Status attention_forward_workspace_size(const AttentionForwardArgs& args, const Overrides& overrides, size_t* bytes);
-
 // The kernel a forward call with these arguments runs (the defaults table, or overrides.fwd_kernel
 // when set): its registry name, or an error naming what is not compiled.
 Status forward_kernel_name(const AttentionForwardArgs& args, const Overrides& overrides, std::string* name);

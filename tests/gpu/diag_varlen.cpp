@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
     VarlenRun fresh;
     VarlenRun& r = reuse ? kept : keep ? all[size_t(it)] : fresh;
     if (keep) c.seed = seed0 + uint64_t(it);  // other inputs: reading an earlier repeat's would show
-    if (Status s = reuse && it > 0 ? Status() : build_varlen_run(c, dtype, r, ov); !s.ok()) {
+    if (Status s = reuse && it > 0 ? Status() : build_varlen_run(c, dtype, r); !s.ok()) {
       std::printf("workspace size refused: %s\n", s.to_string().c_str());
       return 1;
     }

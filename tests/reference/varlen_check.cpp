@@ -8,7 +8,6 @@
 
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
-#include "attention/experimental.hpp"
 #include "hopattn/kvcache.hpp"  // tensor_seqlens
 
 namespace hopattn::reference {
@@ -43,7 +42,7 @@ std::vector<int32_t> varlen_prefix(int start, const std::vector<int>& lens) {
   return cu;
 }
 
-Status build_varlen_run(const VarlenCase& c, hopattn_dtype_t dtype, VarlenRun& r, const experimental::Overrides& overrides) {
+Status build_varlen_run(const VarlenCase& c, hopattn_dtype_t dtype, VarlenRun& r) {
   const AttnProblem& p = c.p;
   const int d = p.hdim, es = int(dtype_size(dtype));
   const std::vector<int32_t> cu_q = varlen_prefix(c.q_start, c.len_q), cu_k = varlen_prefix(c.k_start, c.len_k);
@@ -90,7 +89,7 @@ Status build_varlen_run(const VarlenCase& c, hopattn_dtype_t dtype, VarlenRun& r
   a.softcap = p.softcap;
   if (!p.sinks.empty()) a.sinks = Tensor{r.sinks.get(), HOPATTN_DTYPE_FP32, 1, {p.heads_q}, {1}};
   size_t bytes = 0;
-  if (Status s = experimental::attention_forward_workspace_size(a, overrides, &bytes); !s.ok()) return s;
+  if (Status s = attention_forward_workspace_size(a, &bytes); !s.ok()) return s;
   r.workspace = DeviceBuffer(std::max<size_t>(bytes, 16));
   a.workspace = r.workspace.get();
   a.workspace_bytes = bytes;

@@ -12,7 +12,6 @@
 #include "attention_check.hpp"
 #include "attention_reference.hpp"
 #include "device_utils.hpp"
-#include "attention/experimental.hpp"
 #include "hopattn/hopattn.hpp"
 
 namespace hopattn::reference {
@@ -38,10 +37,8 @@ struct VarlenRun {
   AttentionForwardArgs args{};
 };
 
-// Fills `r` for case `c` (the workspace sized under `overrides`); an error if the workspace size
-// is refused.
-Status build_varlen_run(const VarlenCase& c, hopattn_dtype_t dtype, VarlenRun& r,
-                        const experimental::Overrides& overrides = {});
+// Fills `r` for case `c`; an error if the workspace size is refused.
+Status build_varlen_run(const VarlenCase& c, hopattn_dtype_t dtype, VarlenRun& r);
 
 // cu_seqlens of lengths from `start`.
 std::vector<int32_t> varlen_prefix(int start, const std::vector<int>& lens);

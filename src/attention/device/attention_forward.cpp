@@ -209,13 +209,6 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream, const 
 namespace hopattn {
 
 Status attention_forward_workspace_size(const AttentionForwardArgs& args, size_t* bytes) {
-  return experimental::attention_forward_workspace_size(args, experimental::Overrides{}, bytes);
-}
-
-Status experimental::attention_forward_workspace_size(const AttentionForwardArgs& args, const Overrides& /*overrides*/,
-                                                      size_t* bytes) {
-  // No override changes the size today; the tests and tools that run a call with overrides ask
-  // through here so that one that does is sized right.
   if (bytes == nullptr) return Status::invalid("bytes: null pointer");
   // The size reads the shapes: they must pass the argument rules first (the workspace's own rules
   // aside: it is what is being asked for).

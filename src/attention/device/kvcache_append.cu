@@ -19,6 +19,7 @@
 
 #include "attention/device/decode_dispatch.hpp"
 #include "attention/device/kvcache_int8_rounding.cuh"
+#include "attention/device/page_table_check.hpp"
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
@@ -36,7 +37,6 @@ constexpr int kTensors = 15;
 constexpr const char* kNames[kTensors] = {"k_new",   "v_new",      "k_cache",    "v_cache", "cache_seqlens",
                                           "k_scale", "v_scale",    "k_tail",     "v_tail",  "rotary_cos",
                                           "rotary_sin", "q",       "q_rotated",  "seqlens_out", "page_table"};
-constexpr const char* kPageTableDims[2] = {"batch", "max_pages"};
 constexpr const char* kDims[4] = {"batch", "seqlen", "heads", "hdim"};
 constexpr const char* kKScaleDims[4] = {"batch", "blocks", "heads_kv", "hdim"};
 constexpr const char* kVScaleDims[3] = {"batch", "seqlen", "heads_kv"};
@@ -307,32 +307,16 @@ Status check_shapes(const KvCacheAppendArgs& a) {
     if (a.v_new.shape[d] != kn.shape[d]) return Status::invalid(cat("v_new: shape differs from k_new's in ", kDims[d]));
     if (a.v_cache.shape[d] != kc.shape[d]) return Status::invalid(cat("v_cache: shape differs from k_cache's in ", kDims[d]));
   }
-  const bool paged = a.page_table.rank != 0;  // a paged cache's first dimension is its pool's pages
+  const bool paged = is_paged(a.page_table);  // a paged cache's first dimension is its pool's pages
   if (paged && (kn.shape[2] != kc.shape[2] || kn.shape[3] != kc.shape[3]))
     return Status::invalid(cat("k_new: (heads_kv, hdim) = (", kn.shape[2], ", ", kn.shape[3],
                                ") must match the paged k_cache's (", kc.shape[2], ", ", kc.shape[3], ")"));
   if (!paged && (kn.shape[0] != kc.shape[0] || kn.shape[2] != kc.shape[2] || kn.shape[3] != kc.shape[3]))
     return Status::invalid(cat("k_new: (batch, heads_kv, hdim) = (", kn.shape[0], ", ", kn.shape[2], ", ", kn.shape[3],
                                ") must match k_cache's (", kc.shape[0], ", ", kc.shape[2], ", ", kc.shape[3], ")"));
-  if (paged) {
-    const Tensor& pt = a.page_table;
-    if (Status s = check_geometry(pt, "page_table", 2, kPageTableDims); !s.ok()) return s;
-    if (pt.dtype != HOPATTN_DTYPE_INT32) return Status::invalid("page_table: dtype must be int32");
-    if (pt.shape[0] != kn.shape[0])
-      return Status::invalid(cat("page_table: shape (", pt.shape[0], ", ", pt.shape[1],
-                                 ") must be (batch, max_pages) with batch = ", kn.shape[0]));
-    if (pt.stride[1] != 1 && pt.shape[1] > 1) return Status::invalid("page_table: rows must be contiguous (stride[1] = 1)");
-    const int64_t page = kc.shape[1];
-    if (page < 16 || page > 256 || (page & (page - 1)) != 0)
-      return Status::invalid(cat("k_cache: page_size (shape[1]) = ", page, " is not a power of two in [16, 256]"));
-    if (pt.shape[1] * page > INT32_MAX)
-      return Status::invalid(cat("page_table: max_pages * page_size = ", pt.shape[1] * page, " is not below 2^31"));
-    if (kc.shape[0] > INT32_MAX) return Status::invalid("k_cache: more than 2^31 - 1 pages");
-    if (int8) return Status::unsupported("page_table: appending to a paged int8 cache is not supported yet");
-  } else if (a.page_table.data != nullptr) {
-    return Status::invalid("page_table: data pointer given with rank 0 (a table is (batch, max_pages))");
-  }
-  const int64_t max_len = paged ? a.page_table.shape[1] * kc.shape[1] : kc.shape[1];
+  if (Status s = check_page_table(a.page_table, kc, kn.shape[0]); !s.ok()) return s;
+  if (paged && int8) return Status::unsupported("page_table: appending to a paged int8 cache is not supported yet");
+  const int64_t max_len = cache_positions(kc, a.page_table);
   if (kn.shape[1] > max_len)
     return Status::invalid(cat("k_new: seqlen_new = ", kn.shape[1], " is more than max_seqlen_k = ", max_len));
   if (a.cache_seqlens.dtype != HOPATTN_DTYPE_INT32) return Status::invalid("cache_seqlens: dtype must be int32");
@@ -415,7 +399,7 @@ Status check_rotary_and_q(const KvCacheAppendArgs& a) {
     if (a.rotary_interleaved != 0 && a.rotary_interleaved != 1)
       return Status::invalid(cat("rotary_interleaved: ", a.rotary_interleaved, " is not 0 or 1"));
     // Every position a new row can take must have a table row.
-    const int64_t max_len = a.page_table.rank != 0 ? a.page_table.shape[1] * a.k_cache.shape[1] : a.k_cache.shape[1];
+    const int64_t max_len = cache_positions(a.k_cache, a.page_table);
     if (a.rotary_cos.shape[0] < max_len)
       return Status::invalid(cat("rotary_cos: seqlen_ro = ", a.rotary_cos.shape[0], " is less than max_seqlen_k = ",
                                  max_len, " (a table row for every position of the cache)"));
@@ -452,8 +436,8 @@ bool is_output(int i) { return (i >= 2 && i <= 8 && i != 4) || i == 12 || i == 1
 Status check_memory(const KvCacheAppendArgs& a) {
   for (int i = 0; i < kTensors; ++i) {
     const Tensor& t = *tensors(a, i);
-    if (i == 14 && t.rank == 0) continue;          // no page table (given: its pointer is checked below)
-    if (t.data == nullptr && i >= 5 && i != 14) continue;  // optional ones absent
+    if (i == 14) continue;                            // page_table: check_page_table checked it
+    if (t.data == nullptr && i >= 5) continue;        // optional ones absent
     const int esize = int(dtype_size(t.dtype));
     if (Status s = check_pointer_and_alignment(t, kNames[i], std::max(esize, 1)); !s.ok()) return s;
     if (is_output(i))
@@ -505,13 +489,12 @@ AppendParams make_params(const KvCacheAppendArgs& a) {
   p.table_fp32 = a.rotary_cos.dtype == HOPATTN_DTYPE_FP32;
   p.interleaved = a.rotary_interleaved != 0;
   p.batch = int(a.k_new.shape[0]), p.n_new = int(a.k_new.shape[1]), p.heads_kv = int(a.k_new.shape[2]);
-  p.hdim = int(a.k_new.shape[3]), p.max_len = int(a.k_cache.shape[1]);
-  if (a.page_table.rank != 0) {
+  p.hdim = int(a.k_new.shape[3]), p.max_len = int(cache_positions(a.k_cache, a.page_table));
+  if (is_paged(a.page_table)) {
     p.page_table = static_cast<const int32_t*>(a.page_table.data);
     p.pt_stride = a.page_table.stride[0];
     p.num_pages = int(a.k_cache.shape[0]);
     while ((int64_t(1) << p.page_shift) < a.k_cache.shape[1]) ++p.page_shift;
-    p.max_len = int(a.page_table.shape[1] * a.k_cache.shape[1]);
   }
   p.block = a.k_cache.dtype == HOPATTN_DTYPE_INT8 ? a.quant_block : 1;
   p.seqlen_q = int(a.q.shape[1]), p.heads_q = int(a.q.shape[2]);

@@ -11,6 +11,7 @@
 #include "attention/device/compiled_set.hpp"
 #include "attention/device/decode_dispatch.hpp"
 #include "attention/device/decode_registry.hpp"
+#include "attention/device/page_table_check.hpp"
 #include "attention/experimental.hpp"
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
@@ -37,13 +38,8 @@ constexpr int kSplitKeys = 128; // the smallest KV range a split is given
 constexpr int kMaxSplits = 128;
 
 bool is_int8(const KvCacheArgs& a) { return a.k_cache.dtype == HOPATTN_DTYPE_INT8; }
-// Paged: a page_table descriptor is given (its rank set; the pointer may be null for an empty
-// table, as PyTorch's empty CUDA tensors have).
-bool is_paged(const KvCacheArgs& a) { return a.page_table.rank != 0; }
-// max_seqlen_k: the cache's rows, or a paged cache's max_pages * page_size.
-int64_t cache_max_len(const KvCacheArgs& a) {
-  return is_paged(a) ? a.page_table.shape[1] * a.k_cache.shape[1] : a.k_cache.shape[1];
-}
+bool is_paged(const KvCacheArgs& a) { return hopattn::is_paged(a.page_table); }
+int64_t cache_max_len(const KvCacheArgs& a) { return cache_positions(a.k_cache, a.page_table); }
 constexpr int kMinPageSize = 128;  // the largest key tile of the 16-bit kernels (one TMA box per page)
 
 Status check_types_and_shapes(const KvCacheArgs& a) {
@@ -114,33 +110,15 @@ Status check_scales(const KvCacheArgs& a) {
   return check_pointer_and_alignment(vs, "v_scale", 4);
 }
 
-// A paged cache: page_table (batch, max_pages) int32 with contiguous rows; k_cache / v_cache
-// (num_pages, page_size, heads_kv, hdim), page_size a power of two in [16, 256] (128 and 256 run
-// so far), 16-bit; max_pages * page_size < 2^31.
+// A paged cache: the shared rules (check_page_table), then what the attention takes so far: 16-bit
+// pools with pages of at least kMinPageSize tokens.
 Status check_paging(const KvCacheArgs& a) {
-  if (!is_paged(a)) {
-    if (a.page_table.data != nullptr)
-      return Status::invalid("page_table: data pointer given with rank 0 (a table is (batch, max_pages))");
-    return Status();
-  }
-  const Tensor& pt = a.page_table;
-  if (Status s = check_geometry(pt, "page_table", 2, kPageTableDims); !s.ok()) return s;
-  if (pt.dtype != HOPATTN_DTYPE_INT32) return Status::invalid("page_table: dtype must be int32");
-  if (pt.shape[0] != a.q.shape[0])
-    return Status::invalid(cat("page_table: shape (", pt.shape[0], ", ", pt.shape[1], ") must be (batch, max_pages) with batch = ",
-                               a.q.shape[0]));
-  if (pt.stride[1] != 1 && pt.shape[1] > 1) return Status::invalid("page_table: rows must be contiguous (stride[1] = 1)");
-  if (Status s = check_pointer_and_alignment(pt, "page_table", 4); !s.ok()) return s;
-  const int64_t page = a.k_cache.shape[1];
-  if (page < 16 || page > 256 || (page & (page - 1)) != 0)
-    return Status::invalid(cat("k_cache: page_size (shape[1]) = ", page, " is not a power of two in [16, 256]"));
-  if (pt.shape[1] * page > INT32_MAX)
-    return Status::invalid(cat("page_table: max_pages * page_size = ", pt.shape[1] * page, " is not below 2^31"));
-  if (a.k_cache.shape[0] > INT32_MAX) return Status::invalid("k_cache: more than 2^31 - 1 pages");
+  if (Status s = check_page_table(a.page_table, a.k_cache, a.q.shape[0]); !s.ok()) return s;
+  if (!is_paged(a)) return Status();
   if (is_int8(a)) return Status::unsupported("page_table: paged int8 caches are not supported yet (16-bit caches are)");
-  if (page < kMinPageSize)
-    return Status::unsupported(cat("page_table: pages of ", page, " tokens are not supported yet (", kMinPageSize,
-                                   " and 256 are)"));
+  if (a.k_cache.shape[1] < kMinPageSize)
+    return Status::unsupported(cat("page_table: pages of ", a.k_cache.shape[1], " tokens are not supported yet (",
+                                   kMinPageSize, " and 256 are)"));
   return Status();
 }
 
@@ -210,6 +188,27 @@ Tensor tensor_seqlens(int32_t* data, long long batch) {
 
 Tensor tensor_v_scale(float* data, long long batch, long long seqlen, long long heads_kv) {
   return tensor_lse(data, batch, seqlen, heads_kv);  // the same contiguous rank-3 fp32 layout
+}
+
+Status check_page_table(const Tensor& pt, const Tensor& k_cache, int64_t batch) {
+  if (!is_paged(pt)) {
+    if (pt.data != nullptr) return Status::invalid("page_table: data pointer given with rank 0 (a table is (batch, max_pages))");
+    return Status();
+  }
+  if (Status s = check_geometry(pt, "page_table", 2, kPageTableDims); !s.ok()) return s;
+  if (pt.dtype != HOPATTN_DTYPE_INT32) return Status::invalid("page_table: dtype must be int32");
+  if (pt.shape[0] != batch)
+    return Status::invalid(cat("page_table: shape (", pt.shape[0], ", ", pt.shape[1], ") must be (batch, max_pages) with batch = ",
+                               batch));
+  if (pt.stride[1] != 1 && pt.shape[1] > 1) return Status::invalid("page_table: rows must be contiguous (stride[1] = 1)");
+  if (Status s = check_pointer_and_alignment(pt, "page_table", 4); !s.ok()) return s;
+  const int64_t page = k_cache.shape[1];
+  if (page < 16 || page > 256 || (page & (page - 1)) != 0)
+    return Status::invalid(cat("k_cache: page_size (shape[1]) = ", page, " is not a power of two in [16, 256]"));
+  if (pt.shape[1] * page > INT32_MAX)
+    return Status::invalid(cat("page_table: max_pages * page_size = ", pt.shape[1] * page, " is not below 2^31"));
+  if (k_cache.shape[0] > INT32_MAX) return Status::invalid("k_cache: more than 2^31 - 1 pages");
+  return Status();
 }
 
 Tensor tensor_page_table(int32_t* data, long long batch, long long max_pages) {

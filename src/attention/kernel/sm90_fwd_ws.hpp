@@ -100,7 +100,9 @@
 #include "attention/collective/sm90_fwd_softmax.hpp"
 #include "attention/collective/sm90_wgmma.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"  // Fa2Traits: the same tiles, MMAs, layouts and TMA
+#include "attention/kernel/sm90_fwd_ws_dealing.hpp"
 #include "attention/kernel/sm90_fwd_ws_schedule.hpp"
+#include "attention/kernel/sm90_fwd_ws_storage.hpp"
 #include "common/register_budget.hpp"
 
 namespace hopattn::attention {
@@ -112,119 +114,8 @@ enum class FwdNamedBarrier : uint32_t {
   kEpilogueWarpgroup = 5,  // + w - 1: warpgroup w's own epilogue (persistent, O staged apart)
 };
 
-template <class Traits>
-struct WsSharedStorageBase {
-  static constexpr int kStages = Traits::kStages;
-  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutQ>, 1024> q;
-  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutKV>, 1024> k;
-  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutKV>, 1024> v;
-  alignas(8) uint64_t q_full;
-  alignas(8) uint64_t q_empty;
-  alignas(8) uint64_t k_full[kStages];
-  alignas(8) uint64_t k_empty[kStages];
-  alignas(8) uint64_t v_full[kStages];
-  alignas(8) uint64_t v_empty[kStages];
-};
-
-// kSeparateO = false: O is staged for its TMA store in Q's space, so Q's buffer is free (q_empty,
-// 1 arrival) only once the store has read it. true: O has its own staging tile, Q's buffer is
-// free once every consumer thread's last S = Q·Kᵀ of the tile has completed (q_empty, 256
-// arrivals), and the producer loads the next tile's Q while this tile's last P·V, softmax and
-// epilogue run; the O store is waited for only before the next tile's O is written.
-template <class Traits, bool kSeparateO>
-struct WsSharedStorage : WsSharedStorageBase<Traits> {
-  static constexpr bool kSeparateStagingO = false;
-  static constexpr bool kQHalves = false;
-  static constexpr bool kSharedO = false;
-  CUTE_DEVICE typename Traits::Element* o_staging() { return this->q.data(); }
-};
-template <class Traits>
-struct WsSharedStorage<Traits, true> : WsSharedStorageBase<Traits> {
-  static constexpr bool kSeparateStagingO = true;
-  static constexpr bool kQHalves = false;
-  static constexpr bool kSharedO = false;
-  // One (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutOWarpgroups).
-  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutOWarpgroups>, 1024> o;
-  CUTE_DEVICE typename Traits::Element* o_staging() { return o.data(); }
-};
-
-// Q's space as one (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutOWarpgroups, the
-// same bytes as the 128-row Q tile), each with its own pipeline, and O staged in one (64, hdim)
-// tile of its own that the two consumer warpgroups take in turn: the persistent schedule where O
-// has no room for a tile per warpgroup (hdim 256). Warpgroup w's Q rows are loaded into tile w
-// (q_full_wg[w], 1 arrival + the tile's bytes) and only warpgroup w's S = Q·Kᵀ reads them; tile w
-// is free (q_empty_wg[w], 128 arrivals) once every thread of warpgroup w has completed the tile's
-// last S = Q·Kᵀ, so warpgroup w's next Q rows load during its last P·V and epilogue, as at hdim
-// 128, and the warpgroups no longer meet at a CTA-wide epilogue. Both warpgroups store every
-// tile's rows, in the same tile order, so the O tile's turns alternate 1, 2, 1, 2, ... o_free: 1
-// arrival per store, by the storing warpgroup's leader once the store has read the tile
-// (cp.async.bulk.wait_group.read), done lazily, before the leader's next turn wait; a warpgroup's
-// e-th epilogue of the CTA (e counted over both, from 0) waits for e arrivals (SharedOTurn). For
-// hdim 256 on 64-key tiles: Q 64 KB + K/V 128 KB + O 32 KB = 224 KB.
-template <class Traits>
-struct WsSharedStorageQHalvesSharedO : WsSharedStorageBase<Traits> {
-  static constexpr bool kSeparateStagingO = false;
-  static constexpr bool kQHalves = true;
-  static constexpr bool kSharedO = true;
-  alignas(8) uint64_t q_full_wg[Traits::kWarpgroups];
-  alignas(8) uint64_t q_empty_wg[Traits::kWarpgroups];
-  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutOWarpgroup>, 1024> o;
-  alignas(8) uint64_t o_free;
-  CUTE_DEVICE typename Traits::Element* o_staging() { return o.data(); }
-};
-
-// How a kernel stages O for its TMA store. Non-persistent: in Q's space, CTA-wide
-// (WsSharedStorage<., false>). Persistent: per warpgroup in tiles of its own wherever that fits
-// in shared memory (hdim 64 and 128: 192 KB at hdim 128 on 128x128x2 tiles); else in one tile
-// shared by the two warpgroups beside Q's halves where that fits (hdim 256 on 64-key tiles); else
-// CTA-wide in Q's space as the non-persistent kernels (no registry row falls there).
-template <class Traits, bool kPersistent>
-constexpr bool ws_separate_o() {
-  return kPersistent && sizeof(WsSharedStorage<Traits, true>) <= 227 * 1024;
-}
-template <class Traits, bool kPersistent>
-constexpr bool ws_shared_o() {
-  return kPersistent && !ws_separate_o<Traits, kPersistent>() && Traits::kWarpgroups == 2 &&
-         sizeof(WsSharedStorageQHalvesSharedO<Traits>) <= 227 * 1024;
-}
-template <class Traits, bool kPersistent>
-using WsStorageOf = std::conditional_t<
-    ws_separate_o<Traits, kPersistent>(), WsSharedStorage<Traits, true>,
-    std::conditional_t<ws_shared_o<Traits, kPersistent>(), WsSharedStorageQHalvesSharedO<Traits>,
-                       WsSharedStorage<Traits, false>>>;
-
 namespace ws {
 
-// The ring through which a variable-length batch's units (dynamic dealing, cursor_next) reach the
-// producer and the consumer warpgroups: slot s holds a unit index once full[s] has completed (1
-// arrival, by the dealer thread), and is free again once empty[s] has (the producer thread and
-// every consumer thread, once each has taken the next unit). request: 1 arrival per unit, by the producer
-// once it has issued the unit's loads: the dealer claims the next unit only then (just in time;
-// claiming ahead of that left CTAs holding units others could have taken: 0.95-0.99 of the ideal
-// balance on mix16 in a model, against 0.97-1.0).
-struct VarlenUnitRing {
-  static constexpr int kSlots = 4;
-  alignas(8) uint64_t full[kSlots];
-  alignas(8) uint64_t empty[kSlots];
-  alignas(8) uint64_t request;
-  int unit[kSlots];
-};
-
-}  // namespace ws
-
-// The options kernels' shared memory: the storage of their tiles plus the unit ring.
-template <class Storage>
-struct WithUnitRing : Storage {
-  ws::VarlenUnitRing unit_ring;
-};
-template <class Traits, bool kPersistent, bool kOptions>
-using WsKernelStorage = std::conditional_t<kOptions, WithUnitRing<WsStorageOf<Traits, kPersistent>>,
-                                           WsStorageOf<Traits, kPersistent>>;
-
-namespace ws {
-
-using FullBarrier = cutlass::arch::ClusterTransactionBarrier;
-using EmptyBarrier = cutlass::arch::ClusterBarrier;
 // setmaxnreg budgets (multiples of 8), within the CTA's launch pool (threads × the launch-bounds
 // cap; checked in ws_forward_kernel): producer 24 + two consumer warpgroups at 240 = 64512 =
 // 384·168; producer 24 + three at 160 = 64512 ≤ 512·128.
@@ -232,87 +123,9 @@ constexpr int kProducerRegisters = 24;
 constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 : 240; }
 constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
 
-// TileCoord, FwdTileScheduler, the per-tile masks and the sequence origins: sm90_fwd_ws_schedule.hpp.
-
-// The positions of the tile order a CTA takes, one after another; the producer and the consumers
-// each walk them with a cursor of their own. Static dealing: sched.tile(0), sched.tile(1), ...
-// Dynamic dealing (variable-length batches whose Params carry the claim counter,
-// Params::varlen_claim): the list in units of two positions (a folded unit; the list holds an even
-// number). A dealer thread (deal_units: lane 0 of the producer warpgroup's second warp) hands the
-// CTA's first unit, its own index, and then, each time the producer has issued the loads of a unit,
-// claims the next one with an atomicAdd on the workspace's counter (+ gridDim.x), through the
-// VarlenUnitRing. The list runs longest first, so a CTA taking the next unit when it gets free is
-// list scheduling in that order; the static dealing of the same list (CTA i takes units i, i + G,
-// ...) left CTAs with up to a unit of the longest sequence more than others (docs/attention-varlen.md).
-// A unit index past the last ends every walk. No taker holds its unit in a register (the producer
-// runs at 24, the hdim-64 consumers at 160: the claim in the producer's loop made every options
-// kernel spill 104-224 bytes, a unit register in the consumers' loop 68 at hdim 64; ptxas
-// 2026-12-06): it is read back from its ring slot, which a taker holds until it takes the next.
-struct TileCursor {
-  int k = 0;  // static: the position index; dynamic: 2 · (units before this one) + position in the unit
-};
-
-template <bool kOptions, class Params, class Sched>
-CUTE_DEVICE bool dynamic_dealing(Params const& p, Sched const& sched) {
-  if constexpr (kOptions) return sched.is_varlen() && p.varlen_claim != nullptr;
-  return false;
-}
-
-// A taker (the producer thread, every consumer thread) takes its handed-th unit and releases the
-// slot of the one before: a slot stays held while its unit runs, so the unit is read back from it.
-CUTE_DEVICE int take_unit(VarlenUnitRing& ring, int handed) {
-  const int slot = handed % VarlenUnitRing::kSlots;
-  FullBarrier::wait(&ring.full[slot], uint32_t((handed / VarlenUnitRing::kSlots) & 1));
-  asm volatile("" ::: "memory");  // the read stays after the wait (CUTLASS's asm has no memory clobber)
-  if (handed > 0) EmptyBarrier::arrive(&ring.empty[(handed - 1) % VarlenUnitRing::kSlots]);
-  return *reinterpret_cast<volatile int*>(&ring.unit[slot]);
-}
-CUTE_DEVICE int current_unit(VarlenUnitRing& ring, int handed) {
-  return *reinterpret_cast<volatile int*>(&ring.unit[handed % VarlenUnitRing::kSlots]);
-}
-
-// The dealer thread's loop (dynamic dealing only).
-CUTE_DEVICE void deal_units(VarlenUnitRing& ring, int* claim, int positions) {
-  for (int handed = 0;; ++handed) {
-    int u = int(blockIdx.x);
-    if (handed > 0) {
-      EmptyBarrier::wait(&ring.request, uint32_t((handed - 1) & 1));  // the producer is done with the last
-      u = int(gridDim.x) + atomicAdd(claim, 1);
-    }
-    const int slot = handed % VarlenUnitRing::kSlots;
-    EmptyBarrier::wait(&ring.empty[slot], uint32_t((handed / VarlenUnitRing::kSlots) & 1) ^ 1u);
-    *reinterpret_cast<volatile int*>(&ring.unit[slot]) = u;
-    asm volatile("" ::: "memory");          // the write stays before the arrival
-    FullBarrier::arrive(&ring.full[slot]);  // release: the index is visible to the takers
-    // The takers' walks end at this unit if its second position is past the list (the list holds
-    // an even number of positions, so that is the final hand-over, u >= units; were it odd, the
-    // last unit's second position would end them too, and the dealer must not wait for a request).
-    if (2 * u + 1 >= positions) return;
-  }
-}
-
-// The cursor's next position (first: its first), or a value >= sched.end() when there is none.
-template <bool kProducer, bool kOptions, class Params, class Storage, class Sched>
-CUTE_DEVICE int cursor_next(TileCursor& cur, Params const& p, Storage& ss, Sched const& sched, bool first) {
-  if constexpr (kOptions) {
-    if (dynamic_dealing<kOptions>(p, sched)) {
-      if (!first) ++cur.k;
-      const int handed = cur.k >> 1;
-      int unit;
-      if (cur.k & 1) {
-        unit = current_unit(ss.unit_ring, handed);
-      } else {
-        if constexpr (kProducer)
-          if (!first) EmptyBarrier::arrive(&ss.unit_ring.request);  // the last unit's loads are issued
-        unit = take_unit(ss.unit_ring, handed);
-      }
-      const int t = 2 * unit + (cur.k & 1);
-      return t < sched.end() ? t : sched.end();
-    }
-  }
-  if (!first) ++cur.k;
-  return sched.tile(cur.k);
-}
+// TileCoord, FwdTileScheduler, the per-tile masks and the sequence origins: sm90_fwd_ws_schedule.hpp;
+// the shared-memory storages and the barrier types: sm90_fwd_ws_storage.hpp; the cursors over a
+// CTA's tiles (static or dynamic dealing): sm90_fwd_ws_dealing.hpp.
 
 template <class Traits, class Mask, bool kPersistent, bool kOptions, class Storage>
 CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
