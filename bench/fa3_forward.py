@@ -46,6 +46,8 @@ def main():
     ap.add_argument("--cells", default="")
     ap.add_argument("--grid", action="store_true")
     ap.add_argument("--fp8", action="store_true", help="also FA3's e4m3 forward (and hopattn's where it has one)")
+    ap.add_argument("--no-cudnn", action="store_true",
+                    help="leave out cuDNN through PyTorch's SDPA (its cuDNN backend: 9.19 on the H200)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--target-ms", type=float, default=25.0)
     ap.add_argument("--csv")
@@ -58,7 +60,10 @@ def main():
     cells = [parse_cell(s) for s in specs]
     torch.manual_seed(0)
     dev = "cuda"
-    impls = ["hopattn", "fa3"] + (["fa3-e4m3"] if args.fp8 else [])
+    impls = ["hopattn", "fa3"] + ([] if args.no_cudnn else ["cudnn"]) + (["fa3-e4m3"] if args.fp8 else [])
+    if not args.no_cudnn:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        print(f"cuDNN through PyTorch {torch.__version__}: cuDNN {torch.backends.cudnn.version()}")
     data = {}
     for hdim, causal, seqlen, hq, hkv, batch in cells:
         key = (hdim, seqlen, hq, hkv, batch)
@@ -76,6 +81,14 @@ def main():
             return lambda: hopattn.flash_attn_func(q, k, v, causal=bool(causal), out=out)
         if impl == "fa3":
             return lambda: fa3.flash_attn_func(q, k, v, causal=bool(causal))
+        if impl == "cudnn":  # (B, S, H, D) viewed as (B, H, S, D), as a PyTorch user calls SDPA
+            qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+
+            def run():
+                with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                    return torch.nn.functional.scaled_dot_product_attention(
+                        qt, kt, vt, is_causal=bool(causal), enable_gqa=hq != hkv).transpose(1, 2)
+            return run
         q8, k8, v8 = (x.to(torch.float8_e4m3fn) for x in (q, k, v))
         return lambda: fa3.flash_attn_func(q8, k8, v8, causal=bool(causal))
 
