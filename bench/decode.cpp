@@ -354,9 +354,9 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             AttentionForwardArgs fa{};
             fa.q = args.q, fa.k = args.k_cache, fa.v = args.v_cache, fa.o = args.o;
             // Bottom-right causal: query row i sees keys j <= i + len - qlen. With one query that is
-            // every key, and cuDNN is given no mask, as a user calls it for decode: with the mask,
-            // cuDNN 9.19 took a path ~8x slower (0.099 ms against 0.0137 ms for hopattn at 1 x 8k,
-            // 64:8 heads, H100, 2026-12-06), which made every decode ratio against it meaningless.
+            // every key, and cuDNN is given no mask, as a user calls it for decode. With the mask its
+            // row read 0.099 ms at 1 x 8k, 64:8 heads (H100, 2026-12-06), where issue 39 timed cuDNN
+            // 9.19 through PyTorch, unmasked, at 0.0112 ms (H200).
             fa.causal = qlen > 1 ? 1 : 0;
             const size_t n_entries = entries.size();
             for (int round = 0; round < opt.rounds; ++round)
