@@ -27,8 +27,7 @@
  *                  read. An id outside [0, num_pages) for a token the call reads gives that sequence
  *                  NaN rows (with causal and many query rows: the rows whose keys reach that page)
  *                  and is recorded (hopattn_kvcache_device_check). Supported so far: 16-bit
- *                  caches with pages of 128 or 256 tokens (smaller pages and int8 caches:
- *                  HOPATTN_NOT_SUPPORTED).
+ *                  caches with pages of 16 to 256 tokens (int8 caches: HOPATTN_NOT_SUPPORTED).
  *
  * Query row i of sequence b is at position cache_seqlens[b] - seqlen_q + i: with causal it sees
  * keys j <= i + cache_seqlens[b] - seqlen_q (bottom-right aligned to the sequence's own length);

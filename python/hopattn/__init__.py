@@ -93,7 +93,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
             _ops._kvcache_options_unsupported(window_size, softcap, sinks)
         ops = _torch_module.ops.hopattn
         if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
-            _ops._paged_attention_supported(k_cache, page_table)  # as in eager: before the append
             if k is None or v is None:  # as in eager (hopattn.ops._append_for_attention)
                 raise ValueError("k, v: give both to append (rotary_cos / rotary_sin apply only with them)")
             q_rot, cache_seqlens = ops.kvcache_append(k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail,

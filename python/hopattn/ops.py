@@ -441,7 +441,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     rotary_cos, rotary_sin (with k): the new K rows and q rotated at their positions.
     page_table (batch, max_pages) int32: a paged cache, k_cache and v_cache then pools
     (num_pages, page_size, heads_kv, hdim) (FlashAttention-3's layout; 16-bit caches with pages
-    of 128 or 256 tokens so far; k=/v= append into the pages).
+    of 16 to 256 tokens, a power of two, so far; k=/v= append into the pages).
 
     window_size, softcap, sinks: FlashAttention-3's arguments, taken so that its calls run
     unchanged; the KV-cache kernels have none of them yet: any value but the default raises
@@ -449,22 +449,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     if window_size is not _NO_WINDOW or softcap or sinks is not None:
         _kvcache_options_unsupported(window_size, softcap, sinks)
     if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
-        _paged_attention_supported(k_cache, page_table)  # before the append writes anything
         q, cache_seqlens = _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail,
                                                  v_tail, rotary_cos, rotary_sin, rotary_interleaved, stream, page_table)
     out, lse = _outputs(q, out, lse, return_lse)
     _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
              v_tail, out, lse, workspace, _stream_of(q, stream), page_table)
     return (out, lse) if return_lse else out
-
-
-def _paged_attention_supported(k_cache, page_table):
-    """Raises NotSupportedError for a paged cache the attention does not take yet (pages under 128
-    tokens), so that flash_attn_with_kvcache(k=, v=, page_table=) refuses before appending: the
-    library's own rule (kvcache_check.cpp, check_paging), asked here first."""
-    if page_table is not None and len(k_cache.shape) == 4 and k_cache.shape[1] < 128:
-        raise _lib.NotSupportedError(f"page_table: pages of {k_cache.shape[1]} tokens are not supported yet by the "
-                                     "attention (128 and 256 are); nothing was appended")
 
 
 def _kvcache_options_unsupported(window_size, softcap, sinks):

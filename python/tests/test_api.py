@@ -474,11 +474,11 @@ class TestKvCacheArguments(unittest.TestCase):
             hopattn.flash_attn_with_kvcache(q, pool_k, pool_v, seqlens, out=out,
                                             page_table=FakeCudaArray((3, 8), "<i4", 0x60000000))
         self.assertIn("page_table: shape (3, 8) must be (batch, max_pages)", str(cm.exception))
-        small_k, small_v = bf16((40, 64, 8, 128), 0x20000000), bf16((40, 64, 8, 128), 0x30000000)
-        with self.assertRaises(hopattn.NotSupportedError) as cm:  # pages under 128 tokens: not yet
+        small_k, small_v = bf16((40, 8, 8, 128), 0x20000000), bf16((40, 8, 8, 128), 0x30000000)
+        with self.assertRaises(ValueError) as cm:  # pages of 8 tokens: not a page size
             hopattn.flash_attn_with_kvcache(q, small_k, small_v, seqlens, out=out,
                                             page_table=FakeCudaArray((4, 16), "<i4", 0x60000000))
-        self.assertIn("pages of 64 tokens are not supported yet", str(cm.exception))
+        self.assertIn("is not a power of two in [16, 256]", str(cm.exception))
         # Appending to a paged cache: the library judges the table there too.
         k_new = bf16((4, 1, 8, 128), 0x70000000)
         with self.assertRaises(ValueError) as cm:

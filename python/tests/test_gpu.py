@@ -360,7 +360,7 @@ class TestKvCache(unittest.TestCase):
         # O and LSE bit for bit (the same kernel and tiles); torch.compile takes the argument too.
         torch.manual_seed(3)
         b, n, hq, hkv, d = 3, 2048, 16, 2, 128
-        for page in (128, 256):
+        for page in (16, 32, 64, 128, 256):
             k = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
             v = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
             q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
@@ -384,8 +384,8 @@ class TestKvCache(unittest.TestCase):
             self.assertTrue(torch.equal(compiled(q, k_pool, v_pool, seqlens, table),
                                         hopattn.flash_attn_with_kvcache(q, k, v, seqlens)), f"page {page}: compiled")
         hopattn.kvcache_device_check()
-        with self.assertRaises(hopattn.NotSupportedError):  # pages under 128 tokens: not yet
-            small = torch.zeros(b * 32, 64, hkv, d, device="cuda", dtype=torch.bfloat16)
+        with self.assertRaises(ValueError):  # pages of 8 tokens: not a page size (16 to 256)
+            small = torch.zeros(b * 32, 8, hkv, d, device="cuda", dtype=torch.bfloat16)
             hopattn.flash_attn_with_kvcache(q, small, small, seqlens, page_table=torch.zeros(b, 32, dtype=torch.int32,
                                                                                               device="cuda"))
 
@@ -451,22 +451,25 @@ class TestAppend(unittest.TestCase):
                 self.assertTrue(torch.equal(k_pool[ids].reshape(b, n_max, hkv, d), k), f"{dtype} page {page}: K")
                 self.assertTrue(torch.equal(v_pool[ids].reshape(b, n_max, hkv, d), v), f"{dtype} page {page}: V")
                 self.assertTrue(torch.equal(len_c, len_p))
-            # The attention's own append path at 128-token pages (the attention takes 128 and 256 so
-            # far), against the contiguous call, on the cache as the last append left it.
-            page = 128
-            max_pages = n_max // page
-            ids = torch.randperm(b * max_pages, device="cuda").long()
-            table = ids.view(b, max_pages).to(torch.int32)
-            k_pool = torch.empty((b * max_pages, page, hkv, d), device="cuda", dtype=dtype)
-            v_pool = torch.empty_like(k_pool)
-            k_pool[ids] = k.reshape(b * max_pages, page, hkv, d)
-            v_pool[ids] = v.reshape(b * max_pages, page, hkv, d)
-            q = torch.randn(b, 1, hq, d, device="cuda", dtype=dtype)
-            k1, v1 = torch.randn(b, 1, hkv, d, device="cuda", dtype=dtype), torch.randn(b, 1, hkv, d, device="cuda",
-                                                                                           dtype=dtype)
-            o_c = hopattn.flash_attn_with_kvcache(q, k, v, len_c, k=k1, v=v1, causal=True)
-            o_p = hopattn.flash_attn_with_kvcache(q, k_pool, v_pool, len_c, k=k1, v=v1, causal=True, page_table=table)
-            self.assertTrue(torch.equal(o_c, o_p), f"{dtype}: attention after the append")
+            # The attention's own append path at 16- and 128-token pages, against the contiguous
+            # call, on the cache as the last append left it.
+            for page in (16, 128):  # the last page size stays for the bad-id part below
+                max_pages = n_max // page
+                ids = torch.randperm(b * max_pages, device="cuda").long()
+                table = ids.view(b, max_pages).to(torch.int32)
+                k_pool = torch.empty((b * max_pages, page, hkv, d), device="cuda", dtype=dtype)
+                v_pool = torch.empty_like(k_pool)
+                k_pool[ids] = k.reshape(b * max_pages, page, hkv, d)
+                v_pool[ids] = v.reshape(b * max_pages, page, hkv, d)
+                q = torch.randn(b, 1, hq, d, device="cuda", dtype=dtype)
+                k1, v1 = torch.randn(b, 1, hkv, d, device="cuda", dtype=dtype), torch.randn(b, 1, hkv, d,
+                                                                                               device="cuda",
+                                                                                               dtype=dtype)
+                kc, vc = k.clone(), v.clone()  # the contiguous call appends into its copy
+                o_c = hopattn.flash_attn_with_kvcache(q, kc, vc, len_c, k=k1, v=v1, causal=True)
+                o_p = hopattn.flash_attn_with_kvcache(q, k_pool, v_pool, len_c, k=k1, v=v1, causal=True,
+                                                      page_table=table)
+                self.assertTrue(torch.equal(o_c, o_p), f"{dtype} page {page}: attention after the append")
             # A bad id among sequence 2's new rows (positions 333..353: page 333 // 128 = 2).
             bad = table.clone()
             bad[2, 2] = -5
@@ -484,10 +487,10 @@ class TestAppend(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "page_table: sequence 2 has page id -5"):
                 hopattn.kvcache_device_check()
 
-        # Pages the attention does not take: refused before the append writes anything.
-        small = torch.zeros(b * 64, 16, hkv, d, device="cuda", dtype=torch.bfloat16)
+        # Pages of 8 tokens (not a page size): refused before the append writes anything.
+        small = torch.randn(b * 64, 8, hkv, d, device="cuda", dtype=torch.bfloat16)
         snapshot = small.clone()
-        with self.assertRaises(hopattn.NotSupportedError):
+        with self.assertRaises(ValueError):
             hopattn.flash_attn_with_kvcache(torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16), small, small,
                                             seqlens, k=small[:b, :1], v=small[:b, :1],
                                             page_table=torch.zeros(b, 64, dtype=torch.int32, device="cuda"))

@@ -1456,8 +1456,9 @@ Status launch_args(const KvCacheArgs& a, const experimental::Overrides& o) {
   return s;
 }
 
-// Pages of 128 and 256 tokens in shuffled order give the contiguous cache's O and LSE bit for bit
-// (the same kernel, the same tiles): every 16-bit split kernel by name and the default choice,
+// Pages of 16 to 256 tokens in shuffled order give the contiguous cache's O and LSE bit for bit
+// (the same kernel, the same tiles; pages smaller than the key tile are gathered as 16-key boxes):
+// every 16-bit split kernel by name and the default choice,
 // odd and empty lengths, stale rows past each length, causal and not, packed GQA and MHA, one
 // query and several, forced splits. The contiguous result itself is checked against the float64
 // reference first.
@@ -1479,7 +1480,7 @@ TEST_P(KvCacheGpu, PagedCacheMatchesTheContiguousCacheBitForBit) {
       print_result(c, r);
       ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
       const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
-      for (int page : {128, 256}) {
+      for (int page : {16, 32, 64, 128, 256}) {
         const PagedCopy pc = make_paged_copy(run, page, seed++);
         const KvCacheArgs a = paged_args_of(run, pc, page);
         run.poison(nullptr);
@@ -1495,11 +1496,14 @@ TEST_P(KvCacheGpu, PagedCacheMatchesTheContiguousCacheBitForBit) {
 // A page id outside the pool among the pages a sequence reads: that sequence's O and LSE rows are
 // NaN, the record names page_table, the sequence and the id (and is cleared), and the other
 // sequences' rows are the contiguous cache's bit for bit. An id past the sequence's last page is
-// never read (no record). Unsplit and split.
+// never read (no record). Unsplit and split; pages of the key tile's size or more (one TMA box per
+// tile) and of 16 tokens (16-key boxes, several pages a tile).
 TEST_P(KvCacheGpu, BadPageIdsGiveNaNAndAreReported) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
+  for (int page : {128, 16})
   for (int splits : {1, 4}) {
+    SCOPED_TRACE("page " + std::to_string(page));
     KvCase c = make(cfg, 1, 8, 2, 1024, {700, 500, 900}, false, 9700 + uint64_t(splits));
     c.num_splits = splits;
     KvRun run(c);
@@ -1507,12 +1511,13 @@ TEST_P(KvCacheGpu, BadPageIdsGiveNaNAndAreReported) {
     ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK);
     HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
     const std::vector<float> o0 = run.host_o_full();
-    PagedCopy pc = make_paged_copy(run, 128, 9800 + uint64_t(splits));
+    PagedCopy pc = make_paged_copy(run, page, 9800 + uint64_t(splits));
     std::vector<int32_t> table = pc.layout.table;
-    table[size_t(1) * pc.max_pages + 2] = pc.layout.num_pages + 5;  // sequence 1 reads page 2 (keys 256..383)
-    table[size_t(0) * pc.max_pages + 7] = -3;                       // sequence 0 (700 keys) never reads page 7
+    // sequence 1 reads the page of keys 256.., sequence 0 (700 keys) never reads the page of keys 896..
+    table[size_t(1) * pc.max_pages + 256 / page] = pc.layout.num_pages + 5;
+    table[size_t(0) * pc.max_pages + 896 / page] = -3;
     HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-    const KvCacheArgs a = paged_args_of(run, pc, 128);
+    const KvCacheArgs a = paged_args_of(run, pc, page);
     run.poison(nullptr);
     ASSERT_TRUE(launch_args(a, run.overrides).ok());
     const std::vector<float> o = run.host_o_full(), lse = run.host_lse();

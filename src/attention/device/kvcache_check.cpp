@@ -40,7 +40,6 @@ constexpr int kMaxSplits = 128;
 bool is_int8(const KvCacheArgs& a) { return a.k_cache.dtype == HOPATTN_DTYPE_INT8; }
 bool is_paged(const KvCacheArgs& a) { return hopattn::is_paged(a.page_table); }
 int64_t cache_max_len(const KvCacheArgs& a) { return cache_positions(a.k_cache, a.page_table); }
-constexpr int kMinPageSize = 128;  // the largest key tile of the 16-bit kernels (one TMA box per page)
 
 Status check_types_and_shapes(const KvCacheArgs& a) {
   const Tensor &q = a.q, &k = a.k_cache, &v = a.v_cache, &o = a.o;
@@ -110,15 +109,12 @@ Status check_scales(const KvCacheArgs& a) {
   return check_pointer_and_alignment(vs, "v_scale", 4);
 }
 
-// A paged cache: the shared rules (check_page_table), then what the attention takes so far: 16-bit
-// pools with pages of at least kMinPageSize tokens.
+// A paged cache: the shared rules (check_page_table: pages of 16-256 tokens), then what the
+// attention takes so far: 16-bit pools.
 Status check_paging(const KvCacheArgs& a) {
   if (Status s = check_page_table(a.page_table, a.k_cache, a.q.shape[0]); !s.ok()) return s;
-  if (!is_paged(a)) return Status();
-  if (is_int8(a)) return Status::unsupported("page_table: paged int8 caches are not supported yet (16-bit caches are)");
-  if (a.k_cache.shape[1] < kMinPageSize)
-    return Status::unsupported(cat("page_table: pages of ", a.k_cache.shape[1], " tokens are not supported yet (",
-                                   kMinPageSize, " and 256 are)"));
+  if (is_paged(a) && is_int8(a))
+    return Status::unsupported("page_table: paged int8 caches are not supported yet (16-bit caches are)");
   return Status();
 }
 

@@ -137,9 +137,9 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
   using CacheElement = std::conditional_t<kInt8, int8_t, Element>;
   DecodeGrid g;
   if (Status s = decode_grid(dp, Traits::kTileRows, &g); !s.ok()) return s;
-  // A paged cache reaches only the 16-bit kernel, with pages of at least its key tile (one TMA box
-  // per tile); the host check refuses the rest, this keeps it so.
-  if (dp.page_table != nullptr && (kInt8 || dp.page_size < Traits::kBlockN))
+  // A paged cache reaches only the 16-bit kernel (one TMA box per tile from pages of at least its
+  // key tile, 16-key boxes from smaller ones); the host check refuses the rest, this keeps it so.
+  if (dp.page_table != nullptr && (kInt8 || dp.page_size < 16))
     return Status(StatusCode::kInternal, "kvcache attention: a paged cache reached a kernel that cannot read it");
   typename Traits::Params p{};
   const auto box = [] {
@@ -149,6 +149,13 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
   p.tma_k = make_cache_tma<CacheElement, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
   p.tma_v = make_cache_tma<CacheElement, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
   fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
+  if constexpr (!kInt8) {
+    if (dp.page_table != nullptr && dp.page_size < Traits::kBlockN) {
+      const auto page_box = typename Traits::SmemLayoutPageBox{};
+      p.tma_k_box = make_cache_tma<CacheElement, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, page_box);
+      p.tma_v_box = make_cache_tma<CacheElement, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, page_box);
+    }
+  }
   if constexpr (kInt8) {
     p.k_scale = dp.k_scale;
     p.ks_batch_stride = dp.ks_batch_stride, p.ks_block_stride = dp.ks_block_stride, p.ks_head_stride = dp.ks_head_stride;

@@ -92,7 +92,20 @@ struct DecodeTraits : Fa2Traits<Element_, kHeadDim_, 64, decode_block_n(kHeadDim
   };
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));
 
+  // A paged cache with pages smaller than kBlockN keys (16, 32, 64; at hdim 256 16 and 32): the
+  // tile is gathered as kBlockN / 16 boxes of 16 keys, each from its own page, into the rows of
+  // the tile's shared memory they hold (16 rows of the 128-byte swizzle are whole atoms).
+  static constexpr int kPageBoxRows = 16;
+  using PageBox = cute::Int<kPageBoxRows>;
+  using SmemLayoutPageBox = decltype(cute::tile_to_shape(typename Base::SmemAtom{}, cute::Shape<PageBox, typename Base::HeadDim>{}));
+  using TmaLoadPageBox = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_LOAD{},
+      cute::make_tensor(cute::make_gmem_ptr(static_cast<Element const*>(nullptr)), typename Base::GmemLayout{}),
+      SmemLayoutPageBox{}));
+  static constexpr uint32_t kTmaBytesPageBox = kPageBoxRows * Base::kHeadDim * sizeof(Element);
+
   struct Params : DecodeSplitParams<Element, typename Base::TmaLoadKV, typename Base::TmaLoadKV> {
+    TmaLoadPageBox tma_k_box, tma_v_box;  // pages smaller than kBlockN (unset otherwise)
 #ifdef HOPATTN_DECODE_STAMPS
     uint64_t* stamps;  // measurement builds only (HOPATTN_STAMP)
 #endif
@@ -196,9 +209,50 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   Tensor tVgV = get<0>(tma_v_parts);  // (TMA, n)
   Tensor tVsV = get<1>(tma_v_parts);  // (TMA, PIPE)
 
-  // A paged cache: key tile n's page id (thread 0 reads the next refill's while this tile computes).
-  auto page_of = [&](int n) { return paged ? pages[(n * kBlockN) >> p.page_shift] : 0; };
-  auto load_kv = [&](int n, int stage, int page) {
+  // A paged cache: key tile n's page ids (thread 0 reads the next refill's while this tile
+  // computes): one page, or with pages smaller than the tile kBlockN >> page_shift of them, those
+  // past the cache's end (in the page table's unused entries) not read.
+  constexpr int kBoxes = kBlockN / Traits::kPageBoxRows;
+  using PageIds = cute::array<int, kBoxes>;
+  const bool small_pages = paged && (1 << p.page_shift) < kBlockN;
+  auto page_of = [&](int n) {
+    PageIds ids;
+    ids[0] = paged ? pages[(n * kBlockN) >> p.page_shift] : 0;
+    if (small_pages) {
+      const int per_tile = kBlockN >> p.page_shift;
+      CUTE_UNROLL
+      for (int j = 1; j < kBoxes; ++j)
+        ids[j] = j < per_tile && n * kBlockN + (j << p.page_shift) < t.len ? pages[((n * kBlockN) >> p.page_shift) + j] : 0;
+    }
+    return ids;
+  };
+  // Pages smaller than the tile: box j (keys n·BN + 16j ..) from page ids[16j >> page_shift], row
+  // (16j mod page_size) of it; boxes past the cache's end are not loaded (their scores are masked
+  // and their V rows zeroed, as for the rows past the end of a whole tile).
+  auto load_kv_boxes = [&](int n, int stage, PageIds const& ids) {
+    constexpr int kRows = Traits::kPageBoxRows;
+    const int boxes = min(kBoxes, (t.len - n * kBlockN + kRows - 1) / kRows);
+    const uint32_t bytes = uint32_t(boxes) * Traits::kTmaBytesPageBox;
+    Tensor mKb = p.tma_k_box.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
+    Tensor mVb = p.tma_v_box.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
+    Barrier::arrive_and_expect_tx(&ss.k_full[stage], bytes);
+    Barrier::arrive_and_expect_tx(&ss.v_full[stage], bytes);
+    for (int j = 0; j < boxes; ++j) {
+      const int page = ids[(j * kRows) >> p.page_shift];
+      const int box = ((j * kRows) & ((1 << p.page_shift) - 1)) / kRows;  // the box's 16 rows within the page
+      Tensor gKb = local_tile(mKb(_, _, t.h_kv, page), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(_, _0{}));
+      Tensor gVb = local_tile(mVb(_, _, t.h_kv, page), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(_, _0{}));
+      Tensor sKb = local_tile(sK(_, _, stage), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(j, _0{}));
+      Tensor sVb = local_tile(sV(_, _, stage), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(j, _0{}));
+      auto kb = tma_partition(p.tma_k_box, _0{}, Layout<_1>{}, group_modes<0, 2>(sKb), group_modes<0, 2>(gKb));
+      auto vb = tma_partition(p.tma_v_box, _0{}, Layout<_1>{}, group_modes<0, 2>(sVb), group_modes<0, 2>(gVb));
+      copy(p.tma_k_box.with(ss.k_full[stage]), get<0>(kb)(_, box), get<1>(kb));
+      copy(p.tma_v_box.with(ss.v_full[stage]), get<0>(vb)(_, box), get<1>(vb));
+    }
+  };
+  auto load_kv = [&](int n, int stage, PageIds const& ids) {
+    if (small_pages) return load_kv_boxes(n, stage, ids);
+    const int page = ids[0];
     Barrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
     if (paged) {  // key tile n: tile (n·BN mod page_size) / BN of page `page`, in the pool's view
       const int tile = ((n * kBlockN) & ((1 << p.page_shift) - 1)) / kBlockN;
@@ -259,13 +313,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
     const int stage = i % kStages;
     const uint32_t phase = (i / kStages) & 1;
     const bool refill = is_tma_thread && i + kStages < n_blocks;
-    const int refill_page = paged && refill ? page_of(n + kStages) : 0;  // its latency under this tile's math
+    PageIds refill_pages{};
+    if (paged && refill) refill_pages = page_of(n + kStages);  // their latency under this tile's math
     Barrier::wait(&ss.k_full[stage], phase);
     if (i == 0) HOPATTN_STAMP(p.stamps, cta, 4);  // the first K tile has landed
     decode_tile_compute<Traits>(t, ss, n, stage, phase, i == 0, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS,
                                 tOrP, tOrP_a, sV, softmax);
     __syncthreads();  // no thread reads this stage any more
-    if (refill) load_kv(n + kStages, stage, refill_page);
+    if (refill) load_kv(n + kStages, stage, refill_pages);
   }
 
   HOPATTN_STAMP(p.stamps, cta, 5);  // last tile done
