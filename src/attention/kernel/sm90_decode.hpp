@@ -25,14 +25,15 @@
 //   K/V: TMA tiles of kBlockN keys into a kStages-deep ring (mbarriers k_full/v_full, one arrival
 //   each by thread 0 with the tile's transaction bytes; all threads wait). The loop body is the
 //   FA2 kernel's (sm90_fwd_fa2.hpp): S = Q·Kᵀ (SS WGMMA), mask, online softmax, O += P·V (RS
-//   WGMMA), __syncthreads, thread 0 refills the stage with tile n + kStages.
+//   WGMMA), __syncthreads, thread 0 (warp 0 for small pages) refills the stage with tile n + kStages.
 //   The cache is only valid below len, and rows len..max_len may hold anything (NaN included):
 //   scores there are masked to -inf, and the V rows of the tile holding len are zeroed in shared
 //   memory (after the TMA lands, before P·V) so that 0 · garbage cannot reach O.
-//   A paged cache (Params::page_table; 16-bit caches, pages of at least kBlockN keys): the TMA
-//   views the pool (page_size, d, heads_kv, num_pages); key tile n is tile (n·BN mod page_size) /
-//   BN of page page_table[b][n·BN / page_size], its id read by thread 0 a tile ahead (while the
-//   tile before the refill computes).
+//   A paged cache (Params::page_table; 16-bit caches, pages of 16-256 keys): the TMA views the pool
+//   (page_size, d, heads_kv, num_pages). Pages of at least kBlockN keys: key tile n is tile
+//   (n·BN mod page_size) / BN of page page_table[b][n·BN / page_size], its id read by thread 0 a
+//   tile ahead (while the tile before the refill computes). Smaller pages: warp 0 refills, lane j
+//   reading the id of and issuing the 16-key box j of the tile (several pages a tile).
 //   At entry every thread checks a share of the ids the CTA will read; one outside the pool makes
 //   the CTA a bad one (NaN rows, as a bad length; recorded as kind 6), and the combine takes a NaN
 //   partial as bad. With causal rows, an m-block whose keys end before the bad page still answers.
@@ -209,50 +210,45 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   Tensor tVgV = get<0>(tma_v_parts);  // (TMA, n)
   Tensor tVsV = get<1>(tma_v_parts);  // (TMA, PIPE)
 
-  // A paged cache: key tile n's page ids (thread 0 reads the next refill's while this tile
-  // computes): one page, or with pages smaller than the tile kBlockN >> page_shift of them, those
-  // past the cache's end (in the page table's unused entries) not read.
-  constexpr int kBoxes = kBlockN / Traits::kPageBoxRows;
-  using PageIds = cute::array<int, kBoxes>;
+  // A paged cache: the page id a refill needs, read a tile ahead (its latency under the math of
+  // the tile before). Pages of at least kBlockN keys: thread 0 issues the tile, one box from page
+  // page_table[b][n·BN / page_size]. Smaller pages: warp 0 issues it, lane j the 16-key box j
+  // (keys n·BN + 16j ..) from its own page; boxes past the cache's end are not loaded (their
+  // scores are masked and their V rows zeroed, as for rows past the end of a whole tile) and their
+  // page-table entries (unused ones, maybe past the row) not read: id -1.
+  constexpr int kBoxRows = Traits::kPageBoxRows, kBoxes = kBlockN / kBoxRows;
+  static_assert(kBoxes <= 32, "one lane of warp 0 per 16-key box");
   const bool small_pages = paged && (1 << p.page_shift) < kBlockN;
+  const int lane = int(threadIdx.x) % 32;
+  const bool is_refill_thread = small_pages ? threadIdx.x < 32 : is_tma_thread;
   auto page_of = [&](int n) {
-    PageIds ids;
-    ids[0] = paged ? pages[(n * kBlockN) >> p.page_shift] : 0;
-    if (small_pages) {
-      const int per_tile = kBlockN >> p.page_shift;
-      CUTE_UNROLL
-      for (int j = 1; j < kBoxes; ++j)
-        ids[j] = j < per_tile && n * kBlockN + (j << p.page_shift) < t.len ? pages[((n * kBlockN) >> p.page_shift) + j] : 0;
-    }
-    return ids;
+    if (!small_pages) return paged ? pages[(n * kBlockN) >> p.page_shift] : 0;
+    const int key = n * kBlockN + lane * kBoxRows;
+    return lane < kBoxes && key < t.len ? pages[key >> p.page_shift] : -1;
   };
-  // Pages smaller than the tile: box j (keys n·BN + 16j ..) from page ids[16j >> page_shift], row
-  // (16j mod page_size) of it; boxes past the cache's end are not loaded (their scores are masked
-  // and their V rows zeroed, as for the rows past the end of a whole tile).
-  auto load_kv_boxes = [&](int n, int stage, PageIds const& ids) {
-    constexpr int kRows = Traits::kPageBoxRows;
-    const int boxes = min(kBoxes, (t.len - n * kBlockN + kRows - 1) / kRows);
-    const uint32_t bytes = uint32_t(boxes) * Traits::kTmaBytesPageBox;
+  auto load_kv_boxes = [&](int n, int stage, int page) {
+    if (lane == 0) {
+      const int boxes = min(kBoxes, (t.len - n * kBlockN + kBoxRows - 1) / kBoxRows);
+      const uint32_t bytes = uint32_t(boxes) * Traits::kTmaBytesPageBox;
+      Barrier::arrive_and_expect_tx(&ss.k_full[stage], bytes);
+      Barrier::arrive_and_expect_tx(&ss.v_full[stage], bytes);
+    }
+    __syncwarp();
+    if (page < 0) return;
     Tensor mKb = p.tma_k_box.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
     Tensor mVb = p.tma_v_box.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
-    Barrier::arrive_and_expect_tx(&ss.k_full[stage], bytes);
-    Barrier::arrive_and_expect_tx(&ss.v_full[stage], bytes);
-    for (int j = 0; j < boxes; ++j) {
-      const int page = ids[(j * kRows) >> p.page_shift];
-      const int box = ((j * kRows) & ((1 << p.page_shift) - 1)) / kRows;  // the box's 16 rows within the page
-      Tensor gKb = local_tile(mKb(_, _, t.h_kv, page), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(_, _0{}));
-      Tensor gVb = local_tile(mVb(_, _, t.h_kv, page), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(_, _0{}));
-      Tensor sKb = local_tile(sK(_, _, stage), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(j, _0{}));
-      Tensor sVb = local_tile(sV(_, _, stage), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(j, _0{}));
-      auto kb = tma_partition(p.tma_k_box, _0{}, Layout<_1>{}, group_modes<0, 2>(sKb), group_modes<0, 2>(gKb));
-      auto vb = tma_partition(p.tma_v_box, _0{}, Layout<_1>{}, group_modes<0, 2>(sVb), group_modes<0, 2>(gVb));
-      copy(p.tma_k_box.with(ss.k_full[stage]), get<0>(kb)(_, box), get<1>(kb));
-      copy(p.tma_v_box.with(ss.v_full[stage]), get<0>(vb)(_, box), get<1>(vb));
-    }
+    const int box = ((n * kBlockN + lane * kBoxRows) & ((1 << p.page_shift) - 1)) / kBoxRows;  // within the page
+    Tensor gKb = local_tile(mKb(_, _, t.h_kv, page), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(_, _0{}));
+    Tensor gVb = local_tile(mVb(_, _, t.h_kv, page), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(_, _0{}));
+    Tensor sKb = local_tile(sK(_, _, stage), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(lane, _0{}));
+    Tensor sVb = local_tile(sV(_, _, stage), Shape<typename Traits::PageBox, HeadDim>{}, make_coord(lane, _0{}));
+    auto kb = tma_partition(p.tma_k_box, _0{}, Layout<_1>{}, group_modes<0, 2>(sKb), group_modes<0, 2>(gKb));
+    auto vb = tma_partition(p.tma_v_box, _0{}, Layout<_1>{}, group_modes<0, 2>(sVb), group_modes<0, 2>(gVb));
+    copy(p.tma_k_box.with(ss.k_full[stage]), get<0>(kb)(_, box), get<1>(kb));
+    copy(p.tma_v_box.with(ss.v_full[stage]), get<0>(vb)(_, box), get<1>(vb));
   };
-  auto load_kv = [&](int n, int stage, PageIds const& ids) {
-    if (small_pages) return load_kv_boxes(n, stage, ids);
-    const int page = ids[0];
+  auto load_kv = [&](int n, int stage, int page) {
+    if (small_pages) return load_kv_boxes(n, stage, page);
     Barrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
     if (paged) {  // key tile n: tile (n·BN mod page_size) / BN of page `page`, in the pool's view
       const int tile = ((n * kBlockN) & ((1 << p.page_shift) - 1)) / kBlockN;
@@ -280,8 +276,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
       cutlass::arch::fence_barrier_init();
     }
     __syncthreads();
-    if (is_tma_thread)
-      for (int i = 0; i < kStages && i < n_blocks; ++i) load_kv(t.n_begin + i, i, page_of(t.n_begin + i));
+    if (is_refill_thread) {  // the first tiles' page ids read together, then their loads issued
+      int first_pages[kStages];
+      CUTE_UNROLL
+      for (int i = 0; i < kStages; ++i) first_pages[i] = i < n_blocks ? page_of(t.n_begin + i) : 0;
+      CUTE_UNROLL
+      for (int i = 0; i < kStages; ++i)
+        if (i < n_blocks) load_kv(t.n_begin + i, i, first_pages[i]);
+    }
     HOPATTN_STAMP(p.stamps, cta, 2);  // barriers initialised, first loads issued
 
     q_regs.store(sQ, threadIdx.x);  // loaded at entry; the first K/V tiles are in flight
@@ -312,15 +314,14 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
     const int n = t.n_begin + i;
     const int stage = i % kStages;
     const uint32_t phase = (i / kStages) & 1;
-    const bool refill = is_tma_thread && i + kStages < n_blocks;
-    PageIds refill_pages{};
-    if (paged && refill) refill_pages = page_of(n + kStages);  // their latency under this tile's math
+    const bool refill = is_refill_thread && i + kStages < n_blocks;
+    const int refill_page = paged && refill ? page_of(n + kStages) : 0;  // its latency under this tile's math
     Barrier::wait(&ss.k_full[stage], phase);
     if (i == 0) HOPATTN_STAMP(p.stamps, cta, 4);  // the first K tile has landed
     decode_tile_compute<Traits>(t, ss, n, stage, phase, i == 0, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS,
                                 tOrP, tOrP_a, sV, softmax);
     __syncthreads();  // no thread reads this stage any more
-    if (refill) load_kv(n + kStages, stage, refill_pages);
+    if (refill) load_kv(n + kStages, stage, refill_page);
   }
 
   HOPATTN_STAMP(p.stamps, cta, 5);  // last tile done
