@@ -247,6 +247,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             what << "decode " << dtype_name << " hdim=" << hdim << " heads=" << heads_q << ":" << heads_kv
                  << " batch=" << batch << " len=" << len << " qlen=" << qlen;
             progress(++done, total, what.str());
+            const size_t first_result = results.size();
             const int64_t q_elems = int64_t(batch) * qlen * heads_q * hdim;
             DeviceBuffer q, o;
             if (alloc_error.empty()) {
@@ -283,6 +284,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               int splits = 0;
               bool tail = false;  // int8 with 16-bit tail blocks (--int8-tail)
               int page = 0;       // > 0: the cache as a pool of such pages (--page-sizes)
+              bool combine_pdl = true;  // NAME+combine_pdl=0: the combine launched plainly
               DeviceBuffer table; // its page table (batch, len / page), a shuffled permutation
               std::string plan_note;
               DeviceBuffer workspace;
@@ -299,7 +301,13 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             };
             const attention::DecodeCache cache = int8 ? attention::DecodeCache::kInt8 : attention::DecodeCache::k16Bit;
             const attention::DecodeCache other = int8 ? attention::DecodeCache::k16Bit : attention::DecodeCache::kInt8;
-            for (const std::string& name : opt.kernels) {
+            for (const std::string& entry_name : opt.kernels) {
+              // NAME[+combine_pdl=0|1]: the row's own experiment (Overrides::decode_combine_pdl).
+              const size_t plus = entry_name.find('+');
+              const std::string name = entry_name.substr(0, plus), extra = plus == std::string::npos ? "" : entry_name.substr(plus);
+              if (!extra.empty() && extra != "+combine_pdl=0" && extra != "+combine_pdl=1")
+                throw std::invalid_argument("--kernels: '" + entry_name + "': decode rows take only +combine_pdl=0|1");
+              const bool combine_pdl = extra != "+combine_pdl=0";
               const std::string kernel = name == "default" ? "" : name;
               // A kernel of the other cache type does not apply to this cell: no row.
               if (!kernel.empty() && attention::decode_kernel_index(kernel, cache, hdim) < 0 &&
@@ -312,8 +320,8 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 Entry e;
                 e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) +
                          (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "") +
-                         (page > 0 ? ":p" + std::to_string(page) : "");
-                e.kernel = kernel, e.splits = splits, e.tail = tail != 0, e.page = page;
+                         (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl");
+                e.kernel = kernel, e.splits = splits, e.tail = tail != 0, e.page = page, e.combine_pdl = combine_pdl;
                 if (page > 0 && alloc_error.empty()) {  // every page of the pool in some sequence, shuffled
                   std::vector<int32_t> ids(size_t(batch) * (len / page));
                   for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
@@ -325,6 +333,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 args.num_splits = splits;
                 experimental::Overrides overrides;
                 overrides.decode_kernel = kernel;
+                overrides.decode_combine_pdl = combine_pdl;
                 set_tail(e.tail);
                 if (!alloc_error.empty()) {
                   e.error = alloc_error;
@@ -372,6 +381,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   args.workspace = e.workspace.get(), args.workspace_bytes = e.ws_bytes;
                   experimental::Overrides overrides;
                   overrides.decode_kernel = e.kernel;
+                  overrides.decode_combine_pdl = e.combine_pdl;
                   KvCacheArgs call = args;
                   if (e.page > 0) {  // the same bytes as (batch * len / page) pages of `page` tokens
                     const long long pages = (long long)batch * (len / e.page);
@@ -444,6 +454,11 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               }
               results.push_back({c, theirs.how()});
             }
+            // This shape's rows at once on stderr: a run cut short keeps what it measured.
+            for (size_t r = first_result; r < results.size(); ++r)
+              std::fprintf(stderr, "[bench decode row] %s qlen=%d batch=%d len=%d %.5f ms%s\n",
+                           results[r].row.impl.c_str(), qlen, batch, len, results[r].row.ms,
+                           results[r].row.ratio_vs_cudnn > 0 ? fmt(" vs_cudnn %.3f", results[r].row.ratio_vs_cudnn).c_str() : "");
           }
         }
       }

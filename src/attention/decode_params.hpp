@@ -96,6 +96,9 @@ struct DecodeParams {
   int num_pages = 0;
 
   int32_t* error;       // device record of the first bad cache_seqlens entry (decode_error.cu)
+  // The combine launched as a programmatic dependent of the kernel before it (its launch and
+  // index math overlap that kernel's last CTAs; griddepcontrol.wait before it reads a partial).
+  bool combine_pdl = true;
 };
 
 inline int decode_partial_slots(const DecodeParams& p) {

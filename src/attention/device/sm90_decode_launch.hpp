@@ -101,10 +101,18 @@ Status launch_decode_combine(const DecodeParams& dp, Stream stream) {
   if (blocks > INT32_MAX) return Status::unsupported("kvcache attention: too many rows for the combine grid");
   // Few slots (an int8 call's tail at one split, or 2-4 splits): a batch of that many, so that
   // more warps stay resident (decode_combine_kernel).
-  if (slots <= 2) decode_combine_kernel<Element, kHeadDim, 2><<<unsigned(blocks), 32 * kCombineWarps, 0, stream>>>(c);
-  else if (slots <= 4) decode_combine_kernel<Element, kHeadDim, 4><<<unsigned(blocks), 32 * kCombineWarps, 0, stream>>>(c);
-  else decode_combine_kernel<Element, kHeadDim><<<unsigned(blocks), 32 * kCombineWarps, 0, stream>>>(c);
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  auto kernel = slots <= 2   ? &decode_combine_kernel<Element, kHeadDim, 2>
+                : slots <= 4 ? &decode_combine_kernel<Element, kHeadDim, 4>
+                             : &decode_combine_kernel<Element, kHeadDim>;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(blocks));
+  config.blockDim = dim3(32 * kCombineWarps);
+  config.stream = static_cast<cudaStream_t>(stream);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  if (dp.combine_pdl) config.attrs = &attribute, config.numAttrs = 1;
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, kernel, c));
   return Status();
 }
 

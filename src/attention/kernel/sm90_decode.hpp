@@ -325,6 +325,9 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   }
 
   HOPATTN_STAMP(p.stamps, cta, 5);  // last tile done
+  // The combine (a programmatic dependent) may launch once every CTA is here: its CTAs wait in
+  // griddepcontrol.wait for this grid's stores, their launch off the critical path.
+  asm volatile("griddepcontrol.launch_dependents;");
   float lse[kRows];
   softmax.finalize(tOrO, lse);
   store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x, p.o_part != nullptr);

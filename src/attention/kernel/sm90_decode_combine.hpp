@@ -48,6 +48,9 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
   const int64_t row = int64_t(blockIdx.x) * kCombineWarps + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
+  // Launched as a programmatic dependent (DecodeParams::combine_pdl): nothing the kernels before
+  // wrote is read before they are done (a no-op on a plain launch).
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   const int s = int(row % p.seqlen_q);
   const int h = int((row / p.seqlen_q) % p.heads_q);
   const int b = int(row / (int64_t(p.seqlen_q) * p.heads_q));
