@@ -95,7 +95,7 @@ int run(const Options& o) {
   fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
   CombineParams<Element, kHeadDim> c{ws, ws + rows_total * kHeadDim * dp.num_splits, lens, out, dp.o_batch_stride,
                                      dp.o_seq_stride, dp.o_head_stride, nullptr, 0, 0, 0, dp.batch, dp.seqlen_q,
-                                     dp.heads_q, dp.max_len, dp.num_splits, dp.causal, nullptr};
+                                     dp.heads_q, dp.max_len, dp.num_splits, dp.causal, nullptr, nullptr};
 
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreate(&stream));

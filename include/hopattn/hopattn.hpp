@@ -107,4 +107,8 @@ inline Tensor tensor_thd(void* data, DType dtype, long long total, long long hea
 Tensor tensor_lse_varlen(float* data, long long heads, long long total);
 Tensor tensor_cu_seqlens(int32_t* data, long long batch);
 
+// The attention sinks: a contiguous (heads_q) float32 descriptor, for the forward pass's and the
+// KV-cache call's `sinks` (since 0.4).
+Tensor tensor_sinks(float* data, long long heads_q);
+
 }  // namespace hopattn

@@ -31,7 +31,27 @@
  *
  * Query row i of sequence b is at position cache_seqlens[b] - seqlen_q + i: with causal it sees
  * keys j <= i + cache_seqlens[b] - seqlen_q (bottom-right aligned to the sequence's own length);
- * without, every key j < cache_seqlens[b]. A row that sees no key gets O = 0, LSE = -inf.
+ * without, every key j < cache_seqlens[b]. A row that sees no key gets O = 0, LSE = -inf (or its
+ * sink, below).
+ *
+ * Since 0.4, the forward pass's options (hopattn.h, hopattn_attention_fwd_args_t; each zero value
+ * keeps the behaviour without it), in the cache's coordinates: query row i at position
+ * p = cache_seqlens[b] - seqlen_q + i.
+ *   window != 0: a sliding window: the row sees key j iff p - window_left <= j <= p + window_right
+ *                (and j < cache_seqlens[b]; with causal, j <= p); -1 leaves a side unbounded. With
+ *                causal, window_right must be 0 or -1 (both read as 0); with window == 0 both sides
+ *                must be 0. The KV tiles before the first key a CTA's rows see (and after the last)
+ *                are not read: a decode step's time grows with the window, not the cache length,
+ *                and split-KV divides only the visible tiles. (Keys outside every row's window may
+ *                hold anything, NaN included; with a paged cache, the ids of pages that hold
+ *                only such keys are neither checked nor used.)
+ *   softcap > 0: each score s = softmax_scale · q·k becomes softcap · tanh(s / softcap) before the
+ *                mask and the softmax (Gemma 2); LSE is over the capped scores.
+ *   sinks        (heads_q) float32, device memory, optional: a logit per q-head in each row's
+ *                softmax denominator without a value (gpt-oss): O = Σ exp(s_j) v_j / (exp(sink_h) +
+ *                Σ exp(s_j)), LSE = log(exp(sink_h) + Σ exp(s_j)); added once per row whatever the
+ *                split-KV count. Finite or -inf (-inf: as no sink; +inf or NaN gives NaN rows).
+ * Supported so far on 16-bit caches, contiguous or paged (int8 caches: HOPATTN_NOT_SUPPORTED).
  */
 #ifndef HOPATTN_KVCACHE_H
 #define HOPATTN_KVCACHE_H
@@ -63,7 +83,13 @@ typedef struct hopattn_kvcache_args {
   size_t workspace_bytes;
   hopattn_tensor_t k_tail;  /* int8 cache only, optional: the 16-bit partial last blocks (see above) */
   hopattn_tensor_t v_tail;
-  hopattn_tensor_t page_table;  /* optional: a paged cache (see above); zero: contiguous (0.3) */
+  hopattn_tensor_t page_table;  /* optional: a paged cache (see above); zero: contiguous (0.4) */
+  /* Since 0.4 (see above; all zero: none of them): */
+  int32_t window;        /* nonzero: window_left and window_right apply */
+  int32_t window_left;   /* -1: unbounded */
+  int32_t window_right;  /* -1: unbounded */
+  float softcap;         /* 0: off */
+  hopattn_tensor_t sinks; /* (heads_q) float32, or data NULL: none */
 } hopattn_kvcache_args_t;
 
 #define HOPATTN_KVCACHE_ARGS_INIT {(uint32_t)sizeof(hopattn_kvcache_args_t)}

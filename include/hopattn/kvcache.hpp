@@ -8,6 +8,9 @@
 
 namespace hopattn {
 
+// The call's arguments (kvcache.h), struct_size set. The options of 0.4 are its fields, as the
+// forward pass's: `window = 1` with window_left / window_right (-1 unbounded), softcap, and sinks
+// (tensor_sinks, hopattn.hpp).
 using KvCacheArgs = VersionedArgs<hopattn_kvcache_args_t>;
 
 // Contiguous descriptors of the KV-cache call's small tensors: cache_seqlens (batch) int32 and
@@ -29,7 +32,7 @@ struct KvCachePlan {
 
 // Every rule that needs no device memory (the workspace size is checked against the plan).
 // DeviceContext::tensor_device order: q, k_cache, v_cache, cache_seqlens, o, lse, k_scale, v_scale,
-// k_tail, v_tail.
+// k_tail, v_tail, page_table, sinks.
 Status check_kvcache_attention(const KvCacheArgs& args, const DeviceContext& context, int sm_count);
 
 // The heuristic (or the forced values): split the KV length across CTAs when batch × heads_kv

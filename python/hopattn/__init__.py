@@ -84,13 +84,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
                             rotary_sin=None, rotary_interleaved=True, *, page_table=None, window_size=_ops._NO_WINDOW,
                             softcap=0.0, sinks=None):
     """Attention over a KV cache (bf16/fp16 or int8; contiguous, or paged through page_table),
-    optionally appending k, v first (with rotary); see hopattn.ops.flash_attn_with_kvcache.
-    window_size, softcap and sinks are taken for
-    FlashAttention-3's calls but not implemented here yet: other than the defaults they raise
-    NotSupportedError."""
+    optionally appending k, v first (with rotary), with FlashAttention-3's window_size and softcap
+    and gpt-oss's sinks (keyword-only; 16-bit caches); see hopattn.ops.flash_attn_with_kvcache."""
     if _compiling():
-        if window_size is not _ops._NO_WINDOW or softcap or sinks is not None:
-            _ops._kvcache_options_unsupported(window_size, softcap, sinks)
+        left, right = (-1, -1) if window_size is _ops._NO_WINDOW else _ops._window(window_size)
         ops = _torch_module.ops.hopattn
         if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
             if k is None or v is None:  # as in eager (hopattn.ops._append_for_attention)
@@ -101,7 +98,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
             q = q_rot if rotary_cos is not None else q
         op = ops.flash_attn_with_kvcache_lse if return_lse else ops.flash_attn_with_kvcache
         return op(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, bool(causal),
-                  int(num_splits), pack_gqa, page_table)
+                  int(num_splits), pack_gqa, page_table, left, right, _ops._softcap(softcap), sinks)
     return _ops.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=causal, softmax_scale=softmax_scale,
                                         num_splits=num_splits, pack_gqa=pack_gqa, k_scale=k_scale, v_scale=v_scale,
                                         k_tail=k_tail, v_tail=v_tail, return_lse=return_lse, out=out, lse=lse,

@@ -102,6 +102,13 @@ class KvCacheArgs(ctypes.Structure):
         ("k_tail", Tensor),
         ("v_tail", Tensor),
         ("page_table", Tensor),
+        # Since 0.4 (zero: none), as AttentionFwdArgs's: window != 0: window_left / window_right
+        # apply (-1: unbounded); softcap 0: off; sinks (heads_q,) float32, data NULL: none.
+        ("window", ctypes.c_int32),
+        ("window_left", ctypes.c_int32),
+        ("window_right", ctypes.c_int32),
+        ("softcap", ctypes.c_float),
+        ("sinks", Tensor),
     ]
 
 

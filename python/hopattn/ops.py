@@ -47,7 +47,12 @@ _FWD_SIZE = _FWD.size + _FWD_OPTIONS.size
 _FWD_VARLEN = struct.Struct("<" + _TENSOR * 3 + "ii")
 _FWD_WORKSPACE = struct.Struct("<QQ")
 _FWD_VARLEN_SIZE = _FWD_SIZE + _FWD_VARLEN.size + _FWD_WORKSPACE.size
-_KV = struct.Struct("<II" + _TENSOR * 8 + "ifiii4xQQ" + _TENSOR * 3)  # hopattn_kvcache_args_t
+# hopattn_kvcache_args_t (1024 bytes): the fields up to page_table (_KV, 928 bytes), then the
+# options window, window_left, window_right, softcap, sinks (_KV_OPTIONS, the _FWD_OPTIONS layout),
+# packed only when a call has one (the buffer is zeroed: none).
+_KV = struct.Struct("<II" + _TENSOR * 8 + "ifiii4xQQ" + _TENSOR * 3)
+_KV_OPTIONS = _FWD_OPTIONS
+_KV_SIZE = _KV.size + _KV_OPTIONS.size
 _APPEND = struct.Struct("<II" + _TENSOR * 9 + "ii" + _TENSOR * 6)    # hopattn_kvcache_append_args_t
 _NONE = (0,) * 11
 _NO_WINDOW = (-1, -1)  # window_size's default; `is` tells the default from a caller's (-1, -1)
@@ -377,7 +382,8 @@ def attention_device_check(stream=None) -> None:
 
 
 def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale,
-                  k_tail, v_tail, out, lse, page_table, workspace_ptr, workspace_bytes, keep):
+                  k_tail, v_tail, out, lse, page_table, window_left, window_right, softcap, sinks, workspace_ptr,
+                  workspace_bytes, keep):
     kv = _tv(k_cache, "k_cache", keep)
     quant_block = 0
     if k_scale is not None or v_scale is not None:
@@ -388,8 +394,8 @@ def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num
         quant_block = _quant_block(kv, ks)
     else:
         ks = vs = _NONE
-    buf = ctypes.create_string_buffer(_KV.size)
-    _KV.pack_into(buf, 0, _KV.size, 0, *_tv(q, "q", keep), *kv, *_tv(v_cache, "v_cache", keep),
+    buf = ctypes.create_string_buffer(_KV_SIZE)
+    _KV.pack_into(buf, 0, _KV_SIZE, 0, *_tv(q, "q", keep), *kv, *_tv(v_cache, "v_cache", keep),
                   *_tv(cache_seqlens, "cache_seqlens", keep), *_tv(out, "o", keep),
                   *(_tv(lse, "lse", keep) if lse is not None else _NONE), *ks, *vs,
                   quant_block, 0.0 if softmax_scale is None else float(softmax_scale), 1 if causal else 0,
@@ -397,6 +403,8 @@ def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num
                   *(_tv(k_tail, "k_tail", keep) if k_tail is not None else _NONE),
                   *(_tv(v_tail, "v_tail", keep) if v_tail is not None else _NONE),
                   *(_tv(page_table, "page_table", keep) if page_table is not None else _NONE))
+    if sinks is not None or window_left != -1 or window_right != -1 or softcap:
+        _KV_OPTIONS.pack_into(buf, _KV.size, *_options(q, causal, window_left, window_right, softcap, sinks, keep))
     return buf
 
 
@@ -443,31 +451,26 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     (num_pages, page_size, heads_kv, hdim) (FlashAttention-3's layout; 16-bit caches with pages
     of 16 to 256 tokens, a power of two, so far; k=/v= append into the pages).
 
-    window_size, softcap, sinks: FlashAttention-3's arguments, taken so that its calls run
-    unchanged; the KV-cache kernels have none of them yet: any value but the default raises
-    NotSupportedError (flash_attn_func has all three)."""
-    if window_size is not _NO_WINDOW or softcap or sinks is not None:
-        _kvcache_options_unsupported(window_size, softcap, sinks)
+    Keyword-only, FlashAttention-3's names and meanings, as flash_attn_func's, with query row i at
+    position p = cache_seqlens[b] - seqlen_q + i (after k=/v= are appended: their new lengths):
+    window_size (left, right): the row sees keys p - left ... p + right (and below cache_seqlens[b];
+    with causal, right is 0), -1 (or None) leaving a side unbounded; the KV tiles outside the window
+    are not read, so a decode step's time follows the window, not the cache. softcap > 0: each
+    scaled score s becomes softcap · tanh(s / softcap). sinks: a float32 (heads_q,) tensor on q's
+    device, a logit per q-head in each row's softmax denominator (gpt-oss); a row that sees no key
+    gets O = 0 and LSE = sink. 16-bit caches (an int8 cache with any of them raises
+    NotSupportedError)."""
+    if window_size is _NO_WINDOW:
+        left = right = -1
+    else:
+        left, right = _window(window_size)
     if k is not None or v is not None or rotary_cos is not None or rotary_sin is not None:
         q, cache_seqlens = _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail,
                                                  v_tail, rotary_cos, rotary_sin, rotary_interleaved, stream, page_table)
     out, lse = _outputs(q, out, lse, return_lse)
     _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
-             v_tail, out, lse, workspace, _stream_of(q, stream), page_table)
+             v_tail, out, lse, workspace, _stream_of(q, stream), page_table, left, right, softcap, sinks)
     return (out, lse) if return_lse else out
-
-
-def _kvcache_options_unsupported(window_size, softcap, sinks):
-    """Raises NotSupportedError for a sliding window, softcap or sinks given to the KV-cache call
-    (its kernels have none of them yet); window_size (-1, -1), softcap 0 and sinks None pass."""
-    if window_size is not _NO_WINDOW and _window(window_size) != _NO_WINDOW:
-        raise _lib.NotSupportedError(f"window_size: {tuple(window_size)!r}; flash_attn_with_kvcache has no sliding "
-                                     "window yet (flash_attn_func has)")
-    if softcap:
-        raise _lib.NotSupportedError(f"softcap: {softcap!r}; flash_attn_with_kvcache has no softcap yet "
-                                     "(flash_attn_func has)")
-    if sinks is not None:
-        raise _lib.NotSupportedError("sinks: flash_attn_with_kvcache has no attention sinks yet (flash_attn_func has)")
 
 
 def _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, rotary_cos,
@@ -490,20 +493,22 @@ def _append_for_attention(q, k, v, k_cache, v_cache, cache_seqlens, k_scale, v_s
 
 
 def _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
-             v_tail, out, lse, workspace, stream, page_table=None):
+             v_tail, out, lse, workspace, stream, page_table=None, window_left=-1, window_right=-1, softcap=0.0,
+             sinks=None):
     """One hopattn_kvcache_attention call with the outputs given (the torch ops call this); the
     split-KV workspace from torch's allocator unless `workspace` is given."""
     keep = []
     args = (q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale, k_tail,
-            v_tail, out, lse, page_table)
+            v_tail, out, lse, page_table, window_left, window_right, softcap, sinks)
     if workspace is not None:
         ws_ptr, ws_bytes = _buffer(workspace, "workspace")
     elif q.__class__ is _Tensor or is_torch(q):
-        # The plan's workspace depends on the shapes and options only (and the GPU's SM count):
-        # asked once per call signature, then taken from torch's allocator.
+        # The plan's workspace depends on the shapes and options only (and the GPU's SM count; the
+        # window bounds the split count): asked once per call signature, then taken from torch's
+        # allocator.
         key = (tuple(q.shape), q.dtype, tuple(k_cache.shape), k_cache.dtype, k_tail is not None, lse is not None,
                bool(causal), int(num_splits), pack_gqa, q.get_device(),
-               None if page_table is None else tuple(page_table.shape))
+               None if page_table is None else tuple(page_table.shape), window_left, window_right)
         ws_bytes = _workspace_bytes.get(key)
         if ws_bytes is None:
             ws_bytes = _workspace_size(_pack_kvcache(*args, 0, 0, keep), key)

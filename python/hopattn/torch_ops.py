@@ -28,9 +28,11 @@ _FWD_ARGS = ("Tensor q, Tensor k, Tensor v, float? softmax_scale, bool causal, i
 _VARLEN_ARGS = ("Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, "
                 "int max_seqlen_k, Tensor? seqused_k, float? softmax_scale, bool causal, int window_left=-1, "
                 "int window_right=-1, float softcap=0.0, Tensor? sinks=None")
+# The KV-cache call: page_table, then the options as the forward's (0.4), defaulted so that the
+# calls of the schema before them stay valid.
 _KV_ARGS = ("Tensor q, Tensor k_cache, Tensor v_cache, Tensor cache_seqlens, Tensor? k_scale, Tensor? v_scale, "
             "Tensor? k_tail, Tensor? v_tail, float? softmax_scale, bool causal, int num_splits, bool? pack_gqa, "
-            "Tensor? page_table=None")
+            "Tensor? page_table=None, int window_left=-1, int window_right=-1, float softcap=0.0, Tensor? sinks=None")
 _LIB.define(f"flash_attn({_FWD_ARGS}) -> Tensor")
 _LIB.define(f"flash_attn_lse({_FWD_ARGS}) -> (Tensor, Tensor)")
 _LIB.define(f"flash_attn_varlen({_VARLEN_ARGS}) -> Tensor")
@@ -84,24 +86,27 @@ def _flash_attn_varlen_lse(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
 
 
 def _kvcache(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, causal, num_splits,
-             pack_gqa, lse, page_table=None):
+             pack_gqa, lse, page_table=None, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
     out = torch.empty_like(q)
     ops._kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_splits, pack_gqa, k_scale, v_scale,
-                 k_tail, v_tail, out, lse, None, ops._raw_stream(q.get_device()), page_table)
+                 k_tail, v_tail, out, lse, None, ops._raw_stream(q.get_device()), page_table, window_left, window_right,
+                 softcap, sinks)
     return out
 
 
 def _flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale,
-                             causal, num_splits, pack_gqa, page_table=None):
+                             causal, num_splits, pack_gqa, page_table=None, window_left=-1, window_right=-1, softcap=0.0,
+                             sinks=None):
     return _kvcache(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, causal,
-                    num_splits, pack_gqa, None, page_table)
+                    num_splits, pack_gqa, None, page_table, window_left, window_right, softcap, sinks)
 
 
 def _flash_attn_with_kvcache_lse(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale,
-                                 causal, num_splits, pack_gqa, page_table=None):
+                                 causal, num_splits, pack_gqa, page_table=None, window_left=-1, window_right=-1,
+                                 softcap=0.0, sinks=None):
     lse = _lse_like(q)
     return _kvcache(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, causal,
-                    num_splits, pack_gqa, lse, page_table), lse
+                    num_splits, pack_gqa, lse, page_table, window_left, window_right, softcap, sinks), lse
 
 
 def _kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, rotary_cos,
@@ -151,13 +156,13 @@ def _flash_attn_varlen_lse_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_
 
 @torch.library.register_fake("hopattn::flash_attn_with_kvcache", lib=_LIB)
 def _kvcache_fake(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, causal,
-                  num_splits, pack_gqa, page_table=None):
+                  num_splits, pack_gqa, page_table=None, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
     return torch.empty_like(q)
 
 
 @torch.library.register_fake("hopattn::flash_attn_with_kvcache_lse", lib=_LIB)
 def _kvcache_lse_fake(q, k_cache, v_cache, cache_seqlens, k_scale, v_scale, k_tail, v_tail, softmax_scale, causal,
-                      num_splits, pack_gqa, page_table=None):
+                      num_splits, pack_gqa, page_table=None, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
     return torch.empty_like(q), _lse_like(q)
 
 

@@ -52,8 +52,8 @@ class TestImport(unittest.TestCase):
         # 0.2's 416 + window..softcap 16 + sinks 80 (0.3: 512) + cu_seqlens_q/k, seqused_k 240 +
         # max_seqlen_q/k 8 + workspace, workspace_bytes 16 (0.4)
         self.assertEqual(ctypes.sizeof(_lib.AttentionFwdArgs), 776)
-        # 0.3's tails, then page_table (0.4)
-        self.assertEqual(ctypes.sizeof(_lib.KvCacheArgs), 8 + 8 * 80 + 20 + 4 + 8 + 8 + 2 * 80 + 80)
+        # 0.3's tails, then page_table and window..softcap 16 + sinks 80 (0.4)
+        self.assertEqual(ctypes.sizeof(_lib.KvCacheArgs), 8 + 8 * 80 + 20 + 4 + 8 + 8 + 2 * 80 + 80 + 16 + 80)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheQuantizeArgs), 8 + 6 * 80 + 8)
         # The packed layouts the calls use are the same bytes as the Structures.
         from hopattn import ops
@@ -61,15 +61,17 @@ class TestImport(unittest.TestCase):
         self.assertEqual(ops._FWD_SIZE, _lib.AttentionFwdArgs.cu_seqlens_q.offset)  # a padded call's 0.3 struct
         self.assertEqual(ops._FWD.size, _lib.AttentionFwdArgs.window.offset)  # 0.2's fields, then the options
         self.assertEqual(ops._FWD_SIZE + ops._FWD_VARLEN.size, _lib.AttentionFwdArgs.workspace.offset)
-        self.assertEqual(ops._KV.size, ctypes.sizeof(_lib.KvCacheArgs))
+        self.assertEqual(ops._KV_SIZE, ctypes.sizeof(_lib.KvCacheArgs))
+        self.assertEqual(ops._KV.size, _lib.KvCacheArgs.window.offset)  # up to page_table, then the options
         for field, offset in (("softmax_scale", 408), ("causal", 412), ("window", 416), ("window_left", 420),
                               ("window_right", 424), ("softcap", 428), ("sinks", 432), ("cu_seqlens_q", 512),
                               ("cu_seqlens_k", 592), ("seqused_k", 672), ("max_seqlen_q", 752), ("max_seqlen_k", 756),
                               ("workspace", 760), ("workspace_bytes", 768)):
             self.assertEqual(getattr(_lib.AttentionFwdArgs, field).offset, offset, field)
         for field, offset in (("quant_block", 648), ("pack_gqa", 664), ("workspace", 672), ("workspace_bytes", 680),
-                              ("k_tail", 688)):
-            self.assertEqual(getattr(_lib.KvCacheArgs, field).offset, offset)
+                              ("k_tail", 688), ("page_table", 848), ("window", 928), ("window_left", 932),
+                              ("window_right", 936), ("softcap", 940), ("sinks", 944)):
+            self.assertEqual(getattr(_lib.KvCacheArgs, field).offset, offset, field)
 
     def test_struct_layouts_match_the_compiled_headers(self):
         """sizeof and every field's offset of the ctypes mirrors, and the sizes of the packed layouts,
@@ -104,7 +106,8 @@ class TestImport(unittest.TestCase):
         self.assertEqual(ops._FWD_VARLEN_SIZE, c["hopattn_attention_fwd_args_t", "sizeof"])
         self.assertEqual(ops._FWD_SIZE, c["hopattn_attention_fwd_args_t", "cu_seqlens_q"])
         self.assertEqual(ops._FWD_VARLEN_SIZE - ops._FWD_WORKSPACE.size, c["hopattn_attention_fwd_args_t", "workspace"])
-        self.assertEqual(ops._KV.size, c["hopattn_kvcache_args_t", "sizeof"])
+        self.assertEqual(ops._KV_SIZE, c["hopattn_kvcache_args_t", "sizeof"])
+        self.assertEqual(ops._KV.size, c["hopattn_kvcache_args_t", "window"])
         self.assertEqual(ops._APPEND.size, c["hopattn_kvcache_append_args_t", "sizeof"])
 
 
@@ -440,25 +443,104 @@ class TestKvCacheArguments(unittest.TestCase):
             hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens, out=out, k_scale=FakeCudaArray((4, 8, 8, 128), "<f4"))
         self.assertIn("give both", str(cm.exception))
 
-    def test_fa3_options_not_supported_yet(self):
+    def test_fa3_options_reach_the_library(self):
+        """window_size, softcap, sinks (0.4 on this call): Python's own errors for what a value
+        cannot be, and the library's checks of the rest, each naming the argument."""
         q, kc, vc, out = self.q, self.kc, self.vc, self.out
+        seqlens = FakeCudaArray((4,), "<i4", 0x50000000)
+        for options, exc, needle in ((dict(window_size=128), TypeError, "window_size: a pair"),
+                                     (dict(window_size=(-2, 0)), ValueError, "window_size[0]: -2"),
+                                     (dict(window_size=(0, 2 ** 31)), ValueError, "window_size[1]: 2147483648"),
+                                     (dict(softcap="30"), TypeError, "softcap: a float is required"),
+                                     (dict(softcap=-1.0), ValueError, "softcap: must be finite and >= 0"),
+                                     (dict(softcap=float("nan")), ValueError, "softcap: must be finite and >= 0"),
+                                     (dict(softcap=float("inf")), ValueError, "softcap: must be finite and >= 0"),
+                                     (dict(sinks=[0.0] * 32), TypeError, "sinks: list"),
+                                     (dict(sinks=FakeCudaArray((32,), "<f2", 0x60000000)), ValueError,
+                                      "sinks: dtype must be fp32"),
+                                     (dict(sinks=FakeCudaArray((8,), "<f4", 0x60000000)), ValueError,
+                                      "sinks: shape (8) must be (heads_q) = (32)"),
+                                     (dict(sinks=FakeCudaArray((1, 32), "<f4", 0x60000000)), ValueError, "sinks"),
+                                     (dict(sinks=FakeCudaArray((32,), "<f4", 0x60000000, (8,))), ValueError,
+                                      "sinks.stride[0] = 2"),
+                                     (dict(sinks=FakeCudaArray((32,), "<f4", 0x60000002)), ValueError,
+                                      "sinks: data pointer is not 4-byte aligned"),
+                                     (dict(sinks=FakeCudaArray((32,), "<f4", 0x40000000)), ValueError,
+                                      "overlaps input sinks")):
+            with self.assertRaises(exc) as cm:
+                hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens, out=out, **options)
+            self.assertIn(needle, str(cm.exception), f"options {options}")
+        # causal: a window's right side must be 0 or -1 (the library's rule, as the forward's) -- but
+        # the binding makes it 0 with causal, as FlashAttention does; without causal it passes.
         seqlens_f32 = FakeCudaArray((4,), "<f4", 0x50000000)
-        for options, needle in ((dict(window_size=(127, 0)), "window_size: (127, 0)"),
-                                (dict(window_size=[-1, 0]), "window_size: (-1, 0)"),
-                                (dict(softcap=30.0), "softcap: 30.0"),
-                                (dict(sinks=FakeCudaArray((32,), "<f4", 0x60000000)), "sinks:")):
-            with self.assertRaises(hopattn.NotSupportedError) as cm:
-                hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens_f32, out=out, **options)
-            self.assertIn(needle, str(cm.exception))
-            self.assertIn("flash_attn_with_kvcache", str(cm.exception))
-        with self.assertRaises(TypeError) as cm:
-            hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens_f32, out=out, window_size=128)
-        self.assertIn("window_size: a pair", str(cm.exception))
-        # The defaults, given explicitly, reach the library (which names the bad cache_seqlens).
-        for options in (dict(window_size=(-1, -1), softcap=0.0, sinks=None), dict(window_size=[None, None], softcap=0)):
+        for options in (dict(window_size=(127, 0)), dict(window_size=[-1, 0]), dict(softcap=30.0),
+                        dict(sinks=FakeCudaArray((32,), "<f4", 0x60000000)),
+                        dict(window_size=(-1, -1), softcap=0.0, sinks=None), dict(window_size=[None, None], softcap=0)):
+            # valid options: the library goes on to name the bad cache_seqlens
             with self.assertRaises(ValueError) as cm:
-                hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens_f32, out=out, **options)
-            self.assertIn("cache_seqlens: dtype must be int32", str(cm.exception))
+                hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens_f32, out=out, causal=True, **options)
+            self.assertIn("cache_seqlens: dtype must be int32", str(cm.exception), f"options {options}")
+
+    def test_int8_cache_refuses_the_options(self):
+        q, out = self.q, self.out
+        kc, vc = FakeCudaArray((4, 1024, 8, 128), "|i1", 0x20000000), FakeCudaArray((4, 1024, 8, 128), "|i1", 0x30000000)
+        k_scale = FakeCudaArray((4, 8, 8, 128), "<f4", 0x60000000)
+        v_scale = FakeCudaArray((4, 1024, 8), "<f4", 0x70000000)
+        seqlens = FakeCudaArray((4,), "<i4", 0x50000000)
+        for options, needle in ((dict(window_size=(127, 0)), "window: not supported with an int8 cache"),
+                                (dict(softcap=30.0), "softcap: not supported with an int8 cache"),
+                                (dict(sinks=FakeCudaArray((32,), "<f4", 0x78000000)),
+                                 "sinks: not supported with an int8 cache")):
+            with self.assertRaises(hopattn.NotSupportedError) as cm:
+                hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens, out=out, k_scale=k_scale, v_scale=v_scale,
+                                                causal=True, **options)
+            self.assertIn(needle, str(cm.exception), f"options {options}")
+
+    def test_options_are_packed(self):
+        """The bytes the binding passes (hopattn_kvcache_workspace_size and hopattn_kvcache_attention
+        replaced by stand-ins that keep them): FlashAttention's window mapping, as flash_attn_func's."""
+        seen = []
+
+        def workspace_size(buf, n):
+            seen.append(_lib.KvCacheArgs.from_buffer_copy(bytes(buf)))
+            return _lib.Status()
+
+        def attention(buf, stream):
+            seen.append(_lib.KvCacheArgs.from_buffer_copy(bytes(buf)))
+            return _lib.Status()
+
+        for name, stand_in in (("hopattn_kvcache_workspace_size", workspace_size),
+                               ("hopattn_kvcache_attention", attention)):
+            self.addCleanup(setattr, _lib.lib, name, getattr(_lib.lib, name))
+            setattr(_lib.lib, name, stand_in)
+        seqlens = FakeCudaArray((4,), "<i4", 0x50000000)
+        sinks = FakeCudaArray((32,), "<f4", 0x60000000)
+
+        def packed(causal, **options):
+            seen.clear()
+            hopattn.flash_attn_with_kvcache(self.q, self.kc, self.vc, seqlens, causal=causal, out=self.out, **options)
+            self.assertEqual(len(seen), 2)  # the workspace query and the call: the same options
+            a = seen[-1]
+            self.assertEqual(a.struct_size, ctypes.sizeof(_lib.KvCacheArgs))
+            for f in ("window", "window_left", "window_right", "softcap"):
+                self.assertEqual(getattr(seen[0], f), getattr(a, f), f)
+            return a
+
+        for window_size, causal, want in (((128, 0), False, (1, 128, 0)), ((128, 0), True, (1, 128, 0)),
+                                          ((5, 3), False, (1, 5, 3)), ((64, 7), True, (1, 64, 0)),
+                                          ((-1, 7), False, (1, -1, 7)), ((None, 0), False, (1, -1, 0)),
+                                          ((0, 0), False, (1, 0, 0)), ((-1, -1), False, (0, 0, 0)),
+                                          ([None, None], True, (0, 0, 0))):
+            a = packed(causal, window_size=window_size)
+            self.assertEqual((a.window, a.window_left, a.window_right), want, f"{window_size} causal {causal}")
+            self.assertEqual((a.softcap, a.sinks.data), (0.0, None))
+        a = packed(True)  # no option: the fields past page_table stay zero
+        self.assertEqual((a.window, a.window_left, a.window_right, a.softcap, a.sinks.data), (0, 0, 0, 0.0, None))
+        a = packed(False, window_size=(256, -1), softcap=30, sinks=sinks)
+        self.assertEqual((a.window, a.window_left, a.window_right, a.softcap), (1, 256, -1, 30.0))
+        self.assertEqual((a.sinks.data, a.sinks.dtype, a.sinks.rank, a.sinks.shape[0], a.sinks.stride[0]),
+                         (0x60000000, _lib.FP32, 1, 32, 1))
+        self.assertEqual(a.causal, 0)
 
     def test_page_table_reaches_the_library(self):
         # A paged call's arguments as the C ABI sees them: the pool (num_pages, page_size, ...) and
@@ -536,6 +618,32 @@ class TestTorchOps(unittest.TestCase):
         self.assertEqual(len(calls), 1)
         self.assertIn(calls[0].target, (torch.ops.hopattn.flash_attn_lse, torch.ops.hopattn.flash_attn_lse.default))
         self.assertEqual(calls[0].args[3:8], (None, True, 64, -1, 30.0))
+
+    def test_kvcache_schemas_take_the_options(self):
+        for name, ret in (("flash_attn_with_kvcache", "Tensor"), ("flash_attn_with_kvcache_lse", "(Tensor, Tensor)")):
+            schema = str(getattr(torch.ops.hopattn, name).default._schema)
+            self.assertTrue(schema.endswith(f"bool? pack_gqa, Tensor? page_table=None, {self.OPTIONS}) -> {ret}"), schema)
+
+    def test_kvcache_compile_fullgraph_traces_the_options(self):
+        graphs = []
+
+        def backend(gm, example_inputs):  # records the graph; runs nothing (no GPU here)
+            graphs.append(gm)
+            return lambda *args: (torch.empty(0), torch.empty(0))
+
+        def fn(q, kc, seqlens, sinks):
+            return hopattn.flash_attn_with_kvcache(q, kc, kc, seqlens, causal=True, window_size=(64, -1), softcap=30.0,
+                                                   sinks=sinks, return_lse=True)
+
+        q = torch.randn(2, 1, 8, 64, dtype=torch.bfloat16)
+        kc = torch.randn(2, 256, 2, 64, dtype=torch.bfloat16)
+        torch.compile(fn, fullgraph=True, backend=backend)(q, kc, torch.tensor([3, 200], dtype=torch.int32),
+                                                           torch.randn(8))
+        calls = [n for n in graphs[0].graph.nodes if n.op == "call_function" and "hopattn" in str(n.target)]
+        self.assertEqual(len(calls), 1)
+        self.assertIn(calls[0].target, (torch.ops.hopattn.flash_attn_with_kvcache_lse,
+                                        torch.ops.hopattn.flash_attn_with_kvcache_lse.default))
+        self.assertEqual(calls[0].args[9:16], (True, 0, None, None, 64, -1, 30.0))
 
     VARLEN = ("Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, SymInt max_seqlen_q, "
               "SymInt max_seqlen_k, Tensor? seqused_k, float? softmax_scale, bool causal, ")

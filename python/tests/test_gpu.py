@@ -3,7 +3,8 @@ an fp64 torch reference (odd lengths, outputs poisoned with NaN first), and ever
 (sliding windows, softcap, sinks) the same way, the variable-length forward (flash_attn_varlen_func)
 against a per-sequence fp64 reference (mixed and empty lengths, seqused_k, every option, rows outside
 the sequences untouched, bad lengths recorded, CUDA graphs with new lengths), the KV-cache call over
-bf16 and int8 caches (with tails), CUDA-graph capture with changing cache lengths,
+bf16 and int8 caches (with tails) and with the options (windows, softcap, sinks; contiguous and
+paged), CUDA-graph capture with changing cache lengths,
 torch.compile(fullgraph=True), torch.library.opcheck, and random 2-layer Llama, gpt-oss and
 Gemma 2 models in transformers with attn_implementation="hopattn" against "sdpa" or "eager". Without such a GPU (or torch) every
 test is skipped and the module prints "hopattn-python-gpu: skipped" (CTest reports Skipped)."""
@@ -244,11 +245,15 @@ class TestForwardOptions(unittest.TestCase):
                 with self.assertRaises(exc) as cm:
                     hopattn.flash_attn_func(q, q, q, **options)
                 self.assertIn(needle, str(cm.exception))
+        # The KV-cache call takes the options on 16-bit caches (TestKvCacheOptions) and refuses
+        # them, naming the option, on an int8 cache.
         seqlens = torch.tensor([16], dtype=torch.int32, device="cuda")
-        with self.assertRaisesRegex(hopattn.NotSupportedError, "window_size"):
-            hopattn.flash_attn_with_kvcache(q, q, q, seqlens, window_size=(8, 0))
-        with self.assertRaisesRegex(hopattn.NotSupportedError, "sinks"):
-            hopattn.flash_attn_with_kvcache(q, q, q, seqlens, sinks=sinks)
+        k8, v8, ks, vs = hopattn.quantize_kv_int8(torch.zeros(1, 128, 4, 64, device="cuda", dtype=torch.bfloat16),
+                                                  torch.zeros(1, 128, 4, 64, device="cuda", dtype=torch.bfloat16))
+        for options, needle in ((dict(window_size=(8, 0)), "window"), (dict(sinks=sinks), "sinks"),
+                                (dict(softcap=30.0), "softcap")):
+            with self.assertRaisesRegex(hopattn.NotSupportedError, needle):
+                hopattn.flash_attn_with_kvcache(q[:, :1], k8, v8, seqlens, k_scale=ks, v_scale=vs, **options)
 
     def test_opcheck_and_compile_with_options(self):
         torch.manual_seed(12)
@@ -388,6 +393,156 @@ class TestKvCache(unittest.TestCase):
             small = torch.zeros(b * 32, 8, hkv, d, device="cuda", dtype=torch.bfloat16)
             hopattn.flash_attn_with_kvcache(q, small, small, seqlens, page_table=torch.zeros(b, 32, dtype=torch.int32,
                                                                                               device="cuda"))
+
+
+@needs_gpu
+class TestKvCacheOptions(unittest.TestCase):
+    """flash_attn_with_kvcache(window_size=, softcap=, sinks=) against the fp64 reference of each
+    sequence over its own cache_seqlens[b] keys (query row i at position len - seqlen_q + i): cache
+    lengths 1, 17, 113, 1000 (and 5 for causal calls of 4 queries), windows at the edges (the
+    diagonal alone, narrower than a key tile, crossing split boundaries, a right side with several
+    queries, rows that see no key), softcap over large logits, sinks with -inf and dominant
+    entries; the heuristic and forced split counts, packed GQA and not, contiguous and paged
+    caches. Every key outside all of a sequence's windows and past its length holds NaN (a kernel
+    that reads one unmasked fails), and in the paged cache the pages holding only such keys before
+    the window have ids outside the pool (a kernel that uses one records it)."""
+    # (window_size, causal, softcap, sink kind, q gain)
+    OPTIONS = [((0, 0), False, 0.0, None, 1), ((50, 0), True, 0.0, None, 1), ((300, -1), True, 0.0, None, 1),
+               ((2, 0), False, 0.0, "mixed", 1), ((40, 7), False, 0.0, None, 1), ((-1, -1), False, 30.0, None, 8),
+               ((-1, -1), True, 0.0, "mixed", 1), ((129, 0), True, 20.0, "normal", 8), ((-1, 3), False, 5.0, "mixed", 1)]
+
+    def check(self, name, q, k, v, seqlens, causal, window, softcap, sinks, **kw):
+        b, sq, hq, d = q.shape
+        out = torch.full_like(q, float("nan"))
+        lse = torch.full((b, hq, sq), float("nan"), device="cuda")
+        o, l = hopattn.flash_attn_with_kvcache(q, kw.pop("k_cache", k), kw.pop("v_cache", v), seqlens, causal=causal,
+                                               window_size=window, softcap=softcap, sinks=sinks, return_lse=True,
+                                               out=out, lse=lse, **kw)
+        torch.cuda.synchronize()
+        tol_o = (2e-2 if q.dtype == torch.bfloat16 else 4e-3) + softcap * 2 ** -9
+        tol_l = 1e-3 + softcap * 2 ** -10
+        for i in range(b):
+            n = int(seqlens[i])
+            ro, rl = reference(q[i:i + 1], k[i:i + 1, :n], v[i:i + 1, :n], causal, 1 / math.sqrt(d), window, softcap,
+                               sinks)
+            self.assertTrue(torch.isfinite(o[i]).all().item(), f"{name} seq {i} (len {n}): O not finite")
+            self.assertLessEqual(max_err(o[i], ro[0]), tol_o, f"{name} seq {i} (len {n})")
+            finite = torch.isfinite(rl[0])
+            self.assertTrue(torch.equal(torch.isinf(l[i]), ~finite), f"{name} seq {i}: LSE -inf exactly where no key "
+                                                                     "and no sink")
+            if finite.any():
+                self.assertLessEqual(max_err(l[i][finite], rl[0][finite]),
+                                     tol_l * max(1.0, rl[0][finite].abs().max().item()), f"{name} seq {i}: LSE")
+            empty = rl[0].isinf() if sinks is None else None  # rows without keys: O exactly 0
+            if empty is not None and empty.any():
+                self.assertTrue((o[i].transpose(0, 1)[empty] == 0).all().item(), f"{name} seq {i}: O of empty rows")
+
+    @staticmethod
+    def first_key(lens, sq, window):
+        """Per sequence, the first key any of its rows sees (0 without a window's left side)."""
+        left = window[0]
+        return [max(0, n - sq - left) if left >= 0 else 0 for n in lens]
+
+    def test_options_against_fp64(self):
+        torch.manual_seed(21)
+        n_max, hq, hkv = 1024, 8, 2
+        cases = 0
+        for dtype in (torch.bfloat16, torch.float16):
+            for d in (64, 128, 256):
+                for window, causal, softcap, sink_kind, gain in self.OPTIONS:
+                    for sq in (1, 4):
+                        lens = [1000, 5 if causal and sq > 1 else 1, 17, 113]
+                        seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
+                        q = torch.randn(4, sq, hq, d, device="cuda", dtype=dtype) * gain
+                        k = torch.randn(4, n_max, hkv, d, device="cuda", dtype=dtype)
+                        v = torch.randn(4, n_max, hkv, d, device="cuda", dtype=dtype)
+                        k_nan, v_nan = k.clone(), v.clone()  # NaN outside every row's window and past the length
+                        for i, (n, first) in enumerate(zip(lens, self.first_key(lens, sq, window))):
+                            k_nan[i, :first] = v_nan[i, :first] = float("nan")
+                            k_nan[i, n:] = v_nan[i, n:] = float("nan")
+                        sinks = make_sinks(sink_kind, hq) if sink_kind else None
+                        for splits, pack in ((0, None), (3, False), (1, True)):
+                            name = (f"{str(dtype)[6:]} d{d} sq{sq} window {window} causal {int(causal)} softcap "
+                                    f"{softcap} sinks {sink_kind} splits {splits} pack {pack}")
+                            self.check(name, q, k, v, seqlens, causal, window, softcap, sinks, k_cache=k_nan,
+                                       v_cache=v_nan, num_splits=splits, pack_gqa=pack)
+                            cases += 1
+        print(f"kvcache options: {cases} cases against fp64")
+        hopattn.kvcache_device_check()
+
+    def test_paged_cache_with_options(self):
+        """Pages of 16 and 128 tokens: the options as on the contiguous cache (bit for bit), the ids
+        of pages wholly before every row's window outside the pool and never used (no record)."""
+        torch.manual_seed(22)
+        b, n, hq, hkv, d = 3, 2048, 16, 2, 128
+        k = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        lens = [2000, 17, 777]
+        seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        sinks = make_sinks("mixed", hq)
+        for page in (16, 128):
+            max_pages = n // page
+            perm = torch.randperm(b * max_pages + 2, device="cuda")[:b * max_pages]
+            table = perm.view(b, max_pages).to(torch.int32)
+            k_pool = torch.full((b * max_pages + 2, page, hkv, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+            v_pool = torch.full_like(k_pool, float("nan"))
+            k_pool[table.flatten().long()] = k.reshape(b * max_pages, page, hkv, d)
+            v_pool[table.flatten().long()] = v.reshape(b * max_pages, page, hkv, d)
+            for sq, window, causal, splits in ((1, (300, 0), True, 0), (1, (100, -1), False, 4), (3, (40, 2), False, 1),
+                                               (3, (257, 0), True, 3)):
+                q = torch.randn(b, sq, hq, d, device="cuda", dtype=torch.bfloat16)
+                bad = table.clone()  # pages holding only keys before every row's window: ids outside the pool
+                for i, first in enumerate(self.first_key(lens, sq, window)):
+                    bad[i, :first // page] = b * max_pages + 100
+                name = f"page {page} sq {sq} window {window} causal {causal} splits {splits}"
+                o, lse = hopattn.flash_attn_with_kvcache(q, k, v, seqlens, causal=causal, window_size=window,
+                                                         softcap=20.0, sinks=sinks, num_splits=splits, return_lse=True)
+                op, lsep = hopattn.flash_attn_with_kvcache(q, k_pool, v_pool, seqlens, causal=causal, window_size=window,
+                                                           softcap=20.0, sinks=sinks, num_splits=splits, return_lse=True,
+                                                           page_table=bad)
+                torch.cuda.synchronize()
+                hopattn.kvcache_device_check()  # raises if a bad id was used
+                self.assertTrue(torch.equal(o, op), f"{name}: O")
+                self.assertTrue(torch.equal(lse, lsep), f"{name}: LSE")
+                self.check(name, q, k, v, seqlens, causal, window, 20.0, sinks, num_splits=splits)
+
+    def test_compile_and_cuda_graph_with_options(self):
+        torch.manual_seed(23)
+        b, n, hq, hkv, d = 2, 1024, 8, 2, 64
+        k = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
+        seqlens = torch.tensor([1000, 300], dtype=torch.int32, device="cuda")
+        sinks = make_sinks("mixed", hq)
+
+        def attn(q_, k_, v_, sl, s_):
+            return hopattn.flash_attn_with_kvcache(q_, k_, v_, sl, causal=True, window_size=(128, 0), softcap=30.0,
+                                                   sinks=s_, return_lse=True)
+
+        for op in (torch.ops.hopattn.flash_attn_with_kvcache, torch.ops.hopattn.flash_attn_with_kvcache_lse):
+            torch.library.opcheck(op.default, (q, k, v, seqlens, None, None, None, None, None, True, 0, None, None,
+                                               128, 0, 30.0, sinks))
+        with torch.no_grad():
+            eager = attn(q, k, v, seqlens, sinks)
+            compiled = torch.compile(attn, fullgraph=True)(q, k, v, seqlens, sinks)
+        for e, c in zip(eager, compiled):
+            self.assertTrue(torch.equal(e, c), "compiled with options = eager")
+        out = torch.empty_like(q)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            hopattn.flash_attn_with_kvcache(q, k, v, seqlens, window_size=(200, 0), sinks=sinks, out=out)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            hopattn.flash_attn_with_kvcache(q, k, v, seqlens, window_size=(200, 0), sinks=sinks, out=out)
+        for lengths in ([1, 1024], [700, 5]):
+            seqlens.copy_(torch.tensor(lengths, dtype=torch.int32))
+            out.fill_(float("nan"))
+            graph.replay()
+            eager = hopattn.flash_attn_with_kvcache(q, k, v, seqlens, window_size=(200, 0), sinks=sinks)
+            torch.cuda.synchronize()
+            self.assertTrue(torch.equal(out, eager), f"graph replay at lengths {lengths}")
 
 
 def rope(x, pos, cos, sin, interleaved):

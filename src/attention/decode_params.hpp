@@ -63,8 +63,18 @@ struct DecodeParams {
   int64_t o_batch_stride, o_seq_stride, o_head_stride;
   int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
 
-  float softmax_scale;  // already defaulted to 1/sqrt(hdim)
+  float softmax_scale;  // already defaulted to 1/sqrt(hdim); with a softcap, the cap itself
   bool causal;
+  // The options (kvcache.h; 16-bit caches), as the kernels take them (make_decode_params):
+  // a sliding window: query position p sees key j iff p - window_left <= j <= p + window_right;
+  // -1 leaves a side unbounded. window_left is clamped to max_len and window_right to seqlen_q
+  // (wider reaches nothing more), so that positions plus widths stay in int; causal reads
+  // window_right as 0 whatever it holds.
+  int window_left = -1, window_right = -1;
+  // The softcap: the scores become tanh(s · softcap_scale) (softcap_scale = scale / softcap), and
+  // softmax_scale holds the cap (OnlineSoftmax::apply_softcap); 0: none.
+  float softcap_scale = 0.0f;
+  const float* sinks = nullptr;  // (heads_q) float32 logits in the softmax denominators, or none
   bool pack_gqa;        // the plan's choice
   int num_splits;       // the plan's choice: the split kernel's CTAs per row group and m-block
   // Workspace slots of partial (O, LSE): num_splits, plus one for the 16-bit tail block of an

@@ -47,6 +47,16 @@ Tensor tensor_lse_varlen(float* data, long long heads, long long total) {
 
 Tensor tensor_cu_seqlens(int32_t* data, long long batch) { return tensor_seqlens(data, batch + 1); }
 
+Tensor tensor_sinks(float* data, long long heads_q) {
+  Tensor t{};
+  t.data = data;
+  t.dtype = HOPATTN_DTYPE_FP32;
+  t.rank = 1;
+  t.shape[0] = heads_q;
+  t.stride[0] = 1;
+  return t;
+}
+
 bool has_sm90_gpu(std::string* why) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);

@@ -256,12 +256,17 @@ TEST(FuzzArgs, KvCacheAttention) {
     // A quarter of the cases start paged (16-bit: the valid paged calls; int8: refused as not yet).
     const bool int8 = m.pick(2) == 0, tail = m.pick(2) == 0;
     fill_kvcache(&a, int8, tail, m.pick(4) == 0);
+    // The options (0.4) start valid in some cases (a window, a softcap, sinks; int8 caches refuse
+    // them) and are mutated like the rest.
+    if (m.pick(3) == 0) a.window = 1, a.window_left = 64, a.window_right = 0;
+    if (m.pick(3) == 0) a.softcap = 30.0f;
+    if (m.pick(3) == 0) a.sinks = contiguous(0xd0000000, HOPATTN_DTYPE_FP32, {32});
     const std::vector<hopattn_tensor_t*> all = {&a.q,       &a.k_cache, &a.v_cache, &a.cache_seqlens,
                                                 &a.o,       &a.lse,     &a.k_scale, &a.v_scale,
-                                                &a.k_tail,  &a.v_tail,  &a.page_table};
+                                                &a.k_tail,  &a.v_tail,  &a.page_table, &a.sinks};
     const int mutations = 1 + m.pick(4);
     for (int j = 0; j < mutations; ++j) {
-      switch (m.pick(12)) {
+      switch (m.pick(16)) {
         case 0: a.softmax_scale = m.scale(); break;
         case 1: a.causal = m.small_int(); break;
         case 2: a.num_splits = m.small_int(); break;
@@ -272,6 +277,10 @@ TEST(FuzzArgs, KvCacheAttention) {
           a.workspace = m.pick(2) ? m.pointer(all, a.workspace) : a.workspace;
           a.workspace_bytes = m.pick(2) ? size_t(m.extent()) : a.workspace_bytes;
           break;
+        case 7: a.window = m.small_int(); break;
+        case 8: a.window_left = m.small_int(); break;
+        case 9: a.window_right = m.small_int(); break;
+        case 10: a.softcap = m.scale(); break;
         default: m.tensor(all[size_t(m.pick(int(all.size())))], all); break;
       }
     }

@@ -2,8 +2,8 @@
 // without a GPU (fake, never dereferenced pointers; the SM count passed in).
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <limits>
-
 #include <string>
 
 #include "attention/decode_params.hpp"
@@ -627,6 +627,193 @@ TEST(KvCacheAppendChecks, PlacementIsChecked) {
   DeviceContext ctx{};
   ctx.tensor_device[12] = kHostMemory;  // q_rotated
   expect_error(check_kvcache_append(append_args(), ctx), "q_rotated: points to host memory");
+}
+
+// ---- the options (kvcache.h, 0.4): sliding window, softcap, sinks -------------------------------
+
+Tensor valid_sinks() { return tensor_sinks(static_cast<float*>(fake(0x90000000)), 32); }
+
+TEST(KvCacheOptionsChecks, ValidOptionsPass) {
+  KvCacheArgs a = valid_args();
+  EXPECT_EQ(a.window, 0);
+  EXPECT_EQ(a.sinks.data, nullptr);
+  a.window = 1, a.window_left = 128, a.window_right = 0;  // causal with a window
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a.window_right = -1;  // with causal, read as 0
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a.causal = 0, a.window_left = 5, a.window_right = 3;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a.window_left = -1, a.window_right = -1;  // the switch with both sides unbounded
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a.window_left = 0, a.window_right = 0;  // the diagonal alone
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a.softcap = 30.0f;
+  a.sinks = valid_sinks();
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a.sinks.data = nullptr;  // no data: no sinks, whatever the rest of the descriptor says
+  a.sinks.dtype = HOPATTN_DTYPE_BF16;
+  a.sinks.shape[0] = 3;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  KvCacheArgs p = paged_args();  // a paged cache takes them too
+  p.window = 1, p.window_left = 300, p.window_right = 0, p.softcap = 20.0f, p.sinks = valid_sinks();
+  EXPECT_TRUE(check(p).ok()) << check(p).to_string();
+  p.q.shape[0] = p.o.shape[0] = p.lse.shape[0] = p.cache_seqlens.shape[0] = 0;  // an empty batch
+  p.page_table.shape[0] = 0, p.page_table.data = nullptr;
+  EXPECT_TRUE(check(p).ok()) << check(p).to_string();
+}
+
+TEST(KvCacheOptionsChecks, EachRuleNamesItsArgument) {
+  const KvCacheArgs base = valid_args();
+  KvCacheArgs a = base;
+  a.window_left = 64;  // a side without the switch
+  expect_error(check(a), "window_left: 64 is set but window is 0 (set window = 1 to use it)", StatusCode::kInvalidArgument);
+  a = base;
+  a.window_right = -1;
+  expect_error(check(a), "window_right: -1 is set but window is 0", StatusCode::kInvalidArgument);
+  a = base;
+  a.window = 1, a.window_left = -2;
+  expect_error(check(a), "window_left: must be >= 0, or -1 for unbounded, got -2", StatusCode::kInvalidArgument);
+  a = base;
+  a.window = 1, a.window_right = INT32_MIN;
+  expect_error(check(a), "window_right: must be >= 0, or -1 for unbounded, got -2147483648", StatusCode::kInvalidArgument);
+  a = base;
+  a.window = 1, a.window_left = 16, a.window_right = 3;  // causal
+  expect_error(check(a), "window_right: must be 0 or -1 with causal", StatusCode::kInvalidArgument);
+  a.causal = 0;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a = base;  // the band's 32-bit arithmetic
+  a.window = 1, a.window_left = 16;
+  a.q.shape[1] = a.o.shape[1] = a.lse.shape[2] = 1 << 10;
+  a.q.stride[0] = a.o.stride[0] = int64_t(1) << 22, a.lse.stride[1] = 1 << 10, a.lse.stride[0] = int64_t(1) << 15;
+  a.workspace_bytes = size_t(1) << 40;
+  for (Tensor* t : {&a.k_cache, &a.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_BF16, 4, (1 << 30) - 512, 1, 128);
+  a.k_cache.stride[0] = a.v_cache.stride[0] = int64_t(1) << 37;
+  a.v_cache.data = fake(0x20000000000);
+  a.workspace = fake(0x40000000000);
+  expect_error(check(a), "window: seqlen_q + max_seqlen_k = 1073742336 exceeds 2^30", StatusCode::kNotSupported);
+  a.window = 0, a.window_left = 0;  // without a window that size is no concern of the options
+  EXPECT_EQ(check(a).message().find("window"), std::string::npos) << check(a).to_string();
+
+  for (float bad : {-1.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    a = base;
+    a.softcap = bad;
+    expect_error(check(a), "softcap: must be finite and >= 0 (0: off)", StatusCode::kInvalidArgument);
+  }
+  a = base;
+  a.sinks = valid_sinks();
+  a.sinks.dtype = HOPATTN_DTYPE_BF16;
+  expect_error(check(a), "sinks: dtype must be fp32, got bf16", StatusCode::kInvalidArgument);
+  a.sinks = valid_sinks();
+  a.sinks.shape[0] = 8;  // heads_kv's count, not heads_q's
+  expect_error(check(a), "sinks: shape (8) must be (heads_q) = (32)", StatusCode::kInvalidArgument);
+  a.sinks = valid_sinks();
+  a.sinks.rank = 2;
+  expect_error(check(a), "sinks", StatusCode::kInvalidArgument);
+  a.sinks = valid_sinks();
+  a.sinks.stride[0] = 2;
+  expect_error(check(a), "sinks.stride[0] = 2: must be contiguous (stride 1)", StatusCode::kInvalidArgument);
+  a.sinks = valid_sinks();
+  a.sinks.data = fake(0x90000002);
+  expect_error(check(a), "sinks: data pointer is not 4-byte aligned", StatusCode::kInvalidArgument);
+  a.sinks = valid_sinks();
+  a.sinks.data = a.o.data;  // an output over an input
+  expect_error(check(a), "o: overlaps input sinks in memory", StatusCode::kInvalidArgument);
+  a.sinks.data = a.lse.data;
+  expect_error(check(a), "lse: overlaps input sinks in memory", StatusCode::kInvalidArgument);
+  a.sinks.data = a.workspace;
+  expect_error(check(a), "workspace: overlaps input sinks in memory", StatusCode::kInvalidArgument);
+  a.sinks.data = a.q.data;  // two inputs may share memory
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+}
+
+TEST(KvCacheOptionsChecks, Int8CachesRefuseEachOptionByName) {
+  KvCacheArgs a = int8_args();
+  a.window = 1, a.window_left = 64, a.window_right = 0;
+  expect_error(check(a), "window: not supported with an int8 cache yet", StatusCode::kNotSupported);
+  a = int8_args();
+  a.softcap = 30.0f;
+  expect_error(check(a), "softcap: not supported with an int8 cache yet", StatusCode::kNotSupported);
+  a = int8_args();
+  a.sinks = valid_sinks();
+  expect_error(check(a), "sinks: not supported with an int8 cache yet", StatusCode::kNotSupported);
+  a = tail_args();  // and with the 16-bit tails
+  a.sinks = valid_sinks();
+  expect_error(check(a), "sinks: not supported with an int8 cache yet", StatusCode::kNotSupported);
+  a = int8_args();  // a bad value is named before the refusal
+  a.softcap = -1.0f;
+  expect_error(check(a), "softcap: must be finite", StatusCode::kInvalidArgument);
+}
+
+TEST(KvCacheOptionsChecks, PlacementIsChecked) {
+  DeviceContext ctx{};
+  ctx.tensor_device[11] = kHostMemory;  // sinks
+  KvCacheArgs a = valid_args();
+  a.sinks = valid_sinks();
+  expect_error(check(a, ctx), "sinks: points to host memory");
+  ctx.tensor_device[11] = 3;
+  expect_error(check(a, ctx), "sinks: lives on device 3");
+}
+
+// A window bounds the keys a tile's rows see, and the splits divide those: no split shorter than
+// 128 keys of the window (the heuristic and a forced count alike), and the workspace follows.
+TEST(KvCachePlan, AWindowBoundsTheSplits) {
+  KvCacheArgs a = valid_args();  // 16 packed tiles over 8192 keys: 8 splits without a window
+  ASSERT_EQ(plan_kvcache_attention(a, kSms).num_splits, 8);
+  a.window = 1, a.window_left = 200, a.window_right = 0;  // 201 keys: 2 chunks of 128
+  KvCachePlan p = plan_kvcache_attention(a, kSms);
+  EXPECT_EQ(p.num_splits, 2);
+  EXPECT_EQ(p.workspace_bytes, size_t(2) * 4 * 32 * 1 * (128 + 1) * 4);
+  a.num_splits = 8;  // forced: capped the same way
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 2);
+  a.window_left = 50;  // one chunk: no split, no workspace
+  p = plan_kvcache_attention(a, kSms);
+  EXPECT_EQ(p.num_splits, 1);
+  EXPECT_EQ(p.workspace_bytes, 0u);
+  a.num_splits = 0;
+  a.window_left = 2000;  // 2001 keys: 16 chunks, the heuristic's 8
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 8);
+  a.window_left = -1;  // no left side: the whole cache, as without a window
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 8);
+  a.causal = 0, a.window_left = 100, a.window_right = 100;  // non-causal: right side clamped to seqlen_q
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 1);  // 100 + 1 + 1 keys
+  a.softcap = 30.0f;  // softcap and sinks do not change the plan
+  a.sinks = valid_sinks();
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 1);
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+}
+
+// A caller built against the header before the options passes a smaller struct_size (down to the
+// struct's first release, which ended at v_tail): the fields past it read as zero. Here they hold
+// values that would be refused; hopattn_kvcache_workspace_size runs the argument rules first (then
+// the device, absent here).
+TEST(KvCacheOptionsChecks, OlderCallerStructSizes) {
+  hopattn_kvcache_args_t old = valid_args();
+  old.window = 1, old.window_left = -7;
+  old.softcap = std::numeric_limits<float>::quiet_NaN();
+  old.sinks = Tensor{fake(0x90000000), HOPATTN_DTYPE_BF16, 1, {8}, {1}};
+  size_t bytes = 0;
+  for (size_t size : {offsetof(hopattn_kvcache_args_t, page_table), offsetof(hopattn_kvcache_args_t, window)}) {
+    old.struct_size = uint32_t(size);
+    const hopattn_status_t s = hopattn_kvcache_workspace_size(&old, &bytes);
+    for (const char* w : {"window", "softcap", "sinks", "struct"})
+      EXPECT_EQ(std::string(s.message).find(w), std::string::npos) << size << " bytes: " << s.message;
+  }
+  old.struct_size = uint32_t(offsetof(hopattn_kvcache_args_t, softcap));  // the window's fields are read
+  hopattn_status_t s = hopattn_kvcache_workspace_size(&old, &bytes);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT) << s.message;
+  EXPECT_NE(std::string(s.message).find("window_left"), std::string::npos) << s.message;
+  old.window_left = 16;  // now valid: the NaN softcap and bf16 sinks past the size stay unread
+  s = hopattn_kvcache_workspace_size(&old, &bytes);
+  for (const char* w : {"softcap", "sinks", "struct"}) EXPECT_EQ(std::string(s.message).find(w), std::string::npos) << s.message;
+  old.struct_size = uint32_t(offsetof(hopattn_kvcache_args_t, sinks));  // the NaN softcap is read
+  s = hopattn_kvcache_workspace_size(&old, &bytes);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT) << s.message;
+  EXPECT_NE(std::string(s.message).find("softcap"), std::string::npos) << s.message;
+  old.struct_size = uint32_t(sizeof(hopattn_kvcache_args_t));  // the bf16 sinks too
+  old.softcap = 0.0f;
+  s = hopattn_kvcache_workspace_size(&old, &bytes);
+  EXPECT_NE(std::string(s.message).find("sinks: dtype must be fp32"), std::string::npos) << s.message;
 }
 
 }  // namespace

@@ -79,6 +79,12 @@ struct DecodeSplitParams {
   int64_t pt_batch_stride;
   int page_shift;  // log2(page_size)
   int num_pages;
+  // The options (DecodeParams; the 16-bit kernel only, -1 / 0 / nullptr for the int8 kernels): the
+  // window's sides (-1 unbounded; DecodeTile's band), the softcap (OnlineSoftmax::apply_softcap)
+  // and the sinks (the epilogue of a single split, or the combine).
+  int window_left, window_right;
+  float softcap_scale;
+  const float* sinks;
 };
 
 // The int8 cache's scales on top of them (the launch fills these itself).
@@ -121,12 +127,21 @@ CUTE_HOST_DEVICE bool bad_cache_length(int len, int max_len, int seqlen_q, bool 
 
 // What one CTA computes: its 64 rows (row group, m_block), its sequence's length and its KV
 // tiles [n_begin, n_end). Shared by the bf16 and the int8 kernels.
+// The band: query position p sees key j iff p - left <= j <= p + right and j < len, where right
+// is 0 with causal, the window's right side without (-1: unbounded, every key to len), and left the
+// window's left side (-1: unbounded, from key 0). The CTA's rows see keys [key_lo, key_hi) between
+// them: its first row the earliest, its last row the latest; only the tiles holding those keys
+// are divided among the splits, so that a window's decode reads the window, not the cache.
 struct DecodeTile {
   int m_block, split, slot, group_idx, b, h_kv;  // slot: the split's workspace slot
   int group, rows, seqlen_q, heads_q;
   int len, diag, row0;  // len: the keys this cache holds (the sequence's length, or a bad one)
   int seq_len;          // the sequence's length as read (len before an int8 call's tail narrows it)
-  int n_total, n_begin, n_end, mask_from;  // n_total: the row group's KV tiles
+  int left, right;      // the band's sides (above)
+  int key_lo, key_hi;   // the keys any row of the CTA sees (key_hi <= len)
+  int n_total, n_begin, n_end;  // n_total: the row group's KV tiles, from tile key_lo / kBlockN
+  int mask_from;  // tiles ending past this key need the element-wise mask (the row with the fewest keys)
+  int left_to;    // tiles starting before this key need the window's left edge masked (0 without)
   bool bad, causal;
 
   template <class Params, int kBlockM, int kBlockN>
@@ -146,14 +161,17 @@ struct DecodeTile {
     t.group = p.group, t.rows = p.rows, t.seqlen_q = p.seqlen_q, t.heads_q = p.heads_q, t.causal = p.causal;
     t.h_kv = p.group > 1 ? t.group_idx : t.group_idx / (p.heads_q / p.heads_kv);
     t.row0 = t.m_block * kBlockM;
+    t.left = p.window_left;
+    t.right = p.causal ? 0 : p.window_right;
     return t;
   }
   template <class Params, int kBlockM, int kBlockN>
   CUTE_DEVICE void read_length(Params const& p) {
     set_length<Params, kBlockM, kBlockN>(p, p.cache_seqlens[b]);
   }
+  // (Host and device: tests/host/test_decode_band.cu checks the band's tiles and masks on the host.)
   template <class Params, int kBlockM, int kBlockN>
-  CUTE_DEVICE void set_length(Params const& p, int len_b) {
+  CUTE_HOST_DEVICE void set_length(Params const& p, int len_b) {
     DecodeTile& t = *this;
     t.len = t.seq_len = len_b;
     t.bad = bad_cache_length(t.len, p.max_len, p.seqlen_q, p.causal);
@@ -163,35 +181,55 @@ struct DecodeTile {
       if (p.key_range == kDecodeFullBlocks) t.len = len_b - tail;
       else t.len = tail, t.diag -= len_b - tail;  // key j of the tail is key len_b - tail + j
     }
-    const int row_last = min(p.rows, t.row0 + kBlockM) - 1;
+    const int row_last = cute::min(p.rows, t.row0 + kBlockM) - 1;
     // With a tail, a causal row may sit before every key of this cache: limits below 0 are 0.
-    const int keys = t.bad ? 0 : max(0, p.causal ? min(t.len, t.diag + t.pos(row_last) + 1) : t.len);
-    t.n_total = (keys + kBlockN - 1) / kBlockN;
-    t.n_begin = int(int64_t(t.split) * t.n_total / p.num_splits);
-    t.n_end = int(int64_t(t.split + 1) * t.n_total / p.num_splits);
-    // Tiles ending past this key need the element-wise mask (the tile's row with the fewest keys).
-    t.mask_from = max(0, p.causal ? min(t.len, t.diag + t.pos(t.row0) + 1) : t.len);
+    t.key_hi = t.bad ? 0 : t.key_limit(row_last);
+    t.key_lo = t.bad ? 0 : cute::min(t.key_first(t.row0), t.key_hi);
+    const int n_lo = t.key_lo / kBlockN;
+    t.n_total = t.key_hi > t.key_lo ? (t.key_hi + kBlockN - 1) / kBlockN - n_lo : 0;
+    t.n_begin = n_lo + int(int64_t(t.split) * t.n_total / p.num_splits);
+    t.n_end = n_lo + int(int64_t(t.split + 1) * t.n_total / p.num_splits);
+    t.mask_from = t.bad ? 0 : t.key_limit(t.row0);
+    t.left_to = t.bad ? 0 : t.key_first(row_last);
   }
   // Row r of the row group -> query position and q-head.
-  CUTE_DEVICE int pos(int r) const { return r / group; }
+  CUTE_HOST_DEVICE int pos(int r) const { return r / group; }
   // r - pos(r) * group rather than r % group: next to pos(r) the compiler then does one division.
-  CUTE_DEVICE int head(int r) const { return group > 1 ? group_idx * group + (r - pos(r) * group) : group_idx; }
-  // The first key row r must not see.
-  CUTE_DEVICE int key_limit(int r) const { return causal ? max(0, min(len, diag + pos(r) + 1)) : len; }
+  CUTE_HOST_DEVICE int head(int r) const { return group > 1 ? group_idx * group + (r - pos(r) * group) : group_idx; }
+  // The first key row r must not see (past its band's right side, or the cache's end).
+  CUTE_HOST_DEVICE int key_limit(int r) const {
+    return right >= 0 ? cute::max(0, cute::min(len, diag + pos(r) + 1 + right)) : len;
+  }
+  // Whether tile n (of kBlockN keys) needs the element-wise mask: it ends past the row with the
+  // fewest keys (the cache's end, the causal diagonal, a window's right side), or starts before
+  // the row whose window starts last (a window's left side; never without one: left_to 0).
+  template <int kBlockN>
+  CUTE_HOST_DEVICE bool right_edge(int n) const { return (n + 1) * kBlockN > mask_from; }
+  template <int kBlockN>
+  CUTE_HOST_DEVICE bool left_edge(int n) const { return n * kBlockN < left_to; }
+  // The first key row r sees (its band's left side).
+  CUTE_HOST_DEVICE int key_first(int r) const { return left >= 0 ? cute::max(0, diag + pos(r) - left) : 0; }
 };
 
+// Masks the scores of tile n past each row's band: a uniform test per tile, element-wise only on
+// the tiles at the band's edges (the cache's end or the causal diagonal, and a window's left side).
 template <int kBlockN, class TensorS, class TensorC>
 CUTE_DEVICE void mask_decode_scores(DecodeTile const& t, int n, TensorS& tSrS, TensorC const& tScS) {
-  if ((n + 1) * kBlockN <= t.mask_from) return;
+  const bool left_edge = t.template left_edge<kBlockN>(n);
+  if (!left_edge && !t.template right_edge<kBlockN>(n)) return;
   auto s = acc_rowcol(tSrS);
   auto c = acc_rowcol(tScS);
   CUTE_UNROLL
   for (int r = 0; r < cute::size<0>(s); ++r) {
-    const int limit = t.key_limit(t.row0 + cute::get<0>(c(r, 0)));
+    const int row = t.row0 + cute::get<0>(c(r, 0));
+    const int limit = t.key_limit(row);
+    const int first = left_edge ? t.key_first(row) : 0;
     CUTE_UNROLL
-    for (int j = 0; j < cute::size<1>(s); ++j)
+    for (int j = 0; j < cute::size<1>(s); ++j) {
       // int, not the coordinate's unsigned type: with it a negative limit masked nothing.
-      if (n * kBlockN + int(cute::get<1>(c(r, j))) >= limit) s(r, j) = -INFINITY;
+      const int key = n * kBlockN + int(cute::get<1>(c(r, j)));
+      if (key >= limit || key < first) s(r, j) = -INFINITY;
+    }
   }
 }
 

@@ -145,16 +145,43 @@ struct OnlineSoftmax {
         for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= inv;
         lse[r] = empty ? -INFINITY : row_max[r] * scale_log2 * float(M_LN2) + logf(sum);
       } else {
-        const float offset = empty ? -INFINITY : row_max[r] * scale_log2;  // the exponents' offset
-        const float top = fmaxf(offset, sink_log2);
-        const float kept = empty ? 0.0f : exp2f(offset - top);  // the row's weights, rescaled to top
-        const float total = (empty ? 0.0f : sum * kept) + exp2f(sink_log2 - top);
-        const float inv = kept / total;
+        const float inv = normalize_with_sink(r, sum, empty, sink_log2, lse[r]);
         CUTE_UNROLL
         for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= inv;
-        lse[r] = (top + log2f(total)) * float(M_LN2);
       }
     }
+  }
+
+  // finalize with a sink per row (sink_log2[r]: -inf for none): the decode kernels' packed rows
+  // belong to different q-heads.
+  template <class TensorO>
+  CUTE_DEVICE void finalize_rows(TensorO& tOrO, float (&lse)[kRows], float const (&sink_log2)[kRows]) {
+    auto o = acc_rowcol(tOrO);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const float sum = quad_sum(row_sum[r]);
+      const bool empty = sum == 0.0f || sum != sum;
+      float inv;
+      if (sink_log2[r] == -INFINITY) {  // finalize's row without a sink
+        inv = empty ? 0.0f : 1.0f / sum;
+        lse[r] = empty ? -INFINITY : row_max[r] * scale_log2 * float(M_LN2) + logf(sum);
+      } else {
+        inv = normalize_with_sink(r, sum, empty, sink_log2[r], lse[r]);
+      }
+      CUTE_UNROLL
+      for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= inv;
+    }
+  }
+
+  // Row r's factor for O and its LSE with the sink (log2 units, not -inf) in the denominator:
+  // against the larger of the row's offset and the sink, so that neither overflows.
+  CUTE_DEVICE float normalize_with_sink(int r, float sum, bool empty, float sink_log2, float& lse_r) const {
+    const float offset = empty ? -INFINITY : row_max[r] * scale_log2;  // the exponents' offset
+    const float top = fmaxf(offset, sink_log2);
+    const float kept = empty ? 0.0f : exp2f(offset - top);  // the row's weights, rescaled to top
+    const float total = (empty ? 0.0f : sum * kept) + exp2f(sink_log2 - top);
+    lse_r = (top + log2f(total)) * float(M_LN2);
+    return kept / total;
   }
 
   // Gemma 2's logit softcap on raw scores s: tanh(s · softcap_scale), where softcap_scale =

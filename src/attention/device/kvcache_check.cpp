@@ -29,10 +29,11 @@ constexpr const char* kKScaleDims[4] = {"batch", "blocks", "heads_kv", "hdim"};
 constexpr const char* kVScaleDims[3] = {"batch", "seqlen", "heads_kv"};
 constexpr const char* kTailDims[4] = {"batch", "quant_block", "heads_kv", "hdim"};
 constexpr const char* kPageTableDims[2] = {"batch", "max_pages"};
+constexpr const char* kSinkDims[1] = {"heads"};
 // DeviceContext::tensor_device order for this operation.
-constexpr int kTensors = 11;
-constexpr const char* kTensorNames[kTensors] = {"q",   "k_cache", "v_cache", "cache_seqlens", "o",         "lse",
-                                                "k_scale", "v_scale", "k_tail", "v_tail", "page_table"};
+constexpr int kTensors = 12;
+constexpr const char* kTensorNames[kTensors] = {"q",      "k_cache", "v_cache", "cache_seqlens", "o",          "lse",
+                                                "k_scale", "v_scale", "k_tail", "v_tail",        "page_table", "sinks"};
 constexpr int kTileRows = 64;   // query rows per consumer warpgroup tile
 constexpr int kSplitKeys = 128; // the smallest KV range a split is given
 constexpr int kMaxSplits = 128;
@@ -148,12 +149,58 @@ Status check_tail(const KvCacheArgs& a) {
   return Status();
 }
 
+bool has_options(const KvCacheArgs& a) { return a.window != 0 || a.softcap != 0.0f || a.sinks.data != nullptr; }
+
+// The options (kvcache.h, since 0.4): a sliding window, the softcap and the attention sinks, by
+// the forward pass's rules (attention_check.cpp, check_options); 16-bit caches only so far.
+Status check_options(const KvCacheArgs& a) {
+  if (a.window == 0) {
+    // A window side set without the switch would silently attend to everything.
+    if (a.window_left != 0)
+      return Status::invalid(cat("window_left: ", a.window_left, " is set but window is 0 (set window = 1 to use it)"));
+    if (a.window_right != 0)
+      return Status::invalid(cat("window_right: ", a.window_right, " is set but window is 0 (set window = 1 to use it)"));
+  } else {
+    if (a.window_left < -1)
+      return Status::invalid(cat("window_left: must be >= 0, or -1 for unbounded, got ", a.window_left));
+    if (a.window_right < -1)
+      return Status::invalid(cat("window_right: must be >= 0, or -1 for unbounded, got ", a.window_right));
+    if (a.causal != 0 && a.window_right > 0)
+      return Status::invalid(cat("window_right: must be 0 or -1 with causal (a causal row sees no later key), got ",
+                                 a.window_right));
+    // The band's arithmetic (DecodeTile) adds positions and the clamped sides in 32 bits.
+    if (a.q.shape[1] + cache_max_len(a) > (int64_t(1) << 30))
+      return Status::unsupported(cat("window: seqlen_q + max_seqlen_k = ", a.q.shape[1] + cache_max_len(a),
+                                     " exceeds 2^30 with a sliding window"));
+  }
+  if (!std::isfinite(a.softcap) || a.softcap < 0.0f)
+    return Status::invalid(cat("softcap: must be finite and >= 0 (0: off), got ", a.softcap));
+  const Tensor& t = a.sinks;
+  if (t.data != nullptr) {
+    if (Status s = check_geometry(t, "sinks", 1, kSinkDims); !s.ok()) return s;
+    if (t.dtype != HOPATTN_DTYPE_FP32)
+      return Status::invalid(cat("sinks: dtype must be fp32, got ", hopattn_dtype_name(t.dtype)));
+    if (t.shape[0] != a.q.shape[2])
+      return Status::invalid(cat("sinks: shape (", t.shape[0], ") must be (heads_q) = (", a.q.shape[2], ")"));
+    if (t.stride[0] != 1 && t.shape[0] > 1)
+      return Status::invalid(cat("sinks.stride[0] = ", t.stride[0], ": must be contiguous (stride 1)"));
+    if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0) return Status::invalid("sinks: data pointer is not 4-byte aligned");
+  }
+  if (is_int8(a) && has_options(a)) {
+    const char* option = a.window != 0 ? "window" : a.softcap != 0.0f ? "softcap" : "sinks";
+    return Status::unsupported(cat(option, ": not supported with an int8 cache yet (the 16-bit cache kernels take a "
+                                   "sliding window, softcap and sinks)"));
+  }
+  return Status();
+}
+
 Status check_aliasing(const KvCacheArgs& a) {
-  const Tensor* inputs[9] = {&a.q,       &a.k_cache, &a.v_cache, &a.cache_seqlens, &a.k_scale,
-                             &a.v_scale, &a.k_tail,  &a.v_tail,  &a.page_table};
-  const char* names[9] = {"q", "k_cache", "v_cache", "cache_seqlens", "k_scale", "v_scale", "k_tail", "v_tail", "page_table"};
+  const Tensor* inputs[10] = {&a.q,       &a.k_cache, &a.v_cache, &a.cache_seqlens, &a.k_scale,
+                              &a.v_scale, &a.k_tail,  &a.v_tail,  &a.page_table,    &a.sinks};
+  const char* names[10] = {"q",      "k_cache", "v_cache", "cache_seqlens", "k_scale",
+                           "v_scale", "k_tail",  "v_tail",  "page_table",    "sinks"};
   const ByteRange o = byte_range(a.o), lse = byte_range(a.lse);
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < 10; ++i) {
     const ByteRange in = byte_range(*inputs[i]);
     if (overlaps(o, in)) return Status::invalid(cat("o: overlaps input ", names[i], " in memory"));
     if (overlaps(lse, in)) return Status::invalid(cat("lse: overlaps input ", names[i], " in memory"));
@@ -168,7 +215,7 @@ Status check_aliasing(const KvCacheArgs& a) {
     const ByteRange ws{lo, lo + a.workspace_bytes};
     if (overlaps(ws, o)) return Status::invalid("workspace: overlaps o in memory");
     if (overlaps(ws, lse)) return Status::invalid("workspace: overlaps lse in memory");
-    for (int i = 0; i < 9; ++i)
+    for (int i = 0; i < 10; ++i)
       if (overlaps(ws, byte_range(*inputs[i]))) return Status::invalid(cat("workspace: overlaps input ", names[i], " in memory"));
   }
   return Status();
@@ -257,6 +304,19 @@ KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms) {
 
 namespace {
 
+// The positions a tile's rows span (at most kTileRows of them).
+int64_t rows_positions(int64_t seqlen_q) { return std::min<int64_t>(seqlen_q, kTileRows); }
+
+// With a window's left side, the keys a tile whose rows span `positions` positions can see:
+// the left side, the positions and the right side (clamped as the kernel clamps it: seqlen_q, or
+// 0 with causal); INT64_MAX without a left side.
+int64_t window_keys(const KvCacheArgs& a, int64_t positions) {
+  if (a.window == 0 || a.window_left < 0) return INT64_MAX;
+  const int64_t seqlen_q = a.q.shape[1];
+  const int64_t right = a.causal != 0 ? 0 : a.window_right >= 0 ? std::min<int64_t>(a.window_right, seqlen_q) : seqlen_q;
+  return int64_t(a.window_left) + right + positions;
+}
+
 // The plan, and the registry row it runs (-1 with *why when the overrides name no such kernel).
 KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrides& o, int* kernel, std::string* why) {
   KvCachePlan plan;
@@ -274,7 +334,10 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
   plan.kernel = spec.name;
   // CTAs resident at once: the kernel decides how many share an SM.
   const int sm_count = sms * attention::decode_ctas_per_sm(hdim, is_int8(a), spec.id);
-  const int64_t kv_chunks = std::max<int64_t>((max_len + kSplitKeys - 1) / kSplitKeys, 1);
+  // The keys one tile's rows can see: the cache, or with a window's left side at most its width
+  // plus the tile's positions (and the right side's width): the splits divide those.
+  const int64_t visible = std::min(max_len, window_keys(a, rows_positions(seqlen_q)));
+  const int64_t kv_chunks = std::max<int64_t>((visible + kSplitKeys - 1) / kSplitKeys, 1);
   if (a.num_splits > 0) {
     plan.num_splits = int(std::min<int64_t>(a.num_splits, kv_chunks));
   } else if (tiles > 0 && tiles < int64_t(sm_count) * 4 / 5) {
@@ -348,6 +411,7 @@ Status check_kvcache_host_rules(const KvCacheArgs& a) {
   }
   if (Status s = check_scales(a); !s.ok()) return s;
   if (Status s = check_tail(a); !s.ok()) return s;
+  if (Status s = check_options(a); !s.ok()) return s;
   if (Status s = check_aliasing(a); !s.ok()) return s;
   if (!std::isfinite(a.softmax_scale)) return Status::invalid("softmax_scale: must be finite");
   if (a.softmax_scale < 0.0f)  // the running maximum is of raw scores (as attention_check.cpp)
@@ -389,7 +453,7 @@ namespace {
 Status query_kvcache_context(const KvCacheArgs& a, Stream stream, DeviceContext* ctx, int* sm_count) {
   const void* ptrs[kTensors] = {a.q.data,       a.k_cache.data, a.v_cache.data, a.cache_seqlens.data,
                                 a.o.data,       a.lse.data,     a.k_scale.data, a.v_scale.data,
-                                a.k_tail.data,  a.v_tail.data,  a.page_table.data};
+                                a.k_tail.data,  a.v_tail.data,  a.page_table.data, a.sinks.data};
   if (Status s = query_device_context(stream, ptrs, kTensors, ctx); !s.ok()) return s;
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, ctx->current_device));
   return Status();
@@ -419,6 +483,20 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
     p.lse_batch_stride = a.lse.stride[0], p.lse_head_stride = a.lse.stride[1], p.lse_seq_stride = a.lse.stride[2];
   p.softmax_scale = a.softmax_scale != 0.0f ? a.softmax_scale : 1.0f / std::sqrt(float(p.hdim));
   p.causal = a.causal != 0;
+  // The options (16-bit caches; check_options). The softcap: exponent softcap · tanh(scale · s /
+  // softcap), tanh in the kernel and the cap as the scale (the forward pass's set_options).
+  if (a.softcap > 0.0f) {
+    p.softcap_scale = p.softmax_scale / a.softcap;
+    p.softmax_scale = a.softcap;
+  }
+  // The window's sides, clamped so that positions plus sides stay in int (check_options bounds
+  // seqlen_q + max_seqlen_k): a left side of max_len or a right one of seqlen_q reaches every key.
+  p.window_left = p.window_right = -1;
+  if (a.window != 0) {
+    if (a.window_left >= 0) p.window_left = int(std::min<int64_t>(a.window_left, p.max_len));
+    if (a.window_right >= 0) p.window_right = p.causal ? 0 : int(std::min<int64_t>(a.window_right, p.seqlen_q));
+  }
+  p.sinks = static_cast<const float*>(a.sinks.data);
   p.pack_gqa = plan.pack_gqa;
   p.num_splits = plan.num_splits;
   p.partial_slots = plan.num_splits + (plan.tail ? 1 : 0);

@@ -71,6 +71,9 @@ void fill_common_params(Params& p, const DecodeParams& dp, const DecodeGrid& g, 
   p.page_shift = 0;
   while (dp.page_table != nullptr && (1 << p.page_shift) < dp.page_size) ++p.page_shift;
   p.num_pages = dp.num_pages;
+  p.window_left = dp.window_left, p.window_right = dp.window_right;
+  p.softcap_scale = dp.softcap_scale;
+  p.sinks = dp.sinks;
 }
 
 // The TMA sees the whole cache, (max_len, hdim, heads_kv, batch); keys past a sequence's own
@@ -96,7 +99,7 @@ Status launch_decode_combine(const DecodeParams& dp, Stream stream) {
   CombineParams<Element, kHeadDim> c{o_part, o_part + rows_total * kHeadDim * slots, dp.cache_seqlens,
                                      static_cast<Element*>(dp.o), dp.o_batch_stride, dp.o_seq_stride, dp.o_head_stride,
                                      dp.lse, dp.lse_batch_stride, dp.lse_head_stride, dp.lse_seq_stride,
-                                     dp.batch, dp.seqlen_q, dp.heads_q, dp.max_len, slots, dp.causal};
+                                     dp.batch, dp.seqlen_q, dp.heads_q, dp.max_len, slots, dp.causal, dp.sinks};
   const int64_t blocks = (rows_total + kCombineWarps - 1) / kCombineWarps;
   if (blocks > INT32_MAX) return Status::unsupported("kvcache attention: too many rows for the combine grid");
   // Few slots (an int8 call's tail at one split, or 2-4 splits): a batch of that many, so that

@@ -15,8 +15,10 @@
 // Per CTA:
 //   len = cache_seqlens[b] (device memory). A bad length (< 0, > max_len, or causal and shorter
 //   than seqlen_q) is recorded in p.error (first one only) and the CTA writes NaN rows.
-//   keys = the last tile row's visible key count (len, or with causal len - seqlen_q + s + 1);
-//   the ceil(keys / kBlockN) KV tiles are divided evenly over the splits: [n_begin, n_end).
+//   The tile's rows see keys [key_lo, key_hi) between them (DecodeTile's band: key_hi the last
+//   row's limit, len or with causal len - seqlen_q + s + 1; key_lo 0, or with a window's left side
+//   the first row's first key); the KV tiles holding them, from tile key_lo / kBlockN, are divided
+//   evenly over the splits: [n_begin, n_end). A window's decode thus reads about its width.
 //   Order at entry: thread 0 prefetches the TMA descriptors; every thread loads its share of the
 //   tile's 64 Q rows into registers (rows of different query heads are not one TMA box; zeros
 //   past the last row), then the length; barriers initialised; thread 0 issues the first kStages
@@ -24,16 +26,22 @@
 //   __syncthreads make the generic stores visible to the tensor cores.
 //   K/V: TMA tiles of kBlockN keys into a kStages-deep ring (mbarriers k_full/v_full, one arrival
 //   each by thread 0 with the tile's transaction bytes; all threads wait). The loop body is the
-//   FA2 kernel's (sm90_fwd_fa2.hpp): S = Q·Kᵀ (SS WGMMA), mask, online softmax, O += P·V (RS
-//   WGMMA), __syncthreads, thread 0 (warp 0 for small pages) refills the stage with tile n + kStages.
-//   The cache is only valid below len, and rows len..max_len may hold anything (NaN included):
-//   scores there are masked to -inf, and the V rows of the tile holding len are zeroed in shared
-//   memory (after the TMA lands, before P·V) so that 0 · garbage cannot reach O.
+//   FA2 kernel's (sm90_fwd_fa2.hpp): S = Q·Kᵀ (SS WGMMA), softcap (when set), mask, online
+//   softmax, O += P·V (RS WGMMA), __syncthreads, thread 0 (warp 0 for small pages) refills the
+//   stage with tile n + kStages.
+//   The cache is only valid below len, and rows len..max_len may hold anything (NaN included), as
+//   may the keys outside a window: scores there are masked to -inf, and the V rows outside
+//   [key_lo, key_hi) of the tiles holding those edges are zeroed in shared memory (after the TMA
+//   lands, before P·V) so that 0 · garbage cannot reach O.
+//   The options (DecodeSplitParams; each a uniform test when off): the window (the tile range and
+//   the mask's left edge), the softcap (tanh on S before the mask), the sinks (in the epilogue's
+//   normalisation at one split; in the combine at several, so that each row's is added once).
 //   A paged cache (Params::page_table; 16-bit caches, pages of 16-256 keys): the TMA views the pool
 //   (page_size, d, heads_kv, num_pages). Pages of at least kBlockN keys: key tile n is tile
 //   (n·BN mod page_size) / BN of page page_table[b][n·BN / page_size], its id read by thread 0 a
 //   tile ahead (while the tile before the refill computes). Smaller pages: warp 0 refills, lane j
-//   reading the id of and issuing the 16-key box j of the tile (several pages a tile).
+//   reading the id of and issuing the 16-key box j of the tile (several pages a tile); the boxes
+//   outside [key_lo, key_hi) are not loaded and their ids not read.
 //   At entry every thread checks a share of the ids the CTA will read; one outside the pool makes
 //   the CTA a bad one (NaN rows, as a bad length; recorded as kind 6), and the combine takes a NaN
 //   partial as bad. With causal rows, an m-block whose keys end before the bad page still answers.
@@ -128,15 +136,29 @@ CUTE_DEVICE void decode_tile_compute(DecodeTile const& t, typename Traits::Share
   constexpr int kBlockN = Traits::kBlockN, kChunks = Traits::kHeadDim / 8;
   wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
   warpgroup_wait<0>();
+  softmax.apply_softcap(tSrS);  // (a uniform test when there is none)
   mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
-  if (first) softmax.template update<true>(tSrS, tOrO);
-  else softmax.template update<false>(tSrS, tOrO);
+  // kMaskedRows: with a window's left edge a row may see nothing in this split's first tiles.
+  constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
+  float alpha[kRows];
+  if (first) {
+    softmax.template online_exp<true, true>(tSrS, alpha);
+  } else {
+    softmax.template online_exp<false, true>(tSrS, alpha);
+    softmax.rescale(tOrO, alpha);
+  }
   convert_fragment<typename Traits::Element>(tSrS, tOrP);
   Barrier::wait(&ss.v_full[stage], phase);
-  if ((n + 1) * kBlockN > t.len) {  // the tile holding the end of the cache: zero V's rows past it
-    const int first_row = t.len - n * kBlockN;
-    for (int e = threadIdx.x; e < (kBlockN - first_row) * kChunks; e += Traits::kThreads)
-      *reinterpret_cast<uint4*>(&sV(first_row + e / kChunks, (e % kChunks) * 8, stage)) = make_uint4(0, 0, 0, 0);
+  // The rows of V no row of the CTA sees may hold anything (NaN included: the cache past its end,
+  // or outside a window): zeroed in shared memory so that 0 · garbage cannot reach O. Rows past
+  // key_hi: the tile holding the end of the cache (or of the band); rows before key_lo: the tile
+  // holding a window's first key.
+  const int hi_row = t.key_hi - n * kBlockN, lo_rows = t.key_lo - n * kBlockN;
+  if (hi_row < kBlockN || lo_rows > 0) {
+    for (int e = threadIdx.x; e < (kBlockN - hi_row) * kChunks; e += Traits::kThreads)
+      *reinterpret_cast<uint4*>(&sV(hi_row + e / kChunks, (e % kChunks) * 8, stage)) = make_uint4(0, 0, 0, 0);
+    for (int e = threadIdx.x; e < lo_rows * kChunks; e += Traits::kThreads)
+      *reinterpret_cast<uint4*>(&sV(e / kChunks, (e % kChunks) * 8, stage)) = make_uint4(0, 0, 0, 0);
     cutlass::arch::fence_view_async_shared();
     __syncthreads();
   }
@@ -178,9 +200,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   const int32_t* pages = paged ? p.page_table + int64_t(t.b) * p.pt_batch_stride : nullptr;
   if (paged && !t.bad && t.n_end > t.n_begin) {
     // Every page this CTA reads must be in the pool: an id outside it gives the sequence NaN rows
-    // (as a bad length does) and is recorded; it never reaches a TMA coordinate.
-    const int first = (t.n_begin * kBlockN) >> p.page_shift;
-    const int last = (min(t.n_end * kBlockN, t.len) - 1) >> p.page_shift;
+    // (as a bad length does) and is recorded; it never reaches a TMA coordinate. The pages it reads
+    // hold its keys [key_lo, key_hi) (a window's: the pages before and after it are not read).
+    const int first = max(t.n_begin * kBlockN, t.key_lo) >> p.page_shift;
+    const int last = (min(t.n_end * kBlockN, t.key_hi) - 1) >> p.page_shift;
     int bad_id = 0;
     bool bad_page = false;
     for (int j = first + int(threadIdx.x); j <= last; j += Traits::kThreads) {
@@ -213,9 +236,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   // A paged cache: the page id a refill needs, read a tile ahead (its latency under the math of
   // the tile before). Pages of at least kBlockN keys: thread 0 issues the tile, one box from page
   // page_table[b][n·BN / page_size]. Smaller pages: warp 0 issues it, lane j the 16-key box j
-  // (keys n·BN + 16j ..) from its own page; boxes past the cache's end are not loaded (their
-  // scores are masked and their V rows zeroed, as for rows past the end of a whole tile) and their
-  // page-table entries (unused ones, maybe past the row) not read: id -1.
+  // (keys n·BN + 16j ..) from its own page; boxes outside the CTA's keys [key_lo, key_hi) (past
+  // the cache's end, or outside a window) are not loaded (their scores are masked and their V rows
+  // zeroed, as for rows past the end of a whole tile) and their page-table entries (unused ones,
+  // maybe past the row, or pages a window left behind) not read: id -1.
   constexpr int kBoxRows = Traits::kPageBoxRows, kBoxes = kBlockN / kBoxRows;
   static_assert(kBoxes <= 32, "one lane of warp 0 per 16-key box");
   const bool small_pages = paged && (1 << p.page_shift) < kBlockN;
@@ -224,12 +248,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   auto page_of = [&](int n) {
     if (!small_pages) return paged ? pages[(n * kBlockN) >> p.page_shift] : 0;
     const int key = n * kBlockN + lane * kBoxRows;
-    return lane < kBoxes && key < t.len ? pages[key >> p.page_shift] : -1;
+    return lane < kBoxes && key < t.key_hi && key + kBoxRows > t.key_lo ? pages[key >> p.page_shift] : -1;
   };
   auto load_kv_boxes = [&](int n, int stage, int page) {
     if (lane == 0) {
-      const int boxes = min(kBoxes, (t.len - n * kBlockN + kBoxRows - 1) / kBoxRows);
-      const uint32_t bytes = uint32_t(boxes) * Traits::kTmaBytesPageBox;
+      const int boxes = min(kBoxes, (t.key_hi - n * kBlockN + kBoxRows - 1) / kBoxRows);
+      const int first_box = max(0, (t.key_lo - n * kBlockN) / kBoxRows);
+      const uint32_t bytes = uint32_t(boxes - first_box) * Traits::kTmaBytesPageBox;
       Barrier::arrive_and_expect_tx(&ss.k_full[stage], bytes);
       Barrier::arrive_and_expect_tx(&ss.v_full[stage], bytes);
     }
@@ -308,7 +333,19 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   clear(tOrO);
 
   constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
-  OnlineSoftmax<kRows> softmax(p.softmax_scale);
+  OnlineSoftmax<kRows> softmax(p.softmax_scale, 0.0f, p.softcap_scale);
+  // Attention sinks join the softmax here when this CTA writes the output itself (one split); with
+  // several, the combine adds each row's sink once. Loaded before the loop, used after it.
+  const bool sinks_here = p.sinks != nullptr && p.o_part == nullptr;
+  float sink_log2[kRows];
+  if (sinks_here) {
+    auto c = acc_rowcol(tScS);
+    CUTE_UNROLL
+    for (int r = 0; r < kRows; ++r) {
+      const int row = t.row0 + get<0>(c(r, 0));
+      sink_log2[r] = row < t.rows ? p.sinks[t.head(row)] * float(M_LOG2E) : -INFINITY;
+    }
+  }
   CUTE_NO_UNROLL
   for (int i = 0; i < n_blocks; ++i) {
     const int n = t.n_begin + i;
@@ -329,7 +366,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   // griddepcontrol.wait for this grid's stores, their launch off the critical path.
   asm volatile("griddepcontrol.launch_dependents;");
   float lse[kRows];
-  softmax.finalize(tOrO, lse);
+  if (sinks_here) softmax.finalize_rows(tOrO, lse, sink_log2);
+  else softmax.finalize(tOrO, lse);
   store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, threadIdx.x, p.o_part != nullptr);
 #ifdef HOPATTN_DECODE_STAMPS
   __syncthreads();

@@ -16,6 +16,9 @@ namespace hopattn::attention {
 
 // Split-KV merge: one warp per output row (b, q-head, position), kHeadDim / 32 channels per lane.
 //   LSE = log Σ_s exp(LSE_s),  O = Σ_s exp(LSE_s − LSE) · O_s   (splits with LSE_s = −inf skipped)
+// With attention sinks (a logit per q-head h, which the splits leave out) the sink joins once here:
+//   LSE = log(exp(sink_h) + Σ_s exp(LSE_s)), and the weights exp(LSE_s − LSE) then sum to less
+//   than 1; a row without keys gets O = 0 and LSE = sink_h.
 template <class Element, int kHeadDim>
 struct CombineParams {
   const float* o_part;
@@ -27,6 +30,7 @@ struct CombineParams {
   int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
   int batch, seqlen_q, heads_q, max_len, num_splits;
   bool causal;
+  const float* sinks;  // (heads_q) float32, or nullptr
 #ifdef HOPATTN_DECODE_STAMPS
   uint64_t* stamps;
 #endif
@@ -76,6 +80,7 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
     }
   };
   const float l_lane = lane < p.num_splits ? lse_row[lane * rows] : -INFINITY;
+  const float sink = p.sinks != nullptr ? p.sinks[h] : -INFINITY;  // the row's sink (an input), or none
   load_batch(0);
 
   // A split that wrote a NaN partial (a paged cache's bad page id: the split kernel records it and
@@ -90,13 +95,18 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
   }
   const bool bad = bad_length || __any_sync(0xffffffffu, nan_part);
   for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  // The sink (a uniform test per warp): the maximum takes it (a NaN one makes the row NaN).
+  if (p.sinks != nullptr) m = isnan(sink) ? sink : fmaxf(m, sink);
   float sum = 0.0f;
   if (m != -INFINITY) {
     sum = l_lane == -INFINITY ? 0.0f : expf(l_lane - m);
     for (int sp = lane + 32; sp < p.num_splits; sp += 32) sum += expf(lse_row[sp * rows] - m);
   }
   for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+  if (p.sinks != nullptr && m != -INFINITY) sum += expf(sink - m);  // once, after the lanes' sum
   const float lse = m == -INFINITY ? -INFINITY : m + logf(sum);
+  // A sink of +inf or NaN: the row is NaN (O too, as the split kernel's own epilogue gives it).
+  const bool nan_row = bad || (p.sinks != nullptr && isnan(lse));
   // Split i's weight: from lane i for the first 32 splits, re-read (one broadcast load) after.
   const float w_lane = l_lane == -INFINITY || lse == -INFINITY ? 0.0f : expf(l_lane - lse);
   auto weight = [&](int i) {
@@ -121,11 +131,11 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
   }
   cutlass::Array<Element, kPer> out;
   CUTE_UNROLL
-  for (int j = 0; j < kPer; ++j) out[j] = Element(bad ? NAN : acc[j]);
+  for (int j = 0; j < kPer; ++j) out[j] = Element(nan_row ? NAN : acc[j]);
   *reinterpret_cast<cutlass::Array<Element, kPer>*>(p.o + b * p.o_batch_stride + s * p.o_seq_stride +
                                                     h * p.o_head_stride + lane * kPer) = out;
   if (p.lse != nullptr && lane == 0)
-    p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = bad ? NAN : lse;
+    p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + s * p.lse_seq_stride] = nan_row ? NAN : lse;
   HOPATTN_STAMP(p.stamps, blockIdx.x, 6);  // thread 0's row stored
 }
 
