@@ -10,6 +10,8 @@
 // Every case: random normal inputs (never zeros); the cache rows past each sequence's length hold
 // large "stale" values (×8), so a kernel that reads them unmasked fails visibly; O (with its
 // padding), LSE and the workspace are poisoned with NaN before every run.
+// The options (0.4: sliding window, softcap, sinks) run the same way (OptionsMatchTheReference and
+// after), with NaN in every key outside all of a sequence's windows.
 //
 // Tolerance (FlashAttention's rule, as in attention_check.cpp), per sequence b:
 //   |O - O_fp64|   <= 2 · |O_lowp - O_fp64| + eps(dtype) · max|O_fp64|     (tolerance_bound)
@@ -34,6 +36,7 @@
 #include <limits>
 #include <mutex>
 #include <ostream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -96,7 +99,21 @@ struct KvCase {
                                 // (k_tail, v_tail); the int8 cache's rows for them hold wrong values
   std::string kernel;           // the split kernel forced by name (experimental::Overrides::decode_kernel;
                                 // "": the library's default choice)
+  // The options (kvcache.h, 0.4): a sliding window (-1: an unbounded side), the softcap, sinks
+  // (heads_q logits, or empty), and NaN in every key before all of a sequence's windows (rows
+  // [0, len - seqlen_q - window_left): keys no row may read).
+  bool window = false;
+  int window_left = -1, window_right = -1;
+  float softcap = 0.0f;
+  std::vector<float> sinks;
+  bool nan_before_window = false;
   uint64_t seed = 1;
+
+  // The first key any row of sequence b sees (0 without a window's left side).
+  int first_seen_key(int b) const {
+    if (!window || window_left < 0) return 0;
+    return std::clamp(lens[b] - seqlen_q - window_left, 0, std::max(lens[b], 0));
+  }
 
   int batch() const { return int(lens.size()); }
   bool valid_len(int32_t len) const { return len >= 0 && len <= max_len && !(causal && len < seqlen_q); }
@@ -115,6 +132,10 @@ struct KvCase {
     if (int8) os << " int8/qb" << quant_block;
     if (tail) os << " tail";
     if (outliers) os << " outliers";
+    if (window) os << " window=(" << window_left << "," << window_right << ")";
+    if (softcap > 0.0f) os << " softcap=" << softcap;
+    if (!sinks.empty()) os << " sinks";
+    if (nan_before_window) os << " NaN-before-window";
     if (!kernel.empty()) os << " kernel=" << kernel;
     os << " seed=" << seed;
     return os.str();
@@ -208,6 +229,15 @@ class KvRun {
     args.causal = c.causal;
     args.num_splits = c.num_splits;
     args.pack_gqa = c.pack_gqa;
+    args.window = c.window ? 1 : 0;
+    args.window_left = c.window ? c.window_left : 0;
+    args.window_right = c.window ? c.window_right : 0;
+    args.softcap = c.softcap;
+    if (!c.sinks.empty()) {
+      sinks_ = DeviceBuffer(c.sinks.size() * sizeof(float));
+      upload_from_float(sinks_.get(), HOPATTN_DTYPE_FP32, c.sinks.data(), int64_t(c.sinks.size()));
+      args.sinks = tensor_sinks(sinks_.as<float>(), int64_t(c.sinks.size()));
+    }
     overrides.decode_kernel = c.kernel;
 
     fill_normal(q_.get(), c.dtype, qo_alloc_, c.seed * 7 + 0, c.input_std);
@@ -246,6 +276,13 @@ class KvRun {
         char* base = static_cast<char*>(kv == 0 ? k_.get() : v_.get()) + first * es;
         if (c.stale_nan) fill_nan(base, es, n);
         else fill_normal(base, c.dtype, n, c.seed * 7 + 3 + uint64_t(kv) + uint64_t(b) * 17, kStaleStd);
+      }
+    }
+    if (c.nan_before_window) {  // the keys before every row's window: NaN, never to be read
+      for (int b = 0; b < c.batch(); ++b) {
+        const int64_t first = int64_t(b) * c.max_len * kv_row, n = int64_t(c.first_seen_key(b)) * kv_row;
+        for (int kv = 0; kv < (c.interleaved_kv ? 1 : 2); ++kv)
+          fill_nan(static_cast<char*>(kv == 0 ? k_.get() : v_.get()) + first * es, es, n);
       }
     }
     if (c.outliers) {  // a few K channels x20 (the outlier channels per-channel scales are for)
@@ -426,7 +463,7 @@ class KvRun {
   }
 
   KvCase c_;
-  DeviceBuffer q_, k_, v_, o_, lse_, lens_, ws_;
+  DeviceBuffer q_, k_, v_, o_, lse_, lens_, ws_, sinks_;
   DeviceBuffer kq_, vq_, ks_, vs_, kt_, vt_;
   Tensor src_k_{}, src_v_{};
   int64_t qo_alloc_ = 0, kv_alloc_ = 0, v_offset_ = 0;
@@ -493,9 +530,14 @@ References compute_references(const KvCase& c, const std::vector<float>& q, cons
     KvCacheProblem p;
     p.batch = 1, p.seqlen_q = sq, p.max_len = len, p.heads_q = 1, p.heads_kv = 1, p.hdim = d;
     p.causal = c.causal, p.scale = c.scale;
+    p.window = c.window, p.window_left = c.window_left, p.window_right = c.window_right;
+    p.softcap = c.softcap;
+    if (!c.sinks.empty()) p.sinks = {c.sinks[size_t(h)]};
     std::vector<double> o64(size_t(sq) * d), lse64(sq);
     kvcache_attention_cpu_fp64(p, qh.data(), kh.data(), vh.data(), &len, o64.data(), lse64.data());
-    const AttnProblem a{1, sq, len, 1, 1, d, c.causal, c.scale};
+    AttnProblem a{1, sq, len, 1, 1, d, c.causal, c.scale};
+    a.window = p.window, a.window_left = p.window_left, a.window_right = p.window_right;
+    a.softcap = p.softcap, a.sinks = p.sinks;
     std::vector<float> o32(size_t(sq) * d), lse32(sq);
     attention_cpu_lowp(a, c.dtype, qh.data(), kh.data(), vh.data(), o32.data(), lse32.data());
     for (int i = 0; i < sq; ++i) {
@@ -1563,6 +1605,156 @@ TEST_P(KvCacheGpu, BadPageIdsGiveNaNAndAreReported) {
   const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
   EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << status_string(rec);
   EXPECT_TRUE(mentions_number(rec.message, -1)) << rec.message;
+}
+
+// ---- the options (kvcache.h, 0.4): sliding window, softcap, sinks -----------------------------
+
+// One sink per q-head: head 0 -inf (the same as none), head 1 +20 (it takes nearly all of a row's
+// mass), the others N(0, 2^2) (a fixed draw), as the forward pass's tests.
+std::vector<float> test_sinks(int heads_q) {
+  std::mt19937 gen(7);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  std::vector<float> s(static_cast<size_t>(heads_q));
+  for (int h = 0; h < heads_q; ++h) s[size_t(h)] = h == 0 ? -INFINITY : h == 1 ? 20.0f : dist(gen);
+  return s;
+}
+
+struct Options {
+  bool window;
+  int left, right;
+  bool causal;
+  float softcap;
+  bool sinks;
+  float input_std;  // 8: large logits (|s| up to ~40), for the softcap
+};
+
+KvCase with_options(KvCase c, const Options& o) {
+  c.window = o.window, c.window_left = o.left, c.window_right = o.right;
+  c.softcap = o.softcap;
+  if (o.sinks) c.sinks = test_sinks(c.heads_q);
+  c.input_std = o.input_std;
+  c.nan_before_window = o.window && o.left >= 0;
+  c.stale_nan = true;  // and NaN past every length
+  return c;
+}
+
+// The options against the float64 reference: windows at the edges (window_left 0, the diagonal
+// alone; a window narrower than a key tile; one of 300 keys, which crosses split boundaries; a
+// right side with 4 query rows; rows at negative positions (a cache shorter than seqlen_q) that see
+// no key, with sinks: O = 0 and LSE = the sink), the switch with both sides unbounded, softcap over
+// large logits, sinks (-inf, dominant and ordinary), all three together; cache lengths 1, 17, 113,
+// 1000 (and 0 without causal) in one ragged batch, q_len 1 and 4; the heuristic split count and
+// forced 1, 3 and 8, packed GQA and not (8:2), and MHA. Every key before all of a sequence's
+// windows and past its length holds NaN: a kernel that reads one unmasked, or lets 0 · NaN reach O,
+// fails. Each call is run twice (the same bytes).
+TEST_P(KvCacheGpu, OptionsMatchTheReference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const Options options[] = {
+      {true, 0, 0, false, 0.0f, false, 1.0f},   {true, 0, 0, true, 0.0f, true, 1.0f},
+      {true, 50, 0, true, 0.0f, false, 1.0f},   {true, 300, -1, true, 0.0f, true, 1.0f},
+      {true, 40, 7, false, 0.0f, false, 1.0f},  {true, 2, 0, false, 0.0f, true, 1.0f},
+      {true, -1, -1, true, 0.0f, false, 1.0f},  {false, -1, -1, false, 30.0f, false, 8.0f},
+      {false, -1, -1, true, 0.0f, true, 1.0f},  {true, 129, 0, true, 20.0f, true, 8.0f},
+      {true, 1000, 3, false, 5.0f, true, 1.0f},
+  };
+  const struct { int splits, pack, hq, hkv; } plans[] = {{0, -1, 8, 2}, {1, 0, 8, 2}, {3, 1, 8, 2}, {8, -1, 4, 4}};
+  int passed = 0, total = 0;
+  uint64_t seed = 30000;
+  for (const Options& o : options)
+    for (int sq : {1, 4})
+      for (const auto& plan : plans) {
+        std::vector<int32_t> lens = {1000, o.causal ? sq : 1, 17, 113};
+        if (!o.causal) lens.push_back(0);
+        KvCase c = with_options(make(cfg, sq, plan.hq, plan.hkv, 1030, lens, o.causal, seed++), o);
+        c.num_splits = plan.splits, c.pack_gqa = plan.pack;
+        KvRun run(c);
+        const CaseResult r = run_case(run, references_of(run));
+        print_result(c, r);
+        EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+        passed += r.pass, ++total;
+        const std::vector<uint8_t> o1 = run.o_bytes(), l1 = run.lse_bytes();
+        run.poison(nullptr);
+        ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << c.to_string();
+        HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+        EXPECT_TRUE(o1 == run.o_bytes() && l1 == run.lse_bytes()) << c.to_string() << ": a second call differs";
+      }
+  std::printf("%d of %d option cases passed\n", passed, total);
+}
+
+// Two m-blocks of query rows (q_len 70, MHA: rows 0-63 and 64-69 see different tiles of a window)
+// and long caches (9000 keys; a window of 700, packed GQA 8:1) split 1, 4 and 16 ways (the forced
+// count capped at the window's 128-key chunks: the splits divide the window's tiles, not the
+// cache's), every 16-bit split kernel by name.
+TEST_P(KvCacheGpu, OptionsOnEveryKernelAndManyRows) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  uint64_t seed = 31000;
+  for (const std::string& kernel : compiled_kernel_names("decode", cfg.hdim, "kv16_")) {
+    for (int causal = 0; causal < 2; ++causal) {
+      KvCase c = with_options(make(cfg, 70, 2, 2, 1030, {1030, 500, 70}, causal != 0, seed++),
+                              {true, 100, causal ? 0 : 20, causal != 0, 10.0f, true, 1.0f});
+      c.kernel = kernel, c.num_splits = 3;
+      KvRun run(c);
+      const CaseResult r = run_case(run, references_of(run));
+      std::printf("kernel %s: ", kernel.c_str());
+      print_result(c, r);
+      EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+    }
+    for (int splits : {1, 4, 16}) {
+      KvCase c = with_options(make(cfg, 1, 8, 1, 9000, {9000, 700, 6999}, true, seed++),
+                              {true, 700, 0, true, 0.0f, splits != 4, 1.0f});
+      c.kernel = kernel, c.num_splits = splits;
+      KvRun run(c);
+      const CaseResult r = run_case(run, references_of(run));
+      std::printf("kernel %s: ", kernel.c_str());
+      print_result(c, r);
+      EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+    }
+  }
+}
+
+// Paged caches with the options: pages of 16 to 256 tokens give the contiguous cache's O and LSE
+// bit for bit, with the page-table entries of every page that holds only keys before all of a
+// sequence's windows set to ids outside the pool (the kernel must neither use nor check them: no
+// NaN row, no record); split and not, one query and four. The contiguous result is checked
+// against the float64 reference first.
+TEST_P(KvCacheGpu, OptionsOnPagedCachesMatchTheContiguousCache) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const struct { int sq; Options o; int splits; } cases[] = {
+      {1, {true, 300, 0, true, 20.0f, true, 1.0f}, 0},
+      {1, {true, 100, -1, false, 0.0f, true, 1.0f}, 4},
+      {4, {true, 40, 2, false, 0.0f, false, 1.0f}, 1},
+      {4, {true, 257, 0, true, 5.0f, true, 8.0f}, 3},
+  };
+  uint64_t seed = 32000;
+  for (const auto& k : cases) {
+    KvCase c = with_options(make(cfg, k.sq, 8, 2, 1024, {1000, 300, 17}, k.o.causal, seed++), k.o);
+    c.num_splits = k.splits;
+    KvRun run(c);
+    const CaseResult r = run_case(run, references_of(run));
+    print_result(c, r);
+    ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+    const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+    for (int page : {16, 32, 64, 128, 256}) {
+      PagedCopy pc = make_paged_copy(run, page, seed++);
+      std::vector<int32_t> table = pc.layout.table;
+      int bad = 0;
+      for (int b = 0; b < c.batch(); ++b)
+        for (int j = 0; j < c.first_seen_key(b) / page; ++j, ++bad)
+          table[size_t(b) * pc.max_pages + j] = pc.layout.num_pages + 7;
+      HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+      run.poison(nullptr);
+      const Status s = launch_args(paged_args_of(run, pc, page), run.overrides);
+      ASSERT_TRUE(s.ok()) << c.to_string() << " page " << page << ": " << s.to_string();
+      const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+      EXPECT_EQ(rec.code, HOPATTN_OK) << c.to_string() << " page " << page << " (" << bad
+                                      << " ids before the window outside the pool): " << status_string(rec);
+      EXPECT_TRUE(run.o_bytes() == o0) << c.to_string() << " page " << page << ": O differs from the contiguous cache's";
+      EXPECT_TRUE(run.lse_bytes() == lse0) << c.to_string() << " page " << page << ": LSE differs";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);

@@ -24,6 +24,44 @@ std::vector<float> randn(size_t n, uint32_t seed, float stddev = 1.0f) {
   return v;
 }
 
+// The options in the cache's coordinates (kvcache.h): a window around position len - seqlen_q + i,
+// the softcap on the scaled scores, a sink in the denominator; written out here by hand.
+TEST(KvCacheReference, OptionsInTheCachesCoordinates) {
+  KvCacheProblem p{1, 2, 8, 1, 1, 4, false, 0.5f};
+  p.window = true, p.window_left = 1, p.window_right = 0;
+  p.softcap = 2.0f;
+  p.sinks = {0.5f};
+  const int32_t len = 6;  // rows at positions 4 and 5: keys {3, 4} and {4, 5}
+  const auto q = randn(size_t(p.seqlen_q) * p.hdim, 11), k = randn(size_t(p.max_len) * p.hdim, 12),
+             v = randn(size_t(p.max_len) * p.hdim, 13);
+  std::vector<double> o(q.size()), lse(p.seqlen_q);
+  kvcache_attention_cpu_fp64(p, q.data(), k.data(), v.data(), &len, o.data(), lse.data());
+  for (int i = 0; i < p.seqlen_q; ++i) {
+    const int pos = len - p.seqlen_q + i;
+    double denom = std::exp(0.5), want[4] = {};
+    for (int j = pos - 1; j <= pos; ++j) {
+      double dot = 0;
+      for (int d = 0; d < p.hdim; ++d) dot += double(q[size_t(i) * p.hdim + d]) * k[size_t(j) * p.hdim + d];
+      const double e = std::exp(2.0 * std::tanh(0.5 * dot / 2.0));
+      denom += e;
+      for (int d = 0; d < p.hdim; ++d) want[d] += e * v[size_t(j) * p.hdim + d];
+    }
+    for (int d = 0; d < p.hdim; ++d) EXPECT_NEAR(o[size_t(i) * p.hdim + d], want[d] / denom, 1e-12) << "row " << i;
+    EXPECT_NEAR(lse[i], std::log(denom), 1e-12) << "row " << i;
+  }
+  // Rows before the cache's first key (not causal, a cache shorter than seqlen_q): with the window
+  // (0, 0) rows at positions -2 and -1 see no key: O = 0, LSE = the sink; the row at 0 sees key 0.
+  p.seqlen_q = 3, p.window_left = 0, p.softcap = 0.0f;
+  const int32_t one = 1;
+  std::vector<double> o3(size_t(3) * p.hdim), lse3(3);
+  kvcache_attention_cpu_fp64(p, randn(size_t(3) * p.hdim, 14).data(), k.data(), v.data(), &one, o3.data(), lse3.data());
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(lse3[i], 0.5) << "row " << i;
+    for (int d = 0; d < p.hdim; ++d) EXPECT_EQ(o3[size_t(i) * p.hdim + d], 0.0) << "row " << i;
+  }
+  EXPECT_GT(lse3[2], 0.5);
+}
+
 TEST(KvCacheReference, EachSequenceUsesItsOwnLength) {
   KvCacheProblem p{3, 2, 16, 4, 2, 8, true, 0.0f};
   const int32_t lens[3] = {16, 5, 1};  // full, ragged, and shorter than seqlen_q (row 0 sees nothing)

@@ -22,6 +22,8 @@ void kvcache_attention_cpu_fp64(const KvCacheProblem& p, const float* q, const f
     // One sequence: the first `len` cache rows are contiguous, and bottom-right causal alignment
     // with seqlen_k = len is exactly "query i sits at position len - seqlen_q + i".
     AttnProblem one{1, p.seqlen_q, len, p.heads_q, p.heads_kv, p.hdim, p.causal, p.scale};
+    one.window = p.window, one.window_left = p.window_left, one.window_right = p.window_right;
+    one.softcap = p.softcap, one.sinks = p.sinks;
     std::vector<double> lse_one(int64_t(p.heads_q) * p.seqlen_q);
     attention_cpu_fp64(one, q + b * q_seq, k_cache + b * kv_seq, v_cache + b * kv_seq, o + b * q_seq, lse_one.data());
     std::copy(lse_one.begin(), lse_one.end(), lse + int64_t(b) * p.heads_q * p.seqlen_q);

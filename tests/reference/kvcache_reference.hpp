@@ -2,7 +2,8 @@
 //
 // Layouts (contiguous): q, o (batch, seqlen_q, heads_q, d); k, v caches (batch, max_len,
 // heads_kv, d); cache_seqlens (batch); lse (batch, heads_q, seqlen_q). Query row i of sequence b
-// sits at position cache_seqlens[b] - seqlen_q + i (causal: it sees keys j <= that position).
+// sits at position p = cache_seqlens[b] - seqlen_q + i (causal: it sees keys j <= p); the options
+// are kvcache.h's, in those coordinates (a window: p - window_left <= j <= p + window_right).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,12 @@ struct KvCacheProblem {
   int batch = 1, seqlen_q = 1, max_len = 1, heads_q = 1, heads_kv = 1, hdim = 128;
   bool causal = true;
   float scale = 0.0f;  // 0: 1/sqrt(hdim)
+  // The options (0.4; AttnProblem's meanings, attention_reference.hpp): a sliding window
+  // (-1: an unbounded side), the softcap (0: off), sinks (heads_q logits, or empty: none).
+  bool window = false;
+  int window_left = -1, window_right = -1;
+  float softcap = 0.0f;
+  std::vector<float> sinks{};
 };
 
 // float64 attention with each sequence's own length (the existing reference, per sequence).

@@ -212,10 +212,12 @@ struct DecodeTile {
 };
 
 // Masks the scores of tile n past each row's band: a uniform test per tile, element-wise only on
-// the tiles at the band's edges (the cache's end or the causal diagonal, and a window's left side).
-template <int kBlockN, class TensorS, class TensorC>
+// the tiles at the band's edges (the cache's end or the causal diagonal, and with kWindow a
+// window's left side). kWindow false: the kernels without windows (the int8 ones) carry no
+// left-edge code (nor its registers: kv8_wgmma_1c_2cta spilled with it).
+template <int kBlockN, bool kWindow = false, class TensorS, class TensorC>
 CUTE_DEVICE void mask_decode_scores(DecodeTile const& t, int n, TensorS& tSrS, TensorC const& tScS) {
-  const bool left_edge = t.template left_edge<kBlockN>(n);
+  const bool left_edge = kWindow && t.template left_edge<kBlockN>(n);
   if (!left_edge && !t.template right_edge<kBlockN>(n)) return;
   auto s = acc_rowcol(tSrS);
   auto c = acc_rowcol(tScS);

@@ -137,7 +137,7 @@ CUTE_DEVICE void decode_tile_compute(DecodeTile const& t, typename Traits::Share
   wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, stage), tSrS);
   warpgroup_wait<0>();
   softmax.apply_softcap(tSrS);  // (a uniform test when there is none)
-  mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
+  mask_decode_scores<kBlockN, true>(t, n, tSrS, tScS);
   // kMaskedRows: with a window's left edge a row may see nothing in this split's first tiles.
   constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
   float alpha[kRows];
