@@ -195,7 +195,7 @@ std::string bench_usage() {
          "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
          "                     [--kv-dtype bf16,int8] [--kernels default,NAME,...] [--splits 0,2,16] [--hdim 128]\n"
-         "                     [--no-ceilings] [--rounds 1] [--int8-tail]\n"
+         "                     [--no-ceilings] [--rounds 1] [--int8-tail] [--page-sizes 0] [--window L]\n"
          "Attention over a KV cache (hopattn_kvcache_attention, causal, every cache full, default\n"
          "heuristics) vs cuDNN SDPA at the same shape and 16-bit dtype, with the device-copy ceiling\n"
          "(TB/s; not with --no-ceilings).\n"
@@ -212,6 +212,9 @@ std::string bench_usage() {
          "the caches are full blocks, so the tails hold 0 tokens: the cost of the tail kernel and combine.\n"
          "--page-sizes 0,128,256: 0 the contiguous cache; P the same cache bytes read as a pool of P-token\n"
          "pages through a shuffled page table (16-bit caches; rows <impl>:pP; len a multiple of P).\n"
+         "--window L: each 16-bit hopattn row also timed with a sliding window of the L keys before each\n"
+         "query (KvCacheArgs::window, window_left L; rows <impl>:wL, whose note gives their time over the\n"
+         "same row without the window: the tiles outside the window are skipped, not masked).\n"
          "Figures: ms per call (CUDA graph replay when capturable, else back to back),\n"
          "TFLOP/s = 4*b*hq*qlen*len*d/t, TB/s = K+V cache bytes (+ scales)/t; docs/decode.md.\n";
 }
@@ -357,6 +360,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--kv-dtype") o->kv_dtypes = parse_word_list(value());
       else if (a == "--int8-tail") o->int8_tail = true;
       else if (a == "--page-sizes") o->page_sizes = parse_int_list(a, value(), 0, 256);
+      else if (a == "--window") o->decode_window = int(cli::parse_int(a, value(), 0, INT32_MAX));
       else if (a == "--splits") {
         o->splits = parse_int_list(a, value(), 0, 128);  // 0: the heuristic
       }
@@ -391,7 +395,8 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       if (!hdim_flag.empty()) o->decode_hdims = hdim_flag;
       check_decode_options(*o);
     } else {
-      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--splits", "--int8-tail", "--page-sizes"})
+      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--splits", "--int8-tail", "--page-sizes",
+                            "--window"})
         if (was_given(f)) throw std::invalid_argument(std::string(f) + " applies to --op decode only");
       const bool varlen = !o->varlen_lens.empty();
       if (varlen) {  // the packed batch replaces the grid and its seqlens

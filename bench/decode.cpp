@@ -285,6 +285,8 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               bool tail = false;  // int8 with 16-bit tail blocks (--int8-tail)
               int page = 0;       // > 0: the cache as a pool of such pages (--page-sizes)
               bool combine_pdl = true;  // NAME+combine_pdl=0: the combine launched plainly
+              int window = -1;    // >= 0: a sliding window of that many keys before each query (--window)
+              int dense = -1;     // a windowed row: the index of the same row without the window
               DeviceBuffer table; // its page table (batch, len / page), a shuffled permutation
               std::string plan_note;
               DeviceBuffer workspace;
@@ -298,6 +300,12 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             auto set_tail = [&](bool on) {
               args.k_tail = on ? tails[0] : Tensor{};
               args.v_tail = on ? tails[1] : Tensor{};
+            };
+            // --window: the causal call with a window of `w` keys before each query (-1: none).
+            auto set_window = [&](int w) {
+              args.window = w >= 0 ? 1 : 0;
+              args.window_left = w >= 0 ? w : 0;
+              args.window_right = 0;
             };
             const attention::DecodeCache cache = int8 ? attention::DecodeCache::kInt8 : attention::DecodeCache::k16Bit;
             const attention::DecodeCache other = int8 ? attention::DecodeCache::k16Bit : attention::DecodeCache::kInt8;
@@ -315,13 +323,16 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 continue;
               for (int page : opt.page_sizes)
               for (int splits : opt.splits)
-                for (int tail = 0; tail < (int8 && opt.int8_tail ? 2 : 1); ++tail) {
+                for (int tail = 0; tail < (int8 && opt.int8_tail ? 2 : 1); ++tail)
+                for (int windowed = 0; windowed < (!int8 && opt.decode_window >= 0 ? 2 : 1); ++windowed) {
                 if (page > 0 && (int8 || len % page != 0)) continue;  // paged: 16-bit caches of whole pages
                 Entry e;
                 e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) +
                          (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "") +
-                         (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl");
+                         (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl") +
+                         (windowed ? ":w" + std::to_string(opt.decode_window) : "");
                 e.kernel = kernel, e.splits = splits, e.tail = tail != 0, e.page = page, e.combine_pdl = combine_pdl;
+                if (windowed) e.window = opt.decode_window, e.dense = int(entries.size()) - 1;  // the row just before
                 if (page > 0 && alloc_error.empty()) {  // every page of the pool in some sequence, shuffled
                   std::vector<int32_t> ids(size_t(batch) * (len / page));
                   for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
@@ -335,6 +346,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 overrides.decode_kernel = kernel;
                 overrides.decode_combine_pdl = combine_pdl;
                 set_tail(e.tail);
+                set_window(e.window);  // the plan (splits, workspace) follows the window
                 if (!alloc_error.empty()) {
                   e.error = alloc_error;
                 } else {
@@ -378,6 +390,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 } else {
                   args.num_splits = e.splits;
                   set_tail(e.tail);
+                  set_window(e.window);
                   args.workspace = e.workspace.get(), args.workspace_bytes = e.ws_bytes;
                   experimental::Overrides overrides;
                   overrides.decode_kernel = e.kernel;
@@ -430,6 +443,13 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               set_figures(&r, mine, shape, cache_dtype);
               if (mine.ok()) {
                 r.note += spread + e.plan_note;
+                if (e.dense >= 0) {  // a windowed row beside the same row without the window
+                  std::string unused;
+                  const Measured dense = median_of(entries[size_t(e.dense)], &unused);
+                  if (dense.ok() && dense.ms() > 0)
+                    r.note += fmt("; window %.0f keys: ", double(e.window)) + fmt("%.3f", mine.ms() / dense.ms()) +
+                              "x the time of " + entries[size_t(e.dense)].impl;
+                }
                 bool from_b2b = false;
                 if (baseline) r.ratio_vs_cudnn = ratio_vs(mine, *baseline, &from_b2b);
                 if (r.ratio_vs_cudnn > 0) {
