@@ -190,6 +190,19 @@ TEST(BenchOptions, DecodeErrors) {
   expect_parse_error({"--op", "decode", "--qlen"}, "--qlen needs a value");
   expect_parse_error({"--op", "decode", "--splits", "4,-1"}, "--splits: '-1' is not an integer in [0, 128]");
   expect_parse_error({"--splits", "4"}, "--splits applies to --op decode only");
+  expect_parse_error({"--op", "decode", "--window", "-1"}, "--window: '-1' is not an integer in [0, 2147483647]");
+  expect_parse_error({"--window", "256"}, "--window applies to --op decode only");
+}
+
+TEST(BenchOptions, DecodeWindow) {
+  BenchOptions o;
+  std::string error;
+  ASSERT_TRUE(parse({"--op", "decode", "--quick"}, &o, &error)) << error;
+  EXPECT_EQ(o.decode_window, -1);  // no windowed rows unless asked
+  ASSERT_TRUE(parse({"--op", "decode", "--window", "0"}, &o, &error)) << error;
+  EXPECT_EQ(o.decode_window, 0);
+  ASSERT_TRUE(parse({"--op", "decode", "--window", "1024", "--page-sizes", "0,16"}, &o, &error)) << error;
+  EXPECT_EQ(o.decode_window, 1024);
 }
 
 TEST(BenchDecode, FlopAndByteCounts) {
