@@ -20,7 +20,7 @@ transformers' FlashAttention path does:
     right padding both work) and scattered back, padded rows left 0;
   - packed batches (padding-free training): `cu_seq_lens_q`, `cu_seq_lens_k`, `max_length_q`,
     `max_length_k` given by the caller, or position_ids that restart within one row (batch 1).
-Head dim 256 is not supported on that path yet (NotSupportedError).
+Head dims 64, 128 and 256, as flash_attn_varlen_func takes them.
 """
 from __future__ import annotations
 
