@@ -174,39 +174,10 @@ Status check_aliasing(const AttentionForwardArgs& a) {
 
 // The options of 0.3: a sliding window, the softcap and the attention sinks (hopattn.h).
 Status check_options(const AttentionForwardArgs& a) {
-  if (a.window == 0) {
-    // A window side set without the switch would silently attend to everything.
-    if (a.window_left != 0)
-      return Status::invalid(cat("window_left: ", a.window_left, " is set but window is 0 (set window = 1 to use it)"));
-    if (a.window_right != 0)
-      return Status::invalid(cat("window_right: ", a.window_right, " is set but window is 0 (set window = 1 to use it)"));
-  } else {
-    if (a.window_left < -1)
-      return Status::invalid(cat("window_left: must be >= 0, or -1 for unbounded, got ", a.window_left));
-    if (a.window_right < -1)
-      return Status::invalid(cat("window_right: must be >= 0, or -1 for unbounded, got ", a.window_right));
-    if (a.causal != 0 && a.window_right > 0)
-      return Status::invalid(cat("window_right: must be 0 or -1 with causal (a causal row sees no later key), got ",
-                                 a.window_right));
-    // The band's arithmetic (FwdMask) adds the two lengths in 32 bits.
-    if (!is_varlen(a) && a.q.shape[1] + a.k.shape[1] > (int64_t(1) << 30))
-      return Status::unsupported(cat("window: seqlen_q + seqlen_k = ", a.q.shape[1] + a.k.shape[1],
-                                     " exceeds 2^30 with a sliding window"));
-  }
-  if (!std::isfinite(a.softcap) || a.softcap < 0.0f)
-    return Status::invalid(cat("softcap: must be finite and >= 0 (0: off), got ", a.softcap));
-  const Tensor& t = a.sinks;
-  if (t.data == nullptr) return Status();  // optional input, not given
-  if (Status s = check_geometry(t, "sinks", 1, kSinkDimNames); !s.ok()) return s;
-  if (t.dtype != HOPATTN_DTYPE_FP32)
-    return Status::invalid(cat("sinks: dtype must be fp32, got ", hopattn_dtype_name(t.dtype)));
-  const int64_t heads_q = a.q.shape[dims_of(a).heads];
-  if (t.shape[0] != heads_q)
-    return Status::invalid(cat("sinks: shape (", t.shape[0], ") must be (heads_q) = (", heads_q, ")"));
-  if (t.stride[0] != 1 && t.shape[0] > 1)
-    return Status::invalid(cat("sinks.stride[0] = ", t.stride[0], ": must be contiguous (stride 1)"));
-  if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0) return Status::invalid("sinks: data pointer is not 4-byte aligned");
-  return Status();
+  // The band's arithmetic (FwdMask) adds the two lengths in 32 bits (a varlen batch bounds its own).
+  const int64_t band = is_varlen(a) ? -1 : a.q.shape[1] + a.k.shape[1];
+  return check_logit_options(a.window, a.window_left, a.window_right, a.causal != 0, band, "seqlen_q + seqlen_k",
+                             a.softcap, a.sinks, a.q.shape[dims_of(a).heads]);
 }
 
 // A lengths tensor: rank 1, int32, contiguous, 4-byte aligned, `count` entries.
@@ -342,6 +313,37 @@ size_t attention_forward_workspace_bytes(const AttentionForwardArgs& a) {
 Status check_attention_forward(const AttentionForwardArgs& a, const DeviceContext& ctx) {
   if (Status s = check_arguments(a, true); !s.ok()) return s;
   return check_attention_forward_placement(ctx);
+}
+
+Status check_logit_options(int32_t window, int32_t window_left, int32_t window_right, bool causal, int64_t band,
+                           const char* band_what, float softcap, const Tensor& t, int64_t heads_q) {
+  if (window == 0) {
+    // A window side set without the switch would silently attend to everything.
+    if (window_left != 0)
+      return Status::invalid(cat("window_left: ", window_left, " is set but window is 0 (set window = 1 to use it)"));
+    if (window_right != 0)
+      return Status::invalid(cat("window_right: ", window_right, " is set but window is 0 (set window = 1 to use it)"));
+  } else {
+    if (window_left < -1) return Status::invalid(cat("window_left: must be >= 0, or -1 for unbounded, got ", window_left));
+    if (window_right < -1)
+      return Status::invalid(cat("window_right: must be >= 0, or -1 for unbounded, got ", window_right));
+    if (causal && window_right > 0)
+      return Status::invalid(cat("window_right: must be 0 or -1 with causal (a causal row sees no later key), got ",
+                                 window_right));
+    if (band > (int64_t(1) << 30))
+      return Status::unsupported(cat("window: ", band_what, " = ", band, " exceeds 2^30 with a sliding window"));
+  }
+  if (!std::isfinite(softcap) || softcap < 0.0f)
+    return Status::invalid(cat("softcap: must be finite and >= 0 (0: off), got ", softcap));
+  if (t.data == nullptr) return Status();  // optional input, not given
+  if (Status s = check_geometry(t, "sinks", 1, kSinkDimNames); !s.ok()) return s;
+  if (t.dtype != HOPATTN_DTYPE_FP32) return Status::invalid(cat("sinks: dtype must be fp32, got ", hopattn_dtype_name(t.dtype)));
+  if (t.shape[0] != heads_q)
+    return Status::invalid(cat("sinks: shape (", t.shape[0], ") must be (heads_q) = (", heads_q, ")"));
+  if (t.stride[0] != 1 && t.shape[0] > 1)
+    return Status::invalid(cat("sinks.stride[0] = ", t.stride[0], ": must be contiguous (stride 1)"));
+  if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0) return Status::invalid("sinks: data pointer is not 4-byte aligned");
+  return Status();
 }
 
 }  // namespace hopattn

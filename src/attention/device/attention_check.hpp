@@ -18,4 +18,11 @@ Status check_attention_forward_sizing(const AttentionForwardArgs& args);
 // or an empty variable-length one.
 size_t attention_forward_workspace_bytes(const AttentionForwardArgs& args);
 
+// The options' rules the forward and the KV-cache calls share (hopattn.h, kvcache.h): the window's
+// switch and sides (window_right 0 or -1 with causal), the softcap, the sinks ((heads_q) float32,
+// contiguous, 4-byte aligned). With a window, `band` (the lengths the kernels' band arithmetic adds
+// in 32 bits; -1: not checked) must stay within 2^30; `band_what` names them in the message.
+Status check_logit_options(int32_t window, int32_t window_left, int32_t window_right, bool causal, int64_t band,
+                           const char* band_what, float softcap, const Tensor& sinks, int64_t heads_q);
+
 }  // namespace hopattn

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attention/decode_params.hpp"
+#include "attention/device/attention_check.hpp"
 #include "attention/device/compiled_set.hpp"
 #include "attention/device/decode_dispatch.hpp"
 #include "attention/device/decode_registry.hpp"
@@ -29,7 +30,6 @@ constexpr const char* kKScaleDims[4] = {"batch", "blocks", "heads_kv", "hdim"};
 constexpr const char* kVScaleDims[3] = {"batch", "seqlen", "heads_kv"};
 constexpr const char* kTailDims[4] = {"batch", "quant_block", "heads_kv", "hdim"};
 constexpr const char* kPageTableDims[2] = {"batch", "max_pages"};
-constexpr const char* kSinkDims[1] = {"heads"};
 // DeviceContext::tensor_device order for this operation.
 constexpr int kTensors = 12;
 constexpr const char* kTensorNames[kTensors] = {"q",      "k_cache", "v_cache", "cache_seqlens", "o",          "lse",
@@ -154,38 +154,12 @@ bool has_options(const KvCacheArgs& a) { return a.window != 0 || a.softcap != 0.
 // The options (kvcache.h, since 0.4): a sliding window, the softcap and the attention sinks, by
 // the forward pass's rules (attention_check.cpp, check_options); 16-bit caches only so far.
 Status check_options(const KvCacheArgs& a) {
-  if (a.window == 0) {
-    // A window side set without the switch would silently attend to everything.
-    if (a.window_left != 0)
-      return Status::invalid(cat("window_left: ", a.window_left, " is set but window is 0 (set window = 1 to use it)"));
-    if (a.window_right != 0)
-      return Status::invalid(cat("window_right: ", a.window_right, " is set but window is 0 (set window = 1 to use it)"));
-  } else {
-    if (a.window_left < -1)
-      return Status::invalid(cat("window_left: must be >= 0, or -1 for unbounded, got ", a.window_left));
-    if (a.window_right < -1)
-      return Status::invalid(cat("window_right: must be >= 0, or -1 for unbounded, got ", a.window_right));
-    if (a.causal != 0 && a.window_right > 0)
-      return Status::invalid(cat("window_right: must be 0 or -1 with causal (a causal row sees no later key), got ",
-                                 a.window_right));
-    // The band's arithmetic (DecodeTile) adds positions and the clamped sides in 32 bits.
-    if (a.q.shape[1] + cache_max_len(a) > (int64_t(1) << 30))
-      return Status::unsupported(cat("window: seqlen_q + max_seqlen_k = ", a.q.shape[1] + cache_max_len(a),
-                                     " exceeds 2^30 with a sliding window"));
-  }
-  if (!std::isfinite(a.softcap) || a.softcap < 0.0f)
-    return Status::invalid(cat("softcap: must be finite and >= 0 (0: off), got ", a.softcap));
-  const Tensor& t = a.sinks;
-  if (t.data != nullptr) {
-    if (Status s = check_geometry(t, "sinks", 1, kSinkDims); !s.ok()) return s;
-    if (t.dtype != HOPATTN_DTYPE_FP32)
-      return Status::invalid(cat("sinks: dtype must be fp32, got ", hopattn_dtype_name(t.dtype)));
-    if (t.shape[0] != a.q.shape[2])
-      return Status::invalid(cat("sinks: shape (", t.shape[0], ") must be (heads_q) = (", a.q.shape[2], ")"));
-    if (t.stride[0] != 1 && t.shape[0] > 1)
-      return Status::invalid(cat("sinks.stride[0] = ", t.stride[0], ": must be contiguous (stride 1)"));
-    if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0) return Status::invalid("sinks: data pointer is not 4-byte aligned");
-  }
+  // The band's arithmetic (DecodeTile) adds positions and the clamped sides in 32 bits.
+  if (Status s = check_logit_options(a.window, a.window_left, a.window_right, a.causal != 0,
+                                     a.q.shape[1] + cache_max_len(a), "seqlen_q + max_seqlen_k", a.softcap, a.sinks,
+                                     a.q.shape[2]);
+      !s.ok())
+    return s;
   if (is_int8(a) && has_options(a)) {
     const char* option = a.window != 0 ? "window" : a.softcap != 0.0f ? "softcap" : "sinks";
     return Status::unsupported(cat(option, ": not supported with an int8 cache yet (the 16-bit cache kernels take a "
