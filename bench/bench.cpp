@@ -214,7 +214,8 @@ std::string bench_usage() {
          "pages through a shuffled page table (16-bit caches; rows <impl>:pP; len a multiple of P).\n"
          "--window L: each 16-bit hopattn row also timed with a sliding window of the L keys before each\n"
          "query (KvCacheArgs::window, window_left L; rows <impl>:wL, whose note gives their time over the\n"
-         "same row without the window: the tiles outside the window are skipped, not masked).\n"
+         "same row without the window: the tiles outside the window are skipped, not masked; their\n"
+         "TFLOP/s and TB/s count the window's keys: len -> min(len, L + 1) per row, min(len, L + qlen) read).\n"
          "Figures: ms per call (CUDA graph replay when capturable, else back to back),\n"
          "TFLOP/s = 4*b*hq*qlen*len*d/t, TB/s = K+V cache bytes (+ scales)/t; docs/decode.md.\n";
 }

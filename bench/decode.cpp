@@ -130,15 +130,19 @@ Row decode_row(const std::string& impl, const std::string& cache_dtype, const Sh
   return r;
 }
 
-// Fills the figures of a row from a measurement, or the note of a failure.
-void set_figures(Row* r, const Measured& m, const Shape& s, hopattn_dtype_t cache_dtype) {
+// Fills the figures of a row from a measurement, or the note of a failure. window >= 0 (a row
+// with --window): the figures count what the window lets the call read, the last window + qlen
+// keys of each sequence, and window + 1 keys per query row (fewer near the start).
+void set_figures(Row* r, const Measured& m, const Shape& s, hopattn_dtype_t cache_dtype, int window = -1) {
   if (!m.ok()) {
     r->note = "not timed: " + m.error;
     return;
   }
   r->ms = m.ms();
-  r->tflops = decode_flops(s.batch, s.heads_q, s.qlen, s.len, s.hdim) / (r->ms * 1e-3) / 1e12;
-  r->tbps = decode_kv_bytes(s.batch, s.len, s.heads_kv, s.hdim, cache_dtype, kQuantBlock) / (r->ms * 1e-3) / 1e12;
+  const int read = window >= 0 ? std::min(s.len, window + s.qlen) : s.len;
+  const int per_row = window >= 0 ? std::min(s.len, window + 1) : s.len;
+  r->tflops = decode_flops(s.batch, s.heads_q, s.qlen, per_row, s.hdim) / (r->ms * 1e-3) / 1e12;
+  r->tbps = decode_kv_bytes(s.batch, read, s.heads_kv, s.hdim, cache_dtype, kQuantBlock) / (r->ms * 1e-3) / 1e12;
   if (m.graph_ms > 0)
     r->note = "CUDA graph of " + std::to_string(kGraphCalls) + " calls, per call; back to back " +
               fmt("%.5g", m.b2b_ms) + " ms";
@@ -440,7 +444,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               std::string spread;
               const Measured mine = median_of(e, &spread);
               Row r = decode_row(e.impl, dtype_name, shape);
-              set_figures(&r, mine, shape, cache_dtype);
+              set_figures(&r, mine, shape, cache_dtype, e.window);
               if (mine.ok()) {
                 r.note += spread + e.plan_note;
                 if (e.dense >= 0) {  // a windowed row beside the same row without the window
