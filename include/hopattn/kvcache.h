@@ -26,8 +26,11 @@
  *                  max_seqlen_k is max_pages * page_size. Entries past a sequence's last page are never
  *                  read. An id outside [0, num_pages) for a token the call reads gives that sequence
  *                  NaN rows (with causal and many query rows: the rows whose keys reach that page)
- *                  and is recorded (hopattn_kvcache_device_check). Supported so far: 16-bit
- *                  caches with pages of 16 to 256 tokens (int8 caches: HOPATTN_NOT_SUPPORTED).
+ *                  and is recorded (hopattn_kvcache_device_check). 16-bit caches: pages of 16
+ *                  to 256 tokens. int8 caches: pages of 64 to 256 tokens and at least quant_block,
+ *                  the scales paged by the same ids, k_scale (num_pages, page_size / quant_block,
+ *                  heads_kv, hdim) and v_scale (num_pages, page_size, heads_kv); k_tail and v_tail
+ *                  stay per sequence (smaller int8 pages: HOPATTN_NOT_SUPPORTED).
  *
  * Query row i of sequence b is at position cache_seqlens[b] - seqlen_q + i: with causal it sees
  * keys j <= i + cache_seqlens[b] - seqlen_q (bottom-right aligned to the sequence's own length);

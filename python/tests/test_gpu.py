@@ -360,6 +360,52 @@ class TestKvCache(unittest.TestCase):
                 torch.cuda.synchronize()
                 self.assertTrue(torch.equal(out, eager), f"graph replay at lengths {lengths}")
 
+    def test_paged_int8_cache(self):
+        # An int8 pool (pages of 64/128/256 tokens, the scales paged by the same ids: k_scale
+        # (pages, page_size / block, hkv, d), v_scale (pages, page_size, hkv); tails per sequence)
+        # against the fp64 reference of the dequantized cache, and against the contiguous call
+        # (which may run another kernel: the mma.sync ones do not read pools yet) within the output's
+        # rounding.
+        torch.manual_seed(7)
+        b, n, hq, hkv, d, block = 3, 1024, 16, 2, 128, 64
+        k = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
+        seqlens = torch.tensor([1000, 64, 333], dtype=torch.int32, device="cuda")
+        k8, v8, ks, vs = hopattn.quantize_kv_int8(k, v, block=block)
+        kd, vd = dequantize(k8, v8, ks, vs, block)
+        k_tail = torch.zeros(b, block, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v_tail = torch.zeros_like(k_tail)
+        for i in range(b):
+            L = int(seqlens[i])
+            full = L - L % block
+            k_tail[i, :L - full], v_tail[i, :L - full] = k[i, full:L], v[i, full:L]
+            kd[i, full:L], vd[i, full:L] = k[i, full:L].double(), v[i, full:L].double()
+        ref = cache_reference(q, kd, vd, seqlens, True, 1 / math.sqrt(d))
+        o_c = hopattn.flash_attn_with_kvcache(q, k8, v8, seqlens, causal=True, k_scale=ks, v_scale=vs, k_tail=k_tail,
+                                             v_tail=v_tail)
+        for page in (64, 128, 256):
+            max_pages = n // page
+            ids = torch.randperm(b * max_pages + 2, device="cuda")[:b * max_pages].long()
+            table = ids.view(b, max_pages).to(torch.int32)
+            pool = lambda x, rows: torch.full((b * max_pages + 2, rows) + tuple(x.shape[2:]), -1,  # noqa: E731
+                                              device="cuda", dtype=x.dtype)
+            k8p, v8p = pool(k8, page), pool(v8, page)
+            ksp, vsp = pool(ks, page // block), pool(vs, page)
+            k8p[ids], v8p[ids] = k8.reshape(-1, page, hkv, d), v8.reshape(-1, page, hkv, d)
+            ksp[ids] = ks.reshape(-1, page // block, hkv, d)
+            vsp[ids] = vs.reshape(-1, page, hkv)
+            o_p = hopattn.flash_attn_with_kvcache(q, k8p, v8p, seqlens, causal=True, k_scale=ksp, v_scale=vsp,
+                                                 k_tail=k_tail, v_tail=v_tail, page_table=table)
+            torch.cuda.synchronize()
+            self.assertLessEqual(max_err(o_p, ref), 2e-2, f"page {page}: against the fp64 reference")
+            self.assertLessEqual(float((o_p.float() - o_c.float()).abs().max()), 1.6e-2, f"page {page}: against the contiguous call")
+        hopattn.kvcache_device_check()
+        with self.assertRaises(hopattn.NotSupportedError):  # int8 pools of 32-token pages: not yet
+            hopattn.flash_attn_with_kvcache(q, k8.reshape(-1, 32, hkv, d), v8.reshape(-1, 32, hkv, d), seqlens,
+                                            k_scale=ks, v_scale=vs.reshape(-1, 32, hkv),
+                                            page_table=torch.zeros(b, n // 32, dtype=torch.int32, device="cuda"))
+
     def test_paged_cache_equals_the_contiguous_cache(self):
         # FlashAttention-3's page_table: the same keys in shuffled pages give the contiguous call's
         # O and LSE bit for bit (the same kernel and tiles); torch.compile takes the argument too.

@@ -1535,6 +1535,140 @@ TEST_P(KvCacheGpu, PagedCacheMatchesTheContiguousCacheBitForBit) {
     }
 }
 
+// An int8 cache as a pool (the int8 cache, k_scale and v_scale copied page by page through a
+// shuffled table; spare pages NaN bytes): pages of `page_size` >= 64 tokens, at least quant_block.
+struct PagedInt8Copy {
+  PagedCopy pc;  // the int8 k, v pools and the table
+  DeviceBuffer k_scale, v_scale;
+};
+PagedInt8Copy make_paged_copy_int8(const KvRun& run, int page_size, uint64_t seed) {
+  const KvCase& c = run.kcase();
+  if (!c.int8 || c.max_len % page_size != 0 || page_size % c.quant_block != 0)
+    throw std::invalid_argument("make_paged_copy_int8: int8 caches of whole pages of whole scale blocks");
+  PagedInt8Copy out;
+  PagedCopy& pc = out.pc;
+  pc.max_pages = c.max_len / page_size;
+  pc.layout = reference::make_paged_layout(c.batch(), pc.max_pages, page_size, 3, seed);
+  const int64_t row = int64_t(c.heads_kv) * c.hdim, pages = pc.layout.num_pages;
+  // (pool, source, bytes of one page, bytes of one sequence in the source): the source is
+  // contiguous per sequence, so page j of sequence b starts j pages into sequence b.
+  auto copy_pages = [&](DeviceBuffer& pool, const void* src, int64_t page_bytes, int64_t seq_bytes) {
+    pool = DeviceBuffer(size_t(pages * page_bytes));
+    HOPATTN_CUDA_CHECK(cudaMemset(pool.get(), 0xff, size_t(pages * page_bytes)));  // NaN floats, -1 int8
+    for (int b = 0; b < c.batch(); ++b)
+      for (int j = 0; j < pc.max_pages; ++j) {
+        const int64_t page = pc.layout.table[size_t(b) * pc.max_pages + j];
+        HOPATTN_CUDA_CHECK(cudaMemcpy(static_cast<char*>(pool.get()) + page * page_bytes,
+                                      static_cast<const char*>(src) + b * seq_bytes + j * page_bytes, size_t(page_bytes),
+                                      cudaMemcpyDeviceToDevice));
+      }
+  };
+  copy_pages(pc.k, run.args.k_cache.data, page_size * row, int64_t(c.max_len) * row);
+  copy_pages(pc.v, run.args.v_cache.data, page_size * row, int64_t(c.max_len) * row);
+  copy_pages(out.k_scale, run.args.k_scale.data, (page_size / c.quant_block) * row * 4,
+             int64_t(c.max_len / c.quant_block) * row * 4);
+  copy_pages(out.v_scale, run.args.v_scale.data, int64_t(page_size) * c.heads_kv * 4,
+             int64_t(c.max_len) * c.heads_kv * 4);
+  pc.table = DeviceBuffer(std::max<size_t>(pc.layout.table.size(), 1) * sizeof(int32_t));
+  HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), pc.layout.table.data(), pc.layout.table.size() * sizeof(int32_t),
+                                cudaMemcpyHostToDevice));
+  return out;
+}
+
+KvCacheArgs paged_int8_args_of(const KvRun& run, const PagedInt8Copy& p, int page_size) {
+  const KvCase& c = run.kcase();
+  KvCacheArgs a = run.args;
+  const int64_t pages = p.pc.layout.num_pages;
+  a.k_cache = tensor_bshd(p.pc.k.get(), HOPATTN_DTYPE_INT8, pages, page_size, c.heads_kv, c.hdim);
+  a.v_cache = tensor_bshd(p.pc.v.get(), HOPATTN_DTYPE_INT8, pages, page_size, c.heads_kv, c.hdim);
+  a.k_scale = tensor_bshd(p.k_scale.get(), HOPATTN_DTYPE_FP32, pages, page_size / c.quant_block, c.heads_kv, c.hdim);
+  a.v_scale = tensor_v_scale(p.v_scale.as<float>(), pages, page_size, c.heads_kv);
+  a.page_table = tensor_page_table(p.pc.table.as<int32_t>(), c.batch(), p.pc.max_pages);
+  return a;
+}
+
+// An int8 pool (pages of 64-256 tokens, the scales paged by the same ids, the 16-bit tails per
+// sequence) gives the contiguous int8 cache's O and LSE bit for bit with the same kernel: every
+// kv8_wgmma_* kernel by name, and the default choice (for a pool never an mma.sync kernel, which
+// does not read pools yet) against the contiguous call with the kernel it picked. Odd and empty
+// lengths, both scale blocks, tails, causal and not, packed GQA and MHA, splits.
+TEST_P(KvCacheGpu, Int8PagedCacheMatchesTheContiguousCacheBitForBit) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  std::vector<KvCase> cases = {make(cfg, 1, 8, 2, 2048, {1000, 1, 129, 0, 2048, 777}, false, 9900),
+                               make(cfg, 4, 8, 8, 1024, {1000, 4, 129, 513}, true, 9901),
+                               make(cfg, 1, 32, 4, 4096, {4096, 3001}, true, 9902)};
+  cases[0].int8 = true, cases[0].quant_block = 64;
+  cases[1].int8 = true, cases[1].quant_block = 128, cases[1].num_splits = 3, cases[1].tail = true;
+  cases[2].int8 = true, cases[2].quant_block = 128, cases[2].tail = true;
+  std::vector<std::string> kernels = {""};
+  for (const std::string& k : compiled_kernel_names("decode", cfg.hdim, "kv8_wgmma")) kernels.push_back(k);
+  ASSERT_GE(kernels.size(), 2u);
+  uint64_t seed = 9950;
+  for (KvCase c : cases)
+    for (const std::string& kernel : kernels) {
+      c.kernel = kernel;
+      KvRun run(c);
+      const CaseResult r = run_case(run, references_of(run));
+      print_result(c, r);
+      ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+      for (int page : {64, 128, 256}) {
+        if (page < c.quant_block) continue;
+        const PagedInt8Copy pc = make_paged_copy_int8(run, page, seed++);
+        const KvCacheArgs a = paged_int8_args_of(run, pc, page);
+        const std::string what = c.to_string() + " kernel '" + kernel + "' page " + std::to_string(page);
+        // The contiguous call with the kernel the paged call runs (the default's pick for a pool,
+        // never an mma.sync kernel), then the paged call.
+        const KvCachePlan plan = experimental::plan_kvcache_attention(a, sm_count(), run.overrides);
+        ASSERT_EQ(std::string(plan.kernel).rfind("kv8_wgmma", 0), 0u) << what << ": " << plan.kernel;
+        experimental::Overrides same = run.overrides;
+        same.decode_kernel = plan.kernel;
+        run.poison(nullptr);
+        ASSERT_TRUE(launch_args(run.args, same).ok()) << what;
+        const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+        run.poison(nullptr);
+        const Status s = launch_args(a, run.overrides);
+        ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
+        EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what;
+        EXPECT_TRUE(run.o_bytes() == o0) << what << ": O differs from the contiguous cache's";
+        EXPECT_TRUE(run.lse_bytes() == lse0) << what << ": LSE differs";
+      }
+    }
+}
+
+// A bad page id in an int8 pool: the sequence reading it gets NaN rows and the record, the others
+// the contiguous cache's rows bit for bit (kv8_wgmma_1c_1cta, splits 1 and 4).
+TEST_P(KvCacheGpu, Int8PagedBadPageIdsGiveNaNAndAreReported) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  for (int splits : {1, 4}) {
+    KvCase c = make(cfg, 1, 8, 2, 1024, {700, 500, 900}, false, 9960 + uint64_t(splits));
+    c.int8 = true, c.quant_block = 64, c.num_splits = splits, c.kernel = "kv8_wgmma_1c_1cta";
+    KvRun run(c);
+    const CaseResult r = run_case(run, references_of(run));
+    ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+    const std::vector<float> o0 = run.host_o_full();
+    PagedInt8Copy pc = make_paged_copy_int8(run, 64, 9970 + uint64_t(splits));
+    std::vector<int32_t> table = pc.pc.layout.table;
+    table[size_t(1) * pc.pc.max_pages + 5] = pc.pc.layout.num_pages + 7;  // sequence 1 reads keys 320..383
+    table[size_t(0) * pc.pc.max_pages + 14] = -3;                         // sequence 0 (700 keys) never reads 896..
+    HOPATTN_CUDA_CHECK(cudaMemcpy(pc.pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+    run.poison(nullptr);
+    ASSERT_TRUE(launch_args(paged_int8_args_of(run, pc, 64), run.overrides).ok());
+    const std::vector<float> out = run.host_o_full();
+    const int64_t row = int64_t(c.heads_q) * c.hdim;
+    for (int b = 0; b < 3; ++b)
+      for (int64_t i = 0; i < row; ++i) {
+        const float x = out[size_t(b * row + i)], x0 = o0[size_t(b * row + i)];
+        if (b == 1) ASSERT_TRUE(std::isnan(x)) << "splits " << splits << ": sequence 1's O is not NaN at " << i;
+        else ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << "splits " << splits << ": sequence " << b << " changed";
+      }
+    const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+    EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << status_string(rec);
+    EXPECT_TRUE(mentions_number(rec.message, pc.pc.layout.num_pages + 7)) << rec.message;
+  }
+}
+
 // A page id outside the pool among the pages a sequence reads: that sequence's O and LSE rows are
 // NaN, the record names page_table, the sequence and the id (and is cleared), and the other
 // sequences' rows are the contiguous cache's bit for bit. An id past the sequence's last page is

@@ -238,6 +238,10 @@ void fill_kvcache(hopattn_kvcache_args_t* a, bool int8, bool tail, bool paged = 
     a->quant_block = 128;
     a->k_scale = contiguous(0x70000000, HOPATTN_DTYPE_FP32, {4, 8, 8, 128});
     a->v_scale = contiguous(0x80000000, HOPATTN_DTYPE_FP32, {4, 1024, 8});
+    if (paged) {  // the scales paged by the same ids: (pages, page_size / quant_block, ...), (pages, page_size, ...)
+      a->k_scale = contiguous(0x70000000, HOPATTN_DTYPE_FP32, {40, 1, 8, 128});
+      a->v_scale = contiguous(0x80000000, HOPATTN_DTYPE_FP32, {40, 128, 8});
+    }
     if (tail) {
       a->k_tail = bshd(0x90000000, HOPATTN_DTYPE_BF16, 4, 128, 8, 128);
       a->v_tail = bshd(0xa0000000, HOPATTN_DTYPE_BF16, 4, 128, 8, 128);
@@ -253,7 +257,7 @@ TEST(FuzzArgs, KvCacheAttention) {
   for (int it = 0; it < kIterations; ++it) {
     Padded<hopattn_kvcache_args_t> padded;
     hopattn_kvcache_args_t& a = padded.args;
-    // A quarter of the cases start paged (16-bit: the valid paged calls; int8: refused as not yet).
+    // A quarter of the cases start paged (16-bit and int8 pools, with the int8 scales paged).
     const bool int8 = m.pick(2) == 0, tail = m.pick(2) == 0;
     fill_kvcache(&a, int8, tail, m.pick(4) == 0);
     // The options (0.4) start valid in some cases (a window, a softcap, sinks; int8 caches refuse

@@ -552,11 +552,51 @@ TEST(KvCachePagedChecks, EachRuleNamesItsArgument) {
   a = paged_args();
   a.o.shape[0] = 5;  // o still follows the batch
   expect_error(check(a), "batch and hdim must match", StatusCode::kInvalidArgument);
-  // int8 pools: not yet.
-  a = int8_args();
-  for (Tensor* t : {&a.k_cache, &a.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_INT8, 300, 128, 4, 128);
-  a.page_table = paged_args().page_table;
-  expect_error(check(a), "page_table: paged int8 caches are not supported yet", StatusCode::kNotSupported);
+  // int8 pools: pages of 64 to 256 tokens (the WGMMA kernels' 64-key tile), at least quant_block,
+  // the scales paged by the same ids, the tails per sequence.
+  auto int8_pool = [](long long page, int quant_block) {
+    KvCacheArgs x = int8_args();
+    for (Tensor* t : {&x.k_cache, &x.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_INT8, 300, page, 4, 128);
+    x.quant_block = quant_block;
+    x.k_scale = tensor_bshd(fake(0x70000000), HOPATTN_DTYPE_FP32, 300, std::max(1LL, page / quant_block), 4, 128);
+    x.v_scale = tensor_v_scale(static_cast<float*>(fake(0x80000000)), 300, page, 4);
+    x.page_table = tensor_page_table(static_cast<int32_t*>(fake(0x60000000)), 4, 8192 / page);
+    return x;
+  };
+  for (long long page : {64LL, 128LL, 256LL}) {
+    a = int8_pool(page, 64);
+    EXPECT_TRUE(check(a).ok()) << "int8 page " << page << ": " << check(a).to_string();
+  }
+  a = int8_pool(256, 128);
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  // The kernel: int8_args()'s contiguous default is an mma.sync kernel, which does not read pools
+  // yet; the same call paged runs the WGMMA kernel instead.
+  EXPECT_EQ(std::string(plan_kvcache_attention(int8_args(), kSms).kernel).rfind("kv8_mma", 0), 0u)
+      << plan_kvcache_attention(int8_args(), kSms).kernel;
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_wgmma_1c_1cta");
+  a = int8_pool(32, 64);
+  expect_error(check(a), "page_table: pages of 32 tokens in an int8 cache are not supported yet",
+               StatusCode::kNotSupported);
+  a = int8_pool(64, 128);  // a page smaller than the scale block
+  expect_error(check(a), "k_cache: page_size = 64 is not a multiple of quant_block = 128", StatusCode::kInvalidArgument);
+  a = int8_pool(128, 64);
+  a.k_scale.shape[0] = 4;  // the scales of a pool are paged, not per sequence
+  expect_error(check(a), "k_scale: shape (4, 2, 4, 128) must be (num_pages, page_size / quant_block, heads_kv, hdim) = (300, 2, 4, 128)",
+               StatusCode::kInvalidArgument);
+  a = int8_pool(128, 64);
+  a.v_scale = tensor_v_scale(static_cast<float*>(fake(0x80000000)), 4, 8192, 4);
+  expect_error(check(a), "v_scale: shape (4, 8192, 4) must be (num_pages, page_size, heads_kv) = (300, 128, 4)",
+               StatusCode::kInvalidArgument);
+  a = int8_pool(128, 64);  // tails per sequence: (batch, quant_block, heads_kv, hdim)
+  a.k_tail = tensor_bshd(fake(0x90000000), HOPATTN_DTYPE_BF16, 4, 64, 4, 128);
+  a.v_tail = tensor_bshd(fake(0xa0000000), HOPATTN_DTYPE_BF16, 4, 64, 4, 128);
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a.k_tail.shape[0] = 300;
+  expect_error(check(a), "k_tail: shape (300, 64, 4, 128) must be (batch, quant_block, heads_kv, hdim) = (4, 64, 4, 128)",
+               StatusCode::kInvalidArgument);
+  a = int8_pool(128, 64);
+  a.softcap = 5.0f;  // the options: not with int8 yet
+  expect_error(check(a), "softcap: not supported with an int8 cache yet", StatusCode::kNotSupported);
   // A table without a pointer is a mistake (unless it is empty), a pointer without a shape too.
   a = paged_args();
   a.page_table.data = nullptr;

@@ -113,6 +113,23 @@ CUTE_DEVICE void record_bad_page(int32_t* error, int b, int id) {
   }
 }
 
+// A paged cache: whether the page ids of sequence b's keys [first_key, end_key) (end_key >
+// first_key) all lie in the pool. Every one of the CTA's kThreads threads calls it (it ends in
+// __syncthreads_or) and checks a share of the ids; a bad one is recorded (record_bad_page) and
+// must never reach a TMA coordinate: the caller makes the CTA a bad one (NaN rows).
+template <int kThreads, class Params>
+CUTE_DEVICE bool cta_pages_in_pool(Params const& p, const int32_t* pages, int first_key, int end_key, int b) {
+  const int first = first_key >> p.page_shift, last = (end_key - 1) >> p.page_shift;
+  int bad_id = 0;
+  bool bad = false;
+  for (int j = first + int(threadIdx.x); j <= last; j += kThreads) {
+    const int id = pages[j];
+    if (id < 0 || id >= p.num_pages) bad = true, bad_id = id;
+  }
+  if (bad) record_bad_page(p.error, b, bad_id);
+  return __syncthreads_or(bad) == 0;
+}
+
 // Records the first bad cache_seqlens entry: error = {1, batch index, length}.
 CUTE_DEVICE void record_bad_length(int32_t* error, int b, int len) {
   if (atomicCAS(error, 0, 1) == 0) {

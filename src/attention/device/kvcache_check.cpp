@@ -40,6 +40,7 @@ constexpr int kMaxSplits = 128;
 
 bool is_int8(const KvCacheArgs& a) { return a.k_cache.dtype == HOPATTN_DTYPE_INT8; }
 bool is_paged(const KvCacheArgs& a) { return hopattn::is_paged(a.page_table); }
+constexpr int kInt8PageMin = 64;  // the int8 WGMMA kernels' key tile: each tile in one page
 int64_t cache_max_len(const KvCacheArgs& a) { return cache_positions(a.k_cache, a.page_table); }
 
 Status check_types_and_shapes(const KvCacheArgs& a) {
@@ -88,11 +89,16 @@ Status check_scales(const KvCacheArgs& a) {
                                  hopattn_dtype_name(a.k_cache.dtype), ", not int8"));
     return Status();
   }
+  // A paged cache's scales are paged by the same ids: its pool's (num_pages, page_size) take the
+  // place of (batch, max_seqlen_k) below.
   const int64_t b = a.k_cache.shape[0], len = a.k_cache.shape[1], hkv = a.k_cache.shape[2], d = a.k_cache.shape[3];
+  const bool paged = is_paged(a);
+  const char* b_name = paged ? "num_pages" : "batch";
+  const char* len_name = paged ? "page_size" : "max_seqlen_k";
   if (a.quant_block != 64 && a.quant_block != 128)
     return Status::invalid(cat("quant_block: ", a.quant_block, " is not 64 or 128"));
   if (len % a.quant_block != 0)
-    return Status::invalid(cat("k_cache: max_seqlen_k = ", len, " is not a multiple of quant_block = ", a.quant_block));
+    return Status::invalid(cat("k_cache: ", len_name, " = ", len, " is not a multiple of quant_block = ", a.quant_block));
   if (Status s = check_geometry(a.k_scale, "k_scale", 4, kKScaleDims); !s.ok()) return s;
   if (Status s = check_geometry(a.v_scale, "v_scale", 3, kVScaleDims); !s.ok()) return s;
   const Tensor &ks = a.k_scale, &vs = a.v_scale;
@@ -100,11 +106,11 @@ Status check_scales(const KvCacheArgs& a) {
     return Status::invalid(cat(ks.dtype != HOPATTN_DTYPE_FP32 ? "k_scale" : "v_scale", ": dtype must be fp32"));
   if (ks.shape[0] != b || ks.shape[1] != len / a.quant_block || ks.shape[2] != hkv || ks.shape[3] != d)
     return Status::invalid(cat("k_scale: shape (", ks.shape[0], ", ", ks.shape[1], ", ", ks.shape[2], ", ", ks.shape[3],
-                               ") must be (batch, max_seqlen_k / quant_block, heads_kv, hdim) = (", b, ", ",
+                               ") must be (", b_name, ", ", len_name, " / quant_block, heads_kv, hdim) = (", b, ", ",
                                len / a.quant_block, ", ", hkv, ", ", d, ")"));
   if (vs.shape[0] != b || vs.shape[1] != len || vs.shape[2] != hkv)
-    return Status::invalid(cat("v_scale: shape (", vs.shape[0], ", ", vs.shape[1], ", ", vs.shape[2],
-                               ") must be (batch, max_seqlen_k, heads_kv) = (", b, ", ", len, ", ", hkv, ")"));
+    return Status::invalid(cat("v_scale: shape (", vs.shape[0], ", ", vs.shape[1], ", ", vs.shape[2], ") must be (",
+                               b_name, ", ", len_name, ", heads_kv) = (", b, ", ", len, ", ", hkv, ")"));
   if (ks.stride[3] != 1 && ks.shape[3] > 1) return Status::invalid("k_scale: the last dimension (hdim) must be contiguous");
   if (Status s = check_pointer_and_alignment(ks, "k_scale", 16); !s.ok()) return s;
   return check_pointer_and_alignment(vs, "v_scale", 4);
@@ -114,8 +120,10 @@ Status check_scales(const KvCacheArgs& a) {
 // attention takes so far: 16-bit pools.
 Status check_paging(const KvCacheArgs& a) {
   if (Status s = check_page_table(a.page_table, a.k_cache, a.q.shape[0]); !s.ok()) return s;
-  if (is_paged(a) && is_int8(a))
-    return Status::unsupported("page_table: paged int8 caches are not supported yet (16-bit caches are)");
+  // An int8 pool: pages of at least the int8 kernels' 64-key tile (and of quant_block: check_scales).
+  if (is_paged(a) && is_int8(a) && a.k_cache.shape[1] < kInt8PageMin)
+    return Status::unsupported(cat("page_table: pages of ", a.k_cache.shape[1], " tokens in an int8 cache are not "
+                                   "supported yet (", kInt8PageMin, " to 256 are; 16-bit caches take 16 to 256)"));
   return Status();
 }
 
@@ -138,10 +146,11 @@ Status check_tail(const KvCacheArgs& a) {
     if (t.dtype != a.q.dtype)
       return Status::invalid(cat(names[i], ": dtype ", hopattn_dtype_name(t.dtype), " does not match q's ",
                                  hopattn_dtype_name(a.q.dtype)));
-    if (t.shape[0] != a.k_cache.shape[0] || t.shape[1] != a.quant_block || t.shape[2] != a.k_cache.shape[2] ||
+    // The tails are per sequence, never paged: batch is q's (a pool's first dimension is its pages).
+    if (t.shape[0] != a.q.shape[0] || t.shape[1] != a.quant_block || t.shape[2] != a.k_cache.shape[2] ||
         t.shape[3] != a.k_cache.shape[3])
       return Status::invalid(cat(names[i], ": shape (", t.shape[0], ", ", t.shape[1], ", ", t.shape[2], ", ", t.shape[3],
-                                 ") must be (batch, quant_block, heads_kv, hdim) = (", a.k_cache.shape[0], ", ",
+                                 ") must be (batch, quant_block, heads_kv, hdim) = (", a.q.shape[0], ", ",
                                  a.quant_block, ", ", a.k_cache.shape[2], ", ", a.k_cache.shape[3], ")"));
     if (t.stride[3] != 1 && t.shape[3] > 1) return Status::invalid(cat(names[i], ": the last dimension (hdim) must be contiguous"));
     if (Status s = check_pointer_and_alignment(t, names[i], 16); !s.ok()) return s;
@@ -247,6 +256,8 @@ std::string decode_kernel_names(attention::DecodeCache cache, int hdim) {
   return out.empty() ? "none" : out;
 }
 
+constexpr const char* kPagedInt8Kernel = "kv8_wgmma_1c_1cta";  // compiled at every head dim
+
 // The split kernel a call runs: overrides.decode_kernel, or the defaults table's row. -1 (with
 // *why set) when the named kernel does not exist for this cache and head dim.
 int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sms, const experimental::Overrides& o,
@@ -262,11 +273,18 @@ int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sm
       return -1;
     }
     name = r->kernel;
+    // A paged int8 cache: the mma.sync kernels (kv8_mma_*) do not read pools yet; the WGMMA
+    // kernel that every head dim has does.
+    if (is_paged(a) && is_int8(a) && name.rfind("kv8_mma", 0) == 0) name = kPagedInt8Kernel;
   }
   const int index = attention::decode_kernel_index(name, cache, hdim);
   if (index < 0)
     *why = cat("kvcache attention: kernel '", name, "' does not exist for ", is_int8(a) ? "an int8" : "a 16-bit",
                " cache at hdim ", hdim, "; registered: ", decode_kernel_names(cache, hdim));
+  else if (is_paged(a) && is_int8(a) && name.rfind("kv8_mma", 0) == 0) {
+    *why = cat("kvcache attention: kernel '", name, "' does not read a paged int8 cache yet (the kv8_wgmma_* kernels do)");
+    return -1;
+  }
   return index;
 }
 

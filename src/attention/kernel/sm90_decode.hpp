@@ -198,21 +198,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
   const bool paged = p.page_table != nullptr;
   const int32_t* pages = paged ? p.page_table + int64_t(t.b) * p.pt_batch_stride : nullptr;
-  if (paged && !t.bad && t.n_end > t.n_begin) {
-    // Every page this CTA reads must be in the pool: an id outside it gives the sequence NaN rows
-    // (as a bad length does) and is recorded; it never reaches a TMA coordinate. The pages it reads
-    // hold its keys [key_lo, key_hi) (a window's: the pages before and after it are not read).
-    const int first = max(t.n_begin * kBlockN, t.key_lo) >> p.page_shift;
-    const int last = (min(t.n_end * kBlockN, t.key_hi) - 1) >> p.page_shift;
-    int bad_id = 0;
-    bool bad_page = false;
-    for (int j = first + int(threadIdx.x); j <= last; j += Traits::kThreads) {
-      const int id = pages[j];
-      if (id < 0 || id >= p.num_pages) bad_page = true, bad_id = id;
-    }
-    if (bad_page) record_bad_page(p.error, t.b, bad_id);
-    if (__syncthreads_or(bad_page)) t.bad = true, t.n_end = t.n_begin;
-  }
+  // Every page this CTA reads must be in the pool: an id outside it gives the sequence NaN rows
+  // (as a bad length does) and is recorded; it never reaches a TMA coordinate. The pages it reads
+  // hold its keys [key_lo, key_hi) (a window's: the pages before and after it are not read).
+  if (paged && !t.bad && t.n_end > t.n_begin &&
+      !cta_pages_in_pool<Traits::kThreads>(p, pages, max(t.n_begin * kBlockN, t.key_lo),
+                                           min(t.n_end * kBlockN, t.key_hi), t.b))
+    t.bad = true, t.n_end = t.n_begin;
   const int n_blocks = t.n_end - t.n_begin;
 
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)

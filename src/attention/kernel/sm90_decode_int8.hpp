@@ -271,9 +271,20 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   extern __shared__ char smem_raw[];
   auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
 
-  const DecodeTile t = DecodeTile::make<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
+  DecodeTile t = DecodeTile::make<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
   if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  // A paged cache (pages of at least kBlockN keys, each tile in one page; the scales paged by the
+  // same ids: k_scale (num_pages, page_size / quant_block, heads_kv, d), v_scale (num_pages,
+  // page_size, heads_kv)). Every page the CTA reads must be in the pool, as in decode_kernel.
+  const bool paged = p.page_table != nullptr;
+  const int32_t* pages = paged ? p.page_table + int64_t(t.b) * p.pt_batch_stride : nullptr;
+  if (paged && !t.bad && t.n_end > t.n_begin &&
+      !cta_pages_in_pool<Traits::kThreads>(p, pages, t.n_begin * kBlockN, min(t.n_end * kBlockN, t.len), t.b))
+    t.bad = true, t.n_end = t.n_begin;
   const int n_blocks = t.n_end - t.n_begin;
+  // Tile n's page (0 unpaged) and its tile within the page.
+  auto tile_page = [&](int n) { return paged ? pages[(n * kBlockN) >> p.page_shift] : 0; };
+  auto tile_in_page = [&](int n) { return ((n * kBlockN) & ((1 << p.page_shift) - 1)) / kBlockN; };
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
 
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
@@ -291,33 +302,47 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   if (warpgroup == 0) {
     Tensor sKr = make_tensor(make_smem_ptr(ss.k_raw.data()), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, RAW)
     Tensor sVr = make_tensor(make_smem_ptr(ss.v_raw.data()), typename Traits::SmemLayoutRaw{});
-    const int tma_len = max(p.max_len, 1);
-    Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-    Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-    Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
-    Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
-    auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sKr), group_modes<0, 2>(gK));
-    auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sVr), group_modes<0, 2>(gV));
-    auto load_raw = [&](int n, int stage) {
+    // The TMA's view: the cache (max_len, d, heads_kv, batch), or the pool (page_size, d,
+    // heads_kv, num_pages) whose page `page` holds the tile (`page` is t.b unpaged).
+    const int tma_len = paged ? max(p.cache_rows, 1) : max(p.max_len, 1);
+    const int tma_outer = paged ? max(p.num_pages, 1) : p.batch;
+    Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
+    Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
+    auto load_raw = [&](int n, int stage, int page) {
+      const int seq = paged ? page : t.b, tile = paged ? tile_in_page(n) : n;
+      Tensor gK = local_tile(mK(_, _, t.h_kv, seq), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
+      Tensor gV = local_tile(mV(_, _, t.h_kv, seq), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
+      auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sKr), group_modes<0, 2>(gK));
+      auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sVr), group_modes<0, 2>(gV));
       Barrier::arrive_and_expect_tx(&ss.raw_full[stage], 2 * Traits::kTmaBytesRaw);
-      copy(p.tma_k.with(ss.raw_full[stage]), get<0>(tk)(_, n), get<1>(tk)(_, stage));
-      copy(p.tma_v.with(ss.raw_full[stage]), get<0>(tv)(_, n), get<1>(tv)(_, stage));
+      copy(p.tma_k.with(ss.raw_full[stage]), get<0>(tk)(_, tile), get<1>(tk)(_, stage));
+      copy(p.tma_v.with(ss.raw_full[stage]), get<0>(tv)(_, tile), get<1>(tv)(_, stage));
     };
-    if (thread == 0)
-      for (int i = 0; i < kRawStages && i < n_blocks; ++i) load_raw(t.n_begin + i, i);
+    if (thread == 0) {  // the first tiles' page ids read together, then their loads issued
+      int first_pages[kRawStages];
+      CUTE_UNROLL
+      for (int i = 0; i < kRawStages; ++i) first_pages[i] = i < n_blocks ? tile_page(t.n_begin + i) : 0;
+      CUTE_UNROLL
+      for (int i = 0; i < kRawStages; ++i)
+        if (i < n_blocks) load_raw(t.n_begin + i, i, first_pages[i]);
+    }
 
     constexpr int kChunks = kHeadDim / 16;                // 16-channel chunks per row
     constexpr int kRowStep = 128 / kChunks;               // rows between a thread's chunks
     constexpr int kPerThread = kBlockN / kRowStep;        // chunks per thread per tile
     static_assert(kPerThread >= 1 && kBlockN % kRowStep == 0, "every transform thread has whole rows");
     const int c0 = (thread % kChunks) * 16, r0 = thread / kChunks;
-    const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride + c0;
-    const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
-    // Scales of tile n: K's for this thread's 16 channels (the tile's rows share one scale
-    // block), V's for its rows (0 past the length).
+    const float* k_scale = p.k_scale + t.h_kv * p.ks_head_stride + c0;
+    const float* v_scale = p.v_scale + t.h_kv * p.vs_head_stride;
+    // Scales of tile n (in page `page` of a paged cache): K's for this thread's 16 channels (the
+    // tile's rows share one scale block), V's for its rows (0 past the length).
     constexpr int kVs = kPerThread;
-    auto load_scales = [&](int n, float (&ks)[16], float (&vs)[kVs]) {
-      const float4* ksrc = reinterpret_cast<const float4*>(k_scale + (n * kBlockN / p.quant_block) * p.ks_block_stride);
+    auto load_scales = [&](int n, int page, float (&ks)[16], float (&vs)[kVs]) {
+      // The tile's first key within its sequence, or within its page, and that page's (sequence's) scales.
+      const int key0 = paged ? tile_in_page(n) * kBlockN : n * kBlockN;
+      const int64_t outer = paged ? page : t.b;
+      const float4* ksrc = reinterpret_cast<const float4*>(k_scale + outer * p.ks_batch_stride +
+                                                           (key0 / p.quant_block) * p.ks_block_stride);
       CUTE_UNROLL
       for (int j = 0; j < 4; ++j) {
         const float4 f = ksrc[j];
@@ -326,19 +351,24 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       CUTE_UNROLL
       for (int k = 0; k < kVs; ++k) {
         const int token = n * kBlockN + r0 + k * kRowStep;
-        vs[k] = token < t.len ? v_scale[token * p.vs_seq_stride] : 0.0f;
+        vs[k] = token < t.len ? v_scale[outer * p.vs_batch_stride + (key0 + r0 + k * kRowStep) * p.vs_seq_stride] : 0.0f;
       }
     };
     // The next tile's scales are loaded after this tile's fence.proxy.async: that fence compiles to
     // MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S, and the MEMBAR waits for every load in flight — issued
     // at the top of the iteration (as until 2026-11-30), the loads put a global-memory round trip
     // into every tile's conversion.
+    // A paged cache: each page id is read a tile before its use (scale_page: the next tile's
+    // scales; refill_page: thread 0's next refill), its latency under a tile's conversion.
     float ks[16], vs[kVs];
-    if (n_blocks > 0) load_scales(t.n_begin, ks, vs);
+    if (n_blocks > 0) load_scales(t.n_begin, tile_page(t.n_begin), ks, vs);
+    int scale_page = paged && n_blocks > 1 ? tile_page(t.n_begin + 1) : 0;
     CUTE_NO_UNROLL
     for (int i = 0; i < n_blocks; ++i) {
       const int n = t.n_begin + i;
       const int rs = i % kRawStages, cs = i % kConvStages;
+      const bool refill = thread == 0 && i + kRawStages < n_blocks;
+      const int refill_page = paged && refill ? tile_page(n + kRawStages) : 0;
       const bool tail = (n + 1) * kBlockN > t.len;
       Barrier::wait(&ss.raw_full[rs], (i / kRawStages) & 1);
       Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
@@ -354,10 +384,11 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       }
       cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
       Barrier::arrive(&ss.conv_full[cs]);
-      if (i + 1 < n_blocks) load_scales(n + 1, ks, vs);  // in flight until the next conversion
+      if (i + 1 < n_blocks) load_scales(n + 1, scale_page, ks, vs);  // in flight until the next conversion
+      if (paged && i + 2 < n_blocks) scale_page = tile_page(n + 2);
       // Every transform thread is done with raw stage rs.
       cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));
-      if (thread == 0 && i + kRawStages < n_blocks) load_raw(n + kRawStages, rs);
+      if (refill) load_raw(n + kRawStages, rs, refill_page);
     }
     return;
   }
