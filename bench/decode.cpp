@@ -299,6 +299,23 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               std::string error;  // why it is not timed (then runs stops growing)
             };
             std::vector<Entry> entries;
+            // An entry's call: args, or with a page size the same bytes as (batch * len / page)
+            // pages of `page` tokens through its shuffled table (an int8 cache's scales likewise:
+            // (pages, page / quant_block, ...) and (pages, page, ...)).
+            auto call_of = [&](const Entry& e) {
+              KvCacheArgs call = args;
+              if (e.page > 0) {
+                const long long pages = (long long)batch * (len / e.page);
+                call.k_cache = tensor_bshd(k.get(), cache_dtype, pages, e.page, heads_kv, hdim);
+                call.v_cache = tensor_bshd(v.get(), cache_dtype, pages, e.page, heads_kv, hdim);
+                if (cache_dtype == HOPATTN_DTYPE_INT8) {
+                  call.k_scale = tensor_bshd(k_scale.get(), HOPATTN_DTYPE_FP32, pages, e.page / kQuantBlock, heads_kv, hdim);
+                  call.v_scale = tensor_v_scale(v_scale.as<float>(), pages, e.page, heads_kv);
+                }
+                call.page_table = tensor_page_table(e.table.as<int32_t>(), batch, len / e.page);
+              }
+              return call;
+            };
             const Tensor tails[2] = {tensor_bshd(k_tail.get(), HOPATTN_DTYPE_BF16, batch, kQuantBlock, heads_kv, hdim),
                                      tensor_bshd(v_tail.get(), HOPATTN_DTYPE_BF16, batch, kQuantBlock, heads_kv, hdim)};
             auto set_tail = [&](bool on) {
@@ -329,7 +346,8 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               for (int splits : opt.splits)
                 for (int tail = 0; tail < (int8 && opt.int8_tail ? 2 : 1); ++tail)
                 for (int windowed = 0; windowed < (!int8 && opt.decode_window >= 0 ? 2 : 1); ++windowed) {
-                if (page > 0 && (int8 || len % page != 0)) continue;  // paged: 16-bit caches of whole pages
+                // paged: caches of whole pages (int8: of whole scale blocks, >= 64 keys)
+                if (page > 0 && (len % page != 0 || (int8 && page % kQuantBlock != 0))) continue;
                 Entry e;
                 e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) +
                          (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "") +
@@ -355,7 +373,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   e.error = alloc_error;
                 } else {
                   // The workspace is queried and allocated before anything is timed.
-                  const KvCachePlan plan = experimental::plan_kvcache_attention(args, sms, overrides);
+                  const KvCachePlan plan = experimental::plan_kvcache_attention(call_of(e), sms, overrides);
                   if (plan.kernel[0] == '\0') {
                     e.error = "no kernel '" + kernel + "' for this cache and head dim";
                   } else {
@@ -399,13 +417,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   experimental::Overrides overrides;
                   overrides.decode_kernel = e.kernel;
                   overrides.decode_combine_pdl = e.combine_pdl;
-                  KvCacheArgs call = args;
-                  if (e.page > 0) {  // the same bytes as (batch * len / page) pages of `page` tokens
-                    const long long pages = (long long)batch * (len / e.page);
-                    call.k_cache = tensor_bshd(k.get(), cache_dtype, pages, e.page, heads_kv, hdim);
-                    call.v_cache = tensor_bshd(v.get(), cache_dtype, pages, e.page, heads_kv, hdim);
-                    call.page_table = tensor_page_table(e.table.as<int32_t>(), batch, len / e.page);
-                  }
+                  const KvCacheArgs call = call_of(e);
                   m = measure([&] { return experimental::kvcache_attention(call, stream, overrides); }, stream,
                               opt.target_group_ms);
                 }
