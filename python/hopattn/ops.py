@@ -449,7 +449,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     rotary_cos, rotary_sin (with k): the new K rows and q rotated at their positions.
     page_table (batch, max_pages) int32: a paged cache, k_cache and v_cache then pools
     (num_pages, page_size, heads_kv, hdim) (FlashAttention-3's layout; 16-bit caches with pages
-    of 16 to 256 tokens, a power of two, so far; k=/v= append into the pages).
+    of 16 to 256 tokens, a power of two; int8 caches with pages of 64 to 256 tokens, at least the
+    scale block, k_scale (num_pages, page_size / block, heads_kv, hdim) and v_scale (num_pages,
+    page_size, heads_kv) paged by the same ids, k_tail / v_tail per sequence; k=/v= append into
+    16-bit pages).
 
     Keyword-only, FlashAttention-3's names and meanings, as flash_attn_func's, with query row i at
     position p = cache_seqlens[b] - seqlen_q + i (after k=/v= are appended: their new lengths):

@@ -85,7 +85,8 @@ struct DecodeParams {
   int key_range;        // DecodeKeys: which keys the split kernel's cache holds
   int split_base;       // the workspace slot of split 0
   int cache_rows;       // rows of the cache tensors the TMA sees; 0 = max_len
-  // int8 cache only: scales (fp32) and the scale block.
+  // int8 cache only: scales (fp32) and the scale block (a paged cache: (num_pages, page_size /
+  // quant_block, ...) and (num_pages, page_size, ...), the batch strides stepping a page).
   const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
   int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
   const float* v_scale;  // (batch, max_len, heads_kv)
@@ -98,7 +99,7 @@ struct DecodeParams {
   int64_t kt_batch_stride, kt_seq_stride, kt_head_stride;
   int64_t vt_batch_stride, vt_seq_stride, vt_head_stride;
   int variant;     // the split kernel's internal id (above; the registry row's DecodeKernelSpec::id)
-  // A paged cache (16-bit kernels): k and v are (num_pages, page_size, heads_kv, hdim) pools
+  // A paged cache (16-bit kernels, kv8_wgmma_* kernels): k and v are (num_pages, page_size, heads_kv, hdim) pools
   // (k_batch_stride / v_batch_stride step a page), max_len = max_pages * page_size.
   const int32_t* page_table = nullptr;  // (batch, max_pages), rows pt_batch_stride apart
   int64_t pt_batch_stride = 0;

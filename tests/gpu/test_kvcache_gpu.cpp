@@ -1536,7 +1536,8 @@ TEST_P(KvCacheGpu, PagedCacheMatchesTheContiguousCacheBitForBit) {
 }
 
 // An int8 cache as a pool (the int8 cache, k_scale and v_scale copied page by page through a
-// shuffled table; spare pages NaN bytes): pages of `page_size` >= 64 tokens, at least quant_block.
+// shuffled table; spare pages' bytes 0xff: int8 -1, NaN scales): pages of `page_size` >= 64
+// tokens, at least quant_block.
 struct PagedInt8Copy {
   PagedCopy pc;  // the int8 k, v pools and the table
   DeviceBuffer k_scale, v_scale;
@@ -1598,7 +1599,7 @@ TEST_P(KvCacheGpu, Int8PagedCacheMatchesTheContiguousCacheBitForBit) {
   std::vector<KvCase> cases = {make(cfg, 1, 8, 2, 2048, {1000, 1, 129, 0, 2048, 777}, false, 9900),
                                make(cfg, 4, 8, 8, 1024, {1000, 4, 129, 513}, true, 9901),
                                make(cfg, 1, 32, 4, 4096, {4096, 3001}, true, 9902)};
-  cases[0].int8 = true, cases[0].quant_block = 64;
+  cases[0].int8 = true, cases[0].quant_block = 64, cases[0].num_splits = 1;  // 32 tiles a CTA: refills
   cases[1].int8 = true, cases[1].quant_block = 128, cases[1].num_splits = 3, cases[1].tail = true;
   cases[2].int8 = true, cases[2].quant_block = 128, cases[2].tail = true;
   std::vector<std::string> kernels = {""};

@@ -574,6 +574,14 @@ TEST(KvCachePagedChecks, EachRuleNamesItsArgument) {
   EXPECT_EQ(std::string(plan_kvcache_attention(int8_args(), kSms).kernel).rfind("kv8_mma", 0), 0u)
       << plan_kvcache_attention(int8_args(), kSms).kernel;
   EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_wgmma_1c_1cta");
+  {  // an mma.sync kernel named for a pool is refused; a WGMMA one is taken
+    experimental::Overrides o;
+    o.decode_kernel = "kv8_mma_swap_8w_1cta";
+    expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o),
+                 "does not read a paged int8 cache yet", StatusCode::kNotSupported);
+    o.decode_kernel = "kv8_wgmma_1c_2cta";
+    EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o).ok());
+  }
   a = int8_pool(32, 64);
   expect_error(check(a), "page_table: pages of 32 tokens in an int8 cache are not supported yet",
                StatusCode::kNotSupported);

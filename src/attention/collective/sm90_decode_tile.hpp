@@ -72,9 +72,10 @@ struct DecodeSplitParams {
   int split_base;            // the workspace slot of split 0
   int cache_rows;  // rows the TMA sees: max_len, or quant_block for an int8 call's tail (16-bit kernel only);
                    // a paged cache: page_size
-  // A paged cache (DecodeParams::page_table; the 16-bit kernel only): the TMA views the pool as
-  // (page_size, hdim, heads_kv, num_pages); key tile n of sequence b is tile (n·BN mod page_size)
-  // / BN of page page_table[b][n·BN / page_size].
+  // A paged cache (DecodeParams::page_table; the 16-bit kernel and the kv8_wgmma_* kernels): the
+  // TMA views the pool as (page_size, hdim, heads_kv, num_pages); key tile n of sequence b is tile
+  // (n·BN mod page_size) / BN of page page_table[b][n·BN / page_size] (pages smaller than the
+  // 16-bit kernel's tile: its 16-key boxes, each from its own page).
   const int32_t* page_table;
   int64_t pt_batch_stride;
   int page_shift;  // log2(page_size)
@@ -90,6 +91,8 @@ struct DecodeSplitParams {
 // The int8 cache's scales on top of them (the launch fills these itself).
 template <class Element, class TmaK, class TmaV>
 struct DecodeInt8SplitParams : DecodeSplitParams<Element, TmaK, TmaV> {
+  // A paged cache: the scales paged by the same ids, (num_pages, page_size / quant_block, ...) and
+  // (num_pages, page_size, ...), the batch strides stepping a page.
   const float* k_scale;  // (batch, max_len / quant_block, heads_kv, hdim)
   int64_t ks_batch_stride, ks_block_stride, ks_head_stride;
   const float* v_scale;  // (batch, max_len, heads_kv)

@@ -358,17 +358,18 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     // MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S, and the MEMBAR waits for every load in flight — issued
     // at the top of the iteration (as until 2026-11-30), the loads put a global-memory round trip
     // into every tile's conversion.
-    // A paged cache: each page id is read a tile before its use (scale_page: the next tile's
-    // scales; refill_page: thread 0's next refill), its latency under a tile's conversion.
+    // A paged cache: each page id is read a tile before its use, after a tile's fence (scale_page:
+    // the next tile's scales; refill_page: thread 0's next refill), its latency under a tile's
+    // conversion.
     float ks[16], vs[kVs];
     if (n_blocks > 0) load_scales(t.n_begin, tile_page(t.n_begin), ks, vs);
     int scale_page = paged && n_blocks > 1 ? tile_page(t.n_begin + 1) : 0;
+    int refill_page = paged && thread == 0 && kRawStages < n_blocks ? tile_page(t.n_begin + kRawStages) : 0;
     CUTE_NO_UNROLL
     for (int i = 0; i < n_blocks; ++i) {
       const int n = t.n_begin + i;
       const int rs = i % kRawStages, cs = i % kConvStages;
       const bool refill = thread == 0 && i + kRawStages < n_blocks;
-      const int refill_page = paged && refill ? tile_page(n + kRawStages) : 0;
       const bool tail = (n + 1) * kBlockN > t.len;
       Barrier::wait(&ss.raw_full[rs], (i / kRawStages) & 1);
       Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
@@ -389,6 +390,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       // Every transform thread is done with raw stage rs.
       cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));
       if (refill) load_raw(n + kRawStages, rs, refill_page);
+      // The next refill's page, read after this tile's fence (as the scales' pages are).
+      if (paged && refill && i + 1 + kRawStages < n_blocks) refill_page = tile_page(n + 1 + kRawStages);
     }
     return;
   }
