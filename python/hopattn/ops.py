@@ -452,7 +452,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     of 16 to 256 tokens, a power of two; int8 caches with pages of 64 to 256 tokens, at least the
     scale block, k_scale (num_pages, page_size / block, heads_kv, hdim) and v_scale (num_pages,
     page_size, heads_kv) paged by the same ids, k_tail / v_tail per sequence; k=/v= append into
-    16-bit pages).
+    the pages).
 
     Keyword-only, FlashAttention-3's names and meanings, as flash_attn_func's, with query row i at
     position p = cache_seqlens[b] - seqlen_q + i (after k=/v= are appended: their new lengths):
@@ -538,8 +538,9 @@ def kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale=None, 
     rotary_cos, rotary_sin (seqlen_ro, rotary_dim / 2): the new K rows rotated at their positions
     (interleaved: GPT-J pairs; else GPT-NeoX halves), and q, if given, at its rows' positions into
     q_rotated. seqlens_out, if given, gets cache_seqlens + seqlen_new (it may be cache_seqlens).
-    page_table (batch, max_pages) int32: a paged 16-bit cache (pools (num_pages, page_size, heads_kv,
-    hdim), as flash_attn_with_kvcache's). Mutates the cache in place; returns nothing."""
+    page_table (batch, max_pages) int32: a paged cache (pools (num_pages, page_size, heads_kv, hdim),
+    as flash_attn_with_kvcache's; an int8 pool's scales paged alike and its pages of at least the
+    scale block, the tails per sequence). Mutates the cache in place; returns nothing."""
     keep = []
     quant_block = 0
     if k_scale is not None:

@@ -697,6 +697,75 @@ class TestAppend(unittest.TestCase):
                                             page_table=torch.zeros(b, 64, dtype=torch.int32, device="cuda"))
         self.assertTrue(torch.equal(small, snapshot))
 
+    def test_paged_int8_append_matches_the_contiguous_append(self):
+        # The same rows appended (rotated) to an int8 cache and to the same cache as a pool of shuffled
+        # pages (64 and 128 tokens; the scales paged by the same ids, the tails per sequence): the
+        # blocks each append completes land quantized in the pages bit for bit as in the contiguous
+        # cache, scales included, the tails and lengths equal. Then a bad page id where sequence 1's
+        # completed block goes: that block is not written, its length unchanged, the id recorded.
+        torch.manual_seed(9)
+        b, max_len, hkv, d, block, n = 3, 1024, 2, 128, 64, 150
+        dtype = torch.bfloat16
+        cos, sin = rope_tables(max_len, 64, dtype)
+        for page in (64, 128):
+            max_pages = max_len // page
+            truth_k = torch.randn(b, max_len, hkv, d, device="cuda", dtype=dtype)
+            truth_v = torch.randn_like(truth_k)
+            k8, v8, ks, vs = hopattn.quantize_kv_int8(truth_k, truth_v, block=block)
+            seqlens = torch.tensor([700, 0, 333], dtype=torch.int32, device="cuda")
+            k_tail = torch.zeros(b, block, hkv, d, device="cuda", dtype=dtype)
+            v_tail = torch.zeros_like(k_tail)
+            for i in range(b):
+                L = int(seqlens[i])
+                full = L - L % block
+                k_tail[i, :L - full], v_tail[i, :L - full] = truth_k[i, full:L], truth_v[i, full:L]
+            ids = torch.randperm(b * max_pages + 2, device="cuda")[:b * max_pages].long()
+            table = ids.view(b, max_pages).to(torch.int32)
+
+            def pool(x, rows):
+                p_ = torch.full((b * max_pages + 2, rows) + tuple(x.shape[2:]), -1, device="cuda", dtype=x.dtype)
+                p_[ids] = x.reshape((-1, rows) + tuple(x.shape[2:]))
+                return p_
+            k8p, v8p, ksp, vsp = pool(k8, page), pool(v8, page), pool(ks, page // block), pool(vs, page)
+            kt_p, vt_p = k_tail.clone(), v_tail.clone()
+            k_new = torch.randn(b, n, hkv, d, device="cuda", dtype=dtype)
+            v_new = torch.randn_like(k_new)
+            len_c, len_p = torch.empty_like(seqlens), torch.empty_like(seqlens)
+            hopattn.kvcache_append(k_new, v_new, k8, v8, seqlens, k_scale=ks, v_scale=vs, k_tail=k_tail, v_tail=v_tail,
+                                   rotary_cos=cos, rotary_sin=sin, rotary_interleaved=False, seqlens_out=len_c)
+            hopattn.kvcache_append(k_new, v_new, k8p, v8p, seqlens, k_scale=ksp, v_scale=vsp, k_tail=kt_p, v_tail=vt_p,
+                                   rotary_cos=cos, rotary_sin=sin, rotary_interleaved=False, seqlens_out=len_p,
+                                   page_table=table)
+            hopattn.kvcache_device_check()
+            gather = lambda x: x[ids].reshape((b, -1) + tuple(x.shape[2:]))  # noqa: E731
+            self.assertTrue(torch.equal(gather(k8p), k8), f"page {page}: int8 K")
+            self.assertTrue(torch.equal(gather(v8p), v8), f"page {page}: int8 V")
+            self.assertTrue(torch.equal(gather(ksp), ks), f"page {page}: K scales")
+            self.assertTrue(torch.equal(gather(vsp), vs), f"page {page}: V scales")
+            self.assertTrue(torch.equal(kt_p, k_tail) and torch.equal(vt_p, v_tail), f"page {page}: tails")
+            self.assertTrue(torch.equal(len_c, len_p))
+            # The attention over the appended pool equals the contiguous cache's within rounding.
+            q = torch.randn(b, 1, 8, d, device="cuda", dtype=dtype)
+            o_c = hopattn.flash_attn_with_kvcache(q, k8, v8, len_c, causal=True, k_scale=ks, v_scale=vs, k_tail=k_tail,
+                                                 v_tail=v_tail)
+            o_p = hopattn.flash_attn_with_kvcache(q, k8p, v8p, len_p, causal=True, k_scale=ksp, v_scale=vsp,
+                                                 k_tail=kt_p, v_tail=vt_p, page_table=table)
+            self.assertLessEqual(float((o_p.float() - o_c.float()).abs().max()), 1.6e-2, f"page {page}: attention")
+            # Appending again: sequence 1 (now 150 long) completes blocks 2-3 (positions 128..255);
+            # the page of position 150 bad.
+            bad = table.clone()
+            bad[1, 150 // page] = -5
+            before = k8p.clone()
+            out_len = torch.empty_like(seqlens)
+            hopattn.kvcache_append(k_new, v_new, k8p, v8p, len_p, k_scale=ksp, v_scale=vsp, k_tail=kt_p, v_tail=vt_p,
+                                   seqlens_out=out_len, page_table=bad)
+            torch.cuda.synchronize()
+            self.assertEqual(int(out_len[1]), int(len_p[1]))
+            with self.assertRaisesRegex(ValueError, "page_table: sequence 1 has page id -5"):
+                hopattn.kvcache_device_check()
+            self.assertTrue(torch.equal(k8p[int(table[1, 150 // page])], before[int(table[1, 150 // page])]),
+                            "the page behind the bad entry's good id was written")
+
     def test_16bit_cache_with_rotary(self):
         torch.manual_seed(5)
         b, max_len, hkv, hq, d, n = 3, 512, 4, 8, 128, 17

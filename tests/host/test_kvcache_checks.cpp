@@ -654,11 +654,33 @@ TEST(KvCacheAppendChecks, PagedCaches) {
   b = a;
   for (Tensor* t : {&b.k_cache, &b.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_BF16, 300, 48, 4, 128);
   expect_error(check_kvcache_append(b, DeviceContext{}), "is not a power of two in [16, 256]", StatusCode::kInvalidArgument);
+  // An int8 pool: the scales paged alike (num_pages, page_size / quant_block, ...), (num_pages,
+  // page_size, ...), the tails per sequence; a page holds whole scale blocks.
   b = append_int8_args();
   b.page_table = a.page_table;
+  b.quant_block = 64;
   for (Tensor* t : {&b.k_cache, &b.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_INT8, 300, 64, 4, 128);
-  expect_error(check_kvcache_append(b, DeviceContext{}), "page_table: appending to a paged int8 cache is not supported yet",
-               StatusCode::kNotSupported);
+  b.k_scale = tensor_bshd(fake(0x70000000), HOPATTN_DTYPE_FP32, 300, 1, 4, 128);
+  b.v_scale = tensor_v_scale(static_cast<float*>(fake(0x80000000)), 300, 64, 4);
+  b.k_tail = tensor_bshd(fake(0x90000000), HOPATTN_DTYPE_BF16, 4, 64, 4, 128);
+  b.v_tail = tensor_bshd(fake(0x98000000), HOPATTN_DTYPE_BF16, 4, 64, 4, 128);
+  EXPECT_TRUE(check_kvcache_append(b, DeviceContext{}).ok()) << check_kvcache_append(b, DeviceContext{}).to_string();
+  {
+    KvCacheAppendArgs c = b;
+    c.quant_block = 128;  // a block larger than the page
+    c.k_tail = tensor_bshd(fake(0x90000000), HOPATTN_DTYPE_BF16, 4, 128, 4, 128);
+    c.v_tail = tensor_bshd(fake(0x98000000), HOPATTN_DTYPE_BF16, 4, 128, 4, 128);
+    expect_error(check_kvcache_append(c, DeviceContext{}), "k_cache: page_size = 64 is not a multiple of quant_block = 128",
+                 StatusCode::kInvalidArgument);
+    c = b;
+    c.v_scale = tensor_v_scale(static_cast<float*>(fake(0x80000000)), 4, 8192, 4);  // per sequence, not paged
+    expect_error(check_kvcache_append(c, DeviceContext{}),
+                 "v_scale: shape must be (num_pages, page_size, heads_kv) = (300, 64, 4)", StatusCode::kInvalidArgument);
+    c = b;
+    c.k_tail.shape[0] = 300;  // the tails are per sequence
+    expect_error(check_kvcache_append(c, DeviceContext{}),
+                 "k_tail: shape must be (batch, quant_block, heads_kv, hdim) = (4, 64, 4, 128)", StatusCode::kInvalidArgument);
+  }
   b = a;
   b.seqlens_out.data = b.page_table.data;  // an output over the table
   b.seqlens_out.stride[0] = 1;

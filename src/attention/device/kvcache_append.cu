@@ -70,8 +70,9 @@ struct AppendParams {
   int batch, n_new, heads_kv, hdim, max_len, block, seqlen_q, heads_q;
   bool bf16, int8;
   int32_t* error;
-  // A paged 16-bit cache: k_cache / v_cache rows are pages (Rows::b steps a page), position t of
-  // sequence b is row t & page_mask of page page_table[b * pt_stride + (t >> page_shift)].
+  // A paged cache: k_cache / v_cache rows are pages (Rows::b steps a page), position t of
+  // sequence b is row t & page_mask of page page_table[b * pt_stride + (t >> page_shift)]. An int8
+  // pool's scales are paged alike (ks_st[0], vs_st[0] step a page); its tails stay per sequence.
   const int32_t* page_table;
   int64_t pt_stride;
   int page_shift, num_pages;
@@ -188,7 +189,7 @@ __device__ void store_row_element(const AppendParams& p, int64_t e) {
   const float kv = rotated(p, p.k_new.data, b * p.k_new.b + int64_t(i) * p.k_new.s + h * p.k_new.h, c, t);
   const float vv = load(p.v_new.data, b * p.v_new.b + int64_t(i) * p.v_new.s + h * p.v_new.h + c, p.bf16);
   const Rows &k = p.int8 ? p.k_tail : p.k_cache, &v = p.int8 ? p.v_tail : p.v_cache;
-  if (p.page_table != nullptr) {  // 16-bit only (the host check): a row on a bad page is not written
+  if (p.page_table != nullptr && !p.int8) {  // a row on a bad page is not written (int8: into the tails)
     const int64_t k_off = cache_row(p, k, b, t), v_off = cache_row(p, v, b, t);
     if (k_off < 0) {
       if (c == 0 && h == 0 && atomicCAS(p.error, 0, attention::kDecodeErrorPageId) == 0)
@@ -205,11 +206,13 @@ __device__ void store_row_element(const AppendParams& p, int64_t e) {
 }
 
 // A sequence's new length: unchanged when its length is bad or, paged, a page its new rows go to
-// is outside the pool (those rows were not written).
+// is outside the pool (those rows were not written; the id is recorded, if nothing was before).
 __device__ void store_length(const AppendParams& p, int b) {
   const int len = p.seqlens[b];
   int bad_id = 0;
-  p.seqlens_out[b] = bad_length(p, len) || !pages_ok(p, b, len, &bad_id) ? len : len + p.n_new;
+  const bool pages = bad_length(p, len) || pages_ok(p, b, len, &bad_id);
+  if (!pages && atomicCAS(p.error, 0, attention::kDecodeErrorPageId) == 0) p.error[1] = b, p.error[2] = bad_id;
+  p.seqlens_out[b] = bad_length(p, len) || !pages ? len : len + p.n_new;
 }
 
 // Everything but the int8 blocks in one launch (one grid-stride loop over q's elements, the new
@@ -250,6 +253,18 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_blocks_kernel(AppendPa
   const int blk = first + slot;
   if (blk >= end) return;
   const int t0 = blk * p.block;
+  // Where the block goes: rows row0.. of sequence b, or of its page in a pool (a page holds whole
+  // blocks: page_size >= quant_block); a bad page id: nothing written, the id recorded.
+  int64_t outer = b;
+  int row0 = t0;
+  if (p.page_table != nullptr) {
+    const int page = p.page_table[b * p.pt_stride + (t0 >> p.page_shift)];
+    if (page < 0 || page >= p.num_pages) {
+      if (threadIdx.x == 0 && atomicCAS(p.error, 0, attention::kDecodeErrorPageId) == 0) p.error[1] = b, p.error[2] = page;
+      return;
+    }
+    outer = page, row0 = t0 & ((1 << p.page_shift) - 1);
+  }
   int8_t* kq = static_cast<int8_t*>(p.k_cache.data);
   constexpr int kGroups = kQuantThreads / kQuantChannels;  // row groups per channel
   for (int c0 = 0; c0 < p.hdim; c0 += kQuantChannels) {
@@ -266,9 +281,9 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_blocks_kernel(AppendPa
     if (c < width) {
       for (int k = 0; k < kGroups; ++k) amax = fmaxf(amax, partial[k * kQuantChannels + c]);
       const float scale = k_scale_of(amax);
-      if (g == 0) p.k_scale[b * p.ks_st[0] + blk * p.ks_st[1] + h * p.ks_st[2] + c0 + c] = scale;
+      if (g == 0) p.k_scale[outer * p.ks_st[0] + (row0 / p.block) * p.ks_st[1] + h * p.ks_st[2] + c0 + c] = scale;
       for (int r = g; r < p.block; r += kGroups)
-        kq[b * p.k_cache.b + int64_t(t0 + r) * p.k_cache.s + h * p.k_cache.h + c0 + c] =
+        kq[outer * p.k_cache.b + int64_t(row0 + r) * p.k_cache.s + h * p.k_cache.h + c0 + c] =
             quantize_value(tile[r * width + c], scale);
     }
     __syncthreads();  // the tile is refilled next
@@ -281,8 +296,8 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_blocks_kernel(AppendPa
     for (int c = lane; c < p.hdim; c += 32) amax = fmaxf(amax, fabsf(v_at(p, b, h, t, len, c)));
     for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
     const float scale = v_scale_of(amax);
-    if (lane == 0) p.v_scale[b * p.vs_st[0] + int64_t(t) * p.vs_st[1] + h * p.vs_st[2]] = scale;
-    const int64_t dst = b * p.v_cache.b + int64_t(t) * p.v_cache.s + h * p.v_cache.h;
+    if (lane == 0) p.v_scale[outer * p.vs_st[0] + int64_t(row0 + r) * p.vs_st[1] + h * p.vs_st[2]] = scale;
+    const int64_t dst = outer * p.v_cache.b + int64_t(row0 + r) * p.v_cache.s + h * p.v_cache.h;
     for (int c = lane; c < p.hdim; c += 32) vq[dst + c] = quantize_value(v_at(p, b, h, t, len, c), scale);
   }
 }
@@ -315,7 +330,6 @@ Status check_shapes(const KvCacheAppendArgs& a) {
     return Status::invalid(cat("k_new: (batch, heads_kv, hdim) = (", kn.shape[0], ", ", kn.shape[2], ", ", kn.shape[3],
                                ") must match k_cache's (", kc.shape[0], ", ", kc.shape[2], ", ", kc.shape[3], ")"));
   if (Status s = check_page_table(a.page_table, kc, kn.shape[0]); !s.ok()) return s;
-  if (paged && int8) return Status::unsupported("page_table: appending to a paged int8 cache is not supported yet");
   const int64_t max_len = cache_positions(kc, a.page_table);
   if (kn.shape[1] > max_len)
     return Status::invalid(cat("k_new: seqlen_new = ", kn.shape[1], " is more than max_seqlen_k = ", max_len));
@@ -350,23 +364,30 @@ Status check_int8_parts(const KvCacheAppendArgs& a) {
   if (Status s = check_geometry(a.v_scale, "v_scale", 3, kVScaleDims); !s.ok()) return s;
   if (Status s = check_geometry(a.k_tail, "k_tail", 4, kDims); !s.ok()) return s;
   if (Status s = check_geometry(a.v_tail, "v_tail", 4, kDims); !s.ok()) return s;
+  // A pool (paged): its (num_pages, page_size) take the place of (batch, max_seqlen_k) for the
+  // scales, paged by the same ids; the tails stay per sequence (k_new's batch).
+  const bool paged = is_paged(a.page_table);
+  const char* b_name = paged ? "num_pages" : "batch";
+  const char* len_name = paged ? "page_size" : "max_seqlen_k";
   const int64_t b = kc.shape[0], len = kc.shape[1], h = kc.shape[2], d = kc.shape[3], blk = a.quant_block;
+  const int64_t batch = a.k_new.shape[0];
   if (a.k_scale.dtype != HOPATTN_DTYPE_FP32 || a.v_scale.dtype != HOPATTN_DTYPE_FP32)
     return Status::invalid(cat(a.k_scale.dtype != HOPATTN_DTYPE_FP32 ? "k_scale" : "v_scale", ": dtype must be fp32"));
   if (len % blk != 0)
-    return Status::invalid(cat("k_cache: max_seqlen_k = ", len, " is not a multiple of quant_block = ", blk));
+    return Status::invalid(cat("k_cache: ", len_name, " = ", len, " is not a multiple of quant_block = ", blk));
   if (a.k_scale.shape[0] != b || a.k_scale.shape[1] != len / blk || a.k_scale.shape[2] != h || a.k_scale.shape[3] != d)
-    return Status::invalid(cat("k_scale: shape must be (batch, max_seqlen_k / quant_block, heads_kv, hdim) = (", b, ", ",
-                               len / blk, ", ", h, ", ", d, ")"));
+    return Status::invalid(cat("k_scale: shape must be (", b_name, ", ", len_name, " / quant_block, heads_kv, hdim) = (",
+                               b, ", ", len / blk, ", ", h, ", ", d, ")"));
   if (a.v_scale.shape[0] != b || a.v_scale.shape[1] != len || a.v_scale.shape[2] != h)
-    return Status::invalid(cat("v_scale: shape must be (batch, max_seqlen_k, heads_kv) = (", b, ", ", len, ", ", h, ")"));
+    return Status::invalid(cat("v_scale: shape must be (", b_name, ", ", len_name, ", heads_kv) = (", b, ", ", len, ", ",
+                               h, ")"));
   if (a.k_scale.stride[3] != 1 && d > 1) return Status::invalid("k_scale: the last dimension (hdim) must be contiguous");
   for (int i = 2; i < 4; ++i) {
     const Tensor& t = *parts[i];
     if (t.dtype != a.k_new.dtype) return Status::invalid(cat(names[i], ": dtype must be k_new's"));
-    if (t.shape[0] != b || t.shape[1] != blk || t.shape[2] != h || t.shape[3] != d)
-      return Status::invalid(cat(names[i], ": shape must be (batch, quant_block, heads_kv, hdim) = (", b, ", ", blk, ", ",
-                                 h, ", ", d, ")"));
+    if (t.shape[0] != batch || t.shape[1] != blk || t.shape[2] != h || t.shape[3] != d)
+      return Status::invalid(cat(names[i], ": shape must be (batch, quant_block, heads_kv, hdim) = (", batch, ", ", blk,
+                                 ", ", h, ", ", d, ")"));
     if (t.stride[3] != 1 && d > 1) return Status::invalid(cat(names[i], ": the last dimension (hdim) must be contiguous"));
   }
   return Status();
