@@ -753,18 +753,26 @@ class TestAppend(unittest.TestCase):
             self.assertLessEqual(float((o_p.float() - o_c.float()).abs().max()), 1.6e-2, f"page {page}: attention")
             # Appending again: sequence 1 (now 150 long) completes blocks 2-3 (positions 128..255);
             # the page of position 150 bad.
+            # Nothing of sequence 1 is written (its tails neither: its length stays); the other
+            # sequences' completed blocks land in their pages, no other page changes.
             bad = table.clone()
             bad[1, 150 // page] = -5
-            before = k8p.clone()
+            before = [x.clone() for x in (k8p, v8p, ksp, vsp, kt_p, vt_p)]
             out_len = torch.empty_like(seqlens)
             hopattn.kvcache_append(k_new, v_new, k8p, v8p, len_p, k_scale=ksp, v_scale=vsp, k_tail=kt_p, v_tail=vt_p,
                                    seqlens_out=out_len, page_table=bad)
             torch.cuda.synchronize()
-            self.assertEqual(int(out_len[1]), int(len_p[1]))
+            self.assertEqual(out_len.tolist(), [1000, 150, 633])
             with self.assertRaisesRegex(ValueError, "page_table: sequence 1 has page id -5"):
                 hopattn.kvcache_device_check()
-            self.assertTrue(torch.equal(k8p[int(table[1, 150 // page])], before[int(table[1, 150 // page])]),
-                            "the page behind the bad entry's good id was written")
+            self.assertTrue(torch.equal(kt_p[1], before[4][1]) and torch.equal(vt_p[1], before[5][1]),
+                            "sequence 1's tails were written")
+            written = {int(table[i, blk * block // page]) for i in (0, 2)
+                       for blk in range(int(len_p[i]) // block, (int(len_p[i]) + n) // block)}
+            self.assertTrue(written, "the good sequences complete blocks")
+            for j in range(k8p.shape[0]):
+                same = all(torch.equal(x[j], y[j]) for x, y in zip((k8p, v8p, ksp, vsp), before[:4]))
+                self.assertEqual(same, j not in written, f"page {page}: pool page {j} (written: {sorted(written)})")
 
     def test_16bit_cache_with_rotary(self):
         torch.manual_seed(5)

@@ -186,6 +186,13 @@ __device__ void store_row_element(const AppendParams& p, int64_t e) {
   }
   const int t = len + i;
   if (p.int8 && t < int((int64_t(len) + p.n_new) / p.block) * p.block) return;  // in a completed block
+  // An int8 pool: a sequence with a bad page id among its new positions gets nothing written (its
+  // tails too: the partial block's rows would overwrite the rows its unchanged length still needs).
+  int bad_id = 0;
+  if (p.int8 && p.page_table != nullptr && !pages_ok(p, b, len, &bad_id)) {
+    if (c == 0 && h == 0 && atomicCAS(p.error, 0, attention::kDecodeErrorPageId) == 0) p.error[1] = b, p.error[2] = bad_id;
+    return;
+  }
   const float kv = rotated(p, p.k_new.data, b * p.k_new.b + int64_t(i) * p.k_new.s + h * p.k_new.h, c, t);
   const float vv = load(p.v_new.data, b * p.v_new.b + int64_t(i) * p.v_new.s + h * p.v_new.h + c, p.bf16);
   const Rows &k = p.int8 ? p.k_tail : p.k_cache, &v = p.int8 ? p.v_tail : p.v_cache;
@@ -210,9 +217,10 @@ __device__ void store_row_element(const AppendParams& p, int64_t e) {
 __device__ void store_length(const AppendParams& p, int b) {
   const int len = p.seqlens[b];
   int bad_id = 0;
-  const bool pages = bad_length(p, len) || pages_ok(p, b, len, &bad_id);
-  if (!pages && atomicCAS(p.error, 0, attention::kDecodeErrorPageId) == 0) p.error[1] = b, p.error[2] = bad_id;
-  p.seqlens_out[b] = bad_length(p, len) || !pages ? len : len + p.n_new;
+  const bool bad = bad_length(p, len);
+  const bool pages_good = bad || pages_ok(p, b, len, &bad_id);  // (not read for a bad length)
+  if (!pages_good && atomicCAS(p.error, 0, attention::kDecodeErrorPageId) == 0) p.error[1] = b, p.error[2] = bad_id;
+  p.seqlens_out[b] = bad || !pages_good ? len : len + p.n_new;
 }
 
 // Everything but the int8 blocks in one launch (one grid-stride loop over q's elements, the new
@@ -254,16 +262,19 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_blocks_kernel(AppendPa
   if (blk >= end) return;
   const int t0 = blk * p.block;
   // Where the block goes: rows row0.. of sequence b, or of its page in a pool (a page holds whole
-  // blocks: page_size >= quant_block); a bad page id: nothing written, the id recorded.
+  // blocks: page_size >= quant_block). A bad page id among the sequence's new positions: nothing of
+  // the sequence is written (all or nothing, as its length), the id recorded. Uniform per CTA,
+  // before any __syncthreads.
   int64_t outer = b;
   int row0 = t0;
   if (p.page_table != nullptr) {
-    const int page = p.page_table[b * p.pt_stride + (t0 >> p.page_shift)];
-    if (page < 0 || page >= p.num_pages) {
-      if (threadIdx.x == 0 && atomicCAS(p.error, 0, attention::kDecodeErrorPageId) == 0) p.error[1] = b, p.error[2] = page;
+    int bad_id = 0;
+    if (!pages_ok(p, b, len, &bad_id)) {
+      if (threadIdx.x == 0 && atomicCAS(p.error, 0, attention::kDecodeErrorPageId) == 0) p.error[1] = b, p.error[2] = bad_id;
       return;
     }
-    outer = page, row0 = t0 & ((1 << p.page_shift) - 1);
+    outer = p.page_table[b * p.pt_stride + (t0 >> p.page_shift)];
+    row0 = t0 & ((1 << p.page_shift) - 1);
   }
   int8_t* kq = static_cast<int8_t*>(p.k_cache.data);
   constexpr int kGroups = kQuantThreads / kQuantChannels;  // row groups per channel
