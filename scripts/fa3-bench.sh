@@ -5,6 +5,7 @@
 # (scripts/fa3-pack.sh). Logs and CSVs under OUT_DIR.
 #   scripts/fa3-bench.sh OUT_DIR [--fwd "ARGS"] [--kv "ARGS"]
 #     default: --fwd "--grid --fp8 --rounds 2"; no --kv. FA3_PAGED=1 for --kv "... --pages ...".
+#     FA3_RUN=DIR: use a carried build (scripts/fa3-runpack.sh) instead of building on the device.
 set -uo pipefail
 out=${1:?usage: scripts/fa3-bench.sh OUT_DIR [--fwd ARGS] [--kv ARGS]}
 shift
@@ -24,9 +25,16 @@ build=${BUILD:-$root/build-dev}
 (cd "$build/python/hopattn" && ln -sf ../../lib/libhopattn.so.0.4.0 libhopattn.so)
 export LD_LIBRARY_PATH=$build/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
-"$root/scripts/fa3-build.sh" "$out" "$root/.deps/fa3.tar.gz" /tmp/fa3 || exit 1
+# FA3_RUN=DIR: a build made elsewhere (scripts/fa3-runpack.sh), carried; else build it here.
+if [ -n "${FA3_RUN:-}" ]; then
+  fa3_path=$(cd "$FA3_RUN" && pwd)
+  echo "fa3: prebuilt, $(cat "$fa3_path/VERSIONS" 2>/dev/null | tr '\n' ' ')" | tee "$out/fa3-build.log"
+else
+  "$root/scripts/fa3-build.sh" "$out" "$root/.deps/fa3.tar.gz" /tmp/fa3 || exit 1
+  fa3_path=/tmp/fa3/hopper
+fi
 cd "$root/bench" || exit 1
-export PYTHONUNBUFFERED=1 PYTHONPATH=$build/python:/tmp/fa3/hopper
+export PYTHONUNBUFFERED=1 PYTHONPATH=$build/python:$fa3_path
 rc=0
 if [ -n "$fwd_args" ]; then
   # shellcheck disable=SC2086  # the arguments are a list

@@ -18,7 +18,9 @@ shim=$(mktemp -d)
 if ! python3 -c 'import wheel.bdist_wheel' 2>/dev/null; then
   mkdir -p "$shim/wheel"
   : >"$shim/wheel/__init__.py"
-  echo 'from setuptools.command.bdist_wheel import bdist_wheel  # noqa: F401' >"$shim/wheel/bdist_wheel.py"
+  # setuptools >= 70.1 carries bdist_wheel; older ones: a stand-in class (build_ext never runs it)
+  printf '%s\n' 'try:' '    from setuptools.command.bdist_wheel import bdist_wheel  # noqa: F401' \
+    'except ImportError:' '    from setuptools import Command as bdist_wheel  # noqa: F401' >"$shim/wheel/bdist_wheel.py"
 fi
 export PYTHONPATH="$shim${PYTHONPATH:+:$PYTHONPATH}"
 export FLASH_ATTENTION_OFFLINE_BUILD=TRUE FLASH_ATTENTION_FORCE_BUILD=TRUE
