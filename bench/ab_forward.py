@@ -52,6 +52,17 @@ def visible_pairs(sq, sk, causal, window):
     return total
 
 
+def write_rows(path, rows):
+    """The rows (dicts with the same keys) as a CSV file with a header; nothing without rows.
+    Shared with bench/fa3_forward.py and bench/fa3_kvcache.py."""
+    if not path or not rows:
+        return
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+
+
 def time_block(fn, target_ms, start, stop):
     """One timing of fn (CUDA events start, stop): an untimed block of ~100 ms of the same call, then
     the mean of calls filling ~target_ms. Shared with bench/fa3_forward.py."""
@@ -133,11 +144,7 @@ def main():
         rows.append({"arm": args.arm, "cell": spec, "hdim": hdim, "causal": causal, "seqlen": seqlen,
                      "ms": f"{ms:.5f}", "tflops": f"{tflops:.1f}", "rounds": len(times[i]), "spread_ms": spread,
                      "version": hopattn.__version__})
-    if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["arm"])
-            w.writeheader()
-            w.writerows(rows)
+    write_rows(args.csv, rows)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,12 @@ with them GQA of that many heads and BATCH sequences (default 1). `--grid` adds 
     PYTHONPATH=build/python:/tmp/fa3/hopper python bench/fa3_forward.py --grid --fp8 --rounds 3 --csv fa3.csv
 """
 import argparse
-import csv
 import statistics
 
 import torch
 
 import hopattn
-from ab_forward import time_block  # the same timing as the A/B harness (bench/ on sys.path)
+from ab_forward import time_block, write_rows  # the A/B harness's timing and CSV (bench/ on sys.path)
 
 try:
     import flash_attn_interface as fa3
@@ -138,11 +137,7 @@ def main():
                          "tflops": f"{flops / (ms * 1e-3) / 1e12:.1f}", "time_over_hopattn": ratio,
                          "rounds": len(t), "max_abs_diff_vs_hopattn": "" if diffs.get((impl, i)) is None
                          else f"{diffs[(impl, i)]:.3g}", "hopattn": hopattn.__version__})
-    if args.csv and rows:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-            w.writeheader()
-            w.writerows(rows)
+    write_rows(args.csv, rows)
 
 
 if __name__ == "__main__":

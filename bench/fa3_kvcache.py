@@ -12,12 +12,12 @@ unpaged: PyTorch's is_causal is top-left, which is not a chunk's mask.
     PYTHONPATH=build/python:/tmp/fa3/hopper python bench/fa3_kvcache.py --decode-grid --chunks --csv kv.csv
 """
 import argparse
-import csv
 import statistics
 
 import torch
 
 import hopattn
+from ab_forward import write_rows  # bench/ on sys.path
 
 try:
     import flash_attn_interface as fa3
@@ -172,11 +172,7 @@ def main():
                          "tbps": f"{kv_bytes / (ms * 1e-3) / 1e12:.4f}", "time_over_hopattn": ratio, "rounds": len(t),
                          "max_abs_diff_vs_hopattn": "" if diff is None else f"{diff:.3g}",
                          "cudnn": torch.backends.cudnn.version(), "gpu": torch.cuda.get_device_name()})
-    if args.csv and rows:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-            w.writeheader()
-            w.writerows(rows)
+    write_rows(args.csv, rows)
 
 
 if __name__ == "__main__":

@@ -284,6 +284,14 @@ def cache_reference(q, k_full, v_full, seqlens, causal, scale):
     return torch.cat(outs)
 
 
+def to_pool(x, ids, rows, spare=2, fill=-1):
+    """x (batch, positions, ...) as a pool of len(ids) + spare pages of `rows` positions, page
+    ids[j] holding x's j-th `rows` positions (row-major over the batch); the spare pages `fill`."""
+    pool = torch.full((len(ids) + spare, rows) + tuple(x.shape[2:]), fill, device=x.device, dtype=x.dtype)
+    pool[ids] = x.reshape((-1, rows) + tuple(x.shape[2:]))
+    return pool
+
+
 def dequantize(k8, v8, ks, vs, block):
     k = k8.double() * ks.double().repeat_interleave(block, dim=1)
     v = v8.double() * vs.double()[..., None]
@@ -388,13 +396,8 @@ class TestKvCache(unittest.TestCase):
             max_pages = n // page
             ids = torch.randperm(b * max_pages + 2, device="cuda")[:b * max_pages].long()
             table = ids.view(b, max_pages).to(torch.int32)
-            pool = lambda x, rows: torch.full((b * max_pages + 2, rows) + tuple(x.shape[2:]), -1,  # noqa: E731
-                                              device="cuda", dtype=x.dtype)
-            k8p, v8p = pool(k8, page), pool(v8, page)
-            ksp, vsp = pool(ks, page // block), pool(vs, page)
-            k8p[ids], v8p[ids] = k8.reshape(-1, page, hkv, d), v8.reshape(-1, page, hkv, d)
-            ksp[ids] = ks.reshape(-1, page // block, hkv, d)
-            vsp[ids] = vs.reshape(-1, page, hkv)
+            k8p, v8p = to_pool(k8, ids, page), to_pool(v8, ids, page)
+            ksp, vsp = to_pool(ks, ids, page // block), to_pool(vs, ids, page)
             o_p = hopattn.flash_attn_with_kvcache(q, k8p, v8p, seqlens, causal=True, k_scale=ksp, v_scale=vsp,
                                                  k_tail=k_tail, v_tail=v_tail, page_table=table)
             torch.cuda.synchronize()
@@ -419,10 +422,7 @@ class TestKvCache(unittest.TestCase):
             max_pages = n // page
             perm = torch.randperm(b * max_pages + 2, device="cuda")[:b * max_pages]
             table = perm.view(b, max_pages).to(torch.int32)
-            k_pool = torch.full((b * max_pages + 2, page, hkv, d), float("nan"), device="cuda", dtype=torch.bfloat16)
-            v_pool = torch.full_like(k_pool, float("nan"))
-            k_pool[table.flatten().long()] = k.reshape(b * max_pages, page, hkv, d)
-            v_pool[table.flatten().long()] = v.reshape(b * max_pages, page, hkv, d)
+            k_pool, v_pool = (to_pool(x, table.flatten().long(), page, fill=float("nan")) for x in (k, v))
             for causal in (False, True):
                 o, lse = hopattn.flash_attn_with_kvcache(q, k, v, seqlens, causal=causal, return_lse=True)
                 op, lsep = hopattn.flash_attn_with_kvcache(q, k_pool, v_pool, seqlens, causal=causal, return_lse=True,
@@ -530,10 +530,7 @@ class TestKvCacheOptions(unittest.TestCase):
             max_pages = n // page
             perm = torch.randperm(b * max_pages + 2, device="cuda")[:b * max_pages]
             table = perm.view(b, max_pages).to(torch.int32)
-            k_pool = torch.full((b * max_pages + 2, page, hkv, d), float("nan"), device="cuda", dtype=torch.bfloat16)
-            v_pool = torch.full_like(k_pool, float("nan"))
-            k_pool[table.flatten().long()] = k.reshape(b * max_pages, page, hkv, d)
-            v_pool[table.flatten().long()] = v.reshape(b * max_pages, page, hkv, d)
+            k_pool, v_pool = (to_pool(x, table.flatten().long(), page, fill=float("nan")) for x in (k, v))
             for sq, window, causal, splits in ((1, (300, 0), True, 0), (1, (100, -1), False, 4), (3, (40, 2), False, 1),
                                                (3, (257, 0), True, 3)):
                 q = torch.randn(b, sq, hq, d, device="cuda", dtype=torch.bfloat16)
@@ -639,10 +636,7 @@ class TestAppend(unittest.TestCase):
                 max_pages = n_max // page
                 ids = torch.randperm(b * max_pages + 2, device="cuda")[:b * max_pages].long()
                 table = ids.view(b, max_pages).to(torch.int32)
-                k_pool = torch.full((b * max_pages + 2, page, hkv, d), float("nan"), device="cuda", dtype=dtype)
-                v_pool = torch.full_like(k_pool, float("nan"))
-                k_pool[ids] = k.reshape(b * max_pages, page, hkv, d)
-                v_pool[ids] = v.reshape(b * max_pages, page, hkv, d)
+                k_pool, v_pool = (to_pool(x, ids, page, fill=float("nan")) for x in (k, v))
                 len_c, len_p = torch.empty_like(seqlens), torch.empty_like(seqlens)
                 hopattn.kvcache_append(k_new, v_new, k, v, seqlens, rotary_cos=cos, rotary_sin=sin,
                                        rotary_interleaved=False, seqlens_out=len_c)
@@ -658,10 +652,7 @@ class TestAppend(unittest.TestCase):
                 max_pages = n_max // page
                 ids = torch.randperm(b * max_pages, device="cuda").long()
                 table = ids.view(b, max_pages).to(torch.int32)
-                k_pool = torch.empty((b * max_pages, page, hkv, d), device="cuda", dtype=dtype)
-                v_pool = torch.empty_like(k_pool)
-                k_pool[ids] = k.reshape(b * max_pages, page, hkv, d)
-                v_pool[ids] = v.reshape(b * max_pages, page, hkv, d)
+                k_pool, v_pool = (to_pool(x, ids, page, spare=0) for x in (k, v))
                 q = torch.randn(b, 1, hq, d, device="cuda", dtype=dtype)
                 k1, v1 = torch.randn(b, 1, hkv, d, device="cuda", dtype=dtype), torch.randn(b, 1, hkv, d,
                                                                                                device="cuda",
@@ -721,12 +712,8 @@ class TestAppend(unittest.TestCase):
                 k_tail[i, :L - full], v_tail[i, :L - full] = truth_k[i, full:L], truth_v[i, full:L]
             ids = torch.randperm(b * max_pages + 2, device="cuda")[:b * max_pages].long()
             table = ids.view(b, max_pages).to(torch.int32)
-
-            def pool(x, rows):
-                p_ = torch.full((b * max_pages + 2, rows) + tuple(x.shape[2:]), -1, device="cuda", dtype=x.dtype)
-                p_[ids] = x.reshape((-1, rows) + tuple(x.shape[2:]))
-                return p_
-            k8p, v8p, ksp, vsp = pool(k8, page), pool(v8, page), pool(ks, page // block), pool(vs, page)
+            k8p, v8p = to_pool(k8, ids, page), to_pool(v8, ids, page)
+            ksp, vsp = to_pool(ks, ids, page // block), to_pool(vs, ids, page)
             kt_p, vt_p = k_tail.clone(), v_tail.clone()
             k_new = torch.randn(b, n, hkv, d, device="cuda", dtype=dtype)
             v_new = torch.randn_like(k_new)

@@ -1451,35 +1451,43 @@ struct PagedCopy {
   DeviceBuffer k, v, table;
   int max_pages = 0;
 };
-PagedCopy make_paged_copy(const KvRun& run, int page_size, uint64_t seed) {
+// A pool of layout.num_pages pages of page_bytes each, page j of sequence b the bytes j pages into
+// sequence b of src (contiguous per sequence, seq_bytes apart); the spare pages' bytes 0xff
+// (NaN bf16, fp16 and fp32 values, int8 -1).
+DeviceBuffer pool_of(const reference::PagedLayout& l, int batch, const void* src, int64_t page_bytes, int64_t seq_bytes) {
+  DeviceBuffer pool(size_t(l.num_pages * page_bytes));
+  HOPATTN_CUDA_CHECK(cudaMemset(pool.get(), 0xff, size_t(l.num_pages * page_bytes)));
+  for (int b = 0; b < batch; ++b)
+    for (int j = 0; j < l.max_pages; ++j) {
+      const int64_t page = l.table[size_t(b) * l.max_pages + j];
+      HOPATTN_CUDA_CHECK(cudaMemcpy(static_cast<char*>(pool.get()) + page * page_bytes,
+                                    static_cast<const char*>(src) + b * seq_bytes + j * page_bytes, size_t(page_bytes),
+                                    cudaMemcpyDeviceToDevice));
+    }
+  return pool;
+}
+
+// The pools of run's K and V (bytes of `es` per element) and the table of a shuffled layout.
+PagedCopy paged_kv_of(const KvRun& run, int page_size, uint64_t seed, size_t es) {
   const KvCase& c = run.kcase();
-  if (c.int8 || c.interleaved_kv || c.max_len % page_size != 0)
-    throw std::invalid_argument("make_paged_copy: contiguous 16-bit caches of whole pages");
   PagedCopy pc;
   pc.max_pages = c.max_len / page_size;
   pc.layout = reference::make_paged_layout(c.batch(), pc.max_pages, page_size, 3, seed);
-  const size_t es = dtype_size(c.dtype);
-  const int64_t row = int64_t(c.heads_kv) * c.hdim, page_elems = int64_t(page_size) * row;
-  pc.k = DeviceBuffer(size_t(pc.layout.num_pages * page_elems) * es);
-  pc.v = DeviceBuffer(size_t(pc.layout.num_pages * page_elems) * es);
-  fill_nan(pc.k.get(), es, pc.layout.num_pages * page_elems);
-  fill_nan(pc.v.get(), es, pc.layout.num_pages * page_elems);
-  for (int b = 0; b < c.batch(); ++b)
-    for (int j = 0; j < pc.max_pages; ++j) {
-      const int64_t page = pc.layout.table[size_t(b) * pc.max_pages + j];
-      const int64_t from = (int64_t(b) * c.max_len + int64_t(j) * page_size) * row;
-      HOPATTN_CUDA_CHECK(cudaMemcpy(static_cast<char*>(pc.k.get()) + page * page_elems * es,
-                                    static_cast<const char*>(run.args.k_cache.data) + from * es, page_elems * es,
-                                    cudaMemcpyDeviceToDevice));
-      HOPATTN_CUDA_CHECK(cudaMemcpy(static_cast<char*>(pc.v.get()) + page * page_elems * es,
-                                    static_cast<const char*>(run.args.v_cache.data) + from * es, page_elems * es,
-                                    cudaMemcpyDeviceToDevice));
-    }
+  const int64_t row_bytes = int64_t(c.heads_kv) * c.hdim * int64_t(es);
+  pc.k = pool_of(pc.layout, c.batch(), run.args.k_cache.data, page_size * row_bytes, c.max_len * row_bytes);
+  pc.v = pool_of(pc.layout, c.batch(), run.args.v_cache.data, page_size * row_bytes, c.max_len * row_bytes);
   pc.table = DeviceBuffer(std::max<size_t>(pc.layout.table.size(), 1) * sizeof(int32_t));
   HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), pc.layout.table.data(), pc.layout.table.size() * sizeof(int32_t),
                                 cudaMemcpyHostToDevice));
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   return pc;
+}
+
+PagedCopy make_paged_copy(const KvRun& run, int page_size, uint64_t seed) {
+  const KvCase& c = run.kcase();
+  if (c.int8 || c.interleaved_kv || c.max_len % page_size != 0)
+    throw std::invalid_argument("make_paged_copy: contiguous 16-bit caches of whole pages");
+  return paged_kv_of(run, page_size, seed, dtype_size(c.dtype));
 }
 
 // run's arguments over the paged copy.
@@ -1498,6 +1506,15 @@ Status launch_args(const KvCacheArgs& a, const experimental::Overrides& o) {
   return s;
 }
 
+// The caches the paged = contiguous tests run (16-bit as made; the int8 test sets its fields):
+// odd and empty lengths in a 2048-key cache (packed GQA, one query), four queries per sequence
+// with causal rows (MHA), and two long sequences of 32 packed heads.
+std::vector<KvCase> paged_cases(const Config& cfg, uint64_t seed) {
+  return {make(cfg, 1, 8, 2, 2048, {1000, 1, 129, 0, 2048, 777}, false, seed),
+          make(cfg, 4, 8, 8, 1024, {1000, 4, 129, 513}, true, seed + 1),
+          make(cfg, 1, 32, 4, 4096, {4096, 3001}, true, seed + 2)};
+}
+
 // Pages of 16 to 256 tokens in shuffled order give the contiguous cache's O and LSE bit for bit
 // (the same kernel, the same tiles; pages smaller than the key tile are gathered as 16-key boxes):
 // every 16-bit split kernel by name and the default choice,
@@ -1507,9 +1524,7 @@ Status launch_args(const KvCacheArgs& a, const experimental::Overrides& o) {
 TEST_P(KvCacheGpu, PagedCacheMatchesTheContiguousCacheBitForBit) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
-  std::vector<KvCase> cases = {make(cfg, 1, 8, 2, 2048, {1000, 1, 129, 0, 2048, 777}, false, 9500),
-                               make(cfg, 4, 8, 8, 1024, {1000, 4, 129, 513}, true, 9501),
-                               make(cfg, 1, 32, 4, 4096, {4096, 3001}, true, 9502)};
+  std::vector<KvCase> cases = paged_cases(cfg, 9500);
   cases[1].num_splits = 3;
   std::vector<std::string> kernels = {""};
   for (const std::string& k : compiled_kernel_names("decode", cfg.hdim, "kv16_")) kernels.push_back(k);
@@ -1547,32 +1562,12 @@ PagedInt8Copy make_paged_copy_int8(const KvRun& run, int page_size, uint64_t see
   if (!c.int8 || c.max_len % page_size != 0 || page_size % c.quant_block != 0)
     throw std::invalid_argument("make_paged_copy_int8: int8 caches of whole pages of whole scale blocks");
   PagedInt8Copy out;
-  PagedCopy& pc = out.pc;
-  pc.max_pages = c.max_len / page_size;
-  pc.layout = reference::make_paged_layout(c.batch(), pc.max_pages, page_size, 3, seed);
-  const int64_t row = int64_t(c.heads_kv) * c.hdim, pages = pc.layout.num_pages;
-  // (pool, source, bytes of one page, bytes of one sequence in the source): the source is
-  // contiguous per sequence, so page j of sequence b starts j pages into sequence b.
-  auto copy_pages = [&](DeviceBuffer& pool, const void* src, int64_t page_bytes, int64_t seq_bytes) {
-    pool = DeviceBuffer(size_t(pages * page_bytes));
-    HOPATTN_CUDA_CHECK(cudaMemset(pool.get(), 0xff, size_t(pages * page_bytes)));  // NaN floats, -1 int8
-    for (int b = 0; b < c.batch(); ++b)
-      for (int j = 0; j < pc.max_pages; ++j) {
-        const int64_t page = pc.layout.table[size_t(b) * pc.max_pages + j];
-        HOPATTN_CUDA_CHECK(cudaMemcpy(static_cast<char*>(pool.get()) + page * page_bytes,
-                                      static_cast<const char*>(src) + b * seq_bytes + j * page_bytes, size_t(page_bytes),
-                                      cudaMemcpyDeviceToDevice));
-      }
-  };
-  copy_pages(pc.k, run.args.k_cache.data, page_size * row, int64_t(c.max_len) * row);
-  copy_pages(pc.v, run.args.v_cache.data, page_size * row, int64_t(c.max_len) * row);
-  copy_pages(out.k_scale, run.args.k_scale.data, (page_size / c.quant_block) * row * 4,
-             int64_t(c.max_len / c.quant_block) * row * 4);
-  copy_pages(out.v_scale, run.args.v_scale.data, int64_t(page_size) * c.heads_kv * 4,
-             int64_t(c.max_len) * c.heads_kv * 4);
-  pc.table = DeviceBuffer(std::max<size_t>(pc.layout.table.size(), 1) * sizeof(int32_t));
-  HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), pc.layout.table.data(), pc.layout.table.size() * sizeof(int32_t),
-                                cudaMemcpyHostToDevice));
+  out.pc = paged_kv_of(run, page_size, seed, 1);
+  const int64_t row = int64_t(c.heads_kv) * c.hdim;
+  out.k_scale = pool_of(out.pc.layout, c.batch(), run.args.k_scale.data, (page_size / c.quant_block) * row * 4,
+                        int64_t(c.max_len / c.quant_block) * row * 4);
+  out.v_scale = pool_of(out.pc.layout, c.batch(), run.args.v_scale.data, int64_t(page_size) * c.heads_kv * 4,
+                        int64_t(c.max_len) * c.heads_kv * 4);
   return out;
 }
 
@@ -1596,9 +1591,7 @@ KvCacheArgs paged_int8_args_of(const KvRun& run, const PagedInt8Copy& p, int pag
 TEST_P(KvCacheGpu, Int8PagedCacheMatchesTheContiguousCacheBitForBit) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
-  std::vector<KvCase> cases = {make(cfg, 1, 8, 2, 2048, {1000, 1, 129, 0, 2048, 777}, false, 9900),
-                               make(cfg, 4, 8, 8, 1024, {1000, 4, 129, 513}, true, 9901),
-                               make(cfg, 1, 32, 4, 4096, {4096, 3001}, true, 9902)};
+  std::vector<KvCase> cases = paged_cases(cfg, 9900);
   cases[0].int8 = true, cases[0].quant_block = 64, cases[0].num_splits = 1;  // 32 tiles a CTA: refills
   cases[1].int8 = true, cases[1].quant_block = 128, cases[1].num_splits = 3, cases[1].tail = true;
   cases[2].int8 = true, cases[2].quant_block = 128, cases[2].tail = true;

@@ -116,6 +116,19 @@ CUTE_DEVICE void record_bad_page(int32_t* error, int b, int id) {
   }
 }
 
+// The loads of a CTA's first min(kStages, n_blocks) key tiles from n_begin: their page ids
+// (page_of(n); 0 unpaged) read together, one memory latency for all, then load(n, stage, page)
+// for each.
+template <int kStages, class PageOf, class Load>
+CUTE_DEVICE void load_first_tiles(int n_begin, int n_blocks, PageOf const& page_of, Load const& load) {
+  int pages[kStages];
+  CUTE_UNROLL
+  for (int i = 0; i < kStages; ++i) pages[i] = i < n_blocks ? page_of(n_begin + i) : 0;
+  CUTE_UNROLL
+  for (int i = 0; i < kStages; ++i)
+    if (i < n_blocks) load(n_begin + i, i, pages[i]);
+}
+
 // A paged cache: whether the page ids of sequence b's keys [first_key, end_key) (end_key >
 // first_key) all lie in the pool. Every one of the CTA's kThreads threads calls it (it ends in
 // __syncthreads_or) and checks a share of the ids; a bad one is recorded (record_bad_page) and

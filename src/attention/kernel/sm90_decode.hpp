@@ -293,14 +293,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
       cutlass::arch::fence_barrier_init();
     }
     __syncthreads();
-    if (is_refill_thread) {  // the first tiles' page ids read together, then their loads issued
-      int first_pages[kStages];
-      CUTE_UNROLL
-      for (int i = 0; i < kStages; ++i) first_pages[i] = i < n_blocks ? page_of(t.n_begin + i) : 0;
-      CUTE_UNROLL
-      for (int i = 0; i < kStages; ++i)
-        if (i < n_blocks) load_kv(t.n_begin + i, i, first_pages[i]);
-    }
+    if (is_refill_thread) load_first_tiles<kStages>(t.n_begin, n_blocks, page_of, load_kv);
     HOPATTN_STAMP(p.stamps, cta, 2);  // barriers initialised, first loads issued
 
     q_regs.store(sQ, threadIdx.x);  // loaded at entry; the first K/V tiles are in flight

@@ -318,14 +318,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       copy(p.tma_k.with(ss.raw_full[stage]), get<0>(tk)(_, tile), get<1>(tk)(_, stage));
       copy(p.tma_v.with(ss.raw_full[stage]), get<0>(tv)(_, tile), get<1>(tv)(_, stage));
     };
-    if (thread == 0) {  // the first tiles' page ids read together, then their loads issued
-      int first_pages[kRawStages];
-      CUTE_UNROLL
-      for (int i = 0; i < kRawStages; ++i) first_pages[i] = i < n_blocks ? tile_page(t.n_begin + i) : 0;
-      CUTE_UNROLL
-      for (int i = 0; i < kRawStages; ++i)
-        if (i < n_blocks) load_raw(t.n_begin + i, i, first_pages[i]);
-    }
+    if (thread == 0) load_first_tiles<kRawStages>(t.n_begin, n_blocks, tile_page, load_raw);
 
     constexpr int kChunks = kHeadDim / 16;                // 16-channel chunks per row
     constexpr int kRowStep = 128 / kChunks;               // rows between a thread's chunks
