@@ -636,15 +636,18 @@ def gemm(a, b, c=None, alpha=1.0, beta=0.0, out=None, out_dtype=None, variant="a
 
 
 def kvcache_workspace_size(q, k_cache, v_cache, cache_seqlens, causal=False, num_splits=0, pack_gqa=None,
-                           k_scale=None, v_scale=None, k_tail=None, v_tail=None, out=None, page_table=None) -> int:
-    """Bytes of workspace flash_attn_with_kvcache needs for these arguments (0: none)."""
+                           k_scale=None, v_scale=None, k_tail=None, v_tail=None, out=None, page_table=None,
+                           window_size=_NO_WINDOW, softcap=0.0, sinks=None) -> int:
+    """Bytes of workspace flash_attn_with_kvcache needs for these arguments (0: none); give the same
+    window_size, softcap and sinks as the call (a window changes how the keys are split)."""
+    left, right = (-1, -1) if window_size is _NO_WINDOW else _window(window_size)
     keep = []
     if out is None:  # the checks want a real output (it must not overlap the inputs)
         if not is_torch(q):
             _need_torch("q", "out=")
         out = _torch().empty_like(q)
     buf = _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, None, num_splits, pack_gqa, k_scale, v_scale,
-                        k_tail, v_tail, out, None, page_table, 0, 0, keep)
+                        k_tail, v_tail, out, None, page_table, left, right, softcap, sinks, 0, 0, keep)
     return _workspace_size(buf, None)
 
 

@@ -541,6 +541,18 @@ class TestKvCacheArguments(unittest.TestCase):
         self.assertEqual((a.sinks.data, a.sinks.dtype, a.sinks.rank, a.sinks.shape[0], a.sinks.stride[0]),
                          (0x60000000, _lib.FP32, 1, 32, 1))
         self.assertEqual(a.causal, 0)
+        # kvcache_workspace_size takes the call's options and packs them as the call does (it once
+        # failed with a TypeError for every caller: seen on the device by bench/fa3_kvcache.py).
+        for options in (dict(), dict(window_size=(64, 7), softcap=30.0, sinks=sinks), dict(window_size=(None, 3))):
+            seen.clear()
+            hopattn.kvcache_workspace_size(self.q, self.kc, self.vc, seqlens, causal=True, out=self.out, **options)
+            self.assertEqual(len(seen), 1)
+            got = seen[0]
+            want = packed(True, **options)
+            for f in ("window", "window_left", "window_right", "softcap", "causal", "num_splits"):
+                self.assertEqual(getattr(got, f), getattr(want, f), f"{f} with {options}")
+            self.assertEqual(got.sinks.data, want.sinks.data, f"sinks with {options}")
+        self.assertEqual((got.window, got.window_left, got.window_right), (1, -1, 0))  # (None, 3), causal
 
     def test_page_table_reaches_the_library(self):
         # A paged call's arguments as the C ABI sees them: the pool (num_pages, page_size, ...) and
