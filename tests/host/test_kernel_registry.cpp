@@ -111,13 +111,14 @@ TEST(DecodeRegistry, DefaultsCoverEveryCall) {
     for (int hdim : {64, 128, 256})
       for (int sms : {1, 78, 114, 132})
         for (int64_t rows : {1, 2, 8, 9, 16, 17, 64, 65, 128, 1000, 100000})
-          for (int64_t tiles : {1, 2, 32, 33, 77, 131, 132, 197, 198, 199, 395, 396, 397, 10000, 1 << 30}) {
-            const DecodeDefaultRule* r = decode_default_rule(cache, hdim, rows, tiles, sms);
-            ASSERT_NE(r, nullptr) << "no default for cache " << int(cache) << " hdim " << hdim << " rows " << rows
-                                  << " tiles " << tiles << " sms " << sms;
-            ASSERT_GE(decode_kernel_index(r->kernel, cache, hdim), 0) << r->kernel << " at hdim " << hdim;
-            used.insert(std::string(r->kernel) + ":" + std::to_string(hdim));
-          }
+          for (int64_t tiles : {1, 2, 32, 33, 77, 131, 132, 197, 198, 199, 395, 396, 397, 10000, 1 << 30})
+            for (int page : {0, 16, 32, 64, 128, 256}) {  // 0: a contiguous cache
+              const DecodeDefaultRule* r = decode_default_rule(cache, hdim, rows, tiles, sms, page);
+              ASSERT_NE(r, nullptr) << "no default for cache " << int(cache) << " hdim " << hdim << " rows " << rows
+                                    << " tiles " << tiles << " sms " << sms << " page " << page;
+              ASSERT_GE(decode_kernel_index(r->kernel, cache, hdim), 0) << r->kernel << " at hdim " << hdim;
+              used.insert(std::string(r->kernel) + ":" + std::to_string(hdim));
+            }
   // Every (kernel, head dim) compiled is the default of some call: no instance for nothing.
   for (int i = 0; i < kDecodeKernelCount; ++i)
     for (int hdim : {64, 128, 256})
@@ -125,6 +126,22 @@ TEST(DecodeRegistry, DefaultsCoverEveryCall) {
         EXPECT_TRUE(used.count(std::string(kDecodeKernels[i].name) + ":" + std::to_string(hdim)))
             << kDecodeKernels[i].name << " is compiled at hdim " << hdim << " but no default runs it there";
       }
+}
+
+// A page-size row applies to paged caches with smaller pages only: contiguous caches and pages of
+// at least its bound get the rows below it.
+TEST(DecodeRegistry, SmallPagesOfA16BitCacheTakeTheKernelWhoseTileFitsAPage) {
+  for (int64_t tiles : {8, 64, 128}) {
+    for (int page : {16, 32, 64})
+      EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 128, tiles, 132, page)->kernel, "kv16_split_2cta")
+          << "page " << page << " tiles " << tiles;
+    for (int page : {0, 128, 256})
+      EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 128, tiles, 132, page)->kernel, "kv16_split_1cta")
+          << "page " << page << " tiles " << tiles;
+  }
+  // hdim 64 and 256: no kernel with a smaller key tile than the one-CTA kernel's; the row is not theirs.
+  EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 64, 128, 8, 132, 16)->kernel, "kv16_split_1cta");
+  EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 256, 128, 8, 132, 16)->kernel, "kv16_split_1cta");
 }
 
 TEST(DecodeRegistry, IdsAreUniquePerCacheType) {

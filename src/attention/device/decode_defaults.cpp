@@ -1,8 +1,9 @@
 // The decode defaults table: which split kernel runs a KV-cache call, from the cache type, the
-// head dim, the packed query rows and how many tiles the call has per SM. Same-run measurements
-// on the H200 chose every row (evidence column; docs/decode.md has the runs and what each row
-// beat). tests/host/test_kernel_registry.cpp checks that every row names a registered kernel of
-// its cache type and head dims, and that the table covers every call.
+// head dim, the packed query rows, how many tiles the call has per SM and a paged cache's page
+// size. Same-run measurements chose every row (on the H200 unless the row says otherwise;
+// evidence column; docs/decode.md has the runs and what each row beat).
+// tests/host/test_kernel_registry.cpp checks that every row names a registered kernel of its cache
+// type and head dims, and that the table covers every call.
 #include <iterator>
 #include <string>
 
@@ -29,6 +30,12 @@ constexpr DecodeDefaultRule kRules[] = {
   // (2026-11-30 r1: 6-16 % faster at 64 tiles and more, 25 % slower at 8), hdim 256 one CTA.
   {DecodeCache::kInt8, kHd64 | kHd128, 1, kMaxRows, 0.25, "kv8_wgmma_1c_2cta", "r1 (2026-11-30)"},
   {DecodeCache::kInt8, kHd64 | kHd128 | kHd256, 1, kMaxRows, 0.0, "kv8_wgmma_1c_1cta", "r1 (2026-11-30)"},
+  // 16-bit, hdim 128, pages of fewer than 128 keys: the 64-key tiles of kv16_split_2cta (a page of
+  // 64 holds a whole tile; pages of 16 and 32 take 4 boxes a tile, not 8). 2026-12-06 e3 (H100,
+  // 64:8, q_len 16): kv16_split_1cta reads such pages at 0.64x its contiguous cache (8 x 8k p16
+  // and p64, 16 x 32k too), kv16_split_2cta at 0.86x (p16) and 0.97-1.03x (p64) of the contiguous
+  // default.
+  {DecodeCache::k16Bit, kHd128, 1, kMaxRows, 0.0, "kv16_split_2cta", "H100 e3 (2026-12-06): q16 p16 0.86, p64 0.97", 128},
   // 16-bit: two CTAs per SM once there are tiles for 1.5 waves of one CTA per SM.
   {DecodeCache::k16Bit, kHd64 | kHd128, 1, kMaxRows, 1.5, "kv16_split_2cta", "docs/decode.md"},
   {DecodeCache::k16Bit, kHd64 | kHd128 | kHd256, 1, kMaxRows, 0.0, "kv16_split_1cta", "docs/decode.md"},
@@ -42,11 +49,13 @@ const DecodeDefaultRule* decode_default_rules(int* count) {
   return kRules;
 }
 
-const DecodeDefaultRule* decode_default_rule(DecodeCache cache, int hdim, int64_t rows, int64_t tiles, int sms) {
+const DecodeDefaultRule* decode_default_rule(DecodeCache cache, int hdim, int64_t rows, int64_t tiles, int sms,
+                                             int page_size) {
   const unsigned bit = decode_hdim_bit(hdim);
   for (const DecodeDefaultRule& r : kRules)
     if (r.cache == cache && (r.hdims & bit) != 0 && rows >= r.rows_min && rows <= r.rows_max &&
-        double(tiles) >= r.min_tiles_per_sm * double(sms))
+        double(tiles) >= r.min_tiles_per_sm * double(sms) &&
+        (r.pages_below == 0 || (page_size > 0 && page_size < r.pages_below)))
       return &r;
   return nullptr;
 }

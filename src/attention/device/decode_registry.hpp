@@ -78,9 +78,14 @@ struct DecodeDefaultRule {
   double min_tiles_per_sm;
   const char* kernel;
   const char* evidence;
+  // > 0: the row is only for paged caches whose pages hold fewer keys than this (a kernel whose key
+  // tile fits such a page, so that TMA loads whole tiles instead of gathering 16-key boxes).
+  int pages_below = 0;
 };
 
 const DecodeDefaultRule* decode_default_rules(int* count);
-const DecodeDefaultRule* decode_default_rule(DecodeCache cache, int hdim, int64_t rows, int64_t tiles, int sms);
+// page_size: a paged cache's tokens per page, 0 for a contiguous cache.
+const DecodeDefaultRule* decode_default_rule(DecodeCache cache, int hdim, int64_t rows, int64_t tiles, int sms,
+                                             int page_size = 0);
 
 }  // namespace hopattn::attention

@@ -266,7 +266,8 @@ int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sm
   const int hdim = int(a.q.shape[3]);
   std::string name = o.decode_kernel;
   if (name.empty()) {
-    const attention::DecodeDefaultRule* r = attention::decode_default_rule(cache, hdim, rows, tiles, sms);
+    const int page_size = is_paged(a) ? int(a.k_cache.shape[1]) : 0;
+    const attention::DecodeDefaultRule* r = attention::decode_default_rule(cache, hdim, rows, tiles, sms, page_size);
     if (r == nullptr) {
       *why = cat("kvcache attention: the defaults table has no row for ", is_int8(a) ? "an int8" : "a 16-bit",
                  " cache at hdim ", hdim, ", ", rows, " rows, ", tiles, " tiles");
