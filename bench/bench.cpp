@@ -205,6 +205,7 @@ std::string bench_usage() {
          "reason instead of a time. --quick: heads 32:8, caches 1:8192 and 8:8192, qlen 1 (flags given\n"
          "explicitly win). --kernels: decode kernels by name (kv16_* for 16-bit caches, kv8_* for int8;\n"
          "NAME+combine_pdl=0: the split-KV combine launched plainly, not as a programmatic dependent;\n"
+         "NAME+split_pdl=0: the 16-bit split kernel likewise (the two may be combined: +a=0+b=0);\n"
          "a name of the other cache type is skipped). --splits: KvCacheArgs::num_splits values timed (0:\n"
          "the heuristic; others forced, capped at one split per 128 keys; rows hopattn[:NAME]:sK). --rounds N: as for attention\n"
          "(every row and the cell's cuDNN row timed N times in rotating order; medians). --int8-tail: each\n"

@@ -289,6 +289,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               bool tail = false;  // int8 with 16-bit tail blocks (--int8-tail)
               int page = 0;       // > 0: the cache as a pool of such pages (--page-sizes)
               bool combine_pdl = true;  // NAME+combine_pdl=0: the combine launched plainly
+              bool split_pdl = true;    // NAME+split_pdl=0: the 16-bit split kernel launched plainly
               int window = -1;    // >= 0: a sliding window of that many keys before each query (--window)
               int dense = -1;     // a windowed row: the index of the same row without the window
               DeviceBuffer table; // its page table (batch, len / page), a shuffled permutation
@@ -331,12 +332,21 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             const attention::DecodeCache cache = int8 ? attention::DecodeCache::kInt8 : attention::DecodeCache::k16Bit;
             const attention::DecodeCache other = int8 ? attention::DecodeCache::k16Bit : attention::DecodeCache::kInt8;
             for (const std::string& entry_name : opt.kernels) {
-              // NAME[+combine_pdl=0|1]: the row's own experiment (Overrides::decode_combine_pdl).
+              // NAME[+combine_pdl=0|1][+split_pdl=0|1]: the row's own experiments
+              // (Overrides::decode_combine_pdl, decode_split_pdl).
               const size_t plus = entry_name.find('+');
-              const std::string name = entry_name.substr(0, plus), extra = plus == std::string::npos ? "" : entry_name.substr(plus);
-              if (!extra.empty() && extra != "+combine_pdl=0" && extra != "+combine_pdl=1")
-                throw std::invalid_argument("--kernels: '" + entry_name + "': decode rows take only +combine_pdl=0|1");
-              const bool combine_pdl = extra != "+combine_pdl=0";
+              const std::string name = entry_name.substr(0, plus);
+              bool combine_pdl = true, split_pdl = true;
+              for (size_t at = plus; at != std::string::npos;) {
+                const size_t next = entry_name.find('+', at + 1);
+                const std::string kv = entry_name.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+                if (kv == "combine_pdl=0" || kv == "combine_pdl=1") combine_pdl = kv.back() == '1';
+                else if (kv == "split_pdl=0" || kv == "split_pdl=1") split_pdl = kv.back() == '1';
+                else
+                  throw std::invalid_argument("--kernels: '" + entry_name +
+                                              "': decode rows take only +combine_pdl=0|1 and +split_pdl=0|1");
+                at = next;
+              }
               const std::string kernel = name == "default" ? "" : name;
               // A kernel of the other cache type does not apply to this cell: no row.
               if (!kernel.empty() && attention::decode_kernel_index(kernel, cache, hdim) < 0 &&
@@ -351,9 +361,10 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 Entry e;
                 e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) +
                          (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "") +
-                         (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl") +
+                         (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl") + (split_pdl ? "" : ":nosplitpdl") +
                          (windowed ? ":w" + std::to_string(opt.decode_window) : "");
                 e.kernel = kernel, e.splits = splits, e.tail = tail != 0, e.page = page, e.combine_pdl = combine_pdl;
+                e.split_pdl = split_pdl;
                 if (windowed) e.window = opt.decode_window, e.dense = int(entries.size()) - 1;  // the row just before
                 if (page > 0 && alloc_error.empty()) {  // every page of the pool in some sequence, shuffled
                   std::vector<int32_t> ids(size_t(batch) * (len / page));
@@ -367,6 +378,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 experimental::Overrides overrides;
                 overrides.decode_kernel = kernel;
                 overrides.decode_combine_pdl = combine_pdl;
+                overrides.decode_split_pdl = split_pdl;
                 set_tail(e.tail);
                 set_window(e.window);  // the plan (splits, workspace) follows the window
                 if (!alloc_error.empty()) {
@@ -417,6 +429,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   experimental::Overrides overrides;
                   overrides.decode_kernel = e.kernel;
                   overrides.decode_combine_pdl = e.combine_pdl;
+                  overrides.decode_split_pdl = e.split_pdl;
                   const KvCacheArgs call = call_of(e);
                   m = measure([&] { return experimental::kvcache_attention(call, stream, overrides); }, stream,
                               opt.target_group_ms);

@@ -284,6 +284,22 @@ def cache_reference(q, k_full, v_full, seqlens, causal, scale):
     return torch.cat(outs)
 
 
+def assert_paged_matches(test, o, op, lse, lsep, page, d, name):
+    """A paged call's O and LSE (op, lsep) against the contiguous call's (o, lse): bit for bit where
+    the default runs the same kernel and tiles; pages of fewer than 128 tokens at hdim 128 run
+    kv16_split_2cta (decode_defaults.cpp: its 64-key tiles fit a page), whose sums run in another
+    order than the contiguous default's: equal within rounding there (the C++ tests compare each
+    kernel's paged and contiguous results bit for bit)."""
+    if page < 128 and d == 128:
+        torch.testing.assert_close(op, o, atol=2e-3, rtol=1e-2, equal_nan=True, msg=f"{name}: O")
+        if lse is not None:
+            torch.testing.assert_close(lsep, lse, atol=1e-4, rtol=1e-5, equal_nan=True, msg=f"{name}: LSE")
+    else:
+        test.assertTrue(torch.equal(o, op), f"{name}: O")
+        if lse is not None:
+            test.assertTrue(torch.equal(lse, lsep), f"{name}: LSE")
+
+
 def to_pool(x, ids, rows, spare=2, fill=-1):
     """x (batch, positions, ...) as a pool of len(ids) + spare pages of `rows` positions, page
     ids[j] holding x's j-th `rows` positions (row-major over the batch); the spare pages `fill`."""
@@ -411,7 +427,8 @@ class TestKvCache(unittest.TestCase):
 
     def test_paged_cache_equals_the_contiguous_cache(self):
         # FlashAttention-3's page_table: the same keys in shuffled pages give the contiguous call's
-        # O and LSE bit for bit (the same kernel and tiles); torch.compile takes the argument too.
+        # O and LSE (bit for bit where the default runs the same kernel: assert_paged_matches);
+        # torch.compile takes the argument too.
         torch.manual_seed(3)
         b, n, hq, hkv, d = 3, 2048, 16, 2, 128
         for page in (16, 32, 64, 128, 256):
@@ -428,12 +445,14 @@ class TestKvCache(unittest.TestCase):
                 op, lsep = hopattn.flash_attn_with_kvcache(q, k_pool, v_pool, seqlens, causal=causal, return_lse=True,
                                                            page_table=table)
                 torch.cuda.synchronize()
-                self.assertTrue(torch.equal(o, op), f"page {page} causal {causal}: O")
-                self.assertTrue(torch.equal(lse, lsep), f"page {page} causal {causal}: LSE")
+                assert_paged_matches(self, o, op, lse, lsep, page, d, f"page {page} causal {causal}")
             compiled = torch.compile(lambda q_, kp, vp, sl, pt: hopattn.flash_attn_with_kvcache(q_, kp, vp, sl, page_table=pt),
                                      fullgraph=True)
             self.assertTrue(torch.equal(compiled(q, k_pool, v_pool, seqlens, table),
-                                        hopattn.flash_attn_with_kvcache(q, k, v, seqlens)), f"page {page}: compiled")
+                                        hopattn.flash_attn_with_kvcache(q, k_pool, v_pool, seqlens, page_table=table)),
+                            f"page {page}: compiled")
+            assert_paged_matches(self, hopattn.flash_attn_with_kvcache(q, k, v, seqlens),
+                                 compiled(q, k_pool, v_pool, seqlens, table), None, None, page, d, f"page {page}: compiled")
         hopattn.kvcache_device_check()
         with self.assertRaises(ValueError):  # pages of 8 tokens: not a page size (16 to 256)
             small = torch.zeros(b * 32, 8, hkv, d, device="cuda", dtype=torch.bfloat16)
@@ -517,7 +536,7 @@ class TestKvCacheOptions(unittest.TestCase):
         hopattn.kvcache_device_check()
 
     def test_paged_cache_with_options(self):
-        """Pages of 16 and 128 tokens: the options as on the contiguous cache (bit for bit), the ids
+        """Pages of 16 and 128 tokens: the options as on the contiguous cache (assert_paged_matches), the ids
         of pages wholly before every row's window outside the pool and never used (no record)."""
         torch.manual_seed(22)
         b, n, hq, hkv, d = 3, 2048, 16, 2, 128
@@ -545,8 +564,7 @@ class TestKvCacheOptions(unittest.TestCase):
                                                            page_table=bad)
                 torch.cuda.synchronize()
                 hopattn.kvcache_device_check()  # raises if a bad id was used
-                self.assertTrue(torch.equal(o, op), f"{name}: O")
-                self.assertTrue(torch.equal(lse, lsep), f"{name}: LSE")
+                assert_paged_matches(self, o, op, lse, lsep, page, d, name)
                 self.check(name, q, k, v, seqlens, causal, window, 20.0, sinks, num_splits=splits)
 
     def test_compile_and_cuda_graph_with_options(self):
@@ -661,7 +679,7 @@ class TestAppend(unittest.TestCase):
                 o_c = hopattn.flash_attn_with_kvcache(q, kc, vc, len_c, k=k1, v=v1, causal=True)
                 o_p = hopattn.flash_attn_with_kvcache(q, k_pool, v_pool, len_c, k=k1, v=v1, causal=True,
                                                       page_table=table)
-                self.assertTrue(torch.equal(o_c, o_p), f"{dtype} page {page}: attention after the append")
+                assert_paged_matches(self, o_c, o_p, None, None, page, d, f"{dtype} page {page}: attention after the append")
             # A bad id among sequence 2's new rows (positions 333..353: page 333 // 128 = 2).
             bad = table.clone()
             bad[2, 2] = -5

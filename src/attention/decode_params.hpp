@@ -110,6 +110,10 @@ struct DecodeParams {
   // The combine launched as a programmatic dependent of the kernel before it (its launch and
   // index math overlap that kernel's last CTAs; griddepcontrol.wait before it reads a partial).
   bool combine_pdl = true;
+  // The 16-bit split kernel launched as a programmatic dependent of whatever ran before it on the
+  // stream (its launch, descriptor prefetch and shared-memory setup overlap that kernel's tail;
+  // griddepcontrol.wait before its first global read or write).
+  bool split_pdl = true;
 };
 
 inline int decode_partial_slots(const DecodeParams& p) {

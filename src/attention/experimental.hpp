@@ -25,6 +25,7 @@ struct Overrides {
   // Attention over a KV cache.
   std::string decode_kernel;  // a registry name; empty: the defaults table
   bool decode_combine_pdl = true;  // the split-KV combine a programmatic dependent of the kernel before it
+  bool decode_split_pdl = true;    // the 16-bit split kernel a programmatic dependent of the kernel before it
 };
 
 // The public calls with overrides. With Overrides{} they are the public calls.

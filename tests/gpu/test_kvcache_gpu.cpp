@@ -34,6 +34,8 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <ostream>
 #include <random>
@@ -1500,6 +1502,16 @@ KvCacheArgs paged_args_of(const KvRun& run, const PagedCopy& pc, int page_size) 
   return a;
 }
 
+// The kernel the library runs for `c` (its own when it names one) over a cache of `page`-token
+// pages: small pages may take another kernel than the contiguous cache's (decode_defaults.cpp),
+// and then the contiguous cache run by that kernel is the one a paged call matches bit for bit.
+std::string paged_kernel(const KvCase& c, int page) {
+  if (!c.kernel.empty()) return c.kernel;
+  KvRun probe(c);
+  const PagedCopy pc = make_paged_copy(probe, page, 1);
+  return experimental::plan_kvcache_attention(paged_args_of(probe, pc, page), sm_count(), probe.overrides).kernel;
+}
+
 Status launch_args(const KvCacheArgs& a, const experimental::Overrides& o) {
   const Status s = experimental::kvcache_attention(a, nullptr, o);
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
@@ -1517,7 +1529,8 @@ std::vector<KvCase> paged_cases(const Config& cfg, uint64_t seed) {
 
 // Pages of 16 to 256 tokens in shuffled order give the contiguous cache's O and LSE bit for bit
 // (the same kernel, the same tiles; pages smaller than the key tile are gathered as 16-key boxes):
-// every 16-bit split kernel by name and the default choice,
+// every 16-bit split kernel by name and the default choice (against the contiguous cache run by
+// the kernel the paged default picks: paged_kernel),
 // odd and empty lengths, stale rows past each length, causal and not, packed GQA and MHA, one
 // query and several, forced splits. The contiguous result itself is checked against the float64
 // reference first.
@@ -1536,16 +1549,30 @@ TEST_P(KvCacheGpu, PagedCacheMatchesTheContiguousCacheBitForBit) {
       const CaseResult r = run_case(run, references_of(run));
       print_result(c, r);
       ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
-      const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+      const std::vector<uint8_t> run_o = run.o_bytes(), run_lse = run.lse_bytes();
       for (int page : {16, 32, 64, 128, 256}) {
-        const PagedCopy pc = make_paged_copy(run, page, seed++);
-        const KvCacheArgs a = paged_args_of(run, pc, page);
-        run.poison(nullptr);
+        // The default over pages may run another kernel: then the contiguous cache run by it (its
+        // workspace sized for that plan) is the one to match, and the paged call still takes the default.
+        std::unique_ptr<KvRun> other;
+        const std::string pk = paged_kernel(c, page);
+        if (kernel.empty() && pk != run.plan().kernel) {
+          KvCase c2 = c;
+          c2.kernel = pk;
+          other = std::make_unique<KvRun>(c2);
+          const CaseResult r2 = run_case(*other, references_of(*other));
+          ASSERT_TRUE(r2.pass) << c2.to_string() << ": " << r2.message;
+        }
+        KvRun& base = other ? *other : run;
+        const std::vector<uint8_t> o0 = other ? base.o_bytes() : run_o, lse0 = other ? base.lse_bytes() : run_lse;
+        const PagedCopy pc = make_paged_copy(base, page, seed++);
+        const KvCacheArgs a = paged_args_of(base, pc, page);
+        base.poison(nullptr);
         const Status s = launch_args(a, run.overrides);
         ASSERT_TRUE(s.ok()) << c.to_string() << " page " << page << ": " << s.to_string();
         EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << c.to_string() << " page " << page;
-        EXPECT_TRUE(run.o_bytes() == o0) << c.to_string() << " page " << page << ": O differs from the contiguous cache's";
-        EXPECT_TRUE(run.lse_bytes() == lse0) << c.to_string() << " page " << page << ": LSE differs";
+        EXPECT_TRUE(base.o_bytes() == o0) << c.to_string() << " page " << page << " (" << pk
+                                          << "): O differs from the contiguous cache's";
+        EXPECT_TRUE(base.lse_bytes() == lse0) << c.to_string() << " page " << page << " (" << pk << "): LSE differs";
       }
     }
 }
@@ -1676,6 +1703,7 @@ TEST_P(KvCacheGpu, BadPageIdsGiveNaNAndAreReported) {
     SCOPED_TRACE("page " + std::to_string(page));
     KvCase c = make(cfg, 1, 8, 2, 1024, {700, 500, 900}, false, 9700 + uint64_t(splits));
     c.num_splits = splits;
+    c.kernel = paged_kernel(c, page);  // the contiguous cache run by the kernel the paged default runs
     KvRun run(c);
     run.poison(nullptr);
     ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK);
@@ -1858,14 +1886,28 @@ TEST_P(KvCacheGpu, OptionsOnPagedCachesMatchTheContiguousCache) {
   };
   uint64_t seed = 32000;
   for (const auto& k : cases) {
-    KvCase c = with_options(make(cfg, k.sq, 8, 2, 1024, {1000, 300, 17}, k.o.causal, seed++), k.o);
-    c.num_splits = k.splits;
-    KvRun run(c);
-    const CaseResult r = run_case(run, references_of(run));
-    print_result(c, r);
-    ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
-    const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+    KvCase c0 = with_options(make(cfg, k.sq, 8, 2, 1024, {1000, 300, 17}, k.o.causal, seed++), k.o);
+    c0.num_splits = k.splits;
+    // One contiguous run per kernel the paged default takes (paged_kernel: small pages may take another).
+    struct Contiguous {
+      std::unique_ptr<KvRun> run;
+      std::vector<uint8_t> o, lse;  // its result, before any paged call reuses its outputs
+    };
+    std::map<std::string, Contiguous> runs;
     for (int page : {16, 32, 64, 128, 256}) {
+      KvCase c = c0;
+      c.kernel = paged_kernel(c0, page);
+      Contiguous& slot = runs[c.kernel];
+      if (!slot.run) {
+        slot.run = std::make_unique<KvRun>(c);
+        const CaseResult r = run_case(*slot.run, references_of(*slot.run));
+        print_result(c, r);
+        ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+        slot.o = slot.run->o_bytes(), slot.lse = slot.run->lse_bytes();
+      }
+      KvRun& run = *slot.run;
+      const std::vector<uint8_t>& o0 = slot.o;
+      const std::vector<uint8_t>& lse0 = slot.lse;
       PagedCopy pc = make_paged_copy(run, page, seed++);
       std::vector<int32_t> table = pc.layout.table;
       int bad = 0;

@@ -532,6 +532,7 @@ Status experimental::kvcache_attention(const KvCacheArgs& a, Stream stream, cons
   if (a.k_cache.shape[1] > INT32_MAX) return Status::unsupported("k_cache: max_seqlen_k must be < 2^31");
   attention::DecodeParams p = make_decode_params(a, plan, kernel);
   p.combine_pdl = o.decode_combine_pdl;
+  p.split_pdl = o.decode_split_pdl;
   if (Status s = attention::decode_error_record(&p.error); !s.ok()) return s;
   return attention::run_decode(p, stream);
 }

@@ -120,7 +120,8 @@ Status launch_decode_combine(const DecodeParams& dp, Stream stream) {
 }
 
 template <class Traits, class Kernel>
-Status launch_decode_kernel(Kernel kernel, const typename Traits::Params& p, const DecodeGrid& g, Stream stream) {
+Status launch_decode_kernel(Kernel kernel, const typename Traits::Params& p, const DecodeGrid& g, Stream stream,
+                            bool pdl = false) {
   int device = 0, smem_optin = 0;
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
@@ -132,8 +133,18 @@ Status launch_decode_kernel(Kernel kernel, const typename Traits::Params& p, con
   // All of the SM's shared memory carve-out: two kv16_split_2cta CTAs need all of it on an H100/H200.
   HOPATTN_RETURN_IF_CUDA_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  kernel<<<g.grid, Traits::kThreads, Traits::kSharedBytes, stream>>>(p);
-  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  // pdl: a programmatic dependent of the kernel before it on the stream (the kernel must execute
+  // griddepcontrol.wait before it reads or writes global memory; decode_kernel does).
+  cudaLaunchConfig_t config{};
+  config.gridDim = g.grid;
+  config.blockDim = dim3(Traits::kThreads);
+  config.dynamicSmemBytes = Traits::kSharedBytes;
+  config.stream = static_cast<cudaStream_t>(stream);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  if (pdl) config.attrs = &attribute, config.numAttrs = 1;
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, kernel, p));
   return Status();
 }
 
@@ -184,7 +195,7 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
     else
       return launch_decode_kernel<Traits>(&decode_int8_kernel<Traits>, p, g, stream);
   } else {
-    return launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream);
+    return launch_decode_kernel<Traits>(&decode_kernel<Traits>, p, g, stream, dp.split_pdl);
   }
 }
 

@@ -191,6 +191,10 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
     cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
   }
   DecodeTile t = DecodeTile::make_rows<typename Traits::Params, kBlockM>(p);
+  // Launched as a programmatic dependent (DecodeParams::split_pdl): the launch and the lines above
+  // overlap the kernel before it; nothing in global memory is read or written before that kernel
+  // is done (a no-op on a plain launch).
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   const int len = p.cache_seqlens[t.b];  // issued first, used after the Q loads are issued
   QRegisters<Traits> q_regs;
   q_regs.load(p, t, threadIdx.x);

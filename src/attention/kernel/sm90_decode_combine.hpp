@@ -55,6 +55,9 @@ __global__ void __launch_bounds__(32 * kCombineWarps) decode_combine_kernel(cons
   // Launched as a programmatic dependent (DecodeParams::combine_pdl): nothing the kernels before
   // wrote is read before they are done (a no-op on a plain launch).
   asm volatile("griddepcontrol.wait;" ::: "memory");
+  // The next kernel (the next call's split kernel, a programmatic dependent) may launch now: its
+  // own griddepcontrol.wait holds its loads and stores until this grid is done.
+  asm volatile("griddepcontrol.launch_dependents;");
   const int s = int(row % p.seqlen_q);
   const int h = int((row / p.seqlen_q) % p.heads_q);
   const int b = int(row / (int64_t(p.seqlen_q) * p.heads_q));
