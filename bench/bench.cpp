@@ -196,6 +196,7 @@ std::string bench_usage() {
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
          "                     [--kv-dtype bf16,int8] [--kernels default,NAME,...] [--splits 0,2,16] [--hdim 128]\n"
          "                     [--no-ceilings] [--rounds 1] [--int8-tail] [--page-sizes 0] [--window L]\n"
+         "                     [--isolated]\n"
          "Attention over a KV cache (hopattn_kvcache_attention, causal, every cache full, default\n"
          "heuristics) vs cuDNN SDPA at the same shape and 16-bit dtype, with the device-copy ceiling\n"
          "(TB/s; not with --no-ceilings).\n"
@@ -218,6 +219,9 @@ std::string bench_usage() {
          "query (KvCacheArgs::window, window_left L; rows <impl>:wL, whose note gives their time over the\n"
          "same row without the window: the tiles outside the window are skipped, not masked; their\n"
          "TFLOP/s and TB/s count the window's keys: len -> min(len, L + 1) per row, min(len, L + qlen) read).\n"
+         "--isolated: each row's note also gives the time per call when every call in the graph is followed\n"
+         "by a 4-byte memset (a plain dependency no programmatic launch crosses, as the other kernels of a\n"
+         "model step are), the memsets' own time subtracted: a call that cannot overlap the next one.\n"
          "Figures: ms per call (CUDA graph replay when capturable, else back to back),\n"
          "TFLOP/s = 4*b*hq*qlen*len*d/t, TB/s = K+V cache bytes (+ scales)/t; docs/decode.md.\n";
 }
@@ -364,6 +368,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--int8-tail") o->int8_tail = true;
       else if (a == "--page-sizes") o->page_sizes = parse_int_list(a, value(), 0, 256);
       else if (a == "--window") o->decode_window = int(cli::parse_int(a, value(), 0, INT32_MAX));
+      else if (a == "--isolated") o->decode_isolated = true;
       else if (a == "--splits") {
         o->splits = parse_int_list(a, value(), 0, 128);  // 0: the heuristic
       }
@@ -399,7 +404,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       check_decode_options(*o);
     } else {
       for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--splits", "--int8-tail", "--page-sizes",
-                            "--window"})
+                            "--window", "--isolated"})
         if (was_given(f)) throw std::invalid_argument(std::string(f) + " applies to --op decode only");
       const bool varlen = !o->varlen_lens.empty();
       if (varlen) {  // the packed batch replaces the grid and its seqlens

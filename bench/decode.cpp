@@ -77,6 +77,7 @@ struct Measured {
   std::string error;     // non-empty: the first call failed and nothing was timed
   double b2b_ms = 0;     // back to back (time_launches)
   double graph_ms = 0;   // CUDA graph of kGraphCalls calls, per call; 0: not capturable
+  double isolated_ms = 0;  // --isolated: the same with a memset after each call, the memsets' time subtracted
   std::string graph_why; // why not
   GpuState state;        // sampled right after the timings (gpu_state.hpp)
   bool ok() const { return error.empty(); }
@@ -84,7 +85,25 @@ struct Measured {
   const char* how() const { return !ok() ? "-" : graph_ms > 0 ? "graph" : "b2b"; }
 };
 
-Measured measure(const std::function<Status()>& call, Stream stream, double target_ms) {
+// --isolated: a 4-byte memset after each call in the graph is a plain dependency, which no
+// programmatic dependent launch crosses: the next call cannot start its kernels (prologue, loads)
+// while this one finishes, as in a model where other kernels run between two attention calls.
+// The memsets alone, in a graph of their own, are subtracted.
+double isolated_graph_ms(const std::function<void()>& launch, Stream stream, double target_ms) {
+  static void* separator = [] {
+    void* p = nullptr;
+    HOPATTN_CUDA_CHECK(cudaMalloc(&p, 256));
+    return p;
+  }();
+  const auto sep = [&] { HOPATTN_CUDA_CHECK(cudaMemsetAsync(separator, 0, 4, static_cast<cudaStream_t>(stream))); };
+  Timing with, alone;
+  std::string why;
+  if (!time_graph([&] { launch(), sep(); }, stream, kGraphCalls, target_ms, &with, &why)) return 0;
+  if (!time_graph(sep, stream, kGraphCalls, target_ms, &alone, &why)) return 0;
+  return std::max(with.median_ms - alone.median_ms, 0.0);
+}
+
+Measured measure(const std::function<Status()>& call, Stream stream, double target_ms, bool isolated = false) {
   Measured m;
   const Status first = call();
   if (!first.ok()) {
@@ -99,6 +118,7 @@ Measured measure(const std::function<Status()>& call, Stream stream, double targ
   m.b2b_ms = time_launches(launch, stream, target_ms).median_ms;
   Timing g;
   if (time_graph(launch, stream, kGraphCalls, target_ms, &g, &m.graph_why)) m.graph_ms = g.median_ms;
+  if (isolated && m.graph_ms > 0) m.isolated_ms = isolated_graph_ms(launch, stream, target_ms);
   int device = 0;
   if (cudaGetDevice(&device) == cudaSuccess) m.state = sample_gpu_state(device);
   return m;
@@ -120,6 +140,7 @@ struct Shape {
 struct DecodeResult {
   Row row;
   std::string how;  // graph, b2b, or "-" when not timed
+  double isolated_ms = 0;  // --isolated
 };
 
 Row decode_row(const std::string& impl, const std::string& cache_dtype, const Shape& s) {
@@ -148,13 +169,14 @@ void set_figures(Row* r, const Measured& m, const Shape& s, hopattn_dtype_t cach
               fmt("%.5g", m.b2b_ms) + " ms";
   else
     r->note = "back to back (CUDA graph capture failed: " + m.graph_why + ")";
+  if (m.isolated_ms > 0) r->note += "; isolated " + fmt("%.5g", m.isolated_ms) + " ms per call (--isolated)";
   const std::string state = describe_gpu_states(&m.state, 1);
   if (!state.empty()) r->note += "; " + state;
 }
 
 void print_decode_table(const std::vector<DecodeResult>& results, double copy_tbps) {
-  std::printf("\n%-6s %-4s %-6s %4s %5s %6s %-5s %-8s %9s %8s %7s %7s %8s %-6s\n", "op", "hdim", "heads", "qlen",
-              "batch", "len", "dtype", "impl", "ms", "TFLOP/s", "TB/s", "vs_copy", "vs_cudnn", "timing");
+  std::printf("\n%-6s %-4s %-6s %4s %5s %6s %-5s %-8s %9s %8s %7s %7s %8s %-6s %s\n", "op", "hdim", "heads", "qlen",
+              "batch", "len", "dtype", "impl", "ms", "TFLOP/s", "TB/s", "vs_copy", "vs_cudnn", "timing", "isolated_ms");
   for (const DecodeResult& d : results) {
     const Row& r = d.row;
     const std::string heads = std::to_string(r.heads_q) + ":" + std::to_string(r.heads_kv);
@@ -166,9 +188,10 @@ void print_decode_table(const std::vector<DecodeResult>& results, double copy_tb
     } else {
       how = r.note.find("not supported") != std::string::npos ? "unsupported" : "failed";
     }
-    std::printf("%-6s %-4d %-6s %4d %5d %6d %-5s %-8s %9s %8s %7s %7s %8s %-6s\n", r.op.c_str(), r.hdim,
+    const std::string iso = d.isolated_ms > 0 ? fmt("%.4f", d.isolated_ms) : "-";
+    std::printf("%-6s %-4d %-6s %4d %5d %6d %-5s %-8s %9s %8s %7s %7s %8s %-6s %s\n", r.op.c_str(), r.hdim,
                 heads.c_str(), r.seqlen_q, r.batch, r.seqlen_k, r.dtype.c_str(), r.impl.c_str(), ms.c_str(),
-                tf.c_str(), tb.c_str(), copy.c_str(), ratio.c_str(), how.c_str());
+                tf.c_str(), tb.c_str(), copy.c_str(), ratio.c_str(), how.c_str(), iso.c_str());
   }
 }
 
@@ -420,7 +443,8 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 if (!e.error.empty()) continue;
                 Measured m;
                 if (e.cudnn) {
-                  m = measure([&] { return cudnn->forward(fa, stream); }, stream, opt.target_group_ms);
+                  m = measure([&] { return cudnn->forward(fa, stream); }, stream, opt.target_group_ms,
+                              opt.decode_isolated);
                 } else {
                   args.num_splits = e.splits;
                   set_tail(e.tail);
@@ -432,7 +456,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   overrides.decode_split_pdl = e.split_pdl;
                   const KvCacheArgs call = call_of(e);
                   m = measure([&] { return experimental::kvcache_attention(call, stream, overrides); }, stream,
-                              opt.target_group_ms);
+                              opt.target_group_ms, opt.decode_isolated);
                 }
                 if (!m.ok()) e.error = m.error;
                 else e.runs.push_back(m);
@@ -489,7 +513,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 auto& f = failures[{e.impl, dtype_name}];
                 if (f.first++ == 0) f.second = mine.error;
               }
-              results.push_back({r, mine.how()});
+              results.push_back({r, mine.how(), mine.isolated_ms});
             }
             if (have_cudnn) {
               Row c = decode_row("cudnn", dtype_name, shape);
@@ -501,7 +525,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 auto& f = failures[{"cudnn", dtype_name}];
                 if (f.first++ == 0) f.second = theirs.error;
               }
-              results.push_back({c, theirs.how()});
+              results.push_back({c, theirs.how(), theirs.isolated_ms});
             }
             // This shape's rows at once on stderr: a run cut short keeps what it measured.
             for (size_t r = first_result; r < results.size(); ++r)
