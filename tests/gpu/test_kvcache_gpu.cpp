@@ -1610,11 +1610,22 @@ KvCacheArgs paged_int8_args_of(const KvRun& run, const PagedInt8Copy& p, int pag
   return a;
 }
 
+// The int8 kernels the paged int8 tests run by name: every kv8_wgmma_* and kv8_mma_* kernel
+// compiled at the head dim (the kv8_mma_* ones at hdim 128 only).
+std::vector<std::string> int8_pool_kernels(int hdim) {
+  std::vector<std::string> out = compiled_kernel_names("decode", hdim, "kv8_wgmma");
+  for (const std::string& k : compiled_kernel_names("decode", hdim, "kv8_mma")) out.push_back(k);
+  return out;
+}
+
 // An int8 pool (pages of 64-256 tokens, the scales paged by the same ids, the 16-bit tails per
 // sequence) gives the contiguous int8 cache's O and LSE bit for bit with the same kernel: every
-// kv8_wgmma_* kernel by name, and the default choice (for a pool never an mma.sync kernel, which
-// does not read pools yet) against the contiguous call with the kernel it picked. Odd and empty
-// lengths, both scale blocks, tails, causal and not, packed GQA and MHA, splits.
+// kv8_wgmma_* and kv8_mma_* kernel by name, and the default choice, which must be the contiguous
+// call's (kernel and splits: the defaults table applies to pools too). Odd and empty lengths,
+// both scale blocks, tails, causal and not, packed GQA and MHA, one query and several (3 packed
+// with a group of 8: the 16-row kernels' CTAs with and without rows g + 8, the swap kernels' three
+// CTAs of 8), unsplit (32 tiles a CTA: every ring refills paged tiles) and split. The contiguous
+// result itself is checked against the float64 reference first.
 TEST_P(KvCacheGpu, Int8PagedCacheMatchesTheContiguousCacheBitForBit) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
@@ -1622,8 +1633,10 @@ TEST_P(KvCacheGpu, Int8PagedCacheMatchesTheContiguousCacheBitForBit) {
   cases[0].int8 = true, cases[0].quant_block = 64, cases[0].num_splits = 1;  // 32 tiles a CTA: refills
   cases[1].int8 = true, cases[1].quant_block = 128, cases[1].num_splits = 3, cases[1].tail = true;
   cases[2].int8 = true, cases[2].quant_block = 128, cases[2].tail = true;
+  cases.push_back(make(cfg, 3, 32, 4, 2048, {2048, 1500, 70}, true, 9904));
+  cases[3].int8 = true, cases[3].quant_block = 64, cases[3].num_splits = 2;
   std::vector<std::string> kernels = {""};
-  for (const std::string& k : compiled_kernel_names("decode", cfg.hdim, "kv8_wgmma")) kernels.push_back(k);
+  for (const std::string& k : int8_pool_kernels(cfg.hdim)) kernels.push_back(k);
   ASSERT_GE(kernels.size(), 2u);
   uint64_t seed = 9950;
   for (KvCase c : cases)
@@ -1633,61 +1646,74 @@ TEST_P(KvCacheGpu, Int8PagedCacheMatchesTheContiguousCacheBitForBit) {
       const CaseResult r = run_case(run, references_of(run));
       print_result(c, r);
       ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+      const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+      const KvCachePlan plan0 = run.plan();
       for (int page : {64, 128, 256}) {
         if (page < c.quant_block) continue;
         const PagedInt8Copy pc = make_paged_copy_int8(run, page, seed++);
         const KvCacheArgs a = paged_int8_args_of(run, pc, page);
         const std::string what = c.to_string() + " kernel '" + kernel + "' page " + std::to_string(page);
-        // The contiguous call with the kernel the paged call runs (the default's pick for a pool,
-        // never an mma.sync kernel), then the paged call.
         const KvCachePlan plan = experimental::plan_kvcache_attention(a, sm_count(), run.overrides);
-        ASSERT_EQ(std::string(plan.kernel).rfind("kv8_wgmma", 0), 0u) << what << ": " << plan.kernel;
-        experimental::Overrides same = run.overrides;
-        same.decode_kernel = plan.kernel;
-        run.poison(nullptr);
-        ASSERT_TRUE(launch_args(run.args, same).ok()) << what;
-        const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+        ASSERT_STREQ(plan.kernel, plan0.kernel) << what << ": the pool's plan runs another kernel";
+        ASSERT_EQ(plan.num_splits, plan0.num_splits) << what;
         run.poison(nullptr);
         const Status s = launch_args(a, run.overrides);
         ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
         EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what;
-        EXPECT_TRUE(run.o_bytes() == o0) << what << ": O differs from the contiguous cache's";
-        EXPECT_TRUE(run.lse_bytes() == lse0) << what << ": LSE differs";
+        EXPECT_TRUE(run.o_bytes() == o0) << what << " (" << plan.kernel << "): O differs from the contiguous cache's";
+        EXPECT_TRUE(run.lse_bytes() == lse0) << what << " (" << plan.kernel << "): LSE differs";
       }
     }
 }
 
-// A bad page id in an int8 pool: the sequence reading it gets NaN rows and the record, the others
-// the contiguous cache's rows bit for bit (kv8_wgmma_1c_1cta, splits 1 and 4).
+// A bad page id in an int8 pool, for every kv8_wgmma_* and kv8_mma_* kernel, unsplit and split 4
+// ways, at q_len 1 and 2: the sequence reading it gets NaN O and LSE rows and the record (which
+// names the id and is then cleared), the others the contiguous cache's rows bit for bit; an id
+// past a sequence's last page is never read.
 TEST_P(KvCacheGpu, Int8PagedBadPageIdsGiveNaNAndAreReported) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
-  for (int splits : {1, 4}) {
-    KvCase c = make(cfg, 1, 8, 2, 1024, {700, 500, 900}, false, 9960 + uint64_t(splits));
-    c.int8 = true, c.quant_block = 64, c.num_splits = splits, c.kernel = "kv8_wgmma_1c_1cta";
-    KvRun run(c);
-    const CaseResult r = run_case(run, references_of(run));
-    ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
-    const std::vector<float> o0 = run.host_o_full();
-    PagedInt8Copy pc = make_paged_copy_int8(run, 64, 9970 + uint64_t(splits));
-    std::vector<int32_t> table = pc.pc.layout.table;
-    table[size_t(1) * pc.pc.max_pages + 5] = pc.pc.layout.num_pages + 7;  // sequence 1 reads keys 320..383
-    table[size_t(0) * pc.pc.max_pages + 14] = -3;                         // sequence 0 (700 keys) never reads 896..
-    HOPATTN_CUDA_CHECK(cudaMemcpy(pc.pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-    run.poison(nullptr);
-    ASSERT_TRUE(launch_args(paged_int8_args_of(run, pc, 64), run.overrides).ok());
-    const std::vector<float> out = run.host_o_full();
-    const int64_t row = int64_t(c.heads_q) * c.hdim;
-    for (int b = 0; b < 3; ++b)
-      for (int64_t i = 0; i < row; ++i) {
-        const float x = out[size_t(b * row + i)], x0 = o0[size_t(b * row + i)];
-        if (b == 1) ASSERT_TRUE(std::isnan(x)) << "splits " << splits << ": sequence 1's O is not NaN at " << i;
-        else ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << "splits " << splits << ": sequence " << b << " changed";
+  const std::vector<std::string> kernels = int8_pool_kernels(cfg.hdim);
+  ASSERT_FALSE(kernels.empty());
+  uint64_t seed = 9960;
+  for (const std::string& kernel : kernels)
+    for (int sq : {1, 2})
+      for (int splits : {1, 4}) {
+        KvCase c = make(cfg, sq, 8, 2, 1024, {700, 500, 900}, false, seed++);
+        c.int8 = true, c.quant_block = 64, c.num_splits = splits, c.kernel = kernel;
+        const std::string what = c.to_string();
+        KvRun run(c);
+        const CaseResult r = run_case(run, references_of(run));
+        ASSERT_TRUE(r.pass) << what << ": " << r.message;
+        const std::vector<float> o0 = run.host_o_full(), lse0 = run.host_lse();
+        PagedInt8Copy pc = make_paged_copy_int8(run, 64, seed++);
+        std::vector<int32_t> table = pc.pc.layout.table;
+        table[size_t(1) * pc.pc.max_pages + 5] = pc.pc.layout.num_pages + 7;  // sequence 1 reads keys 320..383
+        table[size_t(0) * pc.pc.max_pages + 14] = -3;                         // sequence 0 (700 keys) never reads 896..
+        HOPATTN_CUDA_CHECK(cudaMemcpy(pc.pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+        run.poison(nullptr);
+        ASSERT_TRUE(launch_args(paged_int8_args_of(run, pc, 64), run.overrides).ok()) << what;
+        const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
+        const int64_t o_seq = int64_t(sq) * c.heads_q * c.hdim, lse_seq = int64_t(c.heads_q) * sq;  // q, o contiguous
+        for (int b = 0; b < 3; ++b) {
+          for (int64_t i = 0; i < o_seq; ++i) {
+            const float x = out[size_t(b * o_seq + i)], x0 = o0[size_t(b * o_seq + i)];
+            if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's O is not NaN at " << i;
+            else
+              ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << what << ": sequence " << b << "'s O changed at " << i;
+          }
+          for (int64_t i = 0; i < lse_seq; ++i) {
+            const float x = lse[size_t(b * lse_seq + i)], x0 = lse0[size_t(b * lse_seq + i)];
+            if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's LSE is not NaN at " << i;
+            else
+              ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << what << ": sequence " << b << "'s LSE changed at " << i;
+          }
+        }
+        const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+        EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
+        EXPECT_TRUE(mentions_number(rec.message, pc.pc.layout.num_pages + 7)) << what << ": " << rec.message;
+        EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what << ": the record was not cleared";
       }
-    const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
-    EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << status_string(rec);
-    EXPECT_TRUE(mentions_number(rec.message, pc.pc.layout.num_pages + 7)) << rec.message;
-  }
 }
 
 // A page id outside the pool among the pages a sequence reads: that sequence's O and LSE rows are

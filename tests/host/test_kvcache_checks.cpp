@@ -552,7 +552,7 @@ TEST(KvCachePagedChecks, EachRuleNamesItsArgument) {
   a = paged_args();
   a.o.shape[0] = 5;  // o still follows the batch
   expect_error(check(a), "batch and hdim must match", StatusCode::kInvalidArgument);
-  // int8 pools: pages of 64 to 256 tokens (the WGMMA kernels' 64-key tile), at least quant_block,
+  // int8 pools: pages of 64 to 256 tokens (the int8 kernels' 64-key tile), at least quant_block,
   // the scales paged by the same ids, the tails per sequence.
   auto int8_pool = [](long long page, int quant_block) {
     KvCacheArgs x = int8_args();
@@ -569,18 +569,19 @@ TEST(KvCachePagedChecks, EachRuleNamesItsArgument) {
   }
   a = int8_pool(256, 128);
   EXPECT_TRUE(check(a).ok()) << check(a).to_string();
-  // The kernel: int8_args()'s contiguous default is an mma.sync kernel, which does not read pools
-  // yet; the same call paged runs the WGMMA kernel instead.
-  EXPECT_EQ(std::string(plan_kvcache_attention(int8_args(), kSms).kernel).rfind("kv8_mma", 0), 0u)
-      << plan_kvcache_attention(int8_args(), kSms).kernel;
-  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_wgmma_1c_1cta");
-  {  // an mma.sync kernel named for a pool is refused; a WGMMA one is taken
+  // The kernel: the defaults table applies to pools as to contiguous caches, so the same call
+  // paged (the same max_len, 8192) runs int8_args()'s contiguous default, an mma.sync kernel; every
+  // int8 kernel of the head dim may be named for a pool.
+  const KvCachePlan contiguous = plan_kvcache_attention(int8_args(), kSms), pooled = plan_kvcache_attention(a, kSms);
+  EXPECT_EQ(std::string(contiguous.kernel).rfind("kv8_mma", 0), 0u) << contiguous.kernel;
+  EXPECT_STREQ(pooled.kernel, contiguous.kernel);
+  EXPECT_EQ(pooled.num_splits, contiguous.num_splits);
+  for (const char* name : {"kv8_mma_8w_1cta", "kv8_mma_4w_3cta", "kv8_mma_swap_8w_1cta", "kv8_mma_swap_4w_3cta",
+                           "kv8_wgmma_1c_1cta", "kv8_wgmma_1c_2cta"}) {
     experimental::Overrides o;
-    o.decode_kernel = "kv8_mma_swap_8w_1cta";
-    expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o),
-                 "does not read a paged int8 cache yet", StatusCode::kNotSupported);
-    o.decode_kernel = "kv8_wgmma_1c_2cta";
-    EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o).ok());
+    o.decode_kernel = name;
+    EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o).ok()) << name;
+    EXPECT_STREQ(experimental::plan_kvcache_attention(a, kSms, o).kernel, name);
   }
   a = int8_pool(32, 64);
   expect_error(check(a), "page_table: pages of 32 tokens in an int8 cache are not supported yet",

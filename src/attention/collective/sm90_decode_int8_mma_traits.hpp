@@ -118,11 +118,22 @@ struct DecodeInt8MmaTraits {
   // The merge after the loops reuses the tile ring: per warp 16 rows × (128 + 4) floats of O, then
   // the rows' maxima and sums.
   static constexpr int kMergeStride = kHeadDim + 4;
+  // What a warp's refills read and its math does not, written by its lane 0 before the tile loop
+  // and read from here at each refill (the kernel's "Refill arguments"); the merge's length too.
+  struct WarpRefill {
+    const float* k_scale;     // the KV head's K scales (a tile's page, or sequence, and block added)
+    const float* v_scale;     // its V scales
+    const int32_t* page_row;  // a paged cache: the sequence's row of the page table (nullptr unpaged)
+    int len;                  // the keys of this cache (DecodeTile::len): no V scale read past it
+    int merge_len;            // DecodeTile::seq_len, or -1 (a bad length) when a page id is bad
+    int32_t page[2];          // the page (unpaged: the sequence) of the warp's tiles k, by k % 2
+  };
   struct SharedStorage {  // slot s of warp w is kSlotsPerWarp·w + s
     cute::array_aligned<int8_t, kStages * kTileBytes, 1024> raw;  // a K or a V tile per slot
     cute::array_aligned<float, kStages * kHeadDim, 16> scale;     // its 128 K scales or 64 V scale slots
     cute::array_aligned<uint32_t, 8 * 32 * 4, 16> q_frag;
     alignas(8) uint64_t full[kStages];
+    WarpRefill refill[kWarps];
   };
   static_assert(kWarps * kTileRows * (kMergeStride + 2) * 4 <= kStages * kTileBytes, "the merge fits the tile ring");
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));

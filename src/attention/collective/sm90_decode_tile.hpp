@@ -72,8 +72,8 @@ struct DecodeSplitParams {
   int split_base;            // the workspace slot of split 0
   int cache_rows;  // rows the TMA sees: max_len, or quant_block for an int8 call's tail (16-bit kernel only);
                    // a paged cache: page_size
-  // A paged cache (DecodeParams::page_table; the 16-bit kernel and the kv8_wgmma_* kernels): the
-  // TMA views the pool as (page_size, hdim, heads_kv, num_pages); key tile n of sequence b is tile
+  // A paged cache (DecodeParams::page_table; every split kernel): the TMA views the pool as
+  // (page_size, hdim, heads_kv, num_pages); key tile n of sequence b is tile
   // (n·BN mod page_size) / BN of page page_table[b][n·BN / page_size] (pages smaller than the
   // 16-bit kernel's tile: its 16-key boxes, each from its own page).
   const int32_t* page_table;

@@ -40,7 +40,7 @@ constexpr int kMaxSplits = 128;
 
 bool is_int8(const KvCacheArgs& a) { return a.k_cache.dtype == HOPATTN_DTYPE_INT8; }
 bool is_paged(const KvCacheArgs& a) { return hopattn::is_paged(a.page_table); }
-constexpr int kInt8PageMin = 64;  // the int8 WGMMA kernels' key tile: each tile in one page
+constexpr int kInt8PageMin = 64;  // the int8 kernels' key tile: each tile in one page
 int64_t cache_max_len(const KvCacheArgs& a) { return cache_positions(a.k_cache, a.page_table); }
 
 Status check_types_and_shapes(const KvCacheArgs& a) {
@@ -256,8 +256,6 @@ std::string decode_kernel_names(attention::DecodeCache cache, int hdim) {
   return out.empty() ? "none" : out;
 }
 
-constexpr const char* kPagedInt8Kernel = "kv8_wgmma_1c_1cta";  // compiled at every head dim
-
 // The split kernel a call runs: overrides.decode_kernel, or the defaults table's row. -1 (with
 // *why set) when the named kernel does not exist for this cache and head dim.
 int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sms, const experimental::Overrides& o,
@@ -273,19 +271,12 @@ int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sm
                  " cache at hdim ", hdim, ", ", rows, " rows, ", tiles, " tiles");
       return -1;
     }
-    name = r->kernel;
-    // A paged int8 cache: the mma.sync kernels (kv8_mma_*) do not read pools yet; the WGMMA
-    // kernel that every head dim has does.
-    if (is_paged(a) && is_int8(a) && name.rfind("kv8_mma", 0) == 0) name = kPagedInt8Kernel;
+    name = r->kernel;  // a pool's call too: every split kernel reads the pages the host check allows
   }
   const int index = attention::decode_kernel_index(name, cache, hdim);
   if (index < 0)
     *why = cat("kvcache attention: kernel '", name, "' does not exist for ", is_int8(a) ? "an int8" : "a 16-bit",
                " cache at hdim ", hdim, "; registered: ", decode_kernel_names(cache, hdim));
-  else if (is_paged(a) && is_int8(a) && name.rfind("kv8_mma", 0) == 0) {
-    *why = cat("kvcache attention: kernel '", name, "' does not read a paged int8 cache yet (the kv8_wgmma_* kernels do)");
-    return -1;
-  }
   return index;
 }
 

@@ -160,10 +160,10 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
   DecodeGrid g;
   if (Status s = decode_grid(dp, Traits::kTileRows, &g); !s.ok()) return s;
   // A paged cache reaches the 16-bit kernel (one TMA box per tile from pages of at least its key
-  // tile, 16-key boxes from smaller ones) and the WGMMA int8 kernels (pages of at least their
-  // 64-key tile); the host check and the kernel choice refuse the rest, this keeps it so.
+  // tile, 16-key boxes from smaller ones) and the int8 kernels (pages of at least their 64-key
+  // tile); the host check refuses the rest, this keeps it so.
   if constexpr (kInt8) {
-    if (dp.page_table != nullptr && (IsDecodeInt8Mma<Traits>::value || dp.page_size < Traits::kBlockN))
+    if (dp.page_table != nullptr && dp.page_size < Traits::kBlockN)
       return Status(StatusCode::kInternal, "kvcache attention: a paged int8 cache reached a kernel that cannot read it");
   } else {
     if (dp.page_table != nullptr && dp.page_size < 16)

@@ -27,6 +27,13 @@
 // dequantized in packed bf16 pairs (k_pair_bf16, exact for the quantizer's 8-bit K scales) at
 // bf16; at fp16 K as the other rows.
 //
+// A paged cache (pages of 64-256 keys and at least quant_block; the scales paged by the same ids):
+// each 64-key tile lies in one page, so a refill is the same TMA box from the pool's view
+// (page_size, d, heads_kv, num_pages) and the same scale copies from the page's rows; the page id
+// of a warp's tile k + 2 is copied into shared memory with V_k's scales (the kernel's "Page ids"),
+// and a CTA whose pages are not all in the pool writes NaN rows and records {6, b, id}
+// (cta_pages_in_pool, as the other decode kernels).
+//
 // Per tile (warp, lane = 4·g + c, the mma fragment coordinates), the rows as M:
 //   S = Q·Kᵀ (16 rows × 64 keys) as 8 n8 tiles × 8 k16 steps, a part of the channels at a time
 //   (its K scales and Q fragments reloaded from shared memory); K's B fragment from 16-byte loads
@@ -42,8 +49,8 @@
 // the channel, key and scale-slot maps: "Permutations"), _ptx.hpp (inline-PTX helpers),
 // _dequant.hpp (K's and V's values in registers), _q.hpp (Q's fragments), _math.hpp (the rows as
 // M: scores, online softmax, O's rescale, P·V), _swap.hpp (the same for the swap rows), _merge.hpp
-// (the merge over the warps, O and LSE). This file: the TMA views, the thread's row offsets, the
-// measurement stamps and the kernel.
+// (the merge over the warps, O and LSE). This file: the TMA coordinates, the thread's row offsets,
+// the measurement stamps and the kernel.
 #pragma once
 
 // clang-format off
@@ -70,21 +77,23 @@ namespace hopattn::attention {
 
 namespace int8_mma_detail {
 
-// The TMA views of the CTA's KV head: get<0> the K pair, get<1> the V pair, each (source tiles of
-// the cache indexed (_, tile), destination slots of the ring at k_smem / v_smem indexed (_, slot)).
+// The TMA coordinates of key tile `tile` of `outer` (a sequence, or a pool's page) in the CTA's KV
+// head: get<0> the K cache's, get<1> the V cache's, and get<2> the ring's slots at `smem` indexed
+// (_, slot) (K and V share them). The view is the cache (max_len, d, heads_kv, batch) or the pool
+// (page_size, d, heads_kv, num_pages); only the coordinates reach the code.
 template <class Traits>
-CUTE_DEVICE auto tma_views(typename Traits::Params const& p, DecodeTile const& t, int8_t* k_smem, int8_t* v_smem) {
+CUTE_DEVICE auto tma_tile(typename Traits::Params const& p, int h_kv, int outer, int tile, int8_t* smem) {
   using namespace cute;
-  constexpr int kBlockN = Traits::kBlockN, kHeadDim = Traits::kHeadDim;
-  Tensor sK = make_tensor(make_smem_ptr(k_smem), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, SLOT)
-  Tensor sV = make_tensor(make_smem_ptr(v_smem), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, SLOT)
-  const int tma_len = max(p.max_len, 1);
-  Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-  Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, p.batch));
-  Tensor gK = local_tile(mK(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
-  Tensor gV = local_tile(mV(_, _, t.h_kv, t.b), Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));  // (BLK_N, D, n)
-  return make_tuple(tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK)),
-                    tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV)));
+  using TileShape = Shape<Int<Traits::kBlockN>, Int<Traits::kHeadDim>>;
+  Tensor sKV = make_tensor(make_smem_ptr(smem), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, SLOT)
+  const bool paged = p.page_table != nullptr;
+  const auto shape = make_shape(paged ? max(p.cache_rows, 1) : max(p.max_len, 1), Int<Traits::kHeadDim>{}, p.heads_kv,
+                                paged ? max(p.num_pages, 1) : p.batch);
+  Tensor gK = local_tile(p.tma_k.get_tma_tensor(shape)(_, _, h_kv, outer), TileShape{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  Tensor gV = local_tile(p.tma_v.get_tma_tensor(shape)(_, _, h_kv, outer), TileShape{}, make_coord(_, _0{}));  // (BLK_N, D, n)
+  auto tk = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sKV), group_modes<0, 2>(gK));
+  auto tv = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sKV), group_modes<0, 2>(gV));
+  return make_tuple(get<0>(tk)(_, tile), get<0>(tv)(_, tile), get<1>(tk));
 }
 
 // The thread's row offsets in a tile (row 8j + σ sits at 1024 j + the offset of row σ: the
@@ -128,7 +137,8 @@ CUTE_DEVICE void producer_stamp(Params const& p, int i, int warps) {
 // (an in-order producer warp, retired, kept released stages empty ~7,100 cycles per tile:
 // docs/decode.md, Tried and retired).
 // Roles (kv8_mma_8w_1cta): warps 0-7, 256 threads, 255 registers allowed, one CTA per SM, 213 KB
-// of shared memory (24 slots × (8 KB + 512 B of scales), Q's fragments, 24 barriers).
+// of shared memory (24 slots × (8 KB + 512 B of scales), Q's fragments, 24 barriers, 40 B of
+// refill arguments a warp).
 // Per warp and tile: wait full[K slot] -> S -> issue V_{k+1} -> softmax -> wait full[V slot] ->
 // P·V -> issue K_{k+2}. The warps' own instructions bound a tile, not the loads (docs/decode.md).
 // O is kept as O · 2^-e_v with e_v the largest V exponent so far (tile_pv_fold, tile_pv_swap).
@@ -143,6 +153,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   constexpr int kNTiles = Traits::kNTiles, kWarps = Traits::kWarps, kTileBytes = Traits::kTileBytes;
   constexpr int kRing = Traits::kSlotsPerWarp;
   static_assert(kBlockN == 64, "two keys of V's scales per lane");
+  using WarpRefill = typename Traits::WarpRefill;
   // Three CTAs per SM (168 registers): K's channels an eighth at a time, V's words two at a time
   // (the swap rows' Sᵀ and Oᵀ take half the registers: they keep the whole passes).
   constexpr bool kSwap = Traits::kSwap;
@@ -165,49 +176,91 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   __syncthreads();
   t.template read_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
   if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  // A paged cache: every page the CTA reads must be in the pool (as in decode_kernel); a bad id
+  // leaves the CTA without tiles and its rows NaN (merge_len -1).
+  const bool paged = p.page_table != nullptr;
+  const int32_t* pages = paged ? p.page_table + int64_t(t.b) * p.pt_batch_stride : nullptr;
+  const bool bad_pages =
+      paged && !t.bad && t.n_end > t.n_begin &&
+      !cta_pages_in_pool<Traits::kThreads>(p, pages, t.n_begin * kBlockN, min(t.n_end * kBlockN, t.len), t.b);
+  if (bad_pages) t.n_end = t.n_begin;
   const int n_blocks = t.n_end - t.n_begin;
   const int tiles = n_blocks > warp ? (n_blocks - warp + kWarps - 1) / kWarps : 0;  // this warp's: warp + kWarps·k
   const int items = 2 * tiles;  // K_0, V_0, K_1, V_1, ...: item j in slot j % kRing of the warp's ring
 
-  const auto views = tma_views<Traits>(p, t, ss.raw.data(), ss.raw.data());  // K and V share the slots
-  const auto tk = get<0>(views), tv = get<1>(views);
-  const float* k_scale = p.k_scale + t.b * p.ks_batch_stride + t.h_kv * p.ks_head_stride;
-  const float* v_scale = p.v_scale + t.b * p.vs_batch_stride + t.h_kv * p.vs_head_stride;
   const int vslot0 = kSwap ? int8_swap_vscale_slot(2 * lane) : int8_mma_vscale_slot(2 * lane);
   const int vslot1 = kSwap ? int8_swap_vscale_slot(2 * lane + 1) : int8_mma_vscale_slot(2 * lane + 1);
-  const int n_first = t.n_begin + warp, len = t.len, seq_len = t.seq_len;
+  const int n_first = t.n_begin + warp, h_kv = t.h_kv;
   const int qb_shift = 31 - __clz(p.quant_block);  // 64 or 128 (checked on the host)
-  // Item j into slot kRing·warp + j % kRing. The warp read the slot's previous item before this
-  // call (its values are in registers): __syncwarp orders the other lanes' reads and, with the
-  // proxy fence, the TMA's writes after them.
+  // A key's offset in its page (its sequence unpaged), and the warp's tile k's page-table entry.
+  auto key_in_page = [&](int key) { return paged ? key & ((1 << p.page_shift) - 1) : key; };
+  auto entry_of = [&](const int32_t* row, int k) { return row + (((n_first + kWarps * k) * kBlockN) >> p.page_shift); };
+  // Refill arguments (Traits::WarpRefill): the scales' addresses, the length, the page table and
+  // the page ids are read from shared memory in each refill (two to four LDS of ~30 cycles, two
+  // refills a tile) instead of being held in registers through the loop, whose math needs them:
+  // held there, they cost up to 30 more registers and kv8_mma_swap_4w_3cta spilled at fp16.
+  // Page ids: tile k's page is refill.page[k % 2]. Tiles 0 and 1's are read below; tile k + 2's
+  // is copied by lane 0's cp.async in V_k's refill, onto V_k's barrier, which the warp waits for
+  // before it issues K_{k+2} (after P·V_k with three slots a warp, after S_{k+1} with two): the
+  // read's latency stays under the math. V_k's refill overwrites tile k's id only after every
+  // lane has read it (its __syncwarp).
+  auto& refill = ss.refill[warp];
+  const uint32_t refill_base = smem_u32(&refill);
+  if (lane == 0) {
+    refill.k_scale = p.k_scale + t.h_kv * p.ks_head_stride;
+    refill.v_scale = p.v_scale + t.h_kv * p.vs_head_stride;
+    refill.page_row = pages;
+    refill.len = t.len;
+    refill.merge_len = bad_pages ? -1 : t.seq_len;
+    if (tiles > 0) {  // both ids in flight together: one latency
+      const int page0 = paged ? *entry_of(pages, 0) : t.b, page1 = paged && tiles > 1 ? *entry_of(pages, 1) : t.b;
+      refill.page[0] = page0, refill.page[1] = page1;
+    }
+  }
+  __syncwarp();
+  // Item j into slot kRing·warp + j % kRing from tile k = j / 2's page. The warp read the slot's
+  // previous item before this call (its values are in registers): __syncwarp orders the other
+  // lanes' reads and, with the proxy fence, the TMA's writes after them.
   auto issue = [&](int j) {
-    const int slot = kRing * warp + j % kRing, n = n_first + kWarps * (j / 2);
+    const int slot = kRing * warp + j % kRing, k = j / 2, n = n_first + kWarps * k;
+    const int key0 = key_in_page(n * kBlockN);  // the tile's first key in its page
+    const int page = lds_s32(refill_base + offsetof(WarpRefill, page) + 4 * (k % 2));
     uint64_t* bar = &ss.full[slot];
     float* scales = ss.scale.data() + slot * kHeadDim;
     __syncwarp();
 #ifdef HOPATTN_DECODE_STAMPS
-    if (lane == 0 && j % 2 == 1) producer_stamp(p, warp + kWarps * (j / 2), kWarps);  // V's issue
+    if (lane == 0 && j % 2 == 1) producer_stamp(p, warp + kWarps * k, kWarps);  // V's issue
 #endif
     if (j % 2 == 0) {
       cp_async_mbarrier_arrive_noinc(bar);  // K: no copies of the lanes' own, arrives at once
       if (lane == 0) {
+        const auto tile = tma_tile<Traits>(p, h_kv, page, key0 / kBlockN, ss.raw.data());
+        const float* src = lds_ptr(&refill.k_scale) + page * p.ks_batch_stride + (key0 >> qb_shift) * p.ks_block_stride;
         cutlass::arch::fence_view_async_shared();
         Barrier::arrive_and_expect_tx(bar, kTileBytes + kHeadDim * sizeof(float));
-        copy(p.tma_k.with(*bar), get<0>(tk)(_, n), get<1>(tk)(_, slot));
-        SM90_BULK_COPY_G2S::copy(k_scale + ((n * kBlockN) >> qb_shift) * p.ks_block_stride, bar, scales,
-                                 kHeadDim * sizeof(float));
+        copy(p.tma_k.with(*bar), get<0>(tile), get<2>(tile)(_, slot));
+        SM90_BULK_COPY_G2S::copy(src, bar, scales, kHeadDim * sizeof(float));
       }
     } else {
-      // Past the length: nothing read (src-size 0), the slot zero-filled; the address stays in range.
+      // Keys 2·lane and 2·lane + 1 of the tile: past the length nothing is read (src-size 0) and
+      // the slot is zero-filled; the address is a row of the cache or of the page either way
+      // (max_len and page_size are multiples of quant_block: the tile's 64 rows exist).
       const uint32_t vs = smem_u32(scales);
-      const int tok = n * kBlockN + 2 * lane;
-      cp_async_4(vs + 4 * vslot0, v_scale + (tok < len ? tok : 0) * p.vs_seq_stride, tok < len ? 4 : 0);
-      cp_async_4(vs + 4 * vslot1, v_scale + (tok + 1 < len ? tok + 1 : 0) * p.vs_seq_stride, tok + 1 < len ? 4 : 0);
+      const float* src =
+          lds_ptr(&refill.v_scale) + page * p.vs_batch_stride + uint32_t(key0 + 2 * lane) * p.vs_seq_stride;
+      const int tok = n * kBlockN + 2 * lane, len = lds_s32(refill_base + offsetof(WarpRefill, len));
+      cp_async_4(vs + 4 * vslot0, src, tok < len ? 4 : 0);
+      cp_async_4(vs + 4 * vslot1, src + p.vs_seq_stride, tok + 1 < len ? 4 : 0);
+      if (lane == 0 && k + 2 < tiles) {  // tile k + 2's page id (Page ids, above)
+        const int32_t* row = lds_ptr(&refill.page_row);
+        if (row != nullptr) cp_async_4(refill_base + offsetof(WarpRefill, page) + 4 * (k % 2), entry_of(row, k + 2), 4);
+      }
       cp_async_mbarrier_arrive_noinc(bar);  // arrives when the lane's copies land
       if (lane == 0) {
+        const auto tile = tma_tile<Traits>(p, h_kv, page, key0 / kBlockN, ss.raw.data());
         cutlass::arch::fence_view_async_shared();
         Barrier::arrive_and_expect_tx(bar, kTileBytes);
-        copy(p.tma_v.with(*bar), get<0>(tv)(_, n), get<1>(tv)(_, slot));
+        copy(p.tma_v.with(*bar), get<1>(tile), get<2>(tile)(_, slot));
       }
     }
   };
@@ -287,9 +340,11 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   }
   // Every issued item was waited for, so the ring is quiet once all warps pass merge's barrier.
   float* merge_area = reinterpret_cast<float*>(ss.raw.data());
-  // The merge re-derives the tile from the sequence's length (not len: an int8 call's tail narrows it).
-  if constexpr (kSwap) merge_and_store_swap<Traits>(p, merge_area, o, m_run, l_run, seq_len, warp, lane);
-  else merge_and_store<Traits>(p, merge_area, o, m_run, l_run, seq_len, warp, lane);
+  // The merge re-derives the tile from the sequence's length (not len: an int8 call's tail
+  // narrows it); read here, not held through the loop.
+  const int merge_len = refill.merge_len;
+  if constexpr (kSwap) merge_and_store_swap<Traits>(p, merge_area, o, m_run, l_run, merge_len, warp, lane);
+  else merge_and_store<Traits>(p, merge_area, o, m_run, l_run, merge_len, warp, lane);
 }
 
 }  // namespace hopattn::attention
