@@ -196,7 +196,7 @@ std::string bench_usage() {
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
          "                     [--kv-dtype bf16,int8] [--kernels default,NAME,...] [--splits 0,2,16] [--hdim 128]\n"
          "                     [--no-ceilings] [--rounds 1] [--int8-tail] [--page-sizes 0] [--window L]\n"
-         "                     [--isolated]\n"
+         "                     [--isolated] [--cold]\n"
          "Attention over a KV cache (hopattn_kvcache_attention, causal, every cache full, default\n"
          "heuristics) vs cuDNN SDPA at the same shape and 16-bit dtype, with the device-copy ceiling\n"
          "(TB/s; not with --no-ceilings).\n"
@@ -222,6 +222,10 @@ std::string bench_usage() {
          "--isolated: each row's note also gives the time per call when every call in the graph is followed\n"
          "by a 4-byte memset (a plain dependency no programmatic launch crosses, as the other kernels of a\n"
          "model step are), the memsets' own time subtracted: a call that cannot overlap the next one.\n"
+         "--cold: consecutive calls read different copies of the cache (and scales), as many as make 2.5x\n"
+         "the L2 cache together, so that a cache smaller than L2 is not served from it on the next call\n"
+         "(a model step reads each layer's cache once); without it a 1 x 8k cache (34 MB) stays in an\n"
+         "H100's 50 MB L2 across the timed calls. The note says how many copies.\n"
          "Figures: ms per call (CUDA graph replay when capturable, else back to back),\n"
          "TFLOP/s = 4*b*hq*qlen*len*d/t, TB/s = K+V cache bytes (+ scales)/t; docs/decode.md.\n";
 }
@@ -369,6 +373,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--page-sizes") o->page_sizes = parse_int_list(a, value(), 0, 256);
       else if (a == "--window") o->decode_window = int(cli::parse_int(a, value(), 0, INT32_MAX));
       else if (a == "--isolated") o->decode_isolated = true;
+      else if (a == "--cold") o->decode_cold = true;
       else if (a == "--splits") {
         o->splits = parse_int_list(a, value(), 0, 128);  // 0: the heuristic
       }
@@ -404,7 +409,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       check_decode_options(*o);
     } else {
       for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--splits", "--int8-tail", "--page-sizes",
-                            "--window", "--isolated"})
+                            "--window", "--isolated", "--cold"})
         if (was_given(f)) throw std::invalid_argument(std::string(f) + " applies to --op decode only");
       const bool varlen = !o->varlen_lens.empty();
       if (varlen) {  // the packed batch replaces the grid and its seqlens

@@ -243,6 +243,9 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
           const int64_t k_scale_elems = int64_t(batch) * ((len + kQuantBlock - 1) / kQuantBlock) * heads_kv * hdim;
           const int64_t v_scale_elems = int64_t(batch) * len * heads_kv;
           DeviceBuffer k, v, k_scale, v_scale, k_tail, v_tail;
+          // --cold: copies 1.. of the cache (copy 0 is k, v, k_scale, v_scale), the calls rotating over them.
+          std::vector<DeviceBuffer> k_copies, v_copies, ks_copies, vs_copies;
+          int copies = 1;
           const int64_t tail_elems = int64_t(batch) * kQuantBlock * heads_kv * hdim;
           std::string alloc_error;
           try {
@@ -262,8 +265,26 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 reference::fill_normal(v_tail.get(), HOPATTN_DTYPE_BF16, tail_elems, 25, 1.0f, stream);
               }
             }
+            if (opt.decode_cold) {
+              int l2 = 0;
+              HOPATTN_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+              const double bytes = double(k.bytes() + v.bytes() + k_scale.bytes() + v_scale.bytes());
+              copies = int(std::clamp(std::ceil(2.5 * double(l2) / bytes), 1.0, 64.0));
+              for (int c = 1; c < copies; ++c) {
+                auto dup = [&](const DeviceBuffer& src, std::vector<DeviceBuffer>& into) {
+                  into.emplace_back(src.bytes());
+                  if (src.bytes())
+                    HOPATTN_CUDA_CHECK(cudaMemcpyAsync(into.back().get(), src.get(), src.bytes(),
+                                                       cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+                };
+                dup(k, k_copies), dup(v, v_copies);
+                if (int8) dup(k_scale, ks_copies), dup(v_scale, vs_copies);
+              }
+            }
           } catch (const std::exception& e) {  // out of memory: report the shape, go on with the next
             alloc_error = std::string("allocating the cache: ") + e.what();
+            k_copies.clear(), v_copies.clear(), ks_copies.clear(), vs_copies.clear();
+            copies = 1;
             k = DeviceBuffer(), v = DeviceBuffer(), k_scale = DeviceBuffer(), v_scale = DeviceBuffer();
             k_tail = DeviceBuffer(), v_tail = DeviceBuffer();
             cudaGetLastError();
@@ -443,8 +464,12 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 if (!e.error.empty()) continue;
                 Measured m;
                 if (e.cudnn) {
-                  m = measure([&] { return cudnn->forward(fa, stream); }, stream, opt.target_group_ms,
-                              opt.decode_isolated);
+                  std::vector<AttentionForwardArgs> fas(size_t(copies), fa);
+                  for (int c = 1; c < copies; ++c)
+                    fas[size_t(c)].k.data = k_copies[size_t(c - 1)].get(), fas[size_t(c)].v.data = v_copies[size_t(c - 1)].get();
+                  int next = 0;
+                  m = measure([&] { return cudnn->forward(fas[size_t(next++ % copies)], stream); }, stream,
+                              opt.target_group_ms, opt.decode_isolated);
                 } else {
                   args.num_splits = e.splits;
                   set_tail(e.tail);
@@ -454,9 +479,16 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   overrides.decode_kernel = e.kernel;
                   overrides.decode_combine_pdl = e.combine_pdl;
                   overrides.decode_split_pdl = e.split_pdl;
-                  const KvCacheArgs call = call_of(e);
-                  m = measure([&] { return experimental::kvcache_attention(call, stream, overrides); }, stream,
-                              opt.target_group_ms, opt.decode_isolated);
+                  // --cold: the same call over each copy of the cache (a paged call views each copy as its pool).
+                  std::vector<KvCacheArgs> calls(size_t(copies), call_of(e));
+                  for (int c = 1; c < copies; ++c) {
+                    KvCacheArgs& a = calls[size_t(c)];
+                    a.k_cache.data = k_copies[size_t(c - 1)].get(), a.v_cache.data = v_copies[size_t(c - 1)].get();
+                    if (int8) a.k_scale.data = ks_copies[size_t(c - 1)].get(), a.v_scale.data = vs_copies[size_t(c - 1)].get();
+                  }
+                  int next = 0;
+                  m = measure([&] { return experimental::kvcache_attention(calls[size_t(next++ % copies)], stream, overrides); },
+                              stream, opt.target_group_ms, opt.decode_isolated);
                 }
                 if (!m.ok()) e.error = m.error;
                 else e.runs.push_back(m);
@@ -494,6 +526,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               const Measured mine = median_of(e, &spread);
               Row r = decode_row(e.impl, dtype_name, shape);
               set_figures(&r, mine, shape, cache_dtype, e.window);
+              if (mine.ok() && copies > 1) r.note += "; --cold: calls rotate over " + std::to_string(copies) + " copies of the cache";
               if (mine.ok()) {
                 r.note += spread + e.plan_note;
                 if (e.dense >= 0) {  // a windowed row beside the same row without the window
@@ -518,6 +551,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             if (have_cudnn) {
               Row c = decode_row("cudnn", dtype_name, shape);
               set_figures(&c, theirs, shape, cache_dtype);
+              if (theirs.ok() && copies > 1) c.note += "; --cold: calls rotate over " + std::to_string(copies) + " copies of the cache";
               if (theirs.ok()) {
                 c.note += theirs_spread;
                 c.ratio_vs_cudnn = 1.0;
