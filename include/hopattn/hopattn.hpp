@@ -111,4 +111,8 @@ Tensor tensor_cu_seqlens(int32_t* data, long long batch);
 // KV-cache call's `sinks` (since 0.4).
 Tensor tensor_sinks(float* data, long long heads_q);
 
+// A contiguous (batch, heads_kv) float32 descriptor for the forward pass's q_descale, k_descale and
+// v_descale (e4m3 inputs, since 0.5).
+Tensor tensor_descale(float* data, long long batch, long long heads_kv);
+
 }  // namespace hopattn
