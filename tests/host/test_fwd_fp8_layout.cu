@@ -155,6 +155,23 @@ void check_transpose() {
 
 TEST(FwdFp8, VTransposeWritesEveryByteOnce) { check_transpose<Fp8Traits>(); }
 
+// The layouts' offsets are the 128-byte swizzle of TMA and WGMMA (Swizzle<3, 4, 3>: byte bits 4-6
+// ^= bits 7-9), with 128-byte rows: (key, channel) for the staging tile, (channel, slot) for V^T.
+TEST(FwdFp8, StageLayoutsAreThe128ByteSwizzle) {
+  using namespace cute;
+  auto sw128 = [](int offset) { return offset ^ ((offset & 0x380) >> 3); };
+  const auto raw = take<0, 2>(typename Fp8Traits::SmemLayoutKV{});
+  const auto vt = take<0, 2>(typename Fp8Traits::SmemLayoutVt{});
+  for (int row = 0; row < 128; ++row)
+    for (int col = 0; col < 128; ++col) {
+      ASSERT_EQ(int(raw(row, col)), sw128(row * 128 + col)) << "key " << row << " channel " << col;
+      ASSERT_EQ(int(vt(row, col)), sw128(row * 128 + col)) << "channel " << row << " slot " << col;
+    }
+  // One stage after the other: stage s starts s * 16 KB in (a multiple of the swizzle's 1 KB period).
+  EXPECT_EQ(int(typename Fp8Traits::SmemLayoutKV{}(0, 0, 1)), 128 * 128);
+  EXPECT_EQ(int(typename Fp8Traits::SmemLayoutVt{}(0, 0, 1)), 128 * 128);
+}
+
 // The traits of the e4m3 row: bf16 O, K-major V for the second GEMM, 32-key k-blocks.
 TEST(FwdFp8, Traits) {
   static_assert(Fp8Traits::kFp8 && Fp8Traits::kPvKeysPerKBlock == 32);
