@@ -168,6 +168,29 @@ typedef struct hopattn_attention_fwd_args {
 
 #define HOPATTN_ATTENTION_FWD_ARGS_INIT {(uint32_t)sizeof(hopattn_attention_fwd_args_t)}
 
+/* Since 0.5: quantization to the forward call's FP8 inputs, per (batch, kv-head).
+ *
+ *   x        (batch, seqlen, heads, hdim)   bf16 or fp16, hdim contiguous
+ *   out      (batch, seqlen, heads, hdim)   e4m3, hdim contiguous; written
+ *   descale  (batch, heads_kv)              float32, any strides; written. heads_kv must divide
+ *                                           heads: head h belongs to kv-head h / (heads / heads_kv)
+ *                                           (q with the call's heads_kv; k and v with heads_kv = heads)
+ * For each (batch, kv-head), amax = max |x| over its elements (NaN ignored), descale = amax / 448
+ * (1 where amax is 0) and out = e4m3(x / descale), rounded to nearest even and saturating, so the
+ * largest magnitude becomes ±448; descale is then the forward call's q_descale, k_descale or
+ * v_descale for that tensor. out must not overlap x or descale. Enqueued on `stream`. */
+typedef struct hopattn_fp8_quantize_args {
+  uint32_t struct_size; /* sizeof(hopattn_fp8_quantize_args_t) (see "Extensible argument structs") */
+  uint32_t reserved;    /* must be 0 */
+  hopattn_tensor_t x;
+  hopattn_tensor_t out;
+  hopattn_tensor_t descale;
+} hopattn_fp8_quantize_args_t;
+
+#define HOPATTN_FP8_QUANTIZE_ARGS_INIT {(uint32_t)sizeof(hopattn_fp8_quantize_args_t)}
+
+hopattn_status_t hopattn_fp8_quantize(const hopattn_fp8_quantize_args_t* args, void* stream);
+
 /* Fills a rank-4 (batch, seqlen, heads, hdim) descriptor with contiguous strides. */
 hopattn_tensor_t hopattn_tensor_bshd(void* data, hopattn_dtype_t dtype, int64_t batch,
                                      int64_t seqlen, int64_t heads, int64_t hdim);

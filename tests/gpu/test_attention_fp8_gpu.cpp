@@ -3,7 +3,8 @@
 // seqlen_k (rows that see no key), causal and not, MHA/GQA/MQA, descales that differ per (batch,
 // kv-head) and none at all, strided descales, inputs x8, more tiles than SMs, no key at all,
 // run-to-run bit equality, FlashAttention-3's outlier inputs (RMSE), and the kernel names a call
-// of the other input type may not run. O (bf16) and LSE are poisoned with NaN before every run and
+// of the other input type may not run; hopattn_fp8_quantize against its host reference, bit for
+// bit, and feeding the forward call. O (bf16) and LSE are poisoned with NaN before every run and
 // every element is checked.
 //
 // Tolerance (attention_reference.hpp's rule, FP8 form): |O - O_fp64| <= 2 x the error of the FP8
@@ -462,6 +463,111 @@ TEST(Fp8Forward, GpuReferencesMatchTheCpu) {
   const ErrorStats e32 = compare(cpu32.data(), g32.data(), p.q_elems());
   EXPECT_EQ(e32.bad, 0);
   EXPECT_LE(e32.max_abs, 2.0 * yard.max_abs + 0x1p-8 * yard.max_ref);
+}
+
+// hopattn_fp8_quantize against the host reference (quantize_e4m3), bit for bit: codes and descales,
+// GQA grouping (q's heads_kv) and one descale per head (k, v), strided descales, bf16 and fp16,
+// an all-zero (batch, kv-head) (descale 1, codes 0), outliers; outputs poisoned first.
+TEST(Fp8Quantize, MatchesTheHostReferenceBitForBit) {
+  HOPATTN_REQUIRE_SM90();
+  struct Q {
+    int b, s, h, hkv;
+    hopattn_dtype_t dtype;
+    bool strided, zero_group;
+  };
+  const Q cases[] = {{2, 100, 8, 2, HOPATTN_DTYPE_BF16, false, false}, {2, 100, 8, 8, HOPATTN_DTYPE_BF16, true, false},
+                     {3, 17, 4, 1, HOPATTN_DTYPE_FP16, false, true},   {1, 1000, 6, 3, HOPATTN_DTYPE_BF16, true, true}};
+  uint64_t seed = 40;
+  for (const Q& q : cases) {
+    const int d = 128;
+    const int64_t n = int64_t(q.b) * q.s * q.h * d;
+    Fp8Case c;  // the forward tests' inputs: per-(batch, kv-head) scales and outliers
+    c.p = AttnProblem{q.b, q.s, q.s, q.h, q.hkv, d, false, 0.0f};
+    c.outliers = 1e-3;
+    std::vector<float> x = case_inputs(c, q.s, q.h, seed++);
+    if (q.zero_group)  // batch 0's first kv-head: all zeros
+      for (int64_t i = 0; i < n; ++i)
+        if (i < int64_t(q.s) * q.h * d && (i / d) % q.h < q.h / q.hkv) x[size_t(i)] = 0.0f;
+    DeviceBuffer dx(size_t(n) * 2), dout{size_t(n)};
+    upload_from_float(dx.get(), q.dtype, x.data(), n);
+    x = download_as_float(dx.get(), q.dtype, n);  // the values as stored
+    HOPATTN_CUDA_CHECK(cudaMemset(dout.get(), 0x7f, size_t(n)));  // e4m3 NaN: an unwritten code shows
+    DeviceDescale ds = upload_descale(std::vector<float>(size_t(q.b) * q.hkv, std::nanf("")), q.b, q.hkv, q.strided);
+    Fp8QuantizeArgs a;
+    a.x = tensor_bshd(dx.get(), q.dtype, q.b, q.s, q.h, d);
+    a.out = tensor_bshd(dout.get(), HOPATTN_DTYPE_E4M3, q.b, q.s, q.h, d);
+    a.descale = ds.desc;
+    const Status st = fp8_quantize(a, nullptr);
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    const Fp8Tensor want = quantize_e4m3(x, q.b, q.s, q.h, d, q.hkv, true);
+    std::vector<uint8_t> codes(static_cast<size_t>(n));
+    HOPATTN_CUDA_CHECK(cudaMemcpy(codes.data(), dout.get(), codes.size(), cudaMemcpyDeviceToHost));
+    std::vector<float> raw(size_t(q.b) * q.hkv);
+    HOPATTN_CUDA_CHECK(cudaMemcpy(raw.data(), ds.buf.get(), raw.size() * 4, cudaMemcpyDeviceToHost));
+    for (int b = 0; b < q.b; ++b)
+      for (int hk = 0; hk < q.hkv; ++hk) {
+        const float got = q.strided ? raw[size_t(hk) * q.b + b] : raw[size_t(b) * q.hkv + hk];
+        EXPECT_EQ(got, want.descale[size_t(b) * q.hkv + hk]) << "descale (" << b << ", " << hk << ")";
+      }
+    int64_t wrong = 0, first = -1;
+    for (int64_t i = 0; i < n; ++i)
+      if (codes[size_t(i)] != want.codes[size_t(i)]) wrong += 1, first = first < 0 ? i : first;
+    EXPECT_EQ(wrong, 0) << "b=" << q.b << " s=" << q.s << " h=" << q.h << " hkv=" << q.hkv << ": first at " << first
+                        << " (got 0x" << std::hex << int(first >= 0 ? codes[size_t(first)] : 0) << ", want 0x"
+                        << int(first >= 0 ? want.codes[size_t(first)] : 0) << ")";
+  }
+}
+
+// Quantized by the library, then attended to: the forward call on hopattn_fp8_quantize's outputs
+// against fp64 on the same dequantized values (the pipeline a caller runs).
+TEST(Fp8Quantize, FeedsTheForwardCall) {
+  HOPATTN_REQUIRE_FP8(128);
+  const AttnProblem p{2, 300, 300, 8, 2, 128, true, 0.0f};
+  Fp8Case c;
+  c.p = p;
+  const std::vector<float> in[3] = {case_inputs(c, p.seqlen_q, p.heads_q, 61), case_inputs(c, p.seqlen_k, p.heads_kv, 62),
+                                    case_inputs(c, p.seqlen_k, p.heads_kv, 63)};
+  const int seq[3] = {p.seqlen_q, p.seqlen_k, p.seqlen_k}, heads[3] = {p.heads_q, p.heads_kv, p.heads_kv};
+  DeviceBuffer x[3], codes[3], descale[3];
+  Tensor t[3], d[3];
+  std::vector<float> dequant[3];
+  for (int i = 0; i < 3; ++i) {
+    const int64_t n = int64_t(p.batch) * seq[i] * heads[i] * p.hdim;
+    x[i] = DeviceBuffer(size_t(n) * 2);
+    codes[i] = DeviceBuffer(size_t(n));
+    descale[i] = DeviceBuffer(size_t(p.batch) * p.heads_kv * 4);
+    upload_from_float(x[i].get(), HOPATTN_DTYPE_BF16, in[i].data(), n);
+    Fp8QuantizeArgs a;
+    a.x = tensor_bshd(x[i].get(), HOPATTN_DTYPE_BF16, p.batch, seq[i], heads[i], p.hdim);
+    a.out = t[i] = tensor_bshd(codes[i].get(), HOPATTN_DTYPE_E4M3, p.batch, seq[i], heads[i], p.hdim);
+    a.descale = d[i] = tensor_descale(descale[i].as<float>(), p.batch, p.heads_kv);
+    ASSERT_TRUE(fp8_quantize(a, nullptr).ok());
+    const std::vector<float> ds = download_as_float(descale[i].get(), HOPATTN_DTYPE_FP32, int64_t(p.batch) * p.heads_kv);
+    dequant[i] = download_as_float(codes[i].get(), HOPATTN_DTYPE_E4M3, n);
+    for (int64_t j = 0; j < n; ++j) {
+      const int h = int(j / p.hdim) % heads[i], b = int(j / (int64_t(p.hdim) * heads[i] * seq[i]));
+      dequant[i][size_t(j)] *= ds[size_t(b) * p.heads_kv + h / (heads[i] / p.heads_kv)];
+    }
+  }
+  DeviceBuffer o(size_t(p.q_elems()) * 2);
+  fill_nan(o.get(), 2, p.q_elems());
+  AttentionForwardArgs a;
+  a.q = t[0], a.k = t[1], a.v = t[2];
+  a.o = tensor_bshd(o.get(), HOPATTN_DTYPE_BF16, p.batch, p.seqlen_q, p.heads_q, p.hdim);
+  a.causal = 1;
+  a.q_descale = d[0], a.k_descale = d[1], a.v_descale = d[2];
+  const Status st = attention_forward(a, nullptr);
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  std::vector<double> o64(size_t(p.q_elems())), l64(size_t(p.lse_elems()));
+  std::vector<float> o32(size_t(p.q_elems())), l32(size_t(p.lse_elems()));
+  attention_cpu_fp64(p, dequant[0].data(), dequant[1].data(), dequant[2].data(), o64.data(), l64.data());
+  attention_cpu_fp8_lowp(p, dequant[0].data(), dequant[1].data(), dequant[2].data(), o32.data(), l32.data());
+  const std::vector<float> got = download_as_float(o.get(), HOPATTN_DTYPE_BF16, p.q_elems());
+  const ErrorStats e = compare(o64.data(), got.data(), p.q_elems()), yard = compare(o64.data(), o32.data(), p.q_elems());
+  EXPECT_EQ(e.bad, 0);
+  EXPECT_LE(e.max_abs, tolerance_bound(yard, HOPATTN_DTYPE_BF16)) << "yardstick " << yard.max_abs;
 }
 
 }  // namespace

@@ -601,7 +601,9 @@ TEST(AttentionFp8Checks, HeadDimsWithoutAnFp8Kernel) {
   a.q.dtype = a.k.dtype = a.v.dtype = a.o.dtype = HOPATTN_DTYPE_INT8;
   const Status s = check(a);
   expect_error(s, StatusCode::kNotSupported, "dtype int8 is not supported");
-  if (fp8_compiled(128)) EXPECT_NE(s.message().find("e4m3 (head dims 128)"), std::string::npos) << s.message();
+  if (fp8_compiled(128)) {
+    EXPECT_NE(s.message().find("e4m3 (head dims 128)"), std::string::npos) << s.message();
+  }
 }
 
 // What the FP8 kernels do not take yet: refused as not supported, naming the option.
@@ -717,6 +719,89 @@ TEST(AttentionFp8Checks, DescaleHelper) {
   EXPECT_EQ(t.shape[1], 5);
   EXPECT_EQ(t.stride[0], 5);
   EXPECT_EQ(t.stride[1], 1);
+}
+
+// ---- FP8 quantization (0.5) -----------------------------------------------------------------------
+
+// GQA q (2, 100, 8, 128) bf16 into e4m3 with (2, 2) descales.
+Fp8QuantizeArgs valid_quantize_args() {
+  Fp8QuantizeArgs a;
+  a.x = tensor_bshd(fake_ptr(0x10000000), HOPATTN_DTYPE_BF16, 2, 100, 8, 128);
+  a.out = tensor_bshd(fake_ptr(0x20000000), HOPATTN_DTYPE_E4M3, 2, 100, 8, 128);
+  a.descale = tensor_descale(static_cast<float*>(fake_ptr(0x30000000)), 2, 2);
+  return a;
+}
+
+TEST(Fp8QuantizeChecks, Rules) {
+  EXPECT_TRUE(check_fp8_quantize(valid_quantize_args(), {}).ok()) << check_fp8_quantize(valid_quantize_args(), {}).to_string();
+  Fp8QuantizeArgs a = valid_quantize_args();
+  a.x.dtype = HOPATTN_DTYPE_FP16;
+  EXPECT_TRUE(check_fp8_quantize(a, {}).ok());
+  a.descale = tensor_descale(static_cast<float*>(fake_ptr(0x30000000)), 2, 8);  // k or v: one descale per head
+  EXPECT_TRUE(check_fp8_quantize(a, {}).ok()) << check_fp8_quantize(a, {}).to_string();
+  auto expect = [](const Fp8QuantizeArgs& args, StatusCode code, const std::string& needle) {
+    expect_error(check_fp8_quantize(args, {}), code, needle);
+  };
+  a = valid_quantize_args();
+  a.x.dtype = HOPATTN_DTYPE_FP32;
+  expect(a, StatusCode::kNotSupported, "x: dtype fp32 is not supported; supported: bf16, fp16");
+  a = valid_quantize_args();
+  a.out.dtype = HOPATTN_DTYPE_BF16;
+  expect(a, StatusCode::kInvalidArgument, "out: dtype must be e4m3, got bf16");
+  a = valid_quantize_args();
+  a.descale.dtype = HOPATTN_DTYPE_BF16;
+  expect(a, StatusCode::kInvalidArgument, "descale: dtype must be fp32, got bf16");
+  a = valid_quantize_args();
+  a.out.shape[1] = 99;
+  expect(a, StatusCode::kInvalidArgument, "out.shape[1] (seqlen) = 99 differs from x's 100");
+  a = valid_quantize_args();
+  a.descale.shape[0] = 1;
+  expect(a, StatusCode::kInvalidArgument, "descale.shape[0] (batch) = 1 differs from x's batch 2");
+  a = valid_quantize_args();
+  a.descale.shape[1] = 3;
+  expect(a, StatusCode::kInvalidArgument, "descale.shape[1] (heads_kv) = 3 does not divide x's heads = 8");
+  a = valid_quantize_args();
+  a.x.stride[3] = 2;
+  expect(a, StatusCode::kInvalidArgument, "x.stride[3] = 2: the last dimension (hdim) must be contiguous");
+  a = valid_quantize_args();
+  a.x.data = fake_ptr(0x10000001);
+  expect(a, StatusCode::kInvalidArgument, "x: data pointer");
+  a = valid_quantize_args();
+  a.descale.data = fake_ptr(0x30000002);
+  expect(a, StatusCode::kInvalidArgument, "descale: data pointer");
+  a = valid_quantize_args();
+  a.out.data = fake_ptr(0x10000000 + 4096);
+  expect(a, StatusCode::kInvalidArgument, "out: overlaps x in memory");
+  a = valid_quantize_args();
+  a.descale.data = fake_ptr(0x20000000 + 64);
+  expect(a, StatusCode::kInvalidArgument, "out: overlaps descale in memory");
+  a = valid_quantize_args();
+  a.descale.stride[0] = 0;  // an output: every batch would write the same descale
+  expect(a, StatusCode::kInvalidArgument, "descale.stride[0] = 0 makes elements overlap");
+  a = valid_quantize_args();
+  a.x.rank = 3;
+  expect(a, StatusCode::kInvalidArgument, "x: rank must be 4");
+  DeviceContext ctx;
+  ctx.tensor_device[2] = kHostMemory;
+  expect_error(check_fp8_quantize(valid_quantize_args(), ctx), StatusCode::kInvalidArgument,
+               "descale: points to host memory");
+  // The C entry: the struct's rules, then these; no exception escapes.
+  hopattn_fp8_quantize_args_t raw{};
+  hopattn_status_t s = hopattn_fp8_quantize(&raw, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(s.message).find("args.struct_size: 0"), std::string::npos) << s.message;
+  raw = valid_quantize_args();
+  raw.out.dtype = HOPATTN_DTYPE_INT8;
+  s = hopattn_fp8_quantize(&raw, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(s.message).find("out: dtype must be e4m3, got int8"), std::string::npos) << s.message;
+  s = hopattn_fp8_quantize(nullptr, nullptr);
+  EXPECT_STREQ(s.message, "args: null pointer");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+  hopattn_fp8_quantize_args_t init = HOPATTN_FP8_QUANTIZE_ARGS_INIT;
+#pragma GCC diagnostic pop
+  EXPECT_EQ(init.struct_size, sizeof(hopattn_fp8_quantize_args_t));
 }
 
 // ---- Variable-length batches (0.4) ----------------------------------------------------------------

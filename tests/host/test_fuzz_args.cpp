@@ -1,6 +1,6 @@
 // Seeded argument fuzzing of the C ABI, without a GPU (the checks run their host rules first):
 // each case mutates one to four fields of a valid argument struct (forward attention, attention
-// over a KV cache, its append, int8 quantization, GEMM) — tensor pointers, dtypes, ranks, extents,
+// over a KV cache, its append, int8 quantization, FP8 quantization, GEMM) — tensor pointers, dtypes, ranks, extents,
 // strides, scalars, struct sizes, the forward's window/softcap/sinks, variable-length fields and
 // e4m3 descales, the
 // KV cache's page table — and asserts
@@ -402,6 +402,33 @@ TEST(FuzzArgs, KvCacheQuantize) {
     if (HasFailure()) return;
   }
   std::printf("quantize: %d cases, %d refused by the argument rules\n", kIterations, refused);
+  EXPECT_GT(refused, kIterations / 2);
+}
+
+// FP8 quantization (0.5): (2, 256, 8, 128) bf16 into e4m3 with (2, 2) descales.
+TEST(FuzzArgs, Fp8Quantize) {
+  Mutator m(kSeed + 3);
+  int refused = 0;
+  for (int it = 0; it < kIterations; ++it) {
+    Padded<hopattn_fp8_quantize_args_t> padded;
+    hopattn_fp8_quantize_args_t& a = padded.args;
+    a.struct_size = sizeof(a);
+    a.x = bshd(0x10000000, HOPATTN_DTYPE_BF16, 2, 256, 8, 128);
+    a.out = bshd(0x20000000, HOPATTN_DTYPE_E4M3, 2, 256, 8, 128);
+    a.descale = contiguous(0x30000000, HOPATTN_DTYPE_FP32, {2, 2});
+    const std::vector<hopattn_tensor_t*> all = {&a.x, &a.out, &a.descale};
+    const int mutations = 1 + m.pick(4);
+    for (int j = 0; j < mutations; ++j) {
+      if (m.pick(8) == 0) mutate_size(m, &padded);
+      else m.tensor(all[size_t(m.pick(int(all.size())))], all);
+    }
+    const std::string what = "fp8 quantize case " + std::to_string(it) + " (seed " + std::to_string(kSeed + 3) + ")";
+    const hopattn_status_t call = hopattn_fp8_quantize(&a, nullptr);
+    expect_sane(call, what);
+    refused += is_argument_error(call);
+    if (HasFailure()) return;
+  }
+  std::printf("fp8 quantize: %d cases, %d refused by the argument rules\n", kIterations, refused);
   EXPECT_GT(refused, kIterations / 2);
 }
 

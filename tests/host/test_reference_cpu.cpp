@@ -480,8 +480,9 @@ TEST(ReferenceFp8, QuantizationPerBatchAndKvHead) {
         amax = std::max(amax, std::fabs(x[i]));
         at_448 |= (t.codes[i] & 0x7f) == 0x7e;  // ±448: the group's largest magnitude
         // e4m3 keeps 3 mantissa bits: relative error <= 2^-4 in the normal range.
-        if (std::fabs(x[i]) > t.descale[size_t(bb * hkv + hk)] / 64.0f)
+        if (std::fabs(x[i]) > t.descale[size_t(bb * hkv + hk)] / 64.0f) {
           EXPECT_LE(std::fabs(t.dequant[i] - x[i]), std::fabs(x[i]) / 16.0f) << i;
+        }
       }
       EXPECT_FLOAT_EQ(t.descale[size_t(bb * hkv + hk)], amax / 448.0f) << bb << " " << hk;
       EXPECT_TRUE(at_448) << bb << " " << hk;
