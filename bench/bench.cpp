@@ -92,7 +92,8 @@ namespace {
 
 struct AttnBuffers {
   DeviceBuffer q, k, v, o;
-  DeviceBuffer sinks;  // --sinks: (heads_q) float32 for the largest head count, else empty
+  DeviceBuffer sinks;    // --sinks: (heads_q) float32 for the largest head count, else empty
+  DeviceBuffer descale;  // --dtype e4m3: ones, (batch, heads_kv) float32 for the largest such product
 };
 
 // One cell of the attention grid: the FlashAttention-3 grid's (batch = tokens / seqlen, heads =
@@ -110,7 +111,11 @@ AttentionForwardArgs attention_args(const AttnBuffers& buf, hopattn_dtype_t dtyp
   args.q = tensor_bshd(buf.q.get(), dtype, c.batch, c.seqlen_q, c.heads_q, c.hdim);
   args.k = tensor_bshd(buf.k.get(), dtype, c.batch, c.seqlen_k, c.heads_kv, c.hdim);
   args.v = tensor_bshd(buf.v.get(), dtype, c.batch, c.seqlen_k, c.heads_kv, c.hdim);
-  args.o = tensor_bshd(buf.o.get(), dtype, c.batch, c.seqlen_q, c.heads_q, c.hdim);
+  // e4m3 inputs: bf16 O and descales of 1 (read per tile like any others).
+  args.o = tensor_bshd(buf.o.get(), dtype == HOPATTN_DTYPE_E4M3 ? HOPATTN_DTYPE_BF16 : dtype, c.batch, c.seqlen_q,
+                       c.heads_q, c.hdim);
+  if (dtype == HOPATTN_DTYPE_E4M3 && buf.descale.get() != nullptr)
+    args.q_descale = args.k_descale = args.v_descale = tensor_descale(buf.descale.as<float>(), c.batch, c.heads_kv);
   args.causal = c.causal;
   if (c.window) {
     args.window = 1;
@@ -157,7 +162,7 @@ void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
 
 std::string bench_usage() {
   return "usage: hopattn bench [--op attn|decode|gemm] [--csv FILE] [--plot FILE.svg] [--hdim 64,128,256] [--seqlen 512,...,16384]\n"
-         "                     [--causal 0,1] [--dtype bf16|fp16] [--tokens 16384] [--hidden 2048]\n"
+         "                     [--causal 0,1] [--dtype bf16|fp16|e4m3] [--tokens 16384] [--hidden 2048]\n"
          "                     [--no-ceilings] [--quick] [--kernels default,NAME,...] [--shapes B:SQ:SK:HQ:HKV[:WL:WR],...]\n"
          "                     [--softcap X] [--sinks] [--varlen mix16|L1,L2,... [--varlen-heads HQ:HKV]]\n"
          "                     [--rounds 1] [--warmup-ms 200] [--cudnn-lib PATH/libcudnn.so.9]\n"
@@ -181,6 +186,7 @@ std::string bench_usage() {
          "visible pairs; the summary and each varlen row's note give varlen/padded-equal and\n"
          "varlen-uniform/padded-uniform (issue 36's target: varlen/padded-equal >= 0.97).\n"
          "--bf16-values: with --dtype fp16, inputs rounded to bf16's significand first.\n"
+         "--dtype e4m3: FP8 Q, K, V (bf16 O, descales of 1): the FP8 kernels' head dims only; no cuDNN row.\n"
          "--override KEY=VALUE,...: forward experiments for every hopattn row (stale_max_log2, narrow_pv,\n"
          "skip_unseen, causal_group, persistent_group, varlen_pdl, varlen_dynamic: attention/experimental.hpp). A --kernels\n"
          "entry NAME+KEY=VALUE+... (NAME may be default) is a row with experiments of its own.\n"
@@ -388,7 +394,8 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
         const std::string t = value();
         if (t == "bf16") o->dtype = HOPATTN_DTYPE_BF16;
         else if (t == "fp16") o->dtype = HOPATTN_DTYPE_FP16;
-        else throw std::invalid_argument("--dtype: " + t + " is not bf16 or fp16");
+        else if (t == "e4m3") o->dtype = HOPATTN_DTYPE_E4M3;
+        else throw std::invalid_argument("--dtype: " + t + " is not bf16, fp16 or e4m3");
       } else {
         throw std::invalid_argument("unknown option " + a);
       }
@@ -505,6 +512,13 @@ int run_bench(const BenchOptions& opt) {
   int sink_heads = 1;  // per-head logits of the scores' scale (gpt-oss's are learned, O(1))
   for (const AttnCell& c : cells) sink_heads = std::max(sink_heads, c.heads_q);
   if (opt.sinks) buf.sinks = DeviceBuffer(size_t(sink_heads) * 4);
+  if (opt.dtype == HOPATTN_DTYPE_E4M3) {
+    int64_t descales = 1;
+    for (const AttnCell& c : cells) descales = std::max<int64_t>(descales, int64_t(c.batch) * c.heads_kv);
+    const std::vector<float> ones(size_t(descales), 1.0f);
+    buf.descale = DeviceBuffer(ones.size() * 4);
+    HOPATTN_CUDA_CHECK(cudaMemcpy(buf.descale.get(), ones.data(), ones.size() * 4, cudaMemcpyHostToDevice));
+  }
   fill_attention_inputs(buf.q.get(), buf.k.get(), buf.v.get(), elems, opt.sinks ? buf.sinks.get() : nullptr, sink_heads,
                         opt, stream);
 
@@ -518,6 +532,7 @@ int run_bench(const BenchOptions& opt) {
       return [&](const AttentionForwardArgs& a, Stream s) {
         if (a.window != 0 || a.softcap > 0 || a.sinks.data != nullptr)  // the plugin would compute plain attention
           return Status::unsupported("the cuDNN baseline does not take a window, softcap or sinks here");
+        if (a.q.dtype == HOPATTN_DTYPE_E4M3) return Status::unsupported("the cuDNN baseline takes 16-bit inputs here");
         return cudnn->forward(a, s);
       };
     return hopattn_forward_fn(kernel, opt.overrides);
@@ -562,8 +577,9 @@ int run_bench(const BenchOptions& opt) {
           const std::string& state = timed[k].gpu_state;
           if (!state.empty()) r->note += (r->note.empty() ? "" : "; ") + state;
           r->tflops = prob.flops() / (r->ms * 1e-3) / 1e12;
-          // Q, K, V read and O written once
-          r->tbps = (2.0 * cell.q_elems() + 2.0 * cell.kv_elems()) * 2 / (r->ms * 1e-3) / 1e12;
+          // Q, K, V read and O written once (e4m3: 1-byte Q, K, V, bf16 O)
+          const double in_bytes = opt.dtype == HOPATTN_DTYPE_E4M3 ? 1.0 : 2.0;
+          r->tbps = ((cell.q_elems() + 2.0 * cell.kv_elems()) * in_bytes + 2.0 * cell.q_elems()) / (r->ms * 1e-3) / 1e12;
           if (gemm_tflops > 0) r->frac_of_gemm = r->tflops / gemm_tflops;
           if (r->impl == "cudnn") cudnn_ms = r->ms;
         }

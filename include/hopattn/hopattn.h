@@ -74,10 +74,10 @@ typedef struct hopattn_tensor {
 
 /* Forward attention: O = softmax(scale · Q·Kᵀ + mask) · V, per (batch, q-head).
  *
- *   q   (batch, seqlen_q, heads_q,  hdim)   bf16 or fp16
+ *   q   (batch, seqlen_q, heads_q,  hdim)   bf16 or fp16 (or e4m3: see "Since 0.5" below)
  *   k   (batch, seqlen_k, heads_kv, hdim)   same dtype as q
  *   v   (batch, seqlen_k, heads_kv, hdim)   same dtype as q
- *   o   (batch, seqlen_q, heads_q,  hdim)   same dtype as q; written
+ *   o   (batch, seqlen_q, heads_q,  hdim)   same dtype as q (bf16 for e4m3 q); written
  *   lse (batch, heads_q, seqlen_q)          float32, optional (data == NULL: not written);
  *                                           natural-log log-sum-exp of the scaled scores
  *
@@ -122,7 +122,20 @@ typedef struct hopattn_tensor {
  * device memory, so the GPU checks them: a sequence whose offsets decrease or leave the tensors,
  * or whose lengths exceed max_seqlen_q / max_seqlen_k (or seqused_k its cu_seqlens_k range), gets
  * no answer: NaN in its O and LSE rows where its query range is valid, nothing otherwise; the
- * first such sequence is recorded for hopattn_attention_device_check. */
+ * first such sequence is recorded for hopattn_attention_device_check.
+ *
+ * Since 0.5, FP8 inputs (FlashAttention-3's convention): q, k and v of dtype e4m3 (OCP E4M3,
+ * "e4m3fn": largest finite 448, no infinity), o bf16, lse float32, and optional descales:
+ *   q_descale, k_descale, v_descale   (batch, heads_kv) float32, device memory, any strides
+ *                                     (4-byte aligned); all three or none (none: every descale 1).
+ *                                     A q-head uses the descales of its kv-head.
+ * The scores are s = softmax_scale · q_descale · k_descale · (Q·Kᵀ), computed in float32 from the
+ * e4m3 values, and O = v_descale · softmax(s)·V, where the kernel rounds the softmax weights P
+ * (before normalisation) to e4m3 to multiply them by V; LSE is that of s. The mask, GQA/MQA and
+ * the empty cases are as above. Padded batches only, with head dims this build compiled for FP8
+ * (hopattn_attention_forward_check says which); a window, a softcap, sinks or a variable-length
+ * batch with e4m3 inputs is refused with HOPATTN_NOT_SUPPORTED. The descales must be unset for
+ * 16-bit inputs. */
 typedef struct hopattn_attention_fwd_args {
   uint32_t struct_size; /* sizeof(hopattn_attention_fwd_args_t) (see "Extensible argument structs") */
   uint32_t reserved;    /* must be 0 */
@@ -147,9 +160,36 @@ typedef struct hopattn_attention_fwd_args {
   int32_t max_seqlen_k;
   void* workspace;
   size_t workspace_bytes;
+  /* Since 0.5 (e4m3 inputs, above; all zero: descales of 1, or a 16-bit call): */
+  hopattn_tensor_t q_descale;
+  hopattn_tensor_t k_descale;
+  hopattn_tensor_t v_descale;
 } hopattn_attention_fwd_args_t;
 
 #define HOPATTN_ATTENTION_FWD_ARGS_INIT {(uint32_t)sizeof(hopattn_attention_fwd_args_t)}
+
+/* Since 0.5: quantization to the forward call's FP8 inputs, per (batch, kv-head).
+ *
+ *   x        (batch, seqlen, heads, hdim)   bf16 or fp16, hdim contiguous
+ *   out      (batch, seqlen, heads, hdim)   e4m3, hdim contiguous; written
+ *   descale  (batch, heads_kv)              float32, any strides; written. heads_kv must divide
+ *                                           heads: head h belongs to kv-head h / (heads / heads_kv)
+ *                                           (q with the call's heads_kv; k and v with heads_kv = heads)
+ * For each (batch, kv-head), amax = max |x| over its elements (NaN ignored), descale = amax / 448
+ * (1 where amax is 0) and out = e4m3(x / descale), rounded to nearest even and saturating, so the
+ * largest magnitude becomes ±448; descale is then the forward call's q_descale, k_descale or
+ * v_descale for that tensor. out must not overlap x or descale. Enqueued on `stream`. */
+typedef struct hopattn_fp8_quantize_args {
+  uint32_t struct_size; /* sizeof(hopattn_fp8_quantize_args_t) (see "Extensible argument structs") */
+  uint32_t reserved;    /* must be 0 */
+  hopattn_tensor_t x;
+  hopattn_tensor_t out;
+  hopattn_tensor_t descale;
+} hopattn_fp8_quantize_args_t;
+
+#define HOPATTN_FP8_QUANTIZE_ARGS_INIT {(uint32_t)sizeof(hopattn_fp8_quantize_args_t)}
+
+hopattn_status_t hopattn_fp8_quantize(const hopattn_fp8_quantize_args_t* args, void* stream);
 
 /* Fills a rank-4 (batch, seqlen, heads, hdim) descriptor with contiguous strides. */
 hopattn_tensor_t hopattn_tensor_bshd(void* data, hopattn_dtype_t dtype, int64_t batch,

@@ -25,6 +25,7 @@ struct VersionedArgs : C {
   VersionedArgs(const C& c) : C(c) {}  // NOLINT: implicit, so C structs pass where these are taken
 };
 using AttentionForwardArgs = VersionedArgs<hopattn_attention_fwd_args_t>;
+using Fp8QuantizeArgs = VersionedArgs<hopattn_fp8_quantize_args_t>;
 
 enum class StatusCode {
   kOk = HOPATTN_OK,
@@ -110,5 +111,14 @@ Tensor tensor_cu_seqlens(int32_t* data, long long batch);
 // The attention sinks: a contiguous (heads_q) float32 descriptor, for the forward pass's and the
 // KV-cache call's `sinks` (since 0.4).
 Tensor tensor_sinks(float* data, long long heads_q);
+
+// A contiguous (batch, heads_kv) float32 descriptor for the forward pass's q_descale, k_descale and
+// v_descale (e4m3 inputs, since 0.5).
+Tensor tensor_descale(float* data, long long batch, long long heads_kv);
+
+// Every rule of hopattn_fp8_quantize that needs no device memory (context: where the tensors
+// live, as for check_attention_forward), and the call itself (since 0.5).
+Status check_fp8_quantize(const Fp8QuantizeArgs& args, const DeviceContext& context);
+Status fp8_quantize(const Fp8QuantizeArgs& args, Stream stream);
 
 }  // namespace hopattn

@@ -77,6 +77,11 @@ class AttentionFwdArgs(ctypes.Structure):
         ("max_seqlen_k", ctypes.c_int32),
         ("workspace", ctypes.c_void_p),
         ("workspace_bytes", ctypes.c_size_t),
+        # Since 0.5 (e4m3 q, k, v; all zero: descales of 1): (batch, heads_kv) float32 descales,
+        # all three or none. The Python calls do not take e4m3 yet (they pack the 0.4 struct).
+        ("q_descale", Tensor),
+        ("k_descale", Tensor),
+        ("v_descale", Tensor),
     ]
 
 

@@ -33,14 +33,15 @@ def _torch_like(x, name: str, what: str):
 
 
 _TENSOR = "Qii4q4q"  # hopattn_tensor_t: data, dtype, rank, shape[4], stride[4] (80 bytes)
-# hopattn_attention_fwd_args_t (776 bytes, no padding): 0.2's fields up to `causal` (_FWD, 416
+# hopattn_attention_fwd_args_t (0.4: 776 bytes, no padding): 0.2's fields up to `causal` (_FWD, 416
 # bytes), then 0.3's window, window_left, window_right, softcap, sinks (_FWD_OPTIONS, to _FWD_SIZE =
 # 512), then 0.4's cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q, max_seqlen_k (_FWD_VARLEN)
 # and workspace, workspace_bytes (_FWD_WORKSPACE, to _FWD_VARLEN_SIZE = 776). A padded call packs
 # the 0.3 struct (struct_size 512: the library reads 0.4's fields as zero, a padded batch, and a 0.3
 # library takes it too); a call without options packs _FWD alone into a zeroed 512-byte buffer: the
 # zero tail is 0.2's behaviour, and the no-option call packs no more than before 0.3. A
-# variable-length call packs all 776 bytes.
+# variable-length call packs all 776 bytes, the 0.4 struct (0.5 appended q/k/v_descale, 1016 bytes:
+# e4m3 inputs, which these calls do not take yet; the library reads them as zero).
 _FWD = struct.Struct("<II" + _TENSOR * 5 + "fi")
 _FWD_OPTIONS = struct.Struct("<iiif" + _TENSOR)
 _FWD_SIZE = _FWD.size + _FWD_OPTIONS.size

@@ -50,14 +50,14 @@ class TestImport(unittest.TestCase):
         # 80-byte tensors; struct_size is what the library checks against its own layout.
         self.assertEqual(ctypes.sizeof(_lib.Tensor), 80)
         # 0.2's 416 + window..softcap 16 + sinks 80 (0.3: 512) + cu_seqlens_q/k, seqused_k 240 +
-        # max_seqlen_q/k 8 + workspace, workspace_bytes 16 (0.4)
-        self.assertEqual(ctypes.sizeof(_lib.AttentionFwdArgs), 776)
+        # max_seqlen_q/k 8 + workspace, workspace_bytes 16 (0.4: 776) + q/k/v_descale 240 (0.5)
+        self.assertEqual(ctypes.sizeof(_lib.AttentionFwdArgs), 1016)
         # 0.3's tails, then page_table and window..softcap 16 + sinks 80 (0.4)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheArgs), 8 + 8 * 80 + 20 + 4 + 8 + 8 + 2 * 80 + 80 + 16 + 80)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheQuantizeArgs), 8 + 6 * 80 + 8)
         # The packed layouts the calls use are the same bytes as the Structures.
         from hopattn import ops
-        self.assertEqual(ops._FWD_VARLEN_SIZE, ctypes.sizeof(_lib.AttentionFwdArgs))
+        self.assertEqual(ops._FWD_VARLEN_SIZE, _lib.AttentionFwdArgs.q_descale.offset)  # a varlen call's 0.4 struct
         self.assertEqual(ops._FWD_SIZE, _lib.AttentionFwdArgs.cu_seqlens_q.offset)  # a padded call's 0.3 struct
         self.assertEqual(ops._FWD.size, _lib.AttentionFwdArgs.window.offset)  # 0.2's fields, then the options
         self.assertEqual(ops._FWD_SIZE + ops._FWD_VARLEN.size, _lib.AttentionFwdArgs.workspace.offset)
@@ -66,7 +66,8 @@ class TestImport(unittest.TestCase):
         for field, offset in (("softmax_scale", 408), ("causal", 412), ("window", 416), ("window_left", 420),
                               ("window_right", 424), ("softcap", 428), ("sinks", 432), ("cu_seqlens_q", 512),
                               ("cu_seqlens_k", 592), ("seqused_k", 672), ("max_seqlen_q", 752), ("max_seqlen_k", 756),
-                              ("workspace", 760), ("workspace_bytes", 768)):
+                              ("workspace", 760), ("workspace_bytes", 768), ("q_descale", 776), ("k_descale", 856),
+                              ("v_descale", 936)):
             self.assertEqual(getattr(_lib.AttentionFwdArgs, field).offset, offset, field)
         for field, offset in (("quant_block", 648), ("pack_gqa", 664), ("workspace", 672), ("workspace_bytes", 680),
                               ("k_tail", 688), ("page_table", 848), ("window", 928), ("window_left", 932),
@@ -103,7 +104,7 @@ class TestImport(unittest.TestCase):
             self.assertEqual(ctypes.sizeof(cls), c[ctype, "sizeof"], f"sizeof({ctype})")
             for name, *_ in cls._fields_:
                 self.assertEqual(getattr(cls, name).offset, c[ctype, name], f"offsetof({ctype}, {name})")
-        self.assertEqual(ops._FWD_VARLEN_SIZE, c["hopattn_attention_fwd_args_t", "sizeof"])
+        self.assertEqual(ops._FWD_VARLEN_SIZE, c["hopattn_attention_fwd_args_t", "q_descale"])
         self.assertEqual(ops._FWD_SIZE, c["hopattn_attention_fwd_args_t", "cu_seqlens_q"])
         self.assertEqual(ops._FWD_VARLEN_SIZE - ops._FWD_WORKSPACE.size, c["hopattn_attention_fwd_args_t", "workspace"])
         self.assertEqual(ops._KV_SIZE, c["hopattn_kvcache_args_t", "sizeof"])

@@ -45,6 +45,7 @@ struct KernelInfo {
   std::string name;  // e.g. "ws_pingpong_persistent_128x128x2"
   int hdim;
   std::string detail;  // family, tile, cache type, CTAs per SM, ...
+  bool fp8 = false;    // a forward kernel of e4m3 inputs (FwdKernelSpec::fp8)
 };
 // Every compiled row (both ops), in registry order.
 std::vector<KernelInfo> compiled_kernels();

@@ -10,7 +10,7 @@
 namespace hopattn::attention {
 
 struct FwdParams {
-  hopattn_dtype_t dtype;  // BF16 or FP16 (Q, K, V and O share it)
+  hopattn_dtype_t dtype;  // BF16 or FP16 (Q, K, V and O share it), or E4M3 (Q, K, V; O is bf16)
   int hdim;               // 64, 128 or 256
 
   const void* q;  // (batch, seqlen_q, heads_q, hdim)
@@ -45,6 +45,15 @@ struct FwdParams {
   int window_left = 0, window_right = 0;
 
   const float* sinks = nullptr;  // (heads_q) float32 logits in the softmax denominators, or none
+
+  // E4M3 inputs: the (batch, heads_kv) float32 descales, all three or none (1). A q-head uses its
+  // kv-head's: S = (q_descale · k_descale · softmax_scale) · Q·Kᵀ, O = v_descale · P·V.
+  const float* q_descale = nullptr;
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
+  int64_t q_descale_batch_stride = 0, q_descale_head_stride = 0;
+  int64_t k_descale_batch_stride = 0, k_descale_head_stride = 0;
+  int64_t v_descale_batch_stride = 0, v_descale_head_stride = 0;
 
   // Variable-length batches (cu_seqlens_q != nullptr; hopattn.h): q, o (total_q, heads_q, hdim),
   // k, v (total_k, heads_kv, hdim), lse (heads_q, total_q). seqlen_q and seqlen_k then hold

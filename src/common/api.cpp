@@ -57,6 +57,16 @@ Tensor tensor_sinks(float* data, long long heads_q) {
   return t;
 }
 
+Tensor tensor_descale(float* data, long long batch, long long heads_kv) {
+  Tensor t{};
+  t.data = data;
+  t.dtype = HOPATTN_DTYPE_FP32;
+  t.rank = 2;
+  t.shape[0] = batch, t.shape[1] = heads_kv;
+  t.stride[0] = heads_kv, t.stride[1] = 1;
+  return t;
+}
+
 bool has_sm90_gpu(std::string* why) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);

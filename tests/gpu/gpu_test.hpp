@@ -24,11 +24,13 @@ namespace hopattn {
 
 // The registry names of the compiled kernels of `op` ("fwd" or "decode") at head dim `hdim` whose
 // name starts with `prefix` ("" for all; "kv16_" / "kv8_" picks a decode cache type), in registry
-// order.
-inline std::vector<std::string> compiled_kernel_names(const std::string& op, int hdim, const std::string& prefix = "") {
+// order: the 16-bit forward kernels, or (fp8) the e4m3 ones.
+inline std::vector<std::string> compiled_kernel_names(const std::string& op, int hdim, const std::string& prefix = "",
+                                                      bool fp8 = false) {
   std::vector<std::string> out;
   for (const experimental::KernelInfo& k : experimental::compiled_kernels())
-    if (k.op == op && k.hdim == hdim && k.name.compare(0, prefix.size(), prefix) == 0) out.push_back(k.name);
+    if (k.op == op && k.hdim == hdim && k.fp8 == fp8 && k.name.compare(0, prefix.size(), prefix) == 0)
+      out.push_back(k.name);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "attention/device/compiled_set.hpp"
 #include "hopattn/hopattn.hpp"
 
 namespace hopattn {
@@ -511,6 +512,296 @@ TEST(AttentionChecks, CAbiReportsErrorsWithoutThrowing) {
   const hopattn_status_t s = hopattn_attention_forward(nullptr, nullptr);
   EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
   EXPECT_STREQ(s.message, "args: null pointer");
+}
+
+// ---- FP8 inputs (0.5) -----------------------------------------------------------------------------
+
+bool fp8_compiled(int hdim) {
+  for (int d : attention::compiled_fp8_head_dims())
+    if (d == hdim) return true;
+  return false;
+}
+
+AttentionForwardArgs valid_varlen_args();  // below (0.4)
+
+// valid_args() with e4m3 q, k, v (o bf16) and its (batch 2, heads_kv 2) descales.
+AttentionForwardArgs valid_fp8_args() {
+  AttentionForwardArgs a = valid_args();
+  a.q.dtype = a.k.dtype = a.v.dtype = HOPATTN_DTYPE_E4M3;
+  a.q_descale = tensor_descale(static_cast<float*>(fake_ptr(0x61000000)), 2, 2);
+  a.k_descale = tensor_descale(static_cast<float*>(fake_ptr(0x62000000)), 2, 2);
+  a.v_descale = tensor_descale(static_cast<float*>(fake_ptr(0x63000000)), 2, 2);
+  return a;
+}
+
+#define HOPATTN_REQUIRE_FP8_HD128()                                                         \
+  do {                                                                                      \
+    if (!fp8_compiled(128)) GTEST_SKIP() << "no FP8 kernel at hdim 128 in this build";      \
+  } while (0)
+
+TEST(AttentionFp8Checks, ValidCallsPass) {
+  HOPATTN_REQUIRE_FP8_HD128();
+  EXPECT_TRUE(check(valid_fp8_args()).ok()) << check(valid_fp8_args()).to_string();
+  AttentionForwardArgs a = valid_fp8_args();
+  a.q_descale = a.k_descale = a.v_descale = Tensor{};  // none: descales of 1
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a = valid_fp8_args();
+  a.causal = 0;
+  a.lse = Tensor{};
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a = valid_fp8_args();  // MQA, and descales broadcast over the batch (stride 0)
+  for (Tensor* t : {&a.k, &a.v}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_E4M3, 2, 300, 1, 128);
+  for (Tensor* t : {&a.q_descale, &a.k_descale, &a.v_descale}) t->shape[1] = 1, t->stride[0] = 0;
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  // The C ABI takes the same call.
+  const hopattn_attention_fwd_args_t raw = valid_fp8_args();
+  const hopattn_status_t st = hopattn_attention_forward_check(&raw, nullptr);
+  EXPECT_EQ(std::string(st.message).find("descale"), std::string::npos) << st.message;
+  EXPECT_EQ(std::string(st.message).find("e4m3"), std::string::npos) << st.message;
+}
+
+TEST(AttentionFp8Checks, OutputMustBeBf16) {
+  HOPATTN_REQUIRE_FP8_HD128();
+  for (hopattn_dtype_t t : {HOPATTN_DTYPE_E4M3, HOPATTN_DTYPE_FP16, HOPATTN_DTYPE_FP32}) {
+    AttentionForwardArgs a = valid_fp8_args();
+    a.o.dtype = t;
+    expect_error(check(a), StatusCode::kInvalidArgument,
+                 std::string("o: dtype must be bf16 when q is e4m3, got ") + hopattn_dtype_name(t));
+  }
+}
+
+TEST(AttentionFp8Checks, InputsMustAllBeE4m3) {
+  HOPATTN_REQUIRE_FP8_HD128();
+  AttentionForwardArgs a = valid_fp8_args();
+  a.k.dtype = HOPATTN_DTYPE_BF16;
+  expect_error(check(a), StatusCode::kInvalidArgument, "k: dtype bf16 does not match q's e4m3");
+  a = valid_fp8_args();
+  a.v.dtype = HOPATTN_DTYPE_FP16;
+  expect_error(check(a), StatusCode::kInvalidArgument, "v: dtype fp16 does not match q's e4m3");
+  a = valid_args();  // a 16-bit q with e4m3 k: the 16-bit rule
+  a.k.dtype = HOPATTN_DTYPE_E4M3;
+  expect_error(check(a), StatusCode::kInvalidArgument, "k: dtype e4m3 does not match q's bf16");
+}
+
+TEST(AttentionFp8Checks, HeadDimsWithoutAnFp8Kernel) {
+  for (int d : {64, 96, 256}) {
+    if (fp8_compiled(d)) continue;
+    AttentionForwardArgs a = valid_fp8_args();
+    for (Tensor* t : {&a.q, &a.k, &a.v, &a.o}) *t = tensor_bshd(t->data, t->dtype, t->shape[0], t->shape[1], t->shape[2], d);
+    const Status s = check(a);
+    if (attention::compiled_fp8_head_dims().empty()) {
+      expect_error(s, StatusCode::kNotSupported, "q: dtype e4m3 is not supported in this build");
+    } else {
+      expect_error(s, StatusCode::kNotSupported, "q: head dim " + std::to_string(d) + " is not supported with e4m3 inputs");
+      EXPECT_NE(s.message().find("supported: 128"), std::string::npos) << s.message();
+    }
+  }
+  // The 16-bit message lists e4m3 with its head dims.
+  AttentionForwardArgs a = valid_args();
+  a.q.dtype = a.k.dtype = a.v.dtype = a.o.dtype = HOPATTN_DTYPE_INT8;
+  const Status s = check(a);
+  expect_error(s, StatusCode::kNotSupported, "dtype int8 is not supported");
+  if (fp8_compiled(128)) {
+    EXPECT_NE(s.message().find("e4m3 (head dims 128)"), std::string::npos) << s.message();
+  }
+}
+
+// What the FP8 kernels do not take yet: refused as not supported, naming the option.
+TEST(AttentionFp8Checks, OptionsAreNotSupported) {
+  HOPATTN_REQUIRE_FP8_HD128();
+  AttentionForwardArgs a = valid_fp8_args();
+  a.window = 1, a.window_left = 64, a.window_right = 0;
+  expect_error(check(a), StatusCode::kNotSupported, "window: a sliding window is not supported with e4m3 inputs");
+  a = valid_fp8_args();
+  a.softcap = 30.0f;
+  expect_error(check(a), StatusCode::kNotSupported, "softcap: a logit softcap is not supported with e4m3 inputs");
+  a = valid_fp8_args();
+  a.sinks = valid_sinks();
+  expect_error(check(a), StatusCode::kNotSupported, "sinks: attention sinks is not supported with e4m3 inputs");
+  a = valid_varlen_args();
+  for (Tensor* t : {&a.q, &a.k, &a.v}) t->dtype = HOPATTN_DTYPE_E4M3;
+  expect_error(check(a), StatusCode::kNotSupported,
+               "cu_seqlens_q: a variable-length batch is not supported with e4m3 inputs");
+}
+
+TEST(AttentionFp8Checks, AllThreeDescalesOrNone) {
+  HOPATTN_REQUIRE_FP8_HD128();
+  const char* names[3] = {"q_descale", "k_descale", "v_descale"};
+  for (int missing = 0; missing < 3; ++missing) {
+    AttentionForwardArgs a = valid_fp8_args();
+    Tensor* ts[3] = {&a.q_descale, &a.k_descale, &a.v_descale};
+    *ts[missing] = Tensor{};
+    expect_error(check(a), StatusCode::kInvalidArgument,
+                 std::string(names[missing]) + ": null while " + names[missing == 0 ? 1 : 0] +
+                     " is set (give all three descales or none)");
+  }
+  AttentionForwardArgs a = valid_fp8_args();
+  a.q_descale = a.k_descale = Tensor{};  // only v_descale
+  expect_error(check(a), StatusCode::kInvalidArgument, "q_descale: null while v_descale is set");
+}
+
+TEST(AttentionFp8Checks, DescaleShapeTypeAndAlignment) {
+  HOPATTN_REQUIRE_FP8_HD128();
+  const char* names[3] = {"q_descale", "k_descale", "v_descale"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = names[i];
+    auto with = [&](auto&& change) {
+      AttentionForwardArgs a = valid_fp8_args();
+      Tensor* ts[3] = {&a.q_descale, &a.k_descale, &a.v_descale};
+      change(*ts[i]);
+      return check(a);
+    };
+    expect_error(with([](Tensor& t) { t.shape[1] = 8; }), StatusCode::kInvalidArgument,
+                 n + ": shape (2, 8) must be (batch, heads_kv) = (2, 2)");  // per q-head: not this convention
+    expect_error(with([](Tensor& t) { t.shape[0] = 1; }), StatusCode::kInvalidArgument,
+                 n + ": shape (1, 2) must be (batch, heads_kv) = (2, 2)");
+    expect_error(with([](Tensor& t) { t.dtype = HOPATTN_DTYPE_BF16; }), StatusCode::kInvalidArgument,
+                 n + ": dtype must be fp32, got bf16");
+    expect_error(with([](Tensor& t) { t.rank = 1; }), StatusCode::kInvalidArgument, n + ": rank must be 2, got 1");
+    expect_error(with([](Tensor& t) { t.stride[1] = -1; }), StatusCode::kInvalidArgument,
+                 n + ".stride[1] is negative");
+    expect_error(with([](Tensor& t) { t.data = static_cast<char*>(t.data) + 2; }), StatusCode::kInvalidArgument,
+                 n + ": data pointer is not 4-byte aligned");
+  }
+}
+
+// Descales belong to e4m3 inputs: set on a 16-bit call they would be ignored, so they are refused.
+TEST(AttentionFp8Checks, DescalesWithSixteenBitInputs) {
+  AttentionForwardArgs a = valid_args();
+  a.v_descale = tensor_descale(static_cast<float*>(fake_ptr(0x63000000)), 2, 2);
+  expect_error(check(a), StatusCode::kInvalidArgument, "v_descale: set, but q is bf16 (descales apply to e4m3 inputs only)");
+}
+
+TEST(AttentionFp8Checks, OutputsMustNotAliasTheDescales) {
+  HOPATTN_REQUIRE_FP8_HD128();
+  AttentionForwardArgs a = valid_fp8_args();
+  a.k_descale.data = static_cast<char*>(a.o.data) + 64;
+  expect_error(check(a), StatusCode::kInvalidArgument, "o: overlaps input k_descale in memory");
+  a = valid_fp8_args();
+  a.v_descale.data = a.lse.data;
+  expect_error(check(a), StatusCode::kInvalidArgument, "lse: overlaps input v_descale in memory");
+}
+
+TEST(AttentionFp8Checks, DescalesOnHostOrAnotherDevice) {
+  HOPATTN_REQUIRE_FP8_HD128();
+  DeviceContext ctx;
+  ctx.tensor_device[10] = kHostMemory;  // the order of query_attention_context: ..., workspace, q_descale, k_descale, v_descale
+  expect_error(check(valid_fp8_args(), ctx), StatusCode::kInvalidArgument, "q_descale: points to host memory");
+  ctx = DeviceContext{};
+  ctx.tensor_device[12] = 5;
+  expect_error(check(valid_fp8_args(), ctx), StatusCode::kInvalidArgument, "v_descale: lives on device 5");
+}
+
+// A caller built against 0.4 passes the struct up to workspace_bytes: the descales past it read
+// as zero (here they hold a descale a 16-bit call would refuse).
+TEST(AttentionFp8Checks, OlderCallerStructSizeReadsNoDescale) {
+  hopattn_attention_fwd_args_t old = valid_args();
+  old.q_descale = tensor_descale(static_cast<float*>(fake_ptr(0x61000000)), 2, 2);
+  old.struct_size = uint32_t(offsetof(hopattn_attention_fwd_args_t, q_descale));
+  hopattn_status_t s = hopattn_attention_forward_check(&old, nullptr);
+  EXPECT_EQ(std::string(s.message).find("descale"), std::string::npos) << s.message;
+  EXPECT_EQ(std::string(s.message).find("struct"), std::string::npos) << s.message;
+  old.struct_size = uint32_t(sizeof(hopattn_attention_fwd_args_t));  // this header's size: read and refused
+  s = hopattn_attention_forward_check(&old, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(s.message).find("q_descale: set, but q is bf16"), std::string::npos) << s.message;
+  // The fields keep their place: appended after workspace_bytes (0.4's last field).
+  EXPECT_EQ(offsetof(hopattn_attention_fwd_args_t, q_descale),
+            offsetof(hopattn_attention_fwd_args_t, workspace_bytes) + sizeof(size_t));
+  EXPECT_EQ(sizeof(hopattn_attention_fwd_args_t), offsetof(hopattn_attention_fwd_args_t, q_descale) + 3 * sizeof(hopattn_tensor_t));
+}
+
+TEST(AttentionFp8Checks, DescaleHelper) {
+  const Tensor t = tensor_descale(static_cast<float*>(fake_ptr(0x1000)), 3, 5);
+  EXPECT_EQ(t.dtype, HOPATTN_DTYPE_FP32);
+  EXPECT_EQ(t.rank, 2);
+  EXPECT_EQ(t.shape[0], 3);
+  EXPECT_EQ(t.shape[1], 5);
+  EXPECT_EQ(t.stride[0], 5);
+  EXPECT_EQ(t.stride[1], 1);
+}
+
+// ---- FP8 quantization (0.5) -----------------------------------------------------------------------
+
+// GQA q (2, 100, 8, 128) bf16 into e4m3 with (2, 2) descales.
+Fp8QuantizeArgs valid_quantize_args() {
+  Fp8QuantizeArgs a;
+  a.x = tensor_bshd(fake_ptr(0x10000000), HOPATTN_DTYPE_BF16, 2, 100, 8, 128);
+  a.out = tensor_bshd(fake_ptr(0x20000000), HOPATTN_DTYPE_E4M3, 2, 100, 8, 128);
+  a.descale = tensor_descale(static_cast<float*>(fake_ptr(0x30000000)), 2, 2);
+  return a;
+}
+
+TEST(Fp8QuantizeChecks, Rules) {
+  EXPECT_TRUE(check_fp8_quantize(valid_quantize_args(), {}).ok()) << check_fp8_quantize(valid_quantize_args(), {}).to_string();
+  Fp8QuantizeArgs a = valid_quantize_args();
+  a.x.dtype = HOPATTN_DTYPE_FP16;
+  EXPECT_TRUE(check_fp8_quantize(a, {}).ok());
+  a.descale = tensor_descale(static_cast<float*>(fake_ptr(0x30000000)), 2, 8);  // k or v: one descale per head
+  EXPECT_TRUE(check_fp8_quantize(a, {}).ok()) << check_fp8_quantize(a, {}).to_string();
+  auto expect = [](const Fp8QuantizeArgs& args, StatusCode code, const std::string& needle) {
+    expect_error(check_fp8_quantize(args, {}), code, needle);
+  };
+  a = valid_quantize_args();
+  a.x.dtype = HOPATTN_DTYPE_FP32;
+  expect(a, StatusCode::kNotSupported, "x: dtype fp32 is not supported; supported: bf16, fp16");
+  a = valid_quantize_args();
+  a.out.dtype = HOPATTN_DTYPE_BF16;
+  expect(a, StatusCode::kInvalidArgument, "out: dtype must be e4m3, got bf16");
+  a = valid_quantize_args();
+  a.descale.dtype = HOPATTN_DTYPE_BF16;
+  expect(a, StatusCode::kInvalidArgument, "descale: dtype must be fp32, got bf16");
+  a = valid_quantize_args();
+  a.out.shape[1] = 99;
+  expect(a, StatusCode::kInvalidArgument, "out.shape[1] (seqlen) = 99 differs from x's 100");
+  a = valid_quantize_args();
+  a.descale.shape[0] = 1;
+  expect(a, StatusCode::kInvalidArgument, "descale.shape[0] (batch) = 1 differs from x's batch 2");
+  a = valid_quantize_args();
+  a.descale.shape[1] = 3;
+  expect(a, StatusCode::kInvalidArgument, "descale.shape[1] (heads_kv) = 3 does not divide x's heads = 8");
+  a = valid_quantize_args();
+  a.x.stride[3] = 2;
+  expect(a, StatusCode::kInvalidArgument, "x.stride[3] = 2: the last dimension (hdim) must be contiguous");
+  a = valid_quantize_args();
+  a.x.data = fake_ptr(0x10000001);
+  expect(a, StatusCode::kInvalidArgument, "x: data pointer");
+  a = valid_quantize_args();
+  a.descale.data = fake_ptr(0x30000002);
+  expect(a, StatusCode::kInvalidArgument, "descale: data pointer");
+  a = valid_quantize_args();
+  a.out.data = fake_ptr(0x10000000 + 4096);
+  expect(a, StatusCode::kInvalidArgument, "out: overlaps x in memory");
+  a = valid_quantize_args();
+  a.descale.data = fake_ptr(0x20000000 + 64);
+  expect(a, StatusCode::kInvalidArgument, "out: overlaps descale in memory");
+  a = valid_quantize_args();
+  a.descale.stride[0] = 0;  // an output: every batch would write the same descale
+  expect(a, StatusCode::kInvalidArgument, "descale.stride[0] = 0 makes elements overlap");
+  a = valid_quantize_args();
+  a.x.rank = 3;
+  expect(a, StatusCode::kInvalidArgument, "x: rank must be 4");
+  DeviceContext ctx;
+  ctx.tensor_device[2] = kHostMemory;
+  expect_error(check_fp8_quantize(valid_quantize_args(), ctx), StatusCode::kInvalidArgument,
+               "descale: points to host memory");
+  // The C entry: the struct's rules, then these; no exception escapes.
+  hopattn_fp8_quantize_args_t raw{};
+  hopattn_status_t s = hopattn_fp8_quantize(&raw, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(s.message).find("args.struct_size: 0"), std::string::npos) << s.message;
+  raw = valid_quantize_args();
+  raw.out.dtype = HOPATTN_DTYPE_INT8;
+  s = hopattn_fp8_quantize(&raw, nullptr);
+  EXPECT_EQ(s.code, HOPATTN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(s.message).find("out: dtype must be e4m3, got int8"), std::string::npos) << s.message;
+  s = hopattn_fp8_quantize(nullptr, nullptr);
+  EXPECT_STREQ(s.message, "args: null pointer");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+  hopattn_fp8_quantize_args_t init = HOPATTN_FP8_QUANTIZE_ARGS_INIT;
+#pragma GCC diagnostic pop
+  EXPECT_EQ(init.struct_size, sizeof(hopattn_fp8_quantize_args_t));
 }
 
 // ---- Variable-length batches (0.4) ----------------------------------------------------------------

@@ -1,7 +1,8 @@
 // Seeded argument fuzzing of the C ABI, without a GPU (the checks run their host rules first):
 // each case mutates one to four fields of a valid argument struct (forward attention, attention
-// over a KV cache, its append, int8 quantization, GEMM) — tensor pointers, dtypes, ranks, extents,
-// strides, scalars, struct sizes, the forward's window/softcap/sinks and variable-length fields, the
+// over a KV cache, its append, int8 quantization, FP8 quantization, GEMM) — tensor pointers, dtypes, ranks, extents,
+// strides, scalars, struct sizes, the forward's window/softcap/sinks, variable-length fields and
+// e4m3 descales, the
 // KV cache's page table — and asserts
 //   - no crash (a crash fails the test binary);
 //   - a status that is OK or an error with a message (never an empty one, never kInternal);
@@ -155,8 +156,10 @@ TEST(FuzzArgs, AttentionForward) {
     Padded<hopattn_attention_fwd_args_t> padded;
     hopattn_attention_fwd_args_t& a = padded.args;
     a.struct_size = sizeof(a);
-    // Half the cases start as a padded batch, half as a variable-length one (0.4).
+    // Half the cases start as a padded batch (a third of them with e4m3 inputs and their descales,
+    // 0.5), half as a variable-length one (0.4).
     const bool varlen = m.pick(2) == 0;
+    const bool fp8 = !varlen && m.pick(3) == 0;
     if (varlen) {
       a.q = contiguous(0x10000000, HOPATTN_DTYPE_BF16, {1000, 8, 128});
       a.k = contiguous(0x20000000, HOPATTN_DTYPE_BF16, {3000, 2, 128});
@@ -175,14 +178,23 @@ TEST(FuzzArgs, AttentionForward) {
       a.v = bshd(0x30000000, HOPATTN_DTYPE_BF16, 2, 300, 2, 128);
       a.o = bshd(0x40000000, HOPATTN_DTYPE_BF16, 2, 100, 8, 128);
       a.lse = contiguous(0x50000000, HOPATTN_DTYPE_FP32, {2, 8, 100});
+      if (fp8) {
+        for (hopattn_tensor_t* t : {&a.q, &a.k, &a.v}) t->dtype = HOPATTN_DTYPE_E4M3;
+        if (m.pick(4) != 0) {  // descales (or none: 1)
+          a.q_descale = contiguous(0x61000000, HOPATTN_DTYPE_FP32, {2, 2});
+          a.k_descale = contiguous(0x62000000, HOPATTN_DTYPE_FP32, {2, 2});
+          a.v_descale = contiguous(0x63000000, HOPATTN_DTYPE_FP32, {2, 2});
+        }
+      }
     }
     // The options of 0.3 start valid in some cases (a window, a softcap, sinks) and are mutated
     // like the rest.
     if (m.pick(3) == 0) a.window = 1, a.window_left = 64, a.window_right = 0;
     if (m.pick(3) == 0) a.softcap = 30.0f;
     if (m.pick(3) == 0) a.sinks = contiguous(0x60000000, HOPATTN_DTYPE_FP32, {8});
-    const std::vector<hopattn_tensor_t*> all = {&a.q,     &a.k,           &a.v,           &a.o,        &a.lse,
-                                                &a.sinks, &a.cu_seqlens_q, &a.cu_seqlens_k, &a.seqused_k};
+    const std::vector<hopattn_tensor_t*> all = {&a.q,         &a.k,          &a.v,           &a.o,
+                                                &a.lse,       &a.sinks,      &a.cu_seqlens_q, &a.cu_seqlens_k,
+                                                &a.seqused_k, &a.q_descale,  &a.k_descale,   &a.v_descale};
     const int mutations = 1 + m.pick(4);
     for (int j = 0; j < mutations; ++j) {
       switch (m.pick(16)) {
@@ -390,6 +402,33 @@ TEST(FuzzArgs, KvCacheQuantize) {
     if (HasFailure()) return;
   }
   std::printf("quantize: %d cases, %d refused by the argument rules\n", kIterations, refused);
+  EXPECT_GT(refused, kIterations / 2);
+}
+
+// FP8 quantization (0.5): (2, 256, 8, 128) bf16 into e4m3 with (2, 2) descales.
+TEST(FuzzArgs, Fp8Quantize) {
+  Mutator m(kSeed + 3);
+  int refused = 0;
+  for (int it = 0; it < kIterations; ++it) {
+    Padded<hopattn_fp8_quantize_args_t> padded;
+    hopattn_fp8_quantize_args_t& a = padded.args;
+    a.struct_size = sizeof(a);
+    a.x = bshd(0x10000000, HOPATTN_DTYPE_BF16, 2, 256, 8, 128);
+    a.out = bshd(0x20000000, HOPATTN_DTYPE_E4M3, 2, 256, 8, 128);
+    a.descale = contiguous(0x30000000, HOPATTN_DTYPE_FP32, {2, 2});
+    const std::vector<hopattn_tensor_t*> all = {&a.x, &a.out, &a.descale};
+    const int mutations = 1 + m.pick(4);
+    for (int j = 0; j < mutations; ++j) {
+      if (m.pick(8) == 0) mutate_size(m, &padded);
+      else m.tensor(all[size_t(m.pick(int(all.size())))], all);
+    }
+    const std::string what = "fp8 quantize case " + std::to_string(it) + " (seed " + std::to_string(kSeed + 3) + ")";
+    const hopattn_status_t call = hopattn_fp8_quantize(&a, nullptr);
+    expect_sane(call, what);
+    refused += is_argument_error(call);
+    if (HasFailure()) return;
+  }
+  std::printf("fp8 quantize: %d cases, %d refused by the argument rules\n", kIterations, refused);
   EXPECT_GT(refused, kIterations / 2);
 }
 

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attention/device/compiled_set.hpp"
 #include "attention/device/decode_registry.hpp"
@@ -38,30 +40,42 @@ TEST(FwdRegistry, EveryDefaultNamesACompiledKernel) {
   }
 }
 
+// The (head dim, dtype) pairs this build compiled forward kernels for: the 16-bit types at
+// HOPATTN_HEAD_DIMS, e4m3 at HOPATTN_FP8_HEAD_DIMS.
+std::vector<std::pair<int, hopattn_dtype_t>> compiled_configs() {
+  std::vector<std::pair<int, hopattn_dtype_t>> out;
+  for (int hdim : compiled_head_dims())
+    for (hopattn_dtype_t dtype : compiled_dtypes()) out.push_back({hdim, dtype});
+  for (int hdim : compiled_fp8_head_dims()) out.push_back({hdim, HOPATTN_DTYPE_E4M3});
+  return out;
+}
+
 TEST(FwdRegistry, DefaultsCoverEveryCall) {
   std::set<std::string> used;
-  for (int hdim : compiled_head_dims())
-    for (hopattn_dtype_t dtype : compiled_dtypes())
-      for (int causal = 0; causal < 2; ++causal)
-        for (int64_t sq : kLengths)
-          for (int64_t sk : kLengths)
-            for (int64_t group : kGroups) {
-              const FwdDefaultRule* r = fwd_default_rule(hdim, causal != 0, dtype, sq, sk, group);
-              ASSERT_NE(r, nullptr) << "no default for hdim " << hdim << " " << hopattn_dtype_name(dtype)
-                                    << " causal " << causal << " sq " << sq << " sk " << sk << " group " << group;
-              const int index = fwd_kernel_index(r->kernel, hdim);
-              ASSERT_GE(index, 0) << r->kernel;
-              ASSERT_TRUE(fwd_kernel_compiled(index, hdim, causal != 0))
-                  << r->kernel << " at hdim " << hdim << " is the default of a " << (causal ? "causal" : "non-causal")
-                  << " call but is not compiled for that mask";
-              used.insert(std::to_string(hdim) + ":" + r->kernel + ":" + std::to_string(causal));
-            }
+  for (const auto& [hdim, dtype] : compiled_configs())
+    for (int causal = 0; causal < 2; ++causal)
+      for (int64_t sq : kLengths)
+        for (int64_t sk : kLengths)
+          for (int64_t group : kGroups) {
+            const FwdDefaultRule* r = fwd_default_rule(hdim, causal != 0, dtype, sq, sk, group);
+            ASSERT_NE(r, nullptr) << "no default for hdim " << hdim << " " << hopattn_dtype_name(dtype)
+                                  << " causal " << causal << " sq " << sq << " sk " << sk << " group " << group;
+            const int index = fwd_kernel_index(r->kernel, hdim);
+            ASSERT_GE(index, 0) << r->kernel;
+            ASSERT_EQ(kFwdKernels[index].fp8, dtype == HOPATTN_DTYPE_E4M3)
+                << r->kernel << " is the default of a " << hopattn_dtype_name(dtype) << " call at hdim " << hdim;
+            ASSERT_TRUE(fwd_kernel_compiled(index, hdim, causal != 0))
+                << r->kernel << " at hdim " << hdim << " is the default of a " << (causal ? "causal" : "non-causal")
+                << " call but is not compiled for that mask";
+            used.insert(std::to_string(hdim) + ":" + r->kernel + ":" + std::to_string(causal));
+          }
   // Every kernel compiled for a mask (but the ablation's) is the default of some call with it:
   // no instance is compiled for nothing.
-  for (int hdim : compiled_head_dims())
+  for (int hdim : {64, 128, 256})
     for (int i = 0; i < kFwdKernelCount; ++i)
       for (int causal = 0; causal < 2; ++causal)
-        if (fwd_kernel_compiled(i, hdim, causal != 0) && !kFwdKernels[i].ablation && !kFwdBuildAblations &&
+        if (fwd_kernel_index(kFwdKernels[i].name, hdim) == i && fwd_kernel_compiled(i, hdim, causal != 0) &&
+            !kFwdKernels[i].ablation && !kFwdBuildAblations &&
             !kFwdKernels[i].options) {  // the options row runs every call with options (pick_forward_kernel)
           EXPECT_TRUE(used.count(std::to_string(hdim) + ":" + kFwdKernels[i].name + ":" + std::to_string(causal)))
               << kFwdKernels[i].name << " at hdim " << hdim << " is compiled for " << (causal ? "causal" : "non-causal")
@@ -82,6 +96,31 @@ TEST(FwdRegistry, OneOptionsRowPerHeadDim) {
       }
     EXPECT_EQ(rows, 1) << "hdim " << hdim;
   }
+}
+
+// The e4m3 rows (FwdKernelSpec::fp8): the persistent ws kernel (O staged apart from Q's e4m3 tile),
+// no options (padded batches without window, softcap or sinks), tiles the V transpose takes.
+TEST(FwdRegistry, Fp8Rows) {
+  int rows = 0;
+  for (int i = 0; i < kFwdKernelCount; ++i) {
+    const FwdKernelSpec& k = kFwdKernels[i];
+    if (!k.fp8) continue;
+    ++rows;
+    EXPECT_EQ(k.kernel, FwdKernel::kPersistentPingPong) << k.name;
+    EXPECT_FALSE(k.options) << k.name;
+    EXPECT_FALSE(k.ablation) << k.name;
+    EXPECT_EQ(k.tile.block_n % 128, 0) << k.name;
+    EXPECT_NE(std::string(k.name).find("_e4m3"), std::string::npos) << k.name;
+  }
+  EXPECT_GE(rows, 1);
+  // A 16-bit call at an e4m3 row's head dim never gets it, and the e4m3 call always does.
+  for (int hdim : compiled_fp8_head_dims()) {
+    const FwdDefaultRule* r = fwd_default_rule(hdim, true, HOPATTN_DTYPE_E4M3, 1000, 1000, 4);
+    ASSERT_NE(r, nullptr);
+    EXPECT_TRUE(kFwdKernels[fwd_kernel_index(r->kernel, hdim)].fp8) << r->kernel;
+    EXPECT_TRUE(fwd_config_compiled(hdim, HOPATTN_DTYPE_E4M3));
+  }
+  EXPECT_FALSE(fwd_config_compiled(96, HOPATTN_DTYPE_E4M3));
 }
 
 TEST(FwdRegistry, NamesAreUniquePerHeadDim) {
@@ -163,9 +202,11 @@ TEST(KernelInfo, ListsEveryCompiledKernelByName) {
   }
   int expected_fwd = 0, expected_decode = 0;
   for (int hdim : compiled_head_dims()) {
-    for (int i = 0; i < kFwdKernelCount; ++i) expected_fwd += fwd_kernel_compiled(i, hdim);
+    for (int i = 0; i < kFwdKernelCount; ++i) expected_fwd += fwd_kernel_compiled(i, hdim) && !kFwdKernels[i].fp8;
     for (int i = 0; i < kDecodeKernelCount; ++i) expected_decode += (kDecodeKernels[i].hdims & decode_hdim_bit(hdim)) != 0;
   }
+  for (int hdim : compiled_fp8_head_dims())
+    for (int i = 0; i < kFwdKernelCount; ++i) expected_fwd += fwd_kernel_compiled(i, hdim) && kFwdKernels[i].fp8;
   EXPECT_EQ(fwd, expected_fwd);
   EXPECT_EQ(decode, expected_decode);
 }

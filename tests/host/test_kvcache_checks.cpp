@@ -32,6 +32,8 @@ KvCacheArgs valid_args() {
   return a;
 }
 
+KvCacheArgs paged_args();  // below: the cache as pages of a pool
+
 // The same cache quantized to int8 with its scales.
 KvCacheArgs int8_args() {
   KvCacheArgs a = valid_args();
@@ -110,6 +112,21 @@ TEST(KvCacheChecks, DtypesAndHeads) {
   a = valid_args();
   a.k_cache.shape[2] = a.v_cache.shape[2] = 5;
   expect_error(check(a), "heads_q = 32 is not a multiple of heads_kv = 5");
+}
+
+// FP8 is the forward call's only (since 0.5): an e4m3 query or cache, contiguous or paged, is
+// refused as not supported, naming the tensor.
+TEST(KvCacheChecks, E4m3IsNotSupported) {
+  for (bool paged : {false, true}) {
+    KvCacheArgs a = paged ? paged_args() : valid_args();
+    a.q.dtype = a.o.dtype = HOPATTN_DTYPE_E4M3;
+    expect_error(check(a), "q: dtype e4m3 is not supported by the KV-cache call (contiguous or paged)",
+                 StatusCode::kNotSupported);
+    a = paged ? paged_args() : valid_args();
+    a.k_cache.dtype = a.v_cache.dtype = HOPATTN_DTYPE_E4M3;
+    expect_error(check(a), "k_cache: dtype e4m3 is not supported by the KV-cache call (contiguous or paged)",
+                 StatusCode::kNotSupported);
+  }
 }
 
 TEST(KvCacheChecks, SoftmaxScale) {

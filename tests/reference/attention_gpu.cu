@@ -8,6 +8,7 @@
 // row's running maximum and denominator (m = sink, l = 1; none or -inf: m = -inf, l = 0).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -55,13 +56,20 @@ struct KernelProblem {
   const float* sinks;          // (heads_q), or nullptr
 };
 
-// kLowp: scores rounded to T, P rounded to T, O rounded to T (the yardstick); Acc = float.
+// What the yardstick rounds: nothing (the float64 reference), scores, P and O to T (16-bit
+// inputs), or P to e4m3 and O to bf16 (FP8 inputs given dequantized as float32, T = float: the
+// FP8 kernel keeps S in float32 and rounds P before the normalisation, as here).
+enum class Rounding { kNone, kDtype, kFp8 };
+
+// kLowp (Rounding != kNone): Acc = float.
 // Launch bounds of 8 blocks per SM allow 64 registers: left to itself ptxas fits the float
 // variant into 32 and spills.
-template <typename T, typename Acc, bool kLowp>
+template <typename T, typename Acc, Rounding kRounding>
 __global__ void __launch_bounds__(kThreads, 8) attention_reference_kernel(
     KernelProblem<Acc> p, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
     Acc* __restrict__ o, Acc* __restrict__ lse) {
+  constexpr bool kLowp = kRounding == Rounding::kDtype;
+  constexpr bool kFp8 = kRounding == Rounding::kFp8;
   __shared__ Acc q_row[kMaxHdim];
   __shared__ Acc o_acc[kMaxHdim];
   __shared__ Acc probs[kThreads];
@@ -96,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, 8) attention_reference_kernel(
     const Acc alpha = exp(m - m_new);                          // exp(-inf) = 0 while nothing is summed
     const Acc pj = t < n ? exp(s - m_new) : Acc(0);
     l = l * alpha + block_reduce(pj, false, scratch);
-    probs[threadIdx.x] = kLowp ? Acc(round_to<T>(float(pj))) : pj;
+    probs[threadIdx.x] = kLowp ? Acc(round_to<T>(float(pj))) : kFp8 ? Acc(round_to<__nv_fp8_e4m3>(float(pj))) : pj;
     __syncthreads();
     const int chunk = min(kThreads, n - j0);
     for (int d = threadIdx.x; d < p.hdim; d += kThreads) {
@@ -114,6 +122,7 @@ __global__ void __launch_bounds__(kThreads, 8) attention_reference_kernel(
   for (int d = threadIdx.x; d < p.hdim; d += kThreads) {
     Acc out = l > 0 ? o_acc[d] / l : Acc(0);
     if (kLowp) out = Acc(round_to<T>(float(out)));
+    if (kFp8) out = Acc(round_to<__nv_bfloat16>(float(out)));
     o[q_off + d] = out;
   }
   if (threadIdx.x == 0 && lse != nullptr)
@@ -122,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, 8) attention_reference_kernel(
 
 // Uploads the rows' key ranges and the sinks, runs the kernel and waits for it (the uploads'
 // buffers are freed on return).
-template <typename Acc, bool kLowp>
+template <typename Acc, Rounding kRounding>
 void launch(const AttnProblem& p, hopattn_dtype_t dtype, const void* q, const void* k,
             const void* v, Acc* o, Acc* lse, Stream stream) {
   if (p.hdim > kMaxHdim) throw std::runtime_error("attention reference: hdim > 256");
@@ -130,8 +139,10 @@ void launch(const AttnProblem& p, hopattn_dtype_t dtype, const void* q, const vo
   if (!p.sinks.empty() && p.sinks.size() != size_t(p.heads_q))
     throw std::runtime_error("attention reference: " + std::to_string(p.sinks.size()) + " sinks for " +
                              std::to_string(p.heads_q) + " q-heads");
-  if (dtype != HOPATTN_DTYPE_BF16 && dtype != HOPATTN_DTYPE_FP16)
-    throw std::runtime_error("attention reference: dtype must be bf16 or fp16");
+  if (dtype != HOPATTN_DTYPE_BF16 && dtype != HOPATTN_DTYPE_FP16 && dtype != HOPATTN_DTYPE_FP32)
+    throw std::runtime_error("attention reference: dtype must be bf16, fp16 or fp32");
+  if ((kRounding == Rounding::kFp8) != (dtype == HOPATTN_DTYPE_FP32 && kRounding != Rounding::kNone))
+    throw std::runtime_error("attention reference: the FP8 yardstick takes float32 (dequantized) inputs, the 16-bit one bf16 or fp16");
   if (p.batch == 0 || p.seqlen_q == 0 || p.heads_q == 0) return;
   std::vector<int2> ranges(p.seqlen_q);
   for (int i = 0; i < p.seqlen_q; ++i) {
@@ -149,13 +160,19 @@ void launch(const AttnProblem& p, hopattn_dtype_t dtype, const void* q, const vo
                               Acc(p.effective_scale()), Acc(p.softcap), ranges_dev.as<const int2>(),
                               p.sinks.empty() ? nullptr : sinks_dev.as<const float>()};
   const dim3 grid(p.seqlen_q, p.heads_q, p.batch);
-  if (dtype == HOPATTN_DTYPE_BF16) {
-    attention_reference_kernel<__nv_bfloat16, Acc, kLowp><<<grid, kThreads, 0, stream>>>(
-        kp, static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
-        static_cast<const __nv_bfloat16*>(v), o, lse);
-  } else {
-    attention_reference_kernel<__half, Acc, kLowp><<<grid, kThreads, 0, stream>>>(
-        kp, static_cast<const __half*>(q), static_cast<const __half*>(k), static_cast<const __half*>(v), o, lse);
+  if (dtype == HOPATTN_DTYPE_FP32) {
+    if constexpr (kRounding != Rounding::kDtype)
+      attention_reference_kernel<float, Acc, kRounding><<<grid, kThreads, 0, stream>>>(
+          kp, static_cast<const float*>(q), static_cast<const float*>(k), static_cast<const float*>(v), o, lse);
+  } else if constexpr (kRounding != Rounding::kFp8) {
+    if (dtype == HOPATTN_DTYPE_BF16) {
+      attention_reference_kernel<__nv_bfloat16, Acc, kRounding><<<grid, kThreads, 0, stream>>>(
+          kp, static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
+          static_cast<const __nv_bfloat16*>(v), o, lse);
+    } else {
+      attention_reference_kernel<__half, Acc, kRounding><<<grid, kThreads, 0, stream>>>(
+          kp, static_cast<const __half*>(q), static_cast<const __half*>(k), static_cast<const __half*>(v), o, lse);
+    }
   }
   HOPATTN_CUDA_CHECK(cudaGetLastError());
   HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -165,12 +182,17 @@ void launch(const AttnProblem& p, hopattn_dtype_t dtype, const void* q, const vo
 
 void attention_gpu_fp64(const AttnProblem& p, hopattn_dtype_t dtype, const void* q, const void* k,
                         const void* v, double* o, double* lse, Stream stream) {
-  launch<double, false>(p, dtype, q, k, v, o, lse, stream);
+  launch<double, Rounding::kNone>(p, dtype, q, k, v, o, lse, stream);
 }
 
 void attention_gpu_lowp(const AttnProblem& p, hopattn_dtype_t dtype, const void* q, const void* k,
                         const void* v, float* o, float* lse, Stream stream) {
-  launch<float, true>(p, dtype, q, k, v, o, lse, stream);
+  launch<float, Rounding::kDtype>(p, dtype, q, k, v, o, lse, stream);
+}
+
+void attention_gpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k, const float* v, float* o, float* lse,
+                            Stream stream) {
+  launch<float, Rounding::kFp8>(p, HOPATTN_DTYPE_FP32, q, k, v, o, lse, stream);
 }
 
 }  // namespace hopattn::reference

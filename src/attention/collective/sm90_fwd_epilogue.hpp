@@ -1,5 +1,5 @@
 // The forward epilogue shared by every schedule: LSE straight from registers, O converted to the
-// output type, staged in shared memory and written by one TMA store (the TMA unit clips rows past
+// output type (Traits::ElementOut: the inputs' type, bf16 for e4m3 inputs), staged in shared memory and written by one TMA store (the TMA unit clips rows past
 // seqlen_q, so partial Q tiles need no predication).
 #pragma once
 
@@ -58,10 +58,11 @@ CUTE_DEVICE void store_o_and_lse(typename Traits::Params const& p, typename Trai
                                  Sync&& sync) {
   using namespace cute;
   using Element = typename Traits::Element;
+  static_assert(!Traits::kFp8, "O staged in Q's space: 16-bit inputs only (O is bf16, Q e4m3)");
   store_lse<Traits>(p, tScS, lse, m_block, h, b, thread_idx);
   Tensor rO = make_tensor_like<Element>(tOrO);
   convert_fragment<Element>(tOrO, rO);
-  Tensor sO = make_tensor(make_smem_ptr(smem_o), typename Traits::SmemLayoutQ{});  // (BLK_M, D)
+  Tensor sO = make_tensor(make_smem_ptr(smem_o), typename Traits::SmemLayoutO{});  // (BLK_M, D)
   // stmatrix (x4: four 8x8 blocks of 16-bit pairs per instruction, the accumulator's own
   // fragment layout) instead of one shared store per element with its swizzled address: a 64x128
   // warpgroup tile is 8 instructions per thread, not 64 stores (r17: per-element address
@@ -100,12 +101,12 @@ CUTE_DEVICE void store_o_and_lse(typename Traits::Params const& p, typename Trai
 // kSequenceOffset: out.o_row may be nonzero (variable-length batches; the options kernels).
 template <class Traits, bool kSharedTile, bool kSequenceOffset, class TiledMmaPV, class TensorO, class TensorC, int kRows,
           class Acquire>
-CUTE_DEVICE void store_o_and_lse_warpgroup(typename Traits::Params const& p, typename Traits::Element* smem_o,
+CUTE_DEVICE void store_o_and_lse_warpgroup(typename Traits::Params const& p, typename Traits::ElementOut* smem_o,
                                            TiledMmaPV const& mma_pv, TensorO const& tOrO, TensorC const& tScS,
                                            float const (&lse)[kRows], int m_block, int h, FwdOutTile const& out,
                                            int thread_idx, uint32_t barrier_id, Acquire&& acquire) {
   using namespace cute;
-  using Element = typename Traits::Element;
+  using Element = typename Traits::ElementOut;  // O's type (bf16 for e4m3 inputs)
   constexpr int kWgRows = Traits::kWarpgroupRows, kWarpgroups = Traits::kWarpgroups, kHeadDim = Traits::kHeadDim;
   const int warpgroup = thread_idx / 128;
   const bool leader = thread_idx % 128 == 0;

@@ -25,11 +25,15 @@ constexpr const char* kPackedDimNames[3] = {"total", "heads", "hdim"};
 constexpr const char* kPackedLseDimNames[2] = {"heads", "total"};
 constexpr const char* kSeqlensDimNames[1] = {"batch + 1"};
 constexpr const char* kSequsedDimNames[1] = {"batch"};
+constexpr const char* kDescaleDimNames[2] = {"batch", "heads_kv"};
 // The order of DeviceContext::tensor_device for this operation (query_attention_context's).
-constexpr const char* kTensorNames[10] = {"q",           "k",           "v",         "o",        "lse",
-                                          "sinks",       "cu_seqlens_q", "cu_seqlens_k", "seqused_k", "workspace"};
+constexpr int kTensorCount = 13;
+constexpr const char* kTensorNames[kTensorCount] = {
+    "q",         "k",         "v",        "o",        "lse",       "sinks",    "cu_seqlens_q",
+    "cu_seqlens_k", "seqused_k", "workspace", "q_descale", "k_descale", "v_descale"};
 
 bool is_varlen(const AttentionForwardArgs& a) { return a.cu_seqlens_q.data != nullptr; }
+bool is_fp8(const AttentionForwardArgs& a) { return a.q.dtype == HOPATTN_DTYPE_E4M3; }
 
 // Where the dimensions sit: (batch, seqlen, heads, hdim) for a padded batch, (total, heads, hdim)
 // for a variable-length one (no batch dimension; the token dimension is "seqlen").
@@ -44,14 +48,86 @@ std::string supported_head_dims() {
   for (int d : attention::compiled_head_dims()) s += (s.empty() ? "" : ", ") + std::to_string(d);
   return s;
 }
+std::string supported_fp8_head_dims() {
+  std::string s;
+  for (int d : attention::compiled_fp8_head_dims()) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return s;
+}
 std::string supported_dtypes() {
   std::string s;
   for (hopattn_dtype_t t : attention::compiled_dtypes())
     s += (s.empty() ? "" : ", ") + std::string(hopattn_dtype_name(t));
+  if (!attention::compiled_fp8_head_dims().empty())
+    s += (s.empty() ? "" : ", ") + cat("e4m3 (head dims ", supported_fp8_head_dims(), ")");
   return s;
 }
 
+// e4m3 q (FP8, since 0.5): k and v e4m3 too, o bf16, a head dim with FP8 kernels.
+Status check_fp8_types(const AttentionForwardArgs& a) {
+  if (attention::compiled_fp8_head_dims().empty())
+    return Status::unsupported(cat("q: dtype e4m3 is not supported in this build (no FP8 kernels: HOPATTN_FP8_HEAD_DIMS); supported: ",
+                                   supported_dtypes()));
+  const Tensor* inputs[2] = {&a.k, &a.v};
+  const char* names[2] = {"k", "v"};
+  for (int i = 0; i < 2; ++i)
+    if (inputs[i]->dtype != HOPATTN_DTYPE_E4M3)
+      return Status::invalid(cat(names[i], ": dtype ", hopattn_dtype_name(inputs[i]->dtype), " does not match q's e4m3"));
+  if (a.o.dtype != HOPATTN_DTYPE_BF16)
+    return Status::invalid(cat("o: dtype must be bf16 when q is e4m3, got ", hopattn_dtype_name(a.o.dtype)));
+  const int64_t d = a.q.shape[dims_of(a).hdim];
+  bool hdim_ok = false;
+  for (int h : attention::compiled_fp8_head_dims()) hdim_ok |= (d == h);
+  if (!hdim_ok)
+    return Status::unsupported(cat("q: head dim ", d, " is not supported with e4m3 inputs; supported: ",
+                                   supported_fp8_head_dims()));
+  return Status();
+}
+
+// What the FP8 kernels do not take yet (hopattn.h, "Since 0.5"): refused by name.
+Status check_fp8_refusals(const AttentionForwardArgs& a) {
+  const char* why = " is not supported with e4m3 inputs (FP8 forward: padded batches without window, softcap or sinks)";
+  if (is_varlen(a)) return Status::unsupported(cat("cu_seqlens_q: a variable-length batch", why));
+  if (a.window != 0) return Status::unsupported(cat("window: a sliding window", why));
+  if (a.softcap != 0.0f) return Status::unsupported(cat("softcap: a logit softcap", why));
+  if (a.sinks.data != nullptr) return Status::unsupported(cat("sinks: attention sinks", why));
+  return Status();
+}
+
+// The descales (since 0.5): unset for 16-bit inputs; for e4m3 all three or none, each a (batch,
+// heads_kv) float32 tensor, 4-byte aligned (any strides: an input may broadcast).
+Status check_descales(const AttentionForwardArgs& a) {
+  const Tensor* ts[3] = {&a.q_descale, &a.k_descale, &a.v_descale};
+  const char* names[3] = {"q_descale", "k_descale", "v_descale"};
+  int given = 0, first = -1;
+  for (int i = 0; i < 3; ++i)
+    if (ts[i]->data != nullptr) ++given, first = first < 0 ? i : first;
+  if (given == 0) return Status();
+  if (!is_fp8(a)) {
+    for (int i = 0; i < 3; ++i)
+      if (ts[i]->data != nullptr)
+        return Status::invalid(cat(names[i], ": set, but q is ", hopattn_dtype_name(a.q.dtype),
+                                   " (descales apply to e4m3 inputs only)"));
+  }
+  for (int i = 0; i < 3; ++i)
+    if (ts[i]->data == nullptr)
+      return Status::invalid(cat(names[i], ": null while ", names[first], " is set (give all three descales or none)"));
+  const int64_t batch = a.q.shape[0], heads_kv = a.k.shape[2];
+  for (int i = 0; i < 3; ++i) {
+    const Tensor& t = *ts[i];
+    if (Status s = check_geometry(t, names[i], 2, kDescaleDimNames); !s.ok()) return s;
+    if (t.dtype != HOPATTN_DTYPE_FP32)
+      return Status::invalid(cat(names[i], ": dtype must be fp32, got ", hopattn_dtype_name(t.dtype)));
+    if (t.shape[0] != batch || t.shape[1] != heads_kv)
+      return Status::invalid(cat(names[i], ": shape (", t.shape[0], ", ", t.shape[1], ") must be (batch, heads_kv) = (",
+                                 batch, ", ", heads_kv, ")"));
+    if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0)
+      return Status::invalid(cat(names[i], ": data pointer is not 4-byte aligned"));
+  }
+  return Status();
+}
+
 Status check_types(const AttentionForwardArgs& a) {
+  if (is_fp8(a)) return check_fp8_types(a);
   bool dtype_ok = false;
   for (hopattn_dtype_t t : attention::compiled_dtypes()) dtype_ok |= (a.q.dtype == t);
   if (!dtype_ok)
@@ -161,6 +237,14 @@ Status check_aliasing(const AttentionForwardArgs& a) {
   if (overlaps(o, sinks)) return Status::invalid("o: overlaps input sinks in memory (the output must not alias an input)");
   if (overlaps(lse, sinks))
     return Status::invalid("lse: overlaps input sinks in memory (the output must not alias an input)");
+  const ByteRange descales[3] = {byte_range(a.q_descale), byte_range(a.k_descale), byte_range(a.v_descale)};
+  const char* descale_names[3] = {"q_descale", "k_descale", "v_descale"};
+  for (int i = 0; i < 3; ++i) {
+    if (overlaps(o, descales[i]))
+      return Status::invalid(cat("o: overlaps input ", descale_names[i], " in memory (the output must not alias an input)"));
+    if (overlaps(lse, descales[i]))
+      return Status::invalid(cat("lse: overlaps input ", descale_names[i], " in memory (the output must not alias an input)"));
+  }
   const ByteRange small[3] = {byte_range(a.cu_seqlens_q), byte_range(a.cu_seqlens_k), byte_range(a.seqused_k)};
   const char* small_names[3] = {"cu_seqlens_q", "cu_seqlens_k", "seqused_k"};
   for (int i = 0; i < 3; ++i) {
@@ -258,7 +342,7 @@ Status check_varlen_workspace(const AttentionForwardArgs& a) {
     return Status::invalid("workspace: data pointer is not 16-byte aligned");
   const ByteRange w{reinterpret_cast<uintptr_t>(a.workspace), reinterpret_cast<uintptr_t>(a.workspace) + need};
   const Tensor* ts[9] = {&a.q, &a.k, &a.v, &a.o, &a.lse, &a.sinks, &a.cu_seqlens_q, &a.cu_seqlens_k, &a.seqused_k};
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < 9; ++i) {  // (no descale: a variable-length call has none)
     if (overlaps(w, byte_range(*ts[i])))
       return Status::invalid(cat("workspace: overlaps ", kTensorNames[i], " in memory"));
   }
@@ -277,6 +361,9 @@ Status check_arguments(const AttentionForwardArgs& a, bool workspace) {
   }
   if (Status s = check_types(a); !s.ok()) return s;
   if (Status s = check_shapes(a); !s.ok()) return s;
+  if (is_fp8(a)) {
+    if (Status s = check_fp8_refusals(a); !s.ok()) return s;
+  }
   if (varlen) {
     if (Status s = check_varlen_lengths(a); !s.ok()) return s;
   } else if (Status s = check_padded_has_no_varlen_fields(a); !s.ok()) {
@@ -288,6 +375,7 @@ Status check_arguments(const AttentionForwardArgs& a, bool workspace) {
   if (Status s = check_no_self_overlap(a.o, "o"); !s.ok()) return s;
   if (Status s = check_lse(a); !s.ok()) return s;
   if (Status s = check_options(a); !s.ok()) return s;
+  if (Status s = check_descales(a); !s.ok()) return s;
   if (Status s = check_aliasing(a); !s.ok()) return s;
   if (!std::isfinite(a.softmax_scale))
     return Status::invalid(cat("softmax_scale: must be finite, got ", a.softmax_scale));
@@ -301,7 +389,9 @@ Status check_arguments(const AttentionForwardArgs& a, bool workspace) {
 
 }  // namespace
 
-Status check_attention_forward_placement(const DeviceContext& ctx) { return check_placement(ctx, kTensorNames, 10); }
+Status check_attention_forward_placement(const DeviceContext& ctx) {
+  return check_placement(ctx, kTensorNames, kTensorCount);
+}
 
 Status check_attention_forward_sizing(const AttentionForwardArgs& a) { return check_arguments(a, false); }
 

@@ -25,9 +25,10 @@ namespace hopattn {
 namespace {
 
 Status query_attention_context(const AttentionForwardArgs& a, Stream stream, DeviceContext* ctx) {
-  const void* ptrs[10] = {a.q.data,     a.k.data,           a.v.data,           a.o.data,         a.lse.data,
-                          a.sinks.data, a.cu_seqlens_q.data, a.cu_seqlens_k.data, a.seqused_k.data, a.workspace};
-  return query_device_context(stream, ptrs, 10, ctx);  // the check's order (kTensorNames)
+  const void* ptrs[13] = {a.q.data,         a.k.data,          a.v.data,          a.o.data,        a.lse.data,
+                          a.sinks.data,     a.cu_seqlens_q.data, a.cu_seqlens_k.data, a.seqused_k.data, a.workspace,
+                          a.q_descale.data, a.k_descale.data,  a.v_descale.data};
+  return query_device_context(stream, ptrs, 13, ctx);  // the check's order (kTensorNames)
 }
 
 bool is_varlen(const AttentionForwardArgs& a) { return a.cu_seqlens_q.data != nullptr; }
@@ -83,6 +84,14 @@ attention::FwdParams make_params(const AttentionForwardArgs& a) {
       p.lse_batch_stride = a.lse.stride[0], p.lse_head_stride = a.lse.stride[1], p.lse_seq_stride = a.lse.stride[2];
   }
   set_options(a, p);
+  if (a.q_descale.data != nullptr) {  // e4m3 inputs (the checks: all three or none, (batch, heads_kv))
+    p.q_descale = static_cast<const float*>(a.q_descale.data);
+    p.k_descale = static_cast<const float*>(a.k_descale.data);
+    p.v_descale = static_cast<const float*>(a.v_descale.data);
+    p.q_descale_batch_stride = a.q_descale.stride[0], p.q_descale_head_stride = a.q_descale.stride[1];
+    p.k_descale_batch_stride = a.k_descale.stride[0], p.k_descale_head_stride = a.k_descale.stride[1];
+    p.v_descale_batch_stride = a.v_descale.stride[0], p.v_descale_head_stride = a.v_descale.stride[1];
+  }
   return p;
 }
 
@@ -148,6 +157,10 @@ Status pick_forward_kernel(const AttentionForwardArgs& a, const experimental::Ov
   if (*index < 0)
     return Status::unsupported(cat("attention forward: kernel '", name, "' is not compiled for hdim ", hdim,
                                    " in this build; compiled: ", fwd_kernel_names(hdim)));
+  const bool fp8 = a.q.dtype == HOPATTN_DTYPE_E4M3;
+  if (attention::kFwdKernels[*index].fp8 != fp8)
+    return Status::unsupported(cat("attention forward: kernel '", name, "' at hdim ", hdim, " takes ",
+                                   fp8 ? "16-bit" : "e4m3", " inputs, not ", hopattn_dtype_name(a.q.dtype)));
   const bool band = a.causal != 0 || has_options(a);  // the options run the band (causal) mask
   if (!attention::fwd_kernel_compiled(*index, hdim, band))
     return Status::unsupported(cat("attention forward: kernel '", name, "' is compiled for ",

@@ -13,7 +13,7 @@
 namespace hopattn::attention {
 namespace {
 
-// One thread per output element (of O) and per row (of LSE); 16-bit element types only.
+// One thread per output element (of O) and per row (of LSE); O is 16-bit (bf16 for e4m3 inputs).
 __global__ void fill_empty_attention_kernel(FwdParams p) {
   const int64_t rows = int64_t(p.batch) * p.seqlen_q * p.heads_q;
   const int64_t total = rows * p.hdim;

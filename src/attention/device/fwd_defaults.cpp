@@ -15,6 +15,8 @@ constexpr int64_t kMax = kAnyLength;
 
 // clang-format off
 constexpr FwdDefaultRule kRules[] = {
+  // FP8 (e4m3): the one e4m3 row, at every length (first: the rows below take any dtype).
+  {128, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x128x2_e4m3", "the only e4m3 row (not yet measured)"},
   // Causal chunks of <= 128 queries (chunked prefill, speculative decoding through the forward
   // call): a few tiles per head, so the persistent grid idles most SMs; one CTA per tile with
   // ping-pong (r140, GQA 32:8, one round, ms against the previous default: hdim 64 1:77:4096

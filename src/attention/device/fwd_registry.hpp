@@ -33,9 +33,12 @@ const FwdDefaultRule* fwd_default_rules(int* count);
 const FwdDefaultRule* fwd_default_rule(int hdim, bool causal, hopattn_dtype_t dtype, int64_t seqlen_q,
                                        int64_t seqlen_k, int64_t group);
 
-// The index in kFwdKernels of `name` at `hdim` if this build compiled it, else -1.
+// The index in kFwdKernels of `name` at `hdim` if this build compiled it, else -1 (an e4m3 row
+// is compiled where HOPATTN_FP8_HEAD_DIMS has the head dim, the others where HOPATTN_HEAD_DIMS has).
 int fwd_kernel_index(const std::string& name, int hdim);
 // Whether this build compiled head dim `hdim` and dtype `dtype` (HOPATTN_HEAD_DIMS, HOPATTN_DTYPES).
 bool fwd_config_compiled(int hdim, hopattn_dtype_t dtype);
+// Whether this build compiled the FP8 (e4m3) forward kernels of head dim `hdim` (HOPATTN_FP8_HEAD_DIMS).
+bool fwd_fp8_compiled(int hdim);
 
 }  // namespace hopattn::attention

@@ -27,17 +27,21 @@ const char* family_name(attention::FwdKernel k) {
 
 std::vector<KernelInfo> compiled_kernels() {
   std::vector<KernelInfo> out;
-  for (int hdim : attention::compiled_head_dims()) {
+  for (int hdim : {64, 128, 256}) {
     for (int i = 0; i < attention::kFwdKernelCount; ++i) {
       const attention::FwdKernelSpec& k = attention::kFwdKernels[i];
-      if (!attention::fwd_kernel_compiled(i, hdim)) continue;
+      if (attention::fwd_kernel_index(k.name, hdim) != i) continue;  // the 16-bit or the e4m3 set of this build
       out.push_back({"fwd", k.name, hdim,
-                     std::string(family_name(k.kernel)) + ", " + std::to_string(k.tile.warpgroups) +
-                         " consumer warpgroups" +
+                     std::string(k.fp8 ? "e4m3 inputs, bf16 output: " : "") + family_name(k.kernel) + ", " +
+                         std::to_string(k.tile.warpgroups) + " consumer warpgroups" +
                          (attention::fwd_kernel_compiled(i, hdim, false) ? "" : ", causal only") +
                          (attention::fwd_kernel_compiled(i, hdim, true) ? "" : ", non-causal only") +
-                         (k.ablation ? " [ablation]" : "")});
+                         (k.ablation ? " [ablation]" : ""),
+                     k.fp8});
     }
+    bool decode_dim = false;
+    for (int d : attention::compiled_head_dims()) decode_dim |= d == hdim;
+    if (!decode_dim) continue;
     for (int i = 0; i < attention::kDecodeKernelCount; ++i) {
       const attention::DecodeKernelSpec& k = attention::kDecodeKernels[i];
       if ((k.hdims & attention::decode_hdim_bit(hdim)) == 0) continue;

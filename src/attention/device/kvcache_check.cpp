@@ -45,6 +45,13 @@ int64_t cache_max_len(const KvCacheArgs& a) { return cache_positions(a.k_cache, 
 
 Status check_types_and_shapes(const KvCacheArgs& a) {
   const Tensor &q = a.q, &k = a.k_cache, &v = a.v_cache, &o = a.o;
+  // FP8 (e4m3) is the forward call's only (hopattn.h, since 0.5): no KV-cache kernel, paged or
+  // contiguous, takes e4m3 queries or caches yet.
+  if (q.dtype == HOPATTN_DTYPE_E4M3 || k.dtype == HOPATTN_DTYPE_E4M3)
+    return Status::unsupported(cat(q.dtype == HOPATTN_DTYPE_E4M3 ? "q" : "k_cache",
+                                   ": dtype e4m3 is not supported by the KV-cache call (contiguous or paged); FP8 "
+                                   "attention is the forward call's (hopattn_attention_forward); supported: bf16, "
+                                   "fp16 queries, a cache of q's dtype or int8"));
   if (q.dtype != HOPATTN_DTYPE_BF16 && q.dtype != HOPATTN_DTYPE_FP16)
     return Status::unsupported(cat("q: dtype ", hopattn_dtype_name(q.dtype), " is not supported; supported: bf16, fp16"));
   if (o.dtype != q.dtype)

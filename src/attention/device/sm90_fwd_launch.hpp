@@ -48,13 +48,14 @@ template <class Traits>
 typename Traits::Params make_fwd_params(const FwdParams& fp) {
   using namespace cute;
   using Element = typename Traits::Element;
+  using ElementOut = typename Traits::ElementOut;
   auto gmem = [&](auto* ptr, int seqlen, int heads, int64_t seq_stride, int64_t head_stride, int64_t batch_stride) {
     return fwd_gmem<Traits>(ptr, seqlen, heads, fp.batch, seq_stride, head_stride, batch_stride);
   };
   auto q = gmem(static_cast<Element const*>(fp.q), fp.seqlen_q, fp.heads_q, fp.q_seq_stride, fp.q_head_stride, fp.q_batch_stride);
   auto k = gmem(static_cast<Element const*>(fp.k), fp.seqlen_k, fp.heads_kv, fp.k_seq_stride, fp.k_head_stride, fp.k_batch_stride);
   auto v = gmem(static_cast<Element const*>(fp.v), fp.seqlen_k, fp.heads_kv, fp.v_seq_stride, fp.v_head_stride, fp.v_batch_stride);
-  auto o = gmem(static_cast<Element*>(fp.o), fp.seqlen_q, fp.heads_q, fp.o_seq_stride, fp.o_head_stride, fp.o_batch_stride);
+  auto o = gmem(static_cast<ElementOut*>(fp.o), fp.seqlen_q, fp.heads_q, fp.o_seq_stride, fp.o_head_stride, fp.o_batch_stride);
   if (fp.varlen()) {
     // With no key at all (total_k 0) no K/V tile is ever loaded; q's rows stand in for a valid base.
     const bool no_keys = fp.total_k == 0;
@@ -64,16 +65,16 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
                                                    fp.heads_kv, fp.k_seq_stride, fp.k_head_stride);
     v = no_keys ? q : fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.v), fp.total_k, fp.seqlen_k,
                                                    fp.heads_kv, fp.v_seq_stride, fp.v_head_stride);
-    o = fwd_gmem_end_aligned<Traits>(static_cast<Element*>(fp.o), fp.total_q, fp.seqlen_q, fp.heads_q,
+    o = fwd_gmem_end_aligned<Traits>(static_cast<ElementOut*>(fp.o), fp.total_q, fp.seqlen_q, fp.heads_q,
                                      fp.o_seq_stride, fp.o_head_stride);
   }
   typename Traits::Params p{
       make_tma_copy(SM90_TMA_LOAD{}, q, typename Traits::SmemLayoutQ{}),
       make_tma_copy(SM90_TMA_LOAD{}, k, take<0, 2>(typename Traits::SmemLayoutKV{})),
       make_tma_copy(SM90_TMA_LOAD{}, v, take<0, 2>(typename Traits::SmemLayoutKV{})),
-      make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutQ{}),
+      make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutO{}),
       make_tma_copy(SM90_TMA_STORE{}, o, typename Traits::SmemLayoutOWarpgroup{}),
-      make_tma_copy(SM90_TMA_LOAD{}, q, typename Traits::SmemLayoutOWarpgroup{}),
+      make_tma_copy(SM90_TMA_LOAD{}, q, typename Traits::SmemLayoutQWarpgroup{}),
       fp.seqlen_q, fp.seqlen_k, fp.heads_q, fp.heads_kv, fp.batch,
       fp.softmax_scale, fp.lse, fp.lse_batch_stride, fp.lse_head_stride, fp.lse_seq_stride, fp.narrow_pv ? 1 : 0,
       std::clamp(fp.stale_max_log2, 0.0f, 16.0f)};
@@ -82,6 +83,10 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
   p.window_right = fp.window_right;
   p.softcap_scale = fp.softcap_scale;
   p.sinks = fp.sinks;
+  p.q_descale = fp.q_descale, p.k_descale = fp.k_descale, p.v_descale = fp.v_descale;
+  p.q_descale_batch_stride = fp.q_descale_batch_stride, p.q_descale_head_stride = fp.q_descale_head_stride;
+  p.k_descale_batch_stride = fp.k_descale_batch_stride, p.k_descale_head_stride = fp.k_descale_head_stride;
+  p.v_descale_batch_stride = fp.v_descale_batch_stride, p.v_descale_head_stride = fp.v_descale_head_stride;
   if (fp.varlen()) {
     const char* ws = static_cast<const char*>(fp.workspace);
     p.varlen_count = reinterpret_cast<const int*>(ws);
@@ -203,6 +208,8 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
   static_assert(s.hdim == kHeadDim, "a row is compiled for its own head dim");
   using Traits = Fa2Traits<Element, kHeadDim, s.tile.block_m, s.tile.block_n, s.tile.stages>;
   static_assert(!s.options || s.kernel == FwdKernel::kPersistentPingPong, "only the ws kernels' consume_tile has the options loop");
+  static_assert(!s.fp8 || (s.kernel == FwdKernel::kPersistentPingPong && !s.options),
+                "the e4m3 rows: the persistent ws kernel (O staged apart), padded batches without options");
   if constexpr (s.kernel == FwdKernel::kFa2) {
     return launch_fwd<Traits>(&fa2_forward_kernel<Traits, Mask>, Traits::kThreads, Traits::kSharedBytes, false, false,
                               fp, stream);
@@ -232,13 +239,16 @@ Status run_fwd_kernel(const FwdParams& fp, Stream stream) {
 
 // The body of one instance translation unit (one dtype and head dim): the rows of kFwdKernels
 // compiled for kHeadDim, dispatched on FwdParams::kernel.
+// The e4m3 instances compile the fp8 rows only, the 16-bit instances the others (fwd_kernel_takes).
 template <class Element, int kHeadDim, int... kIndex>
 Status run_fwd_rows(const FwdParams& fp, Stream stream, std::integer_sequence<int, kIndex...>) {
+  constexpr bool kFp8 = sizeof(Element) == 1;
   Status s = Status::unsupported("attention forward: kernel row " + std::to_string(fp.kernel) + " is not compiled for hdim " +
-                                 std::to_string(kHeadDim) + " in this build");
-  (void)((fwd_kernel_compiled(kIndex, kHeadDim) && fp.kernel == kIndex
+                                 std::to_string(kHeadDim) + (kFp8 ? " e4m3" : "") + " in this build");
+  (void)((fwd_kernel_compiled(kIndex, kHeadDim) && fwd_kernel_takes(kIndex, kFp8) && fp.kernel == kIndex
               ? (s = [&] {
-                   if constexpr (fwd_kernel_compiled(kIndex, kHeadDim)) return run_fwd_kernel<Element, kHeadDim, kIndex>(fp, stream);
+                   if constexpr (fwd_kernel_compiled(kIndex, kHeadDim) && fwd_kernel_takes(kIndex, kFp8))
+                     return run_fwd_kernel<Element, kHeadDim, kIndex>(fp, stream);
                    else return Status();
                  }(),
                  true)

@@ -42,6 +42,11 @@ struct FwdKernelSpec {
   // (attention_forward.cpp, has_options): its mainloop has them; calls with options run it at every length, and
   // the other rows are compiled without them.
   bool options = false;
+  // Whether the row is an FP8 kernel: e4m3 Q, K, V and bf16 O (HOPATTN_FP8_HEAD_DIMS; the e4m3
+  // instance files compile these rows only, the 16-bit ones every other row). Its consumers take
+  // P as e4m3 into the second WGMMA, and its producer warpgroup transposes V in shared memory
+  // (collective/sm90_fwd_fp8.hpp); padded batches without options only.
+  bool fp8 = false;
 };
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
@@ -76,6 +81,10 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     {"ws_pingpong_persistent_192x128x2_options", FwdKernel::kPersistentPingPong, {192, 128, 2, 3}, 64, false, kCausalOnly, true},
     {"ws_pingpong_persistent_128x128x2_options", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 128, false, kCausalOnly, true},
     {"ws_pingpong_persistent_128x64x2_options", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, false, kCausalOnly, true},
+    // FP8 (e4m3): the persistent ping-pong kernel on the tile of the 16-bit one (not yet measured
+    // against other tiles; FA3 runs hdim 128 e4m3 on 128 x 224/256-key tiles). Shared memory: Q
+    // 16 KB + K, V and V's TMA staging 3 x 32 KB + O (bf16) 32 KB = 144 KB.
+    {"ws_pingpong_persistent_128x128x2_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 128, false, kBothMasks, false, true},
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
     // specialization (fa2), warp specialization alone (ws), + ping-pong without the
     // intra-warpgroup overlap (ws_pingpong_serial), the full non-persistent schedule (ws_pingpong),
@@ -105,6 +114,9 @@ inline constexpr bool kFwdBuildAblations = false;
 constexpr bool fwd_kernel_compiled(int i, int hdim) {
   return kFwdKernels[i].hdim == hdim && (!kFwdKernels[i].ablation || kFwdBuildAblations);
 }
+
+// Whether row i is compiled for the instance of an element type: e4m3 (fp8) or a 16-bit type.
+constexpr bool fwd_kernel_takes(int i, bool fp8) { return kFwdKernels[i].fp8 == fp8; }
 
 // Whether row i is compiled for that mask too.
 constexpr bool fwd_kernel_compiled(int i, int hdim, bool causal) {

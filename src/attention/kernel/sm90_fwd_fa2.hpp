@@ -40,6 +40,8 @@
 #include <cutlass/arch/barrier.h>
 #include <cutlass/cutlass.h>
 
+#include <type_traits>
+
 #include "attention/collective/sm90_fwd_epilogue.hpp"
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
 #include "attention/collective/sm90_fwd_mask.hpp"
@@ -59,6 +61,12 @@ struct Fa2Traits {
   static constexpr int kWarpgroups = kBlockM / 64;
   static constexpr int kThreads = 128 * kWarpgroups;
   static_assert(kBlockM % 64 == 0 && kBlockN % 16 == 0 && kHeadDim % 64 == 0);
+  // FP8 (e4m3 Q, K, V; the ws kernels' FwdKernelSpec::fp8 rows): O is bf16, V is transposed in
+  // shared memory for the second GEMM (collective/sm90_fwd_fp8.hpp), whose k-blocks are 32 keys.
+  static constexpr bool kFp8 = sizeof(Element) == 1;
+  using ElementOut = std::conditional_t<kFp8, cutlass::bfloat16_t, Element>;
+  static constexpr int kPvKeysPerKBlock = kFp8 ? 32 : 16;  // the K of one P·V WGMMA
+  static_assert(!kFp8 || kBlockN % 128 == 0, "e4m3 V^T tiles are rows of 128 keys (128-byte swizzle)");
 
   using BlockM = cute::Int<kBlockM>;
   using BlockN = cute::Int<kBlockN>;
@@ -71,10 +79,12 @@ struct Fa2Traits {
   using TiledMmaQK = decltype(cute::make_tiled_mma(
       cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<cute::_64, BlockN, HeadDim>>(),
       WarpgroupLayout{}));
-  // O = P·V: (M, N, K) = (64, kHeadDim, kBlockN); P K-major in registers, V MN-major in smem.
+  // O = P·V: (M, N, K) = (64, kHeadDim, kBlockN); P K-major in registers, V MN-major in smem
+  // (16-bit), or K-major, the transposed copy (e4m3: 8-bit WGMMA reads K-major operands only).
+  static constexpr cute::GMMA::Major kMajorV = kFp8 ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
   using TiledMmaPV = decltype(cute::make_tiled_mma(
       cute::GMMA::rs_op_selector<Element, Element, float, cute::Shape<cute::_64, HeadDim, BlockN>,
-                                 cute::GMMA::Major::K, cute::GMMA::Major::MN>(),
+                                 cute::GMMA::Major::K, kMajorV>(),
       WarpgroupLayout{}));
 
   // 128-byte swizzled rows of 64 elements: the widest swizzle, bank-conflict free for WGMMA.
@@ -82,9 +92,13 @@ struct Fa2Traits {
   using SmemLayoutQ = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<BlockM, HeadDim>{}));
   using SmemLayoutKV = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<BlockN, HeadDim, Stages>{}));
   // V seen as (hdim, keys, stage): the B operand of P·V, contiguous along hdim (MN-major).
-  using SmemLayoutVt = decltype(cute::composition(
+  using SmemLayoutVtOfKV = decltype(cute::composition(
       SmemLayoutKV{},
       cute::make_ordered_layout(cute::Shape<HeadDim, BlockN, Stages>{}, cute::Step<cute::_2, cute::_1, cute::_3>{})));
+  // e4m3: V's transposed copy (hdim, slots, stage), contiguous along the slots (K-major), which the
+  // producer warpgroup writes from the TMA's (keys, hdim) staging tile (Fp8VTranspose).
+  using SmemLayoutVtKMajor = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<HeadDim, BlockN, Stages>{}));
+  using SmemLayoutVt = std::conditional_t<kFp8, SmemLayoutVtKMajor, SmemLayoutVtOfKV>;
 
   // Global tensors as the TMA unit sees them: (seqlen, hdim, heads, batch).
   using GmemShape = cute::Shape<int32_t, int32_t, int32_t, int32_t>;
@@ -96,29 +110,38 @@ struct Fa2Traits {
   using TmaLoadKV = decltype(cute::make_tma_copy(
       cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}),
       cute::take<0, 2>(SmemLayoutKV{})));
+  // O in shared memory for its TMA store: ElementOut, so its own swizzle atom (the same type as
+  // SmemAtom for 16-bit inputs, whose O and Q layouts are then one type).
+  using SmemAtomO = cute::GMMA::Layout_K_SW128_Atom<ElementOut>;
+  using SmemLayoutO = decltype(cute::tile_to_shape(SmemAtomO{}, cute::Shape<BlockM, HeadDim>{}));
   using TmaStoreO = decltype(cute::make_tma_copy(
-      cute::SM90_TMA_STORE{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}),
-      SmemLayoutQ{}));
+      cute::SM90_TMA_STORE{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<ElementOut*>(nullptr)), GmemLayout{}),
+      SmemLayoutO{}));
   // One consumer warpgroup's rows of O (64 x hdim), staged and stored by that warpgroup alone (the
   // persistent schedule's epilogue, store_o_and_lse_warpgroup); kWarpgroups of them stacked.
   static constexpr int kWarpgroupRows = kBlockM / kWarpgroups;
-  using SmemLayoutOWarpgroup = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<cute::Int<kWarpgroupRows>, HeadDim>{}));
-  using SmemLayoutOWarpgroups =
-      decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<cute::Int<kWarpgroupRows>, HeadDim, cute::Int<kWarpgroups>>{}));
-  // (BLK_M, D) over those stacked tiles: row m is row m % 64 of tile m / 64 (the per-warpgroup O
-  // staging, and Q's space split per warpgroup in WsSharedStorageQHalvesSharedO).
-  using SmemLayoutRowsOfWarpgroups = decltype(cute::composition(
-      SmemLayoutOWarpgroups{},
+  // (BLK_M, D) over kWarpgroups stacked (64, D) tiles of `Atom`: row m is row m % 64 of tile m / 64.
+  template <class Atom>
+  using RowsOfWarpgroups = decltype(cute::composition(
+      cute::tile_to_shape(Atom{}, cute::Shape<cute::Int<kWarpgroupRows>, HeadDim, cute::Int<kWarpgroups>>{}),
       cute::Layout<cute::Shape<cute::Shape<cute::Int<kWarpgroupRows>, cute::Int<kWarpgroups>>, HeadDim>,
                    cute::Stride<cute::Stride<cute::_1, cute::Int<kWarpgroupRows * kHeadDim>>, cute::Int<kWarpgroupRows>>>{}));
+  using SmemLayoutOWarpgroup = decltype(cute::tile_to_shape(SmemAtomO{}, cute::Shape<cute::Int<kWarpgroupRows>, HeadDim>{}));
+  using SmemLayoutOWarpgroups =
+      decltype(cute::tile_to_shape(SmemAtomO{}, cute::Shape<cute::Int<kWarpgroupRows>, HeadDim, cute::Int<kWarpgroups>>{}));
+  // (BLK_M, D) over those stacked tiles (the per-warpgroup O staging).
+  using SmemLayoutRowsOfWarpgroups = RowsOfWarpgroups<SmemAtomO>;
   using TmaStoreOWarpgroup = decltype(cute::make_tma_copy(
-      cute::SM90_TMA_STORE{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element*>(nullptr)), GmemLayout{}),
+      cute::SM90_TMA_STORE{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<ElementOut*>(nullptr)), GmemLayout{}),
       SmemLayoutOWarpgroup{}));
   // One warpgroup's rows of Q loaded into its own (64, hdim) tile (the persistent schedule at hdim
-  // 256, whose Q's space is split per warpgroup: WsSharedStorageQHalvesSharedO).
+  // 256, whose Q's space is split per warpgroup: WsSharedStorageQHalvesSharedO), and Q's space
+  // seen as (BLK_M, D) over those tiles.
+  using SmemLayoutQWarpgroup = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<cute::Int<kWarpgroupRows>, HeadDim>{}));
+  using SmemLayoutQRowsOfWarpgroups = RowsOfWarpgroups<SmemAtom>;
   using TmaLoadQWarpgroup = decltype(cute::make_tma_copy(
       cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}),
-      SmemLayoutOWarpgroup{}));
+      SmemLayoutQWarpgroup{}));
 
   static constexpr uint32_t kTmaBytesQ = kBlockM * kHeadDim * sizeof(Element);
   static constexpr uint32_t kTmaBytesQWarpgroup = kWarpgroupRows * kHeadDim * sizeof(Element);
@@ -171,6 +194,14 @@ struct Fa2Traits {
     // Dynamic dealing of the list (FwdParams::varlen_dynamic): the workspace's claim counter, which
     // the prepare kernel zeroes; nullptr: the static dealing (ws::TileCursor).
     int* varlen_claim = nullptr;
+    // e4m3 rows: the (batch, heads_kv) float32 descales of Q, K and V (FwdParams), all three or
+    // none (1); strides in elements.
+    const float* q_descale = nullptr;
+    const float* k_descale = nullptr;
+    const float* v_descale = nullptr;
+    int64_t q_descale_batch_stride = 0, q_descale_head_stride = 0;
+    int64_t k_descale_batch_stride = 0, k_descale_head_stride = 0;
+    int64_t v_descale_batch_stride = 0, v_descale_head_stride = 0;
   };
 };
 

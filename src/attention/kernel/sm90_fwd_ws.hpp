@@ -73,6 +73,18 @@
 //             store, not waited for until its next epilogue (and before exit), so the warpgroups
 //             stay staggered across tiles. Shared O tile (persistent, hdim 256): each warpgroup
 //             alone, in turn, its thread 0 first waiting o_free
+// e4m3 (FwdKernelSpec::fp8 rows, Traits::kFp8; the persistent kernel with O staged apart): Q, K, V
+// e4m3, O bf16. 8-bit WGMMA reads K-major operands only, so the producer warpgroup transposes V:
+//   warp 0        thread 0 issues TMA as above, but V into the staging ring v_raw
+//   warps 1-3     transpose_v: every V tile, v_raw → v ((hdim, slots), K-major; Fp8VTranspose)
+//   setmaxnreg    producer 40 (the transpose spilled at 24), consumers 232: 40·128 + 232·256 = 64512
+//   v_raw_full[s]   TMA → transposing warps; 1 arrival (arrive_and_expect_tx) + V tile bytes
+//   v_raw_empty[s]  transposing warps → TMA; 96 arrivals, once each thread has read the stage
+//   v_full[s]       transposing warps → consumers; 96 arrivals (after the stores and a proxy fence)
+//   v_empty[s]      consumers → transposing warps (not the TMA); 256 arrivals, as above
+// The consumers' P = e4m3(S) goes into the second WGMMA in the slot order of fp8_pv_key (no
+// shuffles: collective/sm90_fwd_fp8.hpp), S's scale is softmax_scale · q_descale · k_descale of
+// the tile's (batch, kv-head), and O is multiplied by its v_descale after the normalisation.
 // The serial ablation rows (kOverlap false, consume_tile_serial): no intra-warpgroup overlap, two
 // turns per block (S; then P·V after the softmax).
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
@@ -95,6 +107,7 @@
 #include <type_traits>
 
 #include "attention/collective/sm90_fwd_epilogue.hpp"
+#include "attention/collective/sm90_fwd_fp8.hpp"
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
 #include "attention/collective/sm90_fwd_mask.hpp"
 #include "attention/collective/sm90_fwd_softmax.hpp"
@@ -121,11 +134,27 @@ namespace ws {
 // 384·168; producer 24 + three at 160 = 64512 ≤ 512·128.
 constexpr int kProducerRegisters = 24;
 constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 : 240; }
+// e4m3 kernels: the producer warpgroup's warps 1-3 transpose V (transpose_v), which spilled 60-104
+// bytes at 24 registers (ptxas); 40 for it and 232 for two consumer warpgroups (40·128 + 232·256 =
+// 64512 = 384·168; a consumer thread holds S 64 + P 16 + O 64 registers at hdim 128).
+template <class Traits>
+constexpr int producer_registers() { return Traits::kFp8 ? 40 : kProducerRegisters; }
+template <class Traits>
+constexpr int consumer_registers() {
+  return Traits::kFp8 ? 232 : consumer_registers(Traits::kWarpgroups);
+}
 constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
 
 // TileCoord, FwdTileScheduler, the per-tile masks and the sequence origins: sm90_fwd_ws_schedule.hpp;
 // the shared-memory storages and the barrier types: sm90_fwd_ws_storage.hpp; the cursors over a
 // CTA's tiles (static or dynamic dealing): sm90_fwd_ws_dealing.hpp.
+
+// Where the TMA unit loads V: the ring the consumers read, or (e4m3) the staging ring transpose_v reads.
+template <class Storage>
+CUTE_DEVICE auto* v_load_ring(Storage& ss) {
+  if constexpr (Storage::kTransposeV) return ss.v_raw.data();
+  else return ss.v.data();
+}
 
 template <class Traits, class Mask, bool kPersistent, bool kOptions, class Storage>
 CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
@@ -135,7 +164,8 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
   const Mask mask = kernel_mask<Mask, kOptions>(p);
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});   // (BLK_M, D)
   Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});  // (BLK_N, D, PIPE)
-  Tensor sV = make_tensor(make_smem_ptr(ss.v.data()), typename Traits::SmemLayoutKV{});  // (BLK_N, D, PIPE)
+  // (BLK_N, D, PIPE): V as loaded; e4m3 kernels load it into the staging ring (transpose_v).
+  Tensor sV = make_tensor(make_smem_ptr(v_load_ring(ss)), typename Traits::SmemLayoutKV{});
   Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
   Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.seqlen_k, int(Traits::kHeadDim), p.heads_kv, p.batch));
   Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_k, int(Traits::kHeadDim), p.heads_kv, p.batch));
@@ -173,9 +203,12 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
       FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
       copy(tma_k.with(ss.k_full[stage]), get<0>(k_parts)(_, n_first + n), get<1>(k_parts)(_, stage));
-      EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
-      FullBarrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
-      copy(tma_v.with(ss.v_full[stage]), get<0>(v_parts)(_, n_first + n), get<1>(v_parts)(_, stage));
+      uint64_t* v_empty = &ss.v_empty[stage];
+      uint64_t* v_full = &ss.v_full[stage];
+      if constexpr (Storage::kTransposeV) v_empty = &ss.v_raw_empty[stage], v_full = &ss.v_raw_full[stage];
+      EmptyBarrier::wait(v_empty, phase ^ 1u);
+      FullBarrier::arrive_and_expect_tx(v_full, Traits::kTmaBytesKV);
+      copy(tma_v.with(*v_full), get<0>(v_parts)(_, n_first + n), get<1>(v_parts)(_, stage));
       ++kv_iter;
     };
     if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
@@ -184,8 +217,8 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       Tensor mQw = p.tma_q_warpgroup.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
       CUTE_UNROLL
       for (int w = 0; w < Traits::kWarpgroups; ++w) {
-        Tensor sQw = make_tensor(make_smem_ptr(ss.q.data() + w * cosize_v<typename Traits::SmemLayoutOWarpgroup>),
-                                 typename Traits::SmemLayoutOWarpgroup{});  // (WG_M, D)
+        Tensor sQw = make_tensor(make_smem_ptr(ss.q.data() + w * cosize_v<typename Traits::SmemLayoutQWarpgroup>),
+                                 typename Traits::SmemLayoutQWarpgroup{});  // (WG_M, D)
         Tensor gQw = local_tile(seq_view(mQw, c.h, qo), WgTile{}, make_coord(c.m_block * Traits::kWarpgroups + w, _0{}));
         auto parts = tma_partition(p.tma_q_warpgroup, _0{}, Layout<_1>{}, group_modes<0, 2>(sQw), group_modes<0, 2>(gQw));
         EmptyBarrier::wait(&ss.q_empty_wg[w], (q_iter & 1) ^ 1u);
@@ -217,6 +250,46 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       for (int n = 1; n < n_blocks; ++n) load_kv(n);
     } else {
       for (int n = 1; n < n_blocks; ++n) load_kv(n);
+    }
+  }
+}
+
+// e4m3 kernels: warps 1-3 of the producer warpgroup (worker = warp - 1 of 3) transpose every V
+// tile the TMA unit loads, in the producer's order (the same tiles and KV blocks; kv_iter counts
+// the same ring positions): wait v_raw_full[s] (the TMA's bytes) and v_empty[s] (the consumers'
+// last P·V read the stage), transpose (Fp8VTranspose), fence the generic-proxy writes for the
+// WGMMA's async-proxy reads, then arrive on v_full[s] and v_raw_empty[s].
+template <class Traits, class Mask, bool kPersistent, class Storage>
+CUTE_DEVICE void transpose_v(typename Traits::Params const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent, false> const& sched,
+                             int worker, int workers) {
+  using namespace cute;
+  constexpr int kStages = Traits::kStages;
+  using Transpose = Fp8VTranspose<Traits::kBlockN, Traits::kHeadDim>;
+  using LayoutRaw = decltype(take<0, 2>(typename Traits::SmemLayoutKV{}));  // (BLK_N, D) of one stage
+  using LayoutVt = decltype(take<0, 2>(typename Traits::SmemLayoutVt{}));   // (D, BLK_N) of one stage
+  constexpr int kStageBytes = Traits::kBlockN * Traits::kHeadDim;
+  static_assert(cosize_v<typename Traits::SmemLayoutKV> == kStages * kStageBytes &&
+                cosize_v<typename Traits::SmemLayoutVt> == kStages * kStageBytes, "stages of one tile's bytes each");
+  const int lane = int(threadIdx.x) % 32;
+  const uint8_t* raw = reinterpret_cast<const uint8_t*>(ss.v_raw.data());
+  uint8_t* vt = reinterpret_cast<uint8_t*>(ss.v.data());
+  const Mask mask = kernel_mask<Mask, false>(p);
+  int kv_iter = 0;
+  TileCursor cursor;
+  for (int t = cursor_next<true, false>(cursor, p, ss, sched, true); t < sched.end();
+       t = cursor_next<true, false>(cursor, p, ss, sched, false)) {
+    const TileCoord c = sched.coord(t);
+    if (!c.valid) continue;
+    const int n_blocks = kv_block_count<Traits, false>(mask, c.m_block);
+    for (int n = 0; n < n_blocks; ++n, ++kv_iter) {
+      const int stage = kv_iter % kStages;
+      const uint32_t phase = (kv_iter / kStages) & 1;
+      FullBarrier::wait(&ss.v_raw_full[stage], phase);
+      EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
+      Transpose::template run<LayoutRaw, LayoutVt>(raw + stage * kStageBytes, vt + stage * kStageBytes, worker, workers, lane);
+      cutlass::arch::fence_view_async_shared();  // the stores, visible to the P·V WGMMA (async proxy)
+      EmptyBarrier::arrive(&ss.v_full[stage]);
+      EmptyBarrier::arrive(&ss.v_raw_empty[stage]);
     }
   }
 }
@@ -305,10 +378,11 @@ CUTE_DEVICE auto opaque_descriptors(TensorA const& tA) {
 // How many of the keys of a tile's last KV block a consumer warpgroup's P·V GEMM covers.
 enum class PvWidth : int { kNone = 0, kHalf = 1, kFull = 2 };
 
-// Whether P·V over a KV block's first half is a whole number of k-blocks of 16.
-template <int kBlockN>
+// Whether P·V over a KV block's first half is a whole number of k-blocks (16 keys of 16-bit P,
+// 32 of e4m3 P: Traits::kPvKeysPerKBlock).
+template <int kBlockN, int kKeysPerKBlock = 16>
 constexpr bool pv_half_width_ok() {
-  return kBlockN % 32 == 0;
+  return (kBlockN / 2) % kKeysPerKBlock == 0;
 }
 // Whether a kernel narrows P·V at all: causal masks only, and not on 192-key blocks, whose kernel
 // (ws_pingpong_128x192x2) already spills 8 bytes and spilled 16 with the extra branch (ptxas).
@@ -319,16 +393,35 @@ constexpr bool pv_narrows() {
 
 // The P·V width of a warpgroup's last KV block (n_last, counted from tile 0): the keys its rows
 // (the tile's rows before row_end) can see, rounded up to none, half or all of the block.
-template <int kBlockM, int kBlockN, class Mask>
+template <int kBlockM, int kBlockN, int kKeysPerKBlock = 16, class Mask>
 CUTE_DEVICE PvWidth pv_width_of_last_block(Mask const& mask, int m_block, int n_last, int row_end) {
   if constexpr (!pv_narrows<Mask, kBlockN>()) {
     return PvWidth::kFull;
   } else {
     const int visible = mask.template visible_cols<kBlockM, kBlockN>(m_block, n_last, row_end);
     if (visible <= 0) return PvWidth::kNone;
-    if (pv_half_width_ok<kBlockN>() && visible <= kBlockN / 2) return PvWidth::kHalf;
+    if (pv_half_width_ok<kBlockN, kKeysPerKBlock>() && visible <= kBlockN / 2) return PvWidth::kHalf;
     return PvWidth::kFull;
   }
+}
+
+// P, the A operand of O += P·V, in registers: the S accumulator's layout in the input type, seen
+// as the A operand by regrouping modes (16-bit, sm90_fwd_fragment_layouts.hpp); or (e4m3) the A
+// operand's own layout, filled in the slot order of fp8_pv_key (convert_p_e4m3).
+template <class Traits, class TensorS>
+CUTE_DEVICE auto make_p_fragment(TensorS const& tSrS) {
+  if constexpr (Traits::kFp8) return cute::make_tensor<typename Traits::Element>(Fp8PFragmentLayout<Traits::kBlockN>{});
+  else return cute::make_tensor_like<typename Traits::Element>(tSrS);
+}
+template <class Traits, class TensorP>
+CUTE_DEVICE auto p_as_a_operand(TensorP& tOrP) {  // (MMA, MMA_M, MMA_K)
+  if constexpr (Traits::kFp8) return cute::make_tensor(tOrP.data(), tOrP.layout());
+  else return cute::make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));
+}
+template <class Traits, class TensorS, class TensorP>
+CUTE_DEVICE void convert_p(TensorS const& tSrS, TensorP& tOrP) {
+  if constexpr (Traits::kFp8) convert_p_e4m3(tSrS, tOrP);
+  else convert_fragment<typename Traits::Element>(tSrS, tOrP);
 }
 
 // One tile's mainloop: S, softmax and O for the tile's KV range; kv_iter runs on across tiles.
@@ -374,7 +467,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     if (mask.template needs_left_mask<kBlockM, kBlockN>(m_block, n_first))
       mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n_first);
   softmax.template online_exp<true>(tSrS, alpha);
-  convert_fragment<Element>(tSrS, tOrP);
+  convert_p<Traits>(tSrS, tOrP);
   CUTE_NO_UNROLL
   for (int n = n_first + 1; n < n_end; ++n) {
     const int cur = kv_base + n, prev = cur - 1;
@@ -404,15 +497,17 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     warpgroup_wait<0>();
     EmptyBarrier::arrive(&ss.v_empty[stage_of(prev)]);
     softmax.rescale_if_needed(tOrO, alpha);
-    convert_fragment<Element>(tSrS, tOrP);
+    convert_p<Traits>(tSrS, tOrP);
   }
   const int last = kv_base + n_end - 1;
   turns.wait();
   FullBarrier::wait(&ss.v_full[stage_of(last)], phase_of(last));
   if (!pv_narrows<Mask, kBlockN>() || last_width == PvWidth::kFull) {
     wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(last)), tOrO);
-  } else if constexpr (pv_narrows<Mask, kBlockN>() && pv_half_width_ok<kBlockN>()) {  // P's first kBlockN / 2 columns
-    if (last_width == PvWidth::kHalf) wgmma_issue<false, kBlockN / 32>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(last)), tOrO);
+  } else if constexpr (pv_narrows<Mask, kBlockN>() && pv_half_width_ok<kBlockN, Traits::kPvKeysPerKBlock>()) {
+    // P's first kBlockN / 2 columns (e4m3: slots, which hold the same keys: fp8_pv_key)
+    constexpr int kHalfKBlocks = kBlockN / 2 / Traits::kPvKeysPerKBlock;
+    if (last_width == PvWidth::kHalf) wgmma_issue<false, kHalfKBlocks>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(last)), tOrO);
   }  // PvWidth::kNone: no P·V for this block (every weight of the warpgroup's rows is 0)
   if (!turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
   warpgroup_wait<0>();
@@ -454,7 +549,7 @@ CUTE_DEVICE void consume_tile_serial(Storage& ss, Mask const& mask, Turns<kPingP
       softmax.template online_exp<false>(tSrS, alpha);
       softmax.rescale_if_needed(tOrO, alpha);
     }
-    convert_fragment<Element>(tSrS, tOrP);
+    convert_p<Traits>(tSrS, tOrP);
     turns.wait();
     FullBarrier::wait(&ss.v_full[stage], phase);
     wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage), tOrO);
@@ -484,6 +579,29 @@ CUTE_DEVICE void skip_block(Storage& ss, TurnsT const& turns, bool last_work, in
   ++kv_iter;
 }
 
+// The exponent's scale of tile c: the call's, times q_descale · k_descale of the tile's (batch,
+// kv-head) for e4m3 inputs with descales (all three or none: FwdParams).
+template <class Traits, class Params>
+CUTE_DEVICE float tile_softmax_scale(Params const& p, TileCoord const& c) {
+  if constexpr (Traits::kFp8) {
+    if (p.q_descale != nullptr) {
+      const int h_kv = c.h / (p.heads_q / p.heads_kv);
+      return p.softmax_scale * p.q_descale[c.b * p.q_descale_batch_stride + h_kv * p.q_descale_head_stride] *
+             p.k_descale[c.b * p.k_descale_batch_stride + h_kv * p.k_descale_head_stride];
+    }
+  }
+  return p.softmax_scale;
+}
+// O *= v_descale of the tile's (batch, kv-head), after the normalisation (e4m3 inputs).
+template <class Params, class TensorO>
+CUTE_DEVICE void apply_v_descale(Params const& p, TileCoord const& c, TensorO& tOrO) {
+  if (p.v_descale == nullptr) return;
+  const int h_kv = c.h / (p.heads_q / p.heads_kv);
+  const float v = p.v_descale[c.b * p.v_descale_batch_stride + h_kv * p.v_descale_head_stride];
+  CUTE_UNROLL
+  for (int i = 0; i < cute::size(tOrO); ++i) tOrO(i) *= v;
+}
+
 template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap, bool kOptions, class Storage>
 CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
                          FwdTileScheduler<Mask, kPersistent, kOptions> const& sched) {
@@ -502,7 +620,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   };
 
   // (BLK_M, D); with Q halves, row m is row m % 64 of warpgroup tile m / 64 (WsSharedStorageQHalvesSharedO).
-  using SmemLayoutQ = std::conditional_t<Storage::kQHalves, typename Traits::SmemLayoutRowsOfWarpgroups,
+  using SmemLayoutQ = std::conditional_t<Storage::kQHalves, typename Traits::SmemLayoutQRowsOfWarpgroups,
                                          typename Traits::SmemLayoutQ>;
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), SmemLayoutQ{});
   Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, PIPE)
@@ -517,8 +635,8 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});    // (MMA, MMA_M, MMA_N)
   Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});   // (MMA, MMA_M, MMA_N)
   Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
-  Tensor tOrP = make_tensor_like<Element>(tSrS);
-  Tensor tOrP_a = make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));  // (MMA, MMA_M, MMA_K)
+  Tensor tOrP = make_p_fragment<Traits>(tSrS);
+  Tensor tOrP_a = p_as_a_operand<Traits>(tOrP);  // (MMA, MMA_M, MMA_K)
   constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
   float alpha[kRows];
 
@@ -536,7 +654,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     const int n_blocks = kOptions ? kv_block_count<Traits, kOptions>(tmask, c.m_block) : n_blocks_of(t);
     const int n_first = first_kv_block<Traits, kOptions>(tmask, c.m_block);
     clear(tOrO);
-    OnlineSoftmax<kRows> softmax(p.softmax_scale, p.stale_max_log2, p.softcap_scale);
+    OnlineSoftmax<kRows> softmax(tile_softmax_scale<Traits>(p, c), p.stale_max_log2, p.softcap_scale);
     if constexpr (Storage::kQHalves)
       FullBarrier::wait(&ss.q_full_wg[turns.warpgroup - 1], q_iter & 1);
     else
@@ -563,7 +681,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
         const int seen = tmask.template n_blocks_seen<Traits::kBlockM, Traits::kBlockN>(c.m_block, row_end);
         if (p.skip_unseen_blocks && seen > n_first) skipped = n_first + n_blocks - min(seen, n_first + n_blocks);
       }
-      const PvWidth last_width = p.narrow_pv ? pv_width_of_last_block<Traits::kBlockM, Traits::kBlockN>(
+      const PvWidth last_width = p.narrow_pv ? pv_width_of_last_block<Traits::kBlockM, Traits::kBlockN, Traits::kPvKeysPerKBlock>(
                                                    tmask, c.m_block, n_first + n_blocks - skipped - 1, row_end)
                                              : PvWidth::kFull;
       if constexpr (kOverlap)
@@ -577,6 +695,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     }
     float lse[kRows];
     softmax.finalize(tOrO, lse, kOptions && p.sinks != nullptr ? p.sinks[c.h] * float(M_LOG2E) : -INFINITY);
+    if constexpr (Traits::kFp8) apply_v_descale(p, c, tOrO);
     // Where the tile's rows go: (batch b, rows up to seqlen_q) of padded calls, or its sequence's
     // (the entry read again rather than its fields held through the mainloop).
     FwdOutTile out{p.seqlen_q, 0, c.b, int64_t(c.b) * p.lse_batch_stride + int64_t(c.h) * p.lse_head_stride};
@@ -619,6 +738,12 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
 
 }  // namespace ws
 
+// The transposing threads of an e4m3 kernel's storage (WithVTranspose), 0 for the others.
+template <class Storage>
+constexpr int kTransposeThreads = 0;
+template <class Storage, class Traits>
+constexpr int kTransposeThreads<WithVTranspose<Storage, Traits>> = WithVTranspose<Storage, Traits>::kTransposeThreads;
+
 // Threads of a ws CTA: the consumer warpgroups (Traits::kThreads) and the producer warpgroup.
 template <class Traits>
 constexpr int kWsThreads = Traits::kThreads + 128;
@@ -631,7 +756,7 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
-  static_assert(ws::kProducerRegisters * 128 + ws::consumer_registers(Traits::kWarpgroups) * kConsumerThreads <=
+  static_assert(ws::producer_registers<Traits>() * 128 + ws::consumer_registers<Traits>() * kConsumerThreads <=
                     launch_pool_registers(kWsThreads<Traits>),
                 "setmaxnreg budgets exceed the CTA's launch pool (the consumers' setmaxnreg.inc would wait forever)");
   extern __shared__ char smem_raw[];
@@ -657,9 +782,14 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     }
     for (int s = 0; s < Traits::kStages; ++s) {
       ws::FullBarrier::init(&ss.k_full[s], 1);
-      ws::FullBarrier::init(&ss.v_full[s], 1);
+      // e4m3: the transposing warps' arrivals (transpose_v), no transaction bytes
+      ws::FullBarrier::init(&ss.v_full[s], Storage::kTransposeV ? kTransposeThreads<Storage> : 1);
       ws::EmptyBarrier::init(&ss.k_empty[s], kConsumerThreads);  // every consumer thread
       ws::EmptyBarrier::init(&ss.v_empty[s], kConsumerThreads);
+      if constexpr (Storage::kTransposeV) {  // V's TMA into v_raw
+        ws::FullBarrier::init(&ss.v_raw_full[s], 1);
+        ws::EmptyBarrier::init(&ss.v_raw_empty[s], Storage::kTransposeThreads);
+      }
     }
     cutlass::arch::fence_barrier_init();
   }
@@ -675,16 +805,19 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     }
   }
   if (threadIdx.x < 128) {  // producer warpgroup
-    cutlass::arch::warpgroup_reg_dealloc<ws::kProducerRegisters>();
+    cutlass::arch::warpgroup_reg_dealloc<ws::producer_registers<Traits>()>();
     if (threadIdx.x == 0) {
       ws::produce<Traits, Mask, kPersistent, kOptions>(p, ss, sched);
     } else if constexpr (kOptions) {  // the dealer of dynamic dealing (its own branch: ptxas then
       // fits both in the producer warpgroup's 24 registers; after produce() it spilled 76 bytes)
       if (threadIdx.x == 32 && p.varlen_tiles != nullptr && p.varlen_claim != nullptr)
         ws::deal_units(ss.unit_ring, p.varlen_claim, *p.varlen_count);
+    } else if constexpr (Storage::kTransposeV) {  // e4m3: warps 1-3 transpose V (warp 0 is the TMA thread's)
+      static_assert(Storage::kTransposeThreads == 96);
+      if (threadIdx.x >= 32) ws::transpose_v<Traits>(p, ss, sched, int(threadIdx.x) / 32 - 1, 3);
     }
   } else {
-    cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers(Traits::kWarpgroups)>();
+    cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers<Traits>()>();
     ws::consume<Traits, Mask, kPingPong, kPersistent, kOverlap, kOptions>(p, ss, sched);
   }
 }

@@ -8,6 +8,7 @@
 #include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -16,6 +17,7 @@ namespace hopattn::attention {
 template <class Traits>
 struct WsSharedStorageBase {
   static constexpr int kStages = Traits::kStages;
+  static constexpr bool kTransposeV = false;  // WithVTranspose: V loaded into v_raw, transposed into v
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutQ>, 1024> q;
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutKV>, 1024> k;
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutKV>, 1024> v;
@@ -37,6 +39,7 @@ struct WsSharedStorage : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = false;
   static constexpr bool kQHalves = false;
   static constexpr bool kSharedO = false;
+  static_assert(!Traits::kFp8, "O (bf16) does not fit in the space of an e4m3 Q tile");
   CUTE_DEVICE typename Traits::Element* o_staging() { return this->q.data(); }
 };
 template <class Traits>
@@ -44,12 +47,12 @@ struct WsSharedStorage<Traits, true> : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = true;
   static constexpr bool kQHalves = false;
   static constexpr bool kSharedO = false;
-  // One (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutOWarpgroups).
-  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutOWarpgroups>, 1024> o;
-  CUTE_DEVICE typename Traits::Element* o_staging() { return o.data(); }
+  // One (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutOWarpgroups), of O's type.
+  cute::array_aligned<typename Traits::ElementOut, cute::cosize_v<typename Traits::SmemLayoutOWarpgroups>, 1024> o;
+  CUTE_DEVICE typename Traits::ElementOut* o_staging() { return o.data(); }
 };
 
-// Q's space as one (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutOWarpgroups, the
+// Q's space as one (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutQWarpgroup, the
 // same bytes as the 128-row Q tile), each with its own pipeline, and O staged in one (64, hdim)
 // tile of its own that the two consumer warpgroups take in turn: the persistent schedule where O
 // has no room for a tile per warpgroup (hdim 256). Warpgroup w's Q rows are loaded into tile w
@@ -69,9 +72,9 @@ struct WsSharedStorageQHalvesSharedO : WsSharedStorageBase<Traits> {
   static constexpr bool kSharedO = true;
   alignas(8) uint64_t q_full_wg[Traits::kWarpgroups];
   alignas(8) uint64_t q_empty_wg[Traits::kWarpgroups];
-  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutOWarpgroup>, 1024> o;
+  cute::array_aligned<typename Traits::ElementOut, cute::cosize_v<typename Traits::SmemLayoutOWarpgroup>, 1024> o;
   alignas(8) uint64_t o_free;
-  CUTE_DEVICE typename Traits::Element* o_staging() { return o.data(); }
+  CUTE_DEVICE typename Traits::ElementOut* o_staging() { return o.data(); }
 };
 
 // How a kernel stages O for its TMA store. Non-persistent: in Q's space, CTA-wide
@@ -79,13 +82,19 @@ struct WsSharedStorageQHalvesSharedO : WsSharedStorageBase<Traits> {
 // in shared memory (hdim 64 and 128: 192 KB at hdim 128 on 128x128x2 tiles); else in one tile
 // shared by the two warpgroups beside Q's halves where that fits (hdim 256 on 64-key tiles); else
 // CTA-wide in Q's space as the non-persistent kernels (no registry row falls there).
+// e4m3 kernels (Traits::kFp8): V's TMA staging ring too (WithVTranspose), and O staged apart only
+// (the persistent kernels; O is bf16, twice the bytes of Q's e4m3 tile).
+template <class Traits>
+constexpr size_t ws_v_staging_bytes() {
+  return Traits::kFp8 ? cute::cosize_v<typename Traits::SmemLayoutKV> + 2 * 8 * Traits::kStages + 1024 : 0;
+}
 template <class Traits, bool kPersistent>
 constexpr bool ws_separate_o() {
-  return kPersistent && sizeof(WsSharedStorage<Traits, true>) <= 227 * 1024;
+  return kPersistent && sizeof(WsSharedStorage<Traits, true>) + ws_v_staging_bytes<Traits>() <= 227 * 1024;
 }
 template <class Traits, bool kPersistent>
 constexpr bool ws_shared_o() {
-  return kPersistent && !ws_separate_o<Traits, kPersistent>() && Traits::kWarpgroups == 2 &&
+  return kPersistent && !Traits::kFp8 && !ws_separate_o<Traits, kPersistent>() && Traits::kWarpgroups == 2 &&
          sizeof(WsSharedStorageQHalvesSharedO<Traits>) <= 227 * 1024;
 }
 template <class Traits, bool kPersistent>
@@ -121,8 +130,28 @@ template <class Storage>
 struct WithUnitRing : Storage {
   ws::VarlenUnitRing unit_ring;
 };
+
+// The e4m3 kernels' shared memory: the storage of their tiles, whose `v` ring then holds V
+// transposed ((hdim, slots) per stage, Traits::SmemLayoutVt), plus the ring the TMA unit loads V
+// into ((keys, hdim), Traits::SmemLayoutKV) and its barriers (sm90_fwd_ws.hpp, "e4m3"):
+//   v_raw_full[s]   TMA → transposing warps: 1 arrival (arrive_and_expect_tx) + the tile's bytes
+//   v_raw_empty[s]  transposing warps → TMA: one arrival per transposing thread once it has read
+//                   the stage (kTransposeThreads)
+// v_full[s] then has kTransposeThreads arrivals (each transposing thread, after its writes and a
+// proxy fence), no transaction bytes; v_empty[s] is unchanged (the consumers, after P·V).
+template <class Storage, class Traits>
+struct WithVTranspose : Storage {
+  static constexpr bool kTransposeV = true;
+  static constexpr int kTransposeThreads = 96;  // warps 1-3 of the producer warpgroup
+  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutKV>, 1024> v_raw;
+  alignas(8) uint64_t v_raw_full[Traits::kStages];
+  alignas(8) uint64_t v_raw_empty[Traits::kStages];
+};
+
 template <class Traits, bool kPersistent, bool kOptions>
-using WsKernelStorage = std::conditional_t<kOptions, WithUnitRing<WsStorageOf<Traits, kPersistent>>,
-                                           WsStorageOf<Traits, kPersistent>>;
+using WsKernelStorage = std::conditional_t<
+    kOptions, WithUnitRing<WsStorageOf<Traits, kPersistent>>,
+    std::conditional_t<Traits::kFp8, WithVTranspose<WsStorageOf<Traits, kPersistent>, Traits>,
+                       WsStorageOf<Traits, kPersistent>>>;
 
 }  // namespace hopattn::attention

@@ -1,0 +1,183 @@
+// FP8 quantization for the forward call's e4m3 inputs (hopattn_fp8_quantize): argument checks and
+// four small kernels over the (batch, kv-head) groups, in stream order: descale = 0; amax into it
+// (a block reduction, then an integer atomicMax on the float's bits, exact for non-negative
+// floats); out = e4m3(x / (amax / 448)); descale = amax / 448 (1 where amax is 0). The division and
+// the conversion (round to nearest even, saturating) match the host reference
+// (tests/reference/attention_fp8.cpp, quantize_e4m3) bit for bit.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "attention/device/kvcache_int8_rounding.cuh"
+#include "common/cuda_check.hpp"
+#include "common/status_util.hpp"
+#include "common/tensor_checks.hpp"
+#include "hopattn/hopattn.hpp"
+
+namespace hopattn {
+namespace {
+
+constexpr const char* kDims[4] = {"batch", "seqlen", "heads", "hdim"};
+constexpr const char* kDescaleDims[2] = {"batch", "heads_kv"};
+constexpr const char* kNames[3] = {"x", "out", "descale"};
+constexpr int kThreads = 256;
+
+struct QuantParams {
+  const void* x;
+  uint8_t* out;
+  float* descale;
+  int batch, seqlen, heads, hdim, heads_kv;
+  int64_t x_st[3], out_st[3], ds_st[2];  // x, out: batch, seqlen, head strides; descale: batch, head
+  bool bf16;
+};
+
+using int8_rounding::load_element;
+
+// The groups: g = b · heads_kv + hk, each of seqlen · (heads / heads_kv) · hdim elements.
+__device__ inline int64_t group_elems(const QuantParams& p) {
+  return int64_t(p.seqlen) * (p.heads / p.heads_kv) * p.hdim;
+}
+__device__ inline float* descale_of(const QuantParams& p, int g) {
+  return p.descale + (g / p.heads_kv) * p.ds_st[0] + (g % p.heads_kv) * p.ds_st[1];
+}
+// Element e of group g: (b, t, h, d) -> the offset in a tensor of strides st.
+__device__ inline int64_t offset_of(const QuantParams& p, const int64_t (&st)[3], int g, int64_t e) {
+  const int group = p.heads / p.heads_kv;
+  const int d = int(e % p.hdim);
+  const int h = (g % p.heads_kv) * group + int(e / p.hdim % group);
+  const int64_t t = e / (int64_t(p.hdim) * group);
+  return (g / p.heads_kv) * st[0] + t * st[1] + h * st[2] + d;
+}
+__device__ inline float scale_of(float amax) { return amax > 0.0f ? amax / 448.0f : 1.0f; }
+
+__global__ void zero_descale_kernel(QuantParams p) {
+  const int groups = p.batch * p.heads_kv;
+  for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += gridDim.x * blockDim.x) *descale_of(p, g) = 0.0f;
+}
+
+// Grid (chunks, groups): a block's amax over its chunk of the group, one atomicMax per block.
+__global__ void amax_kernel(QuantParams p) {
+  __shared__ float warp_max[kThreads / 32];
+  const int groups = p.batch * p.heads_kv;
+  const int64_t n = group_elems(p);
+  for (int g = blockIdx.y; g < groups; g += gridDim.y) {
+    float amax = 0.0f;  // fmaxf ignores NaN, as the host reference's std::max does
+    for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
+      amax = fmaxf(amax, fabsf(load_element(p.x, offset_of(p, p.x_st, g, e), p.bf16)));
+    for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+    if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < kThreads / 32; ++w) amax = fmaxf(amax, warp_max[w]);
+      atomicMax(reinterpret_cast<int*>(descale_of(p, g)), __float_as_int(amax));  // amax >= 0: ints order alike
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void quantize_kernel(QuantParams p) {
+  const int groups = p.batch * p.heads_kv;
+  const int64_t n = group_elems(p);
+  for (int g = blockIdx.y; g < groups; g += gridDim.y) {
+    const float scale = scale_of(*descale_of(p, g));  // the amax, until finalize_kernel
+    for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+      const float v = load_element(p.x, offset_of(p, p.x_st, g, e), p.bf16) / scale;
+      p.out[offset_of(p, p.out_st, g, e)] = uint8_t(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
+    }
+  }
+}
+
+__global__ void finalize_kernel(QuantParams p) {
+  const int groups = p.batch * p.heads_kv;
+  for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += gridDim.x * blockDim.x) {
+    float* d = descale_of(p, g);
+    *d = scale_of(*d);
+  }
+}
+
+Status query_context(const Fp8QuantizeArgs& a, Stream stream, DeviceContext* ctx) {
+  const void* ptrs[3] = {a.x.data, a.out.data, a.descale.data};
+  return query_device_context(stream, ptrs, 3, ctx);
+}
+
+}  // namespace
+
+Status check_fp8_quantize(const Fp8QuantizeArgs& a, const DeviceContext& ctx) {
+  if (Status s = check_versioned_header<hopattn_fp8_quantize_args_t>(a, "args"); !s.ok()) return s;
+  if (Status s = check_geometry(a.x, "x", 4, kDims); !s.ok()) return s;
+  if (Status s = check_geometry(a.out, "out", 4, kDims); !s.ok()) return s;
+  if (Status s = check_geometry(a.descale, "descale", 2, kDescaleDims); !s.ok()) return s;
+  if (a.x.dtype != HOPATTN_DTYPE_BF16 && a.x.dtype != HOPATTN_DTYPE_FP16)
+    return Status::unsupported(cat("x: dtype ", hopattn_dtype_name(a.x.dtype), " is not supported; supported: bf16, fp16"));
+  if (a.out.dtype != HOPATTN_DTYPE_E4M3)
+    return Status::invalid(cat("out: dtype must be e4m3, got ", hopattn_dtype_name(a.out.dtype)));
+  if (a.descale.dtype != HOPATTN_DTYPE_FP32)
+    return Status::invalid(cat("descale: dtype must be fp32, got ", hopattn_dtype_name(a.descale.dtype)));
+  for (int i = 0; i < 4; ++i)
+    if (a.out.shape[i] != a.x.shape[i])
+      return Status::invalid(cat("out.shape[", i, "] (", kDims[i], ") = ", a.out.shape[i], " differs from x's ", a.x.shape[i]));
+  const int64_t heads = a.x.shape[2], heads_kv = a.descale.shape[1];
+  if (a.descale.shape[0] != a.x.shape[0])
+    return Status::invalid(cat("descale.shape[0] (batch) = ", a.descale.shape[0], " differs from x's batch ", a.x.shape[0]));
+  if (heads_kv == 0 ? heads != 0 : heads % heads_kv != 0)
+    return Status::invalid(cat("descale.shape[1] (heads_kv) = ", heads_kv, " does not divide x's heads = ", heads));
+  const Tensor* ts[3] = {&a.x, &a.out, &a.descale};
+  for (int i = 0; i < 2; ++i)
+    if (ts[i]->stride[3] != 1 && ts[i]->shape[3] > 1)
+      return Status::invalid(cat(kNames[i], ".stride[3] = ", ts[i]->stride[3], ": the last dimension (hdim) must be contiguous"));
+  for (int i = 0; i < 3; ++i)
+    if (Status s = check_pointer_and_alignment(*ts[i], kNames[i], i == 0 ? 2 : (i == 1 ? 1 : 4)); !s.ok()) return s;
+  for (int out = 1; out < 3; ++out) {
+    if (Status s = check_no_self_overlap(*ts[out], kNames[out]); !s.ok()) return s;
+    for (int other = 0; other < 3; ++other)
+      if (other != out && overlaps(byte_range(*ts[out]), byte_range(*ts[other])))
+        return Status::invalid(cat(kNames[out], ": overlaps ", kNames[other], " in memory"));
+  }
+  return check_placement(ctx, kNames, 3);
+}
+
+Status fp8_quantize(const Fp8QuantizeArgs& a, Stream stream) {
+  // The argument rules first: they need no device (a machine without a GPU still gets them).
+  if (Status s = check_fp8_quantize(a, host_only_context()); !s.ok()) return s;
+  DeviceContext ctx;
+  if (Status s = query_context(a, stream, &ctx); !s.ok()) return s;
+  if (Status s = check_fp8_quantize(a, ctx); !s.ok()) return s;
+  if (is_empty(a.descale)) return Status();  // no group
+  QuantParams p{a.x.data,
+                static_cast<uint8_t*>(a.out.data),
+                static_cast<float*>(a.descale.data),
+                int(a.x.shape[0]), int(a.x.shape[1]), int(a.x.shape[2]), int(a.x.shape[3]), int(a.descale.shape[1]),
+                {a.x.stride[0], a.x.stride[1], a.x.stride[2]},
+                {a.out.stride[0], a.out.stride[1], a.out.stride[2]},
+                {a.descale.stride[0], a.descale.stride[1]},
+                a.x.dtype == HOPATTN_DTYPE_BF16};
+  const int64_t groups = element_count(a.descale);
+  const int64_t per_group = is_empty(a.x) ? 0 : element_count(a.x) / groups;
+  const unsigned small = unsigned(std::min<int64_t>((groups + kThreads - 1) / kThreads, 1024));
+  // About 4 waves of 256-thread blocks over all groups; each block strides over its group's chunk.
+  const dim3 grid(unsigned(std::clamp<int64_t>((per_group + kThreads * 8 - 1) / (kThreads * 8), 1, 1024)),
+                  unsigned(std::min<int64_t>(groups, 65535)));
+  zero_descale_kernel<<<small, kThreads, 0, stream>>>(p);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  if (per_group > 0) {
+    amax_kernel<<<grid, kThreads, 0, stream>>>(p);
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+    quantize_kernel<<<grid, kThreads, 0, stream>>>(p);
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  }
+  finalize_kernel<<<small, kThreads, 0, stream>>>(p);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status();
+}
+
+}  // namespace hopattn
+
+extern "C" hopattn_status_t hopattn_fp8_quantize(const hopattn_fp8_quantize_args_t* args, void* stream) {
+  return hopattn::versioned_c_call(args, [&](const hopattn::Fp8QuantizeArgs& a) {
+    return hopattn::fp8_quantize(a, static_cast<hopattn::Stream>(stream));
+  });
+}

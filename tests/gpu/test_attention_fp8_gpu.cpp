@@ -1,0 +1,574 @@
+// The FP8 (e4m3) forward kernels (FwdKernelSpec::fp8 rows) against float64 attention on the
+// dequantized inputs (e4m3 value · descale): odd lengths (1, 17, 113, 1000), seqlen_q < and >
+// seqlen_k (rows that see no key), causal and not, MHA/GQA/MQA, descales that differ per (batch,
+// kv-head) and none at all, strided descales, inputs x8, more tiles than SMs, no key at all,
+// run-to-run bit equality, FlashAttention-3's outlier inputs (RMSE), and the kernel names a call
+// of the other input type may not run; hopattn_fp8_quantize against its host reference, bit for
+// bit, and feeding the forward call. O (bf16) and LSE are poisoned with NaN before every run and
+// every element is checked.
+//
+// Tolerance (attention_reference.hpp's rule, FP8 form): |O - O_fp64| <= 2 x the error of the FP8
+// yardstick + one bf16 rounding of the largest output. The yardstick (attention_fp8.hpp) does what
+// the kernel does with the precision the kernel has — S in float32 from the exact products of e4m3
+// values, P = e4m3(exp(S - max)) before the normalisation, the row sum in float32, O rounded to
+// bf16 — so the kernel's error differs from it only by where P's roundings fall (its row maximum
+// may lag up to 2^8, Params::stale_max_log2, so its P lies in [0, 256] instead of [0, 1]: the same
+// 3-bit relative rounding, fewer subnormals), the order of float32 sums and ex2.approx: errors of
+// the same size, hence the factor 2. LSE: 2 x the yardstick's + float32 rounding of the largest
+// value, plus 2^-12 · scale · max|q_i| · max|k_j| (Cauchy-Schwarz bound of |S|·2^-12): Hopper's FP8
+// WGMMA accumulates Q·Kᵀ with about 14 bits of mantissa (DeepSeek-V3 report, §3.3.2), not float32 as
+// the yardstick does, and LSE is where S's own error shows undiluted.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "attention/device/compiled_set.hpp"
+#include "attention/experimental.hpp"
+#include "attention_fp8.hpp"
+#include "attention_gpu.hpp"
+#include "attention_reference.hpp"
+#include "device_utils.hpp"
+#include "gpu_test.hpp"
+
+namespace hopattn::reference {
+namespace {
+
+constexpr double kCpuWorkLimit = 1.5e8;  // b·h·sq·sk·d above which the references run on the GPU
+
+bool fp8_compiled(int hdim) {
+  for (int d : attention::compiled_fp8_head_dims())
+    if (d == hdim) return true;
+  return false;
+}
+
+#define HOPATTN_REQUIRE_FP8(hdim)                                                          \
+  do {                                                                                     \
+    HOPATTN_REQUIRE_SM90();                                                                \
+    if (!fp8_compiled(hdim)) GTEST_SKIP() << "no FP8 kernel at hdim " << (hdim) << " in this build"; \
+  } while (0)
+
+struct Fp8Case {
+  AttnProblem p;
+  bool descales = true;          // per-(batch, kv-head) descales; false: none (descale 1)
+  bool strided_descales = false;  // the descales as a (batch, heads_kv) view of a (heads_kv, batch) array
+  float input_std = 1.0f;
+  double outliers = 0.0;         // fraction of entries drawn from N(0, 10²) (FlashAttention-3 §4.3)
+  bool head_scales = true;       // each (batch, kv-head) at its own scale (case_inputs)
+  std::string kernel;            // a registry name; "": the defaults table
+  uint64_t seed = 1;
+  std::string to_string() const {
+    std::string s = p.to_string() + (descales ? (strided_descales ? " strided descales" : " descales") : " no descales");
+    if (input_std != 1.0f) s += " x" + std::to_string(int(input_std));
+    if (outliers > 0) s += " outliers";
+    return s + (kernel.empty() ? "" : " kernel=" + kernel) + " seed=" + std::to_string(seed);
+  }
+};
+
+struct Fp8Result {
+  ErrorStats o_err, o_yard, lse_err, lse_yard;
+  double o_bound = 0, lse_bound = 0;
+  double rmse = 0;       // O vs fp64 on the dequantized inputs
+  double rmse_yard = 0;  // the yardstick's
+  std::vector<uint16_t> o_bits;
+  bool pass = false;
+  std::string message;
+};
+
+// The inputs of a case, before quantization: with descales and head_scales, each (batch, kv-head)
+// at its own scale (2^-3 .. 2^3), so that every (batch, kv-head) gets a different descale.
+std::vector<float> case_inputs(const Fp8Case& c, int seqlen, int heads, uint64_t seed) {
+  const AttnProblem& p = c.p;
+  std::vector<float> x = normal_with_outliers(int64_t(p.batch) * seqlen * heads * p.hdim, seed, c.outliers, 10.0);
+  const int group = heads / p.heads_kv;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const int h = int(i / size_t(p.hdim)) % heads, b = int(i / (size_t(p.hdim) * heads * seqlen));
+    const int kv = b * p.heads_kv + h / group;
+    x[i] *= c.input_std * (c.descales && c.head_scales ? std::ldexp(1.0f, kv % 7 - 3) : 1.0f);
+  }
+  return x;
+}
+
+template <class T>
+DeviceBuffer upload(const std::vector<T>& host) {
+  DeviceBuffer d(std::max<size_t>(host.size(), 1) * sizeof(T));
+  if (!host.empty()) HOPATTN_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// A (batch, heads_kv) descale tensor on the device: contiguous, or (strided) the transpose of a
+// (heads_kv, batch) array.
+struct DeviceDescale {
+  DeviceBuffer buf;
+  Tensor desc{};
+};
+DeviceDescale upload_descale(const std::vector<float>& d, int batch, int heads_kv, bool strided) {
+  DeviceDescale out;
+  if (!strided) {
+    out.buf = upload(d);
+    out.desc = tensor_descale(out.buf.as<float>(), batch, heads_kv);
+    return out;
+  }
+  std::vector<float> t(d.size());
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < heads_kv; ++h) t[size_t(h) * batch + b] = d[size_t(b) * heads_kv + h];
+  out.buf = upload(t);
+  out.desc = tensor_descale(out.buf.as<float>(), batch, heads_kv);
+  out.desc.stride[0] = 1, out.desc.stride[1] = batch;
+  return out;
+}
+
+// max over rows of |x_row| (L2) for a (rows, hdim) array.
+double max_row_norm(const std::vector<float>& x, int hdim) {
+  double best = 0;
+  for (size_t r = 0; r + size_t(hdim) <= x.size(); r += size_t(hdim)) {
+    double n2 = 0;
+    for (int d = 0; d < hdim; ++d) n2 += double(x[r + size_t(d)]) * x[r + size_t(d)];
+    best = std::max(best, std::sqrt(n2));
+  }
+  return best;
+}
+
+// The references on the dequantized inputs: fp64 and the FP8 yardstick, on the CPU for small
+// problems, on the GPU otherwise (float32 uploads of the dequantized values).
+void references(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const Fp8Tensor& v, std::vector<double>& o64,
+                std::vector<double>& lse64, std::vector<float>& o32, std::vector<float>& lse32) {
+  o64.assign(size_t(p.q_elems()), 0), lse64.assign(size_t(p.lse_elems()), 0);
+  o32.assign(size_t(p.q_elems()), 0), lse32.assign(size_t(p.lse_elems()), 0);
+  const double work = double(p.batch) * p.heads_q * p.seqlen_q * p.seqlen_k * p.hdim;
+  if (work <= kCpuWorkLimit) {
+    attention_cpu_fp64(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o64.data(), lse64.data());
+    attention_cpu_fp8_lowp(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o32.data(), lse32.data());
+    return;
+  }
+  DeviceBuffer dq = upload(q.dequant), dk = upload(k.dequant), dv = upload(v.dequant);
+  DeviceBuffer go64(o64.size() * 8), gl64(std::max<size_t>(lse64.size(), 1) * 8);
+  DeviceBuffer go32(o32.size() * 4), gl32(std::max<size_t>(lse32.size(), 1) * 4);
+  attention_gpu_fp64(p, HOPATTN_DTYPE_FP32, dq.get(), dk.get(), dv.get(), go64.as<double>(), gl64.as<double>());
+  attention_gpu_fp8_lowp(p, dq.as<float>(), dk.as<float>(), dv.as<float>(), go32.as<float>(), gl32.as<float>());
+  HOPATTN_CUDA_CHECK(cudaMemcpy(o64.data(), go64.get(), o64.size() * 8, cudaMemcpyDeviceToHost));
+  HOPATTN_CUDA_CHECK(cudaMemcpy(lse64.data(), gl64.get(), lse64.size() * 8, cudaMemcpyDeviceToHost));
+  HOPATTN_CUDA_CHECK(cudaMemcpy(o32.data(), go32.get(), o32.size() * 4, cudaMemcpyDeviceToHost));
+  HOPATTN_CUDA_CHECK(cudaMemcpy(lse32.data(), gl32.get(), lse32.size() * 4, cudaMemcpyDeviceToHost));
+}
+
+Fp8Result run_fp8(const Fp8Case& c) {
+  const AttnProblem& p = c.p;
+  Fp8Result r;
+  const std::vector<float> qf = case_inputs(c, p.seqlen_q, p.heads_q, c.seed * 3 + 0);
+  const std::vector<float> kf = case_inputs(c, p.seqlen_k, p.heads_kv, c.seed * 3 + 1);
+  const std::vector<float> vf = case_inputs(c, p.seqlen_k, p.heads_kv, c.seed * 3 + 2);
+  const Fp8Tensor q = quantize_e4m3(qf, p.batch, p.seqlen_q, p.heads_q, p.hdim, p.heads_kv, c.descales);
+  const Fp8Tensor k = quantize_e4m3(kf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, c.descales);
+  const Fp8Tensor v = quantize_e4m3(vf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, c.descales);
+  DeviceBuffer dq = upload(q.codes), dk = upload(k.codes), dv = upload(v.codes);
+  DeviceBuffer o(std::max<int64_t>(p.q_elems(), 1) * 2), lse(std::max<int64_t>(p.lse_elems(), 1) * 4);
+  fill_nan(o.get(), 2, p.q_elems());
+  fill_nan(lse.get(), 4, p.lse_elems());
+  DeviceDescale qd = upload_descale(q.descale, p.batch, p.heads_kv, c.strided_descales);
+  DeviceDescale kd = upload_descale(k.descale, p.batch, p.heads_kv, c.strided_descales);
+  DeviceDescale vd = upload_descale(v.descale, p.batch, p.heads_kv, c.strided_descales);
+
+  AttentionForwardArgs a;
+  a.q = tensor_bshd(dq.get(), HOPATTN_DTYPE_E4M3, p.batch, p.seqlen_q, p.heads_q, p.hdim);
+  a.k = tensor_bshd(dk.get(), HOPATTN_DTYPE_E4M3, p.batch, p.seqlen_k, p.heads_kv, p.hdim);
+  a.v = tensor_bshd(dv.get(), HOPATTN_DTYPE_E4M3, p.batch, p.seqlen_k, p.heads_kv, p.hdim);
+  a.o = tensor_bshd(o.get(), HOPATTN_DTYPE_BF16, p.batch, p.seqlen_q, p.heads_q, p.hdim);
+  a.lse = tensor_lse(lse.as<float>(), p.batch, p.heads_q, p.seqlen_q);
+  a.softmax_scale = p.scale;
+  a.causal = p.causal;
+  if (c.descales) a.q_descale = qd.desc, a.k_descale = kd.desc, a.v_descale = vd.desc;
+  experimental::Overrides ov;
+  ov.fwd_kernel = c.kernel;
+  const Status s = experimental::attention_forward(a, nullptr, ov);
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  if (!s.ok()) {
+    r.message = "call failed: " + s.to_string();
+    return r;
+  }
+  r.o_bits.resize(size_t(p.q_elems()));
+  if (p.q_elems() > 0)
+    HOPATTN_CUDA_CHECK(cudaMemcpy(r.o_bits.data(), o.get(), r.o_bits.size() * 2, cudaMemcpyDeviceToHost));
+  const std::vector<float> o_got = download_as_float(o.get(), HOPATTN_DTYPE_BF16, p.q_elems());
+  std::vector<float> lse_got(size_t(p.lse_elems()));
+  if (p.lse_elems() > 0)
+    HOPATTN_CUDA_CHECK(cudaMemcpy(lse_got.data(), lse.get(), lse_got.size() * 4, cudaMemcpyDeviceToHost));
+
+  std::vector<double> o64, lse64;
+  std::vector<float> o32, lse32;
+  references(p, q, k, v, o64, lse64, o32, lse32);
+  r.o_err = compare(o64.data(), o_got.data(), p.q_elems());
+  r.o_yard = compare(o64.data(), o32.data(), p.q_elems());
+  r.o_bound = tolerance_bound(r.o_yard, HOPATTN_DTYPE_BF16);
+  r.lse_err = compare(lse64.data(), lse_got.data(), p.lse_elems());
+  r.lse_yard = compare(lse64.data(), lse32.data(), p.lse_elems());
+  const double s_bound = double(p.effective_scale()) * max_row_norm(q.dequant, p.hdim) * max_row_norm(k.dequant, p.hdim);
+  r.lse_bound = 2.0 * r.lse_yard.max_abs + 1e-5 * std::max(1.0, r.lse_yard.max_ref) + 0x1p-12 * s_bound;
+  r.rmse = rmse(o64.data(), o_got.data(), p.q_elems());
+  r.rmse_yard = rmse(o64.data(), o32.data(), p.q_elems());
+  char buf[160];
+  if (r.o_err.bad > 0) {
+    r.message = "O: " + std::to_string(r.o_err.bad) + " elements NaN/unwritten or non-finite, first at index " +
+                std::to_string(r.o_err.first_bad);
+  } else if (r.lse_err.bad > 0) {
+    r.message = "LSE: " + std::to_string(r.lse_err.bad) + " entries NaN/unwritten or wrongly infinite, first at " +
+                std::to_string(r.lse_err.first_bad);
+  } else if (r.o_err.max_abs > r.o_bound) {
+    std::snprintf(buf, sizeof(buf), "O: max abs error %.3g > bound %.3g (2 x yardstick %.3g + bf16 floor)", r.o_err.max_abs,
+                  r.o_bound, r.o_yard.max_abs);
+    r.message = buf;
+  } else if (r.lse_err.max_abs > r.lse_bound) {
+    std::snprintf(buf, sizeof(buf), "LSE: max abs error %.3g > bound %.3g (2 x yardstick %.3g + floors)", r.lse_err.max_abs,
+                  r.lse_bound, r.lse_yard.max_abs);
+    r.message = buf;
+  } else {
+    r.pass = true;
+  }
+  return r;
+}
+
+void expect_pass(const Fp8Case& c, const Fp8Result& r) {
+  std::printf("%-4s %-84s O err %.3g (bound %.3g, RMSE %.3g, yardstick %.3g) LSE err %.3g (bound %.3g) %s\n",
+              r.pass ? "ok" : "FAIL", c.to_string().c_str(), r.o_err.max_abs, r.o_bound, r.rmse, r.rmse_yard,
+              r.lse_err.max_abs, r.lse_bound, r.message.c_str());
+  EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+}
+
+// (batch, seqlen_q, seqlen_k, heads_q, heads_kv) of the grid: odd lengths, seqlen_q < and >
+// seqlen_k (causal rows that see no key), MHA/GQA/MQA.
+std::vector<Fp8Case> fp8_grid(const std::string& kernel) {
+  struct Shape {
+    int b, sq, sk, hq, hkv;
+  };
+  const Shape shapes[] = {{1, 1, 1, 2, 1},     {2, 17, 17, 4, 2},  {1, 113, 113, 8, 1}, {2, 1000, 1000, 4, 2},
+                          {1, 113, 300, 4, 4}, {2, 300, 64, 4, 2}, {1, 1, 1000, 8, 8},  {3, 129, 257, 6, 3}};
+  std::vector<Fp8Case> out;
+  uint64_t seed = 100;
+  for (const Shape& s : shapes)
+    for (int causal = 0; causal < 2; ++causal) {
+      Fp8Case c;
+      c.p = AttnProblem{s.b, s.sq, s.sk, s.hq, s.hkv, 128, causal != 0, 0.0f};
+      c.kernel = kernel;
+      c.seed = seed++;
+      out.push_back(c);
+    }
+  Fp8Case none;  // no descales: the e4m3 values are the inputs
+  none.p = AttnProblem{2, 129, 129, 4, 1, 128, true, 0.0f};
+  none.descales = false;
+  none.kernel = kernel;
+  none.seed = seed++;
+  out.push_back(none);
+  none.p.causal = false;
+  none.seed = seed++;
+  out.push_back(none);
+  Fp8Case strided;  // the descales through strides (a transposed array)
+  strided.p = AttnProblem{2, 200, 333, 8, 2, 128, true, 0.0f};
+  strided.strided_descales = true;
+  strided.kernel = kernel;
+  strided.seed = seed++;
+  out.push_back(strided);
+  Fp8Case big;  // inputs x8 (after the per-head scales): large scores, the softmax's range
+  big.p = AttnProblem{1, 257, 257, 4, 4, 128, true, 0.0f};
+  big.input_std = 8.0f;
+  big.kernel = kernel;
+  big.seed = seed++;
+  out.push_back(big);
+  Fp8Case scaled = big;  // an explicit softmax_scale, times the descales
+  scaled.p.scale = 0.03f;
+  scaled.input_std = 1.0f;
+  scaled.seed = seed++;
+  out.push_back(scaled);
+  return out;
+}
+
+TEST(Fp8Forward, MatchesFloat64OnTheDequantizedInputs) {
+  HOPATTN_REQUIRE_FP8(128);
+  for (const Fp8Case& c : fp8_grid("")) expect_pass(c, run_fp8(c));
+}
+
+// Every compiled e4m3 row by name (the defaults table may pick one; the others must work too).
+TEST(Fp8Forward, EveryFp8KernelMatchesFloat64) {
+  HOPATTN_REQUIRE_FP8(128);
+  const std::vector<std::string> kernels = compiled_kernel_names("fwd", 128, "", true);
+  EXPECT_GE(kernels.size(), 1u);
+  for (const std::string& k : kernels)
+    for (const Fp8Case& c : fp8_grid(k)) expect_pass(c, run_fp8(c));
+}
+
+// More tiles than SMs: each persistent CTA loops over several (the causal folded order, tiles that
+// see no key with seqlen_q > seqlen_k), and the V transpose's ring runs on across tiles.
+TEST(Fp8Forward, ManyTilesPerCta) {
+  HOPATTN_REQUIRE_FP8(128);
+  uint64_t seed = 500;
+  for (int causal = 0; causal < 2; ++causal) {
+    Fp8Case c;
+    c.p = AttnProblem{4, 1000, 1000, 16, 2, 128, causal != 0, 0.0f};
+    c.seed = seed++;
+    expect_pass(c, run_fp8(c));
+  }
+  Fp8Case empty_rows;
+  empty_rows.p = AttnProblem{8, 1000, 300, 8, 8, 128, true, 0.0f};
+  empty_rows.seed = seed++;
+  expect_pass(empty_rows, run_fp8(empty_rows));
+}
+
+// The same call twice gives the same bits (a moving result is a race, e.g. in the V transpose).
+TEST(Fp8Forward, RunToRunBitEquality) {
+  HOPATTN_REQUIRE_FP8(128);
+  for (int causal = 0; causal < 2; ++causal) {
+    Fp8Case c;
+    c.p = AttnProblem{2, 1000, 1000, 8, 2, 128, causal != 0, 0.0f};
+    c.seed = 700 + uint64_t(causal);
+    const Fp8Result a = run_fp8(c), b = run_fp8(c);
+    expect_pass(c, a);
+    ASSERT_EQ(a.o_bits.size(), b.o_bits.size());
+    EXPECT_TRUE(std::memcmp(a.o_bits.data(), b.o_bits.data(), a.o_bits.size() * 2) == 0)
+        << c.to_string() << ": O differs between two runs";
+  }
+}
+
+// seqlen_k == 0: O = 0 (bf16) and LSE = -inf, every element written.
+TEST(Fp8Forward, NoKeys) {
+  HOPATTN_REQUIRE_FP8(128);
+  const int b = 2, sq = 33, hq = 4, hkv = 2, d = 128;
+  DeviceBuffer q(size_t(b) * sq * hq * d), kv(16), o(size_t(b) * sq * hq * d * 2), lse(size_t(b) * hq * sq * 4);
+  DeviceBuffer ds(size_t(b) * hkv * 4);
+  fill_normal(q.get(), HOPATTN_DTYPE_E4M3, int64_t(b) * sq * hq * d, 9, 1.0f);
+  const std::vector<float> ones(size_t(b) * hkv, 1.0f);
+  HOPATTN_CUDA_CHECK(cudaMemcpy(ds.get(), ones.data(), ones.size() * 4, cudaMemcpyHostToDevice));
+  fill_nan(o.get(), 2, int64_t(b) * sq * hq * d);
+  fill_nan(lse.get(), 4, int64_t(b) * hq * sq);
+  AttentionForwardArgs a;
+  a.q = tensor_bshd(q.get(), HOPATTN_DTYPE_E4M3, b, sq, hq, d);
+  a.k = tensor_bshd(kv.get(), HOPATTN_DTYPE_E4M3, b, 0, hkv, d);
+  a.v = tensor_bshd(kv.get(), HOPATTN_DTYPE_E4M3, b, 0, hkv, d);
+  a.o = tensor_bshd(o.get(), HOPATTN_DTYPE_BF16, b, sq, hq, d);
+  a.lse = tensor_lse(lse.as<float>(), b, hq, sq);
+  a.q_descale = a.k_descale = a.v_descale = tensor_descale(ds.as<float>(), b, hkv);
+  const Status s = attention_forward(a, nullptr);
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  for (float x : download_as_float(o.get(), HOPATTN_DTYPE_BF16, int64_t(b) * sq * hq * d)) ASSERT_EQ(x, 0.0f);
+  std::vector<float> l(size_t(b) * hq * sq);
+  HOPATTN_CUDA_CHECK(cudaMemcpy(l.data(), lse.get(), l.size() * 4, cudaMemcpyDeviceToHost));
+  for (float x : l) ASSERT_EQ(x, -INFINITY);
+}
+
+// FlashAttention-3's outlier inputs (§4.3: N(0, 1) with 0.1 % of entries N(0, 10²)), quantized per
+// (batch, kv-head): the RMSE of O against fp64 on the dequantized inputs (the kernel's own error;
+// the issue's target 9.1e-3 is FlashAttention-3's FP8 figure), and against fp64 on the unquantized
+// inputs (quantization and kernel: the per-(batch, head) scales' quantization dominates; 1.3e-2
+// for the yardstick at 512 tokens on the host, ReferenceFp8.OutlierInputsRmse), printed.
+TEST(Fp8Forward, OutlierInputsRmse) {
+  HOPATTN_REQUIRE_FP8(128);
+  for (int causal = 0; causal < 2; ++causal) {
+    Fp8Case c;
+    c.p = AttnProblem{2, 2048, 2048, 8, 8, 128, causal != 0, 0.0f};
+    c.outliers = 1e-3;
+    c.head_scales = false;  // the paper's distribution as it is (the descales still differ per head: amax)
+    c.seed = 900 + uint64_t(causal);
+    const Fp8Result r = run_fp8(c);
+    expect_pass(c, r);
+    // fp64 on the unquantized inputs (the same draws case_inputs made), on the GPU.
+    const AttnProblem& p = c.p;
+    const std::vector<float> qf = case_inputs(c, p.seqlen_q, p.heads_q, c.seed * 3 + 0);
+    const std::vector<float> kf = case_inputs(c, p.seqlen_k, p.heads_kv, c.seed * 3 + 1);
+    const std::vector<float> vf = case_inputs(c, p.seqlen_k, p.heads_kv, c.seed * 3 + 2);
+    DeviceBuffer dq = upload(qf), dk = upload(kf), dv = upload(vf);
+    DeviceBuffer o64(size_t(p.q_elems()) * 8), l64(size_t(p.lse_elems()) * 8);
+    attention_gpu_fp64(p, HOPATTN_DTYPE_FP32, dq.get(), dk.get(), dv.get(), o64.as<double>(), l64.as<double>());
+    std::vector<double> exact(size_t(p.q_elems()));
+    HOPATTN_CUDA_CHECK(cudaMemcpy(exact.data(), o64.get(), exact.size() * 8, cudaMemcpyDeviceToHost));
+    std::vector<float> got(r.o_bits.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const uint32_t bits = uint32_t(r.o_bits[i]) << 16;
+      std::memcpy(&got[i], &bits, 4);
+    }
+    const double end_to_end = rmse(exact.data(), got.data(), p.q_elems());
+    std::printf("FP8 outlier inputs %s: O RMSE %.3g vs fp64 on the dequantized inputs (yardstick %.3g; issue target "
+                "9.1e-3: %s), %.3g vs fp64 on the unquantized inputs (quantization included)\n",
+                c.to_string().c_str(), r.rmse, r.rmse_yard, r.rmse <= 9.1e-3 ? "met" : "NOT met", end_to_end);
+    EXPECT_LE(r.rmse, 9.1e-3) << c.to_string();
+  }
+}
+
+// A call runs only kernels of its input type: an e4m3 call naming a 16-bit row, and a bf16 call
+// naming an e4m3 row, are refused with NOT_SUPPORTED naming the kernel, and nothing is written.
+TEST(Fp8Forward, KernelOfTheOtherInputTypeIsRefused) {
+  HOPATTN_REQUIRE_FP8(128);
+  const std::vector<std::string> fp8 = compiled_kernel_names("fwd", 128, "", true);
+  const std::vector<std::string> bf16 = compiled_kernel_names("fwd", 128, "", false);
+  ASSERT_FALSE(fp8.empty());
+  const int b = 1, s = 200, h = 2, d = 128;
+  DeviceBuffer q(size_t(b) * s * h * d * 2), k(size_t(b) * s * h * d * 2), v(size_t(b) * s * h * d * 2),
+      o(size_t(b) * s * h * d * 2);
+  for (const bool e4m3 : {true, false}) {
+    const hopattn_dtype_t in = e4m3 ? HOPATTN_DTYPE_E4M3 : HOPATTN_DTYPE_BF16;
+    fill_normal(q.get(), in, int64_t(b) * s * h * d, 31, 1.0f);
+    fill_normal(k.get(), in, int64_t(b) * s * h * d, 32, 1.0f);
+    fill_normal(v.get(), in, int64_t(b) * s * h * d, 33, 1.0f);
+    AttentionForwardArgs a;
+    a.q = tensor_bshd(q.get(), in, b, s, h, d);
+    a.k = tensor_bshd(k.get(), in, b, s, h, d);
+    a.v = tensor_bshd(v.get(), in, b, s, h, d);
+    a.o = tensor_bshd(o.get(), HOPATTN_DTYPE_BF16, b, s, h, d);
+    for (const std::string& name : e4m3 ? bf16 : fp8) {
+      fill_nan(o.get(), 2, int64_t(b) * s * h * d);
+      experimental::Overrides ov;
+      ov.fwd_kernel = name;
+      const Status st = experimental::attention_forward(a, nullptr, ov);
+      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+      EXPECT_EQ(st.code(), StatusCode::kNotSupported) << name << ": " << st.to_string();
+      EXPECT_NE(st.message().find("'" + name + "'"), std::string::npos) << st.to_string();
+      for (float x : download_as_float(o.get(), HOPATTN_DTYPE_BF16, int64_t(b) * s * h * d))
+        ASSERT_TRUE(std::isnan(x)) << name << " wrote O";
+    }
+  }
+}
+
+// The references this file leans on: the GPU float64 reference on float32 inputs and the GPU FP8
+// yardstick agree with their CPU versions on a small case.
+TEST(Fp8Forward, GpuReferencesMatchTheCpu) {
+  HOPATTN_REQUIRE_SM90();
+  const AttnProblem p{2, 77, 130, 4, 2, 128, true, 0.0f};
+  Fp8Case c;
+  c.p = p;
+  const Fp8Tensor q = quantize_e4m3(case_inputs(c, p.seqlen_q, p.heads_q, 1), p.batch, p.seqlen_q, p.heads_q, p.hdim, p.heads_kv, true);
+  const Fp8Tensor k = quantize_e4m3(case_inputs(c, p.seqlen_k, p.heads_kv, 2), p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
+  const Fp8Tensor v = quantize_e4m3(case_inputs(c, p.seqlen_k, p.heads_kv, 3), p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
+  std::vector<double> o64(size_t(p.q_elems())), l64(size_t(p.lse_elems()));
+  std::vector<float> o32(size_t(p.q_elems())), l32(size_t(p.lse_elems()));
+  attention_cpu_fp64(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o64.data(), l64.data());
+  attention_cpu_fp8_lowp(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o32.data(), l32.data());
+  DeviceBuffer dq = upload(q.dequant), dk = upload(k.dequant), dv = upload(v.dequant);
+  DeviceBuffer go64(o64.size() * 8), gl64(l64.size() * 8), go32(o32.size() * 4), gl32(l32.size() * 4);
+  attention_gpu_fp64(p, HOPATTN_DTYPE_FP32, dq.get(), dk.get(), dv.get(), go64.as<double>(), gl64.as<double>());
+  attention_gpu_fp8_lowp(p, dq.as<float>(), dk.as<float>(), dv.as<float>(), go32.as<float>(), gl32.as<float>());
+  std::vector<double> g64(o64.size());
+  std::vector<float> g32(o32.size());
+  HOPATTN_CUDA_CHECK(cudaMemcpy(g64.data(), go64.get(), g64.size() * 8, cudaMemcpyDeviceToHost));
+  HOPATTN_CUDA_CHECK(cudaMemcpy(g32.data(), go32.get(), g32.size() * 4, cudaMemcpyDeviceToHost));
+  const ErrorStats e64 = compare(o64.data(), g64.data(), p.q_elems());
+  EXPECT_EQ(e64.bad, 0);
+  EXPECT_LT(e64.max_abs, 1e-12 * std::max(1.0, e64.max_ref));
+  // The yardsticks round P against different maxima (the CPU's exact one, the GPU's running one
+  // per 128 keys): they agree to the size of their own error, not bit for bit.
+  const ErrorStats yard = compare(o64.data(), o32.data(), p.q_elems());
+  std::vector<double> cpu32(o32.begin(), o32.end());
+  const ErrorStats e32 = compare(cpu32.data(), g32.data(), p.q_elems());
+  EXPECT_EQ(e32.bad, 0);
+  EXPECT_LE(e32.max_abs, 2.0 * yard.max_abs + 0x1p-8 * yard.max_ref);
+}
+
+// hopattn_fp8_quantize against the host reference (quantize_e4m3), bit for bit: codes and descales,
+// GQA grouping (q's heads_kv) and one descale per head (k, v), strided descales, bf16 and fp16,
+// an all-zero (batch, kv-head) (descale 1, codes 0), outliers; outputs poisoned first.
+TEST(Fp8Quantize, MatchesTheHostReferenceBitForBit) {
+  HOPATTN_REQUIRE_SM90();
+  struct Q {
+    int b, s, h, hkv;
+    hopattn_dtype_t dtype;
+    bool strided, zero_group;
+  };
+  const Q cases[] = {{2, 100, 8, 2, HOPATTN_DTYPE_BF16, false, false}, {2, 100, 8, 8, HOPATTN_DTYPE_BF16, true, false},
+                     {3, 17, 4, 1, HOPATTN_DTYPE_FP16, false, true},   {1, 1000, 6, 3, HOPATTN_DTYPE_BF16, true, true}};
+  uint64_t seed = 40;
+  for (const Q& q : cases) {
+    const int d = 128;
+    const int64_t n = int64_t(q.b) * q.s * q.h * d;
+    Fp8Case c;  // the forward tests' inputs: per-(batch, kv-head) scales and outliers
+    c.p = AttnProblem{q.b, q.s, q.s, q.h, q.hkv, d, false, 0.0f};
+    c.outliers = 1e-3;
+    std::vector<float> x = case_inputs(c, q.s, q.h, seed++);
+    if (q.zero_group)  // batch 0's first kv-head: all zeros
+      for (int64_t i = 0; i < n; ++i)
+        if (i < int64_t(q.s) * q.h * d && (i / d) % q.h < q.h / q.hkv) x[size_t(i)] = 0.0f;
+    DeviceBuffer dx(size_t(n) * 2), dout{size_t(n)};
+    upload_from_float(dx.get(), q.dtype, x.data(), n);
+    x = download_as_float(dx.get(), q.dtype, n);  // the values as stored
+    HOPATTN_CUDA_CHECK(cudaMemset(dout.get(), 0x7f, size_t(n)));  // e4m3 NaN: an unwritten code shows
+    DeviceDescale ds = upload_descale(std::vector<float>(size_t(q.b) * q.hkv, std::nanf("")), q.b, q.hkv, q.strided);
+    Fp8QuantizeArgs a;
+    a.x = tensor_bshd(dx.get(), q.dtype, q.b, q.s, q.h, d);
+    a.out = tensor_bshd(dout.get(), HOPATTN_DTYPE_E4M3, q.b, q.s, q.h, d);
+    a.descale = ds.desc;
+    const Status st = fp8_quantize(a, nullptr);
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    const Fp8Tensor want = quantize_e4m3(x, q.b, q.s, q.h, d, q.hkv, true);
+    std::vector<uint8_t> codes(static_cast<size_t>(n));
+    HOPATTN_CUDA_CHECK(cudaMemcpy(codes.data(), dout.get(), codes.size(), cudaMemcpyDeviceToHost));
+    std::vector<float> raw(size_t(q.b) * q.hkv);
+    HOPATTN_CUDA_CHECK(cudaMemcpy(raw.data(), ds.buf.get(), raw.size() * 4, cudaMemcpyDeviceToHost));
+    for (int b = 0; b < q.b; ++b)
+      for (int hk = 0; hk < q.hkv; ++hk) {
+        const float got = q.strided ? raw[size_t(hk) * q.b + b] : raw[size_t(b) * q.hkv + hk];
+        EXPECT_EQ(got, want.descale[size_t(b) * q.hkv + hk]) << "descale (" << b << ", " << hk << ")";
+      }
+    int64_t wrong = 0, first = -1;
+    for (int64_t i = 0; i < n; ++i)
+      if (codes[size_t(i)] != want.codes[size_t(i)]) wrong += 1, first = first < 0 ? i : first;
+    EXPECT_EQ(wrong, 0) << "b=" << q.b << " s=" << q.s << " h=" << q.h << " hkv=" << q.hkv << ": first at " << first
+                        << " (got 0x" << std::hex << int(first >= 0 ? codes[size_t(first)] : 0) << ", want 0x"
+                        << int(first >= 0 ? want.codes[size_t(first)] : 0) << ")";
+  }
+}
+
+// Quantized by the library, then attended to: the forward call on hopattn_fp8_quantize's outputs
+// against fp64 on the same dequantized values (the pipeline a caller runs).
+TEST(Fp8Quantize, FeedsTheForwardCall) {
+  HOPATTN_REQUIRE_FP8(128);
+  const AttnProblem p{2, 300, 300, 8, 2, 128, true, 0.0f};
+  Fp8Case c;
+  c.p = p;
+  const std::vector<float> in[3] = {case_inputs(c, p.seqlen_q, p.heads_q, 61), case_inputs(c, p.seqlen_k, p.heads_kv, 62),
+                                    case_inputs(c, p.seqlen_k, p.heads_kv, 63)};
+  const int seq[3] = {p.seqlen_q, p.seqlen_k, p.seqlen_k}, heads[3] = {p.heads_q, p.heads_kv, p.heads_kv};
+  DeviceBuffer x[3], codes[3], descale[3];
+  Tensor t[3], d[3];
+  std::vector<float> dequant[3];
+  for (int i = 0; i < 3; ++i) {
+    const int64_t n = int64_t(p.batch) * seq[i] * heads[i] * p.hdim;
+    x[i] = DeviceBuffer(size_t(n) * 2);
+    codes[i] = DeviceBuffer(size_t(n));
+    descale[i] = DeviceBuffer(size_t(p.batch) * p.heads_kv * 4);
+    upload_from_float(x[i].get(), HOPATTN_DTYPE_BF16, in[i].data(), n);
+    Fp8QuantizeArgs a;
+    a.x = tensor_bshd(x[i].get(), HOPATTN_DTYPE_BF16, p.batch, seq[i], heads[i], p.hdim);
+    a.out = t[i] = tensor_bshd(codes[i].get(), HOPATTN_DTYPE_E4M3, p.batch, seq[i], heads[i], p.hdim);
+    a.descale = d[i] = tensor_descale(descale[i].as<float>(), p.batch, p.heads_kv);
+    ASSERT_TRUE(fp8_quantize(a, nullptr).ok());
+    const std::vector<float> ds = download_as_float(descale[i].get(), HOPATTN_DTYPE_FP32, int64_t(p.batch) * p.heads_kv);
+    dequant[i] = download_as_float(codes[i].get(), HOPATTN_DTYPE_E4M3, n);
+    for (int64_t j = 0; j < n; ++j) {
+      const int h = int(j / p.hdim) % heads[i], b = int(j / (int64_t(p.hdim) * heads[i] * seq[i]));
+      dequant[i][size_t(j)] *= ds[size_t(b) * p.heads_kv + h / (heads[i] / p.heads_kv)];
+    }
+  }
+  DeviceBuffer o(size_t(p.q_elems()) * 2);
+  fill_nan(o.get(), 2, p.q_elems());
+  AttentionForwardArgs a;
+  a.q = t[0], a.k = t[1], a.v = t[2];
+  a.o = tensor_bshd(o.get(), HOPATTN_DTYPE_BF16, p.batch, p.seqlen_q, p.heads_q, p.hdim);
+  a.causal = 1;
+  a.q_descale = d[0], a.k_descale = d[1], a.v_descale = d[2];
+  const Status st = attention_forward(a, nullptr);
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  std::vector<double> o64(size_t(p.q_elems())), l64(size_t(p.lse_elems()));
+  std::vector<float> o32(size_t(p.q_elems())), l32(size_t(p.lse_elems()));
+  attention_cpu_fp64(p, dequant[0].data(), dequant[1].data(), dequant[2].data(), o64.data(), l64.data());
+  attention_cpu_fp8_lowp(p, dequant[0].data(), dequant[1].data(), dequant[2].data(), o32.data(), l32.data());
+  const std::vector<float> got = download_as_float(o.get(), HOPATTN_DTYPE_BF16, p.q_elems());
+  const ErrorStats e = compare(o64.data(), got.data(), p.q_elems()), yard = compare(o64.data(), o32.data(), p.q_elems());
+  EXPECT_EQ(e.bad, 0);
+  EXPECT_LE(e.max_abs, tolerance_bound(yard, HOPATTN_DTYPE_BF16)) << "yardstick " << yard.max_abs;
+}
+
+}  // namespace
+}  // namespace hopattn::reference

@@ -1,0 +1,188 @@
+// The FP8 forward kernel's register and shared-memory maps on the host (collective/sm90_fwd_fp8.hpp,
+// kernel/sm90_fwd_ws.hpp's e4m3 rows): P's slot order feeds each k-index of the P·V WGMMA the
+// accumulator value of the key whose V row the transpose puts there, with CuTe's own partitions of
+// the kernel's MMAs; the V transpose, run on host memory, writes every byte of the stage once
+// with the right value; and its shared loads and stores meet at most 2-way bank conflicts.
+// Compiled by nvcc for the kernel's traits; nothing runs on a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "attention/collective/sm90_fwd_fp8.hpp"
+#include "attention/kernel/sm90_fwd_fa2.hpp"
+
+namespace hopattn::attention {
+namespace {
+
+using Fp8Traits = Fa2Traits<cutlass::float_e4m3_t, 128, 128, 128, 2>;  // ws_pingpong_persistent_128x128x2_e4m3
+
+TEST(FwdFp8, KeyOrderIsAPermutationWithinEach32Keys) {
+  for (int base = 0; base < 256; base += 32) {
+    std::set<int> keys;
+    for (int s = base; s < base + 32; ++s) {
+      const int key = fp8_pv_key(s);
+      EXPECT_GE(key, base) << "slot " << s;
+      EXPECT_LT(key, base + 32) << "slot " << s;
+      keys.insert(key);
+    }
+    EXPECT_EQ(keys.size(), 32u) << "block at " << base;
+  }
+  // slot 16g + 4q + i holds key 16g + 8(i/2) + 2q + i%2
+  EXPECT_EQ(fp8_pv_key(0), 0);
+  EXPECT_EQ(fp8_pv_key(2), 8);
+  EXPECT_EQ(fp8_pv_key(4), 2);
+  EXPECT_EQ(fp8_pv_key(7), 11);
+  EXPECT_EQ(fp8_pv_key(16 + 12 + 3), 16 + 8 + 6 + 1);
+}
+
+// For every consumer thread: value (i, h, g) of k-block kb of the P·V A operand (CuTe's partition
+// of the kernel's TiledMmaPV) sits at (row m, slot k); convert_p_e4m3 fills it from S accumulator
+// value (i % 2, h, 4 kb + 2 g + i / 2) (CuTe's partition of TiledMmaQK), which must be (row m,
+// key fp8_pv_key(k)). The transpose stores V[fp8_pv_key(k)] as row k of the B operand, so the
+// GEMM sums P[m][key] · V[key] over every key once.
+TEST(FwdFp8, PSlotOrderMatchesTheAccumulator) {
+  using namespace cute;
+  using Traits = Fp8Traits;
+  typename Traits::TiledMmaQK mma_qk;
+  typename Traits::TiledMmaPV mma_pv;
+  const auto cS = make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::BlockN>{});  // (m, key)
+  const auto cP = make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::BlockN>{});  // (m, slot)
+  for (int t = 0; t < Traits::kThreads; ++t) {
+    const auto tScS = mma_qk.get_thread_slice(t).partition_C(cS);  // ((2, 2, N/8), 1, 1)
+    const auto tPcP = mma_pv.get_thread_slice(t).partition_A(cP);  // ((4, 2, 2), 1, N/32)
+    ASSERT_EQ(int(size(tPcP)), int(cosize(Fp8PFragmentLayout<Traits::kBlockN>{})));
+    static_assert(decltype(size<0>(tPcP))::value == 16 && decltype(size<2>(tPcP))::value == Traits::kBlockN / 32);
+    static_assert(decltype(size<1>(tPcP))::value == 1 && decltype(size<1>(tScS))::value == 1);
+    for (int kb = 0; kb < Traits::kBlockN / 32; ++kb)
+      for (int g = 0; g < 2; ++g)
+        for (int h = 0; h < 2; ++h)
+          for (int i = 0; i < 4; ++i) {
+            const auto a = tPcP(make_coord(make_coord(i, h, g), 0, kb));
+            const auto c = tScS(make_coord(make_coord(i % 2, h, 4 * kb + 2 * g + i / 2), 0, 0));
+            ASSERT_EQ(int(get<0>(a)), int(get<0>(c))) << "thread " << t << " (i, h, g, kb) = " << i << h << g << kb;
+            ASSERT_EQ(fp8_pv_key(int(get<1>(a))), int(get<1>(c)))
+                << "thread " << t << " (i, h, g, kb) = " << i << h << g << kb << ": slot " << int(get<1>(a));
+          }
+    // The fragment layout's order is the partition's: value (i, h, g) of k-block kb at i + 4h + 8g + 16kb.
+    for (int v = 0; v < 16; ++v)
+      for (int kb = 0; kb < Traits::kBlockN / 32; ++kb)
+        ASSERT_EQ(int(Fp8PFragmentLayout<Traits::kBlockN>{}(v, 0, kb)), v + 16 * kb);
+  }
+}
+
+TEST(FwdFp8, FourByFourByteTranspose) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 100; ++trial) {
+    uint32_t r[4], out[4];
+    for (uint32_t& x : r) x = rng();
+    transpose_4x4_bytes(r, out);
+    for (int i = 0; i < 4; ++i)
+      for (int c = 0; c < 4; ++c) ASSERT_EQ((out[c] >> (8 * i)) & 0xff, (r[i] >> (8 * c)) & 0xff) << i << c;
+  }
+}
+
+template <class Traits>
+void check_transpose() {
+  using namespace cute;
+  using Transpose = Fp8VTranspose<Traits::kBlockN, Traits::kHeadDim>;
+  using LayoutRaw = decltype(take<0, 2>(typename Traits::SmemLayoutKV{}));
+  using LayoutVt = decltype(take<0, 2>(typename Traits::SmemLayoutVt{}));
+  constexpr int kN = Traits::kBlockN, kD = Traits::kHeadDim, kBytes = kN * kD;
+  // Both layouts are one stage of kBytes, 4-element runs contiguous and 4-byte aligned.
+  std::set<int> raw_offsets, vt_offsets;
+  for (int key = 0; key < kN; ++key)
+    for (int n = 0; n < kD; ++n) {
+      raw_offsets.insert(int(LayoutRaw{}(key, n)));
+      vt_offsets.insert(int(LayoutVt{}(n, key)));
+      if (n % 4 == 0) ASSERT_EQ(int(LayoutRaw{}(key, n)) % 4, 0);
+      if (key % 4 == 0) ASSERT_EQ(int(LayoutVt{}(n, key)) % 4, 0);
+      ASSERT_EQ(int(LayoutRaw{}(key, n)), int(LayoutRaw{}(key, n - n % 4)) + n % 4);
+      ASSERT_EQ(int(LayoutVt{}(n, key)), int(LayoutVt{}(n, key - key % 4)) + key % 4);
+    }
+  ASSERT_EQ(int(raw_offsets.size()), kBytes);
+  ASSERT_EQ(*raw_offsets.rbegin(), kBytes - 1);
+  ASSERT_EQ(int(vt_offsets.size()), kBytes);
+  ASSERT_EQ(*vt_offsets.rbegin(), kBytes - 1);
+  // The lanes' blocks over all steps: every (slot quad, channel quad) once.
+  std::set<std::pair<int, int>> blocks;
+  for (int step = 0; step < Transpose::kSteps; ++step)
+    for (int lane = 0; lane < 32; ++lane) {
+      const auto t = Transpose::task(step, lane);
+      ASSERT_EQ(t.s0 % 4, 0);
+      ASSERT_EQ(t.n0 % 4, 0);
+      ASSERT_LT(t.s0, kN);
+      ASSERT_LT(t.n0, kD);
+      blocks.insert({t.s0, t.n0});
+    }
+  ASSERT_EQ(int(blocks.size()), kBytes / 16);
+  // The transpose itself, on host memory, by 3 workers as in the kernel.
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 4; ++trial) {
+    std::vector<uint8_t> raw(kBytes), vt(kBytes, 0);
+    std::vector<int> written(kBytes, 0);
+    for (uint8_t& b : raw) b = uint8_t(rng());
+    for (int worker = 0; worker < 3; ++worker)
+      for (int lane = 0; lane < 32; ++lane)
+        Transpose::template run<LayoutRaw, LayoutVt>(raw.data(), vt.data(), worker, 3, lane);
+    for (int n = 0; n < kD; ++n)
+      for (int s = 0; s < kN; ++s)
+        ASSERT_EQ(vt[LayoutVt{}(n, s)], raw[LayoutRaw{}(fp8_pv_key(s), n)]) << "channel " << n << " slot " << s;
+  }
+  // Banks: for each step, load (key i of the quad) and store (channel c), the 32 lanes' distinct
+  // 32-bit words per bank; at most 2 (the bound the header comment derives).
+  auto worst = [](const std::vector<int>& byte_offsets) {
+    std::vector<std::set<int>> words(32);
+    for (int off : byte_offsets) words[(off / 4) % 32].insert(off / 4);
+    size_t most = 0;
+    for (const auto& w : words) most = std::max(most, w.size());
+    return int(most);
+  };
+  for (int step = 0; step < Transpose::kSteps; ++step)
+    for (int k = 0; k < 4; ++k) {
+      std::vector<int> loads, stores;
+      for (int lane = 0; lane < 32; ++lane) {
+        const auto t = Transpose::task(step, lane);
+        loads.push_back(int(LayoutRaw{}(fp8_pv_key(t.s0 + k), t.n0)));
+        stores.push_back(int(LayoutVt{}(t.n0 + k, t.s0)));
+      }
+      EXPECT_LE(worst(loads), 2) << "step " << step << " load " << k;
+      EXPECT_LE(worst(stores), 2) << "step " << step << " store " << k;
+    }
+}
+
+TEST(FwdFp8, VTransposeWritesEveryByteOnce) { check_transpose<Fp8Traits>(); }
+
+// The layouts' offsets are the 128-byte swizzle of TMA and WGMMA (Swizzle<3, 4, 3>: byte bits 4-6
+// ^= bits 7-9), with 128-byte rows: (key, channel) for the staging tile, (channel, slot) for V^T.
+TEST(FwdFp8, StageLayoutsAreThe128ByteSwizzle) {
+  using namespace cute;
+  auto sw128 = [](int offset) { return offset ^ ((offset & 0x380) >> 3); };
+  const auto raw = take<0, 2>(typename Fp8Traits::SmemLayoutKV{});
+  const auto vt = take<0, 2>(typename Fp8Traits::SmemLayoutVt{});
+  for (int row = 0; row < 128; ++row)
+    for (int col = 0; col < 128; ++col) {
+      ASSERT_EQ(int(raw(row, col)), sw128(row * 128 + col)) << "key " << row << " channel " << col;
+      ASSERT_EQ(int(vt(row, col)), sw128(row * 128 + col)) << "channel " << row << " slot " << col;
+    }
+  // One stage after the other: stage s starts s * 16 KB in (a multiple of the swizzle's 1 KB period).
+  EXPECT_EQ(int(typename Fp8Traits::SmemLayoutKV{}(0, 0, 1)), 128 * 128);
+  EXPECT_EQ(int(typename Fp8Traits::SmemLayoutVt{}(0, 0, 1)), 128 * 128);
+}
+
+// The traits of the e4m3 row: bf16 O, K-major V for the second GEMM, 32-key k-blocks.
+TEST(FwdFp8, Traits) {
+  static_assert(Fp8Traits::kFp8 && Fp8Traits::kPvKeysPerKBlock == 32);
+  static_assert(std::is_same_v<Fp8Traits::ElementOut, cutlass::bfloat16_t>);
+  static_assert(Fp8Traits::kMajorV == cute::GMMA::Major::K);
+  using Bf16Traits = Fa2Traits<cutlass::bfloat16_t, 128, 128, 128, 2>;
+  static_assert(!Bf16Traits::kFp8 && std::is_same_v<Bf16Traits::ElementOut, cutlass::bfloat16_t>);
+  static_assert(std::is_same_v<Bf16Traits::SmemLayoutO, Bf16Traits::SmemLayoutQ>);  // 16-bit: O in Q's layout, as before
+  static_assert(std::is_same_v<Bf16Traits::SmemLayoutQWarpgroup, Bf16Traits::SmemLayoutOWarpgroup>);
+  EXPECT_EQ(Fp8Traits::kTmaBytesKV, 128u * 128u);
+}
+
+}  // namespace
+}  // namespace hopattn::attention

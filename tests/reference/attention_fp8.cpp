@@ -1,0 +1,125 @@
+#include "attention_fp8.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <stdexcept>
+
+#include "e4m3.hpp"
+
+namespace hopattn::reference {
+namespace {
+
+using gemm::tools::e4m3_from_float;
+using gemm::tools::e4m3_to_float;
+
+// Round to bf16, nearest even (finite inputs).
+float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+float round_e4m3(float x) { return e4m3_to_float(e4m3_from_float(x)); }
+
+}  // namespace
+
+Fp8Tensor quantize_e4m3(const std::vector<float>& x, int batch, int seqlen, int heads, int hdim, int heads_kv,
+                        bool scaled) {
+  if (heads_kv <= 0 || heads % heads_kv != 0) throw std::invalid_argument("quantize_e4m3: heads % heads_kv != 0");
+  if (int64_t(x.size()) != int64_t(batch) * seqlen * heads * hdim) throw std::invalid_argument("quantize_e4m3: size");
+  const int group = heads / heads_kv;
+  Fp8Tensor t;
+  t.codes.resize(x.size());
+  t.dequant.resize(x.size());
+  t.descale.assign(size_t(batch) * heads_kv, 1.0f);
+  auto index = [&](int b, int s, int h, int d) { return ((int64_t(b) * seqlen + s) * heads + h) * hdim + d; };
+  for (int b = 0; b < batch; ++b)
+    for (int hk = 0; hk < heads_kv; ++hk) {
+      float amax = 0.0f;
+      for (int s = 0; s < seqlen; ++s)
+        for (int h = hk * group; h < (hk + 1) * group; ++h)
+          for (int d = 0; d < hdim; ++d) amax = std::max(amax, std::fabs(x[size_t(index(b, s, h, d))]));
+      const float descale = scaled && amax > 0.0f ? amax / 448.0f : 1.0f;
+      t.descale[size_t(b) * heads_kv + hk] = descale;
+      for (int s = 0; s < seqlen; ++s)
+        for (int h = hk * group; h < (hk + 1) * group; ++h)
+          for (int d = 0; d < hdim; ++d) {
+            const size_t i = size_t(index(b, s, h, d));
+            t.codes[i] = e4m3_from_float(x[i] / descale);
+            t.dequant[i] = e4m3_to_float(t.codes[i]) * descale;
+          }
+    }
+  return t;
+}
+
+void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k, const float* v, float* o,
+                            float* lse) {
+  if (p.softcap > 0 || !p.sinks.empty()) throw std::invalid_argument("attention_cpu_fp8_lowp: no softcap or sinks");
+  const float scale = p.effective_scale();
+  const int group = p.heads_q / p.heads_kv;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  std::vector<float> s(size_t(std::max(p.seqlen_k, 1)));
+  std::vector<float> acc(size_t(p.hdim));
+  auto qi = [&](int b, int i, int h) { return ((int64_t(b) * p.seqlen_q + i) * p.heads_q + h) * p.hdim; };
+  auto kj = [&](int b, int j, int h) { return ((int64_t(b) * p.seqlen_k + j) * p.heads_kv + h) * p.hdim; };
+  for (int b = 0; b < p.batch; ++b)
+    for (int h = 0; h < p.heads_q; ++h)
+      for (int i = 0; i < p.seqlen_q; ++i) {
+        const AttnProblem::KeyRange r = p.visible_range(i);
+        const float* qrow = q + qi(b, i, h);
+        float m = kNegInf;
+        for (int j = r.begin; j < r.end; ++j) {
+          const float* krow = k + kj(b, j, h / group);
+          float dot = 0;
+          for (int d = 0; d < p.hdim; ++d) dot += qrow[d] * krow[d];
+          s[size_t(j)] = dot * scale;
+          m = std::max(m, s[size_t(j)]);
+        }
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        float l = 0;
+        if (m != kNegInf) {
+          for (int j = r.begin; j < r.end; ++j) {
+            const float e = std::exp(s[size_t(j)] - m);
+            l += e;
+            const float pj = round_e4m3(e);
+            const float* vrow = v + kj(b, j, h / group);
+            for (int d = 0; d < p.hdim; ++d) acc[size_t(d)] += pj * vrow[d];
+          }
+        }
+        float* orow = o + qi(b, i, h);
+        for (int d = 0; d < p.hdim; ++d) orow[d] = l > 0 ? round_bf16(acc[size_t(d)] / l) : 0.0f;
+        if (lse) lse[(int64_t(b) * p.heads_q + h) * p.seqlen_q + i] = l > 0 ? m + std::log(l) : kNegInf;
+      }
+}
+
+std::vector<float> normal_with_outliers(int64_t n, uint64_t seed, double outlier_fraction, double outlier_std) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::vector<float> out(size_t(std::max<int64_t>(n, 0)));
+  for (float& x : out) {
+    const bool outlier = uniform(rng) < outlier_fraction;
+    x = float(normal(rng) * (outlier ? outlier_std : 1.0));
+  }
+  return out;
+}
+
+double rmse(const double* ref, const float* got, int64_t n) {
+  double sum = 0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(ref[i])) continue;
+    const double d = double(got[i]) - ref[i];
+    sum += d * d;
+    ++count;
+  }
+  return count > 0 ? std::sqrt(sum / double(count)) : 0.0;
+}
+
+}  // namespace hopattn::reference

@@ -1,0 +1,43 @@
+// FP8 (e4m3) forward attention on the host: the inputs' quantization with per-(batch, kv-head)
+// descales (FlashAttention-3's convention, hopattn.h "Since 0.5"), the low-precision yardstick
+// that rounds P to e4m3 as the FP8 kernel does, FlashAttention-3's outlier inputs and the RMSE.
+// The float64 reference for FP8 is attention_cpu_fp64 (or attention_gpu_fp64 with FP32 inputs) on
+// the dequantized inputs (e4m3 value · descale).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "attention_reference.hpp"
+
+namespace hopattn::reference {
+
+// A (batch, seqlen, heads, hdim) tensor quantized to e4m3 per (batch, kv-head).
+struct Fp8Tensor {
+  std::vector<uint8_t> codes;    // e4m3, the input's shape, contiguous
+  std::vector<float> descale;    // (batch, heads_kv) row-major
+  std::vector<float> dequant;    // code value · descale, the input's shape
+};
+
+// Head h of `x` belongs to kv-head h / (heads / heads_kv). scaled: descale = amax / 448 over the
+// (batch, kv-head)'s elements (1 where amax is 0), codes = e4m3(x / descale), so the largest
+// magnitude maps to 448; unscaled: descale 1, codes = e4m3(x) (saturating past ±448).
+Fp8Tensor quantize_e4m3(const std::vector<float>& x, int batch, int seqlen, int heads, int hdim, int heads_kv,
+                        bool scaled);
+
+// The FP8 yardstick (attention_reference.hpp's tolerance rule): S = scale · Q·Kᵀ in float32 (the
+// kernel keeps S in float32 from exact e4m3 products), P = e4m3(exp(S - rowmax)) before the
+// normalisation, the row sum of the unrounded exp(S - rowmax) in float32, O = bf16(Σ P·V / sum),
+// LSE = rowmax + log(sum). Inputs dequantized (Fp8Tensor::dequant), so the descales are in them.
+// Masks as attention_cpu_lowp; no softcap or sinks (the FP8 calls take neither).
+void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k, const float* v, float* o,
+                            float* lse);
+
+// N(0, 1) values, each replaced with probability `outlier_fraction` by a draw from
+// N(0, outlier_std²) (FlashAttention-3 §4.3: 0.1 % of entries N(0, 10²)); deterministic in seed.
+std::vector<float> normal_with_outliers(int64_t n, uint64_t seed, double outlier_fraction, double outlier_std);
+
+// sqrt(mean((got - ref)²)) over n elements (finite refs only).
+double rmse(const double* ref, const float* got, int64_t n);
+
+}  // namespace hopattn::reference
