@@ -185,6 +185,7 @@ Fp8Result run_fp8(const Fp8Case& c) {
   if (c.descales) a.q_descale = qd.desc, a.k_descale = kd.desc, a.v_descale = vd.desc;
   experimental::Overrides ov;
   ov.fwd_kernel = c.kernel;
+  ov.fwd_fp8 = true;  // not yet enabled for the public call (Overrides::fwd_fp8)
   const Status s = experimental::attention_forward(a, nullptr, ov);
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   if (!s.ok()) {
@@ -350,7 +351,9 @@ TEST(Fp8Forward, NoKeys) {
   a.o = tensor_bshd(o.get(), HOPATTN_DTYPE_BF16, b, sq, hq, d);
   a.lse = tensor_lse(lse.as<float>(), b, hq, sq);
   a.q_descale = a.k_descale = a.v_descale = tensor_descale(ds.as<float>(), b, hkv);
-  const Status s = attention_forward(a, nullptr);
+  experimental::Overrides fp8_on;
+  fp8_on.fwd_fp8 = true;  // not yet enabled for the public call
+  const Status s = experimental::attention_forward(a, nullptr, fp8_on);
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   ASSERT_TRUE(s.ok()) << s.to_string();
   for (float x : download_as_float(o.get(), HOPATTN_DTYPE_BF16, int64_t(b) * sq * hq * d)) ASSERT_EQ(x, 0.0f);
@@ -421,6 +424,7 @@ TEST(Fp8Forward, KernelOfTheOtherInputTypeIsRefused) {
       fill_nan(o.get(), 2, int64_t(b) * s * h * d);
       experimental::Overrides ov;
       ov.fwd_kernel = name;
+      ov.fwd_fp8 = true;
       const Status st = experimental::attention_forward(a, nullptr, ov);
       HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
       EXPECT_EQ(st.code(), StatusCode::kNotSupported) << name << ": " << st.to_string();
@@ -557,7 +561,9 @@ TEST(Fp8Quantize, FeedsTheForwardCall) {
   a.o = tensor_bshd(o.get(), HOPATTN_DTYPE_BF16, p.batch, p.seqlen_q, p.heads_q, p.hdim);
   a.causal = 1;
   a.q_descale = d[0], a.k_descale = d[1], a.v_descale = d[2];
-  const Status st = attention_forward(a, nullptr);
+  experimental::Overrides fp8_on;
+  fp8_on.fwd_fp8 = true;  // not yet enabled for the public call
+  const Status st = experimental::attention_forward(a, nullptr, fp8_on);
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   ASSERT_TRUE(st.ok()) << st.to_string();
   std::vector<double> o64(size_t(p.q_elems())), l64(size_t(p.lse_elems()));

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "attention/device/compiled_set.hpp"
+#include "attention/experimental.hpp"
 #include "hopattn/hopattn.hpp"
 
 namespace hopattn {
@@ -558,6 +559,20 @@ TEST(AttentionFp8Checks, ValidCallsPass) {
   const hopattn_status_t st = hopattn_attention_forward_check(&raw, nullptr);
   EXPECT_EQ(std::string(st.message).find("descale"), std::string::npos) << st.message;
   EXPECT_EQ(std::string(st.message).find("e4m3"), std::string::npos) << st.message;
+}
+
+// The arguments are valid, but the public call runs no FP8 kernel until it passes its accuracy
+// tests (Overrides::fwd_fp8; issue 37): NOT_SUPPORTED saying so. The tests and the bench enable it.
+TEST(AttentionFp8Checks, PublicCallRefusesUntilTheKernelPassesItsTests) {
+  HOPATTN_REQUIRE_FP8_HD128();
+  std::string name;
+  expect_error(experimental::forward_kernel_name(valid_fp8_args(), experimental::Overrides{}, &name),
+               StatusCode::kNotSupported, "e4m3 inputs are not enabled yet");
+  experimental::Overrides on;
+  on.fwd_fp8 = true;
+  const Status s = experimental::forward_kernel_name(valid_fp8_args(), on, &name);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(name, "ws_pingpong_persistent_128x128x2_e4m3");
 }
 
 TEST(AttentionFp8Checks, OutputMustBeBf16) {
