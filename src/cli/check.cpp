@@ -9,6 +9,7 @@
 
 #include "attention/device/compiled_set.hpp"
 #include "attention_check.hpp"
+#include "kvcache_check.hpp"
 #include "varlen_check.hpp"
 #include "baselines/baselines.hpp"
 #include "cli/commands.hpp"
@@ -91,6 +92,19 @@ int run_check_command(int argc, char** argv) {
           worst = std::max(worst, e.o_bound > 0 ? e.o.max_abs / e.o_bound : 0.0);
         std::printf("%-5s hopattn %s %s  O err/bound %.2f%s%s\n", r.pass ? "ok" : "FAIL", hopattn_dtype_name(dtype),
                     c.to_string().c_str(), worst, r.pass ? "" : "  ", r.message.c_str());
+        r.pass ? ++passes : ++failures;
+      }
+    }
+  // 4. Attention over a KV cache (16-bit caches, contiguous and paged; the int8 cache is the GPU
+  // tests'), per sequence against the float64 reference, through the public call.
+  std::printf("== attention over a KV cache vs float64 reference, per sequence ==\n");
+  for (hopattn_dtype_t dtype : attention::compiled_dtypes())
+    for (int hdim : attention::compiled_head_dims()) {
+      if (quick && dtype != HOPATTN_DTYPE_BF16) continue;
+      for (const reference::KvCheckCase& c : reference::kvcache_check_cases(hdim)) {
+        const reference::KvCheckResult r = reference::run_kvcache_check(c, dtype);
+        std::printf("%-5s hopattn %s kvcache %s  O err/bound %.2f%s%s\n", r.pass ? "ok" : "FAIL",
+                    hopattn_dtype_name(dtype), c.to_string().c_str(), r.worst, r.pass ? "" : "  ", r.message.c_str());
         r.pass ? ++passes : ++failures;
       }
     }
