@@ -11,10 +11,12 @@
 // yardstick + one bf16 rounding of the largest output. The yardstick (attention_fp8.hpp) does what
 // the kernel does with the precision the kernel has — S in float32 from the exact products of e4m3
 // values, P = e4m3(exp(S - max)) before the normalisation, the row sum in float32, O rounded to
-// bf16 — so the kernel's error differs from it only by where P's roundings fall (its row maximum
-// may lag up to 2^8, Params::stale_max_log2, so its P lies in [0, 256] instead of [0, 1]: the same
-// 3-bit relative rounding, fewer subnormals), the order of float32 sums and ex2.approx: errors of
-// the same size, hence the factor 2. LSE: 2 x the yardstick's + float32 rounding of the largest
+// bf16 — so the kernel's error differs from it only by the scale of P (exact row maxima and an
+// offset of 8: P in [0, 256] with the maximum's weight exactly 256, where the yardstick's is
+// exactly 1; the same 3-bit relative rounding, fewer subnormals), the order of float32 sums and
+// ex2.approx: errors of the same size, hence the factor 2. (A lagging maximum, as the 16-bit
+// kernels keep, is not the same: its weight 2^frac rounds by up to 1/16 in e4m3 while the row sum
+// keeps it unrounded; that failed these tests on an H100, 2026-12-06.) LSE: 2 x the yardstick's + float32 rounding of the largest
 // value, plus 2^-12 · scale · max|q_i| · max|k_j| (Cauchy-Schwarz bound of |S|·2^-12): Hopper's FP8
 // WGMMA accumulates Q·Kᵀ with about 14 bits of mantissa (DeepSeek-V3 report, §3.3.2), not float32 as
 // the yardstick does, and LSE is where S's own error shows undiluted.

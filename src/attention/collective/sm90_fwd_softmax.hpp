@@ -23,7 +23,13 @@ CUTE_DEVICE float exp2_ftz(float x) {
   return y;
 }
 
-template <int kRows>
+// kMaxOffset: the exponents are taken against (row maximum − kMaxOffset), so that the row
+// maximum's weight is exactly 2^kMaxOffset. 0 for 16-bit P. 8 for e4m3 P (FlashAttention-3's
+// Max_offset): P in [0, 256] uses e4m3's range (max 448) and keeps fewer weights subnormal; it
+// needs an exact maximum (stale_log2 0: with a stale one P could pass 448, and a kept maximum's
+// weight 2^frac would round by up to 1/16 in e4m3 while the sum keeps it unrounded: the first
+// FP8 kernel's accuracy failures, H100 2026-12-06).
+template <int kRows, int kMaxOffset = 0>
 struct OnlineSoftmax {
   float row_max[kRows];   // the maximum the exponentials are taken against (see stale_log2)
   float row_sum[kRows];  // partial: this thread's columns only, until finalize()
@@ -73,16 +79,16 @@ struct OnlineSoftmax {
       if (keep) m = row_max[r];
       // A row that has seen only masked scores keeps max = -inf; use 0 as the offset so that
       // exp2(-inf - 0) = 0 instead of NaN.
-      const float offset = m == -INFINITY ? 0.0f : m * scale_log2;
+      const float offset = m == -INFINITY ? 0.0f : m * scale_log2 - float(kMaxOffset);
       alpha[r] = 1.0f;
       if constexpr (!kFirst) {
         if (!keep) {
           if constexpr (kMaskedRows) {
             // A row with no score yet (every earlier one masked: a window's left edge) has nothing
             // to rescale; alpha 0, not exp2(0 - offset), which is inf for offset < -128.
-            alpha[r] = row_max[r] == -INFINITY ? 0.0f : exp2_ftz(row_max[r] * scale_log2 - offset);
+            alpha[r] = row_max[r] == -INFINITY ? 0.0f : exp2_ftz(row_max[r] * scale_log2 - float(kMaxOffset) - offset);
           } else {
-            const float old = row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale_log2;
+            const float old = row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale_log2 - float(kMaxOffset);
             alpha[r] = exp2_ftz(old - offset);
           }
           row_sum[r] *= alpha[r];
@@ -143,7 +149,7 @@ struct OnlineSoftmax {
         const float inv = empty ? 0.0f : 1.0f / sum;
         CUTE_UNROLL
         for (int j = 0; j < cute::size<1>(o); ++j) o(r, j) *= inv;
-        lse[r] = empty ? -INFINITY : row_max[r] * scale_log2 * float(M_LN2) + logf(sum);
+        lse[r] = empty ? -INFINITY : (row_max[r] * scale_log2 - float(kMaxOffset)) * float(M_LN2) + logf(sum);
       } else {
         const float inv = normalize_with_sink(r, sum, empty, sink_log2, lse[r]);
         CUTE_UNROLL
@@ -164,7 +170,7 @@ struct OnlineSoftmax {
       float inv;
       if (sink_log2[r] == -INFINITY) {  // finalize's row without a sink
         inv = empty ? 0.0f : 1.0f / sum;
-        lse[r] = empty ? -INFINITY : row_max[r] * scale_log2 * float(M_LN2) + logf(sum);
+        lse[r] = empty ? -INFINITY : (row_max[r] * scale_log2 - float(kMaxOffset)) * float(M_LN2) + logf(sum);
       } else {
         inv = normalize_with_sink(r, sum, empty, sink_log2[r], lse[r]);
       }
@@ -176,7 +182,7 @@ struct OnlineSoftmax {
   // Row r's factor for O and its LSE with the sink (log2 units, not -inf) in the denominator:
   // against the larger of the row's offset and the sink, so that neither overflows.
   CUTE_DEVICE float normalize_with_sink(int r, float sum, bool empty, float sink_log2, float& lse_r) const {
-    const float offset = empty ? -INFINITY : row_max[r] * scale_log2;  // the exponents' offset
+    const float offset = empty ? -INFINITY : row_max[r] * scale_log2 - float(kMaxOffset);  // the exponents' offset
     const float top = fmaxf(offset, sink_log2);
     const float kept = empty ? 0.0f : exp2f(offset - top);  // the row's weights, rescaled to top
     const float total = (empty ? 0.0f : sum * kept) + exp2f(sink_log2 - top);

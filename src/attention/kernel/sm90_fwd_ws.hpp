@@ -654,7 +654,9 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     const int n_blocks = kOptions ? kv_block_count<Traits, kOptions>(tmask, c.m_block) : n_blocks_of(t);
     const int n_first = first_kv_block<Traits, kOptions>(tmask, c.m_block);
     clear(tOrO);
-    OnlineSoftmax<kRows> softmax(tile_softmax_scale<Traits>(p, c), p.stale_max_log2, p.softcap_scale);
+    // e4m3 P: exact row maxima and FlashAttention-3's offset of 8 (OnlineSoftmax's comment).
+    OnlineSoftmax<kRows, Traits::kFp8 ? 8 : 0> softmax(tile_softmax_scale<Traits>(p, c),
+                                                       Traits::kFp8 ? 0.0f : p.stale_max_log2, p.softcap_scale);
     if constexpr (Storage::kQHalves)
       FullBarrier::wait(&ss.q_full_wg[turns.warpgroup - 1], q_iter & 1);
     else
