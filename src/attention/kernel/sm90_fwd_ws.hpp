@@ -114,6 +114,7 @@
 #include "attention/collective/sm90_wgmma.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"  // Fa2Traits: the same tiles, MMAs, layouts and TMA
 #include "attention/kernel/sm90_fwd_ws_dealing.hpp"
+#include "attention/kernel/sm90_fwd_ws_fp8.hpp"
 #include "attention/kernel/sm90_fwd_ws_schedule.hpp"
 #include "attention/kernel/sm90_fwd_ws_storage.hpp"
 #include "common/register_budget.hpp"
@@ -147,14 +148,8 @@ constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and 
 
 // TileCoord, FwdTileScheduler, the per-tile masks and the sequence origins: sm90_fwd_ws_schedule.hpp;
 // the shared-memory storages and the barrier types: sm90_fwd_ws_storage.hpp; the cursors over a
-// CTA's tiles (static or dynamic dealing): sm90_fwd_ws_dealing.hpp.
-
-// Where the TMA unit loads V: the ring the consumers read, or (e4m3) the staging ring transpose_v reads.
-template <class Storage>
-CUTE_DEVICE auto* v_load_ring(Storage& ss) {
-  if constexpr (Storage::kTransposeV) return ss.v_raw.data();
-  else return ss.v.data();
-}
+// CTA's tiles (static or dynamic dealing): sm90_fwd_ws_dealing.hpp; the e4m3 pieces (V's load ring
+// and transpose, P as an A operand, the descales): sm90_fwd_ws_fp8.hpp.
 
 template <class Traits, class Mask, bool kPersistent, bool kOptions, class Storage>
 CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
@@ -250,46 +245,6 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       for (int n = 1; n < n_blocks; ++n) load_kv(n);
     } else {
       for (int n = 1; n < n_blocks; ++n) load_kv(n);
-    }
-  }
-}
-
-// e4m3 kernels: warps 1-3 of the producer warpgroup (worker = warp - 1 of 3) transpose every V
-// tile the TMA unit loads, in the producer's order (the same tiles and KV blocks; kv_iter counts
-// the same ring positions): wait v_raw_full[s] (the TMA's bytes) and v_empty[s] (the consumers'
-// last P·V read the stage), transpose (Fp8VTranspose), fence the generic-proxy writes for the
-// WGMMA's async-proxy reads, then arrive on v_full[s] and v_raw_empty[s].
-template <class Traits, class Mask, bool kPersistent, class Storage>
-CUTE_DEVICE void transpose_v(typename Traits::Params const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent, false> const& sched,
-                             int worker, int workers) {
-  using namespace cute;
-  constexpr int kStages = Traits::kStages;
-  using Transpose = Fp8VTranspose<Traits::kBlockN, Traits::kHeadDim>;
-  using LayoutRaw = decltype(take<0, 2>(typename Traits::SmemLayoutKV{}));  // (BLK_N, D) of one stage
-  using LayoutVt = decltype(take<0, 2>(typename Traits::SmemLayoutVt{}));   // (D, BLK_N) of one stage
-  constexpr int kStageBytes = Traits::kBlockN * Traits::kHeadDim;
-  static_assert(cosize_v<typename Traits::SmemLayoutKV> == kStages * kStageBytes &&
-                cosize_v<typename Traits::SmemLayoutVt> == kStages * kStageBytes, "stages of one tile's bytes each");
-  const int lane = int(threadIdx.x) % 32;
-  const uint8_t* raw = reinterpret_cast<const uint8_t*>(ss.v_raw.data());
-  uint8_t* vt = reinterpret_cast<uint8_t*>(ss.v.data());
-  const Mask mask = kernel_mask<Mask, false>(p);
-  int kv_iter = 0;
-  TileCursor cursor;
-  for (int t = cursor_next<true, false>(cursor, p, ss, sched, true); t < sched.end();
-       t = cursor_next<true, false>(cursor, p, ss, sched, false)) {
-    const TileCoord c = sched.coord(t);
-    if (!c.valid) continue;
-    const int n_blocks = kv_block_count<Traits, false>(mask, c.m_block);
-    for (int n = 0; n < n_blocks; ++n, ++kv_iter) {
-      const int stage = kv_iter % kStages;
-      const uint32_t phase = (kv_iter / kStages) & 1;
-      FullBarrier::wait(&ss.v_raw_full[stage], phase);
-      EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
-      Transpose::template run<LayoutRaw, LayoutVt>(raw + stage * kStageBytes, vt + stage * kStageBytes, worker, workers, lane);
-      cutlass::arch::fence_view_async_shared();  // the stores, visible to the P·V WGMMA (async proxy)
-      EmptyBarrier::arrive(&ss.v_full[stage]);
-      EmptyBarrier::arrive(&ss.v_raw_empty[stage]);
     }
   }
 }
@@ -403,25 +358,6 @@ CUTE_DEVICE PvWidth pv_width_of_last_block(Mask const& mask, int m_block, int n_
     if (pv_half_width_ok<kBlockN, kKeysPerKBlock>() && visible <= kBlockN / 2) return PvWidth::kHalf;
     return PvWidth::kFull;
   }
-}
-
-// P, the A operand of O += P·V, in registers: the S accumulator's layout in the input type, seen
-// as the A operand by regrouping modes (16-bit, sm90_fwd_fragment_layouts.hpp); or (e4m3) the A
-// operand's own layout, filled in the slot order of fp8_pv_key (convert_p_e4m3).
-template <class Traits, class TensorS>
-CUTE_DEVICE auto make_p_fragment(TensorS const& tSrS) {
-  if constexpr (Traits::kFp8) return cute::make_tensor<typename Traits::Element>(Fp8PFragmentLayout<Traits::kBlockN>{});
-  else return cute::make_tensor_like<typename Traits::Element>(tSrS);
-}
-template <class Traits, class TensorP>
-CUTE_DEVICE auto p_as_a_operand(TensorP& tOrP) {  // (MMA, MMA_M, MMA_K)
-  if constexpr (Traits::kFp8) return cute::make_tensor(tOrP.data(), tOrP.layout());
-  else return cute::make_tensor(tOrP.data(), acc_to_a_operand_layout(tOrP.layout()));
-}
-template <class Traits, class TensorS, class TensorP>
-CUTE_DEVICE void convert_p(TensorS const& tSrS, TensorP& tOrP) {
-  if constexpr (Traits::kFp8) convert_p_e4m3(tSrS, tOrP);
-  else convert_fragment<typename Traits::Element>(tSrS, tOrP);
 }
 
 // One tile's mainloop: S, softmax and O for the tile's KV range; kv_iter runs on across tiles.
@@ -577,29 +513,6 @@ CUTE_DEVICE void skip_block(Storage& ss, TurnsT const& turns, bool last_work, in
   EmptyBarrier::arrive(&ss.v_empty[stage]);
   if (!turns.last() || !last_work) turns.pass();  // the last warpgroup's very last pass has no taker
   ++kv_iter;
-}
-
-// The exponent's scale of tile c: the call's, times q_descale · k_descale of the tile's (batch,
-// kv-head) for e4m3 inputs with descales (all three or none: FwdParams).
-template <class Traits, class Params>
-CUTE_DEVICE float tile_softmax_scale(Params const& p, TileCoord const& c) {
-  if constexpr (Traits::kFp8) {
-    if (p.q_descale != nullptr) {
-      const int h_kv = c.h / (p.heads_q / p.heads_kv);
-      return p.softmax_scale * p.q_descale[c.b * p.q_descale_batch_stride + h_kv * p.q_descale_head_stride] *
-             p.k_descale[c.b * p.k_descale_batch_stride + h_kv * p.k_descale_head_stride];
-    }
-  }
-  return p.softmax_scale;
-}
-// O *= v_descale of the tile's (batch, kv-head), after the normalisation (e4m3 inputs).
-template <class Params, class TensorO>
-CUTE_DEVICE void apply_v_descale(Params const& p, TileCoord const& c, TensorO& tOrO) {
-  if (p.v_descale == nullptr) return;
-  const int h_kv = c.h / (p.heads_q / p.heads_kv);
-  const float v = p.v_descale[c.b * p.v_descale_batch_stride + h_kv * p.v_descale_head_stride];
-  CUTE_UNROLL
-  for (int i = 0; i < cute::size(tOrO); ++i) tOrO(i) *= v;
 }
 
 template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap, bool kOptions, class Storage>
