@@ -42,13 +42,13 @@ std::vector<float> gather(const std::vector<float>& full, int64_t rows, int d, b
   return out;
 }
 
+}  // namespace
+
 std::string fmt(double x) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.3g", x);
   return buf;
 }
-
-}  // namespace
 
 std::string CheckCase::to_string() const {
   std::ostringstream os;

@@ -37,6 +37,9 @@ using ForwardFn = std::function<Status(const AttentionForwardArgs&, Stream)>;
 
 CheckResult run_check(const CheckCase& c, const std::string& impl, const ForwardFn& fn);
 
+// An error or a bound in the checks' messages: three significant digits.
+std::string fmt(double x);
+
 // The naive GPU reference against the CPU reference, both in float64, on the same inputs:
 // returns the largest relative difference of O and LSE (rounding-level, ~1e-12, when both agree).
 struct ReferenceAgreement {

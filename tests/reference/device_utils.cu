@@ -131,4 +131,10 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
+DeviceBuffer upload_ints(const std::vector<int32_t>& v) {
+  DeviceBuffer buf(std::max<size_t>(v.size(), 1) * 4);
+  if (!v.empty()) HOPATTN_CUDA_CHECK(cudaMemcpy(buf.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+  return buf;
+}
+
 }  // namespace hopattn::reference

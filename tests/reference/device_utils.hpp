@@ -42,4 +42,8 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// The int32 values (lengths, cu_seqlens, a page table) in a device buffer of their own (at least 4
+// bytes, so that an empty list still has an address); synchronous.
+DeviceBuffer upload_ints(const std::vector<int32_t>& v);
+
 }  // namespace hopattn::reference

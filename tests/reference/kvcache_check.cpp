@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
+#include "attention_check.hpp"  // fmt
 #include "attention_reference.hpp"
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
@@ -14,21 +14,6 @@
 #include "kvcache_reference.hpp"
 
 namespace hopattn::reference {
-namespace {
-
-std::string fmt(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", x);
-  return b;
-}
-
-DeviceBuffer upload_ints(const std::vector<int32_t>& v) {
-  DeviceBuffer buf(std::max<size_t>(v.size(), 1) * 4);
-  if (!v.empty()) HOPATTN_CUDA_CHECK(cudaMemcpy(buf.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
-  return buf;
-}
-
-}  // namespace
 
 std::string KvCheckCase::to_string() const {
   std::string s = "sq=" + std::to_string(seqlen_q) + " hq=" + std::to_string(heads_q) +

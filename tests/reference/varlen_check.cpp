@@ -11,22 +11,6 @@
 #include "hopattn/kvcache.hpp"  // tensor_seqlens
 
 namespace hopattn::reference {
-namespace {
-
-
-DeviceBuffer upload_ints(const std::vector<int32_t>& v) {
-  DeviceBuffer buf(std::max<size_t>(v.size(), 1) * 4);
-  if (!v.empty()) HOPATTN_CUDA_CHECK(cudaMemcpy(buf.get(), v.data(), v.size() * 4, cudaMemcpyHostToDevice));
-  return buf;
-}
-
-std::string fmt(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", x);
-  return b;
-}
-
-}  // namespace
 
 std::string VarlenCase::to_string() const {
   std::string s = p.to_string() + " lens(q:k)";
