@@ -6,6 +6,9 @@
                                          causal=True)                    # packed (total, heads, hdim)
     out = hopattn.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens)
     k8, v8, ks, vs = hopattn.quantize_kv_int8(k_cache, v_cache)          # then k_scale=ks, v_scale=vs
+    (qf, qd), (kf, kd), (vf, vd) = hopattn.fp8_quantize(q, heads_kv=k.shape[2]), hopattn.fp8_quantize(k), \
+        hopattn.fp8_quantize(v)                                          # FP8: e4m3, (batch, heads_kv) descales
+    out = hopattn.flash_attn_func(qf, kf, vf, q_descale=qd, k_descale=kd, v_descale=vd)  # bf16 O
 
 FlashAttention-3's names and conventions (flash_attn_interface): bottom-right causal masks, LSE in
 natural log, GQA/MQA by heads_q a multiple of heads_kv. Torch tensors work directly (outputs from
@@ -39,16 +42,20 @@ def _compiling() -> bool:
 
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, out=None, lse=None, stream=None, *,
-                    window_size=_ops._NO_WINDOW, softcap=0.0, sinks=None):
+                    window_size=_ops._NO_WINDOW, softcap=0.0, sinks=None, q_descale=None, k_descale=None,
+                    v_descale=None):
     """O = softmax(scale · Q·Kᵀ + mask) · V, with FlashAttention-3's window_size and softcap and
-    gpt-oss's sinks (keyword-only); see hopattn.ops.flash_attn_func."""
+    gpt-oss's sinks (keyword-only), and FlashAttention-3's FP8 inputs (e4m3 q, k, v with optional
+    (batch, heads_kv) float32 q_descale, k_descale, v_descale; bf16 O); see hopattn.ops.flash_attn_func."""
     if _compiling():
         ops = _torch_module.ops.hopattn
         left, right = (-1, -1) if window_size is _ops._NO_WINDOW else _ops._window(window_size)
         op = ops.flash_attn_lse if return_lse else ops.flash_attn
-        return op(q, k, v, softmax_scale, bool(causal), left, right, _ops._softcap(softcap), sinks)
+        return op(q, k, v, softmax_scale, bool(causal), left, right, _ops._softcap(softcap), sinks, q_descale,
+                  k_descale, v_descale)
     return _ops.flash_attn_func(q, k, v, softmax_scale, causal, return_lse, out, lse, stream, window_size=window_size,
-                                softcap=softcap, sinks=sinks)
+                                softcap=softcap, sinks=sinks, q_descale=q_descale, k_descale=k_descale,
+                                v_descale=v_descale)
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q=None,
@@ -114,7 +121,17 @@ def quantize_kv_int8(k, v, block=128, out=None, stream=None):
     return _ops.quantize_kv_int8(k, v, block=block, out=out, stream=stream)
 
 
+def fp8_quantize(x, heads_kv=None, *, out=None, descale=None, stream=None):
+    """e4m3 x and its (batch, heads_kv) float32 descale from a bf16/fp16 (batch, seqlen, heads, hdim)
+    tensor, per (batch, kv-head): flash_attn_func's FP8 inputs; see hopattn.ops.fp8_quantize."""
+    if _compiling():
+        o, d = _torch_module.ops.hopattn.fp8_quantize(x, x.shape[2] if heads_kv is None else int(heads_kv))
+        return (o if out is None else out.copy_(o)), (d if descale is None else descale.copy_(d))
+    return _ops.fp8_quantize(x, heads_kv, out=out, descale=descale, stream=stream)
+
+
 __all__ = ["flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache", "kvcache_append", "quantize_kv_int8",
+           "fp8_quantize",
            "kvcache_workspace_size", "varlen_workspace_size", "attention_device_check",
            "kvcache_device_check", "gemm", "layout", "LayoutReport", "abi_version", "HopattnError",
            "NotSupportedError", "__version__"]

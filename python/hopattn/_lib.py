@@ -78,7 +78,7 @@ class AttentionFwdArgs(ctypes.Structure):
         ("workspace", ctypes.c_void_p),
         ("workspace_bytes", ctypes.c_size_t),
         # Since 0.5 (e4m3 q, k, v; all zero: descales of 1): (batch, heads_kv) float32 descales,
-        # all three or none. The Python calls do not take e4m3 yet (they pack the 0.4 struct).
+        # all three or none. flash_attn_func packs the whole 0.5 struct for an e4m3 call (ops.py).
         ("q_descale", Tensor),
         ("k_descale", Tensor),
         ("v_descale", Tensor),
@@ -128,6 +128,18 @@ class KvCacheQuantizeArgs(ctypes.Structure):
         ("k_scale", Tensor),
         ("v_scale", Tensor),
         ("quant_block", ctypes.c_int32),
+    ]
+
+
+class Fp8QuantizeArgs(ctypes.Structure):
+    """hopattn_fp8_quantize_args_t (since 0.5): x (batch, seqlen, heads, hdim) bf16/fp16 into out
+    (e4m3) and descale (batch, heads_kv) float32."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("x", Tensor),
+        ("out", Tensor),
+        ("descale", Tensor),
     ]
 
 
@@ -186,6 +198,9 @@ _OPTIONAL_SIGS = {
     # since 0.4: the variable-length forward's workspace bytes and its device record
     "hopattn_attention_forward_workspace_size": (Status, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]),
     "hopattn_attention_device_check": (Status, [ctypes.c_void_p]),
+    # since 0.5: FP8 (e4m3) inputs; the quantization's entry point stands for the whole 0.5 surface
+    # (the forward call's q/k/v_descale fields)
+    "hopattn_fp8_quantize": (Status, [ctypes.POINTER(Fp8QuantizeArgs), ctypes.c_void_p]),
 }
 
 
@@ -277,6 +292,20 @@ def require_varlen(name: str) -> None:
         raise NotSupportedError(f"{name}: the loaded libhopattn ({lib.hopattn_version().decode()}) has no "
                                 "variable-length forward (hopattn_attention_forward_workspace_size and "
                                 "hopattn_attention_device_check, since 0.4); install a library of 0.4 or later")
+
+
+def has_fp8() -> bool:
+    """Whether the loaded library has the FP8 forward's 0.5 surface (the descale fields and
+    hopattn_fp8_quantize)."""
+    return hasattr(lib, "hopattn_fp8_quantize")
+
+
+def require_fp8(name: str) -> None:
+    """NotSupportedError naming `name` when the loaded library predates the FP8 forward (0.5)."""
+    if not has_fp8():
+        raise NotSupportedError(f"{name}: the loaded libhopattn ({lib.hopattn_version().decode()}) has no FP8 "
+                                "(e4m3) forward (the q/k/v_descale fields and hopattn_fp8_quantize, since 0.5); "
+                                "install a library of 0.5 or later")
 
 
 del sys

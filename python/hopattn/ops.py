@@ -33,21 +33,25 @@ def _torch_like(x, name: str, what: str):
 
 
 _TENSOR = "Qii4q4q"  # hopattn_tensor_t: data, dtype, rank, shape[4], stride[4] (80 bytes)
-# hopattn_attention_fwd_args_t (0.4: 776 bytes, no padding): 0.2's fields up to `causal` (_FWD, 416
+# hopattn_attention_fwd_args_t (0.5: 1016 bytes, no padding): 0.2's fields up to `causal` (_FWD, 416
 # bytes), then 0.3's window, window_left, window_right, softcap, sinks (_FWD_OPTIONS, to _FWD_SIZE =
 # 512), then 0.4's cu_seqlens_q, cu_seqlens_k, seqused_k, max_seqlen_q, max_seqlen_k (_FWD_VARLEN)
-# and workspace, workspace_bytes (_FWD_WORKSPACE, to _FWD_VARLEN_SIZE = 776). A padded call packs
-# the 0.3 struct (struct_size 512: the library reads 0.4's fields as zero, a padded batch, and a 0.3
-# library takes it too); a call without options packs _FWD alone into a zeroed 512-byte buffer: the
-# zero tail is 0.2's behaviour, and the no-option call packs no more than before 0.3. A
-# variable-length call packs all 776 bytes, the 0.4 struct (0.5 appended q/k/v_descale, 1016 bytes:
-# e4m3 inputs, which these calls do not take yet; the library reads them as zero).
+# and workspace, workspace_bytes (_FWD_WORKSPACE, to _FWD_VARLEN_SIZE = 776), then 0.5's q_descale,
+# k_descale, v_descale (_FWD_DESCALES, to _FWD_FP8_SIZE = 1016). A padded 16-bit call packs the 0.3
+# struct (struct_size 512: the library reads the later fields as zero, a padded batch without
+# descales, and a 0.3 library takes it too); a call without options packs _FWD alone into a zeroed
+# 512-byte buffer: the zero tail is 0.2's behaviour, and the no-option call packs no more than
+# before 0.3. A variable-length call packs the 0.4 struct (776 bytes). An e4m3 call (or one with
+# descales) packs the whole 0.5 struct, its 0.4 fields zero (a padded batch): struct_size 1016 is
+# what tells the library to read the descales.
 _FWD = struct.Struct("<II" + _TENSOR * 5 + "fi")
 _FWD_OPTIONS = struct.Struct("<iiif" + _TENSOR)
 _FWD_SIZE = _FWD.size + _FWD_OPTIONS.size
 _FWD_VARLEN = struct.Struct("<" + _TENSOR * 3 + "ii")
 _FWD_WORKSPACE = struct.Struct("<QQ")
 _FWD_VARLEN_SIZE = _FWD_SIZE + _FWD_VARLEN.size + _FWD_WORKSPACE.size
+_FWD_DESCALES = struct.Struct("<" + _TENSOR * 3)
+_FWD_FP8_SIZE = _FWD_VARLEN_SIZE + _FWD_DESCALES.size
 # hopattn_kvcache_args_t (1024 bytes): the fields up to page_table (_KV, 928 bytes), then the
 # options window, window_left, window_right, softcap, sinks (_KV_OPTIONS, the _FWD_OPTIONS layout),
 # packed only when a call has one (the buffer is zeroed: none).
@@ -128,7 +132,10 @@ def _outputs(q, out, lse, return_lse, varlen=False):
     if out is None:
         if not torch_in:
             _need_torch("q", "out=")
-        out = _torch().empty_like(q)
+        torch = _torch()
+        # e4m3 inputs write a bf16 O (FlashAttention-3's convention, hopattn.h "Since 0.5")
+        out = torch.empty_like(q, dtype=torch.bfloat16) if q.dtype == getattr(torch, "float8_e4m3fn", None) else \
+            torch.empty_like(q)
     if return_lse and lse is None:
         if not torch_in:
             _need_torch("q", "lse=")
@@ -138,7 +145,7 @@ def _outputs(q, out, lse, return_lse, varlen=False):
 
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False, out=None, lse=None, stream=None, *,
-                    window_size=_NO_WINDOW, softcap=0.0, sinks=None):
+                    window_size=_NO_WINDOW, softcap=0.0, sinks=None, q_descale=None, k_descale=None, v_descale=None):
     """O = softmax(scale · Q·Kᵀ + mask) · V.
 
     q (batch, seqlen_q, heads_q, hdim), k and v (batch, seqlen_k, heads_kv, hdim), bf16 or fp16,
@@ -152,13 +159,23 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     softcap > 0: each scaled score s becomes softcap · tanh(s / softcap); 0 is off. sinks: a
     float32 (heads_q,) tensor on q's device, a logit per q-head (not scaled) added to each row's
     softmax denominator (gpt-oss): O = Σ e^s_j v_j / (e^sink + Σ e^s_j), LSE = log(e^sink + Σ e^s_j);
-    a row that sees no key gets O = 0 and LSE = sink (-inf without sinks)."""
+    a row that sees no key gets O = 0 and LSE = sink (-inf without sinks).
+
+    FP8 (FlashAttention-3's convention, since 0.5): q, k, v torch.float8_e4m3fn (e4m3, the head
+    dims this build compiled for FP8: 128), out bf16 (allocated so without `out=`), and
+    q_descale, k_descale, v_descale: float32 (batch, heads_kv) tensors on q's device, all three or
+    none (none: every descale 1); q-head h uses the descales of its kv-head. The scores are
+    softmax_scale · q_descale · k_descale · (Q·Kᵀ) and O = v_descale · softmax(scores)·V, with the
+    softmax weights rounded to e4m3 for the second product. fp8_quantize makes such inputs from
+    bf16/fp16 tensors. No window, softcap or sinks with e4m3 inputs (NotSupportedError); descales
+    with 16-bit inputs raise ValueError."""
     if window_size is _NO_WINDOW:
         left = right = -1
     else:
         left, right = _window(window_size)
     out, lse = _outputs(q, out, lse, return_lse)
-    _forward(q, k, v, softmax_scale, causal, out, lse, _stream_of(q, stream), left, right, softcap, sinks)
+    _forward(q, k, v, softmax_scale, causal, out, lse, _stream_of(q, stream), left, right, softcap, sinks, q_descale,
+             k_descale, v_descale)
     return (out, lse) if return_lse else out
 
 
@@ -228,16 +245,34 @@ def _options(q, causal, left, right, softcap, sinks, keep):
 
 
 def _forward(q, k, v, softmax_scale, causal, out, lse, stream, window_left=-1, window_right=-1, softcap=0.0,
-             sinks=None):
+             sinks=None, q_descale=None, k_descale=None, v_descale=None):
     """One hopattn_attention_forward call with the outputs given (the torch ops call this)."""
     keep = []
-    buf = ctypes.create_string_buffer(_FWD_SIZE)
-    _FWD.pack_into(buf, 0, _FWD_SIZE, 0, *_tv(q, "q", keep), *_tv(k, "k", keep), *_tv(v, "v", keep),
+    qv = _tv(q, "q", keep)
+    fp8 = qv[1] == _lib.E4M3 or q_descale is not None or k_descale is not None or v_descale is not None
+    size = _FWD_FP8_SIZE if fp8 else _FWD_SIZE
+    buf = ctypes.create_string_buffer(size)
+    _FWD.pack_into(buf, 0, size, 0, *qv, *_tv(k, "k", keep), *_tv(v, "v", keep),
                    *_tv(out, "o", keep), *(_tv(lse, "lse", keep) if lse is not None else _NONE),
                    0.0 if softmax_scale is None else float(softmax_scale), 1 if causal else 0)
     if sinks is not None or window_left != -1 or window_right != -1 or softcap:
         _FWD_OPTIONS.pack_into(buf, _FWD.size, *_options(q, causal, window_left, window_right, softcap, sinks, keep))
+    if fp8:
+        _lib.require_fp8("flash_attn_func (e4m3 q or q/k/v_descale)")
+        _FWD_DESCALES.pack_into(buf, _FWD_VARLEN_SIZE, *_descale(q_descale, "q_descale", q, keep),
+                                *_descale(k_descale, "k_descale", q, keep), *_descale(v_descale, "v_descale", q, keep))
     _lib.raise_for(_lib.lib.hopattn_attention_forward(buf, stream))
+
+
+def _descale(x, name, q, keep):
+    """The descriptor values of one descale (None: all zero, unset); a torch descale must be on q's
+    device (its dtype, shape and the all-three-or-none rule are the library's to check)."""
+    if x is None:
+        return _NONE
+    values = _tv(x, name, keep)
+    if (x.__class__ is _Tensor or is_torch(x)) and (q.__class__ is _Tensor or is_torch(q)) and x.device != q.device:
+        raise ValueError(f"{name}: is on {x.device}, q on {q.device}; {name} must be on q's device")
+    return values
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, seqused_q=None,
@@ -607,6 +642,43 @@ def quantize_kv_int8(k, v, block=128, out=None, stream=None):
     args.quant_block = int(block)
     _lib.raise_for(_lib.lib.hopattn_kvcache_quantize_int8(ctypes.byref(args), current_stream(k, stream=stream)))
     return tuple(out)
+
+
+def fp8_quantize(x, heads_kv=None, *, out=None, descale=None, stream=None):
+    """FP8 inputs for flash_attn_func from a bf16/fp16 tensor x (batch, seqlen, heads, hdim), hdim
+    contiguous (hopattn_fp8_quantize): returns (x_e4m3, descale), x_e4m3 (batch, seqlen, heads, hdim)
+    torch.float8_e4m3fn and descale (batch, heads_kv) float32, per (batch, kv-head) group: descale =
+    amax / 448 over the group (1 for an all-zero group), x_e4m3 = e4m3(x / descale) rounded to
+    nearest even and saturating. Pass that descale as the call's q_descale, k_descale or v_descale.
+    heads_kv: the call's heads_kv for q (q-head h belongs to kv-head h / (heads / heads_kv)); None
+    (k and v): one group per head. `out`, `descale`: the outputs to write instead of new ones (then
+    heads_kv, if given, must be descale.shape[1]). Enqueued on the current stream; no wait."""
+    _lib.require_fp8("fp8_quantize")
+    if heads_kv is not None:
+        heads_kv = _host_int(heads_kv, "heads_kv", 1, "a positive number of kv-heads (a divisor of x's heads)")
+    if out is None or descale is None:
+        torch = _torch_like(x, "x", "out= and descale=")
+        if x.dim() != 4:
+            raise ValueError(f"x: rank {x.dim()}; fp8_quantize takes (batch, seqlen, heads, hdim)")
+        if not hasattr(torch, "float8_e4m3fn"):
+            raise _lib.NotSupportedError(f"fp8_quantize: torch {torch.__version__} has no float8_e4m3fn")
+        groups = x.shape[2] if heads_kv is None else heads_kv
+        if out is None:
+            out = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device=x.device)
+        if descale is None:
+            descale = torch.empty((x.shape[0], groups), dtype=torch.float32, device=x.device)
+    args = _lib.Fp8QuantizeArgs()
+    args.struct_size = ctypes.sizeof(args)
+    keep = []
+    describe(x, "x", args.x, keep)
+    describe(out, "out", args.out, keep)
+    describe(descale, "descale", args.descale, keep)
+    # the library reads heads_kv from descale's shape: a heads_kv given as well must agree
+    if heads_kv is not None and args.descale.rank == 2 and args.descale.shape[1] != heads_kv:
+        raise ValueError(f"heads_kv: {heads_kv} differs from descale's shape[1] = {args.descale.shape[1]} "
+                         "(the kv-head groups)")
+    _lib.raise_for(_lib.lib.hopattn_fp8_quantize(ctypes.byref(args), current_stream(x, stream=stream)))
+    return out, descale
 
 
 def gemm(a, b, c=None, alpha=1.0, beta=0.0, out=None, out_dtype=None, variant="auto", scale_a=1.0, scale_b=1.0,

@@ -20,9 +20,11 @@ _LIB = torch.library.Library("hopattn", "DEF")
 # plain functions' return_lse=False), so that the common call pays for one output only.
 # window_left, window_right, softcap, sinks: FlashAttention's window_size (-1: unbounded; (-1, -1) no
 # window; causal makes the right side 0), softcap (0: off) and gpt-oss's sinks (float32 (heads_q,));
-# their defaults keep the 0.2 schema's calls (five arguments) valid.
+# their defaults keep the 0.2 schema's calls (five arguments) valid. q_descale, k_descale, v_descale
+# (0.5): an e4m3 call's (batch, heads_kv) float32 descales (None: 1); such a call returns a bf16 O.
 _FWD_ARGS = ("Tensor q, Tensor k, Tensor v, float? softmax_scale, bool causal, int window_left=-1, "
-             "int window_right=-1, float softcap=0.0, Tensor? sinks=None")
+             "int window_right=-1, float softcap=0.0, Tensor? sinks=None, Tensor? q_descale=None, "
+             "Tensor? k_descale=None, Tensor? v_descale=None")
 # The variable-length forward (0.4): FlashAttention-3's order up to causal (seqused_k before the
 # scale, no seqused_q), then the options as above. The workspace is allocated inside the op.
 _VARLEN_ARGS = ("Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, "
@@ -40,6 +42,8 @@ _LIB.define(f"flash_attn_varlen_lse({_VARLEN_ARGS}) -> (Tensor, Tensor)")
 _LIB.define(f"flash_attn_with_kvcache({_KV_ARGS}) -> Tensor")
 _LIB.define(f"flash_attn_with_kvcache_lse({_KV_ARGS}) -> (Tensor, Tensor)")
 _LIB.define("quantize_kv_int8(Tensor k, Tensor v, int block) -> Tensor[]")
+# hopattn_fp8_quantize (0.5): x (batch, seqlen, heads, hdim) bf16/fp16 -> (x e4m3, (batch, heads_kv) descale)
+_LIB.define("fp8_quantize(Tensor x, int heads_kv) -> (Tensor, Tensor)")
 # The append mutates the cache (and an int8 cache's scales and tails) in place; it returns q rotated
 # (an empty tensor without q) and the lengths after the append.
 _LIB.define("kvcache_append(Tensor k_new, Tensor v_new, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor cache_seqlens, "
@@ -51,17 +55,27 @@ def _lse_like(q):
     return q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32)
 
 
-def _flash_attn(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
-    out = torch.empty_like(q)
+_E4M3 = getattr(torch, "float8_e4m3fn", None)
+
+
+def _out_like(q):
+    """O for q: like q, bf16 for e4m3 q (FlashAttention-3's FP8 convention)."""
+    return torch.empty_like(q, dtype=torch.bfloat16) if q.dtype == _E4M3 else torch.empty_like(q)
+
+
+def _flash_attn(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None,
+                q_descale=None, k_descale=None, v_descale=None):
+    out = _out_like(q)
     ops._forward(q, k, v, softmax_scale, causal, out, None, ops._raw_stream(q.get_device()), window_left, window_right,
-                 softcap, sinks)
+                 softcap, sinks, q_descale, k_descale, v_descale)
     return out
 
 
-def _flash_attn_lse(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
-    out, lse = torch.empty_like(q), _lse_like(q)
+def _flash_attn_lse(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None,
+                    q_descale=None, k_descale=None, v_descale=None):
+    out, lse = _out_like(q), _lse_like(q)
     ops._forward(q, k, v, softmax_scale, causal, out, lse, ops._raw_stream(q.get_device()), window_left, window_right,
-                 softcap, sinks)
+                 softcap, sinks, q_descale, k_descale, v_descale)
     return out, lse
 
 
@@ -124,22 +138,29 @@ def _quantize_kv_int8(k, v, block):
     return list(ops.quantize_kv_int8(k, v, block=block))
 
 
+def _fp8_quantize(x, heads_kv):
+    return ops.fp8_quantize(x, heads_kv)
+
+
 for _name, _fn in (("flash_attn", _flash_attn), ("flash_attn_lse", _flash_attn_lse),
                    ("flash_attn_varlen", _flash_attn_varlen), ("flash_attn_varlen_lse", _flash_attn_varlen_lse),
                    ("flash_attn_with_kvcache", _flash_attn_with_kvcache),
                    ("flash_attn_with_kvcache_lse", _flash_attn_with_kvcache_lse),
-                   ("quantize_kv_int8", _quantize_kv_int8), ("kvcache_append", _kvcache_append)):
+                   ("quantize_kv_int8", _quantize_kv_int8), ("kvcache_append", _kvcache_append),
+                   ("fp8_quantize", _fp8_quantize)):
     _LIB.impl(_name, _fn, "CUDA")
 
 
 @torch.library.register_fake("hopattn::flash_attn", lib=_LIB)
-def _flash_attn_fake(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
-    return torch.empty_like(q)
+def _flash_attn_fake(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None,
+                     q_descale=None, k_descale=None, v_descale=None):
+    return _out_like(q)
 
 
 @torch.library.register_fake("hopattn::flash_attn_lse", lib=_LIB)
-def _flash_attn_lse_fake(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
-    return torch.empty_like(q), _lse_like(q)
+def _flash_attn_lse_fake(q, k, v, softmax_scale, causal, window_left=-1, window_right=-1, softcap=0.0, sinks=None,
+                         q_descale=None, k_descale=None, v_descale=None):
+    return _out_like(q), _lse_like(q)
 
 
 @torch.library.register_fake("hopattn::flash_attn_varlen", lib=_LIB)
@@ -177,6 +198,11 @@ def _quantize_fake(k, v, block):
     b, n, h, d = k.shape
     return [k.new_empty(k.shape, dtype=torch.int8), v.new_empty(v.shape, dtype=torch.int8),
             k.new_empty((b, n // block, h, d), dtype=torch.float32), k.new_empty((b, n, h), dtype=torch.float32)]
+
+
+@torch.library.register_fake("hopattn::fp8_quantize", lib=_LIB)
+def _fp8_quantize_fake(x, heads_kv):
+    return x.new_empty(x.shape, dtype=_E4M3), x.new_empty((x.shape[0], heads_kv), dtype=torch.float32)
 
 
 def compiling() -> bool:

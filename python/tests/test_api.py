@@ -2,9 +2,10 @@
 raised as exceptions with the library's messages. The arrays are stand-ins that expose
 __cuda_array_interface__ with fake device addresses; the library checks its argument rules
 before touching the device, so a bad argument is reported here exactly as on a GPU machine.
-The 0.3 options' and the 0.4 variable-length call's bytes are read from a stand-in for the C entry
-point; the ctypes mirrors' layouts are checked against the headers compiled by a C compiler; an
-older library without the 0.4 entry points is simulated. With torch importable, the
+The 0.3 options', the 0.4 variable-length call's and the 0.5 FP8 call's bytes are read from a
+stand-in for the C entry point; the ctypes mirrors' layouts are checked against the headers compiled
+by a C compiler; older libraries without the 0.4 or 0.5 entry points are simulated. e4m3 arrays are
+stand-ins that expose only DLPack (no __cuda_array_interface__ type string names e4m3). With torch importable, the
 torch ops' schemas, fake implementations and tracing are checked too (no GPU needed).
 Runs under `python -m unittest` and pytest."""
 import ctypes
@@ -31,6 +32,38 @@ def bf16(shape, address, strides=None):
     return FakeCudaArray(shape, "<V2", address, strides)
 
 
+class FakeDlpackArray:
+    """A CUDA array as far as DLPack goes (a DLTensor in a "dltensor" capsule, device kDLCUDA); its
+    memory is never touched. dtype (code, bits): (10, 8) is kDLFloat8_e4m3fn."""
+    _new_capsule = ctypes.pythonapi.PyCapsule_New
+    _new_capsule.restype, _new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    _NAME = b"dltensor"
+
+    def __init__(self, shape, code, bits, address, strides=None):
+        from hopattn import _tensors
+        n = len(shape)
+        self._shape = (ctypes.c_int64 * n)(*shape)
+        self._strides = (ctypes.c_int64 * n)(*strides) if strides is not None else None
+        self._t = _tensors._DLTensor()
+        self._t.data, self._t.ndim, self._t.byte_offset = address, n, 0
+        self._t.device = _tensors._DLDevice(2, 0)  # kDLCUDA, device 0
+        self._t.dtype = _tensors._DLDataType(code, bits, 1)
+        self._t.shape = ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64))
+        if self._strides is not None:
+            self._t.strides = ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64))
+
+    def __dlpack__(self, stream=None):
+        return self._new_capsule(ctypes.addressof(self._t), self._NAME, None)
+
+
+def e4m3(shape, address, strides=None):
+    return FakeDlpackArray(shape, 10, 8, address, strides)
+
+
+def f32(shape, address, strides=None):
+    return FakeCudaArray(shape, "<f4", address, strides)
+
+
 INCLUDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include")
 
 
@@ -55,8 +88,10 @@ class TestImport(unittest.TestCase):
         # 0.3's tails, then page_table and window..softcap 16 + sinks 80 (0.4)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheArgs), 8 + 8 * 80 + 20 + 4 + 8 + 8 + 2 * 80 + 80 + 16 + 80)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheQuantizeArgs), 8 + 6 * 80 + 8)
+        self.assertEqual(ctypes.sizeof(_lib.Fp8QuantizeArgs), 8 + 3 * 80)  # 0.5
         # The packed layouts the calls use are the same bytes as the Structures.
         from hopattn import ops
+        self.assertEqual(ops._FWD_FP8_SIZE, ctypes.sizeof(_lib.AttentionFwdArgs))  # an e4m3 call's 0.5 struct
         self.assertEqual(ops._FWD_VARLEN_SIZE, _lib.AttentionFwdArgs.q_descale.offset)  # a varlen call's 0.4 struct
         self.assertEqual(ops._FWD_SIZE, _lib.AttentionFwdArgs.cu_seqlens_q.offset)  # a padded call's 0.3 struct
         self.assertEqual(ops._FWD.size, _lib.AttentionFwdArgs.window.offset)  # 0.2's fields, then the options
@@ -83,7 +118,8 @@ class TestImport(unittest.TestCase):
         from hopattn import ops
         mirrors = ((_lib.Tensor, "hopattn_tensor_t"), (_lib.Status, "hopattn_status_t"),
                    (_lib.AttentionFwdArgs, "hopattn_attention_fwd_args_t"), (_lib.KvCacheArgs, "hopattn_kvcache_args_t"),
-                   (_lib.KvCacheQuantizeArgs, "hopattn_kvcache_quantize_args_t"))
+                   (_lib.KvCacheQuantizeArgs, "hopattn_kvcache_quantize_args_t"),
+                   (_lib.Fp8QuantizeArgs, "hopattn_fp8_quantize_args_t"))
         lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "hopattn/hopattn.h"', '#include "hopattn/kvcache.h"',
                  "int main(void) {"]
         for cls, ctype in mirrors:
@@ -104,6 +140,7 @@ class TestImport(unittest.TestCase):
             self.assertEqual(ctypes.sizeof(cls), c[ctype, "sizeof"], f"sizeof({ctype})")
             for name, *_ in cls._fields_:
                 self.assertEqual(getattr(cls, name).offset, c[ctype, name], f"offsetof({ctype}, {name})")
+        self.assertEqual(ops._FWD_FP8_SIZE, c["hopattn_attention_fwd_args_t", "sizeof"])
         self.assertEqual(ops._FWD_VARLEN_SIZE, c["hopattn_attention_fwd_args_t", "q_descale"])
         self.assertEqual(ops._FWD_SIZE, c["hopattn_attention_fwd_args_t", "cu_seqlens_q"])
         self.assertEqual(ops._FWD_VARLEN_SIZE - ops._FWD_WORKSPACE.size, c["hopattn_attention_fwd_args_t", "workspace"])
@@ -253,14 +290,16 @@ class TestForwardOptions(unittest.TestCase):
 
 
 class OlderLibrary:
-    """The loaded library as a 0.3 one looks to the binding: without 0.4's entry points."""
+    """The loaded library as an older one looks to the binding: without some entry points (by
+    default 0.4's, as a 0.3 library)."""
     HIDDEN = ("hopattn_attention_forward_workspace_size", "hopattn_attention_device_check")
 
-    def __init__(self, real):
+    def __init__(self, real, hidden=HIDDEN):
         self._real = real
+        self._hidden = hidden
 
     def __getattr__(self, name):
-        if name in self.HIDDEN:
+        if name in self._hidden:
             raise AttributeError(name)
         return getattr(self._real, name)
 
@@ -424,6 +463,201 @@ class TestVarlenArguments(unittest.TestCase):
                 call()
             self.assertIn("variable-length", str(cm.exception))
             self.assertIn("0.4", str(cm.exception))
+
+
+class TestFp8Arguments(unittest.TestCase):
+    """flash_attn_func with e4m3 inputs and q/k/v_descale (0.5, FlashAttention-3's convention): the
+    bytes it packs (the C entry point replaced by a stand-in), the errors Python raises for what a
+    pointer cannot show, the library's argument checks (each naming the argument; they run before
+    the device is touched), fp8_quantize's arguments, and a library without the 0.5 entry points."""
+    B, SQ, SK, HQ, HKV, D = 2, 100, 300, 8, 2, 128
+
+    def setUp(self):  # a valid e4m3 call's tensors (fake device addresses)
+        self.q = e4m3((self.B, self.SQ, self.HQ, self.D), 0x10000000)
+        self.k = e4m3((self.B, self.SK, self.HKV, self.D), 0x20000000)
+        self.v = e4m3((self.B, self.SK, self.HKV, self.D), 0x30000000)
+        self.out = bf16((self.B, self.SQ, self.HQ, self.D), 0x40000000)
+        self.qd = f32((self.B, self.HKV), 0x50000000)
+        self.kd = f32((self.B, self.HKV), 0x50001000)
+        self.vd = f32((self.B, self.HKV), 0x50002000)
+
+    def call(self, causal=True, descales=True, **changes):
+        a = dict(q=self.q, k=self.k, v=self.v, out=self.out)
+        if descales:
+            a.update(q_descale=self.qd, k_descale=self.kd, v_descale=self.vd)
+        a.update(changes)
+        return hopattn.flash_attn_func(a.pop("q"), a.pop("k"), a.pop("v"), causal=causal, **a)
+
+    def packed(self, **changes):
+        capture = CapturedForward(self)
+        self.call(**changes)
+        (raw, args), = capture.args
+        return raw, args
+
+    def assertRaisesWith(self, exc, needle, **changes):
+        with self.assertRaises(exc) as cm:
+            self.call(**changes)
+        self.assertIn(needle, str(cm.exception), f"changes {changes}")
+
+    def assertDescale(self, t, address, strides=(2, 1)):
+        self.assertEqual((t.data, t.dtype, t.rank, tuple(t.shape), tuple(t.stride)),
+                         (address, _lib.FP32, 2, (self.B, self.HKV, 0, 0), strides + (0, 0)))
+
+    def test_exported(self):
+        self.assertIn("fp8_quantize", hopattn.__all__)
+        self.assertTrue(_lib.has_fp8(), "this build's library has the 0.5 entry points")
+
+    def test_packed_bytes_are_the_0_5_struct(self):
+        raw, args = self.packed(softmax_scale=0.125, lse=f32((self.B, self.HQ, self.SQ), 0x60000000), return_lse=True)
+        self.assertEqual((len(raw), args.struct_size, args.reserved), (1016, 1016, 0))
+        self.assertEqual((args.q.data, args.q.dtype, args.q.rank, tuple(args.q.shape), tuple(args.q.stride)),
+                         (0x10000000, _lib.E4M3, 4, (2, 100, 8, 128), (102400, 1024, 128, 1)))
+        self.assertEqual((args.k.dtype, args.v.dtype, args.v.data, tuple(args.k.shape)), (_lib.E4M3, _lib.E4M3,
+                                                                                         0x30000000, (2, 300, 2, 128)))
+        self.assertEqual((args.o.data, args.o.dtype), (0x40000000, _lib.BF16))
+        self.assertEqual((args.lse.data, args.softmax_scale, args.causal), (0x60000000, 0.125, 1))
+        self.assertDescale(args.q_descale, 0x50000000)
+        self.assertDescale(args.k_descale, 0x50001000)
+        self.assertDescale(args.v_descale, 0x50002000)
+        # the fields between: no option (0.3) and a padded batch (0.4), all zero
+        self.assertEqual(raw[416:776], bytes(360))
+
+    def test_strided_descales_pass_their_strides(self):
+        # a (batch, heads_kv) view of a (heads_kv, batch) array: the library reads any strides
+        raw, args = self.packed(k_descale=f32((self.B, self.HKV), 0x50001000, (4, 8)))
+        self.assertDescale(args.k_descale, 0x50001000, (1, 2))
+
+    def test_without_descales(self):
+        # e4m3 without descales: the 0.5 struct with its descale fields zero (descales of 1)
+        raw, args = self.packed(descales=False, causal=False)
+        self.assertEqual((args.struct_size, args.causal, args.q.dtype), (1016, 0, _lib.E4M3))
+        self.assertEqual(raw[776:], bytes(240))
+
+    def test_16bit_calls_keep_their_struct(self):
+        # a 16-bit call still packs the 0.3 struct (an older library takes it): no descale bytes
+        q, k = bf16((2, 100, 8, 128), 0x10000000), bf16((2, 300, 2, 128), 0x20000000)
+        capture = CapturedForward(self)
+        hopattn.flash_attn_func(q, k, bf16((2, 300, 2, 128), 0x30000000), out=self.out)
+        (raw, args), = capture.args
+        self.assertEqual((len(raw), args.struct_size), (512, 512))
+
+    def test_python_errors_name_the_argument(self):
+        for changes, exc, needle in ((dict(q_descale=[1.0, 1.0]), TypeError, "q_descale: list"),
+                                     (dict(k_descale=1.0), TypeError, "k_descale: float"),
+                                     (dict(v_descale=FakeCudaArray((2, 2), "<f8", 0x50002000)), TypeError,
+                                      "v_descale: element type <f8"),
+                                     (dict(q_descale=FakeDlpackArray((2, 2), 2, 32, 0x50000000)), None, None)):
+            with self.subTest(changes=changes):
+                if exc is None:  # a float32 DLPack descale is as good as any
+                    capture = CapturedForward(self)
+                    self.call(**changes)
+                    self.assertDescale(capture.args[0][1].q_descale, 0x50000000)
+                    continue
+                self.assertRaisesWith(exc, needle, **changes)
+
+    def test_library_checks_name_the_argument(self):
+        """The FP8 rules of hopattn.h ("Since 0.5"), checked by the library before it touches the
+        device: each error names the argument."""
+        for changes, needle in ((dict(q_descale=FakeCudaArray((2, 2), "<f2", 0x50000000)),
+                                 "q_descale: dtype must be fp32, got fp16"),
+                                (dict(k_descale=f32((2, 8), 0x50001000)),
+                                 "k_descale: shape (2, 8) must be (batch, heads_kv) = (2, 2)"),
+                                (dict(v_descale=f32((2,), 0x50002000)), "v_descale"),
+                                (dict(v_descale=None), "v_descale: null while q_descale is set"),
+                                (dict(q_descale=None, k_descale=None), "q_descale: null while v_descale is set"),
+                                (dict(q_descale=f32((2, 2), 0x50000002)), "q_descale: data pointer is not 4-byte aligned"),
+                                (dict(k_descale=f32((2, 2), 0x40000000)), "o: overlaps input k_descale"),
+                                (dict(out=e4m3((2, 100, 8, 128), 0x40000000)), "o: dtype must be bf16 when q is e4m3"),
+                                (dict(out=FakeCudaArray((2, 100, 8, 128), "<f2", 0x40000000)),
+                                 "o: dtype must be bf16 when q is e4m3, got fp16"),
+                                (dict(k=bf16((2, 300, 2, 128), 0x20000000)), "k: dtype bf16 does not match q's e4m3"),
+                                (dict(k=e4m3((2, 300, 3, 128), 0x20000000), v=e4m3((2, 300, 3, 128), 0x30000000)),
+                                 "heads_q = 8 is not a multiple of heads_kv = 3")):
+            with self.subTest(changes=changes):
+                self.assertRaisesWith(ValueError, needle, **changes)
+        # descales on a 16-bit call: refused, not ignored
+        q, k = bf16((2, 100, 8, 128), 0x10000000), bf16((2, 300, 2, 128), 0x20000000)
+        with self.assertRaises(ValueError) as cm:
+            hopattn.flash_attn_func(q, k, bf16((2, 300, 2, 128), 0x30000000), out=self.out, q_descale=self.qd,
+                                    k_descale=self.kd, v_descale=self.vd)
+        self.assertIn("q_descale: set, but q is bf16 (descales apply to e4m3 inputs only)", str(cm.exception))
+
+    def test_what_the_fp8_kernels_do_not_take(self):
+        for changes, needle in ((dict(window_size=(64, 0)), "window: a sliding window is not supported with e4m3"),
+                                (dict(softcap=30.0), "softcap: a logit softcap is not supported with e4m3"),
+                                (dict(sinks=f32((8,), 0x50003000)), "sinks: attention sinks is not supported with e4m3"),
+                                (dict(q=e4m3((2, 100, 8, 64), 0x10000000), k=e4m3((2, 300, 2, 64), 0x20000000),
+                                      v=e4m3((2, 300, 2, 64), 0x30000000), out=bf16((2, 100, 8, 64), 0x40000000)),
+                                 "q: head dim 64 is not supported with e4m3 inputs; supported: 128")):
+            with self.subTest(changes=changes):
+                self.assertRaisesWith(hopattn.NotSupportedError, needle, **changes)
+
+    def test_out_is_required_without_torch(self):
+        self.assertRaisesWith(TypeError, "out=", out=None)
+
+    def test_fp8_quantize_arguments(self):
+        x = bf16((2, 64, 8, 128), 0x10000000)
+        out = e4m3((2, 64, 8, 128), 0x20000000)
+        seen = []
+
+        def quantize(args, stream):
+            seen.append(_lib.Fp8QuantizeArgs.from_buffer_copy(bytes(args._obj)))  # byref(args)
+            return _lib.Status()
+
+        real = _lib.lib.hopattn_fp8_quantize
+        self.addCleanup(setattr, _lib.lib, "hopattn_fp8_quantize", real)
+        _lib.lib.hopattn_fp8_quantize = quantize
+        o, d = hopattn.fp8_quantize(x, 2, out=out, descale=f32((2, 2), 0x30000000))
+        self.assertIs(o, out)
+        a, = seen
+        self.assertEqual((a.struct_size, a.reserved), (248, 0))
+        self.assertEqual((a.x.data, a.x.dtype, tuple(a.x.shape)), (0x10000000, _lib.BF16, (2, 64, 8, 128)))
+        self.assertEqual((a.out.data, a.out.dtype, tuple(a.out.stride)), (0x20000000, _lib.E4M3, (65536, 1024, 128, 1)))
+        self.assertEqual((a.descale.data, a.descale.dtype, tuple(a.descale.shape)[:2]), (0x30000000, _lib.FP32, (2, 2)))
+        _lib.lib.hopattn_fp8_quantize = real
+        for kwargs, exc, needle in ((dict(), TypeError, "out= and descale="),
+                                    (dict(heads_kv=0, out=out, descale=f32((2, 2), 0x30000000)), ValueError, "heads_kv: 0"),
+                                    (dict(heads_kv=True, out=out, descale=f32((2, 2), 0x30000000)), TypeError,
+                                     "heads_kv: an int is required"),
+                                    (dict(heads_kv=4, out=out, descale=f32((2, 2), 0x30000000)), ValueError,
+                                     "heads_kv: 4 differs from descale's shape[1] = 2"),
+                                    (dict(out=out, descale=f32((2, 3), 0x30000000)), ValueError,
+                                     "descale.shape[1] (heads_kv) = 3 does not divide x's heads = 8"),
+                                    (dict(out=bf16((2, 64, 8, 128), 0x20000000), descale=f32((2, 2), 0x30000000)),
+                                     ValueError, "out: dtype must be e4m3, got bf16"),
+                                    (dict(out=out, descale=FakeCudaArray((2, 2), "<f2", 0x30000000)), ValueError,
+                                     "descale: dtype must be fp32, got fp16"),
+                                    (dict(out=out, descale=f32((2, 2), 0x20000000)), ValueError,
+                                     "out: overlaps descale in memory")):
+            with self.subTest(kwargs=kwargs):
+                with self.assertRaises(exc) as cm:
+                    hopattn.fp8_quantize(x, **kwargs)
+                self.assertIn(needle, str(cm.exception))
+        with self.assertRaises(hopattn.NotSupportedError) as cm:
+            hopattn.fp8_quantize(FakeCudaArray((2, 64, 8, 128), "<f4", 0x10000000), out=out,
+                                 descale=f32((2, 2), 0x30000000))
+        self.assertIn("x: dtype fp32 is not supported; supported: bf16, fp16", str(cm.exception))
+
+    def test_a_library_without_fp8_still_loads(self):
+        """An older library (no 0.5 entry points): the binding binds it, the 16-bit calls go on as
+        before, and an e4m3 call or fp8_quantize raises NotSupportedError naming what is missing."""
+        older = OlderLibrary(_lib.lib, ("hopattn_fp8_quantize",))
+        self.assertIs(_lib._bind(older), older)
+        real = _lib.lib
+        self.addCleanup(setattr, _lib, "lib", real)
+        _lib.lib = older
+        self.assertFalse(_lib.has_fp8())
+        for call in (lambda: self.call(), lambda: self.call(descales=False),
+                     lambda: hopattn.fp8_quantize(bf16((2, 64, 8, 128), 0x10000000), out=e4m3((2, 64, 8, 128), 0x20000000),
+                                                  descale=f32((2, 2), 0x30000000))):
+            with self.assertRaises(hopattn.NotSupportedError) as cm:
+                call()
+            self.assertIn("FP8", str(cm.exception))
+            self.assertIn("0.5", str(cm.exception))
+        q, k = bf16((2, 100, 8, 128), 0x10000000), bf16((2, 300, 2, 128), 0x20000000)
+        capture = CapturedForward(self)
+        hopattn.flash_attn_func(q, k, bf16((2, 300, 2, 128), 0x30000000), out=self.out)
+        self.assertEqual(capture.args[0][1].struct_size, 512)
 
 
 class TestKvCacheArguments(unittest.TestCase):
@@ -594,11 +828,66 @@ class TestTorchOps(unittest.TestCase):
     torch.compile(fullgraph=True), and the transformers integration's mapping of its options."""
     OPTIONS = "int window_left=-1, int window_right=-1, float softcap=0., Tensor? sinks=None"
 
+    DESCALES = "Tensor? q_descale=None, Tensor? k_descale=None, Tensor? v_descale=None"
+
     def test_schemas(self):
         for name, ret in (("flash_attn", "Tensor"), ("flash_attn_lse", "(Tensor, Tensor)")):
             schema = str(getattr(torch.ops.hopattn, name).default._schema)
             self.assertEqual(schema, f"hopattn::{name}(Tensor q, Tensor k, Tensor v, float? softmax_scale, bool causal, "
-                                     f"{self.OPTIONS}) -> {ret}")
+                                     f"{self.OPTIONS}, {self.DESCALES}) -> {ret}")
+        schema = str(torch.ops.hopattn.fp8_quantize.default._schema).replace("SymInt", "int")
+        self.assertEqual(schema, "hopattn::fp8_quantize(Tensor x, int heads_kv) -> (Tensor, Tensor)")
+
+    def test_fp8_fake_implementations(self):
+        """e4m3 q: a bf16 O (FlashAttention-3's convention); fp8_quantize: e4m3 and (batch, heads_kv)."""
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode():
+            q = torch.empty(2, 17, 8, 128, dtype=torch.float8_e4m3fn, device="cuda")
+            k = torch.empty(2, 33, 2, 128, dtype=torch.float8_e4m3fn, device="cuda")
+            d = torch.empty(2, 2, dtype=torch.float32, device="cuda")
+            o = torch.ops.hopattn.flash_attn(q, k, k, None, True, q_descale=d, k_descale=d, v_descale=d)
+            self.assertEqual((o.shape, o.dtype, o.device.type), (q.shape, torch.bfloat16, "cuda"))
+            o, lse = torch.ops.hopattn.flash_attn_lse(q, k, k, 0.1, False, -1, -1, 0.0, None, d, d, d)
+            self.assertEqual((o.dtype, lse.shape, lse.dtype), (torch.bfloat16, (2, 8, 17), torch.float32))
+            o = torch.ops.hopattn.flash_attn(q, k, k, None, False)  # no descales: the same O
+            self.assertEqual(o.dtype, torch.bfloat16)
+            x = torch.empty(2, 17, 8, 128, dtype=torch.bfloat16, device="cuda")
+            x8, xd = torch.ops.hopattn.fp8_quantize(x, 2)
+            self.assertEqual((x8.shape, x8.dtype, xd.shape, xd.dtype), (x.shape, torch.float8_e4m3fn, (2, 2),
+                                                                       torch.float32))
+
+    def test_fp8_compile_fullgraph_traces_the_descales(self):
+        graphs = []
+
+        def backend(gm, example_inputs):  # records the graph; runs nothing (no GPU here)
+            graphs.append(gm)
+            return lambda *args: (torch.empty(0), torch.empty(0))
+
+        def fn(x, k8, kd):
+            q8, qd = hopattn.fp8_quantize(x, heads_kv=2)
+            return hopattn.flash_attn_func(q8, k8, k8, causal=True, q_descale=qd, k_descale=kd, v_descale=kd,
+                                           return_lse=True)
+
+        x = torch.randn(2, 17, 8, 128, dtype=torch.bfloat16)
+        k8 = torch.randn(2, 33, 2, 128).to(torch.float8_e4m3fn)
+        torch.compile(fn, fullgraph=True, backend=backend)(x, k8, torch.ones(2, 2))
+        calls = [n for n in graphs[0].graph.nodes if n.op == "call_function" and "hopattn" in str(n.target)]
+        self.assertEqual(len(calls), 2, [str(n.target) for n in calls])
+        self.assertIn(calls[0].target, (torch.ops.hopattn.fp8_quantize, torch.ops.hopattn.fp8_quantize.default))
+        self.assertEqual(calls[0].args[1], 2)
+        self.assertIn(calls[1].target, (torch.ops.hopattn.flash_attn_lse, torch.ops.hopattn.flash_attn_lse.default))
+        descales = calls[1].args[9:12]
+        self.assertEqual(len(descales), 3)
+        self.assertTrue(all(d is not None for d in descales), calls[1].args)
+        self.assertIs(descales[1], descales[2])  # k_descale and v_descale: the same input
+
+    def test_fp8_cpu_tensors_raise(self):
+        q = torch.randn(1, 17, 4, 128).to(torch.float8_e4m3fn)
+        with self.assertRaisesRegex(ValueError, "q: is on cpu"):
+            hopattn.flash_attn_func(q, q, q, q_descale=torch.ones(1, 4), k_descale=torch.ones(1, 4),
+                                    v_descale=torch.ones(1, 4))
+        with self.assertRaisesRegex(ValueError, "x: is on cpu"):
+            hopattn.fp8_quantize(torch.randn(1, 17, 4, 128, dtype=torch.bfloat16))
 
     def test_fake_implementations(self):
         from torch._subclasses.fake_tensor import FakeTensorMode

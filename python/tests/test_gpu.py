@@ -4,7 +4,8 @@ an fp64 torch reference (odd lengths, outputs poisoned with NaN first), and ever
 against a per-sequence fp64 reference (mixed and empty lengths, seqused_k, every option, rows outside
 the sequences untouched, bad lengths recorded, CUDA graphs with new lengths), the KV-cache call over
 bf16 and int8 caches (with tails) and with the options (windows, softcap, sinks; contiguous and
-paged), CUDA-graph capture with changing cache lengths,
+paged), CUDA-graph capture with changing cache lengths, FP8 (e4m3 inputs with per-(batch, kv-head)
+descales, fp8_quantize) against fp64 on the dequantized inputs,
 torch.compile(fullgraph=True), torch.library.opcheck, and random 2-layer Llama, gpt-oss and
 Gemma 2 models in transformers with attn_implementation="hopattn" against "sdpa" or "eager". Without such a GPU (or torch) every
 test is skipped and the module prints "hopattn-python-gpu: skipped" (CTest reports Skipped)."""
@@ -1243,6 +1244,259 @@ class TestVarlen(unittest.TestCase):
         for e, c in zip(eager, compiled):
             self.assertTrue(torch.equal(e, c), "compiled = eager")
         hopattn.attention_device_check()
+
+
+def fp8_yardstick(q, k, v, causal, scale):
+    """The FP8 kernel's precision on the dequantized inputs (float32 (b, s, h, d), GQA by repeat),
+    as tests/reference/attention_fp8.hpp's yardstick: S in float32, P = e4m3(exp(S - rowmax))
+    before the normalisation, the row sum of the unrounded exp(S - rowmax) in float32, O rounded to
+    bf16; LSE = rowmax + log(sum). Bottom-right causal as `reference`."""
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    qf, kf, vf = (x.float().transpose(1, 2) for x in (q, k, v))
+    kf = kf.repeat_interleave(hq // hkv, dim=1)
+    vf = vf.repeat_interleave(hq // hkv, dim=1)
+    s = torch.einsum("bhqd,bhkd->bhqk", qf, kf) * scale
+    if causal:
+        p = torch.arange(sq, device=q.device)[:, None] + sk - sq
+        s = s.masked_fill(torch.arange(sk, device=q.device)[None, :] > p, float("-inf"))
+    m = s.amax(dim=-1, keepdim=True)
+    e = torch.exp(s - m).nan_to_num(0.0)  # rows that see no key: all zero
+    total = e.sum(dim=-1, keepdim=True)
+    p8 = e.to(torch.float8_e4m3fn).float()
+    o = (torch.einsum("bhqk,bhkd->bhqd", p8, vf) / total).nan_to_num(0.0).to(torch.bfloat16)
+    lse = (m + torch.log(total)).squeeze(-1)
+    return o.transpose(1, 2), lse
+
+
+def dequantize_fp8(x8, descale):
+    """An e4m3 (b, s, heads, d) tensor times its (b, heads_kv) descales, in float64."""
+    if descale is None:
+        return x8.double()
+    group = x8.shape[2] // descale.shape[1]
+    return x8.double() * descale.double().repeat_interleave(group, dim=1)[:, None, :, None]
+
+
+def scaled_inputs(b, s, heads, heads_kv, d, gain=1.0):
+    """N(0, gain²) bf16 inputs, each (batch, kv-head) group at its own scale 2^-3 .. 2^3, so that
+    every group's descale differs."""
+    x = torch.randn(b, s, heads, d, device="cuda") * gain
+    groups = torch.arange(b * heads_kv, device="cuda").view(b, heads_kv)
+    x *= torch.pow(2.0, (groups % 7 - 3).float()).repeat_interleave(heads // heads_kv, dim=1)[:, None, :, None]
+    return x.to(torch.bfloat16)
+
+
+@needs_gpu
+class TestFp8Forward(unittest.TestCase):
+    """e4m3 q, k, v with (batch, heads_kv) descales (FlashAttention-3's convention, 0.5) against
+    float64 attention on the dequantized inputs, outputs NaN-poisoned. Tolerance (the C++ FP8
+    tests' rule, tests/gpu/test_attention_fp8_gpu.cpp): |O - O_fp64| <= 2 x the FP8 yardstick's
+    error + one bf16 rounding of the largest output; LSE: 2 x the yardstick's + a float32 floor +
+    2^-12 · |S| bound (the FP8 WGMMA's ~14-bit accumulation of Q·Kᵀ). Needs the e4m3 forward
+    enabled for the public call (Overrides::fwd_fp8's gate lifted): before that, every call here
+    raises NotSupportedError ("e4m3 inputs are not enabled yet")."""
+    # (batch, seqlen_q, seqlen_k, heads_q, heads_kv): seqlen 1, 17, 113, 1000; GQA 32:8 and MHA;
+    # seqlen_q > seqlen_k (causal rows that see no key) and < seqlen_k
+    SHAPES = [(2, 1, 1, 32, 8), (2, 17, 17, 8, 8), (1, 113, 113, 32, 8), (1, 1000, 1000, 8, 8), (2, 1000, 1000, 32, 8),
+              (1, 17, 1000, 32, 8), (2, 113, 17, 8, 8)]
+
+    def check(self, q8, k8, v8, qd, kd, vd, causal, name, scale=None):
+        b, sq, hq, d = q8.shape
+        out = torch.full(q8.shape, float("nan"), device="cuda", dtype=torch.bfloat16)
+        lse = torch.full((b, hq, sq), float("nan"), device="cuda")
+        o, l = hopattn.flash_attn_func(q8, k8, v8, softmax_scale=scale, causal=causal, return_lse=True, out=out, lse=lse,
+                                       q_descale=qd, k_descale=kd, v_descale=vd)
+        self.assertIs(o, out)
+        s = scale if scale is not None else 1.0 / math.sqrt(d)
+        qr, kr, vr = dequantize_fp8(q8, qd), dequantize_fp8(k8, kd), dequantize_fp8(v8, vd)
+        ro, rl = reference(qr, kr, vr, causal, s)
+        yo, yl = fp8_yardstick(qr, kr, vr, causal, s)
+        finite = torch.isfinite(rl)
+        self.assertTrue(torch.isfinite(o).all().item(), f"{name}: O has NaN/inf (unwritten?)")
+        self.assertTrue(torch.equal(torch.isinf(l), ~finite), f"{name}: LSE -inf exactly where no key")
+        e_o, e_yard = max_err(o, ro), max_err(yo, ro)
+        bound_o = 2 * e_yard + 2 ** -8 * ro.abs().max().item()
+        self.assertLessEqual(e_o, bound_o, f"{name}: O error {e_o:.3g} > bound {bound_o:.3g} (yardstick {e_yard:.3g})")
+        if finite.any():
+            s_bound = s * qr.norm(dim=-1).max().item() * kr.norm(dim=-1).max().item()
+            e_l, e_lyard = max_err(l[finite], rl[finite]), max_err(yl[finite], rl[finite])
+            bound_l = 2 * e_lyard + 1e-5 * max(1.0, rl[finite].abs().max().item()) + 2 ** -12 * s_bound
+            self.assertLessEqual(e_l, bound_l, f"{name}: LSE error {e_l:.3g} > bound {bound_l:.3g}")
+        # rows that see no key: O = 0 exactly
+        empty = ~finite
+        if empty.any():
+            self.assertTrue((o.transpose(1, 2)[empty] == 0).all().item(), f"{name}: O of rows that see no key")
+        print(f"fp8 {name}: O err {e_o:.3g} (bound {bound_o:.3g}, yardstick {e_yard:.3g})")
+        return e_o
+
+    def test_against_fp64_with_descales(self):
+        torch.manual_seed(40)
+        cases = 0
+        for (b, sq, sk, hq, hkv) in self.SHAPES:
+            for causal in (False, True):
+                q8, qd = hopattn.fp8_quantize(scaled_inputs(b, sq, hq, hkv, 128), heads_kv=hkv)
+                k8, kd = hopattn.fp8_quantize(scaled_inputs(b, sk, hkv, hkv, 128))
+                v8, vd = hopattn.fp8_quantize(scaled_inputs(b, sk, hkv, hkv, 128))
+                self.assertFalse(bool((qd == 1).all() or (kd == 1).all() or (vd == 1).all()), "descales not 1")
+                self.check(q8, k8, v8, qd, kd, vd, causal, f"{b}x{sq}x{sk} {hq}:{hkv} causal {int(causal)}")
+                cases += 1
+        self.assertEqual(cases, 2 * len(self.SHAPES))
+
+    def test_without_descales_and_with_a_scale(self):
+        torch.manual_seed(41)
+        for causal in (False, True):
+            q8 = torch.randn(2, 129, 8, 128, device="cuda").to(torch.float8_e4m3fn)
+            k8 = torch.randn(2, 257, 2, 128, device="cuda").to(torch.float8_e4m3fn)
+            v8 = torch.randn(2, 257, 2, 128, device="cuda").to(torch.float8_e4m3fn)
+            self.check(q8, k8, v8, None, None, None, causal, f"no descales causal {int(causal)}")
+            d = torch.full((2, 2), 0.5, device="cuda")
+            self.check(q8, k8, v8, d, d * 2, d * 4, causal, f"descales 0.5/1/2, scale 0.03, causal {int(causal)}",
+                       scale=0.03)
+
+    def test_strided_descales(self):
+        torch.manual_seed(42)
+        q8, qd = hopattn.fp8_quantize(scaled_inputs(2, 200, 32, 8, 128), heads_kv=8)
+        k8, kd = hopattn.fp8_quantize(scaled_inputs(2, 333, 8, 8, 128))
+        v8, vd = hopattn.fp8_quantize(scaled_inputs(2, 333, 8, 8, 128))
+        strided = [x.t().contiguous().t() for x in (qd, kd, vd)]  # (batch, heads_kv) views of (heads_kv, batch)
+        self.assertEqual(strided[0].stride(), (1, 2))
+        self.check(q8, k8, v8, *strided, True, "strided descales")
+
+    def test_allocated_output_is_bf16_and_matches(self):
+        torch.manual_seed(43)
+        q8, qd = hopattn.fp8_quantize(scaled_inputs(1, 113, 32, 8, 128), heads_kv=8)
+        k8, kd = hopattn.fp8_quantize(scaled_inputs(1, 113, 8, 8, 128))
+        v8, vd = hopattn.fp8_quantize(scaled_inputs(1, 113, 8, 8, 128))
+        o = hopattn.flash_attn_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd)
+        o2, lse = hopattn.flash_attn_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd,
+                                          return_lse=True)
+        self.assertEqual((o.dtype, o.shape, lse.dtype, lse.shape), (torch.bfloat16, q8.shape, torch.float32, (1, 32, 113)))
+        self.assertTrue(torch.equal(o, o2), "the same call twice: bit-equal O")
+
+    def test_opcheck_and_compile(self):
+        torch.manual_seed(44)
+        q8, qd = hopattn.fp8_quantize(scaled_inputs(2, 64, 8, 2, 128), heads_kv=2)
+        k8, kd = hopattn.fp8_quantize(scaled_inputs(2, 128, 2, 2, 128))
+        # Without opcheck's test_schema (its mutation check compares the inputs with allclose, which
+        # torch has no float8 kernel for) and, for fp8_quantize, test_aot_dispatch_dynamic (it
+        # compares the e4m3 output with assert_close likewise): the bit-level checks are above.
+        for op in (torch.ops.hopattn.flash_attn, torch.ops.hopattn.flash_attn_lse):
+            torch.library.opcheck(op.default, (q8, k8, k8.clone(), None, True, -1, -1, 0.0, None, qd, kd, kd.clone()),
+                                  test_utils=("test_autograd_registration", "test_faketensor",
+                                              "test_aot_dispatch_dynamic"))
+        torch.library.opcheck(torch.ops.hopattn.fp8_quantize.default,
+                              (torch.randn(2, 64, 8, 128, device="cuda", dtype=torch.bfloat16), 2),
+                              test_utils=("test_autograd_registration", "test_faketensor"))
+
+        def attn(x, k8, kd):
+            q8, qd = hopattn.fp8_quantize(x, heads_kv=2)
+            return hopattn.flash_attn_func(q8, k8, k8, causal=True, q_descale=qd, k_descale=kd, v_descale=kd,
+                                           return_lse=True)
+
+        x = torch.randn(2, 64, 8, 128, device="cuda", dtype=torch.bfloat16)
+        with torch.no_grad():
+            eager = attn(x, k8, kd)
+            compiled = torch.compile(attn, fullgraph=True)(x, k8, kd)
+        for e, c in zip(eager, compiled):
+            self.assertTrue(torch.equal(e, c), "compiled = eager")
+
+
+@needs_gpu
+class TestFp8Quantize(unittest.TestCase):
+    """hopattn.fp8_quantize against the rule it documents, bit for bit (descale = amax / 448 per
+    (batch, kv-head), e4m3(x / descale) in float32 with round-to-nearest-even; torch's e4m3
+    conversion rounds the same way and no quotient exceeds 448), and the refusals; independent of
+    the forward call's gate."""
+
+    def test_matches_the_rule_bit_for_bit(self):
+        torch.manual_seed(45)
+        for dtype in (torch.bfloat16, torch.float16):
+            for (b, s, h, hkv) in ((2, 17, 32, 8), (1, 1000, 8, 8), (3, 1, 6, 1), (2, 113, 4, 2)):
+                x = scaled_inputs(b, s, h, hkv, 128).to(dtype)
+                x[0, 0, 0, :3] = 0.0
+                if b > 1:
+                    x[1, :, : h // hkv] = 0.0  # an all-zero group: descale 1, codes 0
+                x8, d = hopattn.fp8_quantize(x, heads_kv=hkv)
+                self.assertEqual((x8.dtype, d.dtype, tuple(d.shape)), (torch.float8_e4m3fn, torch.float32, (b, hkv)))
+                xf = x.float()
+                amax = xf.abs().view(b, s, hkv, h // hkv, 128).amax(dim=(1, 3, 4))
+                want_d = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
+                name = f"{dtype} {b}x{s}x{h}:{hkv}"
+                self.assertTrue(torch.equal(d, want_d), name)
+                want = (xf / want_d.repeat_interleave(h // hkv, dim=1)[:, None, :, None]).to(torch.float8_e4m3fn)
+                self.assertTrue(torch.equal(x8.view(torch.uint8), want.view(torch.uint8)), name)
+                if b > 1:
+                    self.assertEqual(d[1, 0].item(), 1.0, f"{name}: an all-zero group's descale")
+        # out= and descale= given: written in place
+        x = scaled_inputs(2, 33, 8, 2, 128)
+        out = torch.empty(x.shape, dtype=torch.float8_e4m3fn, device="cuda")
+        desc = torch.empty(2, 2, device="cuda")
+        o, d = hopattn.fp8_quantize(x, out=out, descale=desc)
+        self.assertIs(o, out)
+        self.assertIs(d, desc)
+        o2, d2 = hopattn.fp8_quantize(x, heads_kv=2)
+        self.assertTrue(torch.equal(o.view(torch.uint8), o2.view(torch.uint8)) and torch.equal(d, d2))
+
+    def test_refusals(self):
+        x = torch.randn(2, 16, 8, 128, device="cuda", dtype=torch.bfloat16)
+        for call, exc, needle in ((lambda: hopattn.fp8_quantize(x.float()), hopattn.NotSupportedError, "x: dtype fp32"),
+                                  (lambda: hopattn.fp8_quantize(x, heads_kv=3), ValueError,
+                                   "descale.shape[1] (heads_kv) = 3 does not divide x's heads = 8"),
+                                  (lambda: hopattn.fp8_quantize(x.cpu()), ValueError, "x: is on cpu"),
+                                  (lambda: hopattn.fp8_quantize(x[0]), ValueError, "x: rank 3"),
+                                  (lambda: hopattn.fp8_quantize(x, out=torch.empty_like(x)), ValueError,
+                                   "out: dtype must be e4m3")):
+            with self.assertRaises(exc) as cm:
+                call()
+            self.assertIn(needle, str(cm.exception))
+
+
+@needs_gpu
+class TestFp8Errors(unittest.TestCase):
+    """The e4m3 call's argument errors as exceptions naming the argument (the library's checks run
+    before the forward call's gate, so these hold whether or not e4m3 is enabled)."""
+
+    def test_descale_errors_name_the_descale(self):
+        q8 = torch.randn(2, 16, 8, 128, device="cuda").to(torch.float8_e4m3fn)
+        k8 = torch.randn(2, 32, 2, 128, device="cuda").to(torch.float8_e4m3fn)
+        d = torch.ones(2, 2, device="cuda")
+        ok = dict(q_descale=d, k_descale=d.clone(), v_descale=d.clone())
+        for changes, exc, needle in ((dict(q_descale=d.cpu()), ValueError, "q_descale: is on cpu"),
+                                     (dict(k_descale=d.double()), TypeError, "k_descale: dtype torch.float64"),
+                                     (dict(v_descale=d.bfloat16()), ValueError, "v_descale: dtype must be fp32, got bf16"),
+                                     (dict(q_descale=torch.ones(2, 8, device="cuda")), ValueError,
+                                      "q_descale: shape (2, 8) must be (batch, heads_kv) = (2, 2)"),
+                                     (dict(k_descale=torch.ones(2, device="cuda")), ValueError, "k_descale"),
+                                     (dict(v_descale=None), ValueError, "v_descale: null while q_descale is set"),
+                                     (dict(k_descale=1.0), TypeError, "k_descale: float")):
+            with self.subTest(changes=changes):
+                with self.assertRaises(exc) as cm:
+                    hopattn.flash_attn_func(q8, k8, k8, **{**ok, **changes})
+                self.assertIn(needle, str(cm.exception))
+        if torch.cuda.device_count() > 1:
+            with self.assertRaisesRegex(ValueError, "q_descale: is on cuda:1, q on cuda:0"):
+                hopattn.flash_attn_func(q8, k8, k8, **{**ok, "q_descale": d.to("cuda:1")})
+
+    def test_type_and_option_errors(self):
+        q8 = torch.randn(1, 16, 4, 128, device="cuda").to(torch.float8_e4m3fn)
+        qb = q8.to(torch.bfloat16)
+        d = torch.ones(1, 4, device="cuda")
+        for call, exc, needle in (
+                (lambda: hopattn.flash_attn_func(qb, qb, qb, q_descale=d, k_descale=d, v_descale=d), ValueError,
+                 "q_descale: set, but q is bf16"),
+                (lambda: hopattn.flash_attn_func(q8, qb, qb), ValueError, "k: dtype bf16 does not match q's e4m3"),
+                (lambda: hopattn.flash_attn_func(q8, q8, q8, out=torch.empty_like(q8)), ValueError,
+                 "o: dtype must be bf16 when q is e4m3"),
+                (lambda: hopattn.flash_attn_func(q8[..., :64].contiguous(), q8[..., :64].contiguous(),
+                                                 q8[..., :64].contiguous()), hopattn.NotSupportedError,
+                 "head dim 64 is not supported with e4m3"),
+                (lambda: hopattn.flash_attn_func(q8, q8, q8, window_size=(8, 0)), hopattn.NotSupportedError, "window"),
+                (lambda: hopattn.flash_attn_func(q8, q8, q8, softcap=30.0), hopattn.NotSupportedError, "softcap"),
+                (lambda: hopattn.flash_attn_func(q8, q8, q8, sinks=torch.zeros(4, device="cuda")),
+                 hopattn.NotSupportedError, "sinks")):
+            with self.assertRaises(exc) as cm:
+                call()
+            self.assertIn(needle, str(cm.exception))
 
 
 class _DLPackOnly:
