@@ -111,6 +111,7 @@ std::vector<RoundsTiming> time_in_rounds(const std::vector<TimedCall>& calls, si
       std::string reason;
       if (!time_attention(calls[k], stream, opt.target_group_ms, &ms, &reason)) {
         skipped->emplace(calls[k].name, reason);
+        if (round_ms[k].empty()) out[k].reason = reason;
         failed[k] = true;
         continue;
       }

@@ -33,7 +33,8 @@ struct TimedCall {
 };
 
 struct RoundsTiming {
-  bool timed = false;       // false: the first call failed (the reason is in `skipped`)
+  bool timed = false;       // false: the first call failed (the reason is in `reason` and `skipped`)
+  std::string reason;       // why the call was not timed (its first failure), or ""
   double ms = 0;            // median over the rounds, per call
   std::string rounds_note;  // "median of R rounds, LO-HI ms" when R > 1, else ""
   std::string gpu_state;    // describe_gpu_states of the samples after each round, or ""

@@ -142,6 +142,29 @@ std::string cell_options(const AttentionForwardArgs& a) {
   return os.str();
 }
 
+// The cudnn row's arguments for an e4m3 cell: the hopattn row's without its (batch, heads_kv)
+// descales of 1 (cuDNN's are per tensor; the plugin's own are 1), with its bf16 O where cuDNN takes
+// that; where cuDNN writes no 16-bit O for FP8 inputs (Hopper: cudnn-frontend's support surface
+// gives bf16/fp16 O to Blackwell with cuDNN 9.13+), the same buffer as an e4m3 O (1-byte elements,
+// the same element strides: it fits). One untimed call per cell decides; `note` says what the row is.
+AttentionForwardArgs cudnn_fp8_args(const baselines::CudnnSdpa& cudnn, const AttentionForwardArgs& hopattn_args,
+                                    Stream stream, std::string* note) {
+  AttentionForwardArgs args = hopattn_args;
+  args.q_descale = args.k_descale = args.v_descale = Tensor{};
+  // No FP8 entry point in the plugin, or options the baseline does not take: the row's reason says so.
+  if (!cudnn.has_fp8() || args.window != 0 || args.softcap > 0 || args.sinks.data != nullptr) return args;
+  const Status bf16 = cudnn.forward(args, stream);
+  HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (bf16.ok() || bf16.code() != StatusCode::kNotSupported) {
+    *note = "cuDNN FP8 SDPA, O bf16, descales 1";
+    return args;  // a failure of another kind is the row's reason when it is timed
+  }
+  AttentionForwardArgs e4m3 = args;
+  e4m3.o.dtype = HOPATTN_DTYPE_E4M3;
+  *note = "cuDNN FP8 SDPA, O e4m3 (scale_o 1; bf16 O: " + bf16.message() + "), descales 1";
+  return e4m3;
+}
+
 void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
   std::printf("\n%-8s %-5s %6s %11s %7s %6s %-22s %9s %9s %9s %9s\n", "op", "hdim", "causal", "seqlen",
               "batch", "heads", "impl", "ms", "TFLOP/s", "vs_cudnn", "vs_gemm");
@@ -153,6 +176,11 @@ void print_attention_table(const std::vector<Row>& rows, double gemm_tflops) {
     char seq[32], heads[32];
     std::snprintf(seq, sizeof(seq), r.seqlen_q == r.seqlen_k ? "%d" : "%d:%d", r.seqlen_q, r.seqlen_k);
     std::snprintf(heads, sizeof(heads), r.heads_q == r.heads_kv ? "%d" : "%d:%d", r.heads_q, r.heads_kv);
+    if (r.ms <= 0) {  // not timed: the reason is in the row's note (CSV) and the notes above the table
+      std::printf("%-8s %-5d %6d %11s %7d %6s %-22s %9s %9s %9s %9s\n", r.op.c_str(), r.hdim, r.causal, seq, r.batch,
+                  heads, r.impl.c_str(), "-", "-", "-", "-");
+      continue;
+    }
     std::printf("%-8s %-5d %6d %11s %7d %6s %-22s %9.4f %9.1f %9s %9s\n", r.op.c_str(), r.hdim, r.causal, seq,
                 r.batch, heads, r.impl.c_str(), r.ms, r.tflops, ratio, gemm);
   }
@@ -186,7 +214,12 @@ std::string bench_usage() {
          "visible pairs; the summary and each varlen row's note give varlen/padded-equal and\n"
          "varlen-uniform/padded-uniform (issue 36's target: varlen/padded-equal >= 0.97).\n"
          "--bf16-values: with --dtype fp16, inputs rounded to bf16's significand first.\n"
-         "--dtype e4m3: FP8 Q, K, V (bf16 O, descales of 1): the FP8 kernels' head dims only; no cuDNN row.\n"
+         "--dtype e4m3: FP8 Q, K, V (bf16 O, descales of 1): the FP8 kernels' head dims only. The cudnn row\n"
+         "is cuDNN's FP8 SDPA (cudnn-frontend sdpa_fp8) on the same inputs, descales of 1, P scaled by 256\n"
+         "before its e4m3 rounding as hopattn's: bf16 O where cuDNN writes one for FP8 inputs (Blackwell,\n"
+         "cuDNN 9.13+), else e4m3 O (scale_o 1; Hopper), the row's note says which; causal cells need\n"
+         "seqlen_q == seqlen_k on Hopper (cuDNN's FP8 mask there is top-left). A configuration cuDNN does\n"
+         "not take (or a plugin built before its FP8 entry point) is a row with the reason, not a time.\n"
          "--override KEY=VALUE,...: forward experiments for every hopattn row (stale_max_log2, narrow_pv,\n"
          "skip_unseen, causal_group, persistent_group, varlen_pdl, varlen_dynamic: attention/experimental.hpp). A --kernels\n"
          "entry NAME+KEY=VALUE+... (NAME may be default) is a row with experiments of its own.\n"
@@ -532,8 +565,7 @@ int run_bench(const BenchOptions& opt) {
       return [&](const AttentionForwardArgs& a, Stream s) {
         if (a.window != 0 || a.softcap > 0 || a.sinks.data != nullptr)  // the plugin would compute plain attention
           return Status::unsupported("the cuDNN baseline does not take a window, softcap or sinks here");
-        if (a.q.dtype == HOPATTN_DTYPE_E4M3) return Status::unsupported("the cuDNN baseline takes 16-bit inputs here");
-        return cudnn->forward(a, s);
+        return cudnn->forward(a, s);  // e4m3: its FP8 SDPA (args from cudnn_fp8_args)
       };
     return hopattn_forward_fn(kernel, opt.overrides);
   };
@@ -559,33 +591,47 @@ int run_bench(const BenchOptions& opt) {
         double cudnn_ms = 0;
         // The cell's implementations in rotating rounds (attn_rounds.hpp), starting one later each cell.
         std::vector<TimedCall> calls;
-        for (const auto& [name, kernel] : impls) calls.push_back({name, forward_fn(kernel), args});
+        std::vector<std::string> call_notes(impls.size());  // a row's own note (the cudnn row's O type)
+        for (size_t k = 0; k < impls.size(); ++k) {
+          const auto& [name, kernel] = impls[k];
+          AttentionForwardArgs call_args = args;
+          if (kernel == "cudnn" && opt.dtype == HOPATTN_DTYPE_E4M3)
+            call_args = cudnn_fp8_args(*cudnn, args, stream, &call_notes[k]);
+          calls.push_back({name, forward_fn(kernel), call_args});
+        }
         const std::vector<RoundsTiming> timed = time_in_rounds(calls, size_t(done - 1), opt, stream, device, &skipped);
         const size_t n_impls = impls.size();
         std::vector<std::optional<Row>> measured(n_impls);
         for (size_t k = 0; k < n_impls; ++k) {
-          if (!timed[k].timed) continue;
           std::optional<Row>& r = measured[k];
           r.emplace();
           r->op = "attn_fwd", r->impl = impls[k].first, r->dtype = hopattn_dtype_name(opt.dtype);
           r->hdim = hdim, r->causal = causal, r->batch = cell.batch, r->heads_q = cell.heads_q;
           r->heads_kv = cell.heads_kv, r->seqlen_q = cell.seqlen_q, r->seqlen_k = cell.seqlen_k;
+          if (!timed[k].timed) {  // a row with the reason instead of a time (ms 0: empty in the CSV)
+            r->note = "not timed: " + timed[k].reason;
+            if (!call_notes[k].empty()) r->note = call_notes[k] + "; " + r->note;
+            continue;
+          }
           r->ms = timed[k].ms;
           r->note = timed[k].rounds_note;
+          if (!call_notes[k].empty()) r->note = call_notes[k] + (r->note.empty() ? "" : "; ") + r->note;
           if (impls[k].second.empty()) r->note = "kernel " + picked + (r->note.empty() ? "" : "; ") + r->note;
           if (!options.empty()) r->note = options + (r->note.empty() ? "" : "; ") + r->note;
           const std::string& state = timed[k].gpu_state;
           if (!state.empty()) r->note += (r->note.empty() ? "" : "; ") + state;
           r->tflops = prob.flops() / (r->ms * 1e-3) / 1e12;
-          // Q, K, V read and O written once (e4m3: 1-byte Q, K, V, bf16 O)
+          // Q, K, V read and O written once (e4m3: 1-byte Q, K, V, a bf16 O or the cudnn row's e4m3 O)
           const double in_bytes = opt.dtype == HOPATTN_DTYPE_E4M3 ? 1.0 : 2.0;
-          r->tbps = ((cell.q_elems() + 2.0 * cell.kv_elems()) * in_bytes + 2.0 * cell.q_elems()) / (r->ms * 1e-3) / 1e12;
+          const double out_bytes = calls[k].args.o.dtype == HOPATTN_DTYPE_E4M3 ? 1.0 : 2.0;
+          r->tbps = ((cell.q_elems() + 2.0 * cell.kv_elems()) * in_bytes + out_bytes * cell.q_elems()) /
+                    (r->ms * 1e-3) / 1e12;
           if (gemm_tflops > 0) r->frac_of_gemm = r->tflops / gemm_tflops;
           if (r->impl == "cudnn") cudnn_ms = r->ms;
         }
         for (std::optional<Row>& r : measured) {
           if (!r) continue;
-          if (cudnn_ms > 0) r->ratio_vs_cudnn = cudnn_ms / r->ms;
+          if (cudnn_ms > 0 && r->ms > 0) r->ratio_vs_cudnn = cudnn_ms / r->ms;
           rows.push_back(*r);
         }
       }

@@ -46,6 +46,9 @@ std::unique_ptr<CudnnSdpa> CudnnSdpa::load(std::string* why, const std::string& 
     if (why) *why = "the cuDNN baseline plugin " + path + " has a different ABI: rebuild it";
     return nullptr;
   }
+  // Optional: a plugin built before the FP8 entry point loads without it (has_fp8() false).
+  out->fp8_forward_ = reinterpret_cast<hopattn_cudnn_sdpa_fp8_forward_fn>(dlsym(h, "hopattn_cudnn_sdpa_fp8_forward"));
+  out->path_ = path;
   return out;
 }
 
@@ -66,6 +69,15 @@ Status CudnnSdpa::forward(const AttentionForwardArgs& args, Stream stream) const
   if (args.causal && args.q.shape[1] > args.k.shape[1])
     return Status::unsupported("cuDNN: a bottom-right causal mask needs seqlen_q <= seqlen_k");
   char err[1024] = {0};
+  if (args.q.dtype == HOPATTN_DTYPE_E4M3) {
+    if (fp8_forward_ == nullptr)
+      return Status::unsupported("cuDNN: the baseline plugin " + path_ +
+                                 " has no FP8 entry point (hopattn_cudnn_sdpa_fp8_forward): rebuild it");
+    const int rc = fp8_forward_(&args, stream, err, sizeof(err));
+    if (rc == HOPATTN_CUDNN_NOT_SUPPORTED) return Status::unsupported(std::string("cuDNN FP8: ") + err);
+    if (rc != 0) return Status(StatusCode::kInternal, std::string("cuDNN FP8: ") + err);
+    return Status();
+  }
   if (forward_(&args, stream, err, sizeof(err)) != 0) return Status(StatusCode::kInternal, std::string("cuDNN: ") + err);
   return Status();
 }

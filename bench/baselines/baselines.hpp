@@ -22,14 +22,21 @@ class CudnnSdpa {
 
   size_t version() const;  // cudnnGetVersion() of the library actually loaded, e.g. 91400
   std::string version_string() const;
-  // Runs cuDNN's SDPA forward. The first call for a new problem builds and caches a graph.
+  // Runs cuDNN's SDPA forward: 16-bit inputs through its SDPA, e4m3 inputs through its FP8 SDPA
+  // (cudnn_plugin_abi.h, hopattn_cudnn_sdpa_fp8_forward: o bf16, fp16 or e4m3, per-tensor or no
+  // descales, scale_s 256). The first call for a new problem builds and caches a graph. What cuDNN
+  // (or a plugin without the FP8 entry point) does not take is kNotSupported with the reason.
   Status forward(const AttentionForwardArgs& args, Stream stream) const;
+  // Whether the loaded plugin has the FP8 entry point (a plugin built before it has not).
+  bool has_fp8() const { return fp8_forward_ != nullptr; }
 
  private:
   CudnnSdpa() = default;
   void* handle_ = nullptr;
+  std::string path_;
   size_t (*version_)(void) = nullptr;
   int (*forward_)(const hopattn_attention_fwd_args_t*, void*, char*, size_t) = nullptr;
+  int (*fp8_forward_)(const hopattn_attention_fwd_args_t*, void*, char*, size_t) = nullptr;  // optional
 };
 
 // Row-major D(m×n) = A(m×k)·B(k×n) in bf16 with float accumulation, through cuBLAS

@@ -4,7 +4,9 @@
 // take minutes to compile).
 //
 // One cudnn-frontend graph per problem (shape, strides, dtype, mask, LSE, scale), built on first
-// use and cached with its workspace, so the timed calls only execute.
+// use and cached with its workspace, so the timed calls only execute. Two entry points: the 16-bit
+// SDPA (hopattn_cudnn_sdpa_forward) and, since 2026-12-06, the FP8 one
+// (hopattn_cudnn_sdpa_fp8_forward, cudnn_plugin_abi.h).
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <cudnn_frontend.h>
@@ -17,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "baselines/cudnn_plugin_abi.h"
@@ -26,6 +29,13 @@ namespace fe = cudnn_frontend;
 namespace {
 
 constexpr int64_t kUidQ = 1, kUidK = 2, kUidV = 3, kUidO = 4, kUidStats = 5;
+// The FP8 graph's scalars (float, (1, 1, 1, 1) device tensors) and its amax outputs.
+constexpr int64_t kUidDescaleQ = 6, kUidDescaleK = 7, kUidDescaleV = 8, kUidDescaleS = 9, kUidScaleS = 10,
+                  kUidScaleO = 11, kUidAmaxS = 12, kUidAmaxO = 13;
+// P (in [0, 1]) is quantized to e4m3 as kScaleS · P: FlashAttention-3's and hopattn's scaling (the
+// row maximum's weight exactly 256, e4m3's normal range down to 2^-14 of it). A power of two, so
+// scale and descale are exact.
+constexpr float kScaleS = 256.0f;
 
 struct CachedGraph {
   std::shared_ptr<fe::graph::Graph> graph;
@@ -49,10 +59,21 @@ Key make_key(const hopattn_attention_fwd_args_t& a, int device) {
 std::vector<int64_t> bhsd_dims(const hopattn_tensor_t& t) { return {t.shape[0], t.shape[2], t.shape[1], t.shape[3]}; }
 std::vector<int64_t> bhsd_strides(const hopattn_tensor_t& t) { return {t.stride[0], t.stride[2], t.stride[1], t.stride[3]}; }
 
+// Device memory for the FP8 graphs' scalars, per device: the descales of 1 (q, k, v without
+// descales), descale_s, scale_s, scale_o, and the amax outputs (written, never read).
+struct Fp8Scalars {
+  float* ones = nullptr;  // [3]
+  float* descale_s = nullptr;
+  float* scale_s = nullptr;
+  float* scale_o = nullptr;
+  float* amax = nullptr;  // [2]: amax_s, amax_o
+};
+
 struct State {
   std::mutex mutex;
   std::map<int, cudnnHandle_t> handles;
   std::map<Key, CachedGraph> graphs;
+  std::map<int, Fp8Scalars> fp8_scalars;
 };
 State& state() {
   static State s;
@@ -68,6 +89,20 @@ int fail(char* err, size_t len, const std::string& msg) {
   do {                                                                                    \
     auto st_ = (expr);                                                                    \
     if (!st_.is_good()) return fail(err, errlen, std::string(#expr) + ": " + st_.get_message()); \
+  } while (0)
+
+// As PLUGIN_CHECK_FE, returning HOPATTN_CUDNN_NOT_SUPPORTED where cudnn-frontend says the graph is
+// not supported (its support surface, or no engine for it): the FP8 entry's callers report those
+// as a configuration cuDNN does not take, not as a failure.
+#define PLUGIN_CHECK_FE_SUPPORT(expr)                                                               \
+  do {                                                                                              \
+    auto st_ = (expr);                                                                              \
+    if (!st_.is_good()) {                                                                           \
+      const bool unsupported_ = st_.get_code() == fe::error_code_t::GRAPH_NOT_SUPPORTED ||          \
+                                st_.get_code() == fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED; \
+      fail(err, errlen, std::string(#expr) + ": " + st_.get_message());                             \
+      return unsupported_ ? HOPATTN_CUDNN_NOT_SUPPORTED : 1;                                        \
+    }                                                                                               \
   } while (0)
 
 int build_graph(const hopattn_attention_fwd_args_t& a, cudnnHandle_t handle, CachedGraph* out,
@@ -107,6 +142,117 @@ int build_graph(const hopattn_attention_fwd_args_t& a, cudnnHandle_t handle, Cac
   return 0;
 }
 
+int unsupported(char* err, size_t len, const std::string& msg) {
+  fail(err, len, msg);
+  return HOPATTN_CUDNN_NOT_SUPPORTED;
+}
+
+// The per-device scalars of the FP8 graphs, allocated and filled on first use.
+int fp8_scalars(int device, Fp8Scalars* out, char* err, size_t errlen) {
+  Fp8Scalars& s = state().fp8_scalars[device];
+  if (s.ones == nullptr) {
+    // ones[3], descale_s, scale_s, scale_o, amax[2]
+    const float host[8] = {1.0f, 1.0f, 1.0f, 1.0f / kScaleS, kScaleS, 1.0f, 0.0f, 0.0f};
+    float* d = nullptr;
+    if (cudaMalloc(&d, sizeof(host)) != cudaSuccess) return fail(err, errlen, "cudaMalloc of the FP8 scalars failed");
+    if (cudaMemcpy(d, host, sizeof(host), cudaMemcpyHostToDevice) != cudaSuccess) {
+      cudaFree(d);
+      return fail(err, errlen, "cudaMemcpy of the FP8 scalars failed");
+    }
+    s = Fp8Scalars{d, d + 3, d + 4, d + 5, d + 6};
+  }
+  *out = s;
+  return 0;
+}
+
+// A descale of the FP8 call: unset (descale 1) or one value (cuDNN's descales are per tensor).
+int per_tensor_descale(const hopattn_tensor_t& t, const char* name, char* err, size_t errlen) {
+  if (t.data == nullptr) return 0;
+  int64_t n = 1;
+  for (int i = 0; i < t.rank; ++i) n *= t.shape[i];
+  if (t.dtype != HOPATTN_DTYPE_FP32 || n != 1)
+    return unsupported(err, errlen, std::string(name) + ": cuDNN's FP8 SDPA takes one float32 descale per tensor (" +
+                                        std::to_string(n) + " given: per (batch, kv-head) descales are hopattn's)");
+  return 0;
+}
+
+fe::DataType_t fe_output_type(hopattn_dtype_t t) {
+  return t == HOPATTN_DTYPE_BF16 ? fe::DataType_t::BFLOAT16
+         : t == HOPATTN_DTYPE_FP16 ? fe::DataType_t::HALF
+                                   : fe::DataType_t::FP8_E4M3;
+}
+
+// cudnn-frontend's sdpa_fp8 graph (e4m3 Q, K, V; per-tensor descales; P quantized with scale_s;
+// O bf16, fp16 or e4m3 as args.o says).
+int build_fp8_graph(const hopattn_attention_fwd_args_t& a, cudnnHandle_t handle, CachedGraph* out, char* err,
+                    size_t errlen) {
+  const float scale = a.softmax_scale != 0.0f ? a.softmax_scale : 1.0f / std::sqrt(float(a.q.shape[3]));
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(fe::DataType_t::FP8_E4M3)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  auto tensor = [&](const char* name, int64_t uid, const hopattn_tensor_t& t) {
+    return g->tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid)
+                         .set_dim(bhsd_dims(t)).set_stride(bhsd_strides(t)));
+  };
+  auto scalar = [&](const char* name, int64_t uid) {
+    return g->tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim({1, 1, 1, 1})
+                         .set_stride({1, 1, 1, 1}).set_data_type(fe::DataType_t::FLOAT));
+  };
+  auto q = tensor("Q", kUidQ, a.q), k = tensor("K", kUidK, a.k), v = tensor("V", kUidV, a.v);
+  auto descale_q = scalar("Descale_Q", kUidDescaleQ), descale_k = scalar("Descale_K", kUidDescaleK);
+  auto descale_v = scalar("Descale_V", kUidDescaleV), descale_s = scalar("Descale_S", kUidDescaleS);
+  auto scale_s = scalar("Scale_S", kUidScaleS), scale_o = scalar("Scale_O", kUidScaleO);
+  auto opts = fe::graph::SDPA_fp8_attributes()
+                  .set_name("sdpa_fp8")
+                  .set_generate_stats(a.lse.data != nullptr)
+                  .set_attn_scale(scale);
+  if (a.causal) {
+    // The same mask as hopattn's bottom-right one when the lengths are equal; cuDNN's FP8 SDPA has
+    // its bottom-right mask on Blackwell only.
+    if (a.q.shape[1] == a.k.shape[1]) opts.set_causal_mask(true);
+    else opts.set_causal_mask_bottom_right(true);
+  }
+  auto [o, stats, amax_s, amax_o] =
+      g->sdpa_fp8(q, k, v, descale_q, descale_k, descale_v, descale_s, scale_s, scale_o, opts);
+  o->set_output(true).set_uid(kUidO).set_dim(bhsd_dims(a.o)).set_stride(bhsd_strides(a.o))
+      .set_data_type(fe_output_type(a.o.dtype));
+  amax_s->set_output(true).set_uid(kUidAmaxS).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
+      .set_data_type(fe::DataType_t::FLOAT);
+  amax_o->set_output(true).set_uid(kUidAmaxO).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
+      .set_data_type(fe::DataType_t::FLOAT);
+  if (a.lse.data) {
+    stats->set_output(true).set_uid(kUidStats).set_data_type(fe::DataType_t::FLOAT)
+        .set_dim({a.lse.shape[0], a.lse.shape[1], a.lse.shape[2], 1})
+        .set_stride({a.lse.stride[0], a.lse.stride[1], a.lse.stride[2], 1});
+  }
+  PLUGIN_CHECK_FE_SUPPORT(g->validate());
+  PLUGIN_CHECK_FE_SUPPORT(g->build_operation_graph(handle));
+  PLUGIN_CHECK_FE_SUPPORT(g->create_execution_plans({fe::HeurMode_t::A}));
+  PLUGIN_CHECK_FE_SUPPORT(g->check_support(handle));
+  PLUGIN_CHECK_FE_SUPPORT(g->build_plans(handle));
+  int64_t ws = 0;
+  PLUGIN_CHECK_FE(g->get_workspace_size(ws));
+  if (ws > 0 && cudaMalloc(&out->workspace, size_t(ws)) != cudaSuccess)
+    return fail(err, errlen, "cudaMalloc of the cuDNN workspace failed");
+  out->graph = g;
+  return 0;
+}
+
+// The handle of the current device, bound to `stream`; 0 on success.
+int bound_handle(void* stream, int* device, cudnnHandle_t* out, char* err, size_t errlen) {
+  if (cudaGetDevice(device) != cudaSuccess) return fail(err, errlen, "cudaGetDevice failed");
+  cudnnHandle_t& handle = state().handles[*device];
+  if (handle == nullptr && cudnnCreate(&handle) != CUDNN_STATUS_SUCCESS) {
+    handle = nullptr;
+    return fail(err, errlen, "cudnnCreate failed");
+  }
+  if (cudnnSetStream(handle, static_cast<cudaStream_t>(stream)) != CUDNN_STATUS_SUCCESS)
+    return fail(err, errlen, "cudnnSetStream failed");
+  *out = handle;
+  return 0;
+}
+
 }  // namespace
 
 extern "C" {
@@ -119,6 +265,8 @@ int hopattn_cudnn_sdpa_forward(const hopattn_attention_fwd_args_t* args, void* s
                                size_t errlen) {
   try {
     const hopattn_attention_fwd_args_t& a = *args;
+    if (a.q.dtype != HOPATTN_DTYPE_BF16 && a.q.dtype != HOPATTN_DTYPE_FP16)  // e4m3: the FP8 entry point
+      return fail(err, errlen, "hopattn_cudnn_sdpa_forward takes bf16 or fp16 inputs (e4m3: hopattn_cudnn_sdpa_fp8_forward)");
     int device = 0;
     if (cudaGetDevice(&device) != cudaSuccess) return fail(err, errlen, "cudaGetDevice failed");
     State& s = state();
@@ -139,6 +287,47 @@ int hopattn_cudnn_sdpa_forward(const hopattn_attention_fwd_args_t* args, void* s
     }
     std::unordered_map<int64_t, void*> pack = {
         {kUidQ, a.q.data}, {kUidK, a.k.data}, {kUidV, a.v.data}, {kUidO, a.o.data}};
+    if (a.lse.data) pack[kUidStats] = a.lse.data;
+    PLUGIN_CHECK_FE(it->second.graph->execute(handle, pack, it->second.workspace));
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(err, errlen, std::string("exception: ") + e.what());
+  }
+}
+
+int hopattn_cudnn_sdpa_fp8_forward(const hopattn_attention_fwd_args_t* args, void* stream, char* err,
+                                   size_t errlen) {
+  try {
+    const hopattn_attention_fwd_args_t& a = *args;
+    if (a.q.dtype != HOPATTN_DTYPE_E4M3 || a.k.dtype != HOPATTN_DTYPE_E4M3 || a.v.dtype != HOPATTN_DTYPE_E4M3)
+      return fail(err, errlen, "hopattn_cudnn_sdpa_fp8_forward takes e4m3 q, k and v");
+    if (a.o.dtype != HOPATTN_DTYPE_BF16 && a.o.dtype != HOPATTN_DTYPE_FP16 && a.o.dtype != HOPATTN_DTYPE_E4M3)
+      return fail(err, errlen, "hopattn_cudnn_sdpa_fp8_forward writes a bf16, fp16 or e4m3 o");
+    const char* names[3] = {"q_descale", "k_descale", "v_descale"};
+    const hopattn_tensor_t* descales[3] = {&a.q_descale, &a.k_descale, &a.v_descale};
+    for (int i = 0; i < 3; ++i)
+      if (int rc = per_tensor_descale(*descales[i], names[i], err, errlen); rc != 0) return rc;
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    int device = 0;
+    cudnnHandle_t handle = nullptr;
+    if (int rc = bound_handle(stream, &device, &handle, err, errlen); rc != 0) return rc;
+    Fp8Scalars c;
+    if (int rc = fp8_scalars(device, &c, err, errlen); rc != 0) return rc;
+    Key key = make_key(a, device);
+    key.push_back(a.o.dtype);  // the graph's output type (make_key has q's)
+    auto it = s.graphs.find(key);
+    if (it == s.graphs.end()) {
+      CachedGraph built;
+      if (int rc = build_fp8_graph(a, handle, &built, err, errlen); rc != 0) return rc;
+      it = s.graphs.emplace(key, built).first;
+    }
+    std::unordered_map<int64_t, void*> pack = {
+        {kUidQ, a.q.data},          {kUidK, a.k.data},          {kUidV, a.v.data},           {kUidO, a.o.data},
+        {kUidDescaleS, c.descale_s}, {kUidScaleS, c.scale_s},    {kUidScaleO, c.scale_o},     {kUidAmaxS, c.amax},
+        {kUidAmaxO, c.amax + 1}};
+    const int64_t descale_uids[3] = {kUidDescaleQ, kUidDescaleK, kUidDescaleV};
+    for (int i = 0; i < 3; ++i) pack[descale_uids[i]] = descales[i]->data ? descales[i]->data : c.ones + i;
     if (a.lse.data) pack[kUidStats] = a.lse.data;
     PLUGIN_CHECK_FE(it->second.graph->execute(handle, pack, it->second.workspace));
     return 0;
