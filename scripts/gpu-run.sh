@@ -22,8 +22,9 @@
 #   on 2 cores; r110's 150 s ncu call spent most of its time there and profiled nothing).
 # --ncu-gemm "M N K VARIANT": ncu source counters of that GEMM (one launch) and of cuBLAS's kernel
 #   for the same shape, summarised by scripts/ncu_source_top.py into ncu-gemm.txt.
-# --ncu-attn "HDIM CAUSAL SEQLEN KERNEL;...": the same for one forward attention launch (bf16, the
-#   bench's FA3-grid shape) and cuDNN's kernel beside it, for each spec, into ncu-attn.txt.
+# --ncu-attn "HDIM CAUSAL SEQLEN KERNEL [DTYPE];...": the same for one forward attention launch (DTYPE
+#   bf16 by default, or e4m3; the bench's FA3-grid shape) and cuDNN's kernel beside it (not for
+#   e4m3), for each spec, into ncu-attn.txt.
 # --ncu-decode "ARGS": the same for one launch of the decode split kernel in
 #   `hopattn bench --op decode ARGS` (give one shape, one --kernels entry and one --kv-dtype),
 #   into ncu-decode.txt.
@@ -239,15 +240,18 @@ if [ -n "$ncu_gemm" ]; then step ncu_gemm ncu-gemm.txt ncu_gemm_profile; fi
 # One forward attention launch (the bench's FA3-grid shape, bf16) and cuDNN's kernel beside it.
 ncu_attn_profile() {
   command -v ncu >/dev/null || { echo "ncu not found"; return 1; }
-  local spec specs hdim causal seqlen kernel who filter status=0
+  local spec specs hdim causal seqlen kernel dtype who whos filter status=0
   IFS=';' read -ra specs <<<"$ncu_attn"
   for spec in "${specs[@]}"; do
-    read -r hdim causal seqlen kernel <<<"$spec"
-    for who in hopattn cudnn; do
+    read -r hdim causal seqlen kernel dtype <<<"$spec"
+    dtype=${dtype:-bf16}
+    whos="hopattn cudnn"
+    [ "$dtype" = e4m3 ] && whos=hopattn  # the bench has no cuDNN FP8 row yet
+    for who in $whos; do
       if [ $who = hopattn ]; then filter='(ws|fa2)_forward_kernel'; else filter='^(cudnn|sm90|nvjet|fmha|flash)'; fi
-      echo "== $who (hdim $hdim, causal $causal, seqlen $seqlen, kernel $kernel)"
-      ncu_report "attn-$who-$hdim-$causal-$seqlen" "$filter" 3 50 "$build/bin/hopattn" bench --hdim "$hdim" \
-        --causal "$causal" --seqlen "$seqlen" --kernels "$kernel" --no-ceilings --warmup-ms 0 || status=1
+      echo "== $who (hdim $hdim, causal $causal, seqlen $seqlen, kernel $kernel, $dtype)"
+      ncu_report "attn-$who-$hdim-$causal-$seqlen-$dtype" "$filter" 3 50 "$build/bin/hopattn" bench --hdim "$hdim" \
+        --causal "$causal" --seqlen "$seqlen" --kernels "$kernel" --dtype "$dtype" --no-ceilings --warmup-ms 0 || status=1
     done
   done
   return $status

@@ -9,6 +9,7 @@
 
 #include "attention/device/compiled_set.hpp"
 #include "attention_check.hpp"
+#include "fp8_check.hpp"
 #include "kvcache_check.hpp"
 #include "varlen_check.hpp"
 #include "baselines/baselines.hpp"
@@ -107,6 +108,18 @@ int run_check_command(int argc, char** argv) {
                     hopattn_dtype_name(dtype), c.to_string().c_str(), r.worst, r.pass ? "" : "  ", r.message.c_str());
         r.pass ? ++passes : ++failures;
       }
+    }
+  // 5. FP8 (e4m3) forward attention, against float64 attention on the dequantized inputs.
+  if (!attention::compiled_fp8_head_dims().empty())
+    std::printf("== FP8 (e4m3) attention vs float64 on the dequantized inputs ==\n");
+  for (int hdim : attention::compiled_fp8_head_dims())
+    for (const reference::Fp8Case& c : reference::fp8_check_cases(hdim)) {
+      if (quick && c.p.seqlen_q > 200) continue;
+      const reference::Fp8Result r = reference::run_fp8_case(c);
+      std::printf("%-5s hopattn e4m3 %s  O err %.3g (bound %.3g) LSE err %.3g (bound %.3g)%s%s\n", r.pass ? "ok" : "FAIL",
+                  c.to_string().c_str(), r.o_err.max_abs, r.o_bound, r.lse_err.max_abs, r.lse_bound,
+                  r.pass ? "" : "  ", r.message.c_str());
+      r.pass ? ++passes : ++failures;
     }
   if (baseline_unsupported > 0)
     std::printf("note: %d case(s) not supported by a baseline (marked n/a)\n", baseline_unsupported);

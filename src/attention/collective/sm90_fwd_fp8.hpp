@@ -129,18 +129,30 @@ struct Fp8VTranspose {
 
   // raw and vt point at one stage; worker / workers: this warp among the transposing warps.
   // LayoutRaw: one stage's (keys, hdim) byte offsets; LayoutVt: one stage's (hdim, slots).
+  // Two steps per iteration (the warp's step and the one a round of workers later): eight loads in
+  // flight before the first permute, where one step's four loads left each warp waiting on shared
+  // memory's latency every step (11 steps per warp and stage at 128 x 128). A warp whose step
+  // count is odd loads its last step twice and stores it once.
   template <class LayoutRaw, class LayoutVt>
   CUTE_HOST_DEVICE static void run(uint8_t const* raw, uint8_t* vt, int worker, int workers, int lane) {
     CUTE_NO_UNROLL
-    for (int step = worker; step < kSteps; step += workers) {
-      const Task t = task(step, lane);
-      uint32_t r[4], out[4];
+    for (int step = worker; step < kSteps; step += 2 * workers) {
+      const bool second = step + workers < kSteps;
+      const Task t0 = task(step, lane), t1 = task(second ? step + workers : step, lane);
+      uint32_t r0[4], r1[4], out[4];
       CUTE_UNROLL
-      for (int i = 0; i < 4; ++i)
-        r[i] = *reinterpret_cast<uint32_t const*>(raw + LayoutRaw{}(fp8_pv_key(t.s0 + i), t.n0));
-      transpose_4x4_bytes(r, out);
+      for (int i = 0; i < 4; ++i) {
+        r0[i] = *reinterpret_cast<uint32_t const*>(raw + LayoutRaw{}(fp8_pv_key(t0.s0 + i), t0.n0));
+        r1[i] = *reinterpret_cast<uint32_t const*>(raw + LayoutRaw{}(fp8_pv_key(t1.s0 + i), t1.n0));
+      }
+      transpose_4x4_bytes(r0, out);
       CUTE_UNROLL
-      for (int c = 0; c < 4; ++c) *reinterpret_cast<uint32_t*>(vt + LayoutVt{}(t.n0 + c, t.s0)) = out[c];
+      for (int c = 0; c < 4; ++c) *reinterpret_cast<uint32_t*>(vt + LayoutVt{}(t0.n0 + c, t0.s0)) = out[c];
+      if (second) {
+        transpose_4x4_bytes(r1, out);
+        CUTE_UNROLL
+        for (int c = 0; c < 4; ++c) *reinterpret_cast<uint32_t*>(vt + LayoutVt{}(t1.n0 + c, t1.s0)) = out[c];
+      }
     }
   }
 };
