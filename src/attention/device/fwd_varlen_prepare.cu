@@ -214,7 +214,9 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_varlen_prepare_kernel(Prepare
 //     decode kernels' kind (kDecodeErrorAttention, {1, b, len}), and its O and LSE rows are NaN
 //     (with splits the combine writes them NaN again: it checks the lengths too).
 //  2. The order: sequences by length, longest first (ties: the batch index), so that the
-//     dynamically dealt CTAs end on short entries; by counting, O(batch²), up to kSortLimit.
+//     dynamically dealt CTAs end on short entries; by counting, O(batch²) over the lengths in
+//     shared memory, up to kSmemSequences sequences (above, the batch order: such a batch has
+//     tiles for many waves without splits).
 //  3. The entries: sequence order[r] holds entries [r·E, (r+1)·E), E = m_blocks · heads · splits,
 //     the split slowest, then the q-head (the heads of a KV group, which read the same keys, next
 //     to each other), then the Q tile, longest first; a bad sequence's entries hold no tile
@@ -260,26 +262,26 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
   auto* tiles = reinterpret_cast<FwdVarlenTile*>(a.workspace + kvcache_entries_offset(a.batch));
   auto* ranges = reinterpret_cast<FwdKvRange*>(a.workspace + kvcache_ranges_offset(a.batch, a.m_blocks, a.heads, a.num_splits));
   const int tid = int(threadIdx.x);
-  // A bad length sorts last (its key -1).
-  auto key = [&](int b) {
-    const int len = a.cache_seqlens[b];
-    return bad_kvcache_length(a, len) ? -1 : len;
-  };
-  // 1, 2. Checks and the order.
+  __shared__ int32_t smem_key[kSmemSequences];  // the sort keys: the length, -1 for a bad one
+  const bool sorted = a.batch <= kSmemSequences;
+  // 1. Checks.
   for (int b = tid; b < a.batch; b += kThreads) {
     const int len = a.cache_seqlens[b];
-    if (bad_kvcache_length(a, len) && atomicCAS(a.error, 0, kDecodeErrorAttention) == 0) {
+    const bool bad = bad_kvcache_length(a, len);
+    if (bad && atomicCAS(a.error, 0, kDecodeErrorAttention) == 0) {
       a.error[1] = b;
       a.error[2] = len;
     }
+    if (sorted) smem_key[b] = bad ? -1 : len;
+  }
+  __syncthreads();
+  // 2. The order: rank = how many sequences go before this one.
+  for (int b = tid; b < a.batch; b += kThreads) {
     int rank = b;
-    if (a.batch <= kSortLimit) {
-      const int k = key(b);
+    if (sorted) {
+      const int k = smem_key[b];
       rank = 0;
-      for (int j = 0; j < a.batch; ++j) {
-        const int kj = key(j);
-        rank += kj > k || (kj == k && j < b);
-      }
+      for (int j = 0; j < a.batch; ++j) rank += smem_key[j] > k || (smem_key[j] == k && j < b);
     }
     order[rank] = b;
   }

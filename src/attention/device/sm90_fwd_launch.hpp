@@ -184,7 +184,7 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
   if (fp.kvcache()) {  // a KV-cache list (fwd_kvcache_prepare), dealt as a variable-length batch's
     if (!persistent || !params.varlen_tiles || !fp.band)
       return Status(StatusCode::kInternal, "kvcache attention: a chunk call reached a kernel without a tile list or band");
-    const int64_t units = kvcache_list_entries(fp.batch, m_blocks, fp.heads_q, fp.num_splits) / 2;
+    const int64_t units = kvcache_list_entries(fp.batch, m_blocks, fp.heads_q, std::max(fp.num_splits, 1)) / 2;
     if (2 * units + 2 * int64_t(sms) > INT32_MAX) return Status::unsupported("kvcache attention: more than 2^31 tiles");
     if (Status s = launch_fwd_kvcache_prepare(fp, Traits::kBlockM, Traits::kBlockN, stream); !s.ok()) return s;
     grid = dim3(unsigned(std::max<int64_t>(1, std::min<int64_t>(units, sms))), 1, 1);
