@@ -69,6 +69,23 @@ struct alignas(16) FwdKvRange {
 };
 static_assert(sizeof(FwdKvRange) == 16, "one 16-byte load per entry");
 
+// The KV range of split `split` of `splits` of Q tile m_block (block_m rows, block_n-key tiles) of
+// a sequence of len_q queries and len_k keys under the band (window_left, window_right; clamped as
+// FwdParams holds them): FwdMask<true>'s n_block_min and n_block_count, divided evenly
+// (fwd_kvcache_prepare writes it; tests/host checks it against a brute-force band).
+HOPATTN_VARLEN_HD FwdKvRange kvcache_entry_range(int m_block, int block_m, int block_n, int len_q, int len_k,
+                                                 int window_left, int window_right, int split, int splits) {
+  const int diag = len_k - len_q;
+  const int first_key = m_block * block_m + diag - window_left;  // the tile's first row's first key
+  const int first = first_key <= 0 ? 0 : first_key / block_n;
+  const int last_limit = m_block * block_m + block_m + diag + window_right;  // past its last row's last key
+  const int keys = len_k < last_limit ? len_k : last_limit;
+  const int n_max = keys <= 0 ? 0 : (keys + block_n - 1) / block_n;
+  const int n = n_max > first ? n_max - first : 0;
+  const int lo = int(int64_t(split) * n / splits), hi = int(int64_t(split + 1) * n / splits);
+  return FwdKvRange{first + lo, hi - lo, split, 0};
+}
+
 constexpr int kVarlenMinBlockM = 64;         // the smallest Q tile of any row
 constexpr size_t kVarlenHeaderBytes = 64;
 constexpr size_t kVarlenClaimOffset = 4;  // int32 in the header: the dynamic dealing's claim counter

@@ -2,12 +2,14 @@
 // without a GPU (fake, never dereferenced pointers; the SM count passed in).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <string>
 
 #include "attention/decode_params.hpp"
 #include "attention/experimental.hpp"
+#include "attention/fwd_varlen.hpp"
 #include "hopattn/kvcache.hpp"
 
 namespace hopattn {
@@ -963,6 +965,47 @@ TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 128, 32, 7));
   // An odd entry count gets one pad entry (a dealt unit is two entries): 3 heads, 1 tile, 1 split.
   EXPECT_EQ(chunk_workspace(1, 128, 3, 1), size_t(96 + 4 * (32 + 16)));
+}
+
+// The list's KV ranges (kvcache_entry_range, what fwd_kvcache_prepare writes): the splits of a Q
+// tile partition its range, and the range holds every key a real row of the tile sees (the band:
+// bottom-right causal, or both sides unbounded as the chunk path passes a non-causal call), checked
+// by brute force over q_len 1-300, cache lengths 0-1100, 1-9 splits, both tile sizes of hdim 128.
+TEST(KvCacheChunkPlan, ListRangesCoverTheBandAndPartitionIt) {
+  constexpr int kBlockM = 128, kBlockN = 128;
+  int checked = 0;
+  for (int len_q : {1, 63, 64, 65, 113, 128, 200, 300})
+    for (int len_k : {0, 1, 17, 127, 128, 129, 300, 1000, 1100})
+      for (int causal = 0; causal < 2; ++causal) {
+        if (causal && len_k < len_q) continue;  // a bad length: no entry
+        const int max_len = 1100;
+        const int wl = max_len, wr = causal ? 0 : len_q;  // make_chunk_params's band
+        for (int m = 0; m * kBlockM < len_q; ++m)
+          for (int splits = 1; splits <= 9; ++splits) {
+            const std::string what = "len_q " + std::to_string(len_q) + " len_k " + std::to_string(len_k) +
+                                     (causal ? " causal" : "") + " m " + std::to_string(m) + " splits " +
+                                     std::to_string(splits);
+            int next = -1, total = 0, lo = 0;
+            for (int s = 0; s < splits; ++s) {
+              const attention::FwdKvRange r =
+                  attention::kvcache_entry_range(m, kBlockM, kBlockN, len_q, len_k, wl, wr, s, splits);
+              ASSERT_EQ(r.split, s) << what;
+              ASSERT_GE(r.n_blocks, 0) << what;
+              if (s == 0) lo = r.n_first;
+              else ASSERT_EQ(r.n_first, next) << what << ": split " << s << " does not start where " << s - 1 << " ends";
+              next = r.n_first + r.n_blocks;
+              total += r.n_blocks;
+            }
+            ASSERT_LE(next * kBlockN, (len_k + kBlockN - 1) / kBlockN * kBlockN) << what << ": tiles past the keys";
+            for (int i = m * kBlockM; i < std::min(len_q, (m + 1) * kBlockM); ++i) {
+              const int p = i + len_k - len_q;
+              for (int j = std::max(0, p - wl); j < len_k && j <= p + wr; ++j)
+                ASSERT_TRUE(j / kBlockN >= lo && j / kBlockN < lo + total) << what << ": row " << i << " key " << j;
+            }
+            ++checked;
+          }
+      }
+  EXPECT_GT(checked, 500);
 }
 
 TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {

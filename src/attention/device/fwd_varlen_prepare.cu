@@ -221,8 +221,8 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_varlen_prepare_kernel(Prepare
 //     the split slowest, then the q-head (the heads of a KV group, which read the same keys, next
 //     to each other), then the Q tile, longest first; a bad sequence's entries hold no tile
 //     (m_block -1), as does the pad entry of an odd count. Beside each entry its KV range
-//     (FwdKvRange): its Q tile's tiles by FwdMask<true>'s arithmetic (tile_kv_range, the band the
-//     kernel gets) split evenly, and the split index.
+//     (FwdKvRange, kvcache_entry_range: its Q tile's tiles by FwdMask<true>'s arithmetic with the
+//     band the kernel gets, split evenly) and the split index.
 struct KvCachePrepareArgs {
   const int32_t* cache_seqlens;
   int batch, heads, seqlen_q, max_len, m_blocks, num_splits;
@@ -238,17 +238,6 @@ struct KvCachePrepareArgs {
   int32_t* error;
   char* workspace;
 };
-
-// Q tile m's KV tiles [first, first + count): FwdMask<true>'s n_block_min and n_block_count with
-// the sequence's lengths (seqlen_q, len) and the call's band.
-__device__ void tile_kv_range(const KvCachePrepareArgs& a, int m, int len, int& first, int& count) {
-  const int diag = len - a.seqlen_q;
-  const int first_key = m * a.block_m + diag - a.window_left;
-  first = first_key <= 0 ? 0 : first_key / a.block_n;
-  const int keys = min(len, m * a.block_m + a.block_m + diag + a.window_right);
-  const int n_max = keys <= 0 ? 0 : (keys + a.block_n - 1) / a.block_n;
-  count = max(0, n_max - first);
-}
 
 __device__ bool bad_kvcache_length(const KvCachePrepareArgs& a, int len) {
   return len < 0 || len > a.max_len || (a.causal && len < a.seqlen_q);  // bad_cache_length (sm90_decode_tile.hpp)
@@ -309,12 +298,9 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
         t.q_offset = b - a.seqlen_q;  // q_origin then gives (0, b)
         t.k_offset = b * a.max_len;
         t.len_k = len;
-        int first = 0, n = 0;
-        tile_kv_range(a, t.m_block, len, first, n);
-        const int s = rest / a.heads;  // the split
-        const int lo = int(int64_t(s) * n / a.num_splits), hi = int(int64_t(s + 1) * n / a.num_splits);
-        r = FwdKvRange{first + lo, hi - lo, s, 0};
-        t.n_blocks = hi - lo;
+        r = kvcache_entry_range(t.m_block, a.block_m, a.block_n, a.seqlen_q, len, a.window_left, a.window_right,
+                                rest / a.heads, a.num_splits);
+        t.n_blocks = r.n_blocks;
       }
     }
     ranges[e] = r;
