@@ -21,9 +21,12 @@
 // as max_len-row sequences of a packed one (k_offset = b · max_len, len_k = cache_seqlens[b]:
 // the end-aligned view then clips every load at the sequence's own length, so that the cache's
 // rows past it, which may hold anything, NaN included, are never read). Each Q tile is
-// num_splits entries, one per KV split. An entry's fields there:
-//   m_block, h, b     as above (m_block -1: no tile; the list is padded to an even length, and a
-//                     sequence with a bad length has only such entries)
+// num_splits entries, one per KV split, and every entry is followed by an empty position: a dealt
+// unit (two positions) is then one entry, so that a call of E entries runs on min(E, SMs)
+// persistent CTAs (its entries cost about the same; the variable-length list pairs a long tile
+// with a short one instead). An entry's fields there:
+//   m_block, h, b     as above (m_block -1: no tile: the odd positions, and every entry of a
+//                     sequence with a bad length)
 //   n_blocks          the KV tiles it visits (its split's share)
 //   q_offset, len_q   b - seqlen_q and seqlen_q: the variable-length origin formula
 //                     (ws::q_origin: (max_len_q - len_q, q_offset + len_q)) then gives (0, b),
@@ -110,11 +113,10 @@ HOPATTN_VARLEN_HD size_t varlen_workspace_bytes(int64_t total_q, int64_t batch, 
   return varlen_entries_offset(batch) + size_t(varlen_tile_capacity(total_q, batch, heads_q)) * sizeof(FwdVarlenTile);
 }
 
-// KV-cache lists (above): entries for batch sequences of m_blocks Q tiles of heads_q heads in
-// `splits` KV splits, padded to an even count (a dealt unit is two entries).
+// KV-cache lists (above): the positions of batch sequences of m_blocks Q tiles of heads_q heads in
+// `splits` KV splits: two per entry (the entry, then an empty position; a dealt unit is two).
 HOPATTN_VARLEN_HD int64_t kvcache_list_entries(int64_t batch, int64_t m_blocks, int64_t heads_q, int64_t splits) {
-  const int64_t n = batch * m_blocks * heads_q * splits;
-  return n + (n & 1);
+  return 2 * batch * m_blocks * heads_q * splits;
 }
 HOPATTN_VARLEN_HD size_t kvcache_entries_offset(int64_t batch) {
   return (kVarlenHeaderBytes + size_t(batch) * sizeof(int32_t) + 31) / 32 * 32;

@@ -926,7 +926,7 @@ size_t chunk_workspace(int64_t batch, int64_t seqlen_q, int64_t heads_q, int64_t
   const int64_t rows = batch * heads_q * seqlen_q, m_blocks = (seqlen_q + 127) / 128;
   const size_t partials = splits > 1 ? size_t(splits * rows * (128 + 1) * 4) : 0;
   const size_t order_end = 64 + size_t(batch) * 4, entries = size_t(batch * m_blocks * heads_q * splits);
-  return (partials + 255) / 256 * 256 + (order_end + 31) / 32 * 32 + (entries + (entries & 1)) * (32 + 16);
+  return (partials + 255) / 256 * 256 + (order_end + 31) / 32 * 32 + 2 * entries * (32 + 16);  // an empty position after each entry
 }
 
 TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
@@ -937,7 +937,7 @@ TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   EXPECT_FALSE(p.pack_gqa);
   EXPECT_EQ(p.num_splits, 4);
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 128, 32, 4));
-  EXPECT_EQ(p.workspace_bytes, size_t(4) * 32 * 128 * 129 * 4 + 96 + 128 * (32 + 16));  // spelled out once
+  EXPECT_EQ(p.workspace_bytes, size_t(4) * 32 * 128 * 129 * 4 + 96 + 2 * 128 * (32 + 16));  // spelled out once
   EXPECT_TRUE(check(a).ok()) << check(a).to_string();
   a = chunk_args(1, 64, 4096);  // one Q tile per head too: the same 4 splits of 32 KV tiles
   p = plan_kvcache_attention(a, kSms);
@@ -951,7 +951,7 @@ TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   EXPECT_TRUE(p.fwd_path);
   EXPECT_EQ(p.num_splits, 1);
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(8, 128, 32, 1));
-  EXPECT_EQ(p.workspace_bytes, size_t(96 + 256 * (32 + 16)));
+  EXPECT_EQ(p.workspace_bytes, size_t(96 + 2 * 256 * (32 + 16)));
   a = chunk_args(1, 128, 1000);  // forced: never more splits than 128-key tiles (8)
   a.num_splits = 1000;
   EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 8);
@@ -963,8 +963,8 @@ TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   p = plan_kvcache_attention(a, kSms);
   EXPECT_EQ(p.num_splits, 7);
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 128, 32, 7));
-  // An odd entry count gets one pad entry (a dealt unit is two entries): 3 heads, 1 tile, 1 split.
-  EXPECT_EQ(chunk_workspace(1, 128, 3, 1), size_t(96 + 4 * (32 + 16)));
+  // Every entry is followed by an empty position (a dealt unit, two positions, is one entry).
+  EXPECT_EQ(chunk_workspace(1, 128, 3, 1), size_t(96 + 6 * (32 + 16)));
 }
 
 // The list's KV ranges (kvcache_entry_range, what fwd_kvcache_prepare writes): the splits of a Q

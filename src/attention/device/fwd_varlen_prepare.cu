@@ -219,8 +219,9 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_varlen_prepare_kernel(Prepare
 //     tiles for many waves without splits).
 //  3. The entries: sequence order[r] holds entries [r·E, (r+1)·E), E = m_blocks · heads · splits,
 //     the split slowest, then the q-head (the heads of a KV group, which read the same keys, next
-//     to each other), then the Q tile, longest first; a bad sequence's entries hold no tile
-//     (m_block -1), as does the pad entry of an odd count. Beside each entry its KV range
+//     to each other), then the Q tile, longest first; entry k at position 2k, and the odd
+//     positions empty (m_block -1), so that a dealt unit is one entry; a bad sequence's entries
+//     hold no tile either. Beside each position its KV range
 //     (FwdKvRange, kvcache_entry_range: its Q tile's tiles by FwdMask<true>'s arithmetic with the
 //     band the kernel gets, split evenly) and the split index.
 struct KvCachePrepareArgs {
@@ -283,10 +284,11 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
   __syncthreads();  // order[] is written (global memory, visible within the CTA after the barrier)
 
   // 3. The entries.
-  for (int64_t e = tid; e < count; e += kThreads) {
+  for (int64_t pos = tid; pos < count; pos += kThreads) {
     FwdVarlenTile t{-1, 0, 0, 0, 0, a.seqlen_q, 0, 0};
     FwdKvRange r{0, 0, 0, 0};
-    if (e < int64_t(a.batch) * per_seq) {
+    const int64_t e = pos / 2;  // the entry (odd positions stay empty)
+    if (pos % 2 == 0) {
       const int b = order[e / per_seq];
       const int len = a.cache_seqlens[b];
       if (!bad_kvcache_length(a, len)) {
@@ -303,8 +305,8 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
         t.n_blocks = r.n_blocks;
       }
     }
-    ranges[e] = r;
-    tiles[e] = t;
+    ranges[pos] = r;
+    tiles[pos] = t;
   }
 
   // 4. NaN rows for the bad sequences.
