@@ -387,7 +387,10 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
     *why = cat("kvcache attention: decode_path '", o.decode_path, "' is not \"\", \"decode\" or \"fwd\"");
     return KvCachePlan{};
   }
-  if (o.decode_path != "decode" && o.decode_kernel.empty()) {
+  // An empty call computes nothing (kvcache_attention returns before any launch): the decode plan,
+  // which asks no workspace for it, whatever the path.
+  const bool empty = a.q.shape[0] == 0 || a.q.shape[1] == 0 || a.q.shape[2] == 0;
+  if (!empty && o.decode_path != "decode" && o.decode_kernel.empty()) {
     std::string why_not;
     const int row = chunk_path_row(a, &why_not);
     if (o.decode_path == "fwd" && row < 0) {
