@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
 
   // 4. NaN rows for the bad sequences.
   for (int b = 0; b < a.batch; ++b) {
-    if (!bad_kvcache_length(a, a.cache_seqlens[b])) continue;
+    if (sorted ? smem_key[b] >= 0 : !bad_kvcache_length(a, a.cache_seqlens[b])) continue;
     const int64_t elems = int64_t(a.seqlen_q) * a.heads * a.hdim;
     for (int64_t i = tid; i < elems; i += kThreads) {
       const int d = int(i % a.hdim);

@@ -330,8 +330,10 @@ int chunk_path_row(const KvCacheArgs& a, std::string* why_not) {
   const Tensor &k = a.k_cache, &v = a.v_cache;
   if ((batch > 1 && k.stride[0] != max_len * k.stride[1]) || (batch > 1 && v.stride[0] != max_len * v.stride[1]))
     return *why_not = "a cache whose sequences are not max_seqlen_k rows apart (batch stride != max_seqlen_k * seq stride)", -1;
-  if (batch * max_len >= INT32_MAX || batch > 65535 || a.q.shape[2] > 65535 || a.q.shape[1] >= INT32_MAX / 2)
-    return *why_not = "more than 2^31 - 1 cache tokens, or batch or heads_q over 65535", -1;
+  // The list's and the mask's arithmetic is in int: token offsets b · max_len, and positions plus
+  // a tile and the band's right side (seqlen_q + max_len + 256).
+  if (batch * max_len >= INT32_MAX || a.q.shape[1] + max_len + 256 >= INT32_MAX || batch > 65535 || a.q.shape[2] > 65535)
+    return *why_not = "2^31 or more cache tokens, or seqlen_q + max_seqlen_k near 2^31, or batch or heads_q over 65535", -1;
   for (int i = 0; i < attention::kFwdKernelCount; ++i) {
     const attention::FwdKernelSpec& r = attention::kFwdKernels[i];
     if (r.options && !r.fp8 && attention::fwd_kernel_compiled(i, hdim, true)) return i;
