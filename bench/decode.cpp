@@ -435,7 +435,8 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   // The workspace is queried and allocated before anything is timed.
                   const KvCachePlan plan = experimental::plan_kvcache_attention(call_of(e), sms, overrides);
                   if (plan.kernel[0] == '\0') {
-                    e.error = "no kernel '" + kernel + "' for this cache and head dim";
+                    e.error = !path.empty() ? "the " + path + " path does not take this call (experimental::Overrides::decode_path)"
+                                            : "no kernel '" + kernel + "' for this cache and head dim";
                   } else {
                     e.ws_bytes = plan.workspace_bytes;
                     e.workspace = DeviceBuffer(e.ws_bytes);
