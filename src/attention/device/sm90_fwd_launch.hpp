@@ -157,9 +157,11 @@ inline int fwd_persistent_group(const FwdParams& fp) { return std::max(fp.persis
 // the number of tiles.
 // grouped_causal: a warp-specialized non-persistent kernel with a causal mask, whose scheduler
 // takes the (group, m_blocks, groups) grid of fwd_causal_group's order.
+// kernel_reads_kvcache_lists: ws::kKvCacheLists of the kernel (a KV-cache call, FwdParams::
+// cache_seqlens, is refused by any other).
 template <class Traits, class Kernel>
 Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent, bool grouped_causal,
-                  const FwdParams& fp, Stream stream) {
+                  const FwdParams& fp, Stream stream, bool kernel_reads_kvcache_lists = false) {
   if (Status s = fwd_can_implement(fp, shared_bytes); !s.ok()) return s;
   typename Traits::Params params = make_fwd_params<Traits>(fp);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
@@ -182,8 +184,8 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   }
   if (fp.kvcache()) {  // a KV-cache list (fwd_kvcache_prepare), dealt as a variable-length batch's
-    if (!persistent || !params.varlen_tiles || !fp.band)
-      return Status(StatusCode::kInternal, "kvcache attention: a chunk call reached a kernel without a tile list or band");
+    if (!persistent || !params.varlen_tiles || !fp.band || !kernel_reads_kvcache_lists)
+      return Status(StatusCode::kInternal, "kvcache attention: a chunk call reached a kernel that does not read KV-cache lists");
     const int64_t units = kvcache_list_entries(fp.batch, m_blocks, fp.heads_q, std::max(fp.num_splits, 1)) / 2;
     if (2 * units + 2 * int64_t(sms) > INT32_MAX) return Status::unsupported("kvcache attention: more than 2^31 tiles");
     if (Status s = launch_fwd_kvcache_prepare(fp, Traits::kBlockM, Traits::kBlockN, stream); !s.ok()) return s;
@@ -250,7 +252,7 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
         s.kernel != FwdKernel::kWarpSpecializedSerial && s.kernel != FwdKernel::kWarpSpecializedPingPongSerial;
     return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>, kWsThreads<Traits>,
                               int(sizeof(WsKernelStorage<Traits, kPersistent, s.options>)), kPersistent, !kPersistent && Mask::kCausal,
-                              fp, stream);
+                              fp, stream, ws::kKvCacheLists<Traits, s.options>);
   }
 }
 

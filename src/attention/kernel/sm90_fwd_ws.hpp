@@ -178,7 +178,7 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
     const Mask tmask = tile_mask<kOptions>(mask, sched, c);
     int n_first = first_kv_block<Traits, kOptions>(tmask, c.m_block);
     int n_blocks = kv_block_count<Traits, kOptions>(tmask, c.m_block);
-    if constexpr (kOptions) {  // a KV-cache list: its entry's split of the range
+    if constexpr (kKvCacheLists<Traits, kOptions>) {  // a KV-cache list: its entry's split of the range
       if (p.varlen_ranges != nullptr) {
         const ListKvRange r = list_kv_range(p, t);
         n_first = r.n_first, n_blocks = r.n_blocks;
@@ -536,7 +536,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   auto n_blocks_of = [&](int t) {
     const TileCoord c = sched.coord(t);
     if (!c.valid) return 0;
-    if constexpr (kOptions)  // a KV-cache list: its entry's split of the range
+    if constexpr (kKvCacheLists<Traits, kOptions>)  // a KV-cache list: its entry's split of the range
       if (p.varlen_ranges != nullptr) return list_kv_range(p, t).n_blocks;
     return kv_block_count<Traits, kOptions>(tile_mask<kOptions>(mask, sched, c), c.m_block);
   };
@@ -575,7 +575,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     // KV tiles n_first, n_first + 1, ... (the plain kernels as before: from the position again).
     int n_blocks = kOptions ? kv_block_count<Traits, kOptions>(tmask, c.m_block) : n_blocks_of(t);
     int n_first = first_kv_block<Traits, kOptions>(tmask, c.m_block);
-    if constexpr (kOptions) {  // a KV-cache list: its entry's split of the range
+    if constexpr (kKvCacheLists<Traits, kOptions>) {  // a KV-cache list: its entry's split of the range
       if (p.varlen_ranges != nullptr) {
         const ListKvRange r = list_kv_range(p, t);
         n_first = r.n_first, n_blocks = r.n_blocks;
@@ -626,7 +626,9 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     float lse[kRows];
     // The sinks: in the combine when the KV is split (each row's joins once), here otherwise.
     softmax.finalize(tOrO, lse,
-                     kOptions && p.sinks != nullptr && p.split_o == nullptr ? p.sinks[c.h] * float(M_LOG2E) : -INFINITY);
+                     kOptions && p.sinks != nullptr && !(kKvCacheLists<Traits, kOptions> && p.split_o != nullptr)
+                         ? p.sinks[c.h] * float(M_LOG2E)
+                         : -INFINITY);
     if constexpr (Traits::kFp8) apply_v_descale(p, c, tOrO);
     // Where the tile's rows go: (batch b, rows up to seqlen_q) of padded calls, or its sequence's
     // (the entry read again rather than its fields held through the mainloop).
@@ -635,17 +637,18 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
       if (sched.is_varlen()) {
         const TileCoord e = sched.coord(t);
         const SeqOrigin qo = q_origin(sched, e, p.seqlen_q);
-        // A KV-cache list's Q tile (padded q, qo = (0, b)): its LSE is addressed by batch.
-        const int64_t lse_seq_base = p.padded_q_list ? int64_t(qo.batch) * p.lse_batch_stride
-                                                     : int64_t(e.q_offset) * p.lse_seq_stride;
-        out = {e.len_q, qo.row, qo.batch, int64_t(e.h) * p.lse_head_stride + lse_seq_base};
-        // A KV-cache list's split (several per Q tile): fp32 partials for the decode combine,
-        // straight from the registers; the epilogue below then stores no row (len_q 0) but keeps
-        // its barriers and staging (skipping it on a branch of its own made ptxas spill 12-28
-        // bytes in this kernel, 2026-12-06).
-        if (p.split_o != nullptr) {
-          store_split_partial<Traits>(p, mma_pv, tOrO, lse, e.m_block, e.h, e.b, list_kv_range(p, t).split, thread_idx);
-          out.len_q = 0;
+        out = {e.len_q, qo.row, qo.batch, int64_t(e.h) * p.lse_head_stride + int64_t(e.q_offset) * p.lse_seq_stride};
+        if constexpr (kKvCacheLists<Traits, kOptions>) {
+          // A KV-cache list's Q tile (padded q, qo = (0, b)): its LSE is addressed by batch.
+          if (p.padded_q_list) out.lse_base = int64_t(e.h) * p.lse_head_stride + int64_t(qo.batch) * p.lse_batch_stride;
+          // A split (several per Q tile): fp32 partials for the decode combine, straight from the
+          // registers; the epilogue below then stores no row (len_q 0) but keeps its barriers and
+          // staging (skipping it on a branch of its own made ptxas spill 12-28 bytes in this
+          // kernel, 2026-12-06).
+          if (p.split_o != nullptr) {
+            store_split_partial<Traits>(p, mma_pv, tOrO, lse, e.m_block, e.h, e.b, list_kv_range(p, t).split, thread_idx);
+            out.len_q = 0;
+          }
         }
       }
     }
