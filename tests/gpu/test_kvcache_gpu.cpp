@@ -2121,6 +2121,67 @@ TEST_P(KvCacheGpu, ChunkPathBadDeviceLengthsGiveNaNAndAreReported) {
     }
 }
 
+// The chunk path (the default at q_len 96, hdim 128) captured in a CUDA graph: the prepare kernel,
+// the forward kernel (its programmatic dependent) and, split, the combine, replayed twice bit for
+// bit as the direct call, then following new lengths in device memory; and the direct call run
+// five times bit-identically (the dynamic dealing moves entries between CTAs, never their sums).
+TEST_P(KvCacheGpu, ChunkPathCudaGraphReplayAndRepeatsAreBitIdentical) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
+  cudaStream_t stream;
+  HOPATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (int splits : {1, 3}) {
+    KvCase c = make(cfg, 96, 8, 2, 1030, {1000, 96, 333}, true, 8100 + uint64_t(splits));
+    c.num_splits = splits;
+    c.stale_nan = true;
+    KvRun run(c);
+    ASSERT_TRUE(run.plan().fwd_path) << c.to_string() << ": the default plan must take the chunk path";
+    ASSERT_EQ(run.plan().num_splits, splits) << c.to_string();
+    auto direct = [&](std::vector<uint8_t>* o, std::vector<uint8_t>* lse) {
+      const CaseResult r = run_case(run, references_of(run));
+      print_result(run.kcase(), r);
+      EXPECT_TRUE(r.pass) << c.to_string() << ", direct call: " << r.message;
+      *o = run.o_bytes(), *lse = run.lse_bytes();
+    };
+    std::vector<uint8_t> o_direct, lse_direct;
+    direct(&o_direct, &lse_direct);
+    for (int rep = 0; rep < 5; ++rep) {
+      run.poison(nullptr);
+      ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << c.to_string();
+      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+      EXPECT_TRUE(run.o_bytes() == o_direct && run.lse_bytes() == lse_direct)
+          << c.to_string() << ": repetition " << rep << " differs";
+    }
+    cudaGraph_t graph = nullptr;
+    HOPATTN_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const hopattn_status_t s = run.launch(stream);
+    const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+    ASSERT_EQ(s.code, HOPATTN_OK) << c.to_string() << ", call under capture: " << status_string(s);
+    ASSERT_EQ(end, cudaSuccess) << c.to_string() << ", capture failed: " << cudaGetErrorString(end);
+    cudaGraphExec_t exec = nullptr;
+    HOPATTN_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    auto replay = [&](const char* what, const std::vector<uint8_t>& o_ref, const std::vector<uint8_t>& lse_ref) {
+      run.poison(stream);
+      HOPATTN_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+      EXPECT_TRUE(run.o_bytes() == o_ref) << c.to_string() << ", " << what << ": O differs from the direct call";
+      EXPECT_TRUE(run.lse_bytes() == lse_ref) << c.to_string() << ", " << what << ": LSE differs from the direct call";
+    };
+    replay("replay 1", o_direct, lse_direct);
+    replay("replay 2", o_direct, lse_direct);
+    run.set_lens({333, 1030, 96});
+    std::vector<uint8_t> o_direct2, lse_direct2;
+    direct(&o_direct2, &lse_direct2);
+    replay("replay with new lengths", o_direct2, lse_direct2);
+    const hopattn_status_t dc = hopattn_kvcache_device_check(stream);
+    EXPECT_EQ(dc.code, HOPATTN_OK) << status_string(dc);
+    HOPATTN_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    HOPATTN_CUDA_CHECK(cudaGraphDestroy(graph));
+  }
+  HOPATTN_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
 INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);
 
 }  // namespace
