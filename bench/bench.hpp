@@ -41,7 +41,9 @@ struct BenchOptions {
   float softcap = 0.0f;              // --softcap: every attention cell's (0: none)
   bool sinks = false;                // --sinks: every attention cell with random per-head sinks
   // --kernels: hopattn kernels to time, by registry name (`hopattn info`); "default": the
-  // defaults table's choice per call. Forward names with --op attn, decode names with --op decode.
+  // defaults table's choice per call. Forward names with --op attn, decode names with --op decode;
+  // with --op decode also "decode" and "fwd": the KV-cache call's path forced (Overrides::decode_path:
+  // the decode split kernels, or the chunk path's forward kernel with split-KV), for A/B rows.
   std::vector<std::string> kernels = {"default"};
   // --override KEY=VALUE,...: the forward experiments of experimental::Overrides for every hopattn
   // row (stale_max_log2, narrow_pv, skip_unseen, causal_group, persistent_group).

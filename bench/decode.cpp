@@ -329,6 +329,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               std::string impl;
               bool cudnn = false;
               std::string kernel;  // "" the library's choice, else a registry name
+              std::string path;    // "decode" / "fwd": Overrides::decode_path (--kernels decode,fwd)
               int splits = 0;
               bool tail = false;  // int8 with 16-bit tail blocks (--int8-tail)
               int page = 0;       // > 0: the cache as a pool of such pages (--page-sizes)
@@ -391,7 +392,9 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                                               "': decode rows take only +combine_pdl=0|1 and +split_pdl=0|1");
                 at = next;
               }
-              const std::string kernel = name == "default" ? "" : name;
+              // "decode" and "fwd": the path forced (Overrides::decode_path), the kernel the plan's.
+              const std::string path = name == "decode" || name == "fwd" ? name : "";
+              const std::string kernel = name == "default" || !path.empty() ? "" : name;
               // A kernel of the other cache type does not apply to this cell: no row.
               if (!kernel.empty() && attention::decode_kernel_index(kernel, cache, hdim) < 0 &&
                   attention::decode_kernel_index(kernel, other, hdim) >= 0)
@@ -403,11 +406,11 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 // paged: caches of whole pages (int8: of whole scale blocks, >= 64 keys)
                 if (page > 0 && (len % page != 0 || (int8 && page % kQuantBlock != 0))) continue;
                 Entry e;
-                e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) +
+                e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) + (path.empty() ? "" : ":" + path) +
                          (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "") +
                          (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl") + (split_pdl ? "" : ":nosplitpdl") +
                          (windowed ? ":w" + std::to_string(opt.decode_window) : "");
-                e.kernel = kernel, e.splits = splits, e.tail = tail != 0, e.page = page, e.combine_pdl = combine_pdl;
+                e.kernel = kernel, e.path = path, e.splits = splits, e.tail = tail != 0, e.page = page, e.combine_pdl = combine_pdl;
                 e.split_pdl = split_pdl;
                 if (windowed) e.window = opt.decode_window, e.dense = int(entries.size()) - 1;  // the row just before
                 if (page > 0 && alloc_error.empty()) {  // every page of the pool in some sequence, shuffled
@@ -421,6 +424,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 args.num_splits = splits;
                 experimental::Overrides overrides;
                 overrides.decode_kernel = kernel;
+                overrides.decode_path = path;
                 overrides.decode_combine_pdl = combine_pdl;
                 overrides.decode_split_pdl = split_pdl;
                 set_tail(e.tail);
@@ -431,12 +435,14 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   // The workspace is queried and allocated before anything is timed.
                   const KvCachePlan plan = experimental::plan_kvcache_attention(call_of(e), sms, overrides);
                   if (plan.kernel[0] == '\0') {
-                    e.error = "no kernel '" + kernel + "' for this cache and head dim";
+                    e.error = !path.empty() ? "the " + path + " path does not take this call (experimental::Overrides::decode_path)"
+                                            : "no kernel '" + kernel + "' for this cache and head dim";
                   } else {
                     e.ws_bytes = plan.workspace_bytes;
                     e.workspace = DeviceBuffer(e.ws_bytes);
                     args.workspace = e.workspace.get(), args.workspace_bytes = e.ws_bytes;
-                    e.plan_note = std::string("; plan: ") + plan.kernel + ", " + std::to_string(plan.num_splits) +
+                    e.plan_note = std::string("; plan: ") + plan.kernel + (plan.fwd_path ? " (chunk path)" : "") + ", " +
+                                  std::to_string(plan.num_splits) +
                                   " KV splits, pack_gqa " + (plan.pack_gqa ? "on" : "off") + ", workspace " +
                                   std::to_string(e.ws_bytes) + " B";
                   }
@@ -477,6 +483,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   args.workspace = e.workspace.get(), args.workspace_bytes = e.ws_bytes;
                   experimental::Overrides overrides;
                   overrides.decode_kernel = e.kernel;
+                  overrides.decode_path = e.path;
                   overrides.decode_combine_pdl = e.combine_pdl;
                   overrides.decode_split_pdl = e.split_pdl;
                   // --cold: the same call over each copy of the cache (a paged call views each copy as its pool).

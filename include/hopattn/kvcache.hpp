@@ -27,6 +27,11 @@ struct KvCachePlan {
   int num_splits = 1;
   bool pack_gqa = false;
   bool tail = false;  // an int8 call with 16-bit tail blocks: one more partial slot, and the combine
+  // The chunk path: the forward's options kernel over 128-row Q tiles, each split num_splits ways
+  // over the KV (docs/decode.md, "The chunk path"); `kernel` is then its forward registry name.
+  // It needs a workspace even at one split (its tile list): the plan assumes the call gets
+  // workspace_bytes, and a call given less (or none) runs the decode kernels instead.
+  bool fwd_path = false;
   size_t workspace_bytes = 0;
 };
 

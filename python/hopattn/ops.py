@@ -452,6 +452,11 @@ def _quant_block(cache_values, k_scale_values):
     return cache_values[4] // blocks if blocks > 0 else 0
 
 
+def _strides(t):
+    """A torch tensor's strides (part of the workspace cache's key), None for other arrays."""
+    return tuple(t.stride()) if is_torch(t) else None
+
+
 def _workspace_size(buf, key):
     """The plan's workspace bytes for the packed arguments; remembered under `key` (a call
     signature) when one is given."""
@@ -543,11 +548,13 @@ def _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_spli
         ws_ptr, ws_bytes = _buffer(workspace, "workspace")
     elif q.__class__ is _Tensor or is_torch(q):
         # The plan's workspace depends on the shapes and options only (and the GPU's SM count; the
-        # window bounds the split count): asked once per call signature, then taken from torch's
-        # allocator.
+        # window bounds the split count; the cache's strides choose the chunk path, which takes
+        # caches whose sequences are max_seqlen_k rows apart): asked once per call signature, then
+        # taken from torch's allocator.
         key = (tuple(q.shape), q.dtype, tuple(k_cache.shape), k_cache.dtype, k_tail is not None, lse is not None,
                bool(causal), int(num_splits), pack_gqa, q.get_device(),
-               None if page_table is None else tuple(page_table.shape), window_left, window_right)
+               None if page_table is None else tuple(page_table.shape), window_left, window_right,
+               _strides(k_cache), _strides(v_cache))
         ws_bytes = _workspace_bytes.get(key)
         if ws_bytes is None:
             ws_bytes = _workspace_size(_pack_kvcache(*args, 0, 0, keep), key)

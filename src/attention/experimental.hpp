@@ -28,6 +28,10 @@ struct Overrides {
 
   // Attention over a KV cache.
   std::string decode_kernel;  // a registry name; empty: the defaults table
+  // Which path runs a KV-cache call: "" the plan's choice (decode_defaults.cpp, kChunkRules),
+  // "decode" the decode split kernels (decode_kernel picks one), "fwd" the chunk path (the
+  // forward's options kernel with split-KV; a call it cannot take is refused with the reason).
+  std::string decode_path;
   bool decode_combine_pdl = true;  // the split-KV combine a programmatic dependent of the kernel before it
   bool decode_split_pdl = true;    // the 16-bit split kernel a programmatic dependent of the kernel before it
 };

@@ -63,9 +63,24 @@ struct FwdParams {
   const int32_t* cu_seqlens_k = nullptr;  // (batch + 1), device
   const int32_t* seqused_k = nullptr;     // (batch) or none
   int total_q = 0, total_k = 0;           // rows of q / o and of k / v
-  void* workspace = nullptr;              // fwd_varlen.hpp's layout, varlen_workspace_bytes()
+  void* workspace = nullptr;              // fwd_varlen.hpp's layout, varlen_workspace_bytes() (a KV-cache
+                                          // call: its list region, kvcache_list_bytes())
   int32_t* error = nullptr;               // the device record of bad lengths (decode_error_record)
   bool varlen() const { return cu_seqlens_q != nullptr; }
+
+  // A KV-cache call's chunk path (kvcache_check.cpp; fwd_varlen.hpp, "KV-cache lists"): q, o padded
+  // (batch, seqlen_q, heads_q, hdim), k, v the contiguous cache (batch, seqlen_k = max_len,
+  // heads_kv, hdim) whose sequence b holds cache_seqlens[b] keys (device memory, checked by the
+  // prepare kernel as the decode kernels check it: bad_cache_length, the record kind
+  // kDecodeErrorAttention, NaN rows). Bottom-right causal per sequence. The options rows only.
+  const int32_t* cache_seqlens = nullptr;  // (batch), device
+  // KV splits per Q tile (KV-cache lists): > 1 writes each split's O (fp32, normalised over its
+  // keys) and LSE into split_o / split_lse, the decode combine's workspace layout (decode_params.hpp,
+  // DecodeParams::workspace: slot s, row (b, h, position)), and the sinks are left to the combine.
+  int num_splits = 1;
+  float* split_o = nullptr;    // (num_splits, batch, heads_q, seqlen_q, hdim) fp32
+  float* split_lse = nullptr;  // (num_splits, batch, heads_q, seqlen_q) fp32
+  bool kvcache() const { return cache_seqlens != nullptr; }
 
   int kernel;  // the row of kFwdKernels (kernel/sm90_fwd_config.hpp) that runs
 

@@ -14,6 +14,36 @@
 // which is m_b * heads_q, or m_b * (heads_q + 1) when both are odd (the folded order pairs the
 // middle tiles of two heads, and an odd head count leaves one pairless: fwd_tile_order.hpp), so
 //   sum_b folded_positions(m_b, heads_q) <= (total_q / 64 + batch) * (heads_q rounded up to even).
+//
+// KV-cache lists (hopattn_kvcache_attention's chunk path, FwdParams::cache_seqlens; written by
+// fwd_kvcache_prepare in device/fwd_varlen_prepare.cu): the same entries over padded q / o
+// (batch, seqlen_q, heads_q, hdim) and a contiguous cache (batch, max_len, heads_kv, hdim) read
+// as max_len-row sequences of a packed one (k_offset = b · max_len, len_k = cache_seqlens[b]:
+// the end-aligned view then clips every load at the sequence's own length, so that the cache's
+// rows past it, which may hold anything, NaN included, are never read). Each Q tile is
+// num_splits entries, one per KV split, and every entry is followed by an empty position: a dealt
+// unit (two positions) is then one entry, so that a call of E entries runs on min(E, SMs)
+// persistent CTAs (its entries cost about the same; the variable-length list pairs a long tile
+// with a short one instead). An entry's fields there:
+//   m_block, h, b     as above (m_block -1: no tile: the odd positions, and every entry of a
+//                     sequence with a bad length)
+//   n_blocks          the KV tiles it visits (its split's share)
+//   q_offset, len_q   b - seqlen_q and seqlen_q: the variable-length origin formula
+//                     (ws::q_origin: (max_len_q - len_q, q_offset + len_q)) then gives (0, b),
+//                     the padded views' origin
+//   k_offset, len_k   b · max_len and cache_seqlens[b]
+// and beside it, entry e's KV range (FwdKvRange, 16 bytes, at the same index of an array after
+// the list; ws::list_kv_range): of the n = n_block_count tiles from lo = n_block_min that its Q
+// tile sees (FwdMask<true>'s arithmetic with the sequence's lengths), split s of S takes
+// [lo + s·n / S, lo + (s+1)·n / S) (the decode kernels' and FA3's even division; a split may get
+// none), and its index s (its partials' workspace slot). The prepare kernel divides, so that the
+// attention kernel's producer (24 registers) does not.
+// Its layout (16-byte aligned base), inside the KV-cache workspace (kvcache_check.cpp: the split
+// partials first, at offset 0, then this region, kvcache_list_offset() bytes in):
+//   [0, 64)                         the header, as above
+//   [64, 64 + 4 * batch)            the sequences' order (int32 each, longest cache first)
+//   then, 32-byte aligned,          kvcache_list_entries() entries of FwdVarlenTile
+//   then                            as many FwdKvRange
 #pragma once
 
 #include <cstddef>
@@ -34,6 +64,30 @@ struct alignas(16) FwdVarlenTile {
   int32_t q_offset, len_q, k_offset, len_k;
 };
 static_assert(sizeof(FwdVarlenTile) == 32, "two 16-byte loads per entry");
+
+// A KV-cache list entry's KV range (above): its tiles [n_first, n_first + n_blocks) of block_n keys,
+// counted from the sequence's key 0; split: its partials' workspace slot.
+struct alignas(16) FwdKvRange {
+  int32_t n_first, n_blocks, split, unused;
+};
+static_assert(sizeof(FwdKvRange) == 16, "one 16-byte load per entry");
+
+// The KV range of split `split` of `splits` of Q tile m_block (block_m rows, block_n-key tiles) of
+// a sequence of len_q queries and len_k keys under the band (window_left, window_right; clamped as
+// FwdParams holds them): FwdMask<true>'s n_block_min and n_block_count, divided evenly
+// (fwd_kvcache_prepare writes it; tests/host checks it against a brute-force band).
+HOPATTN_VARLEN_HD FwdKvRange kvcache_entry_range(int m_block, int block_m, int block_n, int len_q, int len_k,
+                                                 int window_left, int window_right, int split, int splits) {
+  const int diag = len_k - len_q;
+  const int first_key = m_block * block_m + diag - window_left;  // the tile's first row's first key
+  const int first = first_key <= 0 ? 0 : first_key / block_n;
+  const int last_limit = m_block * block_m + block_m + diag + window_right;  // past its last row's last key
+  const int keys = len_k < last_limit ? len_k : last_limit;
+  const int n_max = keys <= 0 ? 0 : (keys + block_n - 1) / block_n;
+  const int n = n_max > first ? n_max - first : 0;
+  const int lo = int(int64_t(split) * n / splits), hi = int(int64_t(split + 1) * n / splits);
+  return FwdKvRange{first + lo, hi - lo, split, 0};
+}
 
 constexpr int kVarlenMinBlockM = 64;         // the smallest Q tile of any row
 constexpr size_t kVarlenHeaderBytes = 64;
@@ -57,6 +111,30 @@ HOPATTN_VARLEN_HD size_t varlen_entries_offset(int64_t batch) {
 }
 HOPATTN_VARLEN_HD size_t varlen_workspace_bytes(int64_t total_q, int64_t batch, int64_t heads_q) {
   return varlen_entries_offset(batch) + size_t(varlen_tile_capacity(total_q, batch, heads_q)) * sizeof(FwdVarlenTile);
+}
+
+// KV-cache lists (above): the positions of batch sequences of m_blocks Q tiles of heads_q heads in
+// `splits` KV splits: two per entry (the entry, then an empty position; a dealt unit is two).
+HOPATTN_VARLEN_HD int64_t kvcache_list_entries(int64_t batch, int64_t m_blocks, int64_t heads_q, int64_t splits) {
+  return 2 * batch * m_blocks * heads_q * splits;
+}
+HOPATTN_VARLEN_HD size_t kvcache_entries_offset(int64_t batch) {
+  return (kVarlenHeaderBytes + size_t(batch) * sizeof(int32_t) + 31) / 32 * 32;
+}
+HOPATTN_VARLEN_HD size_t kvcache_ranges_offset(int64_t batch, int64_t m_blocks, int64_t heads_q, int64_t splits) {
+  return kvcache_entries_offset(batch) + size_t(kvcache_list_entries(batch, m_blocks, heads_q, splits)) * sizeof(FwdVarlenTile);
+}
+HOPATTN_VARLEN_HD size_t kvcache_list_bytes(int64_t batch, int64_t m_blocks, int64_t heads_q, int64_t splits) {
+  return kvcache_ranges_offset(batch, m_blocks, heads_q, splits) +
+         size_t(kvcache_list_entries(batch, m_blocks, heads_q, splits)) * sizeof(FwdKvRange);
+}
+// The split partials of a KV-cache call (the decode combine's layout, decode_params.hpp: O then
+// LSE, fp32), 0 at one split; the list follows them, 256-byte aligned.
+HOPATTN_VARLEN_HD size_t kvcache_partial_bytes(int64_t rows, int64_t hdim, int64_t splits) {
+  return splits > 1 ? size_t(splits) * size_t(rows) * size_t(hdim + 1) * sizeof(float) : 0;
+}
+HOPATTN_VARLEN_HD size_t kvcache_list_offset(int64_t rows, int64_t hdim, int64_t splits) {
+  return (kvcache_partial_bytes(rows, hdim, splits) + 255) / 256 * 256;
 }
 
 }  // namespace hopattn::attention

@@ -101,6 +101,8 @@ struct KvCase {
                                 // (k_tail, v_tail); the int8 cache's rows for them hold wrong values
   std::string kernel;           // the split kernel forced by name (experimental::Overrides::decode_kernel;
                                 // "": the library's default choice)
+  std::string path;             // the path forced (experimental::Overrides::decode_path: "decode", or
+                                // "fwd" the chunk path; "": the plan's choice)
   // The options (kvcache.h, 0.4): a sliding window (-1: an unbounded side), the softcap, sinks
   // (heads_q logits, or empty), and NaN in every key before all of a sequence's windows (rows
   // [0, len - seqlen_q - window_left): keys no row may read).
@@ -139,6 +141,7 @@ struct KvCase {
     if (!sinks.empty()) os << " sinks";
     if (nan_before_window) os << " NaN-before-window";
     if (!kernel.empty()) os << " kernel=" << kernel;
+    if (!path.empty()) os << " path=" << path;
     os << " seed=" << seed;
     return os.str();
   }
@@ -241,6 +244,7 @@ class KvRun {
       args.sinks = tensor_sinks(sinks_.as<float>(), int64_t(c.sinks.size()));
     }
     overrides.decode_kernel = c.kernel;
+    overrides.decode_path = c.path;
 
     fill_normal(q_.get(), c.dtype, qo_alloc_, c.seed * 7 + 0, c.input_std);
     set_lens(c.lens);
@@ -248,6 +252,14 @@ class KvRun {
   }
 
   const KvCase& kcase() const { return c_; }
+
+  // Forces the path ("decode", "fwd" or "": the plan's) on the same inputs; the workspace is
+  // queried again.
+  void set_path(const std::string& path) {
+    c_.path = path;
+    overrides.decode_path = path;
+    allocate_workspace();
+  }
 
   // Forces another split kernel by name ("": the default choice) on the same inputs; the workspace
   // is queried again (its size follows the plan, and the plan the kernel's CTAs per SM).
@@ -324,7 +336,7 @@ class KvRun {
   // The default choice through the C ABI (hopattn_kvcache_attention); a forced kernel through
   // experimental::kvcache_attention, its status in the C ABI's form.
   hopattn_status_t launch(cudaStream_t stream) {
-    if (overrides.decode_kernel.empty()) return hopattn_kvcache_attention(&args, stream);
+    if (overrides.decode_kernel.empty() && overrides.decode_path.empty()) return hopattn_kvcache_attention(&args, stream);
     const Status s = experimental::kvcache_attention(args, stream, overrides);
     hopattn_status_t out{};
     out.code = static_cast<hopattn_status_code_t>(s.code());
@@ -408,7 +420,7 @@ class KvRun {
   // default choice, the plan with the overrides for a forced kernel (a kernel that does not exist
   // plans no workspace; the call refuses it).
   void allocate_workspace() {
-    if (overrides.decode_kernel.empty()) {
+    if (overrides.decode_kernel.empty() && overrides.decode_path.empty()) {
       const hopattn_status_t ws = hopattn_kvcache_workspace_size(&args, &workspace_bytes);
       if (ws.code != HOPATTN_OK) throw std::runtime_error("hopattn_kvcache_workspace_size: " + status_string(ws));
     } else {
@@ -1951,6 +1963,223 @@ TEST_P(KvCacheGpu, OptionsOnPagedCachesMatchTheContiguousCache) {
       EXPECT_TRUE(run.lse_bytes() == lse0) << c.to_string() << " page " << page << ": LSE differs";
     }
   }
+}
+
+// ---- the chunk path (docs/decode.md, "The chunk path") ---------------------------------------
+
+// Whether this build's configuration has the chunk path (16-bit contiguous caches at hdim 128).
+bool has_chunk_path(const Config& cfg) { return cfg.hdim == 128; }
+
+// At another head dim, forcing the chunk path is refused with the reason (the decode kernels run
+// such calls by default).
+void expect_chunk_path_refused(const Config& cfg) {
+  KvCase c = make(cfg, 64, 8, 2, 256, {200}, true, 1);
+  c.path = "fwd";
+  KvRun run(c);
+  const hopattn_status_t s = run.launch(nullptr);
+  EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << c.to_string() << ": " << status_string(s);
+  EXPECT_NE(std::string(s.message).find("chunk path"), std::string::npos) << status_string(s);
+}
+
+// The chunk path against the fp64 reference: q_len 64, 65, 113, 128 and 200 (one and two 128-row
+// Q tiles, partial ones), GQA 8:2 (the group of 32:8) and MHA, causal and not, the split count of
+// the heuristic and forced 1, 2, 3 and 7, over one ragged batch of caches of 4096, 1000, 17 and 1
+// tokens (causal: 4096, 1000, exactly q_len and q_len + 17, the shortest a causal call takes; and
+// without causal an empty one), in a cache of 4096 positions whose rows past each length hold NaN.
+// Each case then runs again on the decode path (Overrides::decode_path) against the same reference.
+TEST_P(KvCacheGpu, ChunkPathMatchesTheReferenceAndTheDecodePath) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
+  const struct { int hq, hkv; } heads[] = {{8, 2}, {4, 4}};
+  int passed = 0, total = 0;
+  uint64_t seed = 50000;
+  for (int sq : {64, 65, 113, 128, 200})
+    for (const auto& h : heads)
+      for (int causal = 0; causal < 2; ++causal)
+        for (int splits : {0, 1, 2, 3, 7}) {
+          std::vector<int32_t> lens = causal ? std::vector<int32_t>{4096, 1000, sq, sq + 17}
+                                             : std::vector<int32_t>{4096, 1000, 17, 1, 0};
+          KvCase c = make(cfg, sq, h.hq, h.hkv, 4096, lens, causal != 0, seed++);
+          c.num_splits = splits;
+          c.stale_nan = true;
+          c.path = "fwd";
+          KvRun run(c);
+          const References ref = references_of(run);
+          const CaseResult r = run_case(run, ref);
+          print_result(c, r);
+          EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+          EXPECT_TRUE(r.plan.fwd_path) << c.to_string() << ": the plan did not take the chunk path";
+          passed += r.pass, ++total;
+          run.set_path("decode");
+          const CaseResult d = run_case(run, ref);
+          EXPECT_TRUE(d.pass) << c.to_string() << " on the decode path: " << d.message;
+          EXPECT_FALSE(d.plan.fwd_path) << c.to_string();
+        }
+  std::printf("%d of %d chunk-path cases passed\n", passed, total);
+}
+
+// GQA 32:8 (issue 39's heads) with the plan's own choice (the C ABI: no override; q_len >= 64 at
+// hdim 128 takes the chunk path) and a forced split count, LSE on and off.
+TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
+  uint64_t seed = 51000;
+  for (int sq : {64, 128})
+    for (int causal = 0; causal < 2; ++causal)
+      for (int splits : {0, 3})
+        for (int lse = 0; lse < 2; ++lse) {
+          KvCase c = make(cfg, sq, 32, 8, 4096, {4096, 2000}, causal != 0, seed++);
+          c.num_splits = splits;
+          c.with_lse = lse != 0;
+          c.stale_nan = true;
+          KvRun run(c);
+          const CaseResult r = run_case(run, references_of(run));
+          print_result(c, r);
+          EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+          EXPECT_TRUE(r.plan.fwd_path) << c.to_string() << ": the default plan did not take the chunk path";
+        }
+  // q_len 63: the decode kernels (the table's rule starts at 64).
+  KvCase c = make(cfg, 63, 32, 8, 4096, {4096}, true, seed++);
+  KvRun run(c);
+  EXPECT_FALSE(run.plan().fwd_path) << c.to_string();
+}
+
+// Softcap and sinks on the chunk path (the sinks join in the combine when split, in the epilogue
+// at one split), against the reference; a window is refused on the forced path (the decode kernels
+// take it by default).
+TEST_P(KvCacheGpu, ChunkPathOptionsMatchTheReference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
+  const Options options[] = {
+      {false, -1, -1, false, 30.0f, false, 8.0f}, {false, -1, -1, true, 0.0f, true, 1.0f},
+      {false, -1, -1, false, 0.0f, true, 1.0f},   {false, -1, -1, true, 20.0f, true, 8.0f},
+  };
+  uint64_t seed = 52000;
+  for (const Options& o : options)
+    for (int sq : {64, 113})
+      for (int splits : {0, 1, 3}) {
+        std::vector<int32_t> lens = {1000, o.causal ? sq : 1, 17 + sq, 300};
+        if (!o.causal) lens.push_back(0);
+        KvCase c = with_options(make(cfg, sq, 8, 2, 1030, lens, o.causal, seed++), o);
+        c.num_splits = splits;
+        c.path = "fwd";
+        KvRun run(c);
+        const CaseResult r = run_case(run, references_of(run));
+        print_result(c, r);
+        EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+      }
+  KvCase w = with_options(make(cfg, 64, 8, 2, 1030, {1000}, true, seed++), {true, 100, 0, true, 0.0f, false, 1.0f});
+  w.path = "fwd";
+  KvRun run(w);
+  const hopattn_status_t s = run.launch(nullptr);
+  EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << w.to_string() << ": " << status_string(s);
+  w.path = "";
+  KvRun dflt(w);
+  EXPECT_FALSE(dflt.plan().fwd_path) << w.to_string() << ": a window must keep the decode kernels";
+}
+
+// A bad cache_seqlens entry on the chunk path: NaN rows for that sequence (the others right), the
+// decode kernels' device record, at one split (the prepare kernel writes the NaN rows) and at
+// three (the combine does), over NaN and over a finite filler.
+TEST_P(KvCacheGpu, ChunkPathBadDeviceLengthsGiveNaNAndAreReported) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
+  constexpr int kBad = 3, kMax = 1100, kSq = 64;
+  {
+    const hopattn_status_t clean = hopattn_kvcache_device_check(nullptr);
+    ASSERT_EQ(clean.code, HOPATTN_OK) << "a record before any bad call: " << status_string(clean);
+  }
+  const struct { const char* what; bool causal; int32_t len; } scenarios[] = {
+      {"negative", false, -1},
+      {"max_seqlen_k + 1", false, kMax + 1},
+      {"INT32_MAX", true, INT32_MAX},
+      {"causal, shorter than seqlen_q", true, kSq - 1},
+  };
+  uint64_t seed = 53000;
+  for (const auto& sc : scenarios)
+    for (int splits : {1, 3}) {
+      KvCase c = make(cfg, kSq, 8, 2, kMax, {1000, 64, 300, sc.len, kMax}, sc.causal, seed++);
+      c.num_splits = splits;
+      c.path = "fwd";
+      KvRun run(c);
+      const References ref = references_of(run);
+      const std::string what = std::string(sc.what) + ", " + c.to_string();
+      CaseResult r = run_case(run, ref);
+      print_result(c, r);
+      EXPECT_TRUE(r.pass) << what << ": " << r.message;
+      expect_device_report(nullptr, kBad, sc.len, what);
+      run.poison(nullptr, /*sentinel=*/true);
+      ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << what;
+      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+      r = check_outputs(run, ref);
+      EXPECT_TRUE(r.pass) << what << " (over a finite filler): " << r.message;
+      expect_device_report(nullptr, kBad, sc.len, what + " (finite filler)");
+    }
+}
+
+// The chunk path (the default at q_len 96, hdim 128) captured in a CUDA graph: the prepare kernel,
+// the forward kernel (its programmatic dependent) and, split, the combine, replayed twice bit for
+// bit as the direct call, then following new lengths in device memory; and the direct call run
+// five times bit-identically (the dynamic dealing moves entries between CTAs, never their sums).
+TEST_P(KvCacheGpu, ChunkPathCudaGraphReplayAndRepeatsAreBitIdentical) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
+  cudaStream_t stream;
+  HOPATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (int splits : {1, 3}) {
+    KvCase c = make(cfg, 96, 8, 2, 1030, {1000, 96, 333}, true, 8100 + uint64_t(splits));
+    c.num_splits = splits;
+    c.stale_nan = true;
+    KvRun run(c);
+    ASSERT_TRUE(run.plan().fwd_path) << c.to_string() << ": the default plan must take the chunk path";
+    ASSERT_EQ(run.plan().num_splits, splits) << c.to_string();
+    auto direct = [&](std::vector<uint8_t>* o, std::vector<uint8_t>* lse) {
+      const CaseResult r = run_case(run, references_of(run));
+      print_result(run.kcase(), r);
+      EXPECT_TRUE(r.pass) << c.to_string() << ", direct call: " << r.message;
+      *o = run.o_bytes(), *lse = run.lse_bytes();
+    };
+    std::vector<uint8_t> o_direct, lse_direct;
+    direct(&o_direct, &lse_direct);
+    for (int rep = 0; rep < 5; ++rep) {
+      run.poison(nullptr);
+      ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << c.to_string();
+      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+      EXPECT_TRUE(run.o_bytes() == o_direct && run.lse_bytes() == lse_direct)
+          << c.to_string() << ": repetition " << rep << " differs";
+    }
+    cudaGraph_t graph = nullptr;
+    HOPATTN_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const hopattn_status_t s = run.launch(stream);
+    const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+    ASSERT_EQ(s.code, HOPATTN_OK) << c.to_string() << ", call under capture: " << status_string(s);
+    ASSERT_EQ(end, cudaSuccess) << c.to_string() << ", capture failed: " << cudaGetErrorString(end);
+    cudaGraphExec_t exec = nullptr;
+    HOPATTN_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    auto replay = [&](const char* what, const std::vector<uint8_t>& o_ref, const std::vector<uint8_t>& lse_ref) {
+      run.poison(stream);
+      HOPATTN_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      HOPATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+      EXPECT_TRUE(run.o_bytes() == o_ref) << c.to_string() << ", " << what << ": O differs from the direct call";
+      EXPECT_TRUE(run.lse_bytes() == lse_ref) << c.to_string() << ", " << what << ": LSE differs from the direct call";
+    };
+    replay("replay 1", o_direct, lse_direct);
+    replay("replay 2", o_direct, lse_direct);
+    run.set_lens({333, 1030, 96});
+    std::vector<uint8_t> o_direct2, lse_direct2;
+    direct(&o_direct2, &lse_direct2);
+    replay("replay with new lengths", o_direct2, lse_direct2);
+    const hopattn_status_t dc = hopattn_kvcache_device_check(stream);
+    EXPECT_EQ(dc.code, HOPATTN_OK) << status_string(dc);
+    HOPATTN_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    HOPATTN_CUDA_CHECK(cudaGraphDestroy(graph));
+  }
+  HOPATTN_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);

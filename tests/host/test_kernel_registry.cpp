@@ -132,6 +132,37 @@ TEST(FwdRegistry, NamesAreUniquePerHeadDim) {
   EXPECT_EQ(fwd_kernel_index("ws_pingpong_128x192x2", 64), -1);  // a row of another head dim
 }
 
+// The chunk path's rules (decode_defaults.cpp, kChunkRules): each names head dims whose 16-bit
+// forward options row (the kernel the chunk path runs, with split-KV) exists in the registry and,
+// where the head dim is compiled, in this build; rows take at least 64 queries (half a 128-row tile).
+TEST(DecodeChunkRules, EveryRuleHasAForwardOptionsRow) {
+  int count = 0;
+  const attention::DecodeChunkRule* rules = attention::decode_chunk_rules(&count);
+  ASSERT_GT(count, 0);
+  for (int r = 0; r < count; ++r) {
+    EXPECT_GE(rules[r].seqlen_q_min, 64) << "chunk rule " << r;
+    EXPECT_NE(std::string(rules[r].evidence), "") << "chunk rule " << r << ": no evidence column";
+    for (int hdim : {64, 128, 256}) {
+      if ((rules[r].hdims & attention::decode_hdim_bit(hdim)) == 0) continue;
+      bool in_registry = false, compiled = false;
+      for (int i = 0; i < attention::kFwdKernelCount; ++i) {
+        const attention::FwdKernelSpec& k = attention::kFwdKernels[i];
+        if (!k.options || k.fp8 || k.hdim != hdim) continue;
+        in_registry = true;
+        compiled |= attention::fwd_kernel_compiled(i, hdim, true);
+      }
+      EXPECT_TRUE(in_registry) << "chunk rule " << r << ": no options row at hdim " << hdim;
+      bool hdim_built = false;
+      for (int d : attention::compiled_head_dims()) hdim_built |= d == hdim;
+      if (hdim_built) EXPECT_TRUE(compiled) << "chunk rule " << r << ": the options row of hdim " << hdim << " is not compiled";
+    }
+  }
+  EXPECT_EQ(attention::decode_chunk_rule(128, 63), nullptr);
+  EXPECT_NE(attention::decode_chunk_rule(128, 64), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(64, 4096), nullptr);  // hdim 64 / 256: the decode kernels
+  EXPECT_EQ(attention::decode_chunk_rule(256, 4096), nullptr);
+}
+
 TEST(DecodeRegistry, EveryDefaultNamesAKernelOfItsCacheAndHeadDims) {
   int count = 0;
   const DecodeDefaultRule* rules = decode_default_rules(&count);

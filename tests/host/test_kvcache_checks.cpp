@@ -2,12 +2,14 @@
 // without a GPU (fake, never dereferenced pointers; the SM count passed in).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <string>
 
 #include "attention/decode_params.hpp"
 #include "attention/experimental.hpp"
+#include "attention/fwd_varlen.hpp"
 #include "hopattn/kvcache.hpp"
 
 namespace hopattn {
@@ -902,6 +904,173 @@ TEST(KvCacheOptionsChecks, OlderCallerStructSizes) {
   old.softcap = 0.0f;
   s = hopattn_kvcache_workspace_size(&old, &bytes);
   EXPECT_NE(std::string(s.message).find("sinks: dtype must be fp32"), std::string::npos) << s.message;
+}
+
+// ---- the chunk path (docs/decode.md, "The chunk path") ---------------------------------------
+
+// Issue 39's chunk: q (1, 128, 32, 128) bf16 against a cache (1, 32768, 8, 128), causal.
+KvCacheArgs chunk_args(int64_t batch = 1, int64_t seqlen_q = 128, int64_t max_len = 32768) {
+  KvCacheArgs a = valid_args();
+  a.q = tensor_bshd(fake(0x10000000), HOPATTN_DTYPE_BF16, batch, seqlen_q, 32, 128);
+  a.o = tensor_bshd(fake(0x40000000), HOPATTN_DTYPE_BF16, batch, seqlen_q, 32, 128);
+  a.k_cache = tensor_bshd(fake(0x100000000), HOPATTN_DTYPE_BF16, batch, max_len, 8, 128);
+  a.v_cache = tensor_bshd(fake(0x200000000), HOPATTN_DTYPE_BF16, batch, max_len, 8, 128);
+  a.cache_seqlens = tensor_seqlens(static_cast<int32_t*>(fake(0x30000000)), batch);
+  a.lse = tensor_lse(static_cast<float*>(fake(0x50000000)), batch, 32, seqlen_q);
+  return a;
+}
+
+// The workspace of a chunk-path plan: the split partials (0 at one split), 256-byte aligned, then
+// the list (header, the order, the entries and their KV ranges), as fwd_varlen.hpp documents it.
+size_t chunk_workspace(int64_t batch, int64_t seqlen_q, int64_t heads_q, int64_t splits) {
+  const int64_t rows = batch * heads_q * seqlen_q, m_blocks = (seqlen_q + 127) / 128;
+  const size_t partials = splits > 1 ? size_t(splits * rows * (128 + 1) * 4) : 0;
+  const size_t order_end = 64 + size_t(batch) * 4, entries = size_t(batch * m_blocks * heads_q * splits);
+  return (partials + 255) / 256 * 256 + (order_end + 31) / 32 * 32 + 2 * entries * (32 + 16);  // an empty position after each entry
+}
+
+TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
+  KvCacheArgs a = chunk_args();  // 32 Q tiles of 128 rows: 4 splits make 128 CTAs, 97 % of 132 SMs
+  KvCachePlan p = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(p.fwd_path);
+  EXPECT_STREQ(p.kernel, "ws_pingpong_persistent_128x128x2_options");
+  EXPECT_FALSE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 4);
+  EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 128, 32, 4));
+  EXPECT_EQ(p.workspace_bytes, size_t(4) * 32 * 128 * 129 * 4 + 96 + 2 * 128 * (32 + 16));  // spelled out once
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  a = chunk_args(1, 64, 4096);  // one Q tile per head too: the same 4 splits of 32 KV tiles
+  p = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(p.fwd_path);
+  EXPECT_EQ(p.num_splits, 4);
+  EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 64, 32, 4));
+  a = chunk_args(1, 200, 4096);  // two Q tiles per head: 64 tiles, 2 splits (128 CTAs)
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 2);
+  a = chunk_args(8, 128, 4096);  // 256 tiles: enough for the SMs, one split; the list alone
+  p = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(p.fwd_path);
+  EXPECT_EQ(p.num_splits, 1);
+  EXPECT_EQ(p.workspace_bytes, chunk_workspace(8, 128, 32, 1));
+  EXPECT_EQ(p.workspace_bytes, size_t(96 + 2 * 256 * (32 + 16)));
+  a = chunk_args(1, 128, 1000);  // forced: never more splits than 128-key tiles (8)
+  a.num_splits = 1000;
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 8);
+  a = chunk_args(1, 128, 1 << 20);  // ... nor than 128
+  a.num_splits = 1000;
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 128);
+  a = chunk_args(1, 128, 32768);
+  a.num_splits = 7;
+  p = plan_kvcache_attention(a, kSms);
+  EXPECT_EQ(p.num_splits, 7);
+  EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 128, 32, 7));
+  // Every entry is followed by an empty position (a dealt unit, two positions, is one entry).
+  EXPECT_EQ(chunk_workspace(1, 128, 3, 1), size_t(96 + 6 * (32 + 16)));
+}
+
+// The list's KV ranges (kvcache_entry_range, what fwd_kvcache_prepare writes): the splits of a Q
+// tile partition its range, and the range holds every key a real row of the tile sees (the band:
+// bottom-right causal, or both sides unbounded as the chunk path passes a non-causal call), checked
+// by brute force over q_len 1-300, cache lengths 0-1100, 1-9 splits, both tile sizes of hdim 128.
+TEST(KvCacheChunkPlan, ListRangesCoverTheBandAndPartitionIt) {
+  constexpr int kBlockM = 128, kBlockN = 128;
+  int checked = 0;
+  for (int len_q : {1, 63, 64, 65, 113, 128, 200, 300})
+    for (int len_k : {0, 1, 17, 127, 128, 129, 300, 1000, 1100})
+      for (int causal = 0; causal < 2; ++causal) {
+        if (causal && len_k < len_q) continue;  // a bad length: no entry
+        const int max_len = 1100;
+        const int wl = max_len, wr = causal ? 0 : len_q;  // make_chunk_params's band
+        for (int m = 0; m * kBlockM < len_q; ++m)
+          for (int splits = 1; splits <= 9; ++splits) {
+            const std::string what = "len_q " + std::to_string(len_q) + " len_k " + std::to_string(len_k) +
+                                     (causal ? " causal" : "") + " m " + std::to_string(m) + " splits " +
+                                     std::to_string(splits);
+            int next = -1, total = 0, lo = 0;
+            for (int s = 0; s < splits; ++s) {
+              const attention::FwdKvRange r =
+                  attention::kvcache_entry_range(m, kBlockM, kBlockN, len_q, len_k, wl, wr, s, splits);
+              ASSERT_EQ(r.split, s) << what;
+              ASSERT_GE(r.n_blocks, 0) << what;
+              if (s == 0) lo = r.n_first;
+              else ASSERT_EQ(r.n_first, next) << what << ": split " << s << " does not start where " << s - 1 << " ends";
+              next = r.n_first + r.n_blocks;
+              total += r.n_blocks;
+            }
+            ASSERT_LE(next * kBlockN, (len_k + kBlockN - 1) / kBlockN * kBlockN) << what << ": tiles past the keys";
+            for (int i = m * kBlockM; i < std::min(len_q, (m + 1) * kBlockM); ++i) {
+              const int p = i + len_k - len_q;
+              for (int j = std::max(0, p - wl); j < len_k && j <= p + wr; ++j)
+                ASSERT_TRUE(j / kBlockN >= lo && j / kBlockN < lo + total) << what << ": row " << i << " key " << j;
+            }
+            ++checked;
+          }
+      }
+  EXPECT_GT(checked, 500);
+}
+
+TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {
+  KvCacheArgs a = chunk_args(1, 63);  // the table's rule starts at 64 queries
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
+  a = chunk_args();
+  a.window = 1, a.window_left = 1000, a.window_right = 0;  // a window: the decode kernels
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
+  a = chunk_args(2);
+  EXPECT_TRUE(plan_kvcache_attention(a, kSms).fwd_path);
+  a.k_cache.stride[0] += 8 * 128;  // sequences not max_len rows apart (an extra row each)
+  a.v_cache.stride[0] += 8 * 128;
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
+  a = chunk_args();
+  a.softcap = 30.0f;  // softcap and sinks: the chunk path takes them
+  a.sinks = tensor_sinks(static_cast<float*>(fake(0x60000000)), 32);
+  EXPECT_TRUE(plan_kvcache_attention(a, kSms).fwd_path);
+  {  // hdim 64: the decode kernels
+    KvCacheArgs h = chunk_args();
+    for (Tensor* t : {&h.q, &h.o, &h.k_cache, &h.v_cache})
+      *t = tensor_bshd(t->data, t->dtype, t->shape[0], t->shape[1], t->shape[2], 64);
+    EXPECT_FALSE(plan_kvcache_attention(h, kSms).fwd_path);
+  }
+  experimental::Overrides o;  // a decode kernel named: the decode kernels
+  o.decode_kernel = "kv16_split_1cta";
+  EXPECT_FALSE(experimental::plan_kvcache_attention(chunk_args(), kSms, o).fwd_path);
+  o = {};
+  o.decode_path = "decode";
+  const KvCachePlan d = experimental::plan_kvcache_attention(chunk_args(), kSms, o);
+  EXPECT_FALSE(d.fwd_path);
+  EXPECT_STRNE(d.kernel, "");
+}
+
+TEST(KvCacheChunkPlan, OverridesAndTheWorkspace) {
+  experimental::Overrides fwd;
+  fwd.decode_path = "fwd";
+  KvCacheArgs a = chunk_args(1, 16);  // forced below the table's rule
+  EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, fwd).fwd_path);
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd).ok());
+  a = chunk_args();
+  a.window = 1, a.window_left = 10, a.window_right = 0;
+  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd),
+               "the chunk path (decode_path \"fwd\") does not take a sliding window", StatusCode::kNotSupported);
+  expect_error(experimental::check_kvcache_attention(paged_args(), ctx_on_device(), kSms, fwd),
+               "does not take a paged cache", StatusCode::kNotSupported);
+  expect_error(experimental::check_kvcache_attention(int8_args(), ctx_on_device(), kSms, fwd),
+               "does not take an int8 cache", StatusCode::kNotSupported);
+  experimental::Overrides bad;
+  bad.decode_path = "split";
+  expect_error(experimental::check_kvcache_attention(chunk_args(), ctx_on_device(), kSms, bad),
+               "decode_path 'split' is not", StatusCode::kNotSupported);
+  // The plan assumes the workspace it asks for; a call given less runs the decode kernels (here
+  // at one forced split: no workspace at all), unless the chunk path is forced.
+  a = chunk_args();
+  a.num_splits = 1;
+  a.workspace = nullptr, a.workspace_bytes = 0;
+  EXPECT_TRUE(plan_kvcache_attention(a, kSms).fwd_path);
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd),
+               "bytes needed for 1 KV splits and the chunk path's tile list", StatusCode::kInvalidArgument);
+  a.workspace = fake(0x1000000000);
+  a.workspace_bytes = chunk_workspace(1, 128, 32, 1);
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd).ok());
+  a.workspace_bytes -= 1;
+  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd), "workspace: ");
 }
 
 }  // namespace

@@ -194,6 +194,13 @@ std::vector<KvCheckCase> kvcache_check_cases(int hdim) {
   opt.input_std = 8.0f;
   opt.seed = 204;
   out.push_back(opt);
+  KvCheckCase chunk;  // a causal chunk of 96 queries, GQA 8:2 (hdim 128: the chunk path, split-KV)
+  chunk.hdim = hdim, chunk.seqlen_q = 96, chunk.heads_q = 8, chunk.heads_kv = 2, chunk.max_len = 2048;
+  chunk.lens = {2048, 1000, 96};
+  chunk.causal = true;
+  chunk.sinks = {-INFINITY, 20.0f, 0.5f, -1.5f, 0.0f, 1.0f, -3.0f, 2.0f};
+  chunk.seed = 206;
+  out.push_back(chunk);
   for (int page : {16, 128}) {  // the first case's cache in shuffled pages
     KvCheckCase paged = gqa;
     paged.page_size = page;

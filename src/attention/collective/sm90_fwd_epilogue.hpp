@@ -47,6 +47,37 @@ CUTE_DEVICE void store_lse(typename Traits::Params const& p, TensorC const& tScS
   }
 }
 
+// A KV-cache list's split entry (Params::split_o; the options kernels): its O (fp32, normalised
+// over the split's keys) and LSE straight from the accumulator registers into split slot `split`
+// of the decode combine's workspace (decode_params.hpp: O (slots, batch, heads_q, seqlen_q, hdim),
+// LSE (slots, batch, heads_q, seqlen_q)); rows at or past seqlen_q are not stored. A split with no
+// key for a row writes O = 0 and LSE = -inf there (finalize), which the combine weighs 0. Pairs
+// (j, j + 1) of the row/column view are adjacent columns (the WGMMA accumulator's layout; the
+// decode epilogue, store_decode_output, stores them the same way).
+template <class Traits, class TiledMmaPV, class TensorO, int kRows>
+CUTE_DEVICE void store_split_partial(typename Traits::Params const& p, TiledMmaPV const& mma_pv, TensorO const& tOrO,
+                                     float const (&lse)[kRows], int m_block, int h, int b, int split, int thread_idx) {
+  using namespace cute;
+  constexpr int kHeadDim = Traits::kHeadDim;
+  Tensor cO = mma_pv.get_thread_slice(thread_idx).partition_C(
+      make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{}));  // (MMA, MMA_M, MMA_N)
+  auto o = acc_rowcol(tOrO);
+  auto co = acc_rowcol(cO);
+  static_assert(decltype(size<0>(o))::value == kRows, "one LSE per fragment row");
+  // Row (b, h, position) of slot `split`: ((split · batch + b) · heads_q + h) · seqlen_q + position.
+  const int64_t slot_row0 = ((int64_t(split) * p.batch + b) * p.heads_q + h) * p.seqlen_q;
+  CUTE_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    const int row = m_block * Traits::kBlockM + get<0>(co(r, 0));
+    if (row >= p.seqlen_q) continue;
+    if (thread_idx % 4 == 0) p.split_lse[slot_row0 + row] = lse[r];  // one thread of each quad holds a row's LSE
+    float* dst = p.split_o + (slot_row0 + row) * kHeadDim;
+    CUTE_UNROLL
+    for (int j = 0; j < size<1>(o); j += 2)
+      *reinterpret_cast<float2*>(dst + get<1>(co(r, j))) = make_float2(o(r, j), o(r, j + 1));
+  }
+}
+
 // thread_idx: the thread's index among the consumer threads (those holding accumulators).
 // sync(): a barrier over exactly those threads (__syncthreads or a named barrier).
 // smem_o: kBlockM x kHeadDim elements laid out as Traits::SmemLayoutQ, free to overwrite once

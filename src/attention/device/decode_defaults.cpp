@@ -42,7 +42,29 @@ constexpr DecodeDefaultRule kRules[] = {
 };
 // clang-format on
 
+// The chunk path (the forward's options kernel with split-KV; kvcache_check.cpp, make_plan):
+// which KV-cache calls it takes by default, among those it can run (16-bit contiguous caches, no
+// window, hdim 128). Chunks of at least 64 queries fill half of its 128-row tiles. The decode
+// kernels keep every other call.
+// clang-format off
+constexpr DecodeChunkRule kChunkRules[] = {
+  {kHd128, 64, "not yet measured (issue 39: FA3's split-KV forward 1.1-1.8x the decode kernels on 64-128-query chunks, H100)"},
+};
+// clang-format on
+
 }  // namespace
+
+const DecodeChunkRule* decode_chunk_rules(int* count) {
+  *count = int(std::size(kChunkRules));
+  return kChunkRules;
+}
+
+const DecodeChunkRule* decode_chunk_rule(int hdim, int64_t seqlen_q) {
+  const unsigned bit = decode_hdim_bit(hdim);
+  for (const DecodeChunkRule& r : kChunkRules)
+    if ((r.hdims & bit) != 0 && seqlen_q >= r.seqlen_q_min) return &r;
+  return nullptr;
+}
 
 const DecodeDefaultRule* decode_default_rules(int* count) {
   *count = int(std::size(kRules));

@@ -11,7 +11,9 @@
 
 namespace hopattn::attention {
 
-#define HOPATTN_FWD_INSTANCE(ENUM, NAME, HDIM) Status run_decode_##NAME##_hd##HDIM(const DecodeParams&, Stream);
+#define HOPATTN_FWD_INSTANCE(ENUM, NAME, HDIM)                               \
+  Status run_decode_##NAME##_hd##HDIM(const DecodeParams&, Stream);        \
+  Status run_decode_combine_##NAME##_hd##HDIM(const DecodeParams&, Stream);
 #include "fwd_instances.inc"
 #undef HOPATTN_FWD_INSTANCE
 
@@ -39,6 +41,15 @@ Status read_and_clear_decode_error(Stream stream, int32_t (&record)[3]) {
 Status run_decode(const DecodeParams& p, Stream stream) {
 #define HOPATTN_FWD_INSTANCE(ENUM, NAME, HDIM) \
   if (p.dtype == ENUM && p.hdim == HDIM) return run_decode_##NAME##_hd##HDIM(p, stream);
+#include "fwd_instances.inc"
+#undef HOPATTN_FWD_INSTANCE
+  return Status::unsupported(std::string("kvcache attention: no decode instance is compiled for dtype ") +
+                             hopattn_dtype_name(p.dtype) + ", hdim " + std::to_string(p.hdim) + " in this build");
+}
+
+Status run_decode_combine(const DecodeParams& p, Stream stream) {
+#define HOPATTN_FWD_INSTANCE(ENUM, NAME, HDIM) \
+  if (p.dtype == ENUM && p.hdim == HDIM) return run_decode_combine_##NAME##_hd##HDIM(p, stream);
 #include "fwd_instances.inc"
 #undef HOPATTN_FWD_INSTANCE
   return Status::unsupported(std::string("kvcache attention: no decode instance is compiled for dtype ") +

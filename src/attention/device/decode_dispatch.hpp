@@ -10,6 +10,9 @@ namespace hopattn::attention {
 
 // Launches the decode kernel (and the split-KV combine) for p (batch, seqlen_q, heads_q > 0).
 Status run_decode(const DecodeParams& p, Stream stream);
+// Launches the split-KV combine alone over the partials in p.workspace (p.num_splits > 1; a
+// KV-cache call's chunk path, whose forward kernel wrote them).
+Status run_decode_combine(const DecodeParams& p, Stream stream);
 
 // The current device's record of the first bad cache_seqlens entry, {kind, batch, length}: kind 0
 // nothing recorded, kDecodeErrorAttention by the decode kernels, kDecodeErrorAppend by the append;

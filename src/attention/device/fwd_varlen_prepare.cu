@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 #include <cub/block/block_scan.cuh>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "attention/device/decode_dispatch.hpp"
@@ -207,7 +208,157 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_varlen_prepare_kernel(Prepare
   }
 }
 
+// A KV-cache call's list (fwd_varlen.hpp, "KV-cache lists"): one CTA.
+//  1. Per sequence: cache_seqlens[b], checked as the decode kernels check it (bad_cache_length:
+//     < 0, > max_len, or causal and shorter than seqlen_q); the first bad one is recorded with the
+//     decode kernels' kind (kDecodeErrorAttention, {1, b, len}), and its O and LSE rows are NaN
+//     (with splits the combine writes them NaN again: it checks the lengths too).
+//  2. The order: sequences by length, longest first (ties: the batch index), so that the
+//     dynamically dealt CTAs end on short entries; by counting, O(batch²) over the lengths in
+//     shared memory, up to kSmemSequences sequences (above, the batch order: such a batch has
+//     tiles for many waves without splits).
+//  3. The entries: sequence order[r] holds entries [r·E, (r+1)·E), E = m_blocks · heads · splits,
+//     the split slowest, then the q-head (the heads of a KV group, which read the same keys, next
+//     to each other), then the Q tile, longest first; entry k at position 2k, and the odd
+//     positions empty (m_block -1), so that a dealt unit is one entry; a bad sequence's entries
+//     hold no tile either. Beside each position its KV range
+//     (FwdKvRange, kvcache_entry_range: its Q tile's tiles by FwdMask<true>'s arithmetic with the
+//     band the kernel gets, split evenly) and the split index.
+struct KvCachePrepareArgs {
+  const int32_t* cache_seqlens;
+  int batch, heads, seqlen_q, max_len, m_blocks, num_splits;
+  int block_m, block_n;
+  int window_left, window_right;  // the band (FwdParams), as the kernel's mask takes it
+  bool causal;
+  uint16_t* o;     // NaN rows of bad sequences
+  uint16_t nan16;  // NaN in the output type
+  int64_t o_batch_stride, o_seq_stride, o_head_stride;
+  float* lse;
+  int64_t lse_batch_stride, lse_head_stride, lse_seq_stride;
+  int hdim;
+  int32_t* error;
+  char* workspace;
+};
+
+__device__ bool bad_kvcache_length(const KvCachePrepareArgs& a, int len) {
+  return len < 0 || len > a.max_len || (a.causal && len < a.seqlen_q);  // bad_cache_length (sm90_decode_tile.hpp)
+}
+
+__global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCachePrepareArgs a) {
+  // The attention kernel (a programmatic dependent) may start its CTAs now: they wait for this
+  // grid's completion before reading the list.
+  asm volatile("griddepcontrol.launch_dependents;");
+  auto* order = reinterpret_cast<int32_t*>(a.workspace + kVarlenHeaderBytes);
+  auto* tiles = reinterpret_cast<FwdVarlenTile*>(a.workspace + kvcache_entries_offset(a.batch));
+  auto* ranges = reinterpret_cast<FwdKvRange*>(a.workspace + kvcache_ranges_offset(a.batch, a.m_blocks, a.heads, a.num_splits));
+  const int tid = int(threadIdx.x);
+  __shared__ int32_t smem_key[kSmemSequences];  // the sort keys: the length, -1 for a bad one
+  const bool sorted = a.batch <= kSmemSequences;
+  // 1. Checks.
+  for (int b = tid; b < a.batch; b += kThreads) {
+    const int len = a.cache_seqlens[b];
+    const bool bad = bad_kvcache_length(a, len);
+    if (bad && atomicCAS(a.error, 0, kDecodeErrorAttention) == 0) {
+      a.error[1] = b;
+      a.error[2] = len;
+    }
+    if (sorted) smem_key[b] = bad ? -1 : len;
+  }
+  __syncthreads();
+  // 2. The order: rank = how many sequences go before this one.
+  for (int b = tid; b < a.batch; b += kThreads) {
+    int rank = b;
+    if (sorted) {
+      const int k = smem_key[b];
+      rank = 0;
+      for (int j = 0; j < a.batch; ++j) rank += smem_key[j] > k || (smem_key[j] == k && j < b);
+    }
+    order[rank] = b;
+  }
+  const int64_t per_seq = int64_t(a.m_blocks) * a.heads * a.num_splits;
+  const int64_t count = kvcache_list_entries(a.batch, a.m_blocks, a.heads, a.num_splits);
+  if (tid == 0) {
+    reinterpret_cast<int32_t*>(a.workspace)[0] = int32_t(count);  // the list's length
+    *reinterpret_cast<int32_t*>(a.workspace + kVarlenClaimOffset) = 0;  // the dynamic dealing's counter
+  }
+  __syncthreads();  // order[] is written (global memory, visible within the CTA after the barrier)
+
+  // 3. The entries.
+  for (int64_t pos = tid; pos < count; pos += kThreads) {
+    FwdVarlenTile t{-1, 0, 0, 0, 0, a.seqlen_q, 0, 0};
+    FwdKvRange r{0, 0, 0, 0};
+    const int64_t e = pos / 2;  // the entry (odd positions stay empty)
+    if (pos % 2 == 0) {
+      const int b = order[e / per_seq];
+      const int len = a.cache_seqlens[b];
+      if (!bad_kvcache_length(a, len)) {
+        const int i = int(e % per_seq);
+        const int m = i % a.m_blocks, rest = i / a.m_blocks;
+        t.m_block = a.m_blocks - 1 - m;
+        t.h = rest % a.heads;
+        t.b = b;
+        t.q_offset = b - a.seqlen_q;  // q_origin then gives (0, b)
+        t.k_offset = b * a.max_len;
+        t.len_k = len;
+        r = kvcache_entry_range(t.m_block, a.block_m, a.block_n, a.seqlen_q, len, a.window_left, a.window_right,
+                                rest / a.heads, a.num_splits);
+        t.n_blocks = r.n_blocks;
+      }
+    }
+    ranges[pos] = r;
+    tiles[pos] = t;
+  }
+
+  // 4. NaN rows for the bad sequences.
+  for (int b = 0; b < a.batch; ++b) {
+    if (sorted ? smem_key[b] >= 0 : !bad_kvcache_length(a, a.cache_seqlens[b])) continue;
+    const int64_t elems = int64_t(a.seqlen_q) * a.heads * a.hdim;
+    for (int64_t i = tid; i < elems; i += kThreads) {
+      const int d = int(i % a.hdim);
+      const int64_t row = i / a.hdim;
+      const int h = int(row % a.heads);
+      const int64_t s = row / a.heads;
+      a.o[b * a.o_batch_stride + s * a.o_seq_stride + h * a.o_head_stride + d] = a.nan16;
+      if (d == 0 && a.lse != nullptr)
+        a.lse[b * a.lse_batch_stride + h * a.lse_head_stride + s * a.lse_seq_stride] = __int_as_float(0x7fc00000);
+    }
+  }
+}
+
 }  // namespace
+
+Status launch_fwd_kvcache_prepare(const FwdParams& fp, int block_m, int block_n, Stream stream) {
+  KvCachePrepareArgs a{};
+  a.cache_seqlens = fp.cache_seqlens;
+  a.batch = fp.batch;
+  a.heads = fp.heads_q;
+  a.seqlen_q = fp.seqlen_q;
+  a.max_len = fp.seqlen_k;
+  a.m_blocks = (fp.seqlen_q + block_m - 1) / block_m;
+  a.num_splits = std::max(fp.num_splits, 1);
+  a.block_m = block_m;
+  a.block_n = block_n;
+  a.window_left = fp.window_left;
+  a.window_right = fp.window_right;
+  // The chunk path takes no window (kvcache_check.cpp): the band's right side is 0 exactly when
+  // the call is causal (seqlen_q > 0 otherwise).
+  a.causal = fp.window_right == 0;
+  a.o = static_cast<uint16_t*>(fp.o);
+  a.nan16 = fp.dtype == HOPATTN_DTYPE_BF16 ? uint16_t(0x7fc0) : uint16_t(0x7e00);
+  a.o_batch_stride = fp.o_batch_stride;
+  a.o_seq_stride = fp.o_seq_stride;
+  a.o_head_stride = fp.o_head_stride;
+  a.lse = fp.lse;
+  a.lse_batch_stride = fp.lse_batch_stride;
+  a.lse_head_stride = fp.lse_head_stride;
+  a.lse_seq_stride = fp.lse_seq_stride;
+  a.hdim = fp.hdim;
+  a.error = fp.error;
+  a.workspace = static_cast<char*>(fp.workspace);
+  fwd_kvcache_prepare_kernel<<<1, kThreads, 0, stream>>>(a);
+  HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  return Status();
+}
 
 Status launch_fwd_varlen_prepare(const FwdParams& fp, int block_m, int block_n, Stream stream) {
   PrepareArgs a{};

@@ -13,7 +13,11 @@
 #include "attention/device/decode_dispatch.hpp"
 #include "attention/device/decode_registry.hpp"
 #include "attention/device/page_table_check.hpp"
+#include "attention/device/forward_dispatch.hpp"
 #include "attention/experimental.hpp"
+#include "attention/fwd_params.hpp"
+#include "attention/fwd_varlen.hpp"
+#include "attention/kernel/sm90_fwd_config.hpp"
 #include "common/cuda_check.hpp"
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
@@ -308,8 +312,103 @@ int64_t window_keys(const KvCacheArgs& a, int64_t positions) {
   return int64_t(a.window_left) + right + positions;
 }
 
-// The plan, and the registry row it runs (-1 with *why when the overrides name no such kernel).
-KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrides& o, int* kernel, std::string* why) {
+// The chunk path (docs/decode.md, "The chunk path"): the forward's options row (its band mask,
+// softcap and sinks) over a KV-cache list, each Q tile split num_splits ways over the KV. What it
+// takes so far: 16-bit contiguous caches (a cache of batch · max_len tokens, so that the
+// end-aligned TMA view stops each sequence's loads at its length: fwd_varlen.hpp), hdim 128, no
+// window (a window's decode relies on keys outside it never reaching O, which the forward's
+// mainloop does not ensure: the keys before a window in its first KV tile are loaded). Paged
+// caches, int8 caches, windows and hdim 64 / 256 keep the decode kernels.
+// The forward row it runs, or -1 with *why_not.
+int chunk_path_row(const KvCacheArgs& a, std::string* why_not) {
+  const int hdim = int(a.q.shape[3]);
+  const int64_t batch = a.q.shape[0], max_len = cache_max_len(a);
+  if (is_int8(a)) return *why_not = "an int8 cache", -1;
+  if (is_paged(a)) return *why_not = "a paged cache", -1;
+  if (a.window != 0) return *why_not = "a sliding window", -1;
+  if (hdim != 128) return *why_not = cat("head dim ", hdim, " (128 only so far)"), -1;
+  const Tensor &k = a.k_cache, &v = a.v_cache;
+  if ((batch > 1 && k.stride[0] != max_len * k.stride[1]) || (batch > 1 && v.stride[0] != max_len * v.stride[1]))
+    return *why_not = "a cache whose sequences are not max_seqlen_k rows apart (batch stride != max_seqlen_k * seq stride)", -1;
+  // The list's and the mask's arithmetic is in int: token offsets b · max_len, and positions plus
+  // a tile and the band's right side (seqlen_q + max_len + 256).
+  if (batch * max_len >= INT32_MAX || a.q.shape[1] + max_len + 256 >= INT32_MAX || batch > 65535 || a.q.shape[2] > 65535)
+    return *why_not = "2^31 or more cache tokens, or seqlen_q + max_seqlen_k near 2^31, or batch or heads_q over 65535", -1;
+  for (int i = 0; i < attention::kFwdKernelCount; ++i) {
+    const attention::FwdKernelSpec& r = attention::kFwdKernels[i];
+    if (r.options && !r.fp8 && attention::fwd_kernel_compiled(i, hdim, true)) return i;
+  }
+  return *why_not = cat("no forward options row is compiled for head dim ", hdim), -1;
+}
+
+// The chunk path's plan for forward row `row`: the splits by wave efficiency over the SMs (one
+// persistent CTA per SM; FA3's num_splits_heuristic is the model, the decode plan's loop below
+// the same), the workspace its list and partials take.
+KvCachePlan make_chunk_plan(const KvCacheArgs& a, int sms, int row) {
+  KvCachePlan plan;
+  const attention::FwdKernelSpec& spec = attention::kFwdKernels[row];
+  const int64_t batch = a.q.shape[0], seqlen_q = a.q.shape[1], heads_q = a.q.shape[2], hdim = a.q.shape[3];
+  const int64_t max_len = cache_max_len(a);
+  plan.kernel = spec.name;
+  plan.fwd_path = true;
+  const int64_t m_blocks = (seqlen_q + spec.tile.block_m - 1) / spec.tile.block_m;
+  const int64_t tiles = batch * heads_q * m_blocks;
+  const int64_t kv_blocks = std::max<int64_t>((max_len + spec.tile.block_n - 1) / spec.tile.block_n, 1);
+  const int64_t max_splits = std::min<int64_t>(kv_blocks, kMaxSplits);
+  if (a.num_splits > 0) {
+    plan.num_splits = int(std::min<int64_t>(a.num_splits, max_splits));
+  } else if (tiles > 0 && sms > 0 && tiles < int64_t(sms) * 4 / 5) {
+    // Entries / SMs in whole waves; the fewest splits within 95 % of the best efficiency.
+    auto efficiency = [&](int64_t s) {
+      const double waves = double(tiles * s) / sms;
+      return waves / std::ceil(waves);
+    };
+    double best = 0.0;
+    for (int64_t s = 1; s <= max_splits; ++s) best = std::max(best, efficiency(s));
+    for (int64_t s = 1; s <= max_splits; ++s)
+      if (efficiency(s) >= 0.95 * best) {
+        plan.num_splits = int(s);
+        break;
+      }
+  }
+  const int64_t rows = batch * heads_q * seqlen_q;
+  plan.workspace_bytes = attention::kvcache_list_offset(rows, hdim, plan.num_splits) +
+                         attention::kvcache_list_bytes(batch, m_blocks, heads_q, plan.num_splits);
+  return plan;
+}
+
+// The plan, and the registry row it runs (-1 with *why when the overrides name no such kernel):
+// a decode registry row, or with plan.fwd_path a forward registry row.
+// assume_workspace: plan as if the call gets the workspace the plan asks for (the size query and
+// plan_kvcache_attention); otherwise a chunk path the call's workspace cannot hold falls back to
+// the decode kernels (unless overrides.decode_path forces it; then the workspace check refuses).
+KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrides& o, int* kernel, std::string* why,
+                      bool assume_workspace) {
+  if (!o.decode_path.empty() && o.decode_path != "decode" && o.decode_path != "fwd") {
+    *kernel = -1;
+    *why = cat("kvcache attention: decode_path '", o.decode_path, "' is not \"\", \"decode\" or \"fwd\"");
+    return KvCachePlan{};
+  }
+  // An empty call computes nothing (kvcache_attention returns before any launch): the decode plan,
+  // which asks no workspace for it, whatever the path.
+  const bool empty = a.q.shape[0] == 0 || a.q.shape[1] == 0 || a.q.shape[2] == 0;
+  if (!empty && o.decode_path != "decode" && o.decode_kernel.empty()) {
+    std::string why_not;
+    const int row = chunk_path_row(a, &why_not);
+    if (o.decode_path == "fwd" && row < 0) {
+      *kernel = -1;
+      *why = cat("kvcache attention: the chunk path (decode_path \"fwd\") does not take ", why_not);
+      return KvCachePlan{};
+    }
+    if (row >= 0 && (o.decode_path == "fwd" || attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1]) != nullptr)) {
+      KvCachePlan chunk = make_chunk_plan(a, sms, row);
+      if (o.decode_path == "fwd" || assume_workspace ||
+          (a.workspace != nullptr && a.workspace_bytes >= chunk.workspace_bytes)) {
+        *kernel = row;
+        return chunk;
+      }
+    }
+  }
   KvCachePlan plan;
   const int64_t batch = a.q.shape[0], seqlen_q = a.q.shape[1], heads_q = a.q.shape[2];
   const int64_t heads_kv = std::max<int64_t>(a.k_cache.shape[2], 1), group = heads_q / heads_kv;
@@ -368,7 +467,7 @@ namespace experimental {
 KvCachePlan plan_kvcache_attention(const KvCacheArgs& a, int sms, const Overrides& o) {
   int kernel = -1;
   std::string why;
-  return make_plan(a, sms, o, &kernel, &why);
+  return make_plan(a, sms, o, &kernel, &why, true);
 }
 }  // namespace experimental
 
@@ -418,11 +517,12 @@ Status check_kvcache_host_rules(const KvCacheArgs& a) {
 Status check_kvcache_plan_and_placement(const KvCacheArgs& a, const DeviceContext& ctx, int sm_count,
                                         const experimental::Overrides& o, KvCachePlan* plan, int* kernel) {
   std::string why;
-  *plan = make_plan(a, sm_count, o, kernel, &why);
+  *plan = make_plan(a, sm_count, o, kernel, &why, false);
   if (*kernel < 0) return Status::unsupported(why);
   if (plan->workspace_bytes > 0 && (a.workspace == nullptr || a.workspace_bytes < plan->workspace_bytes))
     return Status::invalid(cat("workspace: ", plan->workspace_bytes, " bytes needed for ", plan->num_splits,
-                               " KV splits", plan->tail ? " and the tail block" : "", ", ",
+                               " KV splits", plan->tail ? " and the tail block" : "",
+                               plan->fwd_path ? " and the chunk path's tile list" : "", ", ",
                                a.workspace ? a.workspace_bytes : 0, " given (query hopattn_kvcache_workspace_size)"));
   return check_placement(ctx, kTensorNames, kTensors);
 }
@@ -492,7 +592,7 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.num_splits = plan.num_splits;
   p.partial_slots = plan.num_splits + (plan.tail ? 1 : 0);
   p.workspace = static_cast<float*>(a.workspace);
-  p.variant = attention::kDecodeKernels[kernel].id;
+  p.variant = plan.fwd_path ? 0 : attention::kDecodeKernels[kernel].id;  // the chunk path: the combine only
   if (is_int8(a)) {
     p.k_scale = static_cast<const float*>(a.k_scale.data);
     p.ks_batch_stride = a.k_scale.stride[0], p.ks_block_stride = a.k_scale.stride[1];
@@ -507,6 +607,44 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
       p.vt_batch_stride = a.v_tail.stride[0], p.vt_seq_stride = a.v_tail.stride[1], p.vt_head_stride = a.v_tail.stride[2];
     }
   }
+  return p;
+}
+
+// The chunk path's forward problem (fwd_params.hpp, cache_seqlens): padded q and o, the cache as
+// (batch, max_len) sequences, the band as the forward's set_options gives it for a call without a
+// window (causal: every earlier key, 0; otherwise both sides unbounded), the decode's softcap and
+// sinks, the list and partials in the workspace (partials at offset 0, the decode layout).
+attention::FwdParams make_chunk_params(const KvCacheArgs& a, const KvCachePlan& plan, int row,
+                                       const attention::DecodeParams& dp) {
+  attention::FwdParams p{};
+  p.dtype = a.q.dtype;
+  p.hdim = dp.hdim;
+  p.q = a.q.data, p.k = a.k_cache.data, p.v = a.v_cache.data, p.o = a.o.data;
+  p.lse = dp.lse;
+  p.batch = dp.batch, p.seqlen_q = dp.seqlen_q, p.seqlen_k = dp.max_len;
+  p.heads_q = dp.heads_q, p.heads_kv = dp.heads_kv;
+  p.q_batch_stride = dp.q_batch_stride, p.q_seq_stride = dp.q_seq_stride, p.q_head_stride = dp.q_head_stride;
+  p.k_batch_stride = dp.k_batch_stride, p.k_seq_stride = dp.k_seq_stride, p.k_head_stride = dp.k_head_stride;
+  p.v_batch_stride = dp.v_batch_stride, p.v_seq_stride = dp.v_seq_stride, p.v_head_stride = dp.v_head_stride;
+  p.o_batch_stride = dp.o_batch_stride, p.o_seq_stride = dp.o_seq_stride, p.o_head_stride = dp.o_head_stride;
+  p.lse_batch_stride = dp.lse_batch_stride, p.lse_head_stride = dp.lse_head_stride, p.lse_seq_stride = dp.lse_seq_stride;
+  p.softmax_scale = dp.softmax_scale;  // with a softcap, the cap (make_decode_params)
+  p.softcap_scale = dp.softcap_scale;
+  p.band = true;  // the options row's only mask
+  p.window_left = dp.max_len;
+  p.window_right = dp.causal ? 0 : dp.seqlen_q;  // > 0 without causal (seqlen_q >= 1): the prepare kernel reads it so
+  p.sinks = dp.sinks;
+  p.kernel = row;
+  p.cache_seqlens = dp.cache_seqlens;
+  p.num_splits = plan.num_splits;
+  const int64_t rows = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
+  char* ws = static_cast<char*>(a.workspace);
+  if (plan.num_splits > 1) {
+    p.split_o = reinterpret_cast<float*>(ws);
+    p.split_lse = p.split_o + rows * dp.hdim * plan.num_splits;
+  }
+  p.workspace = ws + attention::kvcache_list_offset(rows, dp.hdim, plan.num_splits);
+  p.error = dp.error;
   return p;
 }
 
@@ -532,6 +670,13 @@ Status experimental::kvcache_attention(const KvCacheArgs& a, Stream stream, cons
   p.combine_pdl = o.decode_combine_pdl;
   p.split_pdl = o.decode_split_pdl;
   if (Status s = attention::decode_error_record(&p.error); !s.ok()) return s;
+  if (plan.fwd_path) {  // the chunk path: the forward's options kernel, then the combine of its splits
+    attention::FwdParams fp = make_chunk_params(a, plan, kernel, p);
+    fp.varlen_dynamic = o.fwd_varlen_dynamic;
+    fp.varlen_pdl = o.fwd_varlen_pdl;
+    if (Status s = attention::run_forward(fp, stream); !s.ok()) return s;
+    return plan.num_splits > 1 ? attention::run_decode_combine(p, stream) : Status();
+  }
   return attention::run_decode(p, stream);
 }
 

@@ -68,6 +68,18 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
     o = fwd_gmem_end_aligned<Traits>(static_cast<ElementOut*>(fp.o), fp.total_q, fp.seqlen_q, fp.heads_q,
                                      fp.o_seq_stride, fp.o_head_stride);
   }
+  if (fp.kvcache()) {
+    // A KV-cache list: q and o stay padded (origin (0, b)); the contiguous cache is batch · max_len
+    // tokens of which sequence b holds cache_seqlens[b] from token b · max_len, read through the
+    // end-aligned view so that loads stop at each sequence's length (fwd_varlen.hpp, "KV-cache
+    // lists"; the host checked k_batch_stride == max_len · k_seq_stride, the same for v).
+    const int total_k = fp.batch * fp.seqlen_k;
+    const bool no_keys = total_k == 0;  // no K/V tile is ever loaded; q stands in for a valid base
+    k = no_keys ? q : fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.k), total_k, fp.seqlen_k, fp.heads_kv,
+                                                   fp.k_seq_stride, fp.k_head_stride);
+    v = no_keys ? q : fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.v), total_k, fp.seqlen_k, fp.heads_kv,
+                                                   fp.v_seq_stride, fp.v_head_stride);
+  }
   typename Traits::Params p{
       make_tma_copy(SM90_TMA_LOAD{}, q, typename Traits::SmemLayoutQ{}),
       make_tma_copy(SM90_TMA_LOAD{}, k, take<0, 2>(typename Traits::SmemLayoutKV{})),
@@ -92,6 +104,17 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
     p.varlen_count = reinterpret_cast<const int*>(ws);
     p.varlen_tiles = reinterpret_cast<const FwdVarlenTile*>(ws + varlen_entries_offset(fp.batch));
     if (fp.varlen_dynamic) p.varlen_claim = reinterpret_cast<int*>(static_cast<char*>(fp.workspace) + kVarlenClaimOffset);
+  }
+  if (fp.kvcache()) {  // the list region of the KV-cache workspace (fwd_kvcache_prepare writes it)
+    const char* ws = static_cast<const char*>(fp.workspace);
+    p.varlen_count = reinterpret_cast<const int*>(ws);
+    p.varlen_tiles = reinterpret_cast<const FwdVarlenTile*>(ws + kvcache_entries_offset(fp.batch));
+    if (fp.varlen_dynamic) p.varlen_claim = reinterpret_cast<int*>(static_cast<char*>(fp.workspace) + kVarlenClaimOffset);
+    p.padded_q_list = 1;
+    const int m_blocks = (fp.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
+    p.varlen_ranges = reinterpret_cast<const int32_t*>(
+        ws + kvcache_ranges_offset(fp.batch, m_blocks, fp.heads_q, std::max(fp.num_splits, 1)));
+    if (fp.num_splits > 1) p.split_o = fp.split_o, p.split_lse = fp.split_lse;
   }
   return p;
 }
@@ -134,9 +157,11 @@ inline int fwd_persistent_group(const FwdParams& fp) { return std::max(fp.persis
 // the number of tiles.
 // grouped_causal: a warp-specialized non-persistent kernel with a causal mask, whose scheduler
 // takes the (group, m_blocks, groups) grid of fwd_causal_group's order.
+// kernel_reads_kvcache_lists: ws::kKvCacheLists of the kernel (a KV-cache call, FwdParams::
+// cache_seqlens, is refused by any other).
 template <class Traits, class Kernel>
 Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent, bool grouped_causal,
-                  const FwdParams& fp, Stream stream) {
+                  const FwdParams& fp, Stream stream, bool kernel_reads_kvcache_lists = false) {
   if (Status s = fwd_can_implement(fp, shared_bytes); !s.ok()) return s;
   typename Traits::Params params = make_fwd_params<Traits>(fp);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
@@ -158,7 +183,14 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   }
-  if (fp.varlen()) {  // the prepare kernel's list, dealt over one CTA per SM (two entries per unit)
+  if (fp.kvcache()) {  // a KV-cache list (fwd_kvcache_prepare), dealt as a variable-length batch's
+    if (!persistent || !params.varlen_tiles || !fp.band || !kernel_reads_kvcache_lists)
+      return Status(StatusCode::kInternal, "kvcache attention: a chunk call reached a kernel that does not read KV-cache lists");
+    const int64_t units = kvcache_list_entries(fp.batch, m_blocks, fp.heads_q, std::max(fp.num_splits, 1)) / 2;
+    if (2 * units + 2 * int64_t(sms) > INT32_MAX) return Status::unsupported("kvcache attention: more than 2^31 tiles");
+    if (Status s = launch_fwd_kvcache_prepare(fp, Traits::kBlockM, Traits::kBlockN, stream); !s.ok()) return s;
+    grid = dim3(unsigned(std::max<int64_t>(1, std::min<int64_t>(units, sms))), 1, 1);
+  } else if (fp.varlen()) {  // the prepare kernel's list, dealt over one CTA per SM (two entries per unit)
     if (!persistent || !params.varlen_tiles)
       return Status(StatusCode::kInternal, "attention forward: a variable-length batch reached a kernel without a tile list");
     const int64_t units = (varlen_tile_capacity(fp.total_q, fp.batch, fp.heads_q) + 1) / 2;
@@ -179,7 +211,7 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
       }
     }
   }
-  if (fp.varlen() && fp.varlen_pdl) {
+  if ((fp.varlen() || fp.kvcache()) && fp.varlen_pdl) {
     // A programmatic dependent of the prepare kernel (which triggers at its start): the CTAs
     // launch and run their prologue while the list is being written, and wait for it with
     // griddepcontrol.wait (ws_forward_kernel) before reading it.
@@ -220,7 +252,7 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
         s.kernel != FwdKernel::kWarpSpecializedSerial && s.kernel != FwdKernel::kWarpSpecializedPingPongSerial;
     return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>, kWsThreads<Traits>,
                               int(sizeof(WsKernelStorage<Traits, kPersistent, s.options>)), kPersistent, !kPersistent && Mask::kCausal,
-                              fp, stream);
+                              fp, stream, ws::kKvCacheLists<Traits, s.options>);
   }
 }
 

@@ -194,6 +194,14 @@ struct Fa2Traits {
     // Dynamic dealing of the list (FwdParams::varlen_dynamic): the workspace's claim counter, which
     // the prepare kernel zeroes; nullptr: the static dealing (ws::TileCursor).
     int* varlen_claim = nullptr;
+    // KV-cache lists (FwdParams::cache_seqlens): padded q and o (the LSE addressed by batch), each
+    // entry's KV range and split index ((first tile, tiles, split, 0) per entry, beside the list:
+    // ws::list_kv_range), and with several splits each entry's O (fp32) and LSE to split_o /
+    // split_lse instead of o / lse (FwdParams).
+    int padded_q_list = 0;
+    const int32_t* varlen_ranges = nullptr;
+    float* split_o = nullptr;
+    float* split_lse = nullptr;
     // e4m3 rows: the (batch, heads_kv) float32 descales of Q, K and V (FwdParams), all three or
     // none (1); strides in elements.
     const float* q_descale = nullptr;

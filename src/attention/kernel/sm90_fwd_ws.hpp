@@ -176,8 +176,14 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
     if (!c.valid) continue;  // the consumers skip it too
     const int h_kv = c.h / (p.heads_q / p.heads_kv);
     const Mask tmask = tile_mask<kOptions>(mask, sched, c);
-    const int n_first = first_kv_block<Traits, kOptions>(tmask, c.m_block);
-    const int n_blocks = kv_block_count<Traits, kOptions>(tmask, c.m_block);
+    int n_first = first_kv_block<Traits, kOptions>(tmask, c.m_block);
+    int n_blocks = kv_block_count<Traits, kOptions>(tmask, c.m_block);
+    if constexpr (kKvCacheLists<Traits, kOptions>) {  // a KV-cache list: its entry's split of the range
+      if (p.varlen_ranges != nullptr) {
+        const ListKvRange r = list_kv_range(p, t);
+        n_first = r.n_first, n_blocks = r.n_blocks;
+      }
+    }
     // The tile's sequence in the views: (0, b) for padded calls; the plain kernels index the views
     // as they did before variable-length batches existed.
     SeqOrigin qo{0, c.b}, ko{0, c.b};
@@ -529,7 +535,10 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
   const Mask mask = kernel_mask<Mask, kOptions>(p);
   auto n_blocks_of = [&](int t) {
     const TileCoord c = sched.coord(t);
-    return c.valid ? kv_block_count<Traits, kOptions>(tile_mask<kOptions>(mask, sched, c), c.m_block) : 0;
+    if (!c.valid) return 0;
+    if constexpr (kKvCacheLists<Traits, kOptions>)  // a KV-cache list: its entry's split of the range
+      if (p.varlen_ranges != nullptr) return list_kv_range(p, t).n_blocks;
+    return kv_block_count<Traits, kOptions>(tile_mask<kOptions>(mask, sched, c), c.m_block);
   };
 
   // (BLK_M, D); with Q halves, row m is row m % 64 of warpgroup tile m / 64 (WsSharedStorageQHalvesSharedO).
@@ -564,8 +573,14 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
     if (!c.valid) continue;  // a folded position without a tile (the producer skips it too)
     const Mask tmask = tile_mask<kOptions>(mask, sched, c);
     // KV tiles n_first, n_first + 1, ... (the plain kernels as before: from the position again).
-    const int n_blocks = kOptions ? kv_block_count<Traits, kOptions>(tmask, c.m_block) : n_blocks_of(t);
-    const int n_first = first_kv_block<Traits, kOptions>(tmask, c.m_block);
+    int n_blocks = kOptions ? kv_block_count<Traits, kOptions>(tmask, c.m_block) : n_blocks_of(t);
+    int n_first = first_kv_block<Traits, kOptions>(tmask, c.m_block);
+    if constexpr (kKvCacheLists<Traits, kOptions>) {  // a KV-cache list: its entry's split of the range
+      if (p.varlen_ranges != nullptr) {
+        const ListKvRange r = list_kv_range(p, t);
+        n_first = r.n_first, n_blocks = r.n_blocks;
+      }
+    }
     clear(tOrO);
     // e4m3 P: exact row maxima and FlashAttention-3's offset of 8 (OnlineSoftmax's comment).
     OnlineSoftmax<kRows, Traits::kFp8 ? 8 : 0> softmax(tile_softmax_scale<Traits>(p, c),
@@ -609,7 +624,11 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
       if (skipped > 0) skip_block<Traits>(ss, turns, last_work, kv_iter);
     }
     float lse[kRows];
-    softmax.finalize(tOrO, lse, kOptions && p.sinks != nullptr ? p.sinks[c.h] * float(M_LOG2E) : -INFINITY);
+    // The sinks: in the combine when the KV is split (each row's joins once), here otherwise.
+    softmax.finalize(tOrO, lse,
+                     kOptions && p.sinks != nullptr && !(kKvCacheLists<Traits, kOptions> && p.split_o != nullptr)
+                         ? p.sinks[c.h] * float(M_LOG2E)
+                         : -INFINITY);
     if constexpr (Traits::kFp8) apply_v_descale(p, c, tOrO);
     // Where the tile's rows go: (batch b, rows up to seqlen_q) of padded calls, or its sequence's
     // (the entry read again rather than its fields held through the mainloop).
@@ -619,6 +638,18 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
         const TileCoord e = sched.coord(t);
         const SeqOrigin qo = q_origin(sched, e, p.seqlen_q);
         out = {e.len_q, qo.row, qo.batch, int64_t(e.h) * p.lse_head_stride + int64_t(e.q_offset) * p.lse_seq_stride};
+        if constexpr (kKvCacheLists<Traits, kOptions>) {
+          // A KV-cache list's Q tile (padded q, qo = (0, b)): its LSE is addressed by batch.
+          if (p.padded_q_list) out.lse_base = int64_t(e.h) * p.lse_head_stride + int64_t(qo.batch) * p.lse_batch_stride;
+          // A split (several per Q tile): fp32 partials for the decode combine, straight from the
+          // registers; the epilogue below then stores no row (len_q 0) but keeps its barriers and
+          // staging (skipping it on a branch of its own made ptxas spill 12-28 bytes in this
+          // kernel, 2026-12-06).
+          if (p.split_o != nullptr) {
+            store_split_partial<Traits>(p, mma_pv, tOrO, lse, e.m_block, e.h, e.b, list_kv_range(p, t).split, thread_idx);
+            out.len_q = 0;
+          }
+        }
       }
     }
     if constexpr (Storage::kSharedO) {

@@ -111,6 +111,26 @@ CUTE_DEVICE int kv_block_count(Mask const& mask, int m_block) {
   return mask.template n_block_max<Traits::kBlockM, Traits::kBlockN>(m_block);
 }
 
+// Whether a kernel reads KV-cache lists (the chunk path of hopattn_kvcache_attention,
+// kvcache_check.cpp): the 16-bit options row of hdim 128, the only one the chunk path runs so far.
+// The other options rows compile without that code (with it, hdim 64's and 256's spilled 4-8
+// bytes more than they already do, ptxas 2026-12-06).
+template <class Traits, bool kOptions>
+inline constexpr bool kKvCacheLists = kOptions && Traits::kHeadDim == 128 && !Traits::kFp8;
+
+// A KV-cache list's entry t: its KV range (first tile, tile count: its split's share of its Q
+// tile's) and split index, which the prepare kernel computed (fwd_varlen.hpp, "KV-cache lists"):
+// the producer and the consumers read the same values, and the producer divides nothing (a
+// division there made the options kernel spill 8 bytes at its 24 registers, ptxas 2026-12-06).
+struct ListKvRange {
+  int n_first, n_blocks, split;
+};
+template <class Params>
+CUTE_DEVICE ListKvRange list_kv_range(Params const& p, int t) {
+  const int4 r = __ldg(reinterpret_cast<const int4*>(p.varlen_ranges) + t);
+  return {r.x, r.y, r.z};
+}
+
 // The mask of tile c: the kernel's, or for a variable-length batch its sequence's lengths. The
 // window's sides stay the call's (an unbounded side clamped to max_seqlen_k / max_seqlen_q by the
 // host, which reaches every key of every sequence just as well), so that they stay parameters
