@@ -89,6 +89,32 @@ HOPATTN_VARLEN_HD FwdKvRange kvcache_entry_range(int m_block, int block_m, int b
   return FwdKvRange{first + lo, hi - lo, split, 0};
 }
 
+// Position `pos` of a KV-cache list (fwd_kvcache_prepare writes every position so; tests/host
+// checks the whole list): sequence b = order[pos / 2 / per_seq] of length len (bad: a length the
+// decode kernels' rule rejects), per_seq = m_blocks · heads · splits entries each; the entry, or
+// no tile (an odd position, a bad sequence).
+struct FwdKvCacheListParams {
+  int heads, seqlen_q, max_len, m_blocks, splits, block_m, block_n, window_left, window_right;
+};
+HOPATTN_VARLEN_HD void kvcache_list_position(const FwdKvCacheListParams& a, int64_t pos, int b, int len, bool bad,
+                                             FwdVarlenTile& t, FwdKvRange& r) {
+  t = FwdVarlenTile{-1, 0, 0, 0, 0, a.seqlen_q, 0, 0};
+  r = FwdKvRange{0, 0, 0, 0};
+  if (pos % 2 != 0 || bad) return;
+  const int64_t per_seq = int64_t(a.m_blocks) * a.heads * a.splits;
+  const int i = int((pos / 2) % per_seq);
+  const int m = i % a.m_blocks, rest = i / a.m_blocks;
+  t.m_block = a.m_blocks - 1 - m;  // longest first
+  t.h = rest % a.heads;
+  t.b = b;
+  t.q_offset = b - a.seqlen_q;  // q_origin then gives (0, b)
+  t.k_offset = b * a.max_len;
+  t.len_k = len;
+  r = kvcache_entry_range(t.m_block, a.block_m, a.block_n, a.seqlen_q, len, a.window_left, a.window_right,
+                          rest / a.heads, a.splits);
+  t.n_blocks = r.n_blocks;
+}
+
 constexpr int kVarlenMinBlockM = 64;         // the smallest Q tile of any row
 constexpr size_t kVarlenHeaderBytes = 64;
 constexpr size_t kVarlenClaimOffset = 4;  // int32 in the header: the dynamic dealing's claim counter

@@ -71,6 +71,9 @@ struct Config {
 
 void PrintTo(const Config& c, std::ostream* os) { *os << hopattn_dtype_name(c.dtype) << " hd" << c.hdim; }
 
+// Whether a configuration has the chunk path (docs/decode.md: 16-bit caches at hdim 128).
+bool has_chunk_path(const Config& cfg) { return cfg.hdim == 128; }
+
 std::vector<Config> compiled_configs() {
   std::vector<Config> out;
   for (hopattn_dtype_t t : attention::compiled_dtypes())
@@ -966,6 +969,12 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   c = make(cfg, 1, 8, 2, 320, {300, 1, 0}, false, 10014);  // the int8 call with 16-bit tails
   c.int8 = true, c.tail = true, c.quant_block = 64;
   grid.push_back(c);
+  if (has_chunk_path(cfg))  // the chunk path (the forward kernel over a KV-cache list), whole and split
+    for (int splits : {1, 3}) {
+      c = make(cfg, 70, 4, 1, 300, {300, 130, 70}, true, 10300 + uint64_t(splits));
+      c.num_splits = splits, c.path = "fwd", c.stale_nan = true;
+      grid.push_back(c);
+    }
   run_grid(grid);
   c = make(cfg, 2, 4, 1, 300, {300, -1}, false, 10003);
   c.num_splits = 3;
@@ -1967,8 +1976,6 @@ TEST_P(KvCacheGpu, OptionsOnPagedCachesMatchTheContiguousCache) {
 
 // ---- the chunk path (docs/decode.md, "The chunk path") ---------------------------------------
 
-// Whether this build's configuration has the chunk path (16-bit contiguous caches at hdim 128).
-bool has_chunk_path(const Config& cfg) { return cfg.hdim == 128; }
 
 // At another head dim, forcing the chunk path is refused with the reason (the decode kernels run
 // such calls by default).

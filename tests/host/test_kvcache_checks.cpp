@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "attention/decode_params.hpp"
 #include "attention/experimental.hpp"
@@ -1006,6 +1007,64 @@ TEST(KvCacheChunkPlan, ListRangesCoverTheBandAndPartitionIt) {
           }
       }
   EXPECT_GT(checked, 500);
+}
+
+// A whole KV-cache list as fwd_kvcache_prepare writes it (kvcache_list_position over every
+// position, sequences in a given order, one bad): every (sequence, head, Q tile, split) of the good
+// sequences exactly once at an even position, the odd positions and the bad sequence's empty; the
+// origin fields give (0, b) for q and b · max_len for the cache; each tile's splits partition its
+// range.
+TEST(KvCacheChunkPlan, ListPositionsHoldEachEntryOnce) {
+  const std::vector<int> lens = {1000, 5000, 200, -1, 4096};  // sequence 3 bad; 2 exactly seqlen_q
+  const std::vector<int> order = {1, 4, 0, 2, 3};            // longest first, the bad one last
+  attention::FwdKvCacheListParams lp{};
+  lp.heads = 6, lp.seqlen_q = 200, lp.max_len = 5000, lp.m_blocks = 2, lp.splits = 3;
+  lp.block_m = 128, lp.block_n = 128, lp.window_left = lp.max_len, lp.window_right = 0;  // causal
+  const int64_t batch = int64_t(lens.size()), per_seq = int64_t(lp.m_blocks) * lp.heads * lp.splits;
+  const int64_t count = attention::kvcache_list_entries(batch, lp.m_blocks, lp.heads, lp.splits);
+  ASSERT_EQ(count, 2 * batch * per_seq);
+  std::vector<int> seen(size_t(batch * per_seq), 0);
+  std::vector<int> tiles_of(size_t(batch * lp.m_blocks * lp.heads), 0);
+  for (int64_t pos = 0; pos < count; ++pos) {
+    const int b = order[size_t(pos / 2 / per_seq)];
+    const int len = lens[size_t(b)];
+    attention::FwdVarlenTile t;
+    attention::FwdKvRange r;
+    attention::kvcache_list_position(lp, pos, b, len, len < 0 || len > lp.max_len || len < lp.seqlen_q, t, r);
+    if (pos % 2 != 0 || b == 3) {
+      EXPECT_EQ(t.m_block, -1) << "position " << pos;
+      EXPECT_EQ(r.n_blocks, 0) << "position " << pos;
+      continue;
+    }
+    ASSERT_GE(t.m_block, 0) << "position " << pos;
+    ASSERT_LT(t.m_block, lp.m_blocks);
+    ASSERT_LT(t.h, lp.heads);
+    ASSERT_EQ(t.b, b);
+    EXPECT_EQ(t.q_offset + t.len_q, b) << "q_origin's batch coordinate";
+    EXPECT_EQ(t.len_q, lp.seqlen_q);
+    EXPECT_EQ(t.k_offset, b * lp.max_len);
+    EXPECT_EQ(t.len_k, len);
+    EXPECT_EQ(t.n_blocks, r.n_blocks);
+    const int64_t key = ((int64_t(b) * lp.m_blocks + t.m_block) * lp.heads + t.h) * lp.splits + r.split;
+    ++seen[size_t(key)];
+    tiles_of[size_t((int64_t(b) * lp.m_blocks + t.m_block) * lp.heads + t.h)] += r.n_blocks;
+    // The split's range is the tile's range's share (kvcache_entry_range, checked against the band above).
+    const attention::FwdKvRange whole = attention::kvcache_entry_range(t.m_block, 128, 128, lp.seqlen_q, len,
+                                                                        lp.window_left, lp.window_right, 0, 1);
+    EXPECT_GE(r.n_first, whole.n_first);
+    EXPECT_LE(r.n_first + r.n_blocks, whole.n_first + whole.n_blocks);
+  }
+  for (int b = 0; b < int(batch); ++b)
+    for (int m = 0; m < lp.m_blocks; ++m)
+      for (int h = 0; h < lp.heads; ++h) {
+        for (int sp = 0; sp < lp.splits; ++sp)
+          EXPECT_EQ(seen[size_t(((int64_t(b) * lp.m_blocks + m) * lp.heads + h) * lp.splits + sp)], b == 3 ? 0 : 1)
+              << "b " << b << " m " << m << " h " << h << " split " << sp;
+        if (b == 3) continue;
+        const attention::FwdKvRange whole = attention::kvcache_entry_range(m, 128, 128, lp.seqlen_q, lens[size_t(b)],
+                                                                            lp.window_left, lp.window_right, 0, 1);
+        EXPECT_EQ(tiles_of[size_t((int64_t(b) * lp.m_blocks + m) * lp.heads + h)], whole.n_blocks) << "b " << b << " m " << m;
+      }
 }
 
 TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {

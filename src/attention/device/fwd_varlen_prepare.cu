@@ -283,28 +283,15 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
   }
   __syncthreads();  // order[] is written (global memory, visible within the CTA after the barrier)
 
-  // 3. The entries.
+  // 3. The entries (kvcache_list_position).
+  const FwdKvCacheListParams lp{a.heads,   a.seqlen_q, a.max_len,       a.m_blocks,      a.num_splits,
+                                a.block_m, a.block_n,  a.window_left, a.window_right};
   for (int64_t pos = tid; pos < count; pos += kThreads) {
-    FwdVarlenTile t{-1, 0, 0, 0, 0, a.seqlen_q, 0, 0};
-    FwdKvRange r{0, 0, 0, 0};
-    const int64_t e = pos / 2;  // the entry (odd positions stay empty)
-    if (pos % 2 == 0) {
-      const int b = order[e / per_seq];
-      const int len = a.cache_seqlens[b];
-      if (!bad_kvcache_length(a, len)) {
-        const int i = int(e % per_seq);
-        const int m = i % a.m_blocks, rest = i / a.m_blocks;
-        t.m_block = a.m_blocks - 1 - m;
-        t.h = rest % a.heads;
-        t.b = b;
-        t.q_offset = b - a.seqlen_q;  // q_origin then gives (0, b)
-        t.k_offset = b * a.max_len;
-        t.len_k = len;
-        r = kvcache_entry_range(t.m_block, a.block_m, a.block_n, a.seqlen_q, len, a.window_left, a.window_right,
-                                rest / a.heads, a.num_splits);
-        t.n_blocks = r.n_blocks;
-      }
-    }
+    const int b = order[pos / 2 / per_seq];
+    const int len = a.cache_seqlens[b];
+    FwdVarlenTile t;
+    FwdKvRange r;
+    kvcache_list_position(lp, pos, b, len, bad_kvcache_length(a, len), t, r);
     ranges[pos] = r;
     tiles[pos] = t;
   }

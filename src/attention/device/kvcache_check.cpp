@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "attention/decode_params.hpp"
 #include "attention/device/attention_check.hpp"
@@ -323,22 +324,26 @@ int64_t window_keys(const KvCacheArgs& a, int64_t positions) {
 int chunk_path_row(const KvCacheArgs& a, std::string* why_not) {
   const int hdim = int(a.q.shape[3]);
   const int64_t batch = a.q.shape[0], max_len = cache_max_len(a);
-  if (is_int8(a)) return *why_not = "an int8 cache", -1;
-  if (is_paged(a)) return *why_not = "a paged cache", -1;
-  if (a.window != 0) return *why_not = "a sliding window", -1;
-  if (hdim != 128) return *why_not = cat("head dim ", hdim, " (128 only so far)"), -1;
+  auto refuse = [&](std::string reason) {
+    *why_not = std::move(reason);
+    return -1;
+  };
+  if (is_int8(a)) return refuse("an int8 cache");
+  if (is_paged(a)) return refuse("a paged cache");
+  if (a.window != 0) return refuse("a sliding window");
+  if (hdim != 128) return refuse(cat("head dim ", hdim, " (128 only so far)"));
   const Tensor &k = a.k_cache, &v = a.v_cache;
   if ((batch > 1 && k.stride[0] != max_len * k.stride[1]) || (batch > 1 && v.stride[0] != max_len * v.stride[1]))
-    return *why_not = "a cache whose sequences are not max_seqlen_k rows apart (batch stride != max_seqlen_k * seq stride)", -1;
+    return refuse("a cache whose sequences are not max_seqlen_k rows apart (batch stride != max_seqlen_k * seq stride)");
   // The list's and the mask's arithmetic is in int: token offsets b · max_len, and positions plus
   // a tile and the band's right side (seqlen_q + max_len + 256).
   if (batch * max_len >= INT32_MAX || a.q.shape[1] + max_len + 256 >= INT32_MAX || batch > 65535 || a.q.shape[2] > 65535)
-    return *why_not = "2^31 or more cache tokens, or seqlen_q + max_seqlen_k near 2^31, or batch or heads_q over 65535", -1;
+    return refuse("2^31 or more cache tokens, or seqlen_q + max_seqlen_k near 2^31, or batch or heads_q over 65535");
   for (int i = 0; i < attention::kFwdKernelCount; ++i) {
     const attention::FwdKernelSpec& r = attention::kFwdKernels[i];
     if (r.options && !r.fp8 && attention::fwd_kernel_compiled(i, hdim, true)) return i;
   }
-  return *why_not = cat("no forward options row is compiled for head dim ", hdim), -1;
+  return refuse(cat("no forward options row is compiled for head dim ", hdim));
 }
 
 // The chunk path's plan for forward row `row`: the splits by wave efficiency over the SMs (one
