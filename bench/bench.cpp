@@ -542,7 +542,7 @@ int run_bench(const BenchOptions& opt) {
 
   int64_t elems = 0;  // the largest Q (or O) and K (or V) of any cell
   for (const AttnCell& c : cells) elems = std::max({elems, c.q_elems(), c.kv_elems()});
-  AttnBuffers buf{DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2)};
+  AttnBuffers buf{DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), {}, {}};
   int sink_heads = 1;  // per-head logits of the scores' scale (gpt-oss's are learned, O(1))
   for (const AttnCell& c : cells) sink_heads = std::max(sink_heads, c.heads_q);
   if (opt.sinks) buf.sinks = DeviceBuffer(size_t(sink_heads) * 4);
