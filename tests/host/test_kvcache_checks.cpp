@@ -1112,6 +1112,10 @@ TEST(KvCacheChunkPlan, OverridesAndTheWorkspace) {
                "does not take a paged cache", StatusCode::kNotSupported);
   expect_error(experimental::check_kvcache_attention(int8_args(), ctx_on_device(), kSms, fwd),
                "does not take an int8 cache", StatusCode::kNotSupported);
+  experimental::Overrides both = fwd;  // a decode kernel with the forward path: refused, not ignored
+  both.decode_kernel = "kv16_split_1cta";
+  expect_error(experimental::check_kvcache_attention(chunk_args(), ctx_on_device(), kSms, both),
+               "decode_path \"fwd\" and decode_kernel 'kv16_split_1cta' together", StatusCode::kNotSupported);
   experimental::Overrides bad;
   bad.decode_path = "split";
   expect_error(experimental::check_kvcache_attention(chunk_args(), ctx_on_device(), kSms, bad),

@@ -394,6 +394,12 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
     *why = cat("kvcache attention: decode_path '", o.decode_path, "' is not \"\", \"decode\" or \"fwd\"");
     return KvCachePlan{};
   }
+  if (o.decode_path == "fwd" && !o.decode_kernel.empty()) {  // a decode kernel on the forward path: contradictory
+    *kernel = -1;
+    *why = cat("kvcache attention: decode_path \"fwd\" and decode_kernel '", o.decode_kernel,
+               "' together (the chunk path runs the forward kernel; name one or the other)");
+    return KvCachePlan{};
+  }
   // An empty call computes nothing (kvcache_attention returns before any launch): the decode plan,
   // which asks no workspace for it, whatever the path.
   const bool empty = a.q.shape[0] == 0 || a.q.shape[1] == 0 || a.q.shape[2] == 0;
