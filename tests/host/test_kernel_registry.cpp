@@ -101,18 +101,19 @@ TEST(FwdRegistry, OneOptionsRowPerHeadDim) {
 // The e4m3 rows (FwdKernelSpec::fp8): the persistent ws kernel (O staged apart from Q's e4m3 tile),
 // no options (padded batches without window, softcap or sinks), tiles the V transpose takes.
 TEST(FwdRegistry, Fp8Rows) {
-  int rows = 0;
+  int rows = 0, kept = 0;
   for (int i = 0; i < kFwdKernelCount; ++i) {
     const FwdKernelSpec& k = kFwdKernels[i];
     if (!k.fp8) continue;
     ++rows;
     EXPECT_EQ(k.kernel, FwdKernel::kPersistentPingPong) << k.name;
     EXPECT_FALSE(k.options) << k.name;
-    EXPECT_FALSE(k.ablation) << k.name;
+    if (!k.ablation) ++kept;  // an ablation row: a candidate compiled with -DHOPATTN_BUILD_ABLATIONS=ON
     EXPECT_EQ(k.tile.block_n % 128, 0) << k.name;
     EXPECT_NE(std::string(k.name).find("_e4m3"), std::string::npos) << k.name;
   }
   EXPECT_GE(rows, 1);
+  EXPECT_GE(kept, 1);
   // A 16-bit call at an e4m3 row's head dim never gets it, and the e4m3 call always does.
   for (int hdim : compiled_fp8_head_dims()) {
     const FwdDefaultRule* r = fwd_default_rule(hdim, true, HOPATTN_DTYPE_E4M3, 1000, 1000, 4);
