@@ -106,6 +106,8 @@ struct KvCase {
                                 // "": the library's default choice)
   std::string path;             // the path forced (experimental::Overrides::decode_path: "decode", or
                                 // "fwd" the chunk path; "": the plan's choice)
+  bool chunk_rules = false;     // the plan's choice with the chunk rules on (Overrides::decode_chunk_rules:
+                                // off for the public call until the chunk path has passed these tests)
   // The options (kvcache.h, 0.4): a sliding window (-1: an unbounded side), the softcap, sinks
   // (heads_q logits, or empty), and NaN in every key before all of a sequence's windows (rows
   // [0, len - seqlen_q - window_left): keys no row may read).
@@ -248,6 +250,7 @@ class KvRun {
     }
     overrides.decode_kernel = c.kernel;
     overrides.decode_path = c.path;
+    overrides.decode_chunk_rules = c.chunk_rules;
 
     fill_normal(q_.get(), c.dtype, qo_alloc_, c.seed * 7 + 0, c.input_std);
     set_lens(c.lens);
@@ -339,7 +342,8 @@ class KvRun {
   // The default choice through the C ABI (hopattn_kvcache_attention); a forced kernel through
   // experimental::kvcache_attention, its status in the C ABI's form.
   hopattn_status_t launch(cudaStream_t stream) {
-    if (overrides.decode_kernel.empty() && overrides.decode_path.empty()) return hopattn_kvcache_attention(&args, stream);
+    if (overrides.decode_kernel.empty() && overrides.decode_path.empty() && !overrides.decode_chunk_rules)
+      return hopattn_kvcache_attention(&args, stream);
     const Status s = experimental::kvcache_attention(args, stream, overrides);
     hopattn_status_t out{};
     out.code = static_cast<hopattn_status_code_t>(s.code());
@@ -423,7 +427,7 @@ class KvRun {
   // default choice, the plan with the overrides for a forced kernel (a kernel that does not exist
   // plans no workspace; the call refuses it).
   void allocate_workspace() {
-    if (overrides.decode_kernel.empty() && overrides.decode_path.empty()) {
+    if (overrides.decode_kernel.empty() && overrides.decode_path.empty() && !overrides.decode_chunk_rules) {
       const hopattn_status_t ws = hopattn_kvcache_workspace_size(&args, &workspace_bytes);
       if (ws.code != HOPATTN_OK) throw std::runtime_error("hopattn_kvcache_workspace_size: " + status_string(ws));
     } else {
@@ -2026,8 +2030,9 @@ TEST_P(KvCacheGpu, ChunkPathMatchesTheReferenceAndTheDecodePath) {
   std::printf("%d of %d chunk-path cases passed\n", passed, total);
 }
 
-// GQA 32:8 (issue 39's heads) with the plan's own choice (the C ABI: no override; q_len >= 64 at
-// hdim 128 takes the chunk path) and a forced split count, LSE on and off.
+// GQA 32:8 (issue 39's heads) with the plan's own choice under the chunk rules (q_len >= 64 at
+// hdim 128 takes the chunk path; Overrides::decode_chunk_rules, which the public call will turn on
+// once these tests pass on a GPU) and a forced split count, LSE on and off.
 TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
@@ -2041,6 +2046,7 @@ TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
           c.num_splits = splits;
           c.with_lse = lse != 0;
           c.stale_nan = true;
+          c.chunk_rules = true;
           KvRun run(c);
           const CaseResult r = run_case(run, references_of(run));
           print_result(c, r);
@@ -2049,6 +2055,7 @@ TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
         }
   // q_len 63: the decode kernels (the table's rule starts at 64).
   KvCase c = make(cfg, 63, 32, 8, 4096, {4096}, true, seed++);
+  c.chunk_rules = true;
   KvRun run(c);
   EXPECT_FALSE(run.plan().fwd_path) << c.to_string();
 }

@@ -194,7 +194,7 @@ std::vector<KvCheckCase> kvcache_check_cases(int hdim) {
   opt.input_std = 8.0f;
   opt.seed = 204;
   out.push_back(opt);
-  KvCheckCase chunk;  // a causal chunk of 96 queries, GQA 8:2 (hdim 128: the chunk path, split-KV)
+  KvCheckCase chunk;  // a causal chunk of 96 queries, GQA 8:2 (the chunk path's shape once it is enabled)
   chunk.hdim = hdim, chunk.seqlen_q = 96, chunk.heads_q = 8, chunk.heads_kv = 2, chunk.max_len = 2048;
   chunk.lens = {2048, 1000, 96};
   chunk.causal = true;
