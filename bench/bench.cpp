@@ -234,14 +234,14 @@ std::string bench_usage() {
          "usage: hopattn bench --op decode [--csv FILE] [--quick] [--qlen 1,4,16] [--heads 64:8,32:8,8:1]\n"
          "                     [--cache 1:8192,1:65536,8:8192,32:8192,128:2048,16:32768]\n"
          "                     [--kv-dtype bf16,int8] [--kernels default,NAME,...] [--splits 0,2,16] [--hdim 128]\n"
-         "                     [--no-ceilings] [--rounds 1] [--int8-tail] [--page-sizes 0] [--window L]\n"
+         "                     [--no-ceilings] [--rounds 1] [--int8-tail] [--quant-block 128] [--page-sizes 0] [--window L]\n"
          "                     [--isolated] [--cold]\n"
          "Attention over a KV cache (hopattn_kvcache_attention, causal, every cache full, default\n"
          "heuristics) vs cuDNN SDPA at the same shape and 16-bit dtype, with the device-copy ceiling\n"
          "(TB/s; not with --no-ceilings).\n"
          "--qlen: query rows per sequence (1: decode; 4, 16: speculative). --heads: heads_q:heads_kv.\n"
          "--cache: batch:cache length. --kv-dtype: cache dtypes (bf16, fp16, int8 with fp32 scales,\n"
-         "quant_block 128, bf16 queries); a call that fails (e.g. not supported yet) is a row with its\n"
+         "quant_block --quant-block (128; or 64), bf16 queries); a call that fails (e.g. not supported yet) is a row with its\n"
          "reason instead of a time. --quick: heads 32:8, caches 1:8192 and 8:8192, qlen 1 (flags given\n"
          "explicitly win). --kernels: decode kernels by name (kv16_* for 16-bit caches, kv8_* for int8;\n"
          "NAME+combine_pdl=0: the split-KV combine launched plainly, not as a programmatic dependent;\n"
@@ -254,7 +254,7 @@ std::string bench_usage() {
          "the caches are full blocks, so the tails hold 0 tokens: the cost of the tail kernel and combine.\n"
          "--page-sizes 0,128,256: 0 the contiguous cache; P the same cache bytes read as a pool of P-token\n"
          "pages through a shuffled page table (rows <impl>:pP; len a multiple of P; int8 caches: P a multiple\n"
-         "of the bench's quant_block 128, the scales paged alike).\n"
+         "of --quant-block, the scales paged alike: --quant-block 64 to time pages of 64).\n"
          "--window L: each 16-bit hopattn row also timed with a sliding window of the L keys before each\n"
          "query (KvCacheArgs::window, window_left L; rows <impl>:wL, whose note gives their time over the\n"
          "same row without the window: the tiles outside the window are skipped, not masked; their\n"
@@ -410,6 +410,10 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       else if (a == "--cache") o->decode_caches = parse_pair_list(value(), a);
       else if (a == "--kv-dtype") o->kv_dtypes = parse_word_list(value());
       else if (a == "--int8-tail") o->int8_tail = true;
+      else if (a == "--quant-block") {
+        o->quant_block = int(cli::parse_int(a, value(), 64, 128));
+        if (o->quant_block != 64 && o->quant_block != 128) throw std::invalid_argument("--quant-block: 64 or 128");
+      }
       else if (a == "--page-sizes") o->page_sizes = parse_int_list(a, value(), 0, 256);
       else if (a == "--window") o->decode_window = int(cli::parse_int(a, value(), 0, INT32_MAX));
       else if (a == "--isolated") o->decode_isolated = true;
@@ -449,7 +453,7 @@ bool parse_bench_options(int argc, char** argv, BenchOptions* o, std::string* er
       if (!hdim_flag.empty()) o->decode_hdims = hdim_flag;
       check_decode_options(*o);
     } else {
-      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--splits", "--int8-tail", "--page-sizes",
+      for (const char* f : {"--qlen", "--heads", "--cache", "--kv-dtype", "--splits", "--int8-tail", "--quant-block", "--page-sizes",
                             "--window", "--isolated", "--cold"})
         if (was_given(f)) throw std::invalid_argument(std::string(f) + " applies to --op decode only");
       const bool varlen = !o->varlen_lens.empty();

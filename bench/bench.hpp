@@ -64,6 +64,7 @@ struct BenchOptions {
   std::vector<int> decode_hdims = {128};                   // --hdim with --op decode
   std::vector<int> splits = {0};    // --splits: KvCacheArgs::num_splits values timed (0 = heuristic)
   bool int8_tail = false;           // --int8-tail: int8 rows also with 16-bit tail blocks (rows <impl>:tail)
+  int quant_block = 128;            // --quant-block 64|128: tokens per K scale block of the int8 caches
   bool decode_isolated = false;
   bool decode_cold = false;  // --cold: calls rotate over copies of the cache that together exceed L2 2.5 times  // --isolated: also time each call with a plain dependency before the next
   int decode_window = -1;  // --window L: each hopattn row also timed with a sliding window of L keys (rows <impl>:wL)

@@ -53,7 +53,6 @@ namespace {
 
 using reference::DeviceBuffer;
 
-constexpr int kQuantBlock = 128;  // tokens per K scale block of the int8 cache
 constexpr int kGraphCalls = 32;   // calls captured into one CUDA graph
 
 hopattn_dtype_t dtype_from_name(const std::string& name) {
@@ -135,6 +134,7 @@ double ratio_vs(const Measured& mine, const Measured& cudnn, bool* from_b2b) {
 
 struct Shape {
   int heads_q, heads_kv, batch, len, qlen, hdim;
+  int quant_block = 128;  // tokens per K scale block of an int8 cache (--quant-block)
 };
 
 struct DecodeResult {
@@ -163,7 +163,7 @@ void set_figures(Row* r, const Measured& m, const Shape& s, hopattn_dtype_t cach
   const int read = window >= 0 ? std::min(s.len, window + s.qlen) : s.len;
   const int per_row = window >= 0 ? std::min(s.len, window + 1) : s.len;
   r->tflops = decode_flops(s.batch, s.heads_q, s.qlen, per_row, s.hdim) / (r->ms * 1e-3) / 1e12;
-  r->tbps = decode_kv_bytes(s.batch, read, s.heads_kv, s.hdim, cache_dtype, kQuantBlock) / (r->ms * 1e-3) / 1e12;
+  r->tbps = decode_kv_bytes(s.batch, read, s.heads_kv, s.hdim, cache_dtype, s.quant_block) / (r->ms * 1e-3) / 1e12;
   if (m.graph_ms > 0)
     r->note = "CUDA graph of " + std::to_string(kGraphCalls) + " calls, per call; back to back " +
               fmt("%.5g", m.b2b_ms) + " ms";
@@ -203,6 +203,7 @@ void progress(int done, int total, const std::string& what) {
 }  // namespace
 
 int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info, const baselines::CudnnSdpa* cudnn) {
+  const int kQuantBlock = opt.quant_block;  // tokens per K scale block of the int8 cache (--quant-block)
   int device = 0, sms = 0;
   HOPATTN_CUDA_CHECK(cudaGetDevice(&device));
   HOPATTN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -290,7 +291,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             cudaGetLastError();
           }
           for (int qlen : opt.qlens) {
-            const Shape shape{heads_q, heads_kv, batch, len, qlen, hdim};
+            const Shape shape{heads_q, heads_kv, batch, len, qlen, hdim, kQuantBlock};
             std::ostringstream what;
             what << "decode " << dtype_name << " hdim=" << hdim << " heads=" << heads_q << ":" << heads_kv
                  << " batch=" << batch << " len=" << len << " qlen=" << qlen;
