@@ -91,19 +91,38 @@ int fail(char* err, size_t len, const std::string& msg) {
     if (!st_.is_good()) return fail(err, errlen, std::string(#expr) + ": " + st_.get_message()); \
   } while (0)
 
-// As PLUGIN_CHECK_FE, returning HOPATTN_CUDNN_NOT_SUPPORTED where cudnn-frontend says the graph is
-// not supported (its support surface, or no engine for it): the FP8 entry's callers report those
-// as a configuration cuDNN does not take, not as a failure.
-#define PLUGIN_CHECK_FE_SUPPORT(expr)                                                               \
-  do {                                                                                              \
-    auto st_ = (expr);                                                                              \
-    if (!st_.is_good()) {                                                                           \
-      const bool unsupported_ = st_.get_code() == fe::error_code_t::GRAPH_NOT_SUPPORTED ||          \
-                                st_.get_code() == fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED; \
-      fail(err, errlen, std::string(#expr) + ": " + st_.get_message());                             \
-      return unsupported_ ? HOPATTN_CUDNN_NOT_SUPPORTED : 1;                                        \
-    }                                                                                               \
-  } while (0)
+// The steps both entries share once their SDPA node is in the graph: cuDNN's stats as the LSE output
+// where the call asks for one, the graph validated and built, its workspace allocated. With
+// support_refusals (the FP8 entry) cudnn-frontend's "not supported" answers from the build steps
+// return HOPATTN_CUDNN_NOT_SUPPORTED (its support surface, or no engine for the graph: a configuration
+// cuDNN does not take, not a failure); otherwise every failure returns 1.
+template <class StatsTensor>
+int finish_graph(const hopattn_attention_fwd_args_t& a, std::shared_ptr<fe::graph::Graph> g, const StatsTensor& stats,
+                 bool support_refusals, cudnnHandle_t handle, CachedGraph* out, char* err, size_t errlen) {
+  if (a.lse.data) {
+    stats->set_output(true).set_uid(kUidStats).set_data_type(fe::DataType_t::FLOAT)
+        .set_dim({a.lse.shape[0], a.lse.shape[1], a.lse.shape[2], 1})
+        .set_stride({a.lse.stride[0], a.lse.stride[1], a.lse.stride[2], 1});
+  }
+  auto step = [&](fe::error_t st, const char* what) {
+    if (st.is_good()) return 0;
+    fail(err, errlen, std::string(what) + ": " + st.get_message());
+    const bool unsupported = st.get_code() == fe::error_code_t::GRAPH_NOT_SUPPORTED ||
+                             st.get_code() == fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED;
+    return support_refusals && unsupported ? int(HOPATTN_CUDNN_NOT_SUPPORTED) : 1;
+  };
+  if (int rc = step(g->validate(), "g->validate()")) return rc;
+  if (int rc = step(g->build_operation_graph(handle), "g->build_operation_graph(handle)")) return rc;
+  if (int rc = step(g->create_execution_plans({fe::HeurMode_t::A}), "g->create_execution_plans({fe::HeurMode_t::A})")) return rc;
+  if (int rc = step(g->check_support(handle), "g->check_support(handle)")) return rc;
+  if (int rc = step(g->build_plans(handle), "g->build_plans(handle)")) return rc;
+  int64_t ws = 0;
+  PLUGIN_CHECK_FE(g->get_workspace_size(ws));
+  if (ws > 0 && cudaMalloc(&out->workspace, size_t(ws)) != cudaSuccess)
+    return fail(err, errlen, "cudaMalloc of the cuDNN workspace failed");
+  out->graph = g;
+  return 0;
+}
 
 int build_graph(const hopattn_attention_fwd_args_t& a, cudnnHandle_t handle, CachedGraph* out,
                 char* err, size_t errlen) {
@@ -124,22 +143,7 @@ int build_graph(const hopattn_attention_fwd_args_t& a, cudnnHandle_t handle, Cac
   if (a.causal) opts.set_causal_mask_bottom_right(true);
   auto [o, stats] = g->sdpa(q, k, v, opts);
   o->set_output(true).set_uid(kUidO).set_dim(bhsd_dims(a.o)).set_stride(bhsd_strides(a.o));
-  if (a.lse.data) {
-    stats->set_output(true).set_uid(kUidStats).set_data_type(fe::DataType_t::FLOAT)
-        .set_dim({a.lse.shape[0], a.lse.shape[1], a.lse.shape[2], 1})
-        .set_stride({a.lse.stride[0], a.lse.stride[1], a.lse.stride[2], 1});
-  }
-  PLUGIN_CHECK_FE(g->validate());
-  PLUGIN_CHECK_FE(g->build_operation_graph(handle));
-  PLUGIN_CHECK_FE(g->create_execution_plans({fe::HeurMode_t::A}));
-  PLUGIN_CHECK_FE(g->check_support(handle));
-  PLUGIN_CHECK_FE(g->build_plans(handle));
-  int64_t ws = 0;
-  PLUGIN_CHECK_FE(g->get_workspace_size(ws));
-  if (ws > 0 && cudaMalloc(&out->workspace, size_t(ws)) != cudaSuccess)
-    return fail(err, errlen, "cudaMalloc of the cuDNN workspace failed");
-  out->graph = g;
-  return 0;
+  return finish_graph(a, g, stats, false, handle, out, err, errlen);
 }
 
 int unsupported(char* err, size_t len, const std::string& msg) {
@@ -221,22 +225,7 @@ int build_fp8_graph(const hopattn_attention_fwd_args_t& a, cudnnHandle_t handle,
       .set_data_type(fe::DataType_t::FLOAT);
   amax_o->set_output(true).set_uid(kUidAmaxO).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1})
       .set_data_type(fe::DataType_t::FLOAT);
-  if (a.lse.data) {
-    stats->set_output(true).set_uid(kUidStats).set_data_type(fe::DataType_t::FLOAT)
-        .set_dim({a.lse.shape[0], a.lse.shape[1], a.lse.shape[2], 1})
-        .set_stride({a.lse.stride[0], a.lse.stride[1], a.lse.stride[2], 1});
-  }
-  PLUGIN_CHECK_FE_SUPPORT(g->validate());
-  PLUGIN_CHECK_FE_SUPPORT(g->build_operation_graph(handle));
-  PLUGIN_CHECK_FE_SUPPORT(g->create_execution_plans({fe::HeurMode_t::A}));
-  PLUGIN_CHECK_FE_SUPPORT(g->check_support(handle));
-  PLUGIN_CHECK_FE_SUPPORT(g->build_plans(handle));
-  int64_t ws = 0;
-  PLUGIN_CHECK_FE(g->get_workspace_size(ws));
-  if (ws > 0 && cudaMalloc(&out->workspace, size_t(ws)) != cudaSuccess)
-    return fail(err, errlen, "cudaMalloc of the cuDNN workspace failed");
-  out->graph = g;
-  return 0;
+  return finish_graph(a, g, stats, true, handle, out, err, errlen);
 }
 
 // The handle of the current device, bound to `stream`; 0 on success.

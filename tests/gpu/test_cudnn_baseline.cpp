@@ -18,6 +18,7 @@
 #include "common/cuda_check.hpp"
 #include "device_utils.hpp"
 #include "e4m3.hpp"
+#include "fp8_check.hpp"
 #include "gpu_test.hpp"
 
 namespace hopattn::reference {
@@ -58,8 +59,6 @@ TEST(CudnnBaseline, LoadsAndAgreesWithReference) {
 // FP8 inputs a 16-bit O on Blackwell only). LSE: 2 x the yardstick's + a float32 floor + 2^-12 ·
 // max|S| (the FP8 WGMMA's ~14-bit accumulation of Q·Kᵀ).
 
-constexpr double kCpuWorkLimit = 1.5e8;  // b·h·sq·sk·d above which the references run on the GPU
-
 struct CudnnFp8Case {
   AttnProblem p;
   bool descales = false;  // a per-tensor descale ((1, 1): batch 1, one kv-head) from the quantization
@@ -68,51 +67,9 @@ struct CudnnFp8Case {
   std::string to_string() const { return p.to_string() + (descales ? " descales" : " descales 1"); }
 };
 
-template <class T>
-DeviceBuffer upload_vector(const std::vector<T>& host) {
-  DeviceBuffer d(std::max<size_t>(host.size(), 1) * sizeof(T));
-  if (!host.empty()) HOPATTN_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-
-double max_row_norm(const std::vector<float>& x, int hdim) {
-  double best = 0;
-  for (size_t r = 0; r + size_t(hdim) <= x.size(); r += size_t(hdim)) {
-    double n2 = 0;
-    for (int d = 0; d < hdim; ++d) n2 += double(x[r + size_t(d)]) * x[r + size_t(d)];
-    best = std::max(best, std::sqrt(n2));
-  }
-  return best;
-}
-
-// fp64 and the FP8 yardstick on the dequantized inputs: the CPU for small problems, the GPU else.
-void fp8_references(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const Fp8Tensor& v,
-                    std::vector<double>& o64, std::vector<double>& lse64, std::vector<float>& o32,
-                    std::vector<float>& lse32) {
-  o64.assign(size_t(p.q_elems()), 0), lse64.assign(size_t(p.lse_elems()), 0);
-  o32.assign(size_t(p.q_elems()), 0), lse32.assign(size_t(p.lse_elems()), 0);
-  if (double(p.batch) * p.heads_q * p.seqlen_q * p.seqlen_k * p.hdim <= kCpuWorkLimit) {
-    attention_cpu_fp64(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o64.data(), lse64.data());
-    attention_cpu_fp8_lowp(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o32.data(), lse32.data());
-    return;
-  }
-  DeviceBuffer dq = upload_vector(q.dequant), dk = upload_vector(k.dequant), dv = upload_vector(v.dequant);
-  DeviceBuffer go64(o64.size() * 8), gl64(std::max<size_t>(lse64.size(), 1) * 8);
-  DeviceBuffer go32(o32.size() * 4), gl32(std::max<size_t>(lse32.size(), 1) * 4);
-  attention_gpu_fp64(p, HOPATTN_DTYPE_FP32, dq.get(), dk.get(), dv.get(), go64.as<double>(), gl64.as<double>());
-  attention_gpu_fp8_lowp(p, dq.as<float>(), dk.as<float>(), dv.as<float>(), go32.as<float>(), gl32.as<float>());
-  HOPATTN_CUDA_CHECK(cudaMemcpy(o64.data(), go64.get(), o64.size() * 8, cudaMemcpyDeviceToHost));
-  HOPATTN_CUDA_CHECK(cudaMemcpy(lse64.data(), gl64.get(), lse64.size() * 8, cudaMemcpyDeviceToHost));
-  HOPATTN_CUDA_CHECK(cudaMemcpy(o32.data(), go32.get(), o32.size() * 4, cudaMemcpyDeviceToHost));
-  HOPATTN_CUDA_CHECK(cudaMemcpy(lse32.data(), gl32.get(), lse32.size() * 4, cudaMemcpyDeviceToHost));
-}
-
-struct CudnnFp8Result {
-  bool pass = false, unsupported = false;
+struct CudnnFp8Result : Fp8Result {
+  bool unsupported = false;
   hopattn_dtype_t o_dtype = HOPATTN_DTYPE_BF16;
-  ErrorStats o_err, o_yard, lse_err, lse_yard;
-  double o_bound = 0, lse_bound = 0;
-  std::string message;
 };
 
 CudnnFp8Result run_cudnn_fp8(const baselines::CudnnSdpa& cudnn, const CudnnFp8Case& c) {
@@ -124,8 +81,9 @@ CudnnFp8Result run_cudnn_fp8(const baselines::CudnnSdpa& cudnn, const CudnnFp8Ca
   };
   const Fp8Tensor q = inputs(p.seqlen_q, p.heads_q, c.seed * 3), k = inputs(p.seqlen_k, p.heads_kv, c.seed * 3 + 1),
                   v = inputs(p.seqlen_k, p.heads_kv, c.seed * 3 + 2);
-  DeviceBuffer dq = upload_vector(q.codes), dk = upload_vector(k.codes), dv = upload_vector(v.codes);
-  DeviceBuffer qd = upload_vector(q.descale), kd = upload_vector(k.descale), vd = upload_vector(v.descale);
+  DeviceBuffer dq = upload_bytes(q.codes.data(), q.codes.size()), dk = upload_bytes(k.codes.data(), k.codes.size()),
+               dv = upload_bytes(v.codes.data(), v.codes.size());
+  DeviceBuffer qd = upload_floats(q.descale), kd = upload_floats(k.descale), vd = upload_floats(v.descale);
   DeviceBuffer o(std::max<int64_t>(p.q_elems(), 1) * 2), lse(std::max<int64_t>(p.lse_elems(), 1) * 4);
   AttentionForwardArgs a;
   a.q = tensor_bshd(dq.get(), HOPATTN_DTYPE_E4M3, p.batch, p.seqlen_q, p.heads_q, p.hdim);
@@ -167,32 +125,8 @@ CudnnFp8Result run_cudnn_fp8(const baselines::CudnnSdpa& cudnn, const CudnnFp8Ca
   std::vector<float> lse_got(size_t(p.lse_elems()));
   if (!lse_got.empty())
     HOPATTN_CUDA_CHECK(cudaMemcpy(lse_got.data(), lse.get(), lse_got.size() * 4, cudaMemcpyDeviceToHost));
-  std::vector<double> o64, lse64;
-  std::vector<float> o32, lse32;
-  fp8_references(p, q, k, v, o64, lse64, o32, lse32);
-  r.o_err = compare(o64.data(), o_got.data(), p.q_elems());
-  r.o_yard = compare(o64.data(), o32.data(), p.q_elems());
-  const double eps = r.o_dtype == HOPATTN_DTYPE_BF16 ? 0x1p-8 : 0x1p-4;
-  r.o_bound = 2.0 * r.o_yard.max_abs + eps * r.o_yard.max_ref;
-  r.lse_err = compare(lse64.data(), lse_got.data(), p.lse_elems());
-  r.lse_yard = compare(lse64.data(), lse32.data(), p.lse_elems());
-  const double s_bound = double(p.effective_scale()) * max_row_norm(q.dequant, p.hdim) * max_row_norm(k.dequant, p.hdim);
-  r.lse_bound = 2.0 * r.lse_yard.max_abs + 1e-5 * std::max(1.0, r.lse_yard.max_ref) + 0x1p-12 * s_bound;
-  if (r.o_err.bad > 0) {
-    r.message = "O: " + std::to_string(r.o_err.bad) + " elements NaN/unwritten or non-finite, first at index " +
-                std::to_string(r.o_err.first_bad);
-  } else if (r.lse_err.bad > 0) {
-    r.message = "LSE: " + std::to_string(r.lse_err.bad) + " entries NaN/unwritten or wrongly infinite, first at " +
-                std::to_string(r.lse_err.first_bad);
-  } else if (r.o_err.max_abs > r.o_bound) {
-    r.message = "O: max abs error " + fmt(r.o_err.max_abs) + " > bound " + fmt(r.o_bound) + " (2 x yardstick " +
-                fmt(r.o_yard.max_abs) + " + one rounding of O)";
-  } else if (r.lse_err.max_abs > r.lse_bound) {
-    r.message = "LSE: max abs error " + fmt(r.lse_err.max_abs) + " > bound " + fmt(r.lse_bound) + " (2 x yardstick " +
-                fmt(r.lse_yard.max_abs) + " + floors)";
-  } else {
-    r.pass = true;
-  }
+  // One rounding of O in its type: bf16 (2^-8), or e4m3 (2^-4: 3 significand bits, half an ulp).
+  judge_fp8(p, q, k, v, o_got, lse_got, r.o_dtype == HOPATTN_DTYPE_BF16 ? 0x1p-8 : 0x1p-4, &r);
   return r;
 }
 

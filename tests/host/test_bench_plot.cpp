@@ -51,7 +51,7 @@ size_t count(const std::string& s, const std::string& what) {
 TEST(BenchPlot, CsvRoundTripAndOnePanelPerHeadDimAndMask) {
   const std::string csv = ::testing::TempDir() + "/bench_plot_test.csv";
   const std::string svg = ::testing::TempDir() + "/bench_plot_test.svg";
-  write_csv(csv, RunInfo{"abc", "2026-11-29T00:00:00Z", "Test GPU, \"quoted\""}, synthetic_rows());
+  write_csv(csv, RunInfo{"abc", "2026-11-29T00:00:00Z", "Test GPU, \"quoted\"", ""}, synthetic_rows());
   const std::vector<Row> back = read_csv(csv);
   ASSERT_EQ(back.size(), 16u);  // the ceiling row is not an attention row
   EXPECT_EQ(back[0].impl, "hopattn");
@@ -84,7 +84,7 @@ TEST(BenchPlot, DecodeRowsInTheCsv) {
   d.note = "not timed: not supported: kvcache attention: not built, yet";
   rows.push_back(d);
   const std::string csv = ::testing::TempDir() + "/bench_decode_test.csv";
-  write_csv(csv, RunInfo{"abc", "2026-11-29T00:00:00Z", "Test GPU"}, rows);
+  write_csv(csv, RunInfo{"abc", "2026-11-29T00:00:00Z", "Test GPU", ""}, rows);
   EXPECT_EQ(read_csv(csv).size(), 16u);  // attention rows only
   std::istringstream lines(slurp(csv));
   std::string header, line, timed, untimed;

@@ -49,8 +49,16 @@ struct DeviceDescale {
 };
 DeviceDescale upload_descale(const std::vector<float>& d, int batch, int heads_kv, bool strided);
 
-// float32 host values to the device.
+// Host bytes to the device (a buffer of at least 1 byte); float32 host values to the device.
+DeviceBuffer upload_bytes(const void* host, size_t bytes);
 DeviceBuffer upload_floats(const std::vector<float>& host);
+
+// An FP8 call's O and LSE (as float) against float64 attention on the dequantized inputs, under the
+// FP8 yardstick rule: |O - O_fp64| <= 2 x the yardstick's error + o_eps x its largest output (one
+// rounding of O's type: 2^-8 for bf16); LSE <= 2 x the yardstick's + a float32 floor + 2^-12 · the
+// Cauchy-Schwarz bound of |S|. Fills every field of *out but o_bits.
+void judge_fp8(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const Fp8Tensor& v,
+               const std::vector<float>& o_got, const std::vector<float>& lse_got, double o_eps, Fp8Result* out);
 
 // The case through the forward call (the kernel it names, or the defaults table), checked.
 Fp8Result run_fp8_case(const Fp8Case& c);
