@@ -107,8 +107,11 @@ int finish_graph(const hopattn_attention_fwd_args_t& a, std::shared_ptr<fe::grap
   auto step = [&](fe::error_t st, const char* what) {
     if (st.is_good()) return 0;
     fail(err, errlen, std::string(what) + ": " + st.get_message());
+    // HEURISTIC_QUERY_FAILED: "No valid engine configs" (cuDNN 9.14 on H100, one query over 1000
+    // keys: "s_q=1 on Hopper should go into sm80"), a shape no engine takes.
     const bool unsupported = st.get_code() == fe::error_code_t::GRAPH_NOT_SUPPORTED ||
-                             st.get_code() == fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED;
+                             st.get_code() == fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED ||
+                             st.get_code() == fe::error_code_t::HEURISTIC_QUERY_FAILED;
     return support_refusals && unsupported ? int(HOPATTN_CUDNN_NOT_SUPPORTED) : 1;
   };
   if (int rc = step(g->validate(), "g->validate()")) return rc;

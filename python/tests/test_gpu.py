@@ -1420,7 +1420,9 @@ class TestFp8Quantize(unittest.TestCase):
                 self.assertEqual((x8.dtype, d.dtype, tuple(d.shape)), (torch.float8_e4m3fn, torch.float32, (b, hkv)))
                 xf = x.float()
                 amax = xf.abs().view(b, s, hkv, h // hkv, 128).amax(dim=(1, 3, 4))
-                want_d = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
+                # a tensor divisor: torch divides by a Python scalar as a product with its reciprocal
+                # (1/448 is inexact), the library's kernel and the documented rule by a true division
+                want_d = torch.where(amax > 0, amax / torch.full_like(amax, 448.0), torch.ones_like(amax))
                 name = f"{dtype} {b}x{s}x{h}:{hkv}"
                 self.assertTrue(torch.equal(d, want_d), name)
                 want = (xf / want_d.repeat_interleave(h // hkv, dim=1)[:, None, :, None]).to(torch.float8_e4m3fn)

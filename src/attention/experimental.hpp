@@ -32,11 +32,6 @@ struct Overrides {
   // "decode" the decode split kernels (decode_kernel picks one), "fwd" the chunk path (the
   // forward's options kernel with split-KV; a call it cannot take is refused with the reason).
   std::string decode_path;
-  // Whether the plan's choice ("" above) consults the chunk rules (kChunkRules). Off for the public
-  // call until the chunk path passes its first GPU run (written and host-tested 2026-12-06; no GPU
-  // was lent that session): public chunk calls keep the decode kernels. The chunk path's tests and
-  // the bench's rows turn it on or force decode_path "fwd".
-  bool decode_chunk_rules = false;
   bool decode_combine_pdl = true;  // the split-KV combine a programmatic dependent of the kernel before it
   bool decode_split_pdl = true;    // the 16-bit split kernel a programmatic dependent of the kernel before it
 };

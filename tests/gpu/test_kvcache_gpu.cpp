@@ -106,8 +106,6 @@ struct KvCase {
                                 // "": the library's default choice)
   std::string path;             // the path forced (experimental::Overrides::decode_path: "decode", or
                                 // "fwd" the chunk path; "": the plan's choice)
-  bool chunk_rules = false;     // the plan's choice with the chunk rules on (Overrides::decode_chunk_rules:
-                                // off for the public call until the chunk path has passed these tests)
   // The options (kvcache.h, 0.4): a sliding window (-1: an unbounded side), the softcap, sinks
   // (heads_q logits, or empty), and NaN in every key before all of a sequence's windows (rows
   // [0, len - seqlen_q - window_left): keys no row may read).
@@ -250,7 +248,6 @@ class KvRun {
     }
     overrides.decode_kernel = c.kernel;
     overrides.decode_path = c.path;
-    overrides.decode_chunk_rules = c.chunk_rules;
 
     fill_normal(q_.get(), c.dtype, qo_alloc_, c.seed * 7 + 0, c.input_std);
     set_lens(c.lens);
@@ -342,7 +339,7 @@ class KvRun {
   // The default choice through the C ABI (hopattn_kvcache_attention); a forced kernel through
   // experimental::kvcache_attention, its status in the C ABI's form.
   hopattn_status_t launch(cudaStream_t stream) {
-    if (overrides.decode_kernel.empty() && overrides.decode_path.empty() && !overrides.decode_chunk_rules)
+    if (overrides.decode_kernel.empty() && overrides.decode_path.empty())
       return hopattn_kvcache_attention(&args, stream);
     const Status s = experimental::kvcache_attention(args, stream, overrides);
     hopattn_status_t out{};
@@ -427,7 +424,7 @@ class KvRun {
   // default choice, the plan with the overrides for a forced kernel (a kernel that does not exist
   // plans no workspace; the call refuses it).
   void allocate_workspace() {
-    if (overrides.decode_kernel.empty() && overrides.decode_path.empty() && !overrides.decode_chunk_rules) {
+    if (overrides.decode_kernel.empty() && overrides.decode_path.empty()) {
       const hopattn_status_t ws = hopattn_kvcache_workspace_size(&args, &workspace_bytes);
       if (ws.code != HOPATTN_OK) throw std::runtime_error("hopattn_kvcache_workspace_size: " + status_string(ws));
     } else {
@@ -2030,9 +2027,9 @@ TEST_P(KvCacheGpu, ChunkPathMatchesTheReferenceAndTheDecodePath) {
   std::printf("%d of %d chunk-path cases passed\n", passed, total);
 }
 
-// GQA 32:8 (issue 39's heads) with the plan's own choice under the chunk rules (q_len >= 64 at
-// hdim 128 takes the chunk path; Overrides::decode_chunk_rules, which the public call will turn on
-// once these tests pass on a GPU) and a forced split count, LSE on and off.
+// GQA 32:8 (issue 39's heads) through the public call (the chunk rules of decode_defaults.cpp:
+// q_len 128 against 4096 positions takes the chunk path, q_len 64 there keeps the decode kernels)
+// and a forced split count, LSE on and off.
 TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
@@ -2046,16 +2043,14 @@ TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
           c.num_splits = splits;
           c.with_lse = lse != 0;
           c.stale_nan = true;
-          c.chunk_rules = true;
           KvRun run(c);
           const CaseResult r = run_case(run, references_of(run));
           print_result(c, r);
           EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
-          EXPECT_TRUE(r.plan.fwd_path) << c.to_string() << ": the default plan did not take the chunk path";
+          EXPECT_EQ(r.plan.fwd_path, sq == 128) << c.to_string() << ": the default plan's path (the chunk rules)";
         }
-  // q_len 63: the decode kernels (the table's rule starts at 64).
+  // q_len 63: the decode kernels (the table's rules start at 64).
   KvCase c = make(cfg, 63, 32, 8, 4096, {4096}, true, seed++);
-  c.chunk_rules = true;
   KvRun run(c);
   EXPECT_FALSE(run.plan().fwd_path) << c.to_string();
 }
@@ -2135,7 +2130,7 @@ TEST_P(KvCacheGpu, ChunkPathBadDeviceLengthsGiveNaNAndAreReported) {
     }
 }
 
-// The chunk path (the default at q_len 96, hdim 128) captured in a CUDA graph: the prepare kernel,
+// The chunk path (forced: decode_path "fwd"; q_len 96 against 1030 positions is the decode kernels' by the rules) captured in a CUDA graph: the prepare kernel,
 // the forward kernel (its programmatic dependent) and, split, the combine, replayed twice bit for
 // bit as the direct call, then following new lengths in device memory; and the direct call run
 // five times bit-identically (the dynamic dealing moves entries between CTAs, never their sums).
@@ -2149,8 +2144,9 @@ TEST_P(KvCacheGpu, ChunkPathCudaGraphReplayAndRepeatsAreBitIdentical) {
     KvCase c = make(cfg, 96, 8, 2, 1030, {1000, 96, 333}, true, 8100 + uint64_t(splits));
     c.num_splits = splits;
     c.stale_nan = true;
+    c.path = "fwd";
     KvRun run(c);
-    ASSERT_TRUE(run.plan().fwd_path) << c.to_string() << ": the default plan must take the chunk path";
+    ASSERT_TRUE(run.plan().fwd_path) << c.to_string() << ": the forced plan must take the chunk path";
     ASSERT_EQ(run.plan().num_splits, splits) << c.to_string();
     auto direct = [&](std::vector<uint8_t>* o, std::vector<uint8_t>* lse) {
       const CaseResult r = run_case(run, references_of(run));

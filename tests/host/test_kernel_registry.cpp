@@ -158,10 +158,13 @@ TEST(DecodeChunkRules, EveryRuleHasAForwardOptionsRow) {
       if (hdim_built) EXPECT_TRUE(compiled) << "chunk rule " << r << ": the options row of hdim " << hdim << " is not compiled";
     }
   }
-  EXPECT_EQ(attention::decode_chunk_rule(128, 63), nullptr);
-  EXPECT_NE(attention::decode_chunk_rule(128, 64), nullptr);
-  EXPECT_EQ(attention::decode_chunk_rule(64, 4096), nullptr);  // hdim 64 / 256: the decode kernels
-  EXPECT_EQ(attention::decode_chunk_rule(256, 4096), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 63, 1 << 20), nullptr);
+  EXPECT_NE(attention::decode_chunk_rule(128, 64, 16384), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 64, 16383), nullptr);
+  EXPECT_NE(attention::decode_chunk_rule(128, 128, 2048), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 128, 2047), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(64, 4096, 32768), nullptr);  // hdim 64 / 256: the decode kernels
+  EXPECT_EQ(attention::decode_chunk_rule(256, 4096, 32768), nullptr);
 }
 
 TEST(DecodeRegistry, EveryDefaultNamesAKernelOfItsCacheAndHeadDims) {

@@ -915,12 +915,12 @@ TEST(KvCacheOptionsChecks, OlderCallerStructSizes) {
 
 // ---- the chunk path (docs/decode.md, "The chunk path") ---------------------------------------
 
-// The chunk rules on (Overrides::decode_chunk_rules): the plan the public call makes once the chunk
-// path has passed its GPU tests; until then the public call keeps the decode kernels
-// (KvCacheChunkPlan.PublicCallKeepsTheDecodeKernelsUntilEnabled).
-experimental::Overrides rules_on() {
+// The plan's own choice (the chunk rules of decode_defaults.cpp), and the chunk path forced
+// (decode_path "fwd": shapes the rules leave to the decode kernels, for the plan's other fields).
+experimental::Overrides rules_on() { return experimental::Overrides{}; }
+experimental::Overrides forced() {
   experimental::Overrides o;
-  o.decode_chunk_rules = true;
+  o.decode_path = "fwd";
   return o;
 }
 Status check_rules_on(const KvCacheArgs& a) { return experimental::check_kvcache_attention(a, {}, kSms, rules_on()); }
@@ -956,8 +956,8 @@ TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 128, 32, 4));
   EXPECT_EQ(p.workspace_bytes, size_t(4) * 32 * 128 * 129 * 4 + 96 + 2 * 128 * (32 + 16));  // spelled out once
   EXPECT_TRUE(check_rules_on(a).ok()) << check_rules_on(a).to_string();
-  a = chunk_args(1, 64, 4096);  // one Q tile per head too: the same 4 splits of 32 KV tiles
-  p = experimental::plan_kvcache_attention(a, kSms, rules_on());
+  a = chunk_args(1, 64, 4096);  // one Q tile per head too: the same 4 splits of 32 KV tiles (forced: the rules keep q_len 64 at 4k on the decode kernels)
+  p = experimental::plan_kvcache_attention(a, kSms, forced());
   EXPECT_TRUE(p.fwd_path);
   EXPECT_EQ(p.num_splits, 4);
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 64, 32, 4));
@@ -971,7 +971,7 @@ TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   EXPECT_EQ(p.workspace_bytes, size_t(96 + 2 * 256 * (32 + 16)));
   a = chunk_args(1, 128, 1000);  // forced: never more splits than 128-key tiles (8)
   a.num_splits = 1000;
-  EXPECT_EQ(experimental::plan_kvcache_attention(a, kSms, rules_on()).num_splits, 8);
+  EXPECT_EQ(experimental::plan_kvcache_attention(a, kSms, forced()).num_splits, 8);
   a = chunk_args(1, 128, 1 << 20);  // ... nor than 128
   a.num_splits = 1000;
   EXPECT_EQ(experimental::plan_kvcache_attention(a, kSms, rules_on()).num_splits, 128);
@@ -1084,8 +1084,15 @@ TEST(KvCacheChunkPlan, ListPositionsHoldEachEntryOnce) {
 }
 
 TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {
-  KvCacheArgs a = chunk_args(1, 63);  // the table's rule starts at 64 queries
+  KvCacheArgs a = chunk_args(1, 63);  // the table's rules start at 64 queries
   EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, rules_on()).fwd_path);
+  // The rules' cache lengths: q_len 128 from 2048 positions, q_len 64 from 16384 (r1's crossings).
+  EXPECT_FALSE(experimental::plan_kvcache_attention(chunk_args(1, 128, 2047), kSms, rules_on()).fwd_path);
+  EXPECT_TRUE(experimental::plan_kvcache_attention(chunk_args(1, 128, 2048), kSms, rules_on()).fwd_path);
+  EXPECT_TRUE(experimental::plan_kvcache_attention(chunk_args(1, 127, 32768), kSms, rules_on()).fwd_path);  // the q_len 64 rule
+  EXPECT_TRUE(experimental::plan_kvcache_attention(chunk_args(1, 64, 16384), kSms, rules_on()).fwd_path);
+  EXPECT_FALSE(experimental::plan_kvcache_attention(chunk_args(1, 64, 16383), kSms, rules_on()).fwd_path);
+  EXPECT_FALSE(experimental::plan_kvcache_attention(chunk_args(1, 100, 4096), kSms, rules_on()).fwd_path);
   a = chunk_args();
   a.window = 1, a.window_left = 1000, a.window_right = 0;  // a window: the decode kernels
   EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, rules_on()).fwd_path);
@@ -1152,12 +1159,17 @@ TEST(KvCacheChunkPlan, OverridesAndTheWorkspace) {
   expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd), "workspace: ");
 }
 
-TEST(KvCacheChunkPlan, PublicCallKeepsTheDecodeKernelsUntilEnabled) {
+// The public call's plan is the rules' (the chunk path for issue 39's chunk, the decode kernels for
+// q_len 1 on the same cache); decode_path "decode" keeps the decode kernels.
+TEST(KvCacheChunkPlan, PublicCallTakesTheChunkPathByTheRules) {
   KvCacheArgs a = chunk_args();
   const KvCachePlan pub = plan_kvcache_attention(a, kSms);
-  EXPECT_FALSE(pub.fwd_path);
-  EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, rules_on()).fwd_path);
-  EXPECT_STRNE(pub.kernel, "ws_pingpong_persistent_128x128x2_options");
+  EXPECT_TRUE(pub.fwd_path);
+  EXPECT_STREQ(pub.kernel, "ws_pingpong_persistent_128x128x2_options");
+  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 1), kSms).fwd_path);
+  experimental::Overrides o;
+  o.decode_path = "decode";
+  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, o).fwd_path);
 }
 
 }  // namespace

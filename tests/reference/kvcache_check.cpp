@@ -194,9 +194,9 @@ std::vector<KvCheckCase> kvcache_check_cases(int hdim) {
   opt.input_std = 8.0f;
   opt.seed = 204;
   out.push_back(opt);
-  KvCheckCase chunk;  // a causal chunk of 96 queries, GQA 8:2 (the chunk path's shape once it is enabled)
-  chunk.hdim = hdim, chunk.seqlen_q = 96, chunk.heads_q = 8, chunk.heads_kv = 2, chunk.max_len = 2048;
-  chunk.lens = {2048, 1000, 96};
+  KvCheckCase chunk;  // a causal chunk of 129 queries, GQA 8:2 (at hdim 128 the chunk path: decode_defaults.cpp's rules)
+  chunk.hdim = hdim, chunk.seqlen_q = 129, chunk.heads_q = 8, chunk.heads_kv = 2, chunk.max_len = 2048;
+  chunk.lens = {2048, 1000, 129};
   chunk.causal = true;
   chunk.sinks = {-INFINITY, 20.0f, 0.5f, -1.5f, 0.0f, 1.0f, -3.0f, 2.0f};
   chunk.seed = 206;

@@ -40,8 +40,8 @@ KvCheckResult run_kvcache_check(const KvCheckCase& c, hopattn_dtype_t dtype);
 
 // The cases `hopattn check` runs at one head dim: odd, empty and full lengths with packed GQA,
 // MHA with several causal queries, MQA over a long cache (split-KV), a window with softcap on
-// large logits and sinks, a causal chunk of 96 queries with sinks (at hdim 128 the chunk path's
-// shape, once Overrides::decode_chunk_rules is on for the public call), and the first case again
+// large logits and sinks, a causal chunk of 129 queries with sinks (at hdim 128 the chunk path,
+// by decode_defaults.cpp's rules), and the first case again
 // over pages of 16 and 128 tokens.
 std::vector<KvCheckCase> kvcache_check_cases(int hdim);
 

@@ -44,11 +44,14 @@ constexpr DecodeDefaultRule kRules[] = {
 
 // The chunk path (the forward's options kernel with split-KV; kvcache_check.cpp, make_plan):
 // which KV-cache calls it takes by default, among those it can run (16-bit contiguous caches, no
-// window, hdim 128). Chunks of at least 64 queries fill half of its 128-row tiles. The decode
-// kernels keep every other call.
+// window, hdim 128). The decode kernels keep every other call. Measured 2026-12-06 r1 (H100, bf16,
+// 1 x len, 32:8 heads, q_len 16/64/128, each path at its own best split count; decode_path
+// "fwd" vs "decode"): q_len 128: 1.75x at 32k (130 vs 228 us), 1.45x at 4k (26.1 vs 37.8), 0.97x
+// at 1k; q_len 64: 1.03x at 32k, 0.95x at 4k, 0.82x at 1k; q_len 16: 0.53-0.77x.
 // clang-format off
 constexpr DecodeChunkRule kChunkRules[] = {
-  {kHd128, 64, "not yet measured (issue 39: FA3's split-KV forward 1.1-1.8x the decode kernels on 64-128-query chunks, H100)"},
+  {kHd128, 128, 2048, "r1 2026-12-06 (H100): q128 1.45x at 4k, 1.75x at 32k; 0.97x at 1k"},
+  {kHd128, 64, 16384, "r1 2026-12-06 (H100): q64 1.03x at 32k; 0.95x at 4k"},
 };
 // clang-format on
 
@@ -59,10 +62,10 @@ const DecodeChunkRule* decode_chunk_rules(int* count) {
   return kChunkRules;
 }
 
-const DecodeChunkRule* decode_chunk_rule(int hdim, int64_t seqlen_q) {
+const DecodeChunkRule* decode_chunk_rule(int hdim, int64_t seqlen_q, int64_t cache_len) {
   const unsigned bit = decode_hdim_bit(hdim);
   for (const DecodeChunkRule& r : kChunkRules)
-    if ((r.hdims & bit) != 0 && seqlen_q >= r.seqlen_q_min) return &r;
+    if ((r.hdims & bit) != 0 && seqlen_q >= r.seqlen_q_min && cache_len >= r.cache_len_min) return &r;
   return nullptr;
 }
 

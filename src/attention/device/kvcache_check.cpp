@@ -412,7 +412,7 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
       return KvCachePlan{};
     }
     if (row >= 0 && (o.decode_path == "fwd" ||
-                     (o.decode_chunk_rules && attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1]) != nullptr))) {
+                     attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a)) != nullptr)) {
       KvCachePlan chunk = make_chunk_plan(a, sms, row);
       if (o.decode_path == "fwd" || assume_workspace ||
           (a.workspace != nullptr && a.workspace_bytes >= chunk.workspace_bytes)) {
