@@ -59,7 +59,6 @@ void apply_override(experimental::Overrides& o, const std::string& key, double v
 
 ForwardFn hopattn_forward_fn(const std::string& kernel, const std::vector<std::pair<std::string, double>>& overrides) {
   experimental::Overrides o;
-  o.fwd_fp8 = true;  // the bench times the FP8 kernel before the public call enables it (Overrides::fwd_fp8)
   for (const auto& [key, v] : overrides) apply_override(o, key, v);
   // NAME+KEY=VALUE+...: the row's own experiments after the global ones.
   size_t plus = kernel.find('+');

@@ -1292,9 +1292,7 @@ class TestFp8Forward(unittest.TestCase):
     float64 attention on the dequantized inputs, outputs NaN-poisoned. Tolerance (the C++ FP8
     tests' rule, tests/gpu/test_attention_fp8_gpu.cpp): |O - O_fp64| <= 2 x the FP8 yardstick's
     error + one bf16 rounding of the largest output; LSE: 2 x the yardstick's + a float32 floor +
-    2^-12 · |S| bound (the FP8 WGMMA's ~14-bit accumulation of Q·Kᵀ). Needs the e4m3 forward
-    enabled for the public call (Overrides::fwd_fp8's gate lifted): before that, every call here
-    raises NotSupportedError ("e4m3 inputs are not enabled yet")."""
+    2^-12 · |S| bound (the FP8 WGMMA's ~14-bit accumulation of Q·Kᵀ)."""
     # (batch, seqlen_q, seqlen_k, heads_q, heads_kv): seqlen 1, 17, 113, 1000; GQA 32:8 and MHA;
     # seqlen_q > seqlen_k (causal rows that see no key) and < seqlen_k
     SHAPES = [(2, 1, 1, 32, 8), (2, 17, 17, 8, 8), (1, 113, 113, 32, 8), (1, 1000, 1000, 8, 8), (2, 1000, 1000, 32, 8),

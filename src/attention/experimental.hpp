@@ -21,10 +21,6 @@ struct Overrides {
   int fwd_persistent_group = -1;    // persistent causal: -1 folded order, N >= 0 grouped zig-zag order
   bool fwd_varlen_dynamic = true;   // varlen: the list's units claimed dynamically (else dealt statically)
   bool fwd_varlen_pdl = true;       // varlen: the attention kernel a programmatic dependent of the prepare kernel
-  // e4m3 inputs run the FP8 kernel. Off for the public call until that kernel passes its accuracy
-  // tests (H100, 2026-12-06: O up to 2x the yardstick's bound on 4 of 8 tests; issue 37): the tests
-  // and the bench turn it on.
-  bool fwd_fp8 = false;
 
   // Attention over a KV cache.
   std::string decode_kernel;  // a registry name; empty: the defaults table

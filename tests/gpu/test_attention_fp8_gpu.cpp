@@ -49,7 +49,7 @@ bool fp8_compiled(int hdim) {
 }
 
 // A small valid e4m3 call (2 × 17 queries, 4:2 heads, 40 keys, descales of 1) through the public
-// entry with the FP8 kernels enabled: what a build without an FP8 kernel at `hdim` must refuse.
+// entry: what a build without an FP8 kernel at `hdim` must refuse.
 Status small_fp8_call(int hdim) {
   const int b = 2, sq = 17, sk = 40, hq = 4, hkv = 2;
   DeviceBuffer q(size_t(b) * sq * hq * hdim), kv(size_t(b) * sk * hkv * hdim), o(size_t(b) * sq * hq * hdim * 2);
@@ -63,9 +63,7 @@ Status small_fp8_call(int hdim) {
   a.k = a.v = tensor_bshd(kv.get(), HOPATTN_DTYPE_E4M3, b, sk, hkv, hdim);
   a.o = tensor_bshd(o.get(), HOPATTN_DTYPE_BF16, b, sq, hq, hdim);
   a.q_descale = a.k_descale = a.v_descale = tensor_descale(ds.as<float>(), b, hkv);
-  experimental::Overrides fp8_on;
-  fp8_on.fwd_fp8 = true;
-  const Status s = experimental::attention_forward(a, nullptr, fp8_on);
+  const Status s = hopattn::attention_forward(a, nullptr);
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   return s;
 }
@@ -203,9 +201,7 @@ TEST(Fp8Forward, NoKeys) {
   a.o = tensor_bshd(o.get(), HOPATTN_DTYPE_BF16, b, sq, hq, d);
   a.lse = tensor_lse(lse.as<float>(), b, hq, sq);
   a.q_descale = a.k_descale = a.v_descale = tensor_descale(ds.as<float>(), b, hkv);
-  experimental::Overrides fp8_on;
-  fp8_on.fwd_fp8 = true;  // not yet enabled for the public call
-  const Status s = experimental::attention_forward(a, nullptr, fp8_on);
+  const Status s = hopattn::attention_forward(a, nullptr);
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   ASSERT_TRUE(s.ok()) << s.to_string();
   for (float x : download_as_float(o.get(), HOPATTN_DTYPE_BF16, int64_t(b) * sq * hq * d)) ASSERT_EQ(x, 0.0f);
@@ -276,7 +272,6 @@ TEST(Fp8Forward, KernelOfTheOtherInputTypeIsRefused) {
       fill_nan(o.get(), 2, int64_t(b) * s * h * d);
       experimental::Overrides ov;
       ov.fwd_kernel = name;
-      ov.fwd_fp8 = true;
       const Status st = experimental::attention_forward(a, nullptr, ov);
       HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
       EXPECT_EQ(st.code(), StatusCode::kNotSupported) << name << ": " << st.to_string();
@@ -413,9 +408,7 @@ TEST(Fp8Quantize, FeedsTheForwardCall) {
   a.o = tensor_bshd(o.get(), HOPATTN_DTYPE_BF16, p.batch, p.seqlen_q, p.heads_q, p.hdim);
   a.causal = 1;
   a.q_descale = d[0], a.k_descale = d[1], a.v_descale = d[2];
-  experimental::Overrides fp8_on;
-  fp8_on.fwd_fp8 = true;  // not yet enabled for the public call
-  const Status st = experimental::attention_forward(a, nullptr, fp8_on);
+  const Status st = hopattn::attention_forward(a, nullptr);
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   ASSERT_TRUE(st.ok()) << st.to_string();
   std::vector<double> o64(size_t(p.q_elems())), l64(size_t(p.lse_elems()));

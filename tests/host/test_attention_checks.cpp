@@ -567,16 +567,11 @@ TEST(AttentionFp8Checks, ValidCallsPass) {
   EXPECT_EQ(std::string(st.message).find("e4m3"), std::string::npos) << st.message;
 }
 
-// The arguments are valid, but the public call runs no FP8 kernel until it passes its accuracy
-// tests (Overrides::fwd_fp8; issue 37): NOT_SUPPORTED saying so. The tests and the bench enable it.
-TEST(AttentionFp8Checks, PublicCallRefusesUntilTheKernelPassesItsTests) {
+// The public call runs the FP8 kernel (the defaults table's e4m3 row).
+TEST(AttentionFp8Checks, PublicCallRunsTheFp8Kernel) {
   HOPATTN_REQUIRE_FP8_HD128();
   std::string name;
-  expect_error(experimental::forward_kernel_name(valid_fp8_args(), experimental::Overrides{}, &name),
-               StatusCode::kNotSupported, "e4m3 inputs are not enabled yet");
-  experimental::Overrides on;
-  on.fwd_fp8 = true;
-  const Status s = experimental::forward_kernel_name(valid_fp8_args(), on, &name);
+  const Status s = experimental::forward_kernel_name(valid_fp8_args(), experimental::Overrides{}, &name);
   ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_EQ(name, "ws_pingpong_persistent_128x128x2_e4m3");
 }

@@ -175,7 +175,6 @@ Fp8Result run_fp8_case(const Fp8Case& c) {
   if (c.descales) a.q_descale = qd.desc, a.k_descale = kd.desc, a.v_descale = vd.desc;
   experimental::Overrides ov;
   ov.fwd_kernel = c.kernel;
-  ov.fwd_fp8 = true;  // not yet enabled for the public call (Overrides::fwd_fp8)
   const Status s = experimental::attention_forward(a, nullptr, ov);
   HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   if (!s.ok()) {
