@@ -3,7 +3,7 @@
 # `hopattn bench`, with logs and CSV written to OUT_DIR.
 #
 #   scripts/gpu-run.sh OUT_DIR [--quick] [--sanitize] [--tests REGEX] [--bench "ARGS" | --no-bench]
-#                      [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--varlen-bench "ARGS"] [--kernel-times "ARGS"]
+#                      [--bench2 "ARGS"] [--gemm-bench "ARGS"] [--decode-bench "ARGS"] [--varlen-bench "ARGS"] [--kernel-times "ARGS"]
 #                      [--ncu-gemm "M N K VARIANT"] [--no-sass]
 #                      [--timeline "SPECS"] [--int8-timeline "SPECS"] [--deadline S]
 #
@@ -49,7 +49,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-deadline="" kernel_times="" no_sass="" no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" varlen_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
+deadline="" bench2_args="" kernel_times="" no_sass="" no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" varlen_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
@@ -58,6 +58,7 @@ while [ $# -gt 0 ]; do
     --gemm-bench) gemm_bench_args=$2; shift ;;
     --decode-bench) decode_bench_args=$2; shift ;;
     --varlen-bench) varlen_bench_args=$2; shift ;;
+    --bench2) bench2_args=$2; shift ;;
     --tests) tests_regex=$2; shift ;;
     --deadline) deadline=$2; shift ;;
     --no-bench) no_bench=1 ;;
@@ -202,6 +203,11 @@ echo "cuDNN for the baseline: ${cudnn_lib:-the dynamic loader default}" >> "$out
 # Three interleaved rounds per cell, medians (one round moves a cell by up to ~5 %: r80-r82);
 # --bench "--rounds 1 ..." overrides (the later flag wins).
 if [ -z "$no_bench" ]; then step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" --rounds 3 $cudnn_flag $bench_args; fi
+# A second attention bench in the same call (e.g. --bench "--dtype e4m3 --hdim 128" and
+# --bench2 "--dtype bf16 --hdim 128": the bench times one dtype per run), into bench2.csv.
+if [ -n "$bench2_args" ]; then
+  step bench2 bench2.log "$build/bin/hopattn" bench --csv "$out/bench2.csv" --rounds 3 $cudnn_flag $bench2_args
+fi
 if [ -n "$decode_bench_args" ]; then
   step decode_bench decode_bench.log "$build/bin/hopattn" bench --op decode --csv "$out/decode.csv" $cudnn_flag $decode_bench_args
 fi
