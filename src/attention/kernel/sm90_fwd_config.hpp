@@ -85,11 +85,8 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // against other tiles; FA3 runs hdim 128 e4m3 on 128 x 224/256-key tiles). Shared memory: Q
     // 16 KB + K, V and V's TMA staging 3 x 32 KB + O (bf16) 32 KB = 144 KB.
     {"ws_pingpong_persistent_128x128x2_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 128, false, kBothMasks, false, true},
-    // Candidate (2026-12-06, not yet measured; compiled with the ablation rows until a run decides):
-    // a third stage (Q 16 + 9 x 16 + O 32 = 192 KB), so that the V transpose of tile n + 2 can run
-    // while the consumers still read tile n. Key tiles must be multiples of 128 (V^T's 128-byte
-    // swizzle); 256 keys would take 240 KB with 2 stages.
-    {"ws_pingpong_persistent_128x128x3_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 3, 2}, 128, true, kBothMasks, false, true},
+    // (Retired 2026-12-06: a 3-stage row, 128x128x3_e4m3, ran at 0.99-1.01x this one on the H100;
+    // the bottleneck was the V transpose's instruction count, not the pipeline's depth.)
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
     // specialization (fa2), warp specialization alone (ws), + ping-pong without the
     // intra-warpgroup overlap (ws_pingpong_serial), the full non-persistent schedule (ws_pingpong),
