@@ -30,8 +30,10 @@ void usage(std::FILE* f) {
                "  bench [options]      FlashAttention-3 paper grid vs cuDNN, with GEMM/copy ceilings\n"
                "                       (hopattn bench --help for options)\n"
                "  bench --op decode [...] KV-cache attention (decode, q_len 1/4/16) vs cuDNN, with the copy ceiling\n"
+#if HOPATTN_WITH_GEMM
                "  bench --op gemm [...] hopattn's GEMM vs cuBLAS (hopattn bench --op gemm --help)\n"
                "  gemm --m --n --k [--dtype] [--layout] [--variant] [--check]   one GEMM vs cuBLAS\n"
+#endif
                "  plot CSV OUT.svg     plot a bench CSV (TFLOP/s vs seqlen, per head dim and mask)\n"
                "  layout EXPR [--check]  CuTe layout algebra: composition, complement, division\n");
 }
