@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# One device call that tests and times several FP8 builds side by side (scripts/build-branch.sh
+# makes them): for each build, `gpu_attention_fp8` (all tests) and compute-sanitizer racecheck and
+# synccheck on one test; then `hopattn bench --dtype e4m3` of each build in rounds whose order
+# rotates and reverses (A B C, C B A, ...), each build timing cuDNN's FP8 SDPA beside itself, so
+# that each build's ratio to cuDNN compares within a round; the geomean per build and round at
+# the end (scripts/ab-builds.sh's rule).
+#   scripts/ab-fp8.sh OUT_DIR ROUNDS BUILD... [-- BENCH_ARGS...]
+# Default BENCH_ARGS: --hdim 128 --dtype e4m3 --seqlen 1024,4096,16384 --causal 0,1.
+set -uo pipefail
+out=${1:?usage: scripts/ab-fp8.sh OUT_DIR ROUNDS BUILD... [-- BENCH_ARGS...]}
+rounds=${2:?rounds}
+shift 2
+builds=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do builds+=("$1"); shift; done
+[ $# -gt 0 ] && shift
+bench_args=("$@")
+[ ${#bench_args[@]} -gt 0 ] || bench_args=(--hdim 128 --dtype e4m3 --seqlen 1024,4096,16384 --causal 0,1)
+mkdir -p "$out"
+cudnn=$(python3 -c 'import glob, site
+f = [p for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/cudnn/lib/libcudnn.so.9")]
+print(f[0] if f else "")' 2>/dev/null)
+env_of() {  # the library path of one build (its libhopattn.so.2 link made here)
+  local d=$1 so
+  so=$(ls "$d"/lib/libhopattn.so.*.*.* | head -1)
+  ln -sf "$(basename "$so")" "$d/lib/libhopattn.so.2"
+  echo "$d/lib${cudnn:+:$(dirname "$cudnn")}:/usr/local/cuda/lib64"
+}
+summary="$out/summary.txt"
+: >"$summary"
+for d in "${builds[@]}"; do
+  name=$(basename "$d")
+  lp=$(env_of "$d")
+  echo "== $name ($(cat "$d/COMMIT" 2>/dev/null))" | tee -a "$summary"
+  LD_LIBRARY_PATH=$lp timeout 120 "$d/bin/gpu_attention_fp8" >"$out/tests-$name.log" 2>&1
+  echo "tests: exit $? ($(grep -cE '^\[       OK' "$out/tests-$name.log") ok, $(grep -cE '^\[  FAILED  \] [A-Z]' "$out/tests-$name.log") failed)" | tee -a "$summary"
+  for tool in racecheck synccheck; do
+    LD_LIBRARY_PATH=$lp timeout 90 compute-sanitizer --tool $tool --error-exitcode 3 "$d/bin/gpu_attention_fp8" \
+      --gtest_filter='*RunToRun*' >"$out/$tool-$name.log" 2>&1
+    echo "$tool: exit $? ($(grep -E 'SUMMARY' "$out/$tool-$name.log" | tail -1))" | tee -a "$summary"
+  done
+done
+n=${#builds[@]}
+for r in $(seq 1 "$rounds"); do
+  order=()
+  for i in $(seq 0 $((n - 1))); do
+    j=$(( (i + r - 1) % n ))
+    [ $((r % 2)) -eq 0 ] && j=$(( n - 1 - j ))
+    order+=("${builds[$j]}")
+  done
+  for d in "${order[@]}"; do
+    name=$(basename "$d")
+    LD_LIBRARY_PATH=$(env_of "$d") timeout 150 "$d/bin/hopattn" bench --csv "$out/bench-$name-$r.csv" --rounds 1 \
+      ${cudnn:+--cudnn-lib $cudnn} "${bench_args[@]}" >"$out/bench-$name-$r.log" 2>&1
+    echo "bench $name round $r: exit $?" >>"$summary"
+  done
+done
+python3 - "$out" "$rounds" "${builds[@]}" <<'PY' | tee -a "$summary"
+import csv, math, os, sys
+out, rounds, builds = sys.argv[1], int(sys.argv[2]), [os.path.basename(b) for b in sys.argv[3:]]
+for name in builds:
+    for r in range(1, rounds + 1):
+        p = os.path.join(out, "bench-%s-%d.csv" % (name, r))
+        if not os.path.exists(p):
+            continue
+        rows = [x for x in csv.DictReader(open(p)) if x["impl"] == "hopattn" and x["ratio_vs_cudnn"]]
+        if rows:
+            g = math.exp(sum(math.log(float(x["ratio_vs_cudnn"])) for x in rows) / len(rows))
+            tf = ", ".join("%s" % x["tflops"] for x in rows)
+            print("%s round %d: geomean vs cuDNN %.4f over %d cells; TFLOP/s %s" % (name, r, g, len(rows), tf))
+PY
