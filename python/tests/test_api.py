@@ -149,17 +149,28 @@ class TestImport(unittest.TestCase):
         self.assertEqual(ops._APPEND.size, c["hopattn_kvcache_append_args_t", "sizeof"])
 
 
-class TestForwardArguments(unittest.TestCase):
+class CallChecks:
+    """For the argument test classes, whose call(**changes) makes one forward binding call: the
+    bytes it packs (through CapturedForward) and the error it raises."""
+
+    def packed(self, **changes):
+        capture = CapturedForward(self)
+        self.call(**changes)
+        (raw, args), = capture.args
+        return raw, args
+
+    def assertRaisesWith(self, exc, needle, **changes):
+        with self.assertRaises(exc) as cm:
+            self.call(**changes)
+        self.assertIn(needle, str(cm.exception), f"changes {changes}")
+
+
+class TestForwardArguments(CallChecks, unittest.TestCase):
     def call(self, **changes):
         a = dict(q=bf16((2, 100, 8, 128), 0x10000000), k=bf16((2, 300, 2, 128), 0x20000000),
                  v=bf16((2, 300, 2, 128), 0x30000000), out=bf16((2, 100, 8, 128), 0x40000000))
         a.update(changes)
         return hopattn.flash_attn_func(a["q"], a["k"], a["v"], causal=True, out=a["out"])
-
-    def assertRaisesWith(self, exc, needle, **changes):
-        with self.assertRaises(exc) as cm:
-            self.call(**changes)
-        self.assertIn(needle, str(cm.exception))
 
     def test_bad_arguments_name_the_argument(self):
         self.assertRaisesWith(ValueError, "heads_q = 8 is not a multiple of heads_kv = 3",
@@ -206,7 +217,7 @@ class CapturedForward:
         return _lib.Status()
 
 
-class TestForwardOptions(unittest.TestCase):
+class TestForwardOptions(CallChecks, unittest.TestCase):
     """window_size, softcap, sinks (0.3): the bytes the binding packs, the errors it raises for what
     a pointer cannot show (each naming the argument), and the library's checks of the rest."""
     Q, K, V, OUT = ((2, 100, 8, 128), 0x10000000), ((2, 300, 2, 128), 0x20000000), ((2, 300, 2, 128), 0x30000000), \
@@ -215,17 +226,6 @@ class TestForwardOptions(unittest.TestCase):
     def call(self, causal=True, **options):
         q, k, v, out = (bf16(*x) for x in (self.Q, self.K, self.V, self.OUT))
         return hopattn.flash_attn_func(q, k, v, causal=causal, out=out, **options)
-
-    def packed(self, causal=True, **options):
-        capture = CapturedForward(self)
-        self.call(causal=causal, **options)
-        (raw, args), = capture.args
-        return raw, args
-
-    def assertRaisesWith(self, exc, needle, **options):
-        with self.assertRaises(exc) as cm:
-            self.call(**options)
-        self.assertIn(needle, str(cm.exception), f"options {options}")
 
     def test_no_option_is_the_0_2_struct(self):
         for options in ({}, dict(window_size=(-1, -1), softcap=0.0, sinks=None), dict(window_size=[None, -1])):
@@ -304,7 +304,7 @@ class OlderLibrary:
         return getattr(self._real, name)
 
 
-class TestVarlenArguments(unittest.TestCase):
+class TestVarlenArguments(CallChecks, unittest.TestCase):
     """flash_attn_varlen_func (0.4): the bytes it packs (the C entry point replaced by a stand-in),
     the errors Python raises for what a pointer cannot show, the library's argument checks (each
     naming the argument), the workspace size, and a library without the 0.4 entry points."""
@@ -325,17 +325,6 @@ class TestVarlenArguments(unittest.TestCase):
         a.update(changes)
         return hopattn.flash_attn_varlen_func(a.pop("q"), a.pop("k"), a.pop("v"), a.pop("cu_seqlens_q"),
                                               a.pop("cu_seqlens_k"), max_seqlen_q, max_seqlen_k, **a)
-
-    def packed(self, **changes):
-        capture = CapturedForward(self)
-        self.call(**changes)
-        (raw, args), = capture.args
-        return raw, args
-
-    def assertRaisesWith(self, exc, needle, **changes):
-        with self.assertRaises(exc) as cm:
-            self.call(**changes)
-        self.assertIn(needle, str(cm.exception), f"changes {changes}")
 
     def test_exported(self):
         for name in ("flash_attn_varlen_func", "varlen_workspace_size", "attention_device_check"):
@@ -465,7 +454,7 @@ class TestVarlenArguments(unittest.TestCase):
             self.assertIn("0.4", str(cm.exception))
 
 
-class TestFp8Arguments(unittest.TestCase):
+class TestFp8Arguments(CallChecks, unittest.TestCase):
     """flash_attn_func with e4m3 inputs and q/k/v_descale (0.5, FlashAttention-3's convention): the
     bytes it packs (the C entry point replaced by a stand-in), the errors Python raises for what a
     pointer cannot show, the library's argument checks (each naming the argument; they run before
@@ -487,17 +476,6 @@ class TestFp8Arguments(unittest.TestCase):
             a.update(q_descale=self.qd, k_descale=self.kd, v_descale=self.vd)
         a.update(changes)
         return hopattn.flash_attn_func(a.pop("q"), a.pop("k"), a.pop("v"), causal=causal, **a)
-
-    def packed(self, **changes):
-        capture = CapturedForward(self)
-        self.call(**changes)
-        (raw, args), = capture.args
-        return raw, args
-
-    def assertRaisesWith(self, exc, needle, **changes):
-        with self.assertRaises(exc) as cm:
-            self.call(**changes)
-        self.assertIn(needle, str(cm.exception), f"changes {changes}")
 
     def assertDescale(self, t, address, strides=(2, 1)):
         self.assertEqual((t.data, t.dtype, t.rank, tuple(t.shape), tuple(t.stride)),
