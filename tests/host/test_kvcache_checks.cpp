@@ -915,15 +915,14 @@ TEST(KvCacheOptionsChecks, OlderCallerStructSizes) {
 
 // ---- the chunk path (docs/decode.md, "The chunk path") ---------------------------------------
 
-// The plan's own choice (the chunk rules of decode_defaults.cpp), and the chunk path forced
-// (decode_path "fwd": shapes the rules leave to the decode kernels, for the plan's other fields).
-experimental::Overrides rules_on() { return experimental::Overrides{}; }
+// The chunk path forced (decode_path "fwd": shapes the rules of decode_defaults.cpp leave to the
+// decode kernels, for the plan's other fields); the public plan otherwise.
 experimental::Overrides forced() {
   experimental::Overrides o;
   o.decode_path = "fwd";
   return o;
 }
-Status check_rules_on(const KvCacheArgs& a) { return experimental::check_kvcache_attention(a, {}, kSms, rules_on()); }
+Status check_default(const KvCacheArgs& a) { return experimental::check_kvcache_attention(a, {}, kSms, {}); }
 
 // Issue 39's chunk: q (1, 128, 32, 128) bf16 against a cache (1, 32768, 8, 128), causal.
 KvCacheArgs chunk_args(int64_t batch = 1, int64_t seqlen_q = 128, int64_t max_len = 32768) {
@@ -948,23 +947,23 @@ size_t chunk_workspace(int64_t batch, int64_t seqlen_q, int64_t heads_q, int64_t
 
 TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   KvCacheArgs a = chunk_args();  // 32 Q tiles of 128 rows: 4 splits make 128 CTAs, 97 % of 132 SMs
-  KvCachePlan p = experimental::plan_kvcache_attention(a, kSms, rules_on());
+  KvCachePlan p = plan_kvcache_attention(a, kSms);
   EXPECT_TRUE(p.fwd_path);
   EXPECT_STREQ(p.kernel, "ws_pingpong_persistent_128x128x2_options");
   EXPECT_FALSE(p.pack_gqa);
   EXPECT_EQ(p.num_splits, 4);
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 128, 32, 4));
   EXPECT_EQ(p.workspace_bytes, size_t(4) * 32 * 128 * 129 * 4 + 96 + 2 * 128 * (32 + 16));  // spelled out once
-  EXPECT_TRUE(check_rules_on(a).ok()) << check_rules_on(a).to_string();
+  EXPECT_TRUE(check_default(a).ok()) << check_default(a).to_string();
   a = chunk_args(1, 64, 4096);  // one Q tile per head too: the same 4 splits of 32 KV tiles (forced: the rules keep q_len 64 at 4k on the decode kernels)
   p = experimental::plan_kvcache_attention(a, kSms, forced());
   EXPECT_TRUE(p.fwd_path);
   EXPECT_EQ(p.num_splits, 4);
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 64, 32, 4));
   a = chunk_args(1, 200, 4096);  // two Q tiles per head: 64 tiles, 2 splits (128 CTAs)
-  EXPECT_EQ(experimental::plan_kvcache_attention(a, kSms, rules_on()).num_splits, 2);
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 2);
   a = chunk_args(8, 128, 4096);  // 256 tiles: enough for the SMs, one split; the list alone
-  p = experimental::plan_kvcache_attention(a, kSms, rules_on());
+  p = plan_kvcache_attention(a, kSms);
   EXPECT_TRUE(p.fwd_path);
   EXPECT_EQ(p.num_splits, 1);
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(8, 128, 32, 1));
@@ -974,10 +973,10 @@ TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   EXPECT_EQ(experimental::plan_kvcache_attention(a, kSms, forced()).num_splits, 8);
   a = chunk_args(1, 128, 1 << 20);  // ... nor than 128
   a.num_splits = 1000;
-  EXPECT_EQ(experimental::plan_kvcache_attention(a, kSms, rules_on()).num_splits, 128);
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 128);
   a = chunk_args(1, 128, 32768);
   a.num_splits = 7;
-  p = experimental::plan_kvcache_attention(a, kSms, rules_on());
+  p = plan_kvcache_attention(a, kSms);
   EXPECT_EQ(p.num_splits, 7);
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 128, 32, 7));
   // Every entry is followed by an empty position (a dealt unit, two positions, is one entry).
@@ -1085,26 +1084,26 @@ TEST(KvCacheChunkPlan, ListPositionsHoldEachEntryOnce) {
 
 TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {
   KvCacheArgs a = chunk_args(1, 63);  // the table's rules start at 64 queries
-  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, rules_on()).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
   // The rules' cache lengths: q_len 128 from 2048 positions, q_len 64 from 16384 (r1's crossings).
-  EXPECT_FALSE(experimental::plan_kvcache_attention(chunk_args(1, 128, 2047), kSms, rules_on()).fwd_path);
-  EXPECT_TRUE(experimental::plan_kvcache_attention(chunk_args(1, 128, 2048), kSms, rules_on()).fwd_path);
-  EXPECT_TRUE(experimental::plan_kvcache_attention(chunk_args(1, 127, 32768), kSms, rules_on()).fwd_path);  // the q_len 64 rule
-  EXPECT_TRUE(experimental::plan_kvcache_attention(chunk_args(1, 64, 16384), kSms, rules_on()).fwd_path);
-  EXPECT_FALSE(experimental::plan_kvcache_attention(chunk_args(1, 64, 16383), kSms, rules_on()).fwd_path);
-  EXPECT_FALSE(experimental::plan_kvcache_attention(chunk_args(1, 100, 4096), kSms, rules_on()).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 128, 2047), kSms).fwd_path);
+  EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 128, 2048), kSms).fwd_path);
+  EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 127, 32768), kSms).fwd_path);  // the q_len 64 rule
+  EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 64, 16384), kSms).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 64, 16383), kSms).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 100, 4096), kSms).fwd_path);
   a = chunk_args();
   a.window = 1, a.window_left = 1000, a.window_right = 0;  // a window: the decode kernels
-  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, rules_on()).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
   a = chunk_args(2);
-  EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, rules_on()).fwd_path);
+  EXPECT_TRUE(plan_kvcache_attention(a, kSms).fwd_path);
   a.k_cache.stride[0] += 8 * 128;  // sequences not max_len rows apart (an extra row each)
   a.v_cache.stride[0] += 8 * 128;
-  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, rules_on()).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
   a = chunk_args();
   a.softcap = 30.0f;  // softcap and sinks: the chunk path takes them
   a.sinks = tensor_sinks(static_cast<float*>(fake(0x60000000)), 32);
-  EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, rules_on()).fwd_path);
+  EXPECT_TRUE(plan_kvcache_attention(a, kSms).fwd_path);
   {  // hdim 64: the decode kernels
     KvCacheArgs h = chunk_args();
     for (Tensor* t : {&h.q, &h.o, &h.k_cache, &h.v_cache})
@@ -1148,8 +1147,8 @@ TEST(KvCacheChunkPlan, OverridesAndTheWorkspace) {
   a = chunk_args();
   a.num_splits = 1;
   a.workspace = nullptr, a.workspace_bytes = 0;
-  EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, rules_on()).fwd_path);
-  EXPECT_TRUE(check_rules_on(a).ok()) << check_rules_on(a).to_string();
+  EXPECT_TRUE(plan_kvcache_attention(a, kSms).fwd_path);
+  EXPECT_TRUE(check_default(a).ok()) << check_default(a).to_string();
   expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd),
                "bytes needed for 1 KV splits and the chunk path's tile list", StatusCode::kInvalidArgument);
   a.workspace = fake(0x1000000000);
