@@ -23,17 +23,5 @@ for r in $(seq 1 "$rounds"); do
     tail -n 3 "$out/ab-$arm-$r.log"
   done
 done
-python3 - "$out" "$rounds" <<'PY'
-import csv, math, sys, os
-out, rounds = sys.argv[1], int(sys.argv[2])
-for arm in "AB":
-    for r in range(1, rounds + 1):
-        p = os.path.join(out, "ab-%s-%d.csv" % (arm, r))
-        if not os.path.exists(p):
-            continue
-        rows = [x for x in csv.DictReader(open(p)) if x["impl"] == "hopattn" and x["ratio_vs_cudnn"]]
-        if rows:
-            g = math.exp(sum(math.log(float(x["ratio_vs_cudnn"])) for x in rows) / len(rows))
-            print("arm %s round %d: geomean vs cuDNN %.4f over %d cells" % (arm, r, g, len(rows)))
-PY
+python3 "$(dirname "$0")/ab_geomean.py" "$out"
 exit $status

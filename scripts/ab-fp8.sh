@@ -4,7 +4,7 @@
 # synccheck on one test; then `hopattn bench --dtype e4m3` of each build in rounds whose order
 # rotates and reverses (A B C, C B A, ...), each build timing cuDNN's FP8 SDPA beside itself, so
 # that each build's ratio to cuDNN compares within a round; the geomean per build and round at
-# the end (scripts/ab-builds.sh's rule).
+# the end (scripts/ab_geomean.py, as scripts/ab-builds.sh).
 #   scripts/ab-fp8.sh OUT_DIR ROUNDS BUILD... [-- BENCH_ARGS...]
 # Default BENCH_ARGS: --hdim 128 --dtype e4m3 --seqlen 1024,4096,16384 --causal 0,1.
 set -uo pipefail
@@ -50,22 +50,9 @@ for r in $(seq 1 "$rounds"); do
   done
   for d in "${order[@]}"; do
     name=$(basename "$d")
-    LD_LIBRARY_PATH=$(env_of "$d") timeout 150 "$d/bin/hopattn" bench --csv "$out/bench-$name-$r.csv" --rounds 1 \
-      ${cudnn:+--cudnn-lib $cudnn} "${bench_args[@]}" >"$out/bench-$name-$r.log" 2>&1
+    LD_LIBRARY_PATH=$(env_of "$d") timeout 150 "$d/bin/hopattn" bench --csv "$out/ab-$name-$r.csv" --rounds 1 \
+      ${cudnn:+--cudnn-lib $cudnn} "${bench_args[@]}" >"$out/ab-$name-$r.log" 2>&1
     echo "bench $name round $r: exit $?" >>"$summary"
   done
 done
-python3 - "$out" "$rounds" "${builds[@]}" <<'PY' | tee -a "$summary"
-import csv, math, os, sys
-out, rounds, builds = sys.argv[1], int(sys.argv[2]), [os.path.basename(b) for b in sys.argv[3:]]
-for name in builds:
-    for r in range(1, rounds + 1):
-        p = os.path.join(out, "bench-%s-%d.csv" % (name, r))
-        if not os.path.exists(p):
-            continue
-        rows = [x for x in csv.DictReader(open(p)) if x["impl"] == "hopattn" and x["ratio_vs_cudnn"]]
-        if rows:
-            g = math.exp(sum(math.log(float(x["ratio_vs_cudnn"])) for x in rows) / len(rows))
-            tf = ", ".join("%s" % x["tflops"] for x in rows)
-            print("%s round %d: geomean vs cuDNN %.4f over %d cells; TFLOP/s %s" % (name, r, g, len(rows), tf))
-PY
+python3 "$(dirname "$0")/ab_geomean.py" "$out" | tee -a "$summary"
