@@ -149,6 +149,9 @@ struct Fp8VTranspose {
   // in flight (a warp whose block count is odd loads its last block twice and stores it once).
   template <class LayoutRaw, class LayoutVt>
   CUTE_DEVICE static void run(uint8_t const* raw, uint8_t* vt, int worker, int workers, int lane) {
+    // ldmatrix / stmatrix are .sync.aligned: the whole warp, converged, after the per-thread
+    // barrier waits before this call (their spin loops may leave it diverged).
+    __syncwarp();
     const uint32_t raw_s = cute::cast_smem_ptr_to_uint(raw), vt_s = cute::cast_smem_ptr_to_uint(vt);
     CUTE_NO_UNROLL
     for (int b = worker; b < kBlocks; b += 2 * workers) {
