@@ -6,6 +6,7 @@
 // Compiled by nvcc for the kernel's traits; nothing runs on a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -73,15 +74,27 @@ TEST(FwdFp8, PSlotOrderMatchesTheAccumulator) {
   }
 }
 
-TEST(FwdFp8, FourByFourByteTranspose) {
-  std::mt19937 rng(7);
-  for (int trial = 0; trial < 100; ++trial) {
-    uint32_t r[4], out[4];
-    for (uint32_t& x : r) x = rng();
-    transpose_4x4_bytes(r, out);
-    for (int i = 0; i < 4; ++i)
-      for (int c = 0; c < 4; ++c) ASSERT_EQ((out[c] >> (8 * i)) & 0xff, (r[i] >> (8 * c)) & 0xff) << i << c;
-  }
+// ldmatrix.trans.x4 and stmatrix.x4 (m8n8, b16) on host memory, as the PTX ISA defines them:
+// lanes 8i .. 8i + 7 give the 16-byte rows of matrix i; .trans gives lane t register i =
+// (M_i[2(t%4)][t/4], M_i[2(t%4) + 1][t/4]); stmatrix takes from lane t register i =
+// (M_i[t/4][2(t%4)], M_i[t/4][2(t%4) + 1]) (low, high 16 bits).
+void ldsm_x4_trans_host(const uint8_t* smem, const int (&row_addr)[32], uint32_t (&r)[32][4]) {
+  auto elem = [&](int m, int row, int col) {  // 16-bit element (row, col) of matrix m
+    const uint8_t* p = smem + row_addr[8 * m + row] + 2 * col;
+    return uint32_t(p[0]) | (uint32_t(p[1]) << 8);
+  };
+  for (int t = 0; t < 32; ++t)
+    for (int m = 0; m < 4; ++m) r[t][m] = elem(m, 2 * (t % 4), t / 4) | (elem(m, 2 * (t % 4) + 1, t / 4) << 16);
+}
+void stsm_x4_host(uint8_t* smem, const int (&row_addr)[32], const uint32_t (&r)[32][4], std::vector<int>& written) {
+  for (int t = 0; t < 32; ++t)
+    for (int m = 0; m < 4; ++m)
+      for (int half = 0; half < 2; ++half) {
+        const uint32_t v = r[t][m] >> (16 * half);
+        const int off = row_addr[8 * m + t / 4] + 2 * (2 * (t % 4) + half);
+        smem[off] = uint8_t(v), smem[off + 1] = uint8_t(v >> 8);
+        written[size_t(off)] += 1, written[size_t(off + 1)] += 1;
+      }
 }
 
 template <class Traits>
@@ -106,51 +119,49 @@ void check_transpose() {
   ASSERT_EQ(*raw_offsets.rbegin(), kBytes - 1);
   ASSERT_EQ(int(vt_offsets.size()), kBytes);
   ASSERT_EQ(*vt_offsets.rbegin(), kBytes - 1);
-  // The lanes' blocks over all steps: every (slot quad, channel quad) once.
-  std::set<std::pair<int, int>> blocks;
-  for (int step = 0; step < Transpose::kSteps; ++step)
-    for (int lane = 0; lane < 32; ++lane) {
-      const auto t = Transpose::task(step, lane);
-      ASSERT_EQ(t.s0 % 4, 0);
-      ASSERT_EQ(t.n0 % 4, 0);
-      ASSERT_LT(t.s0, kN);
-      ASSERT_LT(t.n0, kD);
-      blocks.insert({t.s0, t.n0});
-    }
-  ASSERT_EQ(int(blocks.size()), kBytes / 16);
-  // The transpose itself, on host memory, by 3 workers as in the kernel.
+  // The transpose on host memory: every block once (the kernel's warps split the blocks), through
+  // the emulated ldmatrix.trans / permute / stmatrix.
   std::mt19937 rng(11);
   for (int trial = 0; trial < 4; ++trial) {
     std::vector<uint8_t> raw(kBytes), vt(kBytes, 0);
     std::vector<int> written(kBytes, 0);
     for (uint8_t& b : raw) b = uint8_t(rng());
-    for (int worker = 0; worker < 3; ++worker)
-      for (int lane = 0; lane < 32; ++lane)
-        Transpose::template run<LayoutRaw, LayoutVt>(raw.data(), vt.data(), worker, 3, lane);
+    for (int b = 0; b < Transpose::kBlocks; ++b) {
+      int load_addr[32], store_addr[32];
+      for (int lane = 0; lane < 32; ++lane) {
+        const int key = Transpose::load_key(b, lane), ch = Transpose::load_channel(b, lane);
+        const int out_ch = Transpose::store_channel(b, lane), slot = Transpose::store_slot(b);
+        load_addr[lane] = int(LayoutRaw{}(key, ch));
+        store_addr[lane] = int(LayoutVt{}(out_ch, slot));
+        // ldmatrix / stmatrix rows: 16-byte aligned, 16 contiguous bytes
+        ASSERT_EQ(load_addr[lane] % 16, 0);
+        ASSERT_EQ(store_addr[lane] % 16, 0);
+        ASSERT_EQ(int(LayoutRaw{}(key, ch + 15)), load_addr[lane] + 15);
+        ASSERT_EQ(int(LayoutVt{}(out_ch, slot + 15)), store_addr[lane] + 15);
+      }
+      uint32_t r[32][4], out[32][4];
+      ldsm_x4_trans_host(raw.data(), load_addr, r);
+      for (int t = 0; t < 32; ++t) Transpose::permute(r[t], out[t]);
+      stsm_x4_host(vt.data(), store_addr, out, written);
+      if (trial == 0) {
+        // Banks: each 8-lane phase of an ldmatrix / stmatrix moves 8 rows of 16 bytes; a phase
+        // with k rows in one 16-byte bank group takes k wavefronts. Loads: none shared; stores: 2.
+        for (int m = 0; m < 4; ++m) {
+          std::vector<int> load_groups(8, 0), store_groups(8, 0);
+          for (int row = 0; row < 8; ++row) {
+            ++load_groups[size_t((load_addr[8 * m + row] / 16) % 8)];
+            ++store_groups[size_t((store_addr[8 * m + row] / 16) % 8)];
+          }
+          EXPECT_EQ(*std::max_element(load_groups.begin(), load_groups.end()), 1) << "block " << b << " matrix " << m;
+          EXPECT_LE(*std::max_element(store_groups.begin(), store_groups.end()), 2) << "block " << b << " matrix " << m;
+        }
+      }
+    }
+    for (int i = 0; i < kBytes; ++i) ASSERT_EQ(written[size_t(i)], 1) << "vt byte " << i;
     for (int n = 0; n < kD; ++n)
       for (int s = 0; s < kN; ++s)
         ASSERT_EQ(vt[LayoutVt{}(n, s)], raw[LayoutRaw{}(fp8_pv_key(s), n)]) << "channel " << n << " slot " << s;
   }
-  // Banks: for each step, load (key i of the quad) and store (channel c), the 32 lanes' distinct
-  // 32-bit words per bank; at most 2 (the bound the header comment derives).
-  auto worst = [](const std::vector<int>& byte_offsets) {
-    std::vector<std::set<int>> words(32);
-    for (int off : byte_offsets) words[(off / 4) % 32].insert(off / 4);
-    size_t most = 0;
-    for (const auto& w : words) most = std::max(most, w.size());
-    return int(most);
-  };
-  for (int step = 0; step < Transpose::kSteps; ++step)
-    for (int k = 0; k < 4; ++k) {
-      std::vector<int> loads, stores;
-      for (int lane = 0; lane < 32; ++lane) {
-        const auto t = Transpose::task(step, lane);
-        loads.push_back(int(LayoutRaw{}(fp8_pv_key(t.s0 + k), t.n0)));
-        stores.push_back(int(LayoutVt{}(t.n0 + k, t.s0)));
-      }
-      EXPECT_LE(worst(loads), 2) << "step " << step << " load " << k;
-      EXPECT_LE(worst(stores), 2) << "step " << step << " store " << k;
-    }
 }
 
 TEST(FwdFp8, VTransposeWritesEveryByteOnce) { check_transpose<Fp8Traits>(); }

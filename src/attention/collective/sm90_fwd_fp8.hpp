@@ -6,8 +6,8 @@
 // (rows × keys) comes from registers, and V must sit in shared memory as (hdim, keys) with the
 // keys contiguous. The TMA unit loads V as it lies in memory, (keys, hdim) with hdim contiguous,
 // into a staging ring (WithVTranspose::v_raw); warps 1-3 of the producer warpgroup transpose each
-// stage into the ring the consumers read (v), 4 keys × 4 channels per thread and step: four
-// 32-bit shared loads, eight byte permutes (PRMT), four 32-bit shared stores (Fp8VTranspose).
+// stage into the ring the consumers read (v), 16 keys × 32 channels per warp and block: one
+// ldmatrix.trans, four byte permutes (PRMT), one stmatrix (Fp8VTranspose).
 //
 // The key permutation. An m64nNk32 WGMMA gives thread t (lane%4 = q) of each quad the accumulator
 // columns 8j + 2q + {0, 1} (j = 0..3 within 32 columns), while its 8-bit A operand wants the
@@ -87,71 +87,84 @@ CUTE_HOST_DEVICE uint32_t fp8_byte_perm(uint32_t x, uint32_t y, uint32_t selecto
 #endif
 }
 
-// 4 x 4 bytes transposed: out[c] byte i = r[i] byte c (eight PRMT).
-CUTE_HOST_DEVICE void transpose_4x4_bytes(uint32_t const (&r)[4], uint32_t (&out)[4]) {
-  const uint32_t a = fp8_byte_perm(r[0], r[1], 0x5140), b = fp8_byte_perm(r[0], r[1], 0x7362);  // (r0, r1) bytes 0, 1 / 2, 3
-  const uint32_t c = fp8_byte_perm(r[2], r[3], 0x5140), d = fp8_byte_perm(r[2], r[3], 0x7362);  // (r2, r3)
-  out[0] = fp8_byte_perm(a, c, 0x5410);
-  out[1] = fp8_byte_perm(a, c, 0x7632);
-  out[2] = fp8_byte_perm(b, d, 0x5410);
-  out[3] = fp8_byte_perm(b, d, 0x7632);
+// One 8 x 8 matrix of 16-bit elements per lane octet, four at once (PTX ldmatrix / stmatrix,
+// m8n8.x4.b16): lanes 8i .. 8i + 7 give the 16-byte rows of matrix i. ldmatrix .trans gives lane t
+// register i = (M_i[2(t%4)][t/4], M_i[2(t%4) + 1][t/4]) (low, high half); stmatrix takes from lane
+// t register i = (M_i[t/4][2(t%4)], M_i[t/4][2(t%4) + 1]).
+CUTE_DEVICE void ldsm_x4_trans(uint32_t smem, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem)
+               : "memory");
+}
+CUTE_DEVICE void stsm_x4(uint32_t smem, uint32_t const (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem), "r"(r[0]), "r"(r[1]),
+               "r"(r[2]), "r"(r[3])
+               : "memory");
 }
 
 // The transpose of one V stage: raw (keys, hdim) as the TMA unit wrote it (LayoutRaw, hdim
 // contiguous, 128-byte swizzle) into vt (hdim, slots) as the P·V GEMM reads it (LayoutVt, slots
-// contiguous, 128-byte swizzle), slot s holding key fp8_pv_key(s). The work is 32-lane steps of
-// 4 slots × 4 channels per lane; a warp takes steps worker, worker + workers, ...
+// contiguous, 128-byte swizzle), slot s holding key fp8_pv_key(s).
 //
-// Lane and step bits (task()): a lane's 4 x 4 block is slots s0 .. s0 + 3, channels n0 .. n0 + 3,
-// s0 = 16 S + 4 q and n0 = 4 w. The lane gives q (2 bits), w bit 0, S bit 0 and w bit 2, the step
-// the rest. In a 128-byte swizzled row a 32-bit word's bank is 4·(chunk ^ row % 8) + word in
-// chunk: the loads' banks vary with (w0, w1 of the chunk word; w2 ^ key bit 0 and q in the chunk
-// bits, as a quad's keys are 2q + {0, 1} mod 8), the stores' with (q in the chunk word; S ^ n % 8,
-// n % 8 = 4 w0 + c, in the chunk bits). No assignment of the 5 lane bits serves both fully (the
-// loads want w0, w1, w2 and q; the stores q, all of S and w0): with this one each side has 16
-// banks for 32 lanes, a 2-way conflict (tests/host/test_fwd_fp8_layout.cu counts them).
-// Wider accesses would conflict less but do not fit the producer warpgroup's 24 registers.
+// A block is one 16-slot group G (slots 16G .. 16G + 15, keys 16G .. 16G + 15 in fp8_pv_key's
+// order) × 32 channels from C: one ldmatrix.trans.x4, four byte permutes, one stmatrix.x4 per
+// warp. The loaded matrices are 8 keys × 16 channels (bytes seen as 8 16-bit pairs): m0 keys
+// 16G + 0..7 and m1 keys 16G + 8..15 at channels C .. C + 15, m2 and m3 the same at C + 16 .. C + 31.
+// With .trans, lane t (q = t%4, j = t/4) holds in m0's register the bytes (key 2q, key 2q + 1) ×
+// (channel 2j, 2j + 1) as (k2q c2j, k2q c2j+1, k2q+1 c2j, k2q+1 c2j+1), and in m1's the same for keys
+// 2q + 8, 2q + 9: exactly the four keys of slots 4q .. 4q + 3 (fp8_pv_key: 2q, 2q + 1, 2q + 8,
+// 2q + 9) for two channels. Two permutes make channel C + 2j's 4 slots and channel C + 2j + 1's,
+// which are stmatrix's register layout for matrices whose rows are the channels C + 2r (matrix 0),
+// C + 2r + 1 (1), C + 16 + 2r (2), C + 17 + 2r (3), 16 slots each. Against the previous 4 x 4-byte
+// scheme (four LDS.32, eight PRMT, four STS.32 and their addresses per 64 bytes and lane), a warp
+// moves 512 bytes per ldmatrix/stmatrix pair: the H100 profile of 2026-12-06 (r3) had the
+// transposing warps' address and permute instructions as the kernel's limit (consumers waiting
+// on k_full behind a producer blocked on the staging ring). Banks: each ldmatrix phase reads 8
+// consecutive keys' rows (the swizzle spreads them over all 8 16-byte bank groups: no conflict);
+// each stmatrix phase writes 8 channels of one parity, 4 row residues mod 8: 2-way.
 template <int kBlockN, int kHeadDim>
 struct Fp8VTranspose {
-  static_assert(kBlockN % 32 == 0 && kHeadDim % 32 == 0);
-  static constexpr int kSteps = (kBlockN / 4) * (kHeadDim / 4) / 32;
-  struct Task {
-    int s0, n0;  // the lane's first slot and first channel
-  };
-  CUTE_HOST_DEVICE static constexpr Task task(int step, int lane) {
-    const int q = lane & 3, w0 = (lane >> 2) & 1, s_lo = (lane >> 3) & 1, w2 = (lane >> 4) & 1;
-    const int w1 = step & 1, rest = step >> 1;
-    const int w_hi = rest % (kHeadDim / 32), s_hi = rest / (kHeadDim / 32);
-    const int w = w0 | (w1 << 1) | (w2 << 2) | (w_hi << 3);
-    const int s = s_lo | (s_hi << 1);
-    return {16 * s + 4 * q, 4 * w};
+  static_assert(kBlockN % 16 == 0 && kHeadDim % 32 == 0);
+  static constexpr int kGroups = kBlockN / 16;
+  static constexpr int kBlocks = kGroups * (kHeadDim / 32);
+
+  // Lane l's row address in block b's ldmatrix (matrix l / 8, row l % 8) and stmatrix.
+  CUTE_HOST_DEVICE static constexpr int load_key(int b, int lane) { return 16 * (b % kGroups) + (lane & 7) + 8 * ((lane >> 3) & 1); }
+  CUTE_HOST_DEVICE static constexpr int load_channel(int b, int lane) { return 32 * (b / kGroups) + 16 * (lane >> 4); }
+  CUTE_HOST_DEVICE static constexpr int store_channel(int b, int lane) {
+    return 32 * (b / kGroups) + 2 * (lane & 7) + ((lane >> 3) & 1) + 16 * (lane >> 4);
+  }
+  CUTE_HOST_DEVICE static constexpr int store_slot(int b) { return 16 * (b % kGroups); }
+  // ldmatrix's four registers into stmatrix's.
+  CUTE_HOST_DEVICE static void permute(uint32_t const (&r)[4], uint32_t (&out)[4]) {
+    out[0] = fp8_byte_perm(r[0], r[1], 0x6420);  // channel C + 2j: keys 2q, 2q + 1 of m0, 2q + 8, 2q + 9 of m1
+    out[1] = fp8_byte_perm(r[0], r[1], 0x7531);  // channel C + 2j + 1
+    out[2] = fp8_byte_perm(r[2], r[3], 0x6420);  // channel C + 16 + 2j
+    out[3] = fp8_byte_perm(r[2], r[3], 0x7531);  // channel C + 17 + 2j
   }
 
-  // raw and vt point at one stage; worker / workers: this warp among the transposing warps.
-  // LayoutRaw: one stage's (keys, hdim) byte offsets; LayoutVt: one stage's (hdim, slots).
-  // Two steps per iteration (the warp's step and the one a round of workers later): eight loads in
-  // flight before the first permute, where one step's four loads left each warp waiting on shared
-  // memory's latency every step (11 steps per warp and stage at 128 x 128). A warp whose step
-  // count is odd loads its last step twice and stores it once.
+  // raw and vt point at one stage; worker / workers: this warp among the transposing warps, which
+  // take blocks worker, worker + workers, ...; two blocks per iteration, so that two ldmatrix are
+  // in flight (a warp whose block count is odd loads its last block twice and stores it once).
   template <class LayoutRaw, class LayoutVt>
-  CUTE_HOST_DEVICE static void run(uint8_t const* raw, uint8_t* vt, int worker, int workers, int lane) {
+  CUTE_DEVICE static void run(uint8_t const* raw, uint8_t* vt, int worker, int workers, int lane) {
+    // ldmatrix / stmatrix are .sync.aligned: the whole warp, converged, after the per-thread
+    // barrier waits before this call (their spin loops may leave it diverged).
+    __syncwarp();
+    const uint32_t raw_s = cute::cast_smem_ptr_to_uint(raw), vt_s = cute::cast_smem_ptr_to_uint(vt);
     CUTE_NO_UNROLL
-    for (int step = worker; step < kSteps; step += 2 * workers) {
-      const bool second = step + workers < kSteps;
-      const Task t0 = task(step, lane), t1 = task(second ? step + workers : step, lane);
+    for (int b = worker; b < kBlocks; b += 2 * workers) {
+      const bool second = b + workers < kBlocks;
+      const int b1 = second ? b + workers : b;
       uint32_t r0[4], r1[4], out[4];
-      CUTE_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        r0[i] = *reinterpret_cast<uint32_t const*>(raw + LayoutRaw{}(fp8_pv_key(t0.s0 + i), t0.n0));
-        r1[i] = *reinterpret_cast<uint32_t const*>(raw + LayoutRaw{}(fp8_pv_key(t1.s0 + i), t1.n0));
-      }
-      transpose_4x4_bytes(r0, out);
-      CUTE_UNROLL
-      for (int c = 0; c < 4; ++c) *reinterpret_cast<uint32_t*>(vt + LayoutVt{}(t0.n0 + c, t0.s0)) = out[c];
+      ldsm_x4_trans(raw_s + uint32_t(LayoutRaw{}(load_key(b, lane), load_channel(b, lane))), r0);
+      ldsm_x4_trans(raw_s + uint32_t(LayoutRaw{}(load_key(b1, lane), load_channel(b1, lane))), r1);
+      permute(r0, out);
+      stsm_x4(vt_s + uint32_t(LayoutVt{}(store_channel(b, lane), store_slot(b))), out);
       if (second) {
-        transpose_4x4_bytes(r1, out);
-        CUTE_UNROLL
-        for (int c = 0; c < 4; ++c) *reinterpret_cast<uint32_t*>(vt + LayoutVt{}(t1.n0 + c, t1.s0)) = out[c];
+        permute(r1, out);
+        stsm_x4(vt_s + uint32_t(LayoutVt{}(store_channel(b1, lane), store_slot(b1))), out);
       }
     }
   }
