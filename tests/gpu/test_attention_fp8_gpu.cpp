@@ -168,6 +168,19 @@ TEST(Fp8Forward, ManyTilesPerCta) {
   expect_pass(empty_rows, run_fp8_case(empty_rows));
 }
 
+// Small shapes for compute-sanitizer's racecheck and synccheck (scripts/ab-fp8.sh): a few tiles, and
+// five KV blocks, so the K/V and V-transpose rings wrap more than once. RunToRunBitEquality takes
+// ~235 s under racecheck; these take seconds.
+TEST(Fp8Forward, SanitizerSmallShapes) {
+  HOPATTN_REQUIRE_FP8(128);
+  for (int causal = 0; causal < 2; ++causal) {
+    Fp8Case c;
+    c.p = AttnProblem{1, 300, 600, 2, 1, 128, causal != 0, 0.0f};
+    c.seed = 900 + uint64_t(causal);
+    expect_pass(c, run_fp8_case(c));
+  }
+}
+
 // The same call twice gives the same bits (a moving result is a race, e.g. in the V transpose).
 TEST(Fp8Forward, RunToRunBitEquality) {
   HOPATTN_REQUIRE_FP8(128);
