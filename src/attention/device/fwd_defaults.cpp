@@ -15,8 +15,12 @@ constexpr int64_t kMax = kAnyLength;
 
 // clang-format off
 constexpr FwdDefaultRule kRules[] = {
-  // FP8 (e4m3): the one e4m3 row, at every length (first: the rows below take any dtype).
-  {128, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x128x2_e4m3", "the only e4m3 row (not yet measured)"},
+  // FP8 (e4m3): one e4m3 row per head dim, at every length (first: the rows below take any dtype).
+  // hdim 128: 593-690 TFLOP/s non-causal on the H100 (1k-16k), 0.74-0.82x cuDNN 9.19's FP8 SDPA
+  // (bench/records/fp8-ldsm-ab-2026-12-06-h100-r4.csv).
+  {128, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x128x2_e4m3", "the only e4m3 row at hdim 128"},
+  {64, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x128x2_e4m3", "the only e4m3 row at hdim 64"},
+  {256, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x64x2_e4m3", "the only e4m3 row at hdim 256"},
   // Causal chunks of <= 128 queries (chunked prefill, speculative decoding through the forward
   // call): a few tiles per head, so the persistent grid idles most SMs; one CTA per tile with
   // ping-pong (r140, GQA 32:8, one round, ms against the previous default: hdim 64 1:77:4096

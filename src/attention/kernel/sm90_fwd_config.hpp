@@ -85,6 +85,11 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // against other tiles; FA3 runs hdim 128 e4m3 on 128 x 224/256-key tiles). Shared memory: Q
     // 16 KB + K, V and V's TMA staging 3 x 32 KB + O (bf16) 32 KB = 144 KB.
     {"ws_pingpong_persistent_128x128x2_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 128, false, kBothMasks, false, true},
+    // hdim 64: the same tile (Q and K rows of 64 bytes take the 64-byte swizzle): Q 8 KB + 3 x 16 KB
+    // + O 16 KB. hdim 256: 64-key tiles as the 16-bit kernel's (O is 128 registers per thread;
+    // 128 keys would need 288 KB of shared memory): Q 32 KB + 3 x 32 KB + O 64 KB = 192 KB.
+    {"ws_pingpong_persistent_128x128x2_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 64, false, kBothMasks, false, true},
+    {"ws_pingpong_persistent_128x64x2_e4m3", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, false, kBothMasks, false, true},
     // (Retired 2026-12-06: a 3-stage row, 128x128x3_e4m3, ran at 0.99-1.01x this one on the H100;
     // the bottleneck was the V transpose's instruction count, not the pipeline's depth.)
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp

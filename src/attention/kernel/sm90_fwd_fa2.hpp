@@ -87,8 +87,16 @@ struct Fa2Traits {
                                  cute::GMMA::Major::K, kMajorV>(),
       WarpgroupLayout{}));
 
-  // 128-byte swizzled rows of 64 elements: the widest swizzle, bank-conflict free for WGMMA.
-  using SmemAtom = cute::GMMA::Layout_K_SW128_Atom<Element>;
+  // K-major rows with the widest swizzle their extent allows (bank-conflict free for WGMMA): 128
+  // bytes (64 16-bit elements, 128 e4m3) whenever the extent is a multiple of it, as every 16-bit
+  // tile's is; e4m3 at hdim 64 (Q, K rows of 64 bytes) or on 64-key tiles (V's transposed copy)
+  // takes the 64-byte swizzle.
+  template <int kExtent>
+  using KMajorAtom = std::conditional_t<(kExtent * int(sizeof(Element))) % 128 == 0, cute::GMMA::Layout_K_SW128_Atom<Element>,
+                                        cute::GMMA::Layout_K_SW64_Atom<Element>>;
+  static_assert((kHeadDim * int(sizeof(Element))) % 64 == 0 && (kBlockN * int(sizeof(Element))) % 64 == 0,
+                "K-major shared-memory rows of at least 64 bytes");
+  using SmemAtom = KMajorAtom<kHeadDim>;
   using SmemLayoutQ = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<BlockM, HeadDim>{}));
   using SmemLayoutKV = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<BlockN, HeadDim, Stages>{}));
   // V seen as (hdim, keys, stage): the B operand of P·V, contiguous along hdim (MN-major).
@@ -97,7 +105,7 @@ struct Fa2Traits {
       cute::make_ordered_layout(cute::Shape<HeadDim, BlockN, Stages>{}, cute::Step<cute::_2, cute::_1, cute::_3>{})));
   // e4m3: V's transposed copy (hdim, slots, stage), contiguous along the slots (K-major), which the
   // producer warpgroup writes from the TMA's (keys, hdim) staging tile (Fp8VTranspose).
-  using SmemLayoutVtKMajor = decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<HeadDim, BlockN, Stages>{}));
+  using SmemLayoutVtKMajor = decltype(cute::tile_to_shape(KMajorAtom<kBlockN>{}, cute::Shape<HeadDim, BlockN, Stages>{}));
   using SmemLayoutVt = std::conditional_t<kFp8, SmemLayoutVtKMajor, SmemLayoutVtOfKV>;
 
   // Global tensors as the TMA unit sees them: (seqlen, hdim, heads, batch).
