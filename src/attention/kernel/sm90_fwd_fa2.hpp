@@ -66,7 +66,7 @@ struct Fa2Traits {
   static constexpr bool kFp8 = sizeof(Element) == 1;
   using ElementOut = std::conditional_t<kFp8, cutlass::bfloat16_t, Element>;
   static constexpr int kPvKeysPerKBlock = kFp8 ? 32 : 16;  // the K of one P·V WGMMA
-  static_assert(!kFp8 || kBlockN % 128 == 0, "e4m3 V^T tiles are rows of 128 keys (128-byte swizzle)");
+  static_assert(!kFp8 || kBlockN % 64 == 0, "e4m3 V^T tiles are rows of 64 or 128 keys (64- or 128-byte swizzle)");
 
   using BlockM = cute::Int<kBlockM>;
   using BlockN = cute::Int<kBlockN>;
