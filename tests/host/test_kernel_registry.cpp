@@ -27,8 +27,9 @@ TEST(FwdRegistry, EveryDefaultNamesACompiledKernel) {
   const FwdDefaultRule* rules = fwd_default_rules(&count);
   ASSERT_GT(count, 0);
   for (int i = 0; i < count; ++i) {
-    bool dim_compiled = false;
-    for (int d : compiled_head_dims()) dim_compiled |= d == rules[i].hdim;
+    bool dim_compiled = false;  // e4m3 rules: the FP8 head dims (HOPATTN_FP8_HEAD_DIMS)
+    for (int d : rules[i].dtype == HOPATTN_DTYPE_E4M3 ? compiled_fp8_head_dims() : compiled_head_dims())
+      dim_compiled |= d == rules[i].hdim;
     if (!dim_compiled) continue;  // a build of fewer head dims
     EXPECT_GE(fwd_kernel_index(rules[i].kernel, rules[i].hdim), 0)
         << "rule " << i << " (hdim " << rules[i].hdim << ") names '" << rules[i].kernel << "', not compiled";

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "e4m3.hpp"
+#include "fp8_accumulate.hpp"
 
 namespace hopattn::reference {
 namespace {
@@ -76,8 +77,7 @@ void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k
         float m = kNegInf;
         for (int j = r.begin; j < r.end; ++j) {
           const float* krow = k + kj(b, j, h / group);
-          float dot = 0;
-          for (int d = 0; d < p.hdim; ++d) dot += qrow[d] * krow[d];
+          const float dot = fp8_wgmma_dot(qrow, [&](int d) { return krow[d]; }, p.hdim);  // fp8_accumulate.hpp
           s[size_t(j)] = dot * scale;
           m = std::max(m, s[size_t(j)]);
         }

@@ -19,6 +19,7 @@
 #include "attention_gpu.hpp"
 #include "common/cuda_check.hpp"
 #include "device_utils.hpp"
+#include "fp8_accumulate.hpp"
 
 namespace hopattn::reference {
 namespace {
@@ -58,7 +59,8 @@ struct KernelProblem {
 
 // What the yardstick rounds: nothing (the float64 reference), scores, P and O to T (16-bit
 // inputs), or P to e4m3 and O to bf16 (FP8 inputs given dequantized as float32, T = float: the
-// FP8 kernel keeps S in float32 and rounds P before the normalisation, as here).
+// FP8 kernel rounds P before the normalisation, as here), with S accumulated as the FP8 WGMMA
+// does (fp8_accumulate.hpp).
 enum class Rounding { kNone, kDtype, kFp8 };
 
 // kLowp (Rounding != kNone): Acc = float.
@@ -92,7 +94,11 @@ __global__ void __launch_bounds__(kThreads, 8) attention_reference_kernel(
     if (t < n) {
       const T* kj = k + ((int64_t(b) * p.seqlen_k + j) * p.heads_kv + hk) * p.hdim;
       Acc dot = 0;
-      for (int d = 0; d < p.hdim; ++d) dot += q_row[d] * Acc(load(kj + d));
+      if constexpr (kFp8) {  // the FP8 WGMMA's accumulation (fp8_accumulate.hpp); Acc = T = float
+        dot = fp8_wgmma_dot(q_row, [&](int d) { return float(load(kj + d)); }, p.hdim);
+      } else {
+        for (int d = 0; d < p.hdim; ++d) dot += q_row[d] * Acc(load(kj + d));
+      }
       s = dot * p.scale;
       if (kLowp) s = Acc(round_to<T>(float(s)));
       if (p.softcap > 0) {
