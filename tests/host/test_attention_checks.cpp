@@ -797,6 +797,19 @@ TEST(Fp8QuantizeChecks, Rules) {
   a = valid_quantize_args();
   a.x.rank = 3;
   expect(a, StatusCode::kInvalidArgument, "x: rank must be 4");
+  a = valid_quantize_args();
+  a.hadamard = 1;  // hdim 128: taken
+  EXPECT_TRUE(check_fp8_quantize(a, {}).ok()) << check_fp8_quantize(a, {}).to_string();
+  a.hadamard = 2;
+  expect(a, StatusCode::kInvalidArgument, "hadamard: must be 0 or 1, got 2");
+  a = valid_quantize_args();
+  a.hadamard = 1;
+  a.x.shape[3] = a.out.shape[3] = 96;
+  a.x.stride[2] = a.out.stride[2] = 96, a.x.stride[1] = a.out.stride[1] = 8 * 96, a.x.stride[0] = a.out.stride[0] = 100 * 8 * 96;
+  expect(a, StatusCode::kNotSupported, "hadamard: hdim 96 is not a power of two from 32 to 256");
+  a.x.shape[3] = a.out.shape[3] = 512;
+  a.x.stride[2] = a.out.stride[2] = 512, a.x.stride[1] = a.out.stride[1] = 8 * 512, a.x.stride[0] = a.out.stride[0] = 100 * 8 * 512;
+  expect(a, StatusCode::kNotSupported, "hadamard: hdim 512 is not a power of two from 32 to 256");
   DeviceContext ctx;
   ctx.tensor_device[2] = kHostMemory;
   expect_error(check_fp8_quantize(valid_quantize_args(), ctx), StatusCode::kInvalidArgument,
