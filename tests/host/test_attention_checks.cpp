@@ -748,6 +748,21 @@ Fp8QuantizeArgs valid_quantize_args() {
   return a;
 }
 
+// A caller built against 0.5's first form of the struct (no `hadamard`) is read with hadamard = 0:
+// whatever lies past its struct_size is not read, and it is not refused for its size.
+TEST(Fp8QuantizeChecks, AStructWithoutHadamardReadsZero) {
+  hopattn_fp8_quantize_args_t full = valid_quantize_args();
+  full.hadamard = 2;
+  const hopattn_status_t bad = hopattn_fp8_quantize(&full, nullptr);
+  EXPECT_EQ(bad.code, HOPATTN_INVALID_ARGUMENT) << bad.message;
+  EXPECT_NE(std::string(bad.message).find("hadamard: must be 0 or 1"), std::string::npos) << bad.message;
+  hopattn_fp8_quantize_args_t old = full;  // hadamard 2 past the caller's size: never read
+  old.struct_size = uint32_t(offsetof(hopattn_fp8_quantize_args_t, hadamard));
+  const hopattn_status_t s = hopattn_fp8_quantize(&old, nullptr);
+  EXPECT_EQ(std::string(s.message).find("hadamard"), std::string::npos) << s.message;
+  EXPECT_EQ(std::string(s.message).find("struct_size"), std::string::npos) << s.message;
+}
+
 TEST(Fp8QuantizeChecks, Rules) {
   EXPECT_TRUE(check_fp8_quantize(valid_quantize_args(), {}).ok()) << check_fp8_quantize(valid_quantize_args(), {}).to_string();
   Fp8QuantizeArgs a = valid_quantize_args();

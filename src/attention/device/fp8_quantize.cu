@@ -73,7 +73,7 @@ __device__ inline void rotate_row(float (&v)[kE], int lane) {
       v[k] = low ? v[k] + other : other - v[k];  // a + b on the lower index, a - b on the upper
     }
   }
-  const float norm = 1.0f / sqrtf(float(32 * kE));  // the float nearest 1/sqrt(hdim): exact for 32·4^k
+  const float norm = 1.0f / sqrtf(float(32 * kE));  // the float nearest 1/sqrt(hdim): a power of two for 64·4^k
   HOPATTN_QUANT_UNROLL
   for (int k = 0; k < kE; ++k) v[k] *= norm;
 }
