@@ -178,13 +178,23 @@ typedef struct hopattn_attention_fwd_args {
  * For each (batch, kv-head), amax = max |x| over its elements (NaN ignored), descale = amax / 448
  * (1 where amax is 0) and out = e4m3(x / descale), rounded to nearest even and saturating, so the
  * largest magnitude becomes ±448; descale is then the forward call's q_descale, k_descale or
- * v_descale for that tensor. out must not overlap x or descale. Enqueued on `stream`. */
+ * v_descale for that tensor. out must not overlap x or descale. Enqueued on `stream`.
+ *
+ * hadamard = 1 (FlashAttention-3's "incoherent processing", for q and k, never v): each hdim row is
+ * rotated before the amax and the rounding, x -> x·R with R = diag(s)·H/sqrt(hdim) orthogonal (H
+ * the Sylvester Hadamard matrix, s_i = +1 or -1 by HOPATTN_FP8_HADAMARD_SIGN(i)), so q·kᵀ is
+ * unchanged when both are rotated, while an outlier channel is spread over the row. hdim must be
+ * a power of two from 32 to 256. The rotation is computed in float32 in a fixed order (the signs;
+ * butterflies of stride 1, 2, 4, ... hdim/2, each (a, b) -> (a + b, a - b); one multiply by the
+ * float nearest 1/sqrt(hdim)), so it is reproducible bit for bit. */
+#define HOPATTN_FP8_HADAMARD_SIGN(i) (((((uint32_t)(i)) * 2654435761u) >> 31) ? -1 : 1)
 typedef struct hopattn_fp8_quantize_args {
   uint32_t struct_size; /* sizeof(hopattn_fp8_quantize_args_t) (see "Extensible argument structs") */
   uint32_t reserved;    /* must be 0 */
   hopattn_tensor_t x;
   hopattn_tensor_t out;
   hopattn_tensor_t descale;
+  int32_t hadamard; /* 0 (default) or 1: rotate each row first (above) */
 } hopattn_fp8_quantize_args_t;
 
 #define HOPATTN_FP8_QUANTIZE_ARGS_INIT {(uint32_t)sizeof(hopattn_fp8_quantize_args_t)}

@@ -121,13 +121,16 @@ def quantize_kv_int8(k, v, block=128, out=None, stream=None):
     return _ops.quantize_kv_int8(k, v, block=block, out=out, stream=stream)
 
 
-def fp8_quantize(x, heads_kv=None, *, out=None, descale=None, stream=None):
+def fp8_quantize(x, heads_kv=None, *, hadamard=False, out=None, descale=None, stream=None):
     """e4m3 x and its (batch, heads_kv) float32 descale from a bf16/fp16 (batch, seqlen, heads, hdim)
-    tensor, per (batch, kv-head): flash_attn_func's FP8 inputs; see hopattn.ops.fp8_quantize."""
+    tensor, per (batch, kv-head): flash_attn_func's FP8 inputs; hadamard=True rotates each row
+    first (for q and k together, never v); see hopattn.ops.fp8_quantize."""
+    if not isinstance(hadamard, bool):
+        raise TypeError(f"hadamard: expected True or False, got {type(hadamard).__name__}")
     if _compiling():
-        o, d = _torch_module.ops.hopattn.fp8_quantize(x, x.shape[2] if heads_kv is None else int(heads_kv))
+        o, d = _torch_module.ops.hopattn.fp8_quantize(x, x.shape[2] if heads_kv is None else int(heads_kv), hadamard)
         return (o if out is None else out.copy_(o)), (d if descale is None else descale.copy_(d))
-    return _ops.fp8_quantize(x, heads_kv, out=out, descale=descale, stream=stream)
+    return _ops.fp8_quantize(x, heads_kv, hadamard=hadamard, out=out, descale=descale, stream=stream)
 
 
 __all__ = ["flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache", "kvcache_append", "quantize_kv_int8",

@@ -140,6 +140,7 @@ class Fp8QuantizeArgs(ctypes.Structure):
         ("x", Tensor),
         ("out", Tensor),
         ("descale", Tensor),
+        ("hadamard", ctypes.c_int32),
     ]
 
 

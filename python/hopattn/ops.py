@@ -653,7 +653,7 @@ def quantize_kv_int8(k, v, block=128, out=None, stream=None):
     return tuple(out)
 
 
-def fp8_quantize(x, heads_kv=None, *, out=None, descale=None, stream=None):
+def fp8_quantize(x, heads_kv=None, *, hadamard=False, out=None, descale=None, stream=None):
     """FP8 inputs for flash_attn_func from a bf16/fp16 tensor x (batch, seqlen, heads, hdim), hdim
     contiguous (hopattn_fp8_quantize): returns (x_e4m3, descale), x_e4m3 (batch, seqlen, heads, hdim)
     torch.float8_e4m3fn and descale (batch, heads_kv) float32, per (batch, kv-head) group: descale =
@@ -661,7 +661,11 @@ def fp8_quantize(x, heads_kv=None, *, out=None, descale=None, stream=None):
     nearest even and saturating. Pass that descale as the call's q_descale, k_descale or v_descale.
     heads_kv: the call's heads_kv for q (q-head h belongs to kv-head h / (heads / heads_kv)); None
     (k and v): one group per head. `out`, `descale`: the outputs to write instead of new ones (then
-    heads_kv, if given, must be descale.shape[1]). Enqueued on the current stream; no wait."""
+    heads_kv, if given, must be descale.shape[1]). hadamard=True (FlashAttention-3's incoherent
+    processing; pass it for q and k alike, never for v): each hdim row is rotated by the orthogonal
+    diag(s)·H/sqrt(hdim) of hopattn.h before the amax and the rounding, so q·kᵀ is kept while an
+    outlier channel is spread over the row; hdim a power of two from 32 to 256. Enqueued on the
+    current stream; no wait."""
     _lib.require_fp8("fp8_quantize")
     if heads_kv is not None:
         heads_kv = _host_int(heads_kv, "heads_kv", 1, "a positive number of kv-heads (a divisor of x's heads)")
@@ -682,6 +686,9 @@ def fp8_quantize(x, heads_kv=None, *, out=None, descale=None, stream=None):
     describe(x, "x", args.x, keep)
     describe(out, "out", args.out, keep)
     describe(descale, "descale", args.descale, keep)
+    if not isinstance(hadamard, bool):
+        raise TypeError(f"hadamard: expected True or False, got {type(hadamard).__name__}")
+    args.hadamard = 1 if hadamard else 0
     # the library reads heads_kv from descale's shape: a heads_kv given as well must agree
     if heads_kv is not None and args.descale.rank == 2 and args.descale.shape[1] != heads_kv:
         raise ValueError(f"heads_kv: {heads_kv} differs from descale's shape[1] = {args.descale.shape[1]} "

@@ -43,7 +43,7 @@ _LIB.define(f"flash_attn_with_kvcache({_KV_ARGS}) -> Tensor")
 _LIB.define(f"flash_attn_with_kvcache_lse({_KV_ARGS}) -> (Tensor, Tensor)")
 _LIB.define("quantize_kv_int8(Tensor k, Tensor v, int block) -> Tensor[]")
 # hopattn_fp8_quantize (0.5): x (batch, seqlen, heads, hdim) bf16/fp16 -> (x e4m3, (batch, heads_kv) descale)
-_LIB.define("fp8_quantize(Tensor x, int heads_kv) -> (Tensor, Tensor)")
+_LIB.define("fp8_quantize(Tensor x, int heads_kv, bool hadamard=False) -> (Tensor, Tensor)")
 # The append mutates the cache (and an int8 cache's scales and tails) in place; it returns q rotated
 # (an empty tensor without q) and the lengths after the append.
 _LIB.define("kvcache_append(Tensor k_new, Tensor v_new, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor cache_seqlens, "
@@ -138,8 +138,8 @@ def _quantize_kv_int8(k, v, block):
     return list(ops.quantize_kv_int8(k, v, block=block))
 
 
-def _fp8_quantize(x, heads_kv):
-    return ops.fp8_quantize(x, heads_kv)
+def _fp8_quantize(x, heads_kv, hadamard=False):
+    return ops.fp8_quantize(x, heads_kv, hadamard=hadamard)
 
 
 for _name, _fn in (("flash_attn", _flash_attn), ("flash_attn_lse", _flash_attn_lse),
@@ -201,7 +201,7 @@ def _quantize_fake(k, v, block):
 
 
 @torch.library.register_fake("hopattn::fp8_quantize", lib=_LIB)
-def _fp8_quantize_fake(x, heads_kv):
+def _fp8_quantize_fake(x, heads_kv, hadamard=False):
     return x.new_empty(x.shape, dtype=_E4M3), x.new_empty((x.shape[0], heads_kv), dtype=torch.float32)
 
 

@@ -88,7 +88,7 @@ class TestImport(unittest.TestCase):
         # 0.3's tails, then page_table and window..softcap 16 + sinks 80 (0.4)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheArgs), 8 + 8 * 80 + 20 + 4 + 8 + 8 + 2 * 80 + 80 + 16 + 80)
         self.assertEqual(ctypes.sizeof(_lib.KvCacheQuantizeArgs), 8 + 6 * 80 + 8)
-        self.assertEqual(ctypes.sizeof(_lib.Fp8QuantizeArgs), 8 + 3 * 80)  # 0.5
+        self.assertEqual(ctypes.sizeof(_lib.Fp8QuantizeArgs), 8 + 3 * 80 + 8)  # 0.5 (hadamard, padded)
         # The packed layouts the calls use are the same bytes as the Structures.
         from hopattn import ops
         self.assertEqual(ops._FWD_FP8_SIZE, ctypes.sizeof(_lib.AttentionFwdArgs))  # an e4m3 call's 0.5 struct
@@ -588,11 +588,19 @@ class TestFp8Arguments(CallChecks, unittest.TestCase):
         o, d = hopattn.fp8_quantize(x, 2, out=out, descale=f32((2, 2), 0x30000000))
         self.assertIs(o, out)
         a, = seen
-        self.assertEqual((a.struct_size, a.reserved), (248, 0))
+        self.assertEqual((a.struct_size, a.reserved, a.hadamard), (256, 0, 0))
         self.assertEqual((a.x.data, a.x.dtype, tuple(a.x.shape)), (0x10000000, _lib.BF16, (2, 64, 8, 128)))
         self.assertEqual((a.out.data, a.out.dtype, tuple(a.out.stride)), (0x20000000, _lib.E4M3, (65536, 1024, 128, 1)))
         self.assertEqual((a.descale.data, a.descale.dtype, tuple(a.descale.shape)[:2]), (0x30000000, _lib.FP32, (2, 2)))
+        hopattn.fp8_quantize(x, 2, hadamard=True, out=out, descale=f32((2, 2), 0x30000000))
+        self.assertEqual(seen[-1].hadamard, 1)
+        with self.assertRaisesRegex(TypeError, "hadamard: expected True or False, got int"):
+            hopattn.fp8_quantize(x, 2, hadamard=1, out=out, descale=f32((2, 2), 0x30000000))
         _lib.lib.hopattn_fp8_quantize = real
+        # the library's refusal of a head dim the rotation does not take
+        x96, out96 = bf16((2, 64, 8, 96), 0x10000000), e4m3((2, 64, 8, 96), 0x20000000)
+        with self.assertRaisesRegex(hopattn.NotSupportedError, "hadamard: hdim 96 is not a power of two"):
+            hopattn.fp8_quantize(x96, 2, hadamard=True, out=out96, descale=f32((2, 2), 0x30000000))
         for kwargs, exc, needle in ((dict(), TypeError, "out= and descale="),
                                     (dict(heads_kv=0, out=out, descale=f32((2, 2), 0x30000000)), ValueError, "heads_kv: 0"),
                                     (dict(heads_kv=True, out=out, descale=f32((2, 2), 0x30000000)), TypeError,
@@ -814,7 +822,7 @@ class TestTorchOps(unittest.TestCase):
             self.assertEqual(schema, f"hopattn::{name}(Tensor q, Tensor k, Tensor v, float? softmax_scale, bool causal, "
                                      f"{self.OPTIONS}, {self.DESCALES}) -> {ret}")
         schema = str(torch.ops.hopattn.fp8_quantize.default._schema).replace("SymInt", "int")
-        self.assertEqual(schema, "hopattn::fp8_quantize(Tensor x, int heads_kv) -> (Tensor, Tensor)")
+        self.assertEqual(schema, "hopattn::fp8_quantize(Tensor x, int heads_kv, bool hadamard=False) -> (Tensor, Tensor)")
 
     def test_fp8_fake_implementations(self):
         """e4m3 q: a bf16 O (FlashAttention-3's convention); fp8_quantize: e4m3 and (batch, heads_kv)."""

@@ -1421,6 +1421,46 @@ class TestFp8Forward(unittest.TestCase):
 
 
 @needs_gpu
+class TestFp8Hadamard(unittest.TestCase):
+    """fp8_quantize(hadamard=True): the codes dequantize to x·R (R = diag(s)·H/sqrt(hdim), hopattn.h's
+    rotation, built here in float64 from its definition) within one e4m3 rounding, and attention on
+    rotated q and k (v plain) matches attention on the unrotated inputs as closely as the plain
+    FP8 call does (q·kᵀ is kept)."""
+
+    @staticmethod
+    def rotation(d):
+        h = torch.ones(1, 1, dtype=torch.float64, device="cuda")
+        while h.shape[0] < d:
+            h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
+        i = torch.arange(d, dtype=torch.int64, device="cuda")
+        s = torch.where(((i * 2654435761) % (1 << 32)) >= (1 << 31), -1.0, 1.0).to(torch.float64)
+        return s[:, None] * h / math.sqrt(d)
+
+    def test_codes_and_attention(self):
+        torch.manual_seed(47)
+        for d in (64, 128, 256):
+            x = scaled_inputs(2, 77, 8, 2, d)
+            x8, ds = hopattn.fp8_quantize(x, heads_kv=2, hadamard=True)
+            want = (x.double() @ self.rotation(d))
+            got = dequantize_fp8(x8, ds)
+            scale = ds.double().repeat_interleave(4, dim=1)[:, None, :, None]
+            tol = want.abs() * 2.0 ** -4 + scale * 2.0 ** -9  # half an e4m3 ulp; the subnormal step
+            self.assertTrue(bool(((got - want).abs() <= tol * 1.0001).all()), f"hdim {d}: codes off x·R")
+        b, sq, hq, hkv = 2, 300, 8, 2
+        q, k, v = scaled_inputs(b, sq, hq, hkv, 128), scaled_inputs(b, sq, hkv, hkv, 128), scaled_inputs(b, sq, hkv, hkv, 128)
+        ref, _ = reference(q.double(), k.double(), v.double(), True, 1.0 / math.sqrt(128))
+        errs = []
+        for rotate in (False, True):
+            q8, qd = hopattn.fp8_quantize(q, heads_kv=hkv, hadamard=rotate)
+            k8, kd = hopattn.fp8_quantize(k, hadamard=rotate)
+            v8, vd = hopattn.fp8_quantize(v)
+            o = hopattn.flash_attn_func(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd)
+            errs.append(max_err(o, ref))
+        print(f"fp8 hadamard: max |O - fp64(unquantized)| plain {errs[0]:.3g}, rotated {errs[1]:.3g}")
+        self.assertLessEqual(errs[1], 2 * errs[0])
+
+
+@needs_gpu
 class TestFp8Quantize(unittest.TestCase):
     """hopattn.fp8_quantize against the rule it documents, bit for bit (descale = amax / 448 per
     (batch, kv-head), e4m3(x / descale) in float32 with round-to-nearest-even; torch's e4m3

@@ -44,6 +44,9 @@ inline constexpr size_t kFirstReleasedSize<hopattn_kvcache_args_t> =
 template <>
 inline constexpr size_t kFirstReleasedSize<hopattn_kvcache_append_args_t> =
     offsetof(hopattn_kvcache_append_args_t, page_table);  // 0.3: up to `seqlens_out`
+template <>
+inline constexpr size_t kFirstReleasedSize<hopattn_fp8_quantize_args_t> =
+    offsetof(hopattn_fp8_quantize_args_t, hadamard);  // 0.5's first form: up to `descale`
 
 // Reads a caller's argument struct of the C ABI into `out` by the rules of hopattn.h
 // ("Extensible argument structs"): struct_size bytes at most, every byte past this library's

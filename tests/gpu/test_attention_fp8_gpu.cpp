@@ -408,6 +408,112 @@ TEST(Fp8Quantize, MatchesTheHostReferenceBitForBit) {
   }
 }
 
+// hadamard = 1 against the host reference (quantize_e4m3 with hadamard_rotate), bit for bit, at
+// every head dim the rotation takes (32 to 256), GQA grouping, fp16 and bf16, strided descales;
+// and hdim 96 (not a power of two) refused. Outputs poisoned first.
+TEST(Fp8Quantize, HadamardMatchesTheHostReferenceBitForBit) {
+  HOPATTN_REQUIRE_SM90();
+  struct Q {
+    int b, s, h, hkv, d;
+    hopattn_dtype_t dtype;
+    bool strided;
+  };
+  const Q cases[] = {{2, 100, 8, 2, 128, HOPATTN_DTYPE_BF16, false}, {1, 17, 4, 4, 64, HOPATTN_DTYPE_FP16, true},
+                     {2, 33, 6, 3, 256, HOPATTN_DTYPE_BF16, false}, {1, 1000, 2, 1, 32, HOPATTN_DTYPE_BF16, true},
+                     {3, 1, 8, 8, 128, HOPATTN_DTYPE_FP16, false}};
+  uint64_t seed = 70;
+  for (const Q& q : cases) {
+    const int64_t n = int64_t(q.b) * q.s * q.h * q.d;
+    Fp8Case c;
+    c.p = AttnProblem{q.b, q.s, q.s, q.h, q.hkv, q.d, false, 0.0f};
+    c.outliers = 1e-3;
+    std::vector<float> x = fp8_case_inputs(c, q.s, q.h, seed++);
+    DeviceBuffer dx(size_t(n) * 2), dout{size_t(n)};
+    upload_from_float(dx.get(), q.dtype, x.data(), n);
+    x = download_as_float(dx.get(), q.dtype, n);
+    HOPATTN_CUDA_CHECK(cudaMemset(dout.get(), 0x7f, size_t(n)));
+    DeviceDescale ds = upload_descale(std::vector<float>(size_t(q.b) * q.hkv, std::nanf("")), q.b, q.hkv, q.strided);
+    Fp8QuantizeArgs a;
+    a.x = tensor_bshd(dx.get(), q.dtype, q.b, q.s, q.h, q.d);
+    a.out = tensor_bshd(dout.get(), HOPATTN_DTYPE_E4M3, q.b, q.s, q.h, q.d);
+    a.descale = ds.desc;
+    a.hadamard = 1;
+    const Status st = fp8_quantize(a, nullptr);
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    const Fp8Tensor want = quantize_e4m3(x, q.b, q.s, q.h, q.d, q.hkv, true, true);
+    std::vector<uint8_t> codes(static_cast<size_t>(n));
+    HOPATTN_CUDA_CHECK(cudaMemcpy(codes.data(), dout.get(), codes.size(), cudaMemcpyDeviceToHost));
+    std::vector<float> raw(size_t(q.b) * q.hkv);
+    HOPATTN_CUDA_CHECK(cudaMemcpy(raw.data(), ds.buf.get(), raw.size() * 4, cudaMemcpyDeviceToHost));
+    for (int b = 0; b < q.b; ++b)
+      for (int hk = 0; hk < q.hkv; ++hk) {
+        const float got = q.strided ? raw[size_t(hk) * q.b + b] : raw[size_t(b) * q.hkv + hk];
+        EXPECT_EQ(got, want.descale[size_t(b) * q.hkv + hk]) << "hdim " << q.d << " descale (" << b << ", " << hk << ")";
+      }
+    int64_t wrong = 0, first = -1;
+    for (int64_t i = 0; i < n; ++i)
+      if (codes[size_t(i)] != want.codes[size_t(i)]) wrong += 1, first = first < 0 ? i : first;
+    EXPECT_EQ(wrong, 0) << "hdim " << q.d << " b=" << q.b << " s=" << q.s << " h=" << q.h << " hkv=" << q.hkv
+                        << ": first at " << first;
+  }
+  DeviceBuffer dx(2 * 96 * 2), dout(2 * 96), dd(4);
+  Fp8QuantizeArgs a;
+  a.x = tensor_bshd(dx.get(), HOPATTN_DTYPE_BF16, 1, 2, 1, 96);
+  a.out = tensor_bshd(dout.get(), HOPATTN_DTYPE_E4M3, 1, 2, 1, 96);
+  a.descale = tensor_descale(dd.as<float>(), 1, 1);
+  a.hadamard = 1;
+  const Status st = fp8_quantize(a, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kNotSupported) << st.to_string();
+  EXPECT_NE(st.message().find("hadamard: hdim 96"), std::string::npos) << st.message();
+}
+
+// The option's purpose, end to end on the FA3 paper's outlier inputs (N(0, 1) with 0.1 % of the
+// entries N(0, 10^2)): q and k quantized with and without the rotation (v as it is), the forward
+// call, O against fp64 on the unquantized inputs: the rotated one must be closer (the host model,
+// ReferenceFp8.HadamardRotation, predicts 1.33x); both RMSEs are printed for the record.
+TEST(Fp8Forward, HadamardOutliersRmse) {
+  HOPATTN_REQUIRE_FP8(128);
+  const AttnProblem p{2, 1024, 1024, 8, 8, 128, false, 0.0f};
+  const auto qf = normal_with_outliers(p.q_elems(), 21, 1e-3, 10.0), kf = normal_with_outliers(p.kv_elems(), 22, 1e-3, 10.0),
+             vf = normal_with_outliers(p.kv_elems(), 23, 1e-3, 10.0);
+  std::vector<double> o64(size_t(p.q_elems())), l64(size_t(p.lse_elems()));
+  attention_cpu_fp64(p, qf.data(), kf.data(), vf.data(), o64.data(), l64.data());
+  double err[2];
+  for (int h = 0; h < 2; ++h) {
+    const std::vector<float>* in[3] = {&qf, &kf, &vf};
+    const int heads[3] = {p.heads_q, p.heads_kv, p.heads_kv}, seq[3] = {p.seqlen_q, p.seqlen_k, p.seqlen_k};
+    DeviceBuffer x[3], codes[3], descale[3];
+    Tensor t[3], d[3];
+    for (int i = 0; i < 3; ++i) {
+      const int64_t n = int64_t(p.batch) * seq[i] * heads[i] * p.hdim;
+      x[i] = DeviceBuffer(size_t(n) * 2), codes[i] = DeviceBuffer(size_t(n)), descale[i] = DeviceBuffer(size_t(p.batch) * p.heads_kv * 4);
+      upload_from_float(x[i].get(), HOPATTN_DTYPE_BF16, in[i]->data(), n);
+      Fp8QuantizeArgs a;
+      a.x = tensor_bshd(x[i].get(), HOPATTN_DTYPE_BF16, p.batch, seq[i], heads[i], p.hdim);
+      a.out = t[i] = tensor_bshd(codes[i].get(), HOPATTN_DTYPE_E4M3, p.batch, seq[i], heads[i], p.hdim);
+      a.descale = d[i] = tensor_descale(descale[i].as<float>(), p.batch, p.heads_kv);
+      a.hadamard = (h == 1 && i < 2) ? 1 : 0;  // q and k only
+      ASSERT_TRUE(fp8_quantize(a, nullptr).ok());
+    }
+    DeviceBuffer o(size_t(p.q_elems()) * 2);
+    fill_nan(o.get(), 2, p.q_elems());
+    AttentionForwardArgs a;
+    a.q = t[0], a.k = t[1], a.v = t[2];
+    a.o = tensor_bshd(o.get(), HOPATTN_DTYPE_BF16, p.batch, p.seqlen_q, p.heads_q, p.hdim);
+    a.q_descale = d[0], a.k_descale = d[1], a.v_descale = d[2];
+    const Status st = hopattn::attention_forward(a, nullptr);
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    const std::vector<float> got = download_as_float(o.get(), HOPATTN_DTYPE_BF16, p.q_elems());
+    EXPECT_EQ(compare(o64.data(), got.data(), p.q_elems()).bad, 0);
+    err[h] = rmse(o64.data(), got.data(), p.q_elems());
+  }
+  std::printf("FP8 forward, outlier inputs %s: O RMSE vs fp64 on the unquantized inputs %.3g plain, %.3g with q and k "
+              "rotated (%.2fx)\n", p.to_string().c_str(), err[0], err[1], err[0] / err[1]);
+  EXPECT_LT(err[1], err[0]);
+}
+
 // Quantized by the library, then attended to: the forward call on hopattn_fp8_quantize's outputs
 // against fp64 on the same dequantized values (the pipeline a caller runs).
 TEST(Fp8Quantize, FeedsTheForwardCall) {

@@ -750,6 +750,21 @@ Fp8QuantizeArgs valid_quantize_args() {
   return a;
 }
 
+// A caller built against 0.5's first form of the struct (no `hadamard`) is read with hadamard = 0:
+// whatever lies past its struct_size is not read, and it is not refused for its size.
+TEST(Fp8QuantizeChecks, AStructWithoutHadamardReadsZero) {
+  hopattn_fp8_quantize_args_t full = valid_quantize_args();
+  full.hadamard = 2;
+  const hopattn_status_t bad = hopattn_fp8_quantize(&full, nullptr);
+  EXPECT_EQ(bad.code, HOPATTN_INVALID_ARGUMENT) << bad.message;
+  EXPECT_NE(std::string(bad.message).find("hadamard: must be 0 or 1"), std::string::npos) << bad.message;
+  hopattn_fp8_quantize_args_t old = full;  // hadamard 2 past the caller's size: never read
+  old.struct_size = uint32_t(offsetof(hopattn_fp8_quantize_args_t, hadamard));
+  const hopattn_status_t s = hopattn_fp8_quantize(&old, nullptr);
+  EXPECT_EQ(std::string(s.message).find("hadamard"), std::string::npos) << s.message;
+  EXPECT_EQ(std::string(s.message).find("struct_size"), std::string::npos) << s.message;
+}
+
 TEST(Fp8QuantizeChecks, Rules) {
   EXPECT_TRUE(check_fp8_quantize(valid_quantize_args(), {}).ok()) << check_fp8_quantize(valid_quantize_args(), {}).to_string();
   Fp8QuantizeArgs a = valid_quantize_args();
@@ -799,6 +814,19 @@ TEST(Fp8QuantizeChecks, Rules) {
   a = valid_quantize_args();
   a.x.rank = 3;
   expect(a, StatusCode::kInvalidArgument, "x: rank must be 4");
+  a = valid_quantize_args();
+  a.hadamard = 1;  // hdim 128: taken
+  EXPECT_TRUE(check_fp8_quantize(a, {}).ok()) << check_fp8_quantize(a, {}).to_string();
+  a.hadamard = 2;
+  expect(a, StatusCode::kInvalidArgument, "hadamard: must be 0 or 1, got 2");
+  a = valid_quantize_args();
+  a.hadamard = 1;
+  a.x.shape[3] = a.out.shape[3] = 96;
+  a.x.stride[2] = a.out.stride[2] = 96, a.x.stride[1] = a.out.stride[1] = 8 * 96, a.x.stride[0] = a.out.stride[0] = 100 * 8 * 96;
+  expect(a, StatusCode::kNotSupported, "hadamard: hdim 96 is not a power of two from 32 to 256");
+  a.x.shape[3] = a.out.shape[3] = 512;
+  a.x.stride[2] = a.out.stride[2] = 512, a.x.stride[1] = a.out.stride[1] = 8 * 512, a.x.stride[0] = a.out.stride[0] = 100 * 8 * 512;
+  expect(a, StatusCode::kNotSupported, "hadamard: hdim 512 is not a power of two from 32 to 256");
   DeviceContext ctx;
   ctx.tensor_device[2] = kHostMemory;
   expect_error(check_fp8_quantize(valid_quantize_args(), ctx), StatusCode::kInvalidArgument,

@@ -9,6 +9,7 @@
 
 #include "e4m3.hpp"
 #include "fp8_accumulate.hpp"
+#include "hopattn/hopattn.h"
 
 namespace hopattn::reference {
 namespace {
@@ -30,10 +31,29 @@ float round_e4m3(float x) { return e4m3_to_float(e4m3_from_float(x)); }
 
 }  // namespace
 
-Fp8Tensor quantize_e4m3(const std::vector<float>& x, int batch, int seqlen, int heads, int hdim, int heads_kv,
-                        bool scaled) {
+void hadamard_rotate(float* row, int hdim) {
+  if (hdim <= 0 || (hdim & (hdim - 1)) != 0) throw std::invalid_argument("hadamard_rotate: hdim not a power of two");
+  for (int i = 0; i < hdim; ++i) row[i] *= float(HOPATTN_FP8_HADAMARD_SIGN(i));
+  for (int h = 1; h < hdim; h *= 2)
+    for (int i = 0; i < hdim; ++i)
+      if ((i & h) == 0) {
+        const float a = row[i], b = row[i + h];
+        row[i] = a + b, row[i + h] = a - b;
+      }
+  const float norm = 1.0f / std::sqrt(float(hdim));
+  for (int i = 0; i < hdim; ++i) row[i] *= norm;
+}
+
+Fp8Tensor quantize_e4m3(const std::vector<float>& x_in, int batch, int seqlen, int heads, int hdim, int heads_kv,
+                        bool scaled, bool hadamard) {
   if (heads_kv <= 0 || heads % heads_kv != 0) throw std::invalid_argument("quantize_e4m3: heads % heads_kv != 0");
-  if (int64_t(x.size()) != int64_t(batch) * seqlen * heads * hdim) throw std::invalid_argument("quantize_e4m3: size");
+  if (int64_t(x_in.size()) != int64_t(batch) * seqlen * heads * hdim) throw std::invalid_argument("quantize_e4m3: size");
+  std::vector<float> rotated;
+  if (hadamard) {
+    rotated = x_in;
+    for (size_t r = 0; r < rotated.size(); r += size_t(hdim)) hadamard_rotate(rotated.data() + r, hdim);
+  }
+  const std::vector<float>& x = hadamard ? rotated : x_in;
   const int group = heads / heads_kv;
   Fp8Tensor t;
   t.codes.resize(x.size());

@@ -22,8 +22,15 @@ struct Fp8Tensor {
 // Head h of `x` belongs to kv-head h / (heads / heads_kv). scaled: descale = amax / 448 over the
 // (batch, kv-head)'s elements (1 where amax is 0), codes = e4m3(x / descale), so the largest
 // magnitude maps to 448; unscaled: descale 1, codes = e4m3(x) (saturating past ±448).
+// hadamard: each hdim row rotated first, as hopattn_fp8_quantize's hadamard = 1 does (hadamard_rotate);
+// the codes, descales and dequantized values are then the rotated tensor's.
 Fp8Tensor quantize_e4m3(const std::vector<float>& x, int batch, int seqlen, int heads, int hdim, int heads_kv,
-                        bool scaled);
+                        bool scaled, bool hadamard = false);
+
+// hopattn.h's rotation of one row of hdim (a power of two) floats, in place, in the library's
+// order: the signs HOPATTN_FP8_HADAMARD_SIGN, butterflies of stride 1, 2, ..., hdim / 2
+// ((a, b) -> (a + b, a - b)), one multiply by the float nearest 1/sqrt(hdim).
+void hadamard_rotate(float* row, int hdim);
 
 // The FP8 yardstick (attention_reference.hpp's tolerance rule): S = scale · Q·Kᵀ in float32 (the
 // kernel keeps S in float32 from exact e4m3 products), P = e4m3(exp(S - rowmax)) before the

@@ -1,5 +1,6 @@
 // FP8 quantization for the forward call's e4m3 inputs (hopattn_fp8_quantize): argument checks and
-// four small kernels over the (batch, kv-head) groups, in stream order: descale = 0; amax into it
+// four small kernels over the (batch, kv-head) groups (with hadamard = 1, each row rotated first in
+// the amax and quantize kernels, a warp per row), in stream order: descale = 0; amax into it
 // (a block reduction, then an integer atomicMax on the float's bits, exact for non-negative
 // floats); out = e4m3(x / (amax / 448)); descale = amax / 448 (1 where amax is 0). The division and
 // the conversion (round to nearest even, saturating) match the host reference
@@ -25,6 +26,7 @@ constexpr const char* kDims[4] = {"batch", "seqlen", "heads", "hdim"};
 constexpr const char* kDescaleDims[2] = {"batch", "heads_kv"};
 constexpr const char* kNames[3] = {"x", "out", "descale"};
 constexpr int kThreads = 256;
+#define HOPATTN_QUANT_UNROLL _Pragma("unroll")
 
 struct QuantParams {
   const void* x;
@@ -36,6 +38,53 @@ struct QuantParams {
 };
 
 using int8_rounding::load_element;
+
+// ---- hadamard = 1: each hdim row rotated (hopattn.h), a warp per row ----------------------------
+
+// Row r of group g (r = t · group + h % group) -> its first element's offset in a tensor of strides st.
+__device__ inline int64_t row_offset(const QuantParams& p, const int64_t (&st)[3], int g, int64_t r) {
+  const int group = p.heads / p.heads_kv;
+  const int h = (g % p.heads_kv) * group + int(r % group);
+  return (g / p.heads_kv) * st[0] + (r / group) * st[1] + h * st[2];
+}
+
+// The rotation of one row held by a warp, kE elements per lane (element i = lane · kE + k; hdim =
+// 32 · kE): the signs, the butterflies of stride 1, 2, ..., hdim / 2 ((a, b) -> (a + b, a - b) for
+// the pair (i, i + stride)), one multiply by the float nearest 1/sqrt(hdim); the host reference
+// (tests/reference/attention_fp8.cpp, hadamard_rotate) runs the same operations in the same order.
+template <int kE>
+__device__ inline void rotate_row(float (&v)[kE], int lane) {
+  HOPATTN_QUANT_UNROLL
+  for (int k = 0; k < kE; ++k) v[k] *= float(HOPATTN_FP8_HADAMARD_SIGN(lane * kE + k));
+  HOPATTN_QUANT_UNROLL
+  for (int h = 1; h < kE; h *= 2)  // strides within a lane
+    HOPATTN_QUANT_UNROLL
+    for (int k = 0; k < kE; ++k)
+      if ((k & h) == 0) {
+        const float a = v[k], b = v[k + h];
+        v[k] = a + b, v[k + h] = a - b;
+      }
+  HOPATTN_QUANT_UNROLL
+  for (int m = 1; m < 32; m *= 2) {  // strides kE · m: lane pairs (lane, lane ^ m)
+    const bool low = (lane & m) == 0;
+    HOPATTN_QUANT_UNROLL
+    for (int k = 0; k < kE; ++k) {
+      const float other = __shfl_xor_sync(0xffffffffu, v[k], m);
+      v[k] = low ? v[k] + other : other - v[k];  // a + b on the lower index, a - b on the upper
+    }
+  }
+  const float norm = 1.0f / sqrtf(float(32 * kE));  // the float nearest 1/sqrt(hdim): a power of two for 64·4^k
+  HOPATTN_QUANT_UNROLL
+  for (int k = 0; k < kE; ++k) v[k] *= norm;
+}
+
+template <int kE>
+__device__ inline void load_row(const QuantParams& p, int g, int64_t r, int lane, float (&v)[kE]) {
+  const int64_t base = row_offset(p, p.x_st, g, r);
+  HOPATTN_QUANT_UNROLL
+  for (int k = 0; k < kE; ++k) v[k] = load_element(p.x, base + lane * kE + k, p.bf16);
+}
+
 
 // The groups: g = b · heads_kv + hk, each of seqlen · (heads / heads_kv) · hdim elements.
 __device__ inline int64_t group_elems(const QuantParams& p) {
@@ -91,6 +140,50 @@ __global__ void quantize_kernel(QuantParams p) {
   }
 }
 
+// The rotated forms of amax_kernel and quantize_kernel: grid (chunks, groups), a warp per row.
+template <int kE>
+__global__ void rotated_amax_kernel(QuantParams p) {
+  __shared__ float warp_max[kThreads / 32];
+  const int groups = p.batch * p.heads_kv, lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int64_t rows = int64_t(p.seqlen) * (p.heads / p.heads_kv);
+  for (int g = blockIdx.y; g < groups; g += gridDim.y) {
+    float amax = 0.0f;
+    for (int64_t r = blockIdx.x * int64_t(kThreads / 32) + warp; r < rows; r += int64_t(gridDim.x) * (kThreads / 32)) {
+      float v[kE];
+      load_row<kE>(p, g, r, lane, v);
+      rotate_row<kE>(v, lane);
+      HOPATTN_QUANT_UNROLL
+      for (int k = 0; k < kE; ++k) amax = fmaxf(amax, fabsf(v[k]));
+    }
+    for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+    if (lane == 0) warp_max[warp] = amax;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < kThreads / 32; ++w) amax = fmaxf(amax, warp_max[w]);
+      atomicMax(reinterpret_cast<int*>(descale_of(p, g)), __float_as_int(amax));
+    }
+    __syncthreads();
+  }
+}
+
+template <int kE>
+__global__ void rotated_quantize_kernel(QuantParams p) {
+  const int groups = p.batch * p.heads_kv, lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int64_t rows = int64_t(p.seqlen) * (p.heads / p.heads_kv);
+  for (int g = blockIdx.y; g < groups; g += gridDim.y) {
+    const float scale = scale_of(*descale_of(p, g));  // the amax, until finalize_kernel
+    for (int64_t r = blockIdx.x * int64_t(kThreads / 32) + warp; r < rows; r += int64_t(gridDim.x) * (kThreads / 32)) {
+      float v[kE];
+      load_row<kE>(p, g, r, lane, v);
+      rotate_row<kE>(v, lane);
+      const int64_t base = row_offset(p, p.out_st, g, r);
+      HOPATTN_QUANT_UNROLL
+      for (int k = 0; k < kE; ++k)
+        p.out[base + lane * kE + k] = uint8_t(__nv_cvt_float_to_fp8(v[k] / scale, __NV_SATFINITE, __NV_E4M3));
+    }
+  }
+}
+
 __global__ void finalize_kernel(QuantParams p) {
   const int groups = p.batch * p.heads_kv;
   for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += gridDim.x * blockDim.x) {
@@ -125,6 +218,10 @@ Status check_fp8_quantize(const Fp8QuantizeArgs& a, const DeviceContext& ctx) {
     return Status::invalid(cat("descale.shape[0] (batch) = ", a.descale.shape[0], " differs from x's batch ", a.x.shape[0]));
   if (heads_kv == 0 ? heads != 0 : heads % heads_kv != 0)
     return Status::invalid(cat("descale.shape[1] (heads_kv) = ", heads_kv, " does not divide x's heads = ", heads));
+  if (a.hadamard != 0 && a.hadamard != 1)
+    return Status::invalid(cat("hadamard: must be 0 or 1, got ", a.hadamard));
+  if (a.hadamard == 1 && (a.x.shape[3] < 32 || a.x.shape[3] > 256 || (a.x.shape[3] & (a.x.shape[3] - 1)) != 0))
+    return Status::unsupported(cat("hadamard: hdim ", a.x.shape[3], " is not a power of two from 32 to 256"));
   const Tensor* ts[3] = {&a.x, &a.out, &a.descale};
   for (int i = 0; i < 2; ++i)
     if (ts[i]->stride[3] != 1 && ts[i]->shape[3] > 1)
@@ -163,7 +260,18 @@ Status fp8_quantize(const Fp8QuantizeArgs& a, Stream stream) {
                   unsigned(std::min<int64_t>(groups, 65535)));
   zero_descale_kernel<<<small, kThreads, 0, stream>>>(p);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
-  if (per_group > 0) {
+  if (per_group > 0 && a.hadamard == 1) {
+    // A warp per row: about 4 waves of 8-row blocks over each group's rows.
+    const int64_t rows = per_group / a.x.shape[3];
+    const dim3 row_grid(unsigned(std::clamp<int64_t>((rows + 8 * 8 - 1) / (8 * 8), 1, 1024)), grid.y);
+    switch (a.x.shape[3]) {
+      case 32: rotated_amax_kernel<1><<<row_grid, kThreads, 0, stream>>>(p), rotated_quantize_kernel<1><<<row_grid, kThreads, 0, stream>>>(p); break;
+      case 64: rotated_amax_kernel<2><<<row_grid, kThreads, 0, stream>>>(p), rotated_quantize_kernel<2><<<row_grid, kThreads, 0, stream>>>(p); break;
+      case 128: rotated_amax_kernel<4><<<row_grid, kThreads, 0, stream>>>(p), rotated_quantize_kernel<4><<<row_grid, kThreads, 0, stream>>>(p); break;
+      default: rotated_amax_kernel<8><<<row_grid, kThreads, 0, stream>>>(p), rotated_quantize_kernel<8><<<row_grid, kThreads, 0, stream>>>(p); break;
+    }
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
+  } else if (per_group > 0) {
     amax_kernel<<<grid, kThreads, 0, stream>>>(p);
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
     quantize_kernel<<<grid, kThreads, 0, stream>>>(p);
