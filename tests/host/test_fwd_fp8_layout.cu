@@ -169,8 +169,6 @@ TEST(FwdFp8, VTransposeWritesEveryByteOnce) { check_transpose<Fp8Traits>(); }
 // tiles (V^T rows of 64 slots: the 64-byte swizzle), the other e4m3 rows of sm90_fwd_config.hpp.
 TEST(FwdFp8, VTransposeWritesEveryByteOnceAtHdim64) { check_transpose<Fa2Traits<cutlass::float_e4m3_t, 64, 128, 128, 2>>(); }
 TEST(FwdFp8, VTransposeWritesEveryByteOnceAtHdim256) { check_transpose<Fa2Traits<cutlass::float_e4m3_t, 256, 128, 64, 2>>(); }
-// The 192-key candidate (ablation row): V^T rows of 192 slots (64-byte swizzle).
-TEST(FwdFp8, VTransposeWritesEveryByteOnceOn192KeyTiles) { check_transpose<Fa2Traits<cutlass::float_e4m3_t, 128, 128, 192, 2>>(); }
 
 // The layouts' offsets are the 128-byte swizzle of TMA and WGMMA (Swizzle<3, 4, 3>: byte bits 4-6
 // ^= bits 7-9), with 128-byte rows: (key, channel) for the staging tile, (channel, slot) for V^T.

@@ -85,7 +85,7 @@ void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k
   const float scale = p.effective_scale();
   const int group = p.heads_q / p.heads_kv;
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  std::vector<float> s(size_t(std::max(p.seqlen_k, 1)));
+  std::vector<float> s(size_t(std::max(p.seqlen_k, 1))), pr(s.size());
   std::vector<float> acc(size_t(p.hdim));
   auto qi = [&](int b, int i, int h) { return ((int64_t(b) * p.seqlen_q + i) * p.heads_q + h) * p.hdim; };
   auto kj = [&](int b, int j, int h) { return ((int64_t(b) * p.seqlen_k + j) * p.heads_kv + h) * p.hdim; };
@@ -107,10 +107,12 @@ void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k
           for (int j = r.begin; j < r.end; ++j) {
             const float e = std::exp(s[size_t(j)] - m);
             l += e;
-            const float pj = round_e4m3(e);
-            const float* vrow = v + kj(b, j, h / group);
-            for (int d = 0; d < p.hdim; ++d) acc[size_t(d)] += pj * vrow[d];
+            pr[size_t(j)] = round_e4m3(e);
           }
+          // O = P·V as the FP8 WGMMA accumulates it (fp8_accumulate.hpp), per channel.
+          for (int d = 0; d < p.hdim; ++d)
+            acc[size_t(d)] = fp8_wgmma_accumulate(
+                0.0f, [&](int t) { return pr[size_t(r.begin + t)] * v[kj(b, r.begin + t, h / group) + d]; }, r.end - r.begin);
         }
         float* orow = o + qi(b, i, h);
         for (int d = 0; d < p.hdim; ++d) orow[d] = l > 0 ? round_bf16(acc[size_t(d)] / l) : 0.0f;

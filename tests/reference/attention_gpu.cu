@@ -114,12 +114,14 @@ __global__ void __launch_bounds__(kThreads, 8) attention_reference_kernel(
     __syncthreads();
     const int chunk = min(kThreads, n - j0);
     for (int d = threadIdx.x; d < p.hdim; d += kThreads) {
-      Acc acc = 0;
-      for (int c = 0; c < chunk; ++c) {
-        const T* vj = v + ((int64_t(b) * p.seqlen_k + first + j0 + c) * p.heads_kv + hk) * p.hdim;
-        acc += probs[c] * Acc(load(vj + d));
+      auto v_at = [&](int c) { return v + ((int64_t(b) * p.seqlen_k + first + j0 + c) * p.heads_kv + hk) * p.hdim + d; };
+      if constexpr (kFp8) {  // O += P·V as the FP8 WGMMA accumulates it (fp8_accumulate.hpp)
+        o_acc[d] = fp8_wgmma_accumulate(o_acc[d] * alpha, [&](int c) { return probs[c] * float(load(v_at(c))); }, chunk);
+      } else {
+        Acc acc = 0;
+        for (int c = 0; c < chunk; ++c) acc += probs[c] * Acc(load(v_at(c)));
+        o_acc[d] = o_acc[d] * alpha + acc;
       }
-      o_acc[d] = o_acc[d] * alpha + acc;
     }
     m = m_new;
     __syncthreads();

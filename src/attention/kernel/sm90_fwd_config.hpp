@@ -90,11 +90,9 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // 128 keys would need 288 KB of shared memory): Q 32 KB + 3 x 32 KB + O 64 KB = 192 KB.
     {"ws_pingpong_persistent_128x128x2_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 64, false, kBothMasks, false, true},
     {"ws_pingpong_persistent_128x64x2_e4m3", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, false, kBothMasks, false, true},
-    // Candidate (ablation builds): hdim 128 on 192-key tiles, FA3's direction (its e4m3 hdim-128
-    // tile is 128 x 224): the softmax and the producer's per-block work amortised over 1.5x the
-    // keys. S 96 + P 24 + O 64 registers per consumer thread; Q 16 KB + 3 x 2 x 24 KB + O 32 KB =
-    // 192 KB; V^T rows of 192 slots take the 64-byte swizzle.
-    {"ws_pingpong_persistent_128x192x2_e4m3", FwdKernel::kPersistentPingPong, {128, 192, 2, 2}, 128, true, kBothMasks, false, true},
+    // (Retired 2026-12-06, seventh session: a 128x192x2 e4m3 row at hdim 128, FA3's direction of
+    // wider e4m3 tiles, ran at 0.89-0.92x this one at 1k and 0.99-1.01x at 4k/16k on the H100,
+    // bench/records/fp8-hdims-2026-12-06-h100-r6.csv.)
     // (Retired 2026-12-06: a 3-stage row, 128x128x3_e4m3, ran at 0.99-1.01x this one on the H100;
     // the bottleneck was the V transpose's instruction count, not the pipeline's depth.)
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
