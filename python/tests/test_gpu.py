@@ -1248,9 +1248,11 @@ class TestVarlen(unittest.TestCase):
 
 def fp8_yardstick(q, k, v, causal, scale):
     """The FP8 kernel's precision on the dequantized inputs (float32 (b, s, h, d), GQA by repeat),
-    as tests/reference/attention_fp8.hpp's yardstick: S in float32, P = e4m3(exp(S - rowmax))
-    before the normalisation, the row sum of the unrounded exp(S - rowmax) in float32, O rounded to
-    bf16; LSE = rowmax + log(sum). Bottom-right causal as `reference`."""
+    as tests/reference/attention_fp8.hpp's yardstick but with S and P·V summed in float32 (the C++
+    yardsticks model the FP8 WGMMA's 13-bit truncating accumulation, fp8_accumulate.hpp; this one
+    does not, so its cases keep scores LLM-like: group scales within 2^-1..2^1), P =
+    e4m3(exp(S - rowmax)) before the normalisation, the row sum of the unrounded exp(S - rowmax) in
+    float32, O rounded to bf16; LSE = rowmax + log(sum). Bottom-right causal as `reference`."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     qf, kf, vf = (x.float().transpose(1, 2) for x in (q, k, v))

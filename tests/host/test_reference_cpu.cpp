@@ -514,6 +514,9 @@ TEST(ReferenceFp8, WgmmaDotModel) {
   std::vector<float> big(64, 0.0f), ones(64, 1.0f);
   big[0] = 0x1p14f, big[32] = 1.0f;
   EXPECT_EQ(fp8_wgmma_dot(big.data(), [&](int d) { return ones[size_t(d)]; }, 64), 0x1p14f);
+  // Products below 2^-136 (a quantum under float32's smallest subnormal): finite, not NaN.
+  const float tiny[2] = {0x1p-70f, 0x1p-70f};
+  EXPECT_TRUE(std::isfinite(fp8_wgmma_dot(tiny, [&](int d) { return tiny[d]; }, 2)));
   // Random e4m3-like values: within (hdim / 32) x 2^-12 x sum |q k| of float64.
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 3.0f);

@@ -32,9 +32,10 @@ Fp8Tensor quantize_e4m3(const std::vector<float>& x, int batch, int seqlen, int 
 // ((a, b) -> (a + b, a - b)), one multiply by the float nearest 1/sqrt(hdim).
 void hadamard_rotate(float* row, int hdim);
 
-// The FP8 yardstick (attention_reference.hpp's tolerance rule): S = scale · Q·Kᵀ in float32 (the
-// kernel keeps S in float32 from exact e4m3 products), P = e4m3(exp(S - rowmax)) before the
-// normalisation, the row sum of the unrounded exp(S - rowmax) in float32, O = bf16(Σ P·V / sum),
+// The FP8 yardstick (attention_reference.hpp's tolerance rule): S = scale · Q·Kᵀ accumulated as the
+// FP8 WGMMA does (fp8_accumulate.hpp), P = e4m3(exp(S - rowmax)) before the normalisation, the row
+// sum of the unrounded exp(S - rowmax) in float32, O = bf16(Σ P·V / sum) with Σ P·V accumulated
+// the same way,
 // LSE = rowmax + log(sum). Inputs dequantized (Fp8Tensor::dequant), so the descales are in them.
 // Masks as attention_cpu_lowp; no softcap or sinks (the FP8 calls take neither).
 void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k, const float* v, float* o,

@@ -16,8 +16,8 @@ void attention_gpu_fp64(const AttnProblem& p, hopattn_dtype_t dtype, const void*
 void attention_gpu_lowp(const AttnProblem& p, hopattn_dtype_t dtype, const void* q, const void* k,
                         const void* v, float* o, float* lse, Stream stream = nullptr);
 // The FP8 yardstick (attention_fp8.hpp's attention_cpu_fp8_lowp with an online softmax): q, k, v
-// the dequantized e4m3 inputs in float32; S in float32, P rounded to e4m3 against the running
-// maximum, O rounded to bf16.
+// the dequantized e4m3 inputs in float32; S and P·V accumulated as the FP8 WGMMA does
+// (fp8_accumulate.hpp), P rounded to e4m3 against the running maximum, O rounded to bf16.
 void attention_gpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k, const float* v, float* o,
                             float* lse, Stream stream = nullptr);
 

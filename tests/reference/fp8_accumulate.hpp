@@ -56,7 +56,9 @@ HOPATTN_REF_HD inline float fp8_wgmma_accumulate(float acc, Product product, int
     float step = 0.0f;
     if (largest > 0.0f) {
       // The products aligned to the largest: multiples of 2^(e - 13), e its exponent, toward zero.
-      const float quantum = ldexpf(1.0f, ilogbf(largest) - kFp8AccFractionBits);
+      // (Not below float32's smallest subnormal: a quantum of 0 would make the step NaN.)
+      const int e = ilogbf(largest) - kFp8AccFractionBits;
+      const float quantum = ldexpf(1.0f, e > -149 ? e : -149);
       for (int i = i0; i < end; ++i) step += truncf(product(i) / quantum) * quantum;
     }
     acc = fp8_acc_truncate(acc + step);
