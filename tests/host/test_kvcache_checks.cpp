@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -1169,6 +1170,307 @@ TEST(KvCacheChunkPlan, PublicCallTakesTheChunkPathByTheRules) {
   experimental::Overrides o;
   o.decode_path = "decode";
   EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, o).fwd_path);
+}
+
+
+// ---- PackGQA on the chunk path: the list and the plan (host-side only so far) -----------------
+// docs/chunk-packgqa-plan.md §2-4: a tile's rows hold a GQA group's g heads at P = floor(64 / g)
+// positions per 64-row warpgroup.
+
+// The row functions are constexpr (the kernel will use them): g = 5, P = 12, tile 1 starts at
+// position 24; row 65 is warpgroup 1's second row (position 24 + 12 + 0, head + 1); rows 60-63 of a
+// warpgroup hold nothing (5 · 12 = 60).
+static_assert(attention::packed_row_position(1, 65, 128, 5) == 36, "");
+static_assert(attention::packed_row_head(10, 65, 5) == 11, "");
+static_assert(attention::packed_row_used(59, 5) && !attention::packed_row_used(60, 5) && !attention::packed_row_used(127, 5), "");
+static_assert(attention::kvcache_tile_positions(128, 5) == 24 && attention::kvcache_tile_positions(128, 0) == 128, "");
+static_assert(attention::packed_row_position(3, 77, 128, 1) == 3 * 128 + 77, "g = 1 is the unpacked tile");
+
+// Every (position, head) of every group is in exactly one row of one tile, at the slot that the
+// plan's layout gives it (built here from its parts: warpgroup w, its i-th position, head k at row
+// w · 64 + i · g + k); the unused rows are exactly those past g · P, the invalid ones those or past
+// seqlen_q. g 1 is the unpacked list (kvcache_list_shape's group 1).
+TEST(KvCachePackGqa, RowsHoldEachPositionAndHeadOfAGroupOnce) {
+  constexpr int kBlockM = 128, kHeadsKv = 3;
+  int rows_checked = 0;
+  for (int g : {1, 2, 3, 4, 5, 7, 8, 16})
+    for (int sq : {1, 16, 31, 64, 65, 113, 200}) {
+      const std::string what = "g " + std::to_string(g) + " seqlen_q " + std::to_string(sq);
+      const int heads_q = g * kHeadsKv, p = 64 / g, per_tile = 2 * p;  // p: positions per warpgroup
+      const attention::KvCacheListShape shape = attention::kvcache_list_shape(sq, heads_q, kHeadsKv, kBlockM, g);
+      EXPECT_EQ(shape.heads, g > 1 ? kHeadsKv : heads_q) << what;
+      EXPECT_EQ(shape.m_blocks, (sq + per_tile - 1) / per_tile) << what;
+      EXPECT_EQ(shape.tile_positions, per_tile) << what;
+      EXPECT_EQ(shape.head_step, g) << what;
+      std::vector<int> seen(size_t(sq * heads_q), 0);
+      for (int h = 0; h < int(shape.heads); ++h)
+        for (int m = 0; m < int(shape.m_blocks); ++m) {
+          std::vector<int> want_pos(kBlockM, -1), want_head(kBlockM, -1);
+          for (int w = 0; w < 2; ++w)
+            for (int i = 0; i < p; ++i)
+              for (int k = 0; k < g; ++k) {
+                want_pos[size_t(w * 64 + i * g + k)] = m * per_tile + w * p + i;
+                want_head[size_t(w * 64 + i * g + k)] = h * g + k;
+              }
+          for (int row = 0; row < kBlockM; ++row) {
+            const std::string at = what + " h_kv " + std::to_string(h) + " m " + std::to_string(m) + " row " +
+                                   std::to_string(row);
+            const bool used = attention::packed_row_used(row, g);
+            ASSERT_EQ(used, want_pos[size_t(row)] >= 0) << at;
+            ASSERT_EQ(used, row % 64 < g * p) << at;
+            const bool valid = attention::packed_row_valid(m, row, kBlockM, g, sq);
+            ASSERT_EQ(valid, used && want_pos[size_t(row)] < sq) << at;
+            if (!used) continue;
+            const int pos = attention::packed_row_position(m, row, kBlockM, g);
+            const int head = attention::packed_row_head(h * shape.head_step, row, g);
+            ASSERT_EQ(pos, want_pos[size_t(row)]) << at;
+            ASSERT_EQ(head, want_head[size_t(row)]) << at;
+            if (valid) ++seen[size_t(pos * heads_q + head)];
+            ++rows_checked;
+          }
+        }
+      for (int pos = 0; pos < sq; ++pos)
+        for (int head = 0; head < heads_q; ++head)
+          ASSERT_EQ(seen[size_t(pos * heads_q + head)], 1) << what << ": position " << pos << " head " << head;
+    }
+  EXPECT_GT(rows_checked, 10000);
+}
+
+// A packed list's entries (kvcache_list_position with group g over every position of a sequence):
+// each (kv head, tile, split) once, its head the group's first q head; the splits of a tile
+// partition its range; the range holds every key a valid row of the tile sees (the band as
+// make_chunk_params passes it), and no tile past the last key one of its rows sees (a range of
+// the unpacked 128 positions would hold more under causal).
+TEST(KvCachePackGqa, PackedListRangesCoverTheBandAndPartitionIt) {
+  constexpr int kBlockM = 128, kBlockN = 128, kHeadsKv = 2, kMaxLen = 1100;
+  int checked = 0;
+  for (int g : {2, 4, 5, 7, 8})
+    for (int len_q : {1, 16, 31, 64, 65, 113, 200})
+      for (int len_k : {0, 1, 17, 127, 128, 129, 300, 1000, 1100})
+        for (int causal = 0; causal < 2; ++causal) {
+          if (causal && len_k < len_q) continue;  // a bad length: no entry
+          for (int splits = 1; splits <= 5; ++splits) {
+            const std::string what = "g " + std::to_string(g) + " len_q " + std::to_string(len_q) + " len_k " +
+                                     std::to_string(len_k) + (causal ? " causal" : "") + " splits " +
+                                     std::to_string(splits);
+            const attention::KvCacheListShape shape =
+                attention::kvcache_list_shape(len_q, g * kHeadsKv, kHeadsKv, kBlockM, g);
+            attention::FwdKvCacheListParams lp{};
+            lp.heads = int(shape.heads), lp.seqlen_q = len_q, lp.max_len = kMaxLen, lp.m_blocks = int(shape.m_blocks);
+            lp.splits = splits, lp.block_m = kBlockM, lp.block_n = kBlockN, lp.group = g;
+            lp.window_left = kMaxLen, lp.window_right = causal ? 0 : len_q;  // make_chunk_params's band
+            const int64_t count = attention::kvcache_list_entries(1, lp.m_blocks, lp.heads, lp.splits);
+            // Per (tile, kv head): its splits' ranges, by split.
+            std::vector<attention::FwdKvRange> ranges(size_t(lp.m_blocks * lp.heads * splits));
+            std::vector<int> seen(ranges.size(), 0);
+            for (int64_t pos = 0; pos < count; pos += 2) {
+              attention::FwdVarlenTile t;
+              attention::FwdKvRange r;
+              attention::kvcache_list_position(lp, pos, 0, len_k, false, t, r);
+              ASSERT_GE(t.m_block, 0) << what;
+              ASSERT_LT(t.m_block, lp.m_blocks) << what;
+              ASSERT_EQ(t.h % g, 0) << what << ": an entry's head is its group's first";
+              ASSERT_LT(t.h, g * kHeadsKv) << what;
+              ASSERT_EQ(t.n_blocks, r.n_blocks) << what;
+              const size_t at = size_t((t.m_block * lp.heads + t.h / g) * splits + r.split);
+              ++seen[at];
+              ranges[at] = r;
+            }
+            for (int m = 0; m < lp.m_blocks; ++m)
+              for (int h = 0; h < lp.heads; ++h) {
+                int next = -1, total = 0, lo = 0;
+                for (int s = 0; s < splits; ++s) {
+                  const size_t at = size_t((m * lp.heads + h) * splits + s);
+                  ASSERT_EQ(seen[at], 1) << what << " m " << m << " h_kv " << h << " split " << s;
+                  const attention::FwdKvRange& r = ranges[at];
+                  ASSERT_GE(r.n_blocks, 0) << what;
+                  if (s == 0) lo = r.n_first;
+                  else ASSERT_EQ(r.n_first, next) << what << ": split " << s << " does not start where " << s - 1 << " ends";
+                  next = r.n_first + r.n_blocks;
+                  total += r.n_blocks;
+                }
+                int last_seen = -1;  // the last key a valid row sees
+                for (int row = 0; row < kBlockM; ++row) {
+                  if (!attention::packed_row_valid(m, row, kBlockM, g, len_q)) continue;
+                  const int p = attention::packed_row_position(m, row, kBlockM, g) + len_k - len_q;
+                  const int wl = lp.window_left, wr = lp.window_right;
+                  for (int j = std::max(0, p - wl); j < len_k && j <= p + wr; ++j) {
+                    ASSERT_TRUE(j / kBlockN >= lo && j / kBlockN < lo + total)
+                        << what << ": m " << m << " row " << row << " key " << j;
+                    last_seen = std::max(last_seen, j);
+                  }
+                }
+                if (total > 0) ASSERT_EQ(lo + total - 1, last_seen / kBlockN) << what << " m " << m << ": tiles past the keys its rows see";
+                else ASSERT_EQ(last_seen, -1) << what << " m " << m;
+                ++checked;
+              }
+          }
+        }
+  EXPECT_GT(checked, 5000);
+}
+
+// kvcache_list_position as it was before PackGQA (main at df6f7c6), for the comparison below.
+void list_position_before_packing(const attention::FwdKvCacheListParams& a, int64_t pos, int b, int len, bool bad,
+                                  attention::FwdVarlenTile& t, attention::FwdKvRange& r) {
+  t = attention::FwdVarlenTile{-1, 0, 0, 0, 0, a.seqlen_q, 0, 0};
+  r = attention::FwdKvRange{0, 0, 0, 0};
+  if (pos % 2 != 0 || bad) return;
+  const int64_t per_seq = int64_t(a.m_blocks) * a.heads * a.splits;
+  const int i = int((pos / 2) % per_seq);
+  const int m = i % a.m_blocks, rest = i / a.m_blocks;
+  t.m_block = a.m_blocks - 1 - m;
+  t.h = rest % a.heads;
+  t.b = b;
+  t.q_offset = b - a.seqlen_q;
+  t.k_offset = b * a.max_len;
+  t.len_k = len;
+  r = attention::kvcache_entry_range(t.m_block, a.block_m, a.block_n, a.seqlen_q, len, a.window_left, a.window_right,
+                                     rest / a.heads, a.splits);
+  t.n_blocks = r.n_blocks;
+}
+
+// The unpacked list (group 0, and 1) is the one before PackGQA: every field of every position, over
+// heads, tile sizes, lengths, bands, splits and bad sequences; its workspace sizes too.
+TEST(KvCachePackGqa, TheUnpackedListIsUnchanged) {
+  int64_t compared = 0;
+  for (int group : {0, 1})
+    for (int heads : {1, 3, 8})
+      for (int block_m : {64, 128})
+        for (int seqlen_q : {1, 64, 65, 200})
+          for (int splits : {1, 3})
+            for (int band = 0; band < 3; ++band) {  // causal, unbounded, a window of 300 keys
+              attention::FwdKvCacheListParams lp{};
+              lp.heads = heads, lp.seqlen_q = seqlen_q, lp.max_len = 5000, lp.splits = splits;
+              lp.m_blocks = (seqlen_q + block_m - 1) / block_m, lp.block_m = block_m, lp.block_n = 128;
+              lp.window_left = band == 2 ? 300 : lp.max_len, lp.window_right = band == 0 ? 0 : band == 1 ? seqlen_q : 16;
+              lp.group = group;
+              const int64_t per_seq = int64_t(lp.m_blocks) * heads * splits;
+              for (int len : {0, 100, 4096, 5000})
+                for (int b : {0, 3})
+                  for (int64_t pos = 0; pos < 2 * per_seq; ++pos) {
+                    const bool bad = len < seqlen_q && band == 0;
+                    attention::FwdVarlenTile t, t0;
+                    attention::FwdKvRange r, r0;
+                    attention::kvcache_list_position(lp, pos + 2 * per_seq * b, b, len, bad, t, r);
+                    list_position_before_packing(lp, pos + 2 * per_seq * b, b, len, bad, t0, r0);
+                    const std::string what = "group " + std::to_string(group) + " heads " + std::to_string(heads) +
+                                             " block_m " + std::to_string(block_m) + " seqlen_q " +
+                                             std::to_string(seqlen_q) + " band " + std::to_string(band) + " len " +
+                                             std::to_string(len) + " pos " + std::to_string(pos);
+                    ASSERT_EQ(std::memcmp(&t, &t0, sizeof(t)), 0) << what;
+                    ASSERT_EQ(std::memcmp(&r, &r0, sizeof(r)), 0) << what;
+                    ++compared;
+                  }
+            }
+  EXPECT_GT(compared, 10000);
+  for (int64_t splits : {0, 1, 2, 7})  // the partials: 0 at one split (and the list's offset)
+    for (int64_t rows : {1, 4096, 1 << 20}) {
+      const size_t before = splits > 1 ? size_t(splits) * size_t(rows) * 129 * 4 : 0;
+      EXPECT_EQ(attention::kvcache_partial_bytes(rows, 128, splits), before);
+      EXPECT_EQ(attention::kvcache_list_offset(rows, 128, splits), (before + 255) / 256 * 256);
+    }
+  EXPECT_EQ(attention::kvcache_partial_bytes(10, 128, 1, true), size_t(10 * 129 * 4));  // packed: one slot too
+  EXPECT_EQ(attention::kvcache_partial_bytes(10, 128, 3, true), size_t(3 * 10 * 129 * 4));
+}
+
+experimental::Overrides packing() {
+  experimental::Overrides o;
+  o.chunk_pack_gqa = true;
+  return o;
+}
+
+// The workspace of a packed chunk plan: the partials at every split count, then a list of batch ·
+// heads_kv · ceil(seqlen_q / 2P) tiles (P = 64 / g) of `splits` entries.
+size_t packed_chunk_workspace(int64_t batch, int64_t seqlen_q, int64_t heads_q, int64_t heads_kv, int64_t splits) {
+  const int64_t g = heads_q / heads_kv, per_tile = 2 * (64 / g), m_blocks = (seqlen_q + per_tile - 1) / per_tile;
+  const size_t partials = size_t(splits * batch * heads_q * seqlen_q * (128 + 1) * 4);
+  const size_t order_end = 64 + size_t(batch) * 4, entries = size_t(batch * heads_kv * m_blocks * splits);
+  return (partials + 255) / 256 * 256 + (order_end + 31) / 32 * 32 + 2 * entries * (32 + 16);
+}
+
+// 1 x 64 queries, 32:8 heads, a 32k cache (the plan's case): packed, 16 tiles of 2 x 16 positions
+// of 4 heads take 8 splits (128 CTAs of 132 SMs); unpacked, 32 tiles take 4.
+TEST(KvCachePackGqa, PackedChunkPlan) {
+  KvCacheArgs a = chunk_args(1, 64, 32768);
+  const KvCachePlan unpacked = plan_kvcache_attention(a, kSms);
+  ASSERT_TRUE(unpacked.fwd_path);
+  EXPECT_FALSE(unpacked.pack_gqa);
+  EXPECT_EQ(unpacked.num_splits, 4);
+  EXPECT_EQ(unpacked.workspace_bytes, chunk_workspace(1, 64, 32, 4));
+  const KvCachePlan packed = experimental::plan_kvcache_attention(a, kSms, packing());
+  ASSERT_TRUE(packed.fwd_path);
+  EXPECT_TRUE(packed.pack_gqa);
+  EXPECT_STREQ(packed.kernel, unpacked.kernel);
+  EXPECT_EQ(packed.num_splits, 8);
+  EXPECT_EQ(packed.workspace_bytes, packed_chunk_workspace(1, 64, 32, 8, 8));
+  EXPECT_EQ(packed.workspace_bytes, size_t(8) * 32 * 64 * 129 * 4 + 96 + 2 * 16 * 8 * (32 + 16));  // 16 tiles
+  // The heuristic's rule: q_len 128 fills its unpacked tiles: not packed; pack_gqa 1 packs it (and
+  // its partials are written at one split too); pack_gqa 0 never packs.
+  a = chunk_args(1, 128, 32768);
+  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, packing()).pack_gqa);
+  a.pack_gqa = 1;
+  a.num_splits = 1;
+  KvCachePlan p = experimental::plan_kvcache_attention(a, kSms, packing());
+  EXPECT_TRUE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 1);
+  EXPECT_EQ(p.workspace_bytes, packed_chunk_workspace(1, 128, 32, 8, 1));
+  a = chunk_args(1, 64, 32768);
+  a.pack_gqa = 0;
+  p = experimental::plan_kvcache_attention(a, kSms, packing());
+  EXPECT_FALSE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 4);
+  EXPECT_EQ(p.workspace_bytes, unpacked.workspace_bytes);
+  // g = 5 (40:8 heads, P = 12): 3 tiles of 24 positions per kv head: 24 tiles, 11 splits (two whole
+  // waves of 132 CTAs; 5 splits fill 91 %).
+  a = chunk_args(1, 64, 32768);
+  a.q = tensor_bshd(a.q.data, HOPATTN_DTYPE_BF16, 1, 64, 40, 128);
+  a.o = tensor_bshd(a.o.data, HOPATTN_DTYPE_BF16, 1, 64, 40, 128);
+  a.lse = tensor_lse(static_cast<float*>(a.lse.data), 1, 40, 64);
+  p = experimental::plan_kvcache_attention(a, kSms, packing());
+  EXPECT_TRUE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 11);
+  EXPECT_EQ(p.workspace_bytes, packed_chunk_workspace(1, 64, 40, 8, 11));
+  // No group (MHA, 32:32): nothing to pack, even with pack_gqa 1.
+  a = chunk_args(1, 64, 32768);
+  a.k_cache = tensor_bshd(a.k_cache.data, HOPATTN_DTYPE_BF16, 1, 32768, 32, 128);
+  a.v_cache = tensor_bshd(a.v_cache.data, HOPATTN_DTYPE_BF16, 1, 32768, 32, 128);
+  a.pack_gqa = 1;
+  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, packing()).pack_gqa);
+  // The public plan never packs on the chunk path, whatever pack_gqa says.
+  a = chunk_args(1, 64, 32768);
+  a.pack_gqa = 1;
+  p = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(p.fwd_path);
+  EXPECT_FALSE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 4);
+}
+
+// The kernel does not take a packed list yet: a call whose plan packs is refused by name (the
+// check and the call share the refusal: check_kvcache_plan_and_placement), before the workspace.
+TEST(KvCachePackGqa, APackedPlanIsRefused) {
+  KvCacheArgs a = chunk_args(1, 64, 32768);
+  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()), "pack_gqa; 4 q heads",
+               StatusCode::kNotSupported);
+  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()),
+               "the forward kernel cannot run yet", StatusCode::kNotSupported);
+  experimental::Overrides fwd = packing();
+  fwd.decode_path = "fwd";
+  a = chunk_args(1, 16, 4096);  // forced onto the chunk path: packed there too, refused before the workspace
+  a.pack_gqa = 1;
+  a.workspace = nullptr, a.workspace_bytes = 0;
+  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd), "pack_gqa", StatusCode::kNotSupported);
+  // Unpacked, the same calls pass; the public check never packs.
+  a = chunk_args(1, 64, 32768);
+  a.pack_gqa = 0;
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()).ok());
+  a.pack_gqa = 1;
+  EXPECT_TRUE(check_kvcache_attention(a, ctx_on_device(), kSms).ok()) << check_kvcache_attention(a, ctx_on_device(), kSms).to_string();
+  // The decode kernels' packing is theirs: a decode call packs as before and passes.
+  KvCacheArgs d = valid_args();
+  const KvCachePlan dp = experimental::plan_kvcache_attention(d, kSms, packing());
+  EXPECT_FALSE(dp.fwd_path);
+  EXPECT_TRUE(dp.pack_gqa);
+  EXPECT_TRUE(experimental::check_kvcache_attention(d, ctx_on_device(), kSms, packing()).ok());
 }
 
 }  // namespace

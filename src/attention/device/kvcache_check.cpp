@@ -346,18 +346,40 @@ int chunk_path_row(const KvCacheArgs& a, std::string* why_not) {
   return refuse(cat("no forward options row is compiled for head dim ", hdim));
 }
 
+// Whether the chunk path packs a call's GQA groups into its Q tiles (docs/chunk-packgqa-plan.md §4):
+// never with pack_gqa 0 or without a group (1 < g <= 64: a warpgroup holds at least one position
+// of the group); always with pack_gqa 1; with -1 (the heuristic) FA3's rule (hopper/heuristics.h):
+// when the unpacked tiles' rows are less than 0.9x as full as the packed tiles'.
+bool chunk_pack_gqa(const KvCacheArgs& a, int block_m) {
+  const int64_t seqlen_q = a.q.shape[1], heads_q = a.q.shape[2], heads_kv = a.k_cache.shape[2];
+  const int64_t group = heads_kv > 0 ? heads_q / heads_kv : 0;
+  if (a.pack_gqa == 0 || group <= 1 || group > attention::kPackRowsPerWarpgroup) return false;
+  if (a.pack_gqa == 1) return true;
+  const int64_t m_unpacked = (seqlen_q + block_m - 1) / block_m;
+  const int64_t m_packed = attention::kvcache_list_shape(seqlen_q, heads_q, heads_kv, block_m, int(group)).m_blocks;
+  const double unpacked_fill = double(seqlen_q) / double(m_unpacked * block_m);
+  const double packed_fill = double(seqlen_q * group) / double(m_packed * block_m);
+  return unpacked_fill < 0.9 * packed_fill;
+}
+
 // The chunk path's plan for forward row `row`: the splits by wave efficiency over the SMs (one
 // persistent CTA per SM; FA3's num_splits_heuristic is the model, the decode plan's loop below
-// the same), the workspace its list and partials take.
-KvCachePlan make_chunk_plan(const KvCacheArgs& a, int sms, int row) {
+// the same), the workspace its list and partials take. allow_pack (Overrides::chunk_pack_gqa,
+// host-side only so far): the plan may pack (chunk_pack_gqa); its tiles are then B · Hkv ·
+// ceil(Sq / 2P), and its partials are written even at one split (fwd_varlen.hpp).
+KvCachePlan make_chunk_plan(const KvCacheArgs& a, int sms, int row, bool allow_pack) {
   KvCachePlan plan;
   const attention::FwdKernelSpec& spec = attention::kFwdKernels[row];
   const int64_t batch = a.q.shape[0], seqlen_q = a.q.shape[1], heads_q = a.q.shape[2], hdim = a.q.shape[3];
+  const int64_t heads_kv = a.k_cache.shape[2];
   const int64_t max_len = cache_max_len(a);
   plan.kernel = spec.name;
   plan.fwd_path = true;
-  const int64_t m_blocks = (seqlen_q + spec.tile.block_m - 1) / spec.tile.block_m;
-  const int64_t tiles = batch * heads_q * m_blocks;
+  plan.pack_gqa = allow_pack && chunk_pack_gqa(a, spec.tile.block_m);
+  const int group = plan.pack_gqa ? int(heads_q / heads_kv) : 0;
+  const attention::KvCacheListShape list =
+      attention::kvcache_list_shape(seqlen_q, heads_q, heads_kv, spec.tile.block_m, group);
+  const int64_t tiles = batch * list.heads * list.m_blocks;
   const int64_t kv_blocks = std::max<int64_t>((max_len + spec.tile.block_n - 1) / spec.tile.block_n, 1);
   const int64_t max_splits = std::min<int64_t>(kv_blocks, kMaxSplits);
   if (a.num_splits > 0) {
@@ -377,8 +399,8 @@ KvCachePlan make_chunk_plan(const KvCacheArgs& a, int sms, int row) {
       }
   }
   const int64_t rows = batch * heads_q * seqlen_q;
-  plan.workspace_bytes = attention::kvcache_list_offset(rows, hdim, plan.num_splits) +
-                         attention::kvcache_list_bytes(batch, m_blocks, heads_q, plan.num_splits);
+  plan.workspace_bytes = attention::kvcache_list_offset(rows, hdim, plan.num_splits, plan.pack_gqa) +
+                         attention::kvcache_list_bytes(batch, list.m_blocks, list.heads, plan.num_splits);
   return plan;
 }
 
@@ -413,7 +435,7 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
     }
     if (row >= 0 && (o.decode_path == "fwd" ||
                      attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a)) != nullptr)) {
-      KvCachePlan chunk = make_chunk_plan(a, sms, row);
+      KvCachePlan chunk = make_chunk_plan(a, sms, row, o.chunk_pack_gqa);
       if (o.decode_path == "fwd" || assume_workspace ||
           (a.workspace != nullptr && a.workspace_bytes >= chunk.workspace_bytes)) {
         *kernel = row;
@@ -531,6 +553,13 @@ Status check_kvcache_plan_and_placement(const KvCacheArgs& a, const DeviceContex
   std::string why;
   *plan = make_plan(a, sm_count, o, kernel, &why, false);
   if (*kernel < 0) return Status::unsupported(why);
+  // A packed chunk plan (Overrides::chunk_pack_gqa only): its list and plan exist on the host, the
+  // kernel side (the packed Q load, masks and partials; docs/chunk-packgqa-plan.md §1-2) does not.
+  if (plan->fwd_path && plan->pack_gqa)
+    return Status::unsupported(cat("kvcache attention: the chunk path's plan packs each GQA group (pack_gqa; ",
+                                   a.q.shape[2] / a.k_cache.shape[2], " q heads per kv head) into its Q tiles, which "
+                                   "the forward kernel cannot run yet (host-side only); pass pack_gqa = 0 or leave "
+                                   "Overrides::chunk_pack_gqa off"));
   if (plan->workspace_bytes > 0 && (a.workspace == nullptr || a.workspace_bytes < plan->workspace_bytes))
     return Status::invalid(cat("workspace: ", plan->workspace_bytes, " bytes needed for ", plan->num_splits,
                                " KV splits", plan->tail ? " and the tail block" : "",
