@@ -221,4 +221,26 @@ HOPATTN_VARLEN_HD size_t kvcache_list_offset(int64_t rows, int64_t hdim, int64_t
   return (kvcache_partial_bytes(rows, hdim, splits, packed) + 255) / 256 * 256;
 }
 
+// The chunk path's workspace (make_chunk_params, make_fwd_params): the partial slots the forward
+// kernel writes (0: none, it stores O and LSE itself; splits above one; max(splits, 1) packed),
+// the LSE partials' offset in floats from the workspace's start (O's partials at 0: the decode
+// combine's layout), and the list's offset in bytes (kvcache_list_offset).
+struct KvCacheChunkLayout {
+  int64_t slots, lse_offset;
+  size_t list_offset;
+};
+HOPATTN_VARLEN_HD KvCacheChunkLayout kvcache_chunk_layout(int64_t rows, int64_t hdim, int64_t splits, bool packed) {
+  const int64_t slots = splits > 1 ? splits : packed ? 1 : 0;
+  return KvCacheChunkLayout{slots, rows * hdim * slots, kvcache_list_offset(rows, hdim, splits, packed)};
+}
+// The band's left side that the chunk path passes (make_chunk_params; it takes no window): max_len
+// reaches every key. Packed (group > 1), block_m more: the kernel's element-wise left mask counts
+// a row's position as its unpacked one (m_block · block_m + row, less the tile-level shift of
+// docs/chunk-packgqa-plan.md §2), up to block_m - 1 past its packed position, and must never fire.
+// Clamped to int (the list's ranges and the mask subtract it from a position).
+HOPATTN_VARLEN_HD int kvcache_chunk_window_left(int max_len, int block_m, int group) {
+  const int64_t left = int64_t(max_len) + (group > 1 ? block_m : 0);
+  return left < int64_t(0x7fffffff) ? int(left) : 0x7fffffff;
+}
+
 }  // namespace hopattn::attention

@@ -12,6 +12,7 @@
 #include "attention/decode_params.hpp"
 #include "attention/device/compiled_set.hpp"
 #include "attention/experimental.hpp"
+#include "attention/fwd_packed_q.hpp"
 #include "attention/fwd_varlen.hpp"
 #include "hopattn/kvcache.hpp"
 
@@ -1258,7 +1259,8 @@ TEST(KvCachePackGqa, PackedListRangesCoverTheBandAndPartitionIt) {
             attention::FwdKvCacheListParams lp{};
             lp.heads = int(shape.heads), lp.seqlen_q = len_q, lp.max_len = kMaxLen, lp.m_blocks = int(shape.m_blocks);
             lp.splits = splits, lp.block_m = kBlockM, lp.block_n = kBlockN, lp.group = g;
-            lp.window_left = kMaxLen, lp.window_right = causal ? 0 : len_q;  // make_chunk_params's band
+            lp.window_left = attention::kvcache_chunk_window_left(kMaxLen, kBlockM, g);  // make_chunk_params's band
+            lp.window_right = causal ? 0 : len_q;
             const int64_t count = attention::kvcache_list_entries(1, lp.m_blocks, lp.heads, lp.splits);
             // Per (tile, kv head): its splits' ranges, by split.
             std::vector<attention::FwdKvRange> ranges(size_t(lp.m_blocks * lp.heads * splits));
@@ -1443,6 +1445,174 @@ TEST(KvCachePackGqa, PackedChunkPlan) {
   EXPECT_TRUE(p.fwd_path);
   EXPECT_FALSE(p.pack_gqa);
   EXPECT_EQ(p.num_splits, 4);
+}
+
+// Step 3's plumbing with group 0 or 1 gives what the code before it gave (main at df6f7c6): the
+// list's shape, units and ranges offset (make_fwd_params, launch_fwd, launch_fwd_kvcache_prepare
+// sized them by heads_q and ceil(seqlen_q / block_m)); make_chunk_params' partials and list offset
+// (partials only above one split) and its band's left side (max_len); the combine above one slot
+// only (launch_decode_combine, kvcache_attention).
+TEST(KvCachePackGqa, TheUnpackedLaunchValuesAreUnchanged) {
+  int compared = 0;
+  for (int group : {0, 1})
+    for (int block_m : {64, 128})
+      for (int64_t batch : {1, 3})
+        for (int64_t seqlen_q : {1, 63, 64, 65, 128, 129, 1000})
+          for (int64_t heads_kv : {1, 2, 8})
+            for (int64_t g : {1, 4})
+              for (int64_t splits : {0, 1, 2, 7}) {
+                const int64_t heads_q = heads_kv * g, hdim = 128;
+                const std::string what = "group " + std::to_string(group) + " block_m " + std::to_string(block_m) +
+                                         " seqlen_q " + std::to_string(seqlen_q) + " heads " + std::to_string(heads_q) +
+                                         ":" + std::to_string(heads_kv) + " splits " + std::to_string(splits);
+                const attention::KvCacheListShape list =
+                    attention::kvcache_list_shape(seqlen_q, heads_q, heads_kv, block_m, group);
+                const int64_t m_blocks = (seqlen_q + block_m - 1) / block_m;
+                ASSERT_EQ(list.heads, heads_q) << what;
+                ASSERT_EQ(list.m_blocks, m_blocks) << what;
+                const int64_t s1 = std::max<int64_t>(splits, 1);
+                ASSERT_EQ(attention::kvcache_list_entries(batch, list.m_blocks, list.heads, s1) / 2,
+                          2 * batch * m_blocks * heads_q * s1 / 2) << what;
+                ASSERT_EQ(attention::kvcache_ranges_offset(batch, list.m_blocks, list.heads, s1),
+                          attention::kvcache_ranges_offset(batch, m_blocks, heads_q, s1)) << what;
+                const int64_t rows = batch * heads_q * seqlen_q;
+                const attention::KvCacheChunkLayout layout = attention::kvcache_chunk_layout(rows, hdim, splits, false);
+                ASSERT_EQ(layout.slots, splits > 1 ? splits : 0) << what;
+                if (splits > 1) {
+                  ASSERT_EQ(layout.lse_offset, rows * hdim * splits) << what;
+                }
+                const size_t before = splits > 1 ? size_t(splits) * size_t(rows) * size_t(hdim + 1) * 4 : 0;
+                ASSERT_EQ(layout.list_offset, (before + 255) / 256 * 256) << what;
+                ASSERT_EQ(attention::kvcache_chunk_window_left(int(seqlen_q) + 5000, block_m, group), int(seqlen_q) + 5000)
+                    << what;
+                ++compared;
+              }
+  EXPECT_GT(compared, 1000);
+  for (int splits : {1, 2, 3, 16})
+    for (int tail = 0; tail < 2; ++tail) {
+      attention::DecodeParams p{};
+      p.num_splits = splits, p.partial_slots = splits + tail;
+      EXPECT_EQ(attention::decode_runs_combine(p), splits + tail > 1) << splits << " splits, tail " << tail;
+    }
+  attention::DecodeParams p{};
+  p.num_splits = 1, p.partial_slots = 0;  // 0 is read as num_splits
+  EXPECT_FALSE(attention::decode_runs_combine(p));
+}
+
+// A packed chunk plan's launch values: partials and the combine at one split too, the band's left
+// side block_m wider (clamped to int), the list sized by kv heads and tiles of 2P positions.
+TEST(KvCachePackGqa, PackedLaunchValues) {
+  const int64_t rows = 2 * 32 * 64, hdim = 128;
+  attention::KvCacheChunkLayout l = attention::kvcache_chunk_layout(rows, hdim, 1, true);
+  EXPECT_EQ(l.slots, 1);
+  EXPECT_EQ(l.lse_offset, rows * hdim);
+  EXPECT_EQ(l.list_offset, (size_t(rows) * 129 * 4 + 255) / 256 * 256);
+  EXPECT_EQ(l.list_offset, attention::kvcache_list_offset(rows, hdim, 1, true));
+  l = attention::kvcache_chunk_layout(rows, hdim, 3, true);
+  EXPECT_EQ(l.slots, 3);
+  EXPECT_EQ(l.lse_offset, 3 * rows * hdim);
+  EXPECT_EQ(l.list_offset, attention::kvcache_list_offset(rows, hdim, 3));
+  EXPECT_EQ(attention::kvcache_chunk_window_left(32768, 128, 4), 32768 + 128);
+  EXPECT_EQ(attention::kvcache_chunk_window_left(std::numeric_limits<int>::max() - 5, 128, 4),
+            std::numeric_limits<int>::max());
+  for (int splits : {1, 4}) {
+    attention::DecodeParams p{};
+    p.num_splits = splits, p.partial_slots = splits, p.partials_at_one_split = true;
+    EXPECT_TRUE(attention::decode_runs_combine(p)) << splits;
+  }
+  // 1:32768:64:32:8 (g 4, P 16): 8 kv heads of 2 tiles of 32 positions; 1:64 q16 g 8: one tile.
+  attention::KvCacheListShape s = attention::kvcache_list_shape(64, 32, 8, 128, 4);
+  EXPECT_EQ(s.heads, 8);
+  EXPECT_EQ(s.m_blocks, 2);
+  EXPECT_EQ(attention::kvcache_list_entries(1, s.m_blocks, s.heads, 8) / 2, 2 * 8 * 8);
+  s = attention::kvcache_list_shape(16, 64, 8, 128, 8);
+  EXPECT_EQ(s.heads, 8);
+  EXPECT_EQ(s.m_blocks, 1);
+}
+
+// The packed Q load's descriptor shape (fwd_packed_q.hpp; the encode itself needs the driver and is
+// not called here): box (64, g, P, 1) over (hdim, heads_q, seqlen_q, batch) with q's byte strides,
+// 4 boxes a 128 x 128 tile and 4 · g · P · 128 expect-tx bytes; box row i · g + k of warpgroup w's
+// box at position p0 + w · P is the tile row the list's row mapping gives (position, head).
+TEST(KvCachePackGqa, PackedQLoadShape) {
+  const int64_t batch = 3, seqlen_q = 200, heads_kv = 2, hdim = 128;
+  int checked = 0;
+  for (int g : {2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 64}) {
+    const int64_t heads_q = g * heads_kv;
+    // Padded (batch, seqlen_q, heads_q, hdim), and with a padded head and sequence pitch.
+    for (int64_t pad : {0, 64}) {
+      const int64_t head_stride = hdim + pad, seq_stride = heads_q * head_stride + pad,
+                    batch_stride = seqlen_q * seq_stride;
+      attention::PackedQLoad l;
+      const Status st = attention::make_packed_q_load(fake(0x10000000), 2, hdim, 128, batch, seqlen_q, heads_q, g,
+                                                      batch_stride, seq_stride, head_stride, &l);
+      ASSERT_TRUE(st.ok()) << g << ": " << st.to_string();
+      const int p = 64 / g;
+      EXPECT_EQ(l.positions, p) << g;
+      EXPECT_EQ(l.group, g);
+      EXPECT_EQ(l.box[0], 64u);
+      EXPECT_EQ(l.box[1], uint32_t(g));
+      EXPECT_EQ(l.box[2], uint32_t(p));
+      EXPECT_EQ(l.box[3], 1u);
+      EXPECT_LE(l.box[1] * l.box[2], 64u) << "a box fills at most a warpgroup's 64 rows";
+      EXPECT_EQ(l.dims[0], uint64_t(hdim));
+      EXPECT_EQ(l.dims[1], uint64_t(heads_q));
+      EXPECT_EQ(l.dims[2], uint64_t(seqlen_q));
+      EXPECT_EQ(l.dims[3], uint64_t(batch));
+      EXPECT_EQ(l.strides[0], uint64_t(head_stride * 2));
+      EXPECT_EQ(l.strides[1], uint64_t(seq_stride * 2));
+      EXPECT_EQ(l.strides[2], uint64_t(batch_stride * 2));
+      EXPECT_EQ(l.boxes_per_tile, 4);
+      EXPECT_EQ(l.expect_tx_bytes, uint32_t(4 * g * p * 128)) << g;
+      EXPECT_EQ(2 * l.positions, attention::kvcache_tile_positions(128, g));
+      // The boxes' rows are the list's rows: tile m of kv head h, warpgroup w's box at (., h · g,
+      // m · 2P + w · P, b) puts q[b, pos, head] at slot row i · g + k of warpgroup w.
+      for (int m = 0; m < 3; ++m)
+        for (int w = 0; w < 2; ++w)
+          for (int i = 0; i < int(l.box[2]); ++i)
+            for (int k = 0; k < int(l.box[1]); ++k) {
+              const int row = w * 64 + i * g + k, h_kv = 1;
+              const int pos = m * attention::kvcache_tile_positions(128, g) + w * l.positions + i;
+              ASSERT_TRUE(attention::packed_row_used(row, g));
+              ASSERT_EQ(attention::packed_row_position(m, row, 128, g), pos) << g << " row " << row;
+              ASSERT_EQ(attention::packed_row_head(h_kv * g, row, g), h_kv * g + k) << g << " row " << row;
+              ++checked;
+            }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+  // hdim 64 and 256: one and four 64-channel halves per warpgroup.
+  attention::PackedQLoad l;
+  ASSERT_TRUE(attention::make_packed_q_load(fake(0x10000000), 2, 64, 128, 1, 64, 8, 4, 64 * 8 * 64, 8 * 64, 64, &l).ok());
+  EXPECT_EQ(l.boxes_per_tile, 2);
+  EXPECT_EQ(l.expect_tx_bytes, uint32_t(2 * 4 * 16 * 128));
+  ASSERT_TRUE(attention::make_packed_q_load(fake(0x10000000), 2, 256, 128, 1, 64, 8, 4, 256 * 8 * 64, 8 * 256, 256, &l).ok());
+  EXPECT_EQ(l.boxes_per_tile, 8);
+}
+
+// What the encode would refuse, or the packed tile cannot hold, is refused by name before it.
+TEST(KvCachePackGqa, PackedQLoadRefusals) {
+  attention::PackedQLoad l;
+  auto load = [&](uintptr_t base, int bytes, int64_t hdim, int block_m, int64_t heads_q, int g, int64_t head_stride) {
+    return attention::make_packed_q_load(fake(base), bytes, hdim, block_m, 2, 64, heads_q, g, 64 * heads_q * head_stride,
+                                         heads_q * head_stride, head_stride, &l);
+  };
+  ASSERT_TRUE(load(0x1000, 2, 128, 128, 32, 4, 128).ok());
+  expect_error(load(0x1008, 2, 128, 128, 32, 4, 128), "base address is not 16-byte aligned", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 1, 128, 128, 32, 4, 128), "only 16-bit q packs", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 96, 128, 32, 4, 96), "head dim 96", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 128, 96, 32, 4, 128), "block_m 96", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 128, 128, 32, 1, 128), "group 1 is outside 2..64", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 128, 128, 130, 65, 128), "group 65", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 128, 128, 30, 4, 128), "heads_q 30 is not a multiple of the group 4",
+               StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 128, 128, 32, 4, 132), "q_head_stride 132", StatusCode::kInvalidArgument);
+  expect_error(attention::make_packed_q_load(fake(0x1000), 2, 128, 128, 2, 64, 32, 4, 64 * 32 * 128, 32 * 128 + 4, 128, &l),
+               "q_seq_stride", StatusCode::kInvalidArgument);
+  expect_error(attention::make_packed_q_load(fake(0x1000), 2, 128, 128, 2, 64, 32, 4, int64_t(1) << 40, 32 * 128, 128, &l),
+               "q_batch_stride", StatusCode::kInvalidArgument);
+  expect_error(attention::make_packed_q_load(fake(0x1000), 2, 128, 128, 0, 64, 32, 4, 64 * 32 * 128, 32 * 128, 128, &l),
+               "batch 0", StatusCode::kInvalidArgument);
 }
 
 // The kernel does not take a packed list yet: a call whose plan packs is refused by name (the

@@ -632,6 +632,7 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.pack_gqa = plan.pack_gqa;
   p.num_splits = plan.num_splits;
   p.partial_slots = plan.num_splits + (plan.tail ? 1 : 0);
+  p.partials_at_one_split = plan.fwd_path && plan.pack_gqa;  // the packed chunk path's partials, even at one split
   p.workspace = static_cast<float*>(a.workspace);
   p.variant = plan.fwd_path ? 0 : attention::kDecodeKernels[kernel].id;  // the chunk path: the combine only
   if (is_int8(a)) {
@@ -653,8 +654,11 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
 
 // The chunk path's forward problem (fwd_params.hpp, cache_seqlens): padded q and o, the cache as
 // (batch, max_len) sequences, the band as the forward's set_options gives it for a call without a
-// window (causal: every earlier key, 0; otherwise both sides unbounded), the decode's softcap and
-// sinks, the list and partials in the workspace (partials at offset 0, the decode layout).
+// window (causal: every earlier key, 0; otherwise both sides unbounded; a packed plan's left side
+// block_m wider, kvcache_chunk_window_left), the decode's softcap and sinks, the list and partials
+// in the workspace (partials at offset 0, the decode layout; kvcache_chunk_layout). A packed plan
+// (docs/chunk-packgqa-plan.md; refused by check_kvcache_plan_and_placement until the kernel takes
+// it): pack_group = heads_q / heads_kv, and partials at one split too.
 attention::FwdParams make_chunk_params(const KvCacheArgs& a, const KvCachePlan& plan, int row,
                                        const attention::DecodeParams& dp) {
   attention::FwdParams p{};
@@ -672,7 +676,8 @@ attention::FwdParams make_chunk_params(const KvCacheArgs& a, const KvCachePlan& 
   p.softmax_scale = dp.softmax_scale;  // with a softcap, the cap (make_decode_params)
   p.softcap_scale = dp.softcap_scale;
   p.band = true;  // the options row's only mask
-  p.window_left = dp.max_len;
+  p.pack_group = plan.pack_gqa ? dp.heads_q / dp.heads_kv : 0;
+  p.window_left = attention::kvcache_chunk_window_left(dp.max_len, attention::kFwdKernels[row].tile.block_m, p.pack_group);
   p.window_right = dp.causal ? 0 : dp.seqlen_q;  // > 0 without causal (seqlen_q >= 1): the prepare kernel reads it so
   p.sinks = dp.sinks;
   p.kernel = row;
@@ -680,11 +685,12 @@ attention::FwdParams make_chunk_params(const KvCacheArgs& a, const KvCachePlan& 
   p.num_splits = plan.num_splits;
   const int64_t rows = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
   char* ws = static_cast<char*>(a.workspace);
-  if (plan.num_splits > 1) {
+  const attention::KvCacheChunkLayout layout = attention::kvcache_chunk_layout(rows, dp.hdim, plan.num_splits, plan.pack_gqa);
+  if (layout.slots > 0) {
     p.split_o = reinterpret_cast<float*>(ws);
-    p.split_lse = p.split_o + rows * dp.hdim * plan.num_splits;
+    p.split_lse = p.split_o + layout.lse_offset;
   }
-  p.workspace = ws + attention::kvcache_list_offset(rows, dp.hdim, plan.num_splits);
+  p.workspace = ws + layout.list_offset;
   p.error = dp.error;
   return p;
 }
@@ -716,7 +722,8 @@ Status experimental::kvcache_attention(const KvCacheArgs& a, Stream stream, cons
     fp.varlen_dynamic = o.fwd_varlen_dynamic;
     fp.varlen_pdl = o.fwd_varlen_pdl;
     if (Status s = attention::run_forward(fp, stream); !s.ok()) return s;
-    return plan.num_splits > 1 ? attention::run_decode_combine(p, stream) : Status();
+    // Above one split, or a packed plan at any (its tiles write partials only; fwd_params.hpp).
+    return attention::decode_runs_combine(p) ? attention::run_decode_combine(p, stream) : Status();
   }
   return attention::run_decode(p, stream);
 }

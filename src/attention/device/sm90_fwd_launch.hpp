@@ -20,6 +20,7 @@
 #include "attention/kernel/sm90_fwd_fa2.hpp"
 #include "attention/kernel/sm90_fwd_ws.hpp"
 // After the kernels: hopattn.hpp's hopattn::Tensor would hide cute::Tensor in them.
+#include "attention/device/fwd_packed_q_encode.hpp"
 #include "attention/device/fwd_varlen_prepare.hpp"
 #include "common/cuda_check.hpp"
 
@@ -111,12 +112,47 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
     p.varlen_tiles = reinterpret_cast<const FwdVarlenTile*>(ws + kvcache_entries_offset(fp.batch));
     if (fp.varlen_dynamic) p.varlen_claim = reinterpret_cast<int*>(static_cast<char*>(fp.workspace) + kVarlenClaimOffset);
     p.padded_q_list = 1;
-    const int m_blocks = (fp.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
+    // The list's shape (heads_q and ceil(seqlen_q / block_m) tiles, or packed kv heads and tiles
+    // of 2P positions; fwd_varlen.hpp), as fwd_kvcache_prepare wrote it.
+    const KvCacheListShape list = kvcache_list_shape(fp.seqlen_q, fp.heads_q, fp.heads_kv, Traits::kBlockM, fp.pack_group);
     p.varlen_ranges = reinterpret_cast<const int32_t*>(
-        ws + kvcache_ranges_offset(fp.batch, m_blocks, fp.heads_q, std::max(fp.num_splits, 1)));
-    if (fp.num_splits > 1) p.split_o = fp.split_o, p.split_lse = fp.split_lse;
+        ws + kvcache_ranges_offset(fp.batch, list.m_blocks, list.heads, std::max(fp.num_splits, 1)));
+    // Partials above one split; a packed list's at one split too (make_chunk_params sets them).
+    if (fp.num_splits > 1 || fp.pack_group > 1) p.split_o = fp.split_o, p.split_lse = fp.split_lse;
   }
   return p;
+}
+
+// The KV-cache list path's parameters (docs/chunk-packgqa-plan.md §1 (a′)): the forward's, and for
+// a packed list (FwdParams::pack_group > 1) the packed Q load, its descriptor encoded on the host
+// (fwd_packed_q.hpp: box (64, g, P, 1) over (hdim, heads_q, seqlen_q, batch)) and the bytes a
+// tile's four boxes bring (the producer's expect-tx). Only for instances where ws::kKvCacheLists
+// holds; no kernel takes it yet (step 4: the producer's packed Q, the masks, the partials), so
+// launch_fwd builds it for a packed list and then refuses the launch.
+template <class Traits>
+struct KvListParams : Traits::Params {
+  CUtensorMap packed_q;             // pack_group > 1 only
+  uint32_t packed_q_tx_bytes;       // per Q tile (PackedQLoad::expect_tx_bytes)
+  int pack_group, pack_positions;   // g (0: unpacked) and P, the positions of a box (a warpgroup's)
+};
+
+// Fills in the packed Q load of `kp` (built from the forward's Params: KvListParams<Traits>{params,
+// {}, 0, 0, 0}) for fp.pack_group > 1; leaves it unpacked (zeros) otherwise.
+template <class Traits>
+Status set_kvlist_packed_q(const FwdParams& fp, KvListParams<Traits>* kp) {
+  kp->packed_q_tx_bytes = 0;
+  kp->pack_group = 0, kp->pack_positions = 0;
+  if (fp.pack_group <= 1) return Status();
+  PackedQLoad load;
+  if (Status s = make_packed_q_load(fp.q, int(sizeof(typename Traits::Element)), Traits::kHeadDim, Traits::kBlockM,
+                                    fp.batch, fp.seqlen_q, fp.heads_q, fp.pack_group, fp.q_batch_stride,
+                                    fp.q_seq_stride, fp.q_head_stride, &load);
+      !s.ok())
+    return s;
+  if (Status s = encode_packed_q_load(load, fp.dtype, &kp->packed_q); !s.ok()) return s;
+  kp->packed_q_tx_bytes = load.expect_tx_bytes;
+  kp->pack_group = load.group, kp->pack_positions = load.positions;
+  return Status();
 }
 
 // can_implement: what the launch needs beyond the public checks.
@@ -186,8 +222,15 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
   if (fp.kvcache()) {  // a KV-cache list (fwd_kvcache_prepare), dealt as a variable-length batch's
     if (!persistent || !params.varlen_tiles || !fp.band || !kernel_reads_kvcache_lists)
       return Status(StatusCode::kInternal, "kvcache attention: a chunk call reached a kernel that does not read KV-cache lists");
-    const int64_t units = kvcache_list_entries(fp.batch, m_blocks, fp.heads_q, std::max(fp.num_splits, 1)) / 2;
+    const KvCacheListShape list = kvcache_list_shape(fp.seqlen_q, fp.heads_q, fp.heads_kv, Traits::kBlockM, fp.pack_group);
+    const int64_t units = kvcache_list_entries(fp.batch, list.m_blocks, list.heads, std::max(fp.num_splits, 1)) / 2;
     if (2 * units + 2 * int64_t(sms) > INT32_MAX) return Status::unsupported("kvcache attention: more than 2^31 tiles");
+    if (fp.pack_group > 1) {  // the packed Q load's descriptor is built; the kernel cannot take it yet
+      KvListParams<Traits> kvlist{params, CUtensorMap{}, 0u, 0, 0};
+      if (Status s = set_kvlist_packed_q<Traits>(fp, &kvlist); !s.ok()) return s;
+      return Status(StatusCode::kInternal, "kvcache attention: a packed KV-cache list (PackGQA) reached the forward "
+                                           "kernel, which does not take one yet (docs/chunk-packgqa-plan.md step 4)");
+    }
     if (Status s = launch_fwd_kvcache_prepare(fp, Traits::kBlockM, Traits::kBlockN, stream); !s.ok()) return s;
     grid = dim3(unsigned(std::max<int64_t>(1, std::min<int64_t>(units, sms))), 1, 1);
   } else if (fp.varlen()) {  // the prepare kernel's list, dealt over one CTA per SM (two entries per unit)
