@@ -126,6 +126,20 @@ HOPATTN_VARLEN_HD constexpr bool packed_row_valid(int m_block, int row, int bloc
   return packed_row_used(row, group) && packed_row_position(m_block, row, block_m, group) < seqlen_q;
 }
 
+// Row `row` of a packed tile as the kernel decodes it (sm90_fwd_ws.hpp: apply_packed_mask,
+// store_split_partial_packed), from g and P = packed_warpgroup_positions(g) as the host passes
+// them (KvListParams): its position relative to the tile's first (p0), its head in the group (the
+// list head's h_kv · g plus it), and whether it holds anything (l < g · P). The same rows as
+// packed_row_position / packed_row_head / packed_row_used without their division of 64 by g.
+struct PackedRow {
+  int position, head;
+  bool used;
+};
+HOPATTN_VARLEN_HD constexpr PackedRow packed_row(int row, int group, int positions) {
+  const int l = row % kPackRowsPerWarpgroup, q = l / group;
+  return PackedRow{row / kPackRowsPerWarpgroup * positions + q, l - q * group, l < group * positions};
+}
+
 // A KV-cache list's shape: its heads (heads_q, or heads_kv packed), Q tiles per (sequence, head)
 // (ceil(seqlen_q / block_m), or ceil(seqlen_q / 2P) packed), the positions a tile holds, and the
 // q heads an entry's head steps over (entry head = list head · head_step). group: 0 or 1

@@ -1237,6 +1237,48 @@ TEST(KvCachePackGqa, RowsHoldEachPositionAndHeadOfAGroupOnce) {
   EXPECT_GT(rows_checked, 10000);
 }
 
+// The kernel's row decoding (packed_row: apply_packed_mask, store_split_partial_packed) from g and
+// P as KvListParams passes them: the same rows as packed_row_used / position / head; and the
+// partial rows the epilogue writes for slot 0 of a (batch, kv head)'s tiles (slot row ((s · B + b)
+// · Hq + h0 + head) · Sq + p0 + position for each valid row) cover that kv head's q heads'
+// (head, position) rows exactly once (the combine reads slot 0 of every row at one split).
+TEST(KvCachePackGqa, TheKernelsRowDecodingMatchesTheRowFunctions) {
+  constexpr int kBlockM = 128, kHeadsKv = 2, kBatch = 2;
+  for (int g = 2; g <= 64; ++g) {
+    const int positions = attention::packed_warpgroup_positions(g), heads_q = g * kHeadsKv;
+    for (int row = 0; row < kBlockM; ++row) {
+      const attention::PackedRow pr = attention::packed_row(row, g, positions);
+      const std::string at = "g " + std::to_string(g) + " row " + std::to_string(row);
+      ASSERT_EQ(pr.used, attention::packed_row_used(row, g)) << at;
+      if (!pr.used) continue;
+      for (int m = 0; m < 3; ++m)
+        ASSERT_EQ(m * (kBlockM / 64) * positions + pr.position, attention::packed_row_position(m, row, kBlockM, g)) << at;
+      ASSERT_EQ(5 * g + pr.head, attention::packed_row_head(5 * g, row, g)) << at;
+    }
+    for (int sq : {1, 16, 31, 64, 65, 113, 200}) {
+      const attention::KvCacheListShape shape = attention::kvcache_list_shape(sq, heads_q, kHeadsKv, kBlockM, g);
+      std::vector<int> written(size_t(kBatch) * heads_q * sq, 0);
+      for (int b = 0; b < kBatch; ++b)
+        for (int hk = 0; hk < kHeadsKv; ++hk)
+          for (int m = 0; m < int(shape.m_blocks); ++m) {
+            const int first = m * (kBlockM / 64) * positions, h0 = hk * int(shape.head_step);
+            const int64_t slot_row0 = ((int64_t(0) * kBatch + b) * heads_q + h0) * sq;
+            for (int row = 0; row < kBlockM; ++row) {
+              const attention::PackedRow pr = attention::packed_row(row, g, positions);
+              const int pos = first + pr.position;
+              if (!pr.used || pos >= sq) continue;
+              const int64_t slot_row = slot_row0 + int64_t(pr.head) * sq + pos;
+              ASSERT_GE(slot_row, 0);
+              ASSERT_LT(slot_row, int64_t(written.size()));
+              ++written[size_t(slot_row)];
+            }
+          }
+      for (size_t i = 0; i < written.size(); ++i)
+        ASSERT_EQ(written[i], 1) << "g " << g << " seqlen_q " << sq << " partial row " << i;
+    }
+  }
+}
+
 // A packed list's entries (kvcache_list_position with group g over every position of a sequence):
 // each (kv head, tile, split) once, its head the group's first q head; the splits of a tile
 // partition its range; the range holds every key a valid row of the tile sees (the band as

@@ -123,18 +123,9 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
   return p;
 }
 
-// The KV-cache list path's parameters (docs/chunk-packgqa-plan.md §1 (a′)): the forward's, and for
-// a packed list (FwdParams::pack_group > 1) the packed Q load, its descriptor encoded on the host
-// (fwd_packed_q.hpp: box (64, g, P, 1) over (hdim, heads_q, seqlen_q, batch)) and the bytes a
-// tile's four boxes bring (the producer's expect-tx). Only for instances where ws::kKvCacheLists
-// holds; no kernel takes it yet (step 4: the producer's packed Q, the masks, the partials), so
-// launch_fwd builds it for a packed list and then refuses the launch.
-template <class Traits>
-struct KvListParams : Traits::Params {
-  CUtensorMap packed_q;             // pack_group > 1 only
-  uint32_t packed_q_tx_bytes;       // per Q tile (PackedQLoad::expect_tx_bytes)
-  int pack_group, pack_positions;   // g (0: unpacked) and P, the positions of a box (a warpgroup's)
-};
+// KvListParams<Traits> (sm90_fwd_ws_schedule.hpp): the parameters of the instance that reads
+// KV-cache lists (ws::kKvCacheLists), with the packed Q load of a packed list.
+using ws::KvListParams;
 
 // Fills in the packed Q load of `kp` (built from the forward's Params: KvListParams<Traits>{params,
 // {}, 0, 0, 0}) for fp.pack_group > 1; leaves it unpacked (zeros) otherwise.
@@ -154,6 +145,14 @@ Status set_kvlist_packed_q(const FwdParams& fp, KvListParams<Traits>* kp) {
   kp->pack_group = load.group, kp->pack_positions = load.positions;
   return Status();
 }
+
+// A kernel's parameter type (Traits::Params, or KvListParams for ws_forward_kernel_kvlists).
+template <class Kernel>
+struct KernelParamOf;
+template <class P>
+struct KernelParamOf<void (*)(P)> {
+  using type = P;
+};
 
 // can_implement: what the launch needs beyond the public checks.
 inline Status fwd_can_implement(const FwdParams& fp, int shared_bytes) {
@@ -225,11 +224,12 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     const KvCacheListShape list = kvcache_list_shape(fp.seqlen_q, fp.heads_q, fp.heads_kv, Traits::kBlockM, fp.pack_group);
     const int64_t units = kvcache_list_entries(fp.batch, list.m_blocks, list.heads, std::max(fp.num_splits, 1)) / 2;
     if (2 * units + 2 * int64_t(sms) > INT32_MAX) return Status::unsupported("kvcache attention: more than 2^31 tiles");
-    if (fp.pack_group > 1) {  // the packed Q load's descriptor is built; the kernel cannot take it yet
+    if (fp.pack_group > 1) {  // the packed Q load's descriptor is built; the kernel has not run on a GPU yet
       KvListParams<Traits> kvlist{params, CUtensorMap{}, 0u, 0, 0};
       if (Status s = set_kvlist_packed_q<Traits>(fp, &kvlist); !s.ok()) return s;
       return Status(StatusCode::kInternal, "kvcache attention: a packed KV-cache list (PackGQA) reached the forward "
-                                           "kernel, which does not take one yet (docs/chunk-packgqa-plan.md step 4)");
+                                           "kernel, whose packed path has not run on a GPU yet (docs/chunk-packgqa-plan.md "
+                                           "step 4)");
     }
     if (Status s = launch_fwd_kvcache_prepare(fp, Traits::kBlockM, Traits::kBlockN, stream); !s.ok()) return s;
     grid = dim3(unsigned(std::max<int64_t>(1, std::min<int64_t>(units, sms))), 1, 1);
@@ -254,6 +254,16 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
       }
     }
   }
+  // The kernel's parameters: Params, or (the instance that reads KV-cache lists) KvListParams with
+  // a packed list's Q load (unpacked: zeros, pack_group 0).
+  using KernelParams = typename KernelParamOf<Kernel>::type;
+  KernelParams kparams = [&]() -> KernelParams {
+    if constexpr (std::is_same_v<KernelParams, KvListParams<Traits>>) return KvListParams<Traits>{params, CUtensorMap{}, 0u, 0, 0};
+    else return params;
+  }();
+  if constexpr (std::is_same_v<KernelParams, KvListParams<Traits>>)
+    if (fp.kvcache())
+      if (Status s = set_kvlist_packed_q<Traits>(fp, &kparams); !s.ok()) return s;
   if ((fp.varlen() || fp.kvcache()) && fp.varlen_pdl) {
     // A programmatic dependent of the prepare kernel (which triggers at its start): the CTAs
     // launch and run their prologue while the list is being written, and wait for it with
@@ -268,10 +278,10 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     attribute.val.programmaticStreamSerializationAllowed = 1;
     config.attrs = &attribute;
     config.numAttrs = 1;
-    HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, kernel, params));
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, kernel, kparams));
     return Status();
   }
-  kernel<<<grid, threads, shared_bytes, stream>>>(params);
+  kernel<<<grid, threads, shared_bytes, stream>>>(kparams);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status();
 }
@@ -293,9 +303,13 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized && s.kernel != FwdKernel::kWarpSpecializedSerial;
     constexpr bool kOverlap =
         s.kernel != FwdKernel::kWarpSpecializedSerial && s.kernel != FwdKernel::kWarpSpecializedPingPongSerial;
-    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>, kWsThreads<Traits>,
-                              int(sizeof(WsKernelStorage<Traits, kPersistent, s.options>)), kPersistent, !kPersistent && Mask::kCausal,
-                              fp, stream, ws::kKvCacheLists<Traits, s.options>);
+    constexpr int kShared = int(sizeof(WsKernelStorage<Traits, kPersistent, s.options>));
+    if constexpr (ws::kKvCacheLists<Traits, s.options>)  // KvListParams (a packed list's Q load)
+      return launch_fwd<Traits>(&ws_forward_kernel_kvlists<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>,
+                                kWsThreads<Traits>, kShared, kPersistent, !kPersistent && Mask::kCausal, fp, stream, true);
+    else
+      return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>,
+                                kWsThreads<Traits>, kShared, kPersistent, !kPersistent && Mask::kCausal, fp, stream, false);
   }
 }
 
