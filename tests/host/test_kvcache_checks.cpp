@@ -1685,5 +1685,63 @@ TEST(KvCachePackGqa, APackedPlanIsRefused) {
   EXPECT_TRUE(experimental::check_kvcache_attention(d, ctx_on_device(), kSms, packing()).ok());
 }
 
+// The review's mend (2) (docs/chunk-packgqa-plan.md): packed_tile_mask adds m_block · (128 − 2P)
+// to seqlen_q in int, so a packed list needs m_blocks · 128 + max_len <= INT32_MAX. 1 x 5 queries,
+// 64:1 heads (g = 64, P = 1: 3 tiles of 2 positions, 384 packed rows), a cache of 2^31 − 1 − 384
+// (the limit: packed) or one more token: the heuristic falls back to the unpacked list, pack_gqa 1's
+// request is refused (NOT_SUPPORTED naming pack_gqa). The unpacked call's own limit (seqlen_q +
+// max_len + 256 < 2^31) passes both.
+TEST(KvCachePackGqa, APackedListPastInt32IsRefusedOrUnpacked) {
+  constexpr int64_t kLimit = std::numeric_limits<int32_t>::max();
+  auto args = [](int64_t max_len) {
+    KvCacheArgs a = chunk_args(1, 5, 4096);
+    a.q = tensor_bshd(a.q.data, HOPATTN_DTYPE_BF16, 1, 5, 64, 128);
+    a.o = tensor_bshd(a.o.data, HOPATTN_DTYPE_BF16, 1, 5, 64, 128);
+    a.lse = tensor_lse(static_cast<float*>(a.lse.data), 1, 64, 5);
+    // Caches of up to 2^39 bytes, far from the other tensors and each other (fake addresses).
+    a.k_cache = tensor_bshd(fake(0x100000000000), HOPATTN_DTYPE_BF16, 1, max_len, 1, 128);
+    a.v_cache = tensor_bshd(fake(0x200000000000), HOPATTN_DTYPE_BF16, 1, max_len, 1, 128);
+    return a;
+  };
+  experimental::Overrides fwd = packing();
+  fwd.decode_path = "fwd";
+  // At the limit: packed, by the heuristic and by pack_gqa 1.
+  KvCacheArgs a = args(kLimit - 384);
+  KvCachePlan p = experimental::plan_kvcache_attention(a, kSms, fwd);
+  ASSERT_TRUE(p.fwd_path);
+  EXPECT_TRUE(p.pack_gqa);
+  a.pack_gqa = 1;
+  p = experimental::plan_kvcache_attention(a, kSms, fwd);
+  ASSERT_TRUE(p.fwd_path);
+  EXPECT_TRUE(p.pack_gqa);
+  // One token past it: the heuristic's plan is unpacked (and passes the check, which refuses only
+  // packed plans); pack_gqa 1 is refused by the plan and the check, before the packed-plan refusal.
+  a = args(kLimit - 383);
+  p = experimental::plan_kvcache_attention(a, kSms, fwd);
+  ASSERT_TRUE(p.fwd_path);
+  EXPECT_FALSE(p.pack_gqa);
+  a.workspace_bytes = p.workspace_bytes;
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd).ok())
+      << experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd).to_string();
+  a.pack_gqa = 1;
+  p = experimental::plan_kvcache_attention(a, kSms, fwd);
+  EXPECT_FALSE(p.fwd_path);
+  EXPECT_FALSE(p.pack_gqa);
+  const Status s = experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd);
+  expect_error(s, "pack_gqa 1", StatusCode::kNotSupported);
+  expect_error(s, "would exceed INT32_MAX", StatusCode::kNotSupported);
+  // Without the override nothing packs on the chunk path: pack_gqa 1 is the decode kernels' and passes.
+  experimental::Overrides unpacked;
+  unpacked.decode_path = "fwd";
+  p = experimental::plan_kvcache_attention(a, kSms, unpacked);
+  ASSERT_TRUE(p.fwd_path);
+  EXPECT_FALSE(p.pack_gqa);
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, unpacked).ok())
+      << experimental::check_kvcache_attention(a, ctx_on_device(), kSms, unpacked).to_string();
+  // The same 1 x 5 x 64:1 call on a short cache packs (the limit is the cache's, not the shape's).
+  a = args(4096);
+  EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, fwd).pack_gqa);
+}
+
 }  // namespace
 }  // namespace hopattn

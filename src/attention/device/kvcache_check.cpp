@@ -350,10 +350,24 @@ int chunk_path_row(const KvCacheArgs& a, std::string* why_not) {
 // never with pack_gqa 0 or without a group (1 < g <= 64: a warpgroup holds at least one position
 // of the group); always with pack_gqa 1; with -1 (the heuristic) FA3's rule (hopper/heuristics.h):
 // when the unpacked tiles' rows are less than 0.9x as full as the packed tiles'.
+// Whether packing a call with a group (1 < g <= 64) would overflow the kernel's int positions:
+// packed_tile_mask (sm90_fwd_ws_schedule.hpp) adds m_block · (block_m − 2P) to seqlen_q in int, and
+// the causal diagonal adds max_len to it, so a packed list needs m_blocks · block_m + max_len <=
+// INT32_MAX (review of steps 2–4, docs/chunk-packgqa-plan.md). The unpacked call's own limit
+// (seqlen_q + max_len + 256, chunk_path_row) does not cover it: at g = 64 a tile holds 2 positions.
+bool chunk_pack_overflows(const KvCacheArgs& a, int block_m) {
+  const int64_t seqlen_q = a.q.shape[1], heads_q = a.q.shape[2], heads_kv = a.k_cache.shape[2];
+  const int64_t group = heads_kv > 0 ? heads_q / heads_kv : 0;
+  if (group <= 1 || group > attention::kPackRowsPerWarpgroup) return false;
+  const int64_t m_blocks = attention::kvcache_list_shape(seqlen_q, heads_q, heads_kv, block_m, int(group)).m_blocks;
+  return m_blocks * block_m + cache_max_len(a) > INT32_MAX;
+}
+
 bool chunk_pack_gqa(const KvCacheArgs& a, int block_m) {
   const int64_t seqlen_q = a.q.shape[1], heads_q = a.q.shape[2], heads_kv = a.k_cache.shape[2];
   const int64_t group = heads_kv > 0 ? heads_q / heads_kv : 0;
   if (a.pack_gqa == 0 || group <= 1 || group > attention::kPackRowsPerWarpgroup) return false;
+  if (chunk_pack_overflows(a, block_m)) return false;  // unpacked (make_plan refuses pack_gqa 1's request)
   if (a.pack_gqa == 1) return true;
   const int64_t m_unpacked = (seqlen_q + block_m - 1) / block_m;
   const int64_t m_packed = attention::kvcache_list_shape(seqlen_q, heads_q, heads_kv, block_m, int(group)).m_blocks;
@@ -435,6 +449,14 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
     }
     if (row >= 0 && (o.decode_path == "fwd" ||
                      attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a)) != nullptr)) {
+      // pack_gqa 1's request for a packed list (Overrides::chunk_pack_gqa) that would overflow the
+      // kernel's int positions: refused, not run unpacked (the heuristic falls back to unpacked).
+      if (o.chunk_pack_gqa && a.pack_gqa == 1 && chunk_pack_overflows(a, attention::kFwdKernels[row].tile.block_m)) {
+        *kernel = -1;
+        *why = cat("kvcache attention: pack_gqa 1 asks the chunk path to pack each GQA group, whose packed Q tiles' ",
+                   "positions (m_blocks x block_m + max_seqlen_k) would exceed INT32_MAX; pass pack_gqa = 0 or -1");
+        return KvCachePlan{};
+      }
       KvCachePlan chunk = make_chunk_plan(a, sms, row, o.chunk_pack_gqa);
       if (o.decode_path == "fwd" || assume_workspace ||
           (a.workspace != nullptr && a.workspace_bytes >= chunk.workspace_bytes)) {

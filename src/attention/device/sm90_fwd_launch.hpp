@@ -218,15 +218,18 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   }
+  // The packed Q load of a KV-cache list (set_kvlist_packed_q below; only its packed fields are read).
+  KvListParams<Traits> kvlist{params, CUtensorMap{}, 0u, 0, 0};
   if (fp.kvcache()) {  // a KV-cache list (fwd_kvcache_prepare), dealt as a variable-length batch's
     if (!persistent || !params.varlen_tiles || !fp.band || !kernel_reads_kvcache_lists)
       return Status(StatusCode::kInternal, "kvcache attention: a chunk call reached a kernel that does not read KV-cache lists");
     const KvCacheListShape list = kvcache_list_shape(fp.seqlen_q, fp.heads_q, fp.heads_kv, Traits::kBlockM, fp.pack_group);
     const int64_t units = kvcache_list_entries(fp.batch, list.m_blocks, list.heads, std::max(fp.num_splits, 1)) / 2;
     if (2 * units + 2 * int64_t(sms) > INT32_MAX) return Status::unsupported("kvcache attention: more than 2^31 tiles");
+    // A packed list's Q load (zeros when unpacked), encoded once, before the prepare kernel is
+    // launched (a failed encode launches nothing); the kernel's parameters below reuse it.
+    if (Status s = set_kvlist_packed_q<Traits>(fp, &kvlist); !s.ok()) return s;
     if (fp.pack_group > 1) {  // the packed Q load's descriptor is built; the kernel has not run on a GPU yet
-      KvListParams<Traits> kvlist{params, CUtensorMap{}, 0u, 0, 0};
-      if (Status s = set_kvlist_packed_q<Traits>(fp, &kvlist); !s.ok()) return s;
       return Status(StatusCode::kInternal, "kvcache attention: a packed KV-cache list (PackGQA) reached the forward "
                                            "kernel, whose packed path has not run on a GPU yet (docs/chunk-packgqa-plan.md "
                                            "step 4)");
@@ -255,15 +258,14 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     }
   }
   // The kernel's parameters: Params, or (the instance that reads KV-cache lists) KvListParams with
-  // a packed list's Q load (unpacked: zeros, pack_group 0).
+  // a packed list's Q load, the one encoded above (unpacked or not a KV-cache call: zeros,
+  // pack_group 0).
   using KernelParams = typename KernelParamOf<Kernel>::type;
   KernelParams kparams = [&]() -> KernelParams {
-    if constexpr (std::is_same_v<KernelParams, KvListParams<Traits>>) return KvListParams<Traits>{params, CUtensorMap{}, 0u, 0, 0};
+    if constexpr (std::is_same_v<KernelParams, KvListParams<Traits>>)
+      return KvListParams<Traits>{params, kvlist.packed_q, kvlist.packed_q_tx_bytes, kvlist.pack_group, kvlist.pack_positions};
     else return params;
   }();
-  if constexpr (std::is_same_v<KernelParams, KvListParams<Traits>>)
-    if (fp.kvcache())
-      if (Status s = set_kvlist_packed_q<Traits>(fp, &kparams); !s.ok()) return s;
   if ((fp.varlen() || fp.kvcache()) && fp.varlen_pdl) {
     // A programmatic dependent of the prepare kernel (which triggers at its start): the CTAs
     // launch and run their prologue while the list is being written, and wait for it with
