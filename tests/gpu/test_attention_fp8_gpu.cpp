@@ -369,6 +369,27 @@ TEST(Fp8Forward, GpuReferencesMatchTheCpu) {
   }
 }
 
+// A quantization's output (n e4m3 codes in dout, a (batch, heads_kv) descale, strided: stored as
+// its transpose) against the host reference's, bit for bit; `what` names the case.
+void expect_host_quantization(const DeviceBuffer& dout, const DeviceDescale& ds, const Fp8Tensor& want, int64_t n,
+                              int batch, int heads_kv, bool strided, const std::string& what) {
+  std::vector<uint8_t> codes(static_cast<size_t>(n));
+  HOPATTN_CUDA_CHECK(cudaMemcpy(codes.data(), dout.get(), codes.size(), cudaMemcpyDeviceToHost));
+  std::vector<float> raw(size_t(batch) * heads_kv);
+  HOPATTN_CUDA_CHECK(cudaMemcpy(raw.data(), ds.buf.get(), raw.size() * 4, cudaMemcpyDeviceToHost));
+  for (int b = 0; b < batch; ++b)
+    for (int hk = 0; hk < heads_kv; ++hk) {
+      const float got = strided ? raw[size_t(hk) * batch + b] : raw[size_t(b) * heads_kv + hk];
+      EXPECT_EQ(got, want.descale[size_t(b) * heads_kv + hk]) << what << ": descale (" << b << ", " << hk << ")";
+    }
+  int64_t wrong = 0, first = -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (codes[size_t(i)] != want.codes[size_t(i)]) wrong += 1, first = first < 0 ? i : first;
+  EXPECT_EQ(wrong, 0) << what << ": first at " << first << " (got 0x" << std::hex
+                      << int(first >= 0 ? codes[size_t(first)] : 0) << ", want 0x"
+                      << int(first >= 0 ? want.codes[size_t(first)] : 0) << ")";
+}
+
 // hopattn_fp8_quantize against the host reference (quantize_e4m3), bit for bit: codes and descales,
 // GQA grouping (q's heads_kv) and one descale per head (k, v), strided descales, bf16 and fp16,
 // an all-zero (batch, kv-head) (descale 1, codes 0), outliers; outputs poisoned first.
@@ -404,22 +425,9 @@ TEST(Fp8Quantize, MatchesTheHostReferenceBitForBit) {
     const Status st = fp8_quantize(a, nullptr);
     HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
     ASSERT_TRUE(st.ok()) << st.to_string();
-    const Fp8Tensor want = quantize_e4m3(x, q.b, q.s, q.h, d, q.hkv, true);
-    std::vector<uint8_t> codes(static_cast<size_t>(n));
-    HOPATTN_CUDA_CHECK(cudaMemcpy(codes.data(), dout.get(), codes.size(), cudaMemcpyDeviceToHost));
-    std::vector<float> raw(size_t(q.b) * q.hkv);
-    HOPATTN_CUDA_CHECK(cudaMemcpy(raw.data(), ds.buf.get(), raw.size() * 4, cudaMemcpyDeviceToHost));
-    for (int b = 0; b < q.b; ++b)
-      for (int hk = 0; hk < q.hkv; ++hk) {
-        const float got = q.strided ? raw[size_t(hk) * q.b + b] : raw[size_t(b) * q.hkv + hk];
-        EXPECT_EQ(got, want.descale[size_t(b) * q.hkv + hk]) << "descale (" << b << ", " << hk << ")";
-      }
-    int64_t wrong = 0, first = -1;
-    for (int64_t i = 0; i < n; ++i)
-      if (codes[size_t(i)] != want.codes[size_t(i)]) wrong += 1, first = first < 0 ? i : first;
-    EXPECT_EQ(wrong, 0) << "b=" << q.b << " s=" << q.s << " h=" << q.h << " hkv=" << q.hkv << ": first at " << first
-                        << " (got 0x" << std::hex << int(first >= 0 ? codes[size_t(first)] : 0) << ", want 0x"
-                        << int(first >= 0 ? want.codes[size_t(first)] : 0) << ")";
+    expect_host_quantization(dout, ds, quantize_e4m3(x, q.b, q.s, q.h, d, q.hkv, true), n, q.b, q.hkv, q.strided,
+                             "b=" + std::to_string(q.b) + " s=" + std::to_string(q.s) + " h=" + std::to_string(q.h) +
+                                 " hkv=" + std::to_string(q.hkv));
   }
 }
 
@@ -456,21 +464,10 @@ TEST(Fp8Quantize, HadamardMatchesTheHostReferenceBitForBit) {
     const Status st = fp8_quantize(a, nullptr);
     HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
     ASSERT_TRUE(st.ok()) << st.to_string();
-    const Fp8Tensor want = quantize_e4m3(x, q.b, q.s, q.h, q.d, q.hkv, true, true);
-    std::vector<uint8_t> codes(static_cast<size_t>(n));
-    HOPATTN_CUDA_CHECK(cudaMemcpy(codes.data(), dout.get(), codes.size(), cudaMemcpyDeviceToHost));
-    std::vector<float> raw(size_t(q.b) * q.hkv);
-    HOPATTN_CUDA_CHECK(cudaMemcpy(raw.data(), ds.buf.get(), raw.size() * 4, cudaMemcpyDeviceToHost));
-    for (int b = 0; b < q.b; ++b)
-      for (int hk = 0; hk < q.hkv; ++hk) {
-        const float got = q.strided ? raw[size_t(hk) * q.b + b] : raw[size_t(b) * q.hkv + hk];
-        EXPECT_EQ(got, want.descale[size_t(b) * q.hkv + hk]) << "hdim " << q.d << " descale (" << b << ", " << hk << ")";
-      }
-    int64_t wrong = 0, first = -1;
-    for (int64_t i = 0; i < n; ++i)
-      if (codes[size_t(i)] != want.codes[size_t(i)]) wrong += 1, first = first < 0 ? i : first;
-    EXPECT_EQ(wrong, 0) << "hdim " << q.d << " b=" << q.b << " s=" << q.s << " h=" << q.h << " hkv=" << q.hkv
-                        << ": first at " << first;
+    expect_host_quantization(dout, ds, quantize_e4m3(x, q.b, q.s, q.h, q.d, q.hkv, true, true), n, q.b, q.hkv,
+                             q.strided,
+                             "hdim " + std::to_string(q.d) + " b=" + std::to_string(q.b) + " s=" + std::to_string(q.s) +
+                                 " h=" + std::to_string(q.h) + " hkv=" + std::to_string(q.hkv));
   }
   DeviceBuffer dx(2 * 96 * 2), dout(2 * 96), dd(4);
   Fp8QuantizeArgs a;
