@@ -7,7 +7,8 @@
 # that each build's ratio to cuDNN compares within a round; the geomean per build and round at
 # the end (scripts/ab_geomean.py, as scripts/ab-builds.sh).
 #   scripts/ab-fp8.sh OUT_DIR ROUNDS BUILD... [-- BENCH_ARGS...]
-# Default BENCH_ARGS: --hdim 128 --dtype e4m3 --seqlen 1024,4096,16384 --causal 0,1.
+# Default BENCH_ARGS: --hdim 128 --dtype e4m3 --seqlen 1024,4096,16384 --causal 0,1. What comes
+# back: summary.txt, ab.csv (every arm and round), logs.txt.
 set -uo pipefail
 out=${1:?usage: scripts/ab-fp8.sh OUT_DIR ROUNDS BUILD... [-- BENCH_ARGS...]}
 rounds=${2:?rounds}
@@ -57,3 +58,25 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 python3 "$(dirname "$0")/ab_geomean.py" "$out" | tee -a "$summary"
+# A lent machine returns only a handful of files (2026-12-06: 8 of 17 came back, main's CSVs not):
+# every arm's CSV rows into one ab.csv (an `arm` and a `round` column first) and every log into
+# logs.txt, the per-arm files removed.
+python3 - "$out" <<'PY'
+import csv, glob, os, sys
+out = sys.argv[1]
+paths = sorted(glob.glob(os.path.join(out, "ab-*-*.csv")))
+with open(os.path.join(out, "ab.csv"), "w", newline="") as f:
+    w = None
+    for p in paths:
+        arm, rnd = os.path.basename(p)[len("ab-"):-len(".csv")].rsplit("-", 1)
+        for row in csv.DictReader(open(p)):
+            if w is None:
+                w = csv.DictWriter(f, fieldnames=["arm", "round"] + list(row.keys()))
+                w.writeheader()
+            w.writerow(dict(arm=arm, round=rnd, **row))
+for p in paths:
+    os.remove(p)
+PY
+for f in "$out"/tests-*.log "$out"/racecheck-*.log "$out"/synccheck-*.log "$out"/ab-*-*.log; do
+  [ -f "$f" ] && { echo "===== $(basename "$f")"; tail -c 20000 "$f"; rm -f "$f"; }
+done >"$out/logs.txt"

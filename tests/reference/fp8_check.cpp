@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <utility>
 
 #include "attention/experimental.hpp"
 #include "attention_gpu.hpp"
@@ -102,6 +104,52 @@ void references(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, co
   HOPATTN_CUDA_CHECK(cudaMemcpy(lse32.data(), gl32.get(), lse32.size() * 4, cudaMemcpyDeviceToHost));
 }
 
+// Where O is worst, for a failed case's message: the element, the kernel's, fp64's and the
+// yardstick's values, and its row's softmax (fp64 on the dequantized inputs): the two largest
+// weights and the score gap between their keys, the number of keys above 1 % weight, and |S|'s
+// bound. A near-one-hot row (one or two keys hold the weight, scores far apart on a large |S|
+// scale) is where the FP8 accumulation of Q·Kᵀ moves O most (docs/attention-ws.md, "FP8").
+std::string worst_o_row(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const std::vector<double>& o64,
+                        const std::vector<float>& o32, const std::vector<float>& got, double s_bound) {
+  int64_t worst = 0;
+  double worst_err = -1;
+  for (int64_t i = 0; i < p.q_elems(); ++i) {
+    const double e = std::fabs(double(got[size_t(i)]) - o64[size_t(i)]);
+    if (std::isfinite(o64[size_t(i)]) && e > worst_err) worst_err = e, worst = i;
+  }
+  const int d = int(worst % p.hdim), h = int(worst / p.hdim % p.heads_q), i = int(worst / p.hdim / p.heads_q % p.seqlen_q),
+            b = int(worst / p.hdim / p.heads_q / p.seqlen_q);
+  const int hk = h / (p.heads_q / p.heads_kv);
+  const AttnProblem::KeyRange r = p.visible_range(i);
+  std::vector<double> sc;
+  const float* qrow = q.dequant.data() + ((int64_t(b) * p.seqlen_q + i) * p.heads_q + h) * p.hdim;
+  for (int j = r.begin; j < r.end; ++j) {
+    const float* krow = k.dequant.data() + ((int64_t(b) * p.seqlen_k + j) * p.heads_kv + hk) * p.hdim;
+    double dot = 0;
+    for (int c = 0; c < p.hdim; ++c) dot += double(qrow[c]) * krow[c];
+    sc.push_back(dot * p.effective_scale());
+  }
+  char buf[320];
+  if (sc.empty()) return "";
+  const double m = *std::max_element(sc.begin(), sc.end());
+  double sum = 0;
+  for (double x : sc) sum += std::exp(x - m);
+  std::vector<std::pair<double, double>> w;  // (weight, score)
+  int above = 0;
+  for (double x : sc) {
+    w.emplace_back(std::exp(x - m) / sum, x);
+    above += w.back().first > 0.01;
+  }
+  std::partial_sort(w.begin(), w.begin() + std::min<size_t>(2, w.size()), w.end(), std::greater<>());
+  const double w2 = w.size() > 1 ? w[1].first : 0, gap = w.size() > 1 ? w[0].second - w[1].second : 0;
+  std::snprintf(buf, sizeof(buf),
+                "; worst O at (b %d, q %d, h %d, d %d): got %.4g, fp64 %.4g, yardstick %.4g; its row: weights %.3g, %.3g "
+                "(score gap %.3g), %d keys above 1 %%, |S| bound %.3g",
+                b, i, h, d, double(got[size_t(worst)]), o64[size_t(worst)], double(o32[size_t(worst)]), w[0].first, w2, gap,
+                above, s_bound);
+  return buf;
+}
+
 }  // namespace
 
 void judge_fp8(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const Fp8Tensor& v,
@@ -139,7 +187,7 @@ void judge_fp8(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, con
   } else if (r.o_err.max_abs > r.o_bound) {
     std::snprintf(buf, sizeof(buf), "O: max abs error %.3g > bound %.3g (2 x yardstick %.3g + one rounding of O)",
                   r.o_err.max_abs, r.o_bound, r.o_yard.max_abs);
-    r.message = buf;
+    r.message = buf + worst_o_row(p, q, k, o64, o32, o_got, s_bound);
   } else if (r.lse_err.max_abs > r.lse_bound) {
     std::snprintf(buf, sizeof(buf), "LSE: max abs error %.3g > bound %.3g (2 x yardstick %.3g + floors)", r.lse_err.max_abs,
                   r.lse_bound, r.lse_yard.max_abs);

@@ -85,7 +85,6 @@ __device__ inline void load_row(const QuantParams& p, int g, int64_t r, int lane
   for (int k = 0; k < kE; ++k) v[k] = load_element(p.x, base + lane * kE + k, p.bf16);
 }
 
-
 // The groups: g = b · heads_kv + hk, each of seqlen · (heads / heads_kv) · hdim elements.
 __device__ inline int64_t group_elems(const QuantParams& p) {
   return int64_t(p.seqlen) * (p.heads / p.heads_kv) * p.hdim;
@@ -184,6 +183,12 @@ __global__ void rotated_quantize_kernel(QuantParams p) {
   }
 }
 
+template <int kE>
+void launch_rotated(dim3 grid, const QuantParams& p, Stream stream) {
+  rotated_amax_kernel<kE><<<grid, kThreads, 0, stream>>>(p);
+  rotated_quantize_kernel<kE><<<grid, kThreads, 0, stream>>>(p);
+}
+
 __global__ void finalize_kernel(QuantParams p) {
   const int groups = p.batch * p.heads_kv;
   for (int g = blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += gridDim.x * blockDim.x) {
@@ -264,11 +269,11 @@ Status fp8_quantize(const Fp8QuantizeArgs& a, Stream stream) {
     // A warp per row: about 4 waves of 8-row blocks over each group's rows.
     const int64_t rows = per_group / a.x.shape[3];
     const dim3 row_grid(unsigned(std::clamp<int64_t>((rows + 8 * 8 - 1) / (8 * 8), 1, 1024)), grid.y);
-    switch (a.x.shape[3]) {
-      case 32: rotated_amax_kernel<1><<<row_grid, kThreads, 0, stream>>>(p), rotated_quantize_kernel<1><<<row_grid, kThreads, 0, stream>>>(p); break;
-      case 64: rotated_amax_kernel<2><<<row_grid, kThreads, 0, stream>>>(p), rotated_quantize_kernel<2><<<row_grid, kThreads, 0, stream>>>(p); break;
-      case 128: rotated_amax_kernel<4><<<row_grid, kThreads, 0, stream>>>(p), rotated_quantize_kernel<4><<<row_grid, kThreads, 0, stream>>>(p); break;
-      default: rotated_amax_kernel<8><<<row_grid, kThreads, 0, stream>>>(p), rotated_quantize_kernel<8><<<row_grid, kThreads, 0, stream>>>(p); break;
+    switch (a.x.shape[3]) {  // 32 · kE: the check allows 32, 64, 128, 256
+      case 32: launch_rotated<1>(row_grid, p, stream); break;
+      case 64: launch_rotated<2>(row_grid, p, stream); break;
+      case 128: launch_rotated<4>(row_grid, p, stream); break;
+      default: launch_rotated<8>(row_grid, p, stream); break;
     }
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   } else if (per_group > 0) {
