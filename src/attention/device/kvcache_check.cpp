@@ -575,13 +575,6 @@ Status check_kvcache_plan_and_placement(const KvCacheArgs& a, const DeviceContex
   std::string why;
   *plan = make_plan(a, sm_count, o, kernel, &why, false);
   if (*kernel < 0) return Status::unsupported(why);
-  // A packed chunk plan (Overrides::chunk_pack_gqa only): its list and plan exist on the host, the
-  // kernel side (the packed Q load, masks and partials; docs/chunk-packgqa-plan.md §1-2) does not.
-  if (plan->fwd_path && plan->pack_gqa)
-    return Status::unsupported(cat("kvcache attention: the chunk path's plan packs each GQA group (pack_gqa; ",
-                                   a.q.shape[2] / a.k_cache.shape[2], " q heads per kv head) into its Q tiles, which "
-                                   "the forward kernel cannot run yet (host-side only); pass pack_gqa = 0 or leave "
-                                   "Overrides::chunk_pack_gqa off"));
   if (plan->workspace_bytes > 0 && (a.workspace == nullptr || a.workspace_bytes < plan->workspace_bytes))
     return Status::invalid(cat("workspace: ", plan->workspace_bytes, " bytes needed for ", plan->num_splits,
                                " KV splits", plan->tail ? " and the tail block" : "",

@@ -229,11 +229,6 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     // A packed list's Q load (zeros when unpacked), encoded once, before the prepare kernel is
     // launched (a failed encode launches nothing); the kernel's parameters below reuse it.
     if (Status s = set_kvlist_packed_q<Traits>(fp, &kvlist); !s.ok()) return s;
-    if (fp.pack_group > 1) {  // the packed Q load's descriptor is built; the kernel has not run on a GPU yet
-      return Status(StatusCode::kInternal, "kvcache attention: a packed KV-cache list (PackGQA) reached the forward "
-                                           "kernel, whose packed path has not run on a GPU yet (docs/chunk-packgqa-plan.md "
-                                           "step 4)");
-    }
     if (Status s = launch_fwd_kvcache_prepare(fp, Traits::kBlockM, Traits::kBlockN, stream); !s.ok()) return s;
     grid = dim3(unsigned(std::max<int64_t>(1, std::min<int64_t>(units, sms))), 1, 1);
   } else if (fp.varlen()) {  // the prepare kernel's list, dealt over one CTA per SM (two entries per unit)
