@@ -1657,32 +1657,47 @@ TEST(KvCachePackGqa, PackedQLoadRefusals) {
                "batch 0", StatusCode::kInvalidArgument);
 }
 
-// The kernel does not take a packed list yet: a call whose plan packs is refused by name (the
-// check and the call share the refusal: check_kvcache_plan_and_placement), before the workspace.
-TEST(KvCachePackGqa, APackedPlanIsRefused) {
+// A call whose chunk plan packs passes the check like an unpacked one (the packed path ran on the
+// H200, 2026-12-06), and the public call packs by default where the plan's rule says so: q_len 64
+// against 32k, 32:8 heads (the packed_only chunk rule); the workspace check follows the packed plan.
+TEST(KvCachePackGqa, APackedPlanPassesTheCheck) {
   KvCacheArgs a = chunk_args(1, 64, 32768);
-  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()), "pack_gqa; 4 q heads",
-               StatusCode::kNotSupported);
-  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()),
-               "the forward kernel cannot run yet", StatusCode::kNotSupported);
-  experimental::Overrides fwd = packing();
-  fwd.decode_path = "fwd";
-  a = chunk_args(1, 16, 4096);  // forced onto the chunk path: packed there too, refused before the workspace
-  a.pack_gqa = 1;
-  a.workspace = nullptr, a.workspace_bytes = 0;
-  expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd), "pack_gqa", StatusCode::kNotSupported);
-  // Unpacked, the same calls pass; the public check never packs.
-  a = chunk_args(1, 64, 32768);
-  a.pack_gqa = 0;
-  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()).ok());
-  a.pack_gqa = 1;
+  const KvCachePlan p = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(p.fwd_path);
+  EXPECT_TRUE(p.pack_gqa);
+  a.workspace_bytes = p.workspace_bytes;
   EXPECT_TRUE(check_kvcache_attention(a, ctx_on_device(), kSms).ok()) << check_kvcache_attention(a, ctx_on_device(), kSms).to_string();
+  a.workspace_bytes = p.workspace_bytes - 1;
+  expect_error(check_kvcache_attention(a, ctx_on_device(), kSms), "workspace", StatusCode::kInvalidArgument);
+  // Packing off (the bench's unpacked arm): the same call at 32k takes the unpacked chunk path
+  // (q_len 64 from 16k), at 8k the decode kernels (the unpacked rule starts at 16k).
+  experimental::Overrides off;
+  off.chunk_pack_gqa = false;
+  a = chunk_args(1, 64, 32768);
+  KvCachePlan u = experimental::plan_kvcache_attention(a, kSms, off);
+  EXPECT_TRUE(u.fwd_path);
+  EXPECT_FALSE(u.pack_gqa);
+  a = chunk_args(1, 64, 8192);
+  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, off).fwd_path);
+  EXPECT_TRUE(plan_kvcache_attention(a, kSms).fwd_path);  // packed: the chunk path from 8k
+  // pack_gqa 0 keeps the call unpacked: q_len 64 at 8k goes to the decode kernels.
+  a.pack_gqa = 0;
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
+  // Forced onto the chunk path with pack_gqa 1: packed, and it passes without a refusal.
+  experimental::Overrides fwd;
+  fwd.decode_path = "fwd";
+  a = chunk_args(1, 16, 4096);
+  a.pack_gqa = 1;
+  const KvCachePlan f = experimental::plan_kvcache_attention(a, kSms, fwd);
+  EXPECT_TRUE(f.fwd_path && f.pack_gqa);
+  a.workspace_bytes = f.workspace_bytes;
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd).ok());
   // The decode kernels' packing is theirs: a decode call packs as before and passes.
   KvCacheArgs d = valid_args();
-  const KvCachePlan dp = experimental::plan_kvcache_attention(d, kSms, packing());
+  const KvCachePlan dp = plan_kvcache_attention(d, kSms);
   EXPECT_FALSE(dp.fwd_path);
   EXPECT_TRUE(dp.pack_gqa);
-  EXPECT_TRUE(experimental::check_kvcache_attention(d, ctx_on_device(), kSms, packing()).ok());
+  EXPECT_TRUE(check_kvcache_attention(d, ctx_on_device(), kSms).ok());
 }
 
 // The review's mend (2) (docs/chunk-packgqa-plan.md): packed_tile_mask adds m_block · (128 − 2P)

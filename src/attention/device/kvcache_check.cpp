@@ -378,8 +378,8 @@ bool chunk_pack_gqa(const KvCacheArgs& a, int block_m) {
 
 // The chunk path's plan for forward row `row`: the splits by wave efficiency over the SMs (one
 // persistent CTA per SM; FA3's num_splits_heuristic is the model, the decode plan's loop below
-// the same), the workspace its list and partials take. allow_pack (Overrides::chunk_pack_gqa,
-// host-side only so far): the plan may pack (chunk_pack_gqa); its tiles are then B · Hkv ·
+// the same), the workspace its list and partials take. allow_pack (Overrides::chunk_pack_gqa, on
+// unless a test or the bench turns it off): the plan may pack (chunk_pack_gqa); its tiles are then B · Hkv ·
 // ceil(Sq / 2P), and its partials are written even at one split (fwd_varlen.hpp).
 KvCachePlan make_chunk_plan(const KvCacheArgs& a, int sms, int row, bool allow_pack) {
   KvCachePlan plan;
@@ -447,8 +447,9 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
       *why = cat("kvcache attention: the chunk path (decode_path \"fwd\") does not take ", why_not);
       return KvCachePlan{};
     }
+    const bool packs = row >= 0 && o.chunk_pack_gqa && chunk_pack_gqa(a, attention::kFwdKernels[row].tile.block_m);
     if (row >= 0 && (o.decode_path == "fwd" ||
-                     attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a)) != nullptr)) {
+                     attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a), packs) != nullptr)) {
       // pack_gqa 1's request for a packed list (Overrides::chunk_pack_gqa) that would overflow the
       // kernel's int positions: refused, not run unpacked (the heuristic falls back to unpacked).
       if (o.chunk_pack_gqa && a.pack_gqa == 1 && chunk_pack_overflows(a, attention::kFwdKernels[row].tile.block_m)) {
