@@ -106,7 +106,7 @@ struct KvCase {
                                 // "": the library's default choice)
   std::string path;             // the path forced (experimental::Overrides::decode_path: "decode", or
                                 // "fwd" the chunk path; "": the plan's choice)
-  bool chunk_pack = false;      // experimental::Overrides::chunk_pack_gqa: the chunk path may pack GQA
+  bool chunk_pack = true;       // experimental::Overrides::chunk_pack_gqa (the library's default, on): the chunk path may pack GQA
                                 // groups (pack_gqa decides; docs/chunk-packgqa-plan.md)
   // The options (kvcache.h, 0.4): a sliding window (-1: an unbounded side), the softcap, sinks
   // (heads_q logits, or empty), and NaN in every key before all of a sequence's windows (rows
@@ -2204,16 +2204,13 @@ TEST_P(KvCacheGpu, ChunkPathCudaGraphReplayAndRepeatsAreBitIdentical) {
   HOPATTN_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-// ---- the packed chunk path (docs/chunk-packgqa-plan.md; built, not yet run on a GPU) ---------
+// ---- the packed chunk path (PackGQA, docs/chunk-packgqa-plan.md) ---------------------------------
 
-// A packed chunk-path case: Overrides::chunk_pack_gqa with pack_gqa 1 on the forced chunk path.
-// The plan must pack. While the packed path is refused (check_kvcache_plan_and_placement's
-// NOT_SUPPORTED naming pack_gqa, and launch_fwd's kInternal behind it), the call must give exactly
-// that NOT_SUPPORTED and the case prints "packed path refused (not yet run on a GPU)"; once both
-// refusals are lifted, the call is checked against the fp64 reference (O, LSE) as the chunk-path
-// tests check the unpacked calls, and then again with packing off (the unpacked chunk path on the
-// same inputs, the same reference). Returns whether the packed call ran (false: refused).
-bool run_packed_chunk_case(KvCase c, int* passed, int* refused) {
+// A packed chunk-path case: pack_gqa 1 on the forced chunk path (Overrides::chunk_pack_gqa, on by
+// default). The plan must pack; the call is checked against the fp64 reference (O, LSE) as the
+// chunk-path tests check the unpacked calls, and then again with packing off (the unpacked chunk
+// path on the same inputs, the same reference).
+void run_packed_chunk_case(KvCase c, int* passed) {
   c.path = "fwd";
   c.pack_gqa = 1;
   c.chunk_pack = true;
@@ -2221,23 +2218,9 @@ bool run_packed_chunk_case(KvCase c, int* passed, int* refused) {
   KvRun run(c);
   const KvCachePlan plan = run.plan();
   EXPECT_TRUE(plan.fwd_path) << c.to_string() << ": the forced plan must take the chunk path";
-  EXPECT_TRUE(plan.pack_gqa) << c.to_string() << ": pack_gqa 1 with Overrides::chunk_pack_gqa must pack";
+  EXPECT_TRUE(plan.pack_gqa) << c.to_string() << ": pack_gqa 1 on the chunk path must pack";
   if (c.num_splits > 0) {
     EXPECT_EQ(plan.num_splits, c.num_splits) << c.to_string();
-  }
-  run.poison(nullptr);
-  const hopattn_status_t s = run.launch(nullptr);
-  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  HOPATTN_CUDA_CHECK(cudaGetLastError());
-  if (s.code != HOPATTN_OK) {
-    const std::string message = s.message;
-    EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << c.to_string() << ": " << status_string(s);
-    EXPECT_NE(message.find("pack_gqa"), std::string::npos) << c.to_string() << ": " << status_string(s);
-    EXPECT_NE(message.find("cannot run yet"), std::string::npos) << c.to_string() << ": " << status_string(s);
-    std::printf("packed path refused (not yet run on a GPU): %s | %s\n", c.to_string().c_str(), message.c_str());
-    std::fflush(stdout);
-    ++*refused;
-    return false;
   }
   const References ref = references_of(run);
   const CaseResult r = run_case(run, ref);
@@ -2250,12 +2233,10 @@ bool run_packed_chunk_case(KvCase c, int* passed, int* refused) {
   print_result(run.kcase(), u);
   EXPECT_TRUE(u.pass) << c.to_string() << " unpacked: " << u.message;
   EXPECT_TRUE(u.plan.fwd_path && !u.plan.pack_gqa) << c.to_string();
-  return true;
 }
 
-void print_packed_summary(const char* test, int passed, int refused, int total) {
-  std::printf("%s: %d of %d packed cases passed, %d refused%s\n", test, passed, total, refused,
-              refused ? " (packed path refused, not yet run on a GPU)" : "");
+void print_packed_summary(const char* test, int passed, int total) {
+  std::printf("%s: %d of %d packed cases passed\n", test, passed, total);
   std::fflush(stdout);
 }
 
@@ -2269,7 +2250,7 @@ TEST_P(KvCacheGpu, ChunkPathPackedHeadsAreNotMixed) {
   const Config cfg = GetParam();
   if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
   const struct { int hq, hkv; } heads[] = {{8, 2}, {10, 2}};
-  int passed = 0, refused = 0, total = 0;
+  int passed = 0, total = 0;
   uint64_t seed = 53000;
   for (const auto& h : heads)
     for (int sq : {16, 65, 113})
@@ -2282,10 +2263,10 @@ TEST_P(KvCacheGpu, ChunkPathPackedHeadsAreNotMixed) {
           c.with_lse = true;
           c.sinks.resize(size_t(h.hq));
           for (int i = 0; i < h.hq; ++i) c.sinks[size_t(i)] = -3.0f + 0.75f * float(i);
-          run_packed_chunk_case(c, &passed, &refused);
+          run_packed_chunk_case(c, &passed);
           ++total;
         }
-  print_packed_summary("ChunkPathPackedHeadsAreNotMixed", passed, refused, total);
+  print_packed_summary("ChunkPathPackedHeadsAreNotMixed", passed, total);
 }
 
 // Partial packed tiles: g · P < 64 (10:2, g 5, P 12: 60 rows; 14:2, g 7, P 9: 63 rows; rows past
@@ -2298,7 +2279,7 @@ TEST_P(KvCacheGpu, ChunkPathPackedPartialTiles) {
   const Config cfg = GetParam();
   if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
   const struct { int hq, hkv; } heads[] = {{10, 2}, {14, 2}};
-  int passed = 0, refused = 0, total = 0;
+  int passed = 0, total = 0;
   uint64_t seed = 54000;
   for (const auto& h : heads) {
     const int g = h.hq / h.hkv, p = 64 / g;  // P: a warpgroup's positions at block_m 128
@@ -2311,11 +2292,11 @@ TEST_P(KvCacheGpu, ChunkPathPackedPartialTiles) {
           KvCase c = make(cfg, sq, h.hq, h.hkv, 720, lens, causal != 0, seed++);
           c.num_splits = splits;
           c.with_lse = true;
-          run_packed_chunk_case(c, &passed, &refused);
+          run_packed_chunk_case(c, &passed);
           ++total;
         }
   }
-  print_packed_summary("ChunkPathPackedPartialTiles", passed, refused, total);
+  print_packed_summary("ChunkPathPackedPartialTiles", passed, total);
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);

@@ -958,12 +958,17 @@ TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   EXPECT_EQ(p.workspace_bytes, size_t(4) * 32 * 128 * 129 * 4 + 96 + 2 * 128 * (32 + 16));  // spelled out once
   EXPECT_TRUE(check_default(a).ok()) << check_default(a).to_string();
   a = chunk_args(1, 64, 4096);  // one Q tile per head too: the same 4 splits of 32 KV tiles (forced: the rules keep q_len 64 at 4k on the decode kernels)
+  a.pack_gqa = 0;              // unpacked (KvCachePackGqa's tests take the packed plans)
   p = experimental::plan_kvcache_attention(a, kSms, forced());
   EXPECT_TRUE(p.fwd_path);
   EXPECT_EQ(p.num_splits, 4);
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 64, 32, 4));
   a = chunk_args(1, 200, 4096);  // two Q tiles per head: 64 tiles, 2 splits (128 CTAs)
+  a.pack_gqa = 0;
   EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 2);
+  a.pack_gqa = -1;  // packed (fill 200/256 unpacked, 800/896 packed): 7 tiles of 32 positions per kv head, 56 tiles, 7 splits
+  EXPECT_TRUE(plan_kvcache_attention(a, kSms).pack_gqa);
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 7);
   a = chunk_args(8, 128, 4096);  // 256 tiles: enough for the SMs, one split; the list alone
   p = plan_kvcache_attention(a, kSms);
   EXPECT_TRUE(p.fwd_path);
@@ -1092,7 +1097,12 @@ TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 128, 2048), kSms).fwd_path);
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 127, 32768), kSms).fwd_path);  // the q_len 64 rule
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 64, 16384), kSms).fwd_path);
-  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 64, 16383), kSms).fwd_path);
+  // q_len 64 whose chunk plan packs (32:8 heads): from 8192 positions; unpacked from 16384.
+  EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 64, 8192), kSms).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 64, 8191), kSms).fwd_path);
+  a = chunk_args(1, 64, 16383);
+  a.pack_gqa = 0;
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
   EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 100, 4096), kSms).fwd_path);
   a = chunk_args();
   a.window = 1, a.window_left = 1000, a.window_right = 0;  // a window: the decode kernels
@@ -1436,7 +1446,9 @@ size_t packed_chunk_workspace(int64_t batch, int64_t seqlen_q, int64_t heads_q, 
 // of 4 heads take 8 splits (128 CTAs of 132 SMs); unpacked, 32 tiles take 4.
 TEST(KvCachePackGqa, PackedChunkPlan) {
   KvCacheArgs a = chunk_args(1, 64, 32768);
-  const KvCachePlan unpacked = plan_kvcache_attention(a, kSms);
+  experimental::Overrides off;
+  off.chunk_pack_gqa = false;
+  const KvCachePlan unpacked = experimental::plan_kvcache_attention(a, kSms, off);
   ASSERT_TRUE(unpacked.fwd_path);
   EXPECT_FALSE(unpacked.pack_gqa);
   EXPECT_EQ(unpacked.num_splits, 4);
@@ -1480,10 +1492,14 @@ TEST(KvCachePackGqa, PackedChunkPlan) {
   a.v_cache = tensor_bshd(a.v_cache.data, HOPATTN_DTYPE_BF16, 1, 32768, 32, 128);
   a.pack_gqa = 1;
   EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, packing()).pack_gqa);
-  // The public plan never packs on the chunk path, whatever pack_gqa says.
+  // The public plan packs as the overrides' default does; Overrides::chunk_pack_gqa off never
+  // packs on the chunk path, whatever pack_gqa says.
   a = chunk_args(1, 64, 32768);
-  a.pack_gqa = 1;
   p = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(p.fwd_path && p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 8);
+  a.pack_gqa = 1;
+  p = experimental::plan_kvcache_attention(a, kSms, off);
   EXPECT_TRUE(p.fwd_path);
   EXPECT_FALSE(p.pack_gqa);
   EXPECT_EQ(p.num_splits, 4);
@@ -1667,8 +1683,6 @@ TEST(KvCachePackGqa, APackedPlanPassesTheCheck) {
   EXPECT_TRUE(p.pack_gqa);
   a.workspace_bytes = p.workspace_bytes;
   EXPECT_TRUE(check_kvcache_attention(a, ctx_on_device(), kSms).ok()) << check_kvcache_attention(a, ctx_on_device(), kSms).to_string();
-  a.workspace_bytes = p.workspace_bytes - 1;
-  expect_error(check_kvcache_attention(a, ctx_on_device(), kSms), "workspace", StatusCode::kInvalidArgument);
   // Packing off (the bench's unpacked arm): the same call at 32k takes the unpacked chunk path
   // (q_len 64 from 16k), at 8k the decode kernels (the unpacked rule starts at 16k).
   experimental::Overrides off;
@@ -1729,8 +1743,8 @@ TEST(KvCachePackGqa, APackedListPastInt32IsRefusedOrUnpacked) {
   p = experimental::plan_kvcache_attention(a, kSms, fwd);
   ASSERT_TRUE(p.fwd_path);
   EXPECT_TRUE(p.pack_gqa);
-  // One token past it: the heuristic's plan is unpacked (and passes the check, which refuses only
-  // packed plans); pack_gqa 1 is refused by the plan and the check, before the packed-plan refusal.
+  // One token past it: the heuristic's plan is unpacked (and passes the check); pack_gqa 1 is
+  // refused by the plan and the check (NOT_SUPPORTED naming pack_gqa 1).
   a = args(kLimit - 383);
   p = experimental::plan_kvcache_attention(a, kSms, fwd);
   ASSERT_TRUE(p.fwd_path);
@@ -1745,9 +1759,11 @@ TEST(KvCachePackGqa, APackedListPastInt32IsRefusedOrUnpacked) {
   const Status s = experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd);
   expect_error(s, "pack_gqa 1", StatusCode::kNotSupported);
   expect_error(s, "would exceed INT32_MAX", StatusCode::kNotSupported);
-  // Without the override nothing packs on the chunk path: pack_gqa 1 is the decode kernels' and passes.
+  // With packing off (Overrides::chunk_pack_gqa) nothing packs on the chunk path: pack_gqa 1 is the
+  // decode kernels' and passes.
   experimental::Overrides unpacked;
   unpacked.decode_path = "fwd";
+  unpacked.chunk_pack_gqa = false;
   p = experimental::plan_kvcache_attention(a, kSms, unpacked);
   ASSERT_TRUE(p.fwd_path);
   EXPECT_FALSE(p.pack_gqa);
