@@ -336,6 +336,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               int page = 0;       // > 0: the cache as a pool of such pages (--page-sizes)
               bool combine_pdl = true;  // NAME+combine_pdl=0: the combine launched plainly
               bool split_pdl = true;    // NAME+split_pdl=0: the 16-bit split kernel launched plainly
+              bool pack = true;         // NAME+pack=0: the chunk path never packs GQA groups (Overrides::chunk_pack_gqa off)
               int window = -1;    // >= 0: a sliding window of that many keys before each query (--window)
               int dense = -1;     // a windowed row: the index of the same row without the window
               DeviceBuffer table; // its page table (batch, len / page), a shuffled permutation
@@ -382,15 +383,16 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               // (Overrides::decode_combine_pdl, decode_split_pdl).
               const size_t plus = entry_name.find('+');
               const std::string name = entry_name.substr(0, plus);
-              bool combine_pdl = true, split_pdl = true;
+              bool combine_pdl = true, split_pdl = true, pack = true;
               for (size_t at = plus; at != std::string::npos;) {
                 const size_t next = entry_name.find('+', at + 1);
                 const std::string kv = entry_name.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
                 if (kv == "combine_pdl=0" || kv == "combine_pdl=1") combine_pdl = kv.back() == '1';
                 else if (kv == "split_pdl=0" || kv == "split_pdl=1") split_pdl = kv.back() == '1';
+                else if (kv == "pack=0" || kv == "pack=1") pack = kv.back() == '1';
                 else
                   throw std::invalid_argument("--kernels: '" + entry_name +
-                                              "': decode rows take only +combine_pdl=0|1 and +split_pdl=0|1");
+                                              "': decode rows take only +combine_pdl=0|1, +split_pdl=0|1 and +pack=0|1");
                 at = next;
               }
               // "decode" and "fwd": the path forced (Overrides::decode_path), the kernel the plan's.
@@ -409,10 +411,11 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 Entry e;
                 e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) + (path.empty() ? "" : ":" + path) +
                          (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "") +
-                         (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl") + (split_pdl ? "" : ":nosplitpdl") +
+                         (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl") + (split_pdl ? "" : ":nosplitpdl") + (pack ? "" : ":nopack") +
                          (windowed ? ":w" + std::to_string(opt.decode_window) : "");
                 e.kernel = kernel, e.path = path, e.splits = splits, e.tail = tail != 0, e.page = page, e.combine_pdl = combine_pdl;
                 e.split_pdl = split_pdl;
+                e.pack = pack;
                 if (windowed) e.window = opt.decode_window, e.dense = int(entries.size()) - 1;  // the row just before
                 if (page > 0 && alloc_error.empty()) {  // every page of the pool in some sequence, shuffled
                   std::vector<int32_t> ids(size_t(batch) * (len / page));
@@ -428,6 +431,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 overrides.decode_path = path;
                 overrides.decode_combine_pdl = combine_pdl;
                 overrides.decode_split_pdl = split_pdl;
+                overrides.chunk_pack_gqa = pack;
                 set_tail(e.tail);
                 set_window(e.window);  // the plan (splits, workspace) follows the window
                 if (!alloc_error.empty()) {
@@ -487,6 +491,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   overrides.decode_path = e.path;
                   overrides.decode_combine_pdl = e.combine_pdl;
                   overrides.decode_split_pdl = e.split_pdl;
+                  overrides.chunk_pack_gqa = e.pack;
                   // --cold: the same call over each copy of the cache (a paged call views each copy as its pool).
                   std::vector<KvCacheArgs> calls(size_t(copies), call_of(e));
                   for (int c = 1; c < copies; ++c) {

@@ -114,10 +114,20 @@ struct DecodeParams {
   // stream (its launch, descriptor prefetch and shared-memory setup overlap that kernel's tail;
   // griddepcontrol.wait before its first global read or write).
   bool split_pdl = true;
+  // The chunk path's packed plan (docs/chunk-packgqa-plan.md §2; make_decode_params sets it, the
+  // public call refuses such a plan until the kernel takes it): the forward kernel writes its
+  // partials also at one split (one slot), and the combine writes O and LSE. Not the decode
+  // kernels' pack_gqa, whose one-split calls write O themselves.
+  bool partials_at_one_split = false;
 };
 
 inline int decode_partial_slots(const DecodeParams& p) {
   return p.partial_slots > p.num_splits ? p.partial_slots : p.num_splits;
+}
+// Whether the combine runs after the split or chunk kernel (launch_decode_combine,
+// kvcache_attention): above one slot, or at one with partials_at_one_split.
+inline bool decode_runs_combine(const DecodeParams& p) {
+  return decode_partial_slots(p) > 1 || (p.partials_at_one_split && decode_partial_slots(p) == 1);
 }
 
 }  // namespace hopattn::attention

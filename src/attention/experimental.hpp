@@ -28,6 +28,11 @@ struct Overrides {
   // "decode" the decode split kernels (decode_kernel picks one), "fwd" the chunk path (the
   // forward's options kernel with split-KV; a call it cannot take is refused with the reason).
   std::string decode_path;
+  // The chunk path's PackGQA (docs/chunk-packgqa-plan.md): its plan may pack a GQA group into the
+  // Q tiles' rows (args.pack_gqa and the row-fill rule, kvcache_check.cpp chunk_pack_gqa, decide;
+  // kChunkRules' packed_only rows follow). Off: the chunk path never packs (the bench's and the
+  // tests' unpacked arm, the path before 2026-12-06).
+  bool chunk_pack_gqa = true;
   bool decode_combine_pdl = true;  // the split-KV combine a programmatic dependent of the kernel before it
   bool decode_split_pdl = true;    // the 16-bit split kernel a programmatic dependent of the kernel before it
 };

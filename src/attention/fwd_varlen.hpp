@@ -44,6 +44,10 @@
 //   [64, 64 + 4 * batch)            the sequences' order (int32 each, longest cache first)
 //   then, 32-byte aligned,          kvcache_list_entries() entries of FwdVarlenTile
 //   then                            as many FwdKvRange
+// A packed list (PackGQA, docs/chunk-packgqa-plan.md §2-3; host-side only so far: the plan never
+// gives one to the kernel): a tile holds a GQA group's g = heads_q / heads_kv query heads, its
+// entries count kv heads (h = the group's first q head, h_kv · g) and its m_blocks tiles of 2P
+// positions (kvcache_list_shape, packed_row_position below).
 #pragma once
 
 #include <cstddef>
@@ -89,12 +93,77 @@ HOPATTN_VARLEN_HD FwdKvRange kvcache_entry_range(int m_block, int block_m, int b
   return FwdKvRange{first + lo, hi - lo, split, 0};
 }
 
+// PackGQA's rows (docs/chunk-packgqa-plan.md §2): a tile of block_m rows is block_m / 64 warpgroups
+// of 64 rows; warpgroup w holds P = floor(64 / g) positions of the g heads of one group, row
+// w · 64 + l (l < g · P) position p0 + w · P + l / g and head h_kv · g + l % g, p0 = m_block ·
+// (block_m / 64) · P; rows l >= g · P hold nothing. At g = 1 (P = 64) that is the unpacked tile,
+// row r position m_block · block_m + r. group 0 or 1: unpacked.
+constexpr int kPackRowsPerWarpgroup = 64;
+HOPATTN_VARLEN_HD constexpr int packed_group(int group) { return group > 1 ? group : 1; }
+// Positions one warpgroup's rows hold (P; 64 unpacked).
+HOPATTN_VARLEN_HD constexpr int packed_warpgroup_positions(int group) {
+  return kPackRowsPerWarpgroup / packed_group(group);
+}
+// Positions one Q tile's rows hold: block_m unpacked, 2P at block_m 128 packed.
+HOPATTN_VARLEN_HD constexpr int kvcache_tile_positions(int block_m, int group) {
+  return group > 1 ? block_m / kPackRowsPerWarpgroup * packed_warpgroup_positions(group) : block_m;
+}
+// Whether row `row` of a tile holds a (position, head) at all (l < g · P; every row unpacked).
+HOPATTN_VARLEN_HD constexpr bool packed_row_used(int row, int group) {
+  return row % kPackRowsPerWarpgroup < packed_group(group) * packed_warpgroup_positions(group);
+}
+// The query position of row `row` of Q tile m_block (for a used row).
+HOPATTN_VARLEN_HD constexpr int packed_row_position(int m_block, int row, int block_m, int group) {
+  return m_block * kvcache_tile_positions(block_m, group) + row / kPackRowsPerWarpgroup * packed_warpgroup_positions(group) +
+         row % kPackRowsPerWarpgroup / packed_group(group);
+}
+// The query head of row `row` of a tile whose list entry has head tile_h (h_kv · g packed).
+HOPATTN_VARLEN_HD constexpr int packed_row_head(int tile_h, int row, int group) {
+  return tile_h + row % kPackRowsPerWarpgroup % packed_group(group);
+}
+// Whether the row holds a query of a sequence of seqlen_q positions (used, and not past its end).
+HOPATTN_VARLEN_HD constexpr bool packed_row_valid(int m_block, int row, int block_m, int group, int seqlen_q) {
+  return packed_row_used(row, group) && packed_row_position(m_block, row, block_m, group) < seqlen_q;
+}
+
+// Row `row` of a packed tile as the kernel decodes it (sm90_fwd_ws.hpp: apply_packed_mask,
+// store_split_partial_packed), from g and P = packed_warpgroup_positions(g) as the host passes
+// them (KvListParams): its position relative to the tile's first (p0), its head in the group (the
+// list head's h_kv · g plus it), and whether it holds anything (l < g · P). The same rows as
+// packed_row_position / packed_row_head / packed_row_used without their division of 64 by g.
+struct PackedRow {
+  int position, head;
+  bool used;
+};
+HOPATTN_VARLEN_HD constexpr PackedRow packed_row(int row, int group, int positions) {
+  const int l = row % kPackRowsPerWarpgroup, q = l / group;
+  return PackedRow{row / kPackRowsPerWarpgroup * positions + q, l - q * group, l < group * positions};
+}
+
+// A KV-cache list's shape: its heads (heads_q, or heads_kv packed), Q tiles per (sequence, head)
+// (ceil(seqlen_q / block_m), or ceil(seqlen_q / 2P) packed), the positions a tile holds, and the
+// q heads an entry's head steps over (entry head = list head · head_step). group: 0 or 1
+// unpacked, else heads_q / heads_kv (the caller's; 2 to 64).
+struct KvCacheListShape {
+  int64_t heads, m_blocks;
+  int tile_positions, head_step;
+};
+HOPATTN_VARLEN_HD KvCacheListShape kvcache_list_shape(int64_t seqlen_q, int64_t heads_q, int64_t heads_kv, int block_m,
+                                                      int group) {
+  const int positions = kvcache_tile_positions(block_m, group);
+  return KvCacheListShape{group > 1 ? heads_kv : heads_q, (seqlen_q + positions - 1) / positions, positions,
+                          packed_group(group)};
+}
+
 // Position `pos` of a KV-cache list (fwd_kvcache_prepare writes every position so; tests/host
 // checks the whole list): sequence b = order[pos / 2 / per_seq] of length len (bad: a length the
 // decode kernels' rule rejects), per_seq = m_blocks · heads · splits entries each; the entry, or
-// no tile (an odd position, a bad sequence).
+// no tile (an odd position, a bad sequence). Packed (group > 1): heads and m_blocks are the
+// packed list's (kvcache_list_shape), an entry's h is its kv head · group, and its KV range is
+// that of its tile's 2P positions.
 struct FwdKvCacheListParams {
   int heads, seqlen_q, max_len, m_blocks, splits, block_m, block_n, window_left, window_right;
+  int group = 0;  // 0 or 1: unpacked
 };
 HOPATTN_VARLEN_HD void kvcache_list_position(const FwdKvCacheListParams& a, int64_t pos, int b, int len, bool bad,
                                              FwdVarlenTile& t, FwdKvRange& r) {
@@ -105,13 +174,13 @@ HOPATTN_VARLEN_HD void kvcache_list_position(const FwdKvCacheListParams& a, int6
   const int i = int((pos / 2) % per_seq);
   const int m = i % a.m_blocks, rest = i / a.m_blocks;
   t.m_block = a.m_blocks - 1 - m;  // longest first
-  t.h = rest % a.heads;
+  t.h = rest % a.heads * packed_group(a.group);
   t.b = b;
   t.q_offset = b - a.seqlen_q;  // q_origin then gives (0, b)
   t.k_offset = b * a.max_len;
   t.len_k = len;
-  r = kvcache_entry_range(t.m_block, a.block_m, a.block_n, a.seqlen_q, len, a.window_left, a.window_right,
-                          rest / a.heads, a.splits);
+  r = kvcache_entry_range(t.m_block, kvcache_tile_positions(a.block_m, a.group), a.block_n, a.seqlen_q, len,
+                          a.window_left, a.window_right, rest / a.heads, a.splits);
   t.n_blocks = r.n_blocks;
 }
 
@@ -141,6 +210,7 @@ HOPATTN_VARLEN_HD size_t varlen_workspace_bytes(int64_t total_q, int64_t batch, 
 
 // KV-cache lists (above): the positions of batch sequences of m_blocks Q tiles of heads_q heads in
 // `splits` KV splits: two per entry (the entry, then an empty position; a dealt unit is two).
+// A packed list: its own m_blocks and heads (kvcache_list_shape) in place of heads_q.
 HOPATTN_VARLEN_HD int64_t kvcache_list_entries(int64_t batch, int64_t m_blocks, int64_t heads_q, int64_t splits) {
   return 2 * batch * m_blocks * heads_q * splits;
 }
@@ -155,12 +225,36 @@ HOPATTN_VARLEN_HD size_t kvcache_list_bytes(int64_t batch, int64_t m_blocks, int
          size_t(kvcache_list_entries(batch, m_blocks, heads_q, splits)) * sizeof(FwdKvRange);
 }
 // The split partials of a KV-cache call (the decode combine's layout, decode_params.hpp: O then
-// LSE, fp32), 0 at one split; the list follows them, 256-byte aligned.
-HOPATTN_VARLEN_HD size_t kvcache_partial_bytes(int64_t rows, int64_t hdim, int64_t splits) {
-  return splits > 1 ? size_t(splits) * size_t(rows) * size_t(hdim + 1) * sizeof(float) : 0;
+// LSE, fp32), 0 at one split; the list follows them, 256-byte aligned. packed: a packed list's
+// tiles always write partials (the combine writes O and LSE, also at one split): max(splits, 1).
+HOPATTN_VARLEN_HD size_t kvcache_partial_bytes(int64_t rows, int64_t hdim, int64_t splits, bool packed = false) {
+  const int64_t slots = packed && splits < 1 ? 1 : splits;
+  return slots > 1 || packed ? size_t(slots) * size_t(rows) * size_t(hdim + 1) * sizeof(float) : 0;
 }
-HOPATTN_VARLEN_HD size_t kvcache_list_offset(int64_t rows, int64_t hdim, int64_t splits) {
-  return (kvcache_partial_bytes(rows, hdim, splits) + 255) / 256 * 256;
+HOPATTN_VARLEN_HD size_t kvcache_list_offset(int64_t rows, int64_t hdim, int64_t splits, bool packed = false) {
+  return (kvcache_partial_bytes(rows, hdim, splits, packed) + 255) / 256 * 256;
+}
+
+// The chunk path's workspace (make_chunk_params, make_fwd_params): the partial slots the forward
+// kernel writes (0: none, it stores O and LSE itself; splits above one; max(splits, 1) packed),
+// the LSE partials' offset in floats from the workspace's start (O's partials at 0: the decode
+// combine's layout), and the list's offset in bytes (kvcache_list_offset).
+struct KvCacheChunkLayout {
+  int64_t slots, lse_offset;
+  size_t list_offset;
+};
+HOPATTN_VARLEN_HD KvCacheChunkLayout kvcache_chunk_layout(int64_t rows, int64_t hdim, int64_t splits, bool packed) {
+  const int64_t slots = splits > 1 ? splits : packed ? 1 : 0;
+  return KvCacheChunkLayout{slots, rows * hdim * slots, kvcache_list_offset(rows, hdim, splits, packed)};
+}
+// The band's left side that the chunk path passes (make_chunk_params; it takes no window): max_len
+// reaches every key. Packed (group > 1), block_m more: the kernel's element-wise left mask counts
+// a row's position as its unpacked one (m_block · block_m + row, less the tile-level shift of
+// docs/chunk-packgqa-plan.md §2), up to block_m - 1 past its packed position, and must never fire.
+// Clamped to int (the list's ranges and the mask subtract it from a position).
+HOPATTN_VARLEN_HD int kvcache_chunk_window_left(int max_len, int block_m, int group) {
+  const int64_t left = int64_t(max_len) + (group > 1 ? block_m : 0);
+  return left < int64_t(0x7fffffff) ? int(left) : 0x7fffffff;
 }
 
 }  // namespace hopattn::attention

@@ -106,6 +106,8 @@ struct KvCase {
                                 // "": the library's default choice)
   std::string path;             // the path forced (experimental::Overrides::decode_path: "decode", or
                                 // "fwd" the chunk path; "": the plan's choice)
+  bool chunk_pack = true;       // experimental::Overrides::chunk_pack_gqa (the library's default, on): the chunk path may pack GQA
+                                // groups (pack_gqa decides; docs/chunk-packgqa-plan.md)
   // The options (kvcache.h, 0.4): a sliding window (-1: an unbounded side), the softcap, sinks
   // (heads_q logits, or empty), and NaN in every key before all of a sequence's windows (rows
   // [0, len - seqlen_q - window_left): keys no row may read).
@@ -145,6 +147,7 @@ struct KvCase {
     if (nan_before_window) os << " NaN-before-window";
     if (!kernel.empty()) os << " kernel=" << kernel;
     if (!path.empty()) os << " path=" << path;
+    if (chunk_pack) os << " chunk-pack";
     os << " seed=" << seed;
     return os.str();
   }
@@ -248,6 +251,7 @@ class KvRun {
     }
     overrides.decode_kernel = c.kernel;
     overrides.decode_path = c.path;
+    overrides.chunk_pack_gqa = c.chunk_pack;
 
     fill_normal(q_.get(), c.dtype, qo_alloc_, c.seed * 7 + 0, c.input_std);
     set_lens(c.lens);
@@ -261,6 +265,14 @@ class KvRun {
   void set_path(const std::string& path) {
     c_.path = path;
     overrides.decode_path = path;
+    allocate_workspace();
+  }
+
+  // Lets the chunk path pack GQA groups or not (Overrides::chunk_pack_gqa) on the same inputs; the
+  // workspace is queried again.
+  void set_chunk_pack(bool pack) {
+    c_.chunk_pack = pack;
+    overrides.chunk_pack_gqa = pack;
     allocate_workspace();
   }
 
@@ -2190,6 +2202,101 @@ TEST_P(KvCacheGpu, ChunkPathCudaGraphReplayAndRepeatsAreBitIdentical) {
     HOPATTN_CUDA_CHECK(cudaGraphDestroy(graph));
   }
   HOPATTN_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// ---- the packed chunk path (PackGQA, docs/chunk-packgqa-plan.md) ---------------------------------
+
+// A packed chunk-path case: pack_gqa 1 on the forced chunk path (Overrides::chunk_pack_gqa, on by
+// default). The plan must pack; the call is checked against the fp64 reference (O, LSE) as the
+// chunk-path tests check the unpacked calls, and then again with packing off (the unpacked chunk
+// path on the same inputs, the same reference).
+void run_packed_chunk_case(KvCase c, int* passed) {
+  c.path = "fwd";
+  c.pack_gqa = 1;
+  c.chunk_pack = true;
+  c.stale_nan = true;
+  KvRun run(c);
+  const KvCachePlan plan = run.plan();
+  EXPECT_TRUE(plan.fwd_path) << c.to_string() << ": the forced plan must take the chunk path";
+  EXPECT_TRUE(plan.pack_gqa) << c.to_string() << ": pack_gqa 1 on the chunk path must pack";
+  if (c.num_splits > 0) {
+    EXPECT_EQ(plan.num_splits, c.num_splits) << c.to_string();
+  }
+  const References ref = references_of(run);
+  const CaseResult r = run_case(run, ref);
+  print_result(c, r);
+  EXPECT_TRUE(r.pass) << c.to_string() << " (packed): " << r.message;
+  EXPECT_TRUE(r.plan.pack_gqa) << c.to_string();
+  *passed += r.pass;
+  run.set_chunk_pack(false);
+  const CaseResult u = run_case(run, ref);
+  print_result(run.kcase(), u);
+  EXPECT_TRUE(u.pass) << c.to_string() << " unpacked: " << u.message;
+  EXPECT_TRUE(u.plan.fwd_path && !u.plan.pack_gqa) << c.to_string();
+}
+
+void print_packed_summary(const char* test, int passed, int total) {
+  std::printf("%s: %d of %d packed cases passed\n", test, passed, total);
+  std::fflush(stdout);
+}
+
+// Per-head sinks (a ramp of distinct finite logits, so every head of a group differs: a packed row
+// read or stored under another head's index, or given another head's sink, moves its O and LSE),
+// LSE checked, 1 and 3 splits (one split: the combine runs anyway for a packed plan), GQA 8:2 (g 4,
+// P 16) and 10:2 (g 5, P 12: 60 of a warpgroup's 64 rows used), q_len 16, 65 and 113, causal and
+// not, over a ragged batch in a cache whose rows past each length hold NaN.
+TEST_P(KvCacheGpu, ChunkPathPackedHeadsAreNotMixed) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
+  const struct { int hq, hkv; } heads[] = {{8, 2}, {10, 2}};
+  int passed = 0, total = 0;
+  uint64_t seed = 53000;
+  for (const auto& h : heads)
+    for (int sq : {16, 65, 113})
+      for (int causal = 0; causal < 2; ++causal)
+        for (int splits : {1, 3}) {
+          std::vector<int32_t> lens = causal ? std::vector<int32_t>{1000, sq, sq + 300}
+                                             : std::vector<int32_t>{1000, 17, 1, 0, 413};
+          KvCase c = make(cfg, sq, h.hq, h.hkv, 1030, lens, causal != 0, seed++);
+          c.num_splits = splits;
+          c.with_lse = true;
+          c.sinks.resize(size_t(h.hq));
+          for (int i = 0; i < h.hq; ++i) c.sinks[size_t(i)] = -3.0f + 0.75f * float(i);
+          run_packed_chunk_case(c, &passed);
+          ++total;
+        }
+  print_packed_summary("ChunkPathPackedHeadsAreNotMixed", passed, total);
+}
+
+// Partial packed tiles: g · P < 64 (10:2, g 5, P 12: 60 rows; 14:2, g 7, P 9: 63 rows; rows past
+// g · P hold no query) and q_len up to P, where warpgroup 2's box (positions P..2P) lies wholly past
+// the end (zeros from the TMA's out-of-bounds fill, every row masked, nothing stored), and q_len P +
+// 1 and 2P + 1 (warpgroup 2 partial; a second tile with one position), causal and not, 1 and 3
+// splits, LSE checked.
+TEST_P(KvCacheGpu, ChunkPathPackedPartialTiles) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
+  const struct { int hq, hkv; } heads[] = {{10, 2}, {14, 2}};
+  int passed = 0, total = 0;
+  uint64_t seed = 54000;
+  for (const auto& h : heads) {
+    const int g = h.hq / h.hkv, p = 64 / g;  // P: a warpgroup's positions at block_m 128
+    ASSERT_LT(g * p, 64) << h.hq << ":" << h.hkv;
+    for (int sq : {1, p / 2, p, p + 1, 2 * p + 1})
+      for (int causal = 0; causal < 2; ++causal)
+        for (int splits : {1, 3}) {
+          std::vector<int32_t> lens = causal ? std::vector<int32_t>{sq, sq + 17, 700}
+                                             : std::vector<int32_t>{700, 17, 1, 0};
+          KvCase c = make(cfg, sq, h.hq, h.hkv, 720, lens, causal != 0, seed++);
+          c.num_splits = splits;
+          c.with_lse = true;
+          run_packed_chunk_case(c, &passed);
+          ++total;
+        }
+  }
+  print_packed_summary("ChunkPathPackedPartialTiles", passed, total);
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);

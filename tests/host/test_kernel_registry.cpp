@@ -159,13 +159,18 @@ TEST(DecodeChunkRules, EveryRuleHasAForwardOptionsRow) {
       if (hdim_built) EXPECT_TRUE(compiled) << "chunk rule " << r << ": the options row of hdim " << hdim << " is not compiled";
     }
   }
-  EXPECT_EQ(attention::decode_chunk_rule(128, 63, 1 << 20), nullptr);
-  EXPECT_NE(attention::decode_chunk_rule(128, 64, 16384), nullptr);
-  EXPECT_EQ(attention::decode_chunk_rule(128, 64, 16383), nullptr);
-  EXPECT_NE(attention::decode_chunk_rule(128, 128, 2048), nullptr);
-  EXPECT_EQ(attention::decode_chunk_rule(128, 128, 2047), nullptr);
-  EXPECT_EQ(attention::decode_chunk_rule(64, 4096, 32768), nullptr);  // hdim 64 / 256: the decode kernels
-  EXPECT_EQ(attention::decode_chunk_rule(256, 4096, 32768), nullptr);
+  for (bool packed : {false, true}) {
+    EXPECT_EQ(attention::decode_chunk_rule(128, 63, 1 << 20, packed), nullptr);
+    EXPECT_NE(attention::decode_chunk_rule(128, 64, 16384, packed), nullptr);
+    EXPECT_NE(attention::decode_chunk_rule(128, 128, 2048, packed), nullptr);
+    EXPECT_EQ(attention::decode_chunk_rule(128, 128, 2047, packed), nullptr);
+    EXPECT_EQ(attention::decode_chunk_rule(64, 4096, 32768, packed), nullptr);  // hdim 64 / 256: the decode kernels
+    EXPECT_EQ(attention::decode_chunk_rule(256, 4096, 32768, packed), nullptr);
+  }
+  // q_len 64 from 8192 positions when the chunk path packs the call's GQA groups, from 16384 when not.
+  EXPECT_EQ(attention::decode_chunk_rule(128, 64, 16383, false), nullptr);
+  EXPECT_NE(attention::decode_chunk_rule(128, 64, 8192, true), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 64, 8191, true), nullptr);
 }
 
 TEST(DecodeRegistry, EveryDefaultNamesAKernelOfItsCacheAndHeadDims) {

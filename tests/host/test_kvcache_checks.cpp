@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "attention/decode_params.hpp"
 #include "attention/device/compiled_set.hpp"
 #include "attention/experimental.hpp"
+#include "attention/fwd_packed_q.hpp"
 #include "attention/fwd_varlen.hpp"
 #include "hopattn/kvcache.hpp"
 
@@ -956,12 +958,17 @@ TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   EXPECT_EQ(p.workspace_bytes, size_t(4) * 32 * 128 * 129 * 4 + 96 + 2 * 128 * (32 + 16));  // spelled out once
   EXPECT_TRUE(check_default(a).ok()) << check_default(a).to_string();
   a = chunk_args(1, 64, 4096);  // one Q tile per head too: the same 4 splits of 32 KV tiles (forced: the rules keep q_len 64 at 4k on the decode kernels)
+  a.pack_gqa = 0;              // unpacked (KvCachePackGqa's tests take the packed plans)
   p = experimental::plan_kvcache_attention(a, kSms, forced());
   EXPECT_TRUE(p.fwd_path);
   EXPECT_EQ(p.num_splits, 4);
   EXPECT_EQ(p.workspace_bytes, chunk_workspace(1, 64, 32, 4));
   a = chunk_args(1, 200, 4096);  // two Q tiles per head: 64 tiles, 2 splits (128 CTAs)
+  a.pack_gqa = 0;
   EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 2);
+  a.pack_gqa = -1;  // packed (fill 200/256 unpacked, 800/896 packed): 7 tiles of 32 positions per kv head, 56 tiles, 7 splits
+  EXPECT_TRUE(plan_kvcache_attention(a, kSms).pack_gqa);
+  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 7);
   a = chunk_args(8, 128, 4096);  // 256 tiles: enough for the SMs, one split; the list alone
   p = plan_kvcache_attention(a, kSms);
   EXPECT_TRUE(p.fwd_path);
@@ -1090,7 +1097,12 @@ TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 128, 2048), kSms).fwd_path);
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 127, 32768), kSms).fwd_path);  // the q_len 64 rule
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 64, 16384), kSms).fwd_path);
-  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 64, 16383), kSms).fwd_path);
+  // q_len 64 whose chunk plan packs (32:8 heads): from 8192 positions; unpacked from 16384.
+  EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 64, 8192), kSms).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 64, 8191), kSms).fwd_path);
+  a = chunk_args(1, 64, 16383);
+  a.pack_gqa = 0;
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
   EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 100, 4096), kSms).fwd_path);
   a = chunk_args();
   a.window = 1, a.window_left = 1000, a.window_right = 0;  // a window: the decode kernels
@@ -1169,6 +1181,597 @@ TEST(KvCacheChunkPlan, PublicCallTakesTheChunkPathByTheRules) {
   experimental::Overrides o;
   o.decode_path = "decode";
   EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, o).fwd_path);
+}
+
+
+// ---- PackGQA on the chunk path: the list and the plan (host-side only so far) -----------------
+// docs/chunk-packgqa-plan.md §2-4: a tile's rows hold a GQA group's g heads at P = floor(64 / g)
+// positions per 64-row warpgroup.
+
+// The row functions are constexpr (the kernel will use them): g = 5, P = 12, tile 1 starts at
+// position 24; row 65 is warpgroup 1's second row (position 24 + 12 + 0, head + 1); rows 60-63 of a
+// warpgroup hold nothing (5 · 12 = 60).
+static_assert(attention::packed_row_position(1, 65, 128, 5) == 36, "");
+static_assert(attention::packed_row_head(10, 65, 5) == 11, "");
+static_assert(attention::packed_row_used(59, 5) && !attention::packed_row_used(60, 5) && !attention::packed_row_used(127, 5), "");
+static_assert(attention::kvcache_tile_positions(128, 5) == 24 && attention::kvcache_tile_positions(128, 0) == 128, "");
+static_assert(attention::packed_row_position(3, 77, 128, 1) == 3 * 128 + 77, "g = 1 is the unpacked tile");
+
+// Every (position, head) of every group is in exactly one row of one tile, at the slot that the
+// plan's layout gives it (built here from its parts: warpgroup w, its i-th position, head k at row
+// w · 64 + i · g + k); the unused rows are exactly those past g · P, the invalid ones those or past
+// seqlen_q. g 1 is the unpacked list (kvcache_list_shape's group 1).
+TEST(KvCachePackGqa, RowsHoldEachPositionAndHeadOfAGroupOnce) {
+  constexpr int kBlockM = 128, kHeadsKv = 3;
+  int rows_checked = 0;
+  for (int g : {1, 2, 3, 4, 5, 7, 8, 16})
+    for (int sq : {1, 16, 31, 64, 65, 113, 200}) {
+      const std::string what = "g " + std::to_string(g) + " seqlen_q " + std::to_string(sq);
+      const int heads_q = g * kHeadsKv, p = 64 / g, per_tile = 2 * p;  // p: positions per warpgroup
+      const attention::KvCacheListShape shape = attention::kvcache_list_shape(sq, heads_q, kHeadsKv, kBlockM, g);
+      EXPECT_EQ(shape.heads, g > 1 ? kHeadsKv : heads_q) << what;
+      EXPECT_EQ(shape.m_blocks, (sq + per_tile - 1) / per_tile) << what;
+      EXPECT_EQ(shape.tile_positions, per_tile) << what;
+      EXPECT_EQ(shape.head_step, g) << what;
+      std::vector<int> seen(size_t(sq * heads_q), 0);
+      for (int h = 0; h < int(shape.heads); ++h)
+        for (int m = 0; m < int(shape.m_blocks); ++m) {
+          std::vector<int> want_pos(kBlockM, -1), want_head(kBlockM, -1);
+          for (int w = 0; w < 2; ++w)
+            for (int i = 0; i < p; ++i)
+              for (int k = 0; k < g; ++k) {
+                want_pos[size_t(w * 64 + i * g + k)] = m * per_tile + w * p + i;
+                want_head[size_t(w * 64 + i * g + k)] = h * g + k;
+              }
+          for (int row = 0; row < kBlockM; ++row) {
+            const std::string at = what + " h_kv " + std::to_string(h) + " m " + std::to_string(m) + " row " +
+                                   std::to_string(row);
+            const bool used = attention::packed_row_used(row, g);
+            ASSERT_EQ(used, want_pos[size_t(row)] >= 0) << at;
+            ASSERT_EQ(used, row % 64 < g * p) << at;
+            const bool valid = attention::packed_row_valid(m, row, kBlockM, g, sq);
+            ASSERT_EQ(valid, used && want_pos[size_t(row)] < sq) << at;
+            if (!used) continue;
+            const int pos = attention::packed_row_position(m, row, kBlockM, g);
+            const int head = attention::packed_row_head(h * shape.head_step, row, g);
+            ASSERT_EQ(pos, want_pos[size_t(row)]) << at;
+            ASSERT_EQ(head, want_head[size_t(row)]) << at;
+            if (valid) ++seen[size_t(pos * heads_q + head)];
+            ++rows_checked;
+          }
+        }
+      for (int pos = 0; pos < sq; ++pos)
+        for (int head = 0; head < heads_q; ++head)
+          ASSERT_EQ(seen[size_t(pos * heads_q + head)], 1) << what << ": position " << pos << " head " << head;
+    }
+  EXPECT_GT(rows_checked, 10000);
+}
+
+// The kernel's row decoding (packed_row: apply_packed_mask, store_split_partial_packed) from g and
+// P as KvListParams passes them: the same rows as packed_row_used / position / head; and the
+// partial rows the epilogue writes for slot 0 of a (batch, kv head)'s tiles (slot row ((s · B + b)
+// · Hq + h0 + head) · Sq + p0 + position for each valid row) cover that kv head's q heads'
+// (head, position) rows exactly once (the combine reads slot 0 of every row at one split).
+TEST(KvCachePackGqa, TheKernelsRowDecodingMatchesTheRowFunctions) {
+  constexpr int kBlockM = 128, kHeadsKv = 2, kBatch = 2;
+  for (int g = 2; g <= 64; ++g) {
+    const int positions = attention::packed_warpgroup_positions(g), heads_q = g * kHeadsKv;
+    for (int row = 0; row < kBlockM; ++row) {
+      const attention::PackedRow pr = attention::packed_row(row, g, positions);
+      const std::string at = "g " + std::to_string(g) + " row " + std::to_string(row);
+      ASSERT_EQ(pr.used, attention::packed_row_used(row, g)) << at;
+      if (!pr.used) continue;
+      for (int m = 0; m < 3; ++m)
+        ASSERT_EQ(m * (kBlockM / 64) * positions + pr.position, attention::packed_row_position(m, row, kBlockM, g)) << at;
+      ASSERT_EQ(5 * g + pr.head, attention::packed_row_head(5 * g, row, g)) << at;
+    }
+    for (int sq : {1, 16, 31, 64, 65, 113, 200}) {
+      const attention::KvCacheListShape shape = attention::kvcache_list_shape(sq, heads_q, kHeadsKv, kBlockM, g);
+      std::vector<int> written(size_t(kBatch) * heads_q * sq, 0);
+      for (int b = 0; b < kBatch; ++b)
+        for (int hk = 0; hk < kHeadsKv; ++hk)
+          for (int m = 0; m < int(shape.m_blocks); ++m) {
+            const int first = m * (kBlockM / 64) * positions, h0 = hk * int(shape.head_step);
+            const int64_t slot_row0 = ((int64_t(0) * kBatch + b) * heads_q + h0) * sq;
+            for (int row = 0; row < kBlockM; ++row) {
+              const attention::PackedRow pr = attention::packed_row(row, g, positions);
+              const int pos = first + pr.position;
+              if (!pr.used || pos >= sq) continue;
+              const int64_t slot_row = slot_row0 + int64_t(pr.head) * sq + pos;
+              ASSERT_GE(slot_row, 0);
+              ASSERT_LT(slot_row, int64_t(written.size()));
+              ++written[size_t(slot_row)];
+            }
+          }
+      for (size_t i = 0; i < written.size(); ++i)
+        ASSERT_EQ(written[i], 1) << "g " << g << " seqlen_q " << sq << " partial row " << i;
+    }
+  }
+}
+
+// A packed list's entries (kvcache_list_position with group g over every position of a sequence):
+// each (kv head, tile, split) once, its head the group's first q head; the splits of a tile
+// partition its range; the range holds every key a valid row of the tile sees (the band as
+// make_chunk_params passes it), and no tile past the last key one of its rows sees (a range of
+// the unpacked 128 positions would hold more under causal).
+TEST(KvCachePackGqa, PackedListRangesCoverTheBandAndPartitionIt) {
+  constexpr int kBlockM = 128, kBlockN = 128, kHeadsKv = 2, kMaxLen = 1100;
+  int checked = 0;
+  for (int g : {2, 4, 5, 7, 8})
+    for (int len_q : {1, 16, 31, 64, 65, 113, 200})
+      for (int len_k : {0, 1, 17, 127, 128, 129, 300, 1000, 1100})
+        for (int causal = 0; causal < 2; ++causal) {
+          if (causal && len_k < len_q) continue;  // a bad length: no entry
+          for (int splits = 1; splits <= 5; ++splits) {
+            const std::string what = "g " + std::to_string(g) + " len_q " + std::to_string(len_q) + " len_k " +
+                                     std::to_string(len_k) + (causal ? " causal" : "") + " splits " +
+                                     std::to_string(splits);
+            const attention::KvCacheListShape shape =
+                attention::kvcache_list_shape(len_q, g * kHeadsKv, kHeadsKv, kBlockM, g);
+            attention::FwdKvCacheListParams lp{};
+            lp.heads = int(shape.heads), lp.seqlen_q = len_q, lp.max_len = kMaxLen, lp.m_blocks = int(shape.m_blocks);
+            lp.splits = splits, lp.block_m = kBlockM, lp.block_n = kBlockN, lp.group = g;
+            lp.window_left = attention::kvcache_chunk_window_left(kMaxLen, kBlockM, g);  // make_chunk_params's band
+            lp.window_right = causal ? 0 : len_q;
+            const int64_t count = attention::kvcache_list_entries(1, lp.m_blocks, lp.heads, lp.splits);
+            // Per (tile, kv head): its splits' ranges, by split.
+            std::vector<attention::FwdKvRange> ranges(size_t(lp.m_blocks * lp.heads * splits));
+            std::vector<int> seen(ranges.size(), 0);
+            for (int64_t pos = 0; pos < count; pos += 2) {
+              attention::FwdVarlenTile t;
+              attention::FwdKvRange r;
+              attention::kvcache_list_position(lp, pos, 0, len_k, false, t, r);
+              ASSERT_GE(t.m_block, 0) << what;
+              ASSERT_LT(t.m_block, lp.m_blocks) << what;
+              ASSERT_EQ(t.h % g, 0) << what << ": an entry's head is its group's first";
+              ASSERT_LT(t.h, g * kHeadsKv) << what;
+              ASSERT_EQ(t.n_blocks, r.n_blocks) << what;
+              const size_t at = size_t((t.m_block * lp.heads + t.h / g) * splits + r.split);
+              ++seen[at];
+              ranges[at] = r;
+            }
+            for (int m = 0; m < lp.m_blocks; ++m)
+              for (int h = 0; h < lp.heads; ++h) {
+                int next = -1, total = 0, lo = 0;
+                for (int s = 0; s < splits; ++s) {
+                  const size_t at = size_t((m * lp.heads + h) * splits + s);
+                  ASSERT_EQ(seen[at], 1) << what << " m " << m << " h_kv " << h << " split " << s;
+                  const attention::FwdKvRange& r = ranges[at];
+                  ASSERT_GE(r.n_blocks, 0) << what;
+                  if (s == 0) lo = r.n_first;
+                  else ASSERT_EQ(r.n_first, next) << what << ": split " << s << " does not start where " << s - 1 << " ends";
+                  next = r.n_first + r.n_blocks;
+                  total += r.n_blocks;
+                }
+                int last_seen = -1;  // the last key a valid row sees
+                for (int row = 0; row < kBlockM; ++row) {
+                  if (!attention::packed_row_valid(m, row, kBlockM, g, len_q)) continue;
+                  const int p = attention::packed_row_position(m, row, kBlockM, g) + len_k - len_q;
+                  const int wl = lp.window_left, wr = lp.window_right;
+                  for (int j = std::max(0, p - wl); j < len_k && j <= p + wr; ++j) {
+                    ASSERT_TRUE(j / kBlockN >= lo && j / kBlockN < lo + total)
+                        << what << ": m " << m << " row " << row << " key " << j;
+                    last_seen = std::max(last_seen, j);
+                  }
+                }
+                if (total > 0) ASSERT_EQ(lo + total - 1, last_seen / kBlockN) << what << " m " << m << ": tiles past the keys its rows see";
+                else ASSERT_EQ(last_seen, -1) << what << " m " << m;
+                ++checked;
+              }
+          }
+        }
+  EXPECT_GT(checked, 5000);
+}
+
+// kvcache_list_position as it was before PackGQA (main at df6f7c6), for the comparison below.
+void list_position_before_packing(const attention::FwdKvCacheListParams& a, int64_t pos, int b, int len, bool bad,
+                                  attention::FwdVarlenTile& t, attention::FwdKvRange& r) {
+  t = attention::FwdVarlenTile{-1, 0, 0, 0, 0, a.seqlen_q, 0, 0};
+  r = attention::FwdKvRange{0, 0, 0, 0};
+  if (pos % 2 != 0 || bad) return;
+  const int64_t per_seq = int64_t(a.m_blocks) * a.heads * a.splits;
+  const int i = int((pos / 2) % per_seq);
+  const int m = i % a.m_blocks, rest = i / a.m_blocks;
+  t.m_block = a.m_blocks - 1 - m;
+  t.h = rest % a.heads;
+  t.b = b;
+  t.q_offset = b - a.seqlen_q;
+  t.k_offset = b * a.max_len;
+  t.len_k = len;
+  r = attention::kvcache_entry_range(t.m_block, a.block_m, a.block_n, a.seqlen_q, len, a.window_left, a.window_right,
+                                     rest / a.heads, a.splits);
+  t.n_blocks = r.n_blocks;
+}
+
+// The unpacked list (group 0, and 1) is the one before PackGQA: every field of every position, over
+// heads, tile sizes, lengths, bands, splits and bad sequences; its workspace sizes too.
+TEST(KvCachePackGqa, TheUnpackedListIsUnchanged) {
+  int64_t compared = 0;
+  for (int group : {0, 1})
+    for (int heads : {1, 3, 8})
+      for (int block_m : {64, 128})
+        for (int seqlen_q : {1, 64, 65, 200})
+          for (int splits : {1, 3})
+            for (int band = 0; band < 3; ++band) {  // causal, unbounded, a window of 300 keys
+              attention::FwdKvCacheListParams lp{};
+              lp.heads = heads, lp.seqlen_q = seqlen_q, lp.max_len = 5000, lp.splits = splits;
+              lp.m_blocks = (seqlen_q + block_m - 1) / block_m, lp.block_m = block_m, lp.block_n = 128;
+              lp.window_left = band == 2 ? 300 : lp.max_len, lp.window_right = band == 0 ? 0 : band == 1 ? seqlen_q : 16;
+              lp.group = group;
+              const int64_t per_seq = int64_t(lp.m_blocks) * heads * splits;
+              for (int len : {0, 100, 4096, 5000})
+                for (int b : {0, 3})
+                  for (int64_t pos = 0; pos < 2 * per_seq; ++pos) {
+                    const bool bad = len < seqlen_q && band == 0;
+                    attention::FwdVarlenTile t, t0;
+                    attention::FwdKvRange r, r0;
+                    attention::kvcache_list_position(lp, pos + 2 * per_seq * b, b, len, bad, t, r);
+                    list_position_before_packing(lp, pos + 2 * per_seq * b, b, len, bad, t0, r0);
+                    const std::string what = "group " + std::to_string(group) + " heads " + std::to_string(heads) +
+                                             " block_m " + std::to_string(block_m) + " seqlen_q " +
+                                             std::to_string(seqlen_q) + " band " + std::to_string(band) + " len " +
+                                             std::to_string(len) + " pos " + std::to_string(pos);
+                    ASSERT_EQ(std::memcmp(&t, &t0, sizeof(t)), 0) << what;
+                    ASSERT_EQ(std::memcmp(&r, &r0, sizeof(r)), 0) << what;
+                    ++compared;
+                  }
+            }
+  EXPECT_GT(compared, 10000);
+  for (int64_t splits : {0, 1, 2, 7})  // the partials: 0 at one split (and the list's offset)
+    for (int64_t rows : {1, 4096, 1 << 20}) {
+      const size_t before = splits > 1 ? size_t(splits) * size_t(rows) * 129 * 4 : 0;
+      EXPECT_EQ(attention::kvcache_partial_bytes(rows, 128, splits), before);
+      EXPECT_EQ(attention::kvcache_list_offset(rows, 128, splits), (before + 255) / 256 * 256);
+    }
+  EXPECT_EQ(attention::kvcache_partial_bytes(10, 128, 1, true), size_t(10 * 129 * 4));  // packed: one slot too
+  EXPECT_EQ(attention::kvcache_partial_bytes(10, 128, 3, true), size_t(3 * 10 * 129 * 4));
+}
+
+experimental::Overrides packing() {
+  experimental::Overrides o;
+  o.chunk_pack_gqa = true;
+  return o;
+}
+
+// The workspace of a packed chunk plan: the partials at every split count, then a list of batch ·
+// heads_kv · ceil(seqlen_q / 2P) tiles (P = 64 / g) of `splits` entries.
+size_t packed_chunk_workspace(int64_t batch, int64_t seqlen_q, int64_t heads_q, int64_t heads_kv, int64_t splits) {
+  const int64_t g = heads_q / heads_kv, per_tile = 2 * (64 / g), m_blocks = (seqlen_q + per_tile - 1) / per_tile;
+  const size_t partials = size_t(splits * batch * heads_q * seqlen_q * (128 + 1) * 4);
+  const size_t order_end = 64 + size_t(batch) * 4, entries = size_t(batch * heads_kv * m_blocks * splits);
+  return (partials + 255) / 256 * 256 + (order_end + 31) / 32 * 32 + 2 * entries * (32 + 16);
+}
+
+// 1 x 64 queries, 32:8 heads, a 32k cache (the plan's case): packed, 16 tiles of 2 x 16 positions
+// of 4 heads take 8 splits (128 CTAs of 132 SMs); unpacked, 32 tiles take 4.
+TEST(KvCachePackGqa, PackedChunkPlan) {
+  KvCacheArgs a = chunk_args(1, 64, 32768);
+  experimental::Overrides off;
+  off.chunk_pack_gqa = false;
+  const KvCachePlan unpacked = experimental::plan_kvcache_attention(a, kSms, off);
+  ASSERT_TRUE(unpacked.fwd_path);
+  EXPECT_FALSE(unpacked.pack_gqa);
+  EXPECT_EQ(unpacked.num_splits, 4);
+  EXPECT_EQ(unpacked.workspace_bytes, chunk_workspace(1, 64, 32, 4));
+  const KvCachePlan packed = experimental::plan_kvcache_attention(a, kSms, packing());
+  ASSERT_TRUE(packed.fwd_path);
+  EXPECT_TRUE(packed.pack_gqa);
+  EXPECT_STREQ(packed.kernel, unpacked.kernel);
+  EXPECT_EQ(packed.num_splits, 8);
+  EXPECT_EQ(packed.workspace_bytes, packed_chunk_workspace(1, 64, 32, 8, 8));
+  EXPECT_EQ(packed.workspace_bytes, size_t(8) * 32 * 64 * 129 * 4 + 96 + 2 * 16 * 8 * (32 + 16));  // 16 tiles
+  // The heuristic's rule: q_len 128 fills its unpacked tiles: not packed; pack_gqa 1 packs it (and
+  // its partials are written at one split too); pack_gqa 0 never packs.
+  a = chunk_args(1, 128, 32768);
+  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, packing()).pack_gqa);
+  a.pack_gqa = 1;
+  a.num_splits = 1;
+  KvCachePlan p = experimental::plan_kvcache_attention(a, kSms, packing());
+  EXPECT_TRUE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 1);
+  EXPECT_EQ(p.workspace_bytes, packed_chunk_workspace(1, 128, 32, 8, 1));
+  a = chunk_args(1, 64, 32768);
+  a.pack_gqa = 0;
+  p = experimental::plan_kvcache_attention(a, kSms, packing());
+  EXPECT_FALSE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 4);
+  EXPECT_EQ(p.workspace_bytes, unpacked.workspace_bytes);
+  // g = 5 (40:8 heads, P = 12): 3 tiles of 24 positions per kv head: 24 tiles, 11 splits (two whole
+  // waves of 132 CTAs; 5 splits fill 91 %).
+  a = chunk_args(1, 64, 32768);
+  a.q = tensor_bshd(a.q.data, HOPATTN_DTYPE_BF16, 1, 64, 40, 128);
+  a.o = tensor_bshd(a.o.data, HOPATTN_DTYPE_BF16, 1, 64, 40, 128);
+  a.lse = tensor_lse(static_cast<float*>(a.lse.data), 1, 40, 64);
+  p = experimental::plan_kvcache_attention(a, kSms, packing());
+  EXPECT_TRUE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 11);
+  EXPECT_EQ(p.workspace_bytes, packed_chunk_workspace(1, 64, 40, 8, 11));
+  // No group (MHA, 32:32): nothing to pack, even with pack_gqa 1.
+  a = chunk_args(1, 64, 32768);
+  a.k_cache = tensor_bshd(a.k_cache.data, HOPATTN_DTYPE_BF16, 1, 32768, 32, 128);
+  a.v_cache = tensor_bshd(a.v_cache.data, HOPATTN_DTYPE_BF16, 1, 32768, 32, 128);
+  a.pack_gqa = 1;
+  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, packing()).pack_gqa);
+  // The public plan packs as the overrides' default does; Overrides::chunk_pack_gqa off never
+  // packs on the chunk path, whatever pack_gqa says.
+  a = chunk_args(1, 64, 32768);
+  p = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(p.fwd_path && p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 8);
+  a.pack_gqa = 1;
+  p = experimental::plan_kvcache_attention(a, kSms, off);
+  EXPECT_TRUE(p.fwd_path);
+  EXPECT_FALSE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 4);
+}
+
+// Step 3's plumbing with group 0 or 1 gives what the code before it gave (main at df6f7c6): the
+// list's shape, units and ranges offset (make_fwd_params, launch_fwd, launch_fwd_kvcache_prepare
+// sized them by heads_q and ceil(seqlen_q / block_m)); make_chunk_params' partials and list offset
+// (partials only above one split) and its band's left side (max_len); the combine above one slot
+// only (launch_decode_combine, kvcache_attention).
+TEST(KvCachePackGqa, TheUnpackedLaunchValuesAreUnchanged) {
+  int compared = 0;
+  for (int group : {0, 1})
+    for (int block_m : {64, 128})
+      for (int64_t batch : {1, 3})
+        for (int64_t seqlen_q : {1, 63, 64, 65, 128, 129, 1000})
+          for (int64_t heads_kv : {1, 2, 8})
+            for (int64_t g : {1, 4})
+              for (int64_t splits : {0, 1, 2, 7}) {
+                const int64_t heads_q = heads_kv * g, hdim = 128;
+                const std::string what = "group " + std::to_string(group) + " block_m " + std::to_string(block_m) +
+                                         " seqlen_q " + std::to_string(seqlen_q) + " heads " + std::to_string(heads_q) +
+                                         ":" + std::to_string(heads_kv) + " splits " + std::to_string(splits);
+                const attention::KvCacheListShape list =
+                    attention::kvcache_list_shape(seqlen_q, heads_q, heads_kv, block_m, group);
+                const int64_t m_blocks = (seqlen_q + block_m - 1) / block_m;
+                ASSERT_EQ(list.heads, heads_q) << what;
+                ASSERT_EQ(list.m_blocks, m_blocks) << what;
+                const int64_t s1 = std::max<int64_t>(splits, 1);
+                ASSERT_EQ(attention::kvcache_list_entries(batch, list.m_blocks, list.heads, s1) / 2,
+                          2 * batch * m_blocks * heads_q * s1 / 2) << what;
+                ASSERT_EQ(attention::kvcache_ranges_offset(batch, list.m_blocks, list.heads, s1),
+                          attention::kvcache_ranges_offset(batch, m_blocks, heads_q, s1)) << what;
+                const int64_t rows = batch * heads_q * seqlen_q;
+                const attention::KvCacheChunkLayout layout = attention::kvcache_chunk_layout(rows, hdim, splits, false);
+                ASSERT_EQ(layout.slots, splits > 1 ? splits : 0) << what;
+                if (splits > 1) {
+                  ASSERT_EQ(layout.lse_offset, rows * hdim * splits) << what;
+                }
+                const size_t before = splits > 1 ? size_t(splits) * size_t(rows) * size_t(hdim + 1) * 4 : 0;
+                ASSERT_EQ(layout.list_offset, (before + 255) / 256 * 256) << what;
+                ASSERT_EQ(attention::kvcache_chunk_window_left(int(seqlen_q) + 5000, block_m, group), int(seqlen_q) + 5000)
+                    << what;
+                ++compared;
+              }
+  EXPECT_GT(compared, 1000);
+  for (int splits : {1, 2, 3, 16})
+    for (int tail = 0; tail < 2; ++tail) {
+      attention::DecodeParams p{};
+      p.num_splits = splits, p.partial_slots = splits + tail;
+      EXPECT_EQ(attention::decode_runs_combine(p), splits + tail > 1) << splits << " splits, tail " << tail;
+    }
+  attention::DecodeParams p{};
+  p.num_splits = 1, p.partial_slots = 0;  // 0 is read as num_splits
+  EXPECT_FALSE(attention::decode_runs_combine(p));
+}
+
+// A packed chunk plan's launch values: partials and the combine at one split too, the band's left
+// side block_m wider (clamped to int), the list sized by kv heads and tiles of 2P positions.
+TEST(KvCachePackGqa, PackedLaunchValues) {
+  const int64_t rows = 2 * 32 * 64, hdim = 128;
+  attention::KvCacheChunkLayout l = attention::kvcache_chunk_layout(rows, hdim, 1, true);
+  EXPECT_EQ(l.slots, 1);
+  EXPECT_EQ(l.lse_offset, rows * hdim);
+  EXPECT_EQ(l.list_offset, (size_t(rows) * 129 * 4 + 255) / 256 * 256);
+  EXPECT_EQ(l.list_offset, attention::kvcache_list_offset(rows, hdim, 1, true));
+  l = attention::kvcache_chunk_layout(rows, hdim, 3, true);
+  EXPECT_EQ(l.slots, 3);
+  EXPECT_EQ(l.lse_offset, 3 * rows * hdim);
+  EXPECT_EQ(l.list_offset, attention::kvcache_list_offset(rows, hdim, 3));
+  EXPECT_EQ(attention::kvcache_chunk_window_left(32768, 128, 4), 32768 + 128);
+  EXPECT_EQ(attention::kvcache_chunk_window_left(std::numeric_limits<int>::max() - 5, 128, 4),
+            std::numeric_limits<int>::max());
+  for (int splits : {1, 4}) {
+    attention::DecodeParams p{};
+    p.num_splits = splits, p.partial_slots = splits, p.partials_at_one_split = true;
+    EXPECT_TRUE(attention::decode_runs_combine(p)) << splits;
+  }
+  // 1:32768:64:32:8 (g 4, P 16): 8 kv heads of 2 tiles of 32 positions; 1:64 q16 g 8: one tile.
+  attention::KvCacheListShape s = attention::kvcache_list_shape(64, 32, 8, 128, 4);
+  EXPECT_EQ(s.heads, 8);
+  EXPECT_EQ(s.m_blocks, 2);
+  EXPECT_EQ(attention::kvcache_list_entries(1, s.m_blocks, s.heads, 8) / 2, 2 * 8 * 8);
+  s = attention::kvcache_list_shape(16, 64, 8, 128, 8);
+  EXPECT_EQ(s.heads, 8);
+  EXPECT_EQ(s.m_blocks, 1);
+}
+
+// The packed Q load's descriptor shape (fwd_packed_q.hpp; the encode itself needs the driver and is
+// not called here): box (64, g, P, 1) over (hdim, heads_q, seqlen_q, batch) with q's byte strides,
+// 4 boxes a 128 x 128 tile and 4 · g · P · 128 expect-tx bytes; box row i · g + k of warpgroup w's
+// box at position p0 + w · P is the tile row the list's row mapping gives (position, head).
+TEST(KvCachePackGqa, PackedQLoadShape) {
+  const int64_t batch = 3, seqlen_q = 200, heads_kv = 2, hdim = 128;
+  int checked = 0;
+  for (int g : {2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 64}) {
+    const int64_t heads_q = g * heads_kv;
+    // Padded (batch, seqlen_q, heads_q, hdim), and with a padded head and sequence pitch.
+    for (int64_t pad : {0, 64}) {
+      const int64_t head_stride = hdim + pad, seq_stride = heads_q * head_stride + pad,
+                    batch_stride = seqlen_q * seq_stride;
+      attention::PackedQLoad l;
+      const Status st = attention::make_packed_q_load(fake(0x10000000), 2, hdim, 128, batch, seqlen_q, heads_q, g,
+                                                      batch_stride, seq_stride, head_stride, &l);
+      ASSERT_TRUE(st.ok()) << g << ": " << st.to_string();
+      const int p = 64 / g;
+      EXPECT_EQ(l.positions, p) << g;
+      EXPECT_EQ(l.group, g);
+      EXPECT_EQ(l.box[0], 64u);
+      EXPECT_EQ(l.box[1], uint32_t(g));
+      EXPECT_EQ(l.box[2], uint32_t(p));
+      EXPECT_EQ(l.box[3], 1u);
+      EXPECT_LE(l.box[1] * l.box[2], 64u) << "a box fills at most a warpgroup's 64 rows";
+      EXPECT_EQ(l.dims[0], uint64_t(hdim));
+      EXPECT_EQ(l.dims[1], uint64_t(heads_q));
+      EXPECT_EQ(l.dims[2], uint64_t(seqlen_q));
+      EXPECT_EQ(l.dims[3], uint64_t(batch));
+      EXPECT_EQ(l.strides[0], uint64_t(head_stride * 2));
+      EXPECT_EQ(l.strides[1], uint64_t(seq_stride * 2));
+      EXPECT_EQ(l.strides[2], uint64_t(batch_stride * 2));
+      EXPECT_EQ(l.boxes_per_tile, 4);
+      EXPECT_EQ(l.expect_tx_bytes, uint32_t(4 * g * p * 128)) << g;
+      EXPECT_EQ(2 * l.positions, attention::kvcache_tile_positions(128, g));
+      // The boxes' rows are the list's rows: tile m of kv head h, warpgroup w's box at (., h · g,
+      // m · 2P + w · P, b) puts q[b, pos, head] at slot row i · g + k of warpgroup w.
+      for (int m = 0; m < 3; ++m)
+        for (int w = 0; w < 2; ++w)
+          for (int i = 0; i < int(l.box[2]); ++i)
+            for (int k = 0; k < int(l.box[1]); ++k) {
+              const int row = w * 64 + i * g + k, h_kv = 1;
+              const int pos = m * attention::kvcache_tile_positions(128, g) + w * l.positions + i;
+              ASSERT_TRUE(attention::packed_row_used(row, g));
+              ASSERT_EQ(attention::packed_row_position(m, row, 128, g), pos) << g << " row " << row;
+              ASSERT_EQ(attention::packed_row_head(h_kv * g, row, g), h_kv * g + k) << g << " row " << row;
+              ++checked;
+            }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+  // hdim 64 and 256: one and four 64-channel halves per warpgroup.
+  attention::PackedQLoad l;
+  ASSERT_TRUE(attention::make_packed_q_load(fake(0x10000000), 2, 64, 128, 1, 64, 8, 4, 64 * 8 * 64, 8 * 64, 64, &l).ok());
+  EXPECT_EQ(l.boxes_per_tile, 2);
+  EXPECT_EQ(l.expect_tx_bytes, uint32_t(2 * 4 * 16 * 128));
+  ASSERT_TRUE(attention::make_packed_q_load(fake(0x10000000), 2, 256, 128, 1, 64, 8, 4, 256 * 8 * 64, 8 * 256, 256, &l).ok());
+  EXPECT_EQ(l.boxes_per_tile, 8);
+}
+
+// What the encode would refuse, or the packed tile cannot hold, is refused by name before it.
+TEST(KvCachePackGqa, PackedQLoadRefusals) {
+  attention::PackedQLoad l;
+  auto load = [&](uintptr_t base, int bytes, int64_t hdim, int block_m, int64_t heads_q, int g, int64_t head_stride) {
+    return attention::make_packed_q_load(fake(base), bytes, hdim, block_m, 2, 64, heads_q, g, 64 * heads_q * head_stride,
+                                         heads_q * head_stride, head_stride, &l);
+  };
+  ASSERT_TRUE(load(0x1000, 2, 128, 128, 32, 4, 128).ok());
+  expect_error(load(0x1008, 2, 128, 128, 32, 4, 128), "base address is not 16-byte aligned", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 1, 128, 128, 32, 4, 128), "only 16-bit q packs", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 96, 128, 32, 4, 96), "head dim 96", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 128, 96, 32, 4, 128), "block_m 96", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 128, 128, 32, 1, 128), "group 1 is outside 2..64", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 128, 128, 130, 65, 128), "group 65", StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 128, 128, 30, 4, 128), "heads_q 30 is not a multiple of the group 4",
+               StatusCode::kInvalidArgument);
+  expect_error(load(0x1000, 2, 128, 128, 32, 4, 132), "q_head_stride 132", StatusCode::kInvalidArgument);
+  expect_error(attention::make_packed_q_load(fake(0x1000), 2, 128, 128, 2, 64, 32, 4, 64 * 32 * 128, 32 * 128 + 4, 128, &l),
+               "q_seq_stride", StatusCode::kInvalidArgument);
+  expect_error(attention::make_packed_q_load(fake(0x1000), 2, 128, 128, 2, 64, 32, 4, int64_t(1) << 40, 32 * 128, 128, &l),
+               "q_batch_stride", StatusCode::kInvalidArgument);
+  expect_error(attention::make_packed_q_load(fake(0x1000), 2, 128, 128, 0, 64, 32, 4, 64 * 32 * 128, 32 * 128, 128, &l),
+               "batch 0", StatusCode::kInvalidArgument);
+}
+
+// A call whose chunk plan packs passes the check like an unpacked one (the packed path ran on the
+// H200, 2026-12-06), and the public call packs by default where the plan's rule says so: q_len 64
+// against 32k, 32:8 heads (the packed_only chunk rule); the workspace check follows the packed plan.
+TEST(KvCachePackGqa, APackedPlanPassesTheCheck) {
+  KvCacheArgs a = chunk_args(1, 64, 32768);
+  const KvCachePlan p = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(p.fwd_path);
+  EXPECT_TRUE(p.pack_gqa);
+  a.workspace_bytes = p.workspace_bytes;
+  EXPECT_TRUE(check_kvcache_attention(a, ctx_on_device(), kSms).ok()) << check_kvcache_attention(a, ctx_on_device(), kSms).to_string();
+  // Packing off (the bench's unpacked arm): the same call at 32k takes the unpacked chunk path
+  // (q_len 64 from 16k), at 8k the decode kernels (the unpacked rule starts at 16k).
+  experimental::Overrides off;
+  off.chunk_pack_gqa = false;
+  a = chunk_args(1, 64, 32768);
+  KvCachePlan u = experimental::plan_kvcache_attention(a, kSms, off);
+  EXPECT_TRUE(u.fwd_path);
+  EXPECT_FALSE(u.pack_gqa);
+  a = chunk_args(1, 64, 8192);
+  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, off).fwd_path);
+  EXPECT_TRUE(plan_kvcache_attention(a, kSms).fwd_path);  // packed: the chunk path from 8k
+  // pack_gqa 0 keeps the call unpacked: q_len 64 at 8k goes to the decode kernels.
+  a.pack_gqa = 0;
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
+  // Forced onto the chunk path with pack_gqa 1: packed, and it passes without a refusal.
+  experimental::Overrides fwd;
+  fwd.decode_path = "fwd";
+  a = chunk_args(1, 16, 4096);
+  a.pack_gqa = 1;
+  const KvCachePlan f = experimental::plan_kvcache_attention(a, kSms, fwd);
+  EXPECT_TRUE(f.fwd_path && f.pack_gqa);
+  a.workspace_bytes = f.workspace_bytes;
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd).ok());
+  // The decode kernels' packing is theirs: a decode call packs as before and passes.
+  KvCacheArgs d = valid_args();
+  const KvCachePlan dp = plan_kvcache_attention(d, kSms);
+  EXPECT_FALSE(dp.fwd_path);
+  EXPECT_TRUE(dp.pack_gqa);
+  EXPECT_TRUE(check_kvcache_attention(d, ctx_on_device(), kSms).ok());
+}
+
+// The review's mend (2) (docs/chunk-packgqa-plan.md): packed_tile_mask adds m_block · (128 − 2P)
+// to seqlen_q in int, so a packed list needs m_blocks · 128 + max_len <= INT32_MAX. 1 x 5 queries,
+// 64:1 heads (g = 64, P = 1: 3 tiles of 2 positions, 384 packed rows), a cache of 2^31 − 1 − 384
+// (the limit: packed) or one more token: the heuristic falls back to the unpacked list, pack_gqa 1's
+// request is refused (NOT_SUPPORTED naming pack_gqa). The unpacked call's own limit (seqlen_q +
+// max_len + 256 < 2^31) passes both.
+TEST(KvCachePackGqa, APackedListPastInt32IsRefusedOrUnpacked) {
+  constexpr int64_t kLimit = std::numeric_limits<int32_t>::max();
+  auto args = [](int64_t max_len) {
+    KvCacheArgs a = chunk_args(1, 5, 4096);
+    a.q = tensor_bshd(a.q.data, HOPATTN_DTYPE_BF16, 1, 5, 64, 128);
+    a.o = tensor_bshd(a.o.data, HOPATTN_DTYPE_BF16, 1, 5, 64, 128);
+    a.lse = tensor_lse(static_cast<float*>(a.lse.data), 1, 64, 5);
+    // Caches of up to 2^39 bytes, far from the other tensors and each other (fake addresses).
+    a.k_cache = tensor_bshd(fake(0x100000000000), HOPATTN_DTYPE_BF16, 1, max_len, 1, 128);
+    a.v_cache = tensor_bshd(fake(0x200000000000), HOPATTN_DTYPE_BF16, 1, max_len, 1, 128);
+    return a;
+  };
+  experimental::Overrides fwd = packing();
+  fwd.decode_path = "fwd";
+  // At the limit: packed, by the heuristic and by pack_gqa 1.
+  KvCacheArgs a = args(kLimit - 384);
+  KvCachePlan p = experimental::plan_kvcache_attention(a, kSms, fwd);
+  ASSERT_TRUE(p.fwd_path);
+  EXPECT_TRUE(p.pack_gqa);
+  a.pack_gqa = 1;
+  p = experimental::plan_kvcache_attention(a, kSms, fwd);
+  ASSERT_TRUE(p.fwd_path);
+  EXPECT_TRUE(p.pack_gqa);
+  // One token past it: the heuristic's plan is unpacked (and passes the check); pack_gqa 1 is
+  // refused by the plan and the check (NOT_SUPPORTED naming pack_gqa 1).
+  a = args(kLimit - 383);
+  p = experimental::plan_kvcache_attention(a, kSms, fwd);
+  ASSERT_TRUE(p.fwd_path);
+  EXPECT_FALSE(p.pack_gqa);
+  a.workspace_bytes = p.workspace_bytes;
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd).ok())
+      << experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd).to_string();
+  a.pack_gqa = 1;
+  p = experimental::plan_kvcache_attention(a, kSms, fwd);
+  EXPECT_FALSE(p.fwd_path);
+  EXPECT_FALSE(p.pack_gqa);
+  const Status s = experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd);
+  expect_error(s, "pack_gqa 1", StatusCode::kNotSupported);
+  expect_error(s, "would exceed INT32_MAX", StatusCode::kNotSupported);
+  // With packing off (Overrides::chunk_pack_gqa) nothing packs on the chunk path: pack_gqa 1 is the
+  // decode kernels' and passes.
+  experimental::Overrides unpacked;
+  unpacked.decode_path = "fwd";
+  unpacked.chunk_pack_gqa = false;
+  p = experimental::plan_kvcache_attention(a, kSms, unpacked);
+  ASSERT_TRUE(p.fwd_path);
+  EXPECT_FALSE(p.pack_gqa);
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, unpacked).ok())
+      << experimental::check_kvcache_attention(a, ctx_on_device(), kSms, unpacked).to_string();
+  // The same 1 x 5 x 64:1 call on a short cache packs (the limit is the cache's, not the shape's).
+  a = args(4096);
+  EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, fwd).pack_gqa);
 }
 
 }  // namespace

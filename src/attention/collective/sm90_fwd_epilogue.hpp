@@ -9,6 +9,7 @@
 
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
 #include "attention/collective/sm90_wgmma.hpp"
+#include "attention/fwd_varlen.hpp"  // packed_row
 
 namespace hopattn::attention {
 
@@ -72,6 +73,40 @@ CUTE_DEVICE void store_split_partial(typename Traits::Params const& p, TiledMmaP
     if (row >= p.seqlen_q) continue;
     if (thread_idx % 4 == 0) p.split_lse[slot_row0 + row] = lse[r];  // one thread of each quad holds a row's LSE
     float* dst = p.split_o + (slot_row0 + row) * kHeadDim;
+    CUTE_UNROLL
+    for (int j = 0; j < size<1>(o); j += 2)
+      *reinterpret_cast<float2*>(dst + get<1>(co(r, j))) = make_float2(o(r, j), o(r, j + 1));
+  }
+}
+
+// store_split_partial for a packed KV-cache list's tile (docs/chunk-packgqa-plan.md §2;
+// KvListParams: pack_group g > 1, pack_positions P): row r holds position p0 + packed_row(r).position
+// (p0 = m_block · (kBlockM / 64) · P) of head h0 + packed_row(r).head, h0 = the entry's h_kv · g;
+// rows that hold nothing (l >= g · P) or a position at or past seqlen_q are not stored. Packed
+// calls write partials at one split too (the combine reads slot 0 of every row), and for an entry
+// with no KV tile (O = 0, LSE = -inf from finalize), as store_split_partial does.
+template <class Traits, class Params, class TiledMmaPV, class TensorO, int kRows>
+CUTE_DEVICE void store_split_partial_packed(Params const& p, TiledMmaPV const& mma_pv, TensorO const& tOrO,
+                                            float const (&lse)[kRows], int m_block, int h0, int b, int split,
+                                            int thread_idx) {
+  using namespace cute;
+  constexpr int kHeadDim = Traits::kHeadDim;
+  Tensor cO = mma_pv.get_thread_slice(thread_idx).partition_C(
+      make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{}));  // (MMA, MMA_M, MMA_N)
+  auto o = acc_rowcol(tOrO);
+  auto co = acc_rowcol(cO);
+  static_assert(decltype(size<0>(o))::value == kRows, "one LSE per fragment row");
+  const int first = m_block * (Traits::kBlockM / kPackRowsPerWarpgroup) * p.pack_positions;  // p0
+  // Row (b, h0, position 0) of slot `split`; head h0 + j is j · seqlen_q rows on.
+  const int64_t slot_row0 = ((int64_t(split) * p.batch + b) * p.heads_q + h0) * p.seqlen_q;
+  CUTE_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    const PackedRow pr = packed_row(get<0>(co(r, 0)), p.pack_group, p.pack_positions);
+    const int pos = first + pr.position;
+    if (!pr.used || pos >= p.seqlen_q) continue;
+    const int64_t row = slot_row0 + int64_t(pr.head) * p.seqlen_q + pos;
+    if (thread_idx % 4 == 0) p.split_lse[row] = lse[r];  // one thread of each quad holds a row's LSE
+    float* dst = p.split_o + row * kHeadDim;
     CUTE_UNROLL
     for (int j = 0; j < size<1>(o); j += 2)
       *reinterpret_cast<float2*>(dst + get<1>(co(r, j))) = make_float2(o(r, j), o(r, j + 1));

@@ -88,16 +88,19 @@ const DecodeDefaultRule* decode_default_rules(int* count);
 // A row of the chunk path's table (decode_defaults.cpp): KV-cache calls of these head dims with
 // at least seqlen_q_min queries against a cache of at least cache_len_min positions (the cache's
 // rows per sequence, or pages times the page size) run the forward's options kernel with split-KV
-// when they can (kvcache_check.cpp, make_plan).
+// when they can (kvcache_check.cpp, make_plan). packed_only: only calls whose chunk plan packs each
+// GQA group into its Q tiles (PackGQA: kvcache_check.cpp, chunk_pack_gqa).
 struct DecodeChunkRule {
   unsigned hdims;
   int64_t seqlen_q_min;
   int64_t cache_len_min;
+  bool packed_only;
   const char* evidence;
 };
 const DecodeChunkRule* decode_chunk_rules(int* count);
-// The rule that sends a call of this head dim, seqlen_q and cache length to the chunk path, or nullptr.
-const DecodeChunkRule* decode_chunk_rule(int hdim, int64_t seqlen_q, int64_t cache_len);
+// The rule that sends a call of this head dim, seqlen_q and cache length to the chunk path, or
+// nullptr; packed: whether the chunk path's plan would pack the call's GQA groups.
+const DecodeChunkRule* decode_chunk_rule(int hdim, int64_t seqlen_q, int64_t cache_len, bool packed);
 // page_size: a paged cache's tokens per page, 0 for a contiguous cache.
 const DecodeDefaultRule* decode_default_rule(DecodeCache cache, int hdim, int64_t rows, int64_t tiles, int sms,
                                              int page_size = 0);

@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_varlen_prepare_kernel(Prepare
 //  1. Per sequence: cache_seqlens[b], checked as the decode kernels check it (bad_cache_length:
 //     < 0, > max_len, or causal and shorter than seqlen_q); the first bad one is recorded with the
 //     decode kernels' kind (kDecodeErrorAttention, {1, b, len}), and its O and LSE rows are NaN
-//     (with splits the combine writes them NaN again: it checks the lengths too).
+//     (with splits, or a packed list, the combine writes them NaN again: it checks the lengths too).
 //  2. The order: sequences by length, longest first (ties: the batch index), so that the
 //     dynamically dealt CTAs end on short entries; by counting, O(batch²) over the lengths in
 //     shared memory, up to kSmemSequences sequences (above, the batch order: such a batch has
@@ -223,10 +223,14 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_varlen_prepare_kernel(Prepare
 //     positions empty (m_block -1), so that a dealt unit is one entry; a bad sequence's entries
 //     hold no tile either. Beside each position its KV range
 //     (FwdKvRange, kvcache_entry_range: its Q tile's tiles by FwdMask<true>'s arithmetic with the
-//     band the kernel gets, split evenly) and the split index.
+//     band the kernel gets, split evenly) and the split index. A packed list (group > 1,
+//     docs/chunk-packgqa-plan.md): heads and m_blocks are kvcache_list_shape's (kv heads, tiles of
+//     2P positions), an entry's head is its group's first q head; the NaN rows (4. below) still
+//     cover every q head (heads_q).
 struct KvCachePrepareArgs {
   const int32_t* cache_seqlens;
   int batch, heads, seqlen_q, max_len, m_blocks, num_splits;
+  int heads_q, group;  // the call's q heads (the NaN rows); the list's GQA group (0 or 1: unpacked)
   int block_m, block_n;
   int window_left, window_right;  // the band (FwdParams), as the kernel's mask takes it
   bool causal;
@@ -284,8 +288,8 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
   __syncthreads();  // order[] is written (global memory, visible within the CTA after the barrier)
 
   // 3. The entries (kvcache_list_position).
-  const FwdKvCacheListParams lp{a.heads,   a.seqlen_q, a.max_len,       a.m_blocks,      a.num_splits,
-                                a.block_m, a.block_n,  a.window_left, a.window_right};
+  const FwdKvCacheListParams lp{a.heads,   a.seqlen_q, a.max_len,     a.m_blocks,     a.num_splits,
+                                a.block_m, a.block_n,  a.window_left, a.window_right, a.group};
   for (int64_t pos = tid; pos < count; pos += kThreads) {
     const int b = order[pos / 2 / per_seq];
     const int len = a.cache_seqlens[b];
@@ -299,12 +303,12 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
   // 4. NaN rows for the bad sequences.
   for (int b = 0; b < a.batch; ++b) {
     if (sorted ? smem_key[b] >= 0 : !bad_kvcache_length(a, a.cache_seqlens[b])) continue;
-    const int64_t elems = int64_t(a.seqlen_q) * a.heads * a.hdim;
+    const int64_t elems = int64_t(a.seqlen_q) * a.heads_q * a.hdim;  // every q head, packed or not
     for (int64_t i = tid; i < elems; i += kThreads) {
       const int d = int(i % a.hdim);
       const int64_t row = i / a.hdim;
-      const int h = int(row % a.heads);
-      const int64_t s = row / a.heads;
+      const int h = int(row % a.heads_q);
+      const int64_t s = row / a.heads_q;
       a.o[b * a.o_batch_stride + s * a.o_seq_stride + h * a.o_head_stride + d] = a.nan16;
       if (d == 0 && a.lse != nullptr)
         a.lse[b * a.lse_batch_stride + h * a.lse_head_stride + s * a.lse_seq_stride] = __int_as_float(0x7fc00000);
@@ -318,10 +322,15 @@ Status launch_fwd_kvcache_prepare(const FwdParams& fp, int block_m, int block_n,
   KvCachePrepareArgs a{};
   a.cache_seqlens = fp.cache_seqlens;
   a.batch = fp.batch;
-  a.heads = fp.heads_q;
+  // The list's shape: heads_q and ceil(seqlen_q / block_m) unpacked, kv heads and tiles of 2P
+  // positions packed (fp.pack_group > 1; fwd_varlen.hpp).
+  const KvCacheListShape shape = kvcache_list_shape(fp.seqlen_q, fp.heads_q, fp.heads_kv, block_m, fp.pack_group);
+  a.heads = int(shape.heads);
+  a.heads_q = fp.heads_q;
+  a.group = fp.pack_group > 1 ? fp.pack_group : 0;
   a.seqlen_q = fp.seqlen_q;
   a.max_len = fp.seqlen_k;
-  a.m_blocks = (fp.seqlen_q + block_m - 1) / block_m;
+  a.m_blocks = int(shape.m_blocks);
   a.num_splits = std::max(fp.num_splits, 1);
   a.block_m = block_m;
   a.block_n = block_n;

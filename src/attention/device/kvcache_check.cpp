@@ -346,18 +346,54 @@ int chunk_path_row(const KvCacheArgs& a, std::string* why_not) {
   return refuse(cat("no forward options row is compiled for head dim ", hdim));
 }
 
+// Whether the chunk path packs a call's GQA groups into its Q tiles (docs/chunk-packgqa-plan.md §4):
+// never with pack_gqa 0 or without a group (1 < g <= 64: a warpgroup holds at least one position
+// of the group); always with pack_gqa 1; with -1 (the heuristic) FA3's rule (hopper/heuristics.h):
+// when the unpacked tiles' rows are less than 0.9x as full as the packed tiles'.
+// Whether packing a call with a group (1 < g <= 64) would overflow the kernel's int positions:
+// packed_tile_mask (sm90_fwd_ws_schedule.hpp) adds m_block · (block_m − 2P) to seqlen_q in int, and
+// the causal diagonal adds max_len to it, so a packed list needs m_blocks · block_m + max_len <=
+// INT32_MAX (review of steps 2–4, docs/chunk-packgqa-plan.md). The unpacked call's own limit
+// (seqlen_q + max_len + 256, chunk_path_row) does not cover it: at g = 64 a tile holds 2 positions.
+bool chunk_pack_overflows(const KvCacheArgs& a, int block_m) {
+  const int64_t seqlen_q = a.q.shape[1], heads_q = a.q.shape[2], heads_kv = a.k_cache.shape[2];
+  const int64_t group = heads_kv > 0 ? heads_q / heads_kv : 0;
+  if (group <= 1 || group > attention::kPackRowsPerWarpgroup) return false;
+  const int64_t m_blocks = attention::kvcache_list_shape(seqlen_q, heads_q, heads_kv, block_m, int(group)).m_blocks;
+  return m_blocks * block_m + cache_max_len(a) > INT32_MAX;
+}
+
+bool chunk_pack_gqa(const KvCacheArgs& a, int block_m) {
+  const int64_t seqlen_q = a.q.shape[1], heads_q = a.q.shape[2], heads_kv = a.k_cache.shape[2];
+  const int64_t group = heads_kv > 0 ? heads_q / heads_kv : 0;
+  if (a.pack_gqa == 0 || group <= 1 || group > attention::kPackRowsPerWarpgroup) return false;
+  if (chunk_pack_overflows(a, block_m)) return false;  // unpacked (make_plan refuses pack_gqa 1's request)
+  if (a.pack_gqa == 1) return true;
+  const int64_t m_unpacked = (seqlen_q + block_m - 1) / block_m;
+  const int64_t m_packed = attention::kvcache_list_shape(seqlen_q, heads_q, heads_kv, block_m, int(group)).m_blocks;
+  const double unpacked_fill = double(seqlen_q) / double(m_unpacked * block_m);
+  const double packed_fill = double(seqlen_q * group) / double(m_packed * block_m);
+  return unpacked_fill < 0.9 * packed_fill;
+}
+
 // The chunk path's plan for forward row `row`: the splits by wave efficiency over the SMs (one
 // persistent CTA per SM; FA3's num_splits_heuristic is the model, the decode plan's loop below
-// the same), the workspace its list and partials take.
-KvCachePlan make_chunk_plan(const KvCacheArgs& a, int sms, int row) {
+// the same), the workspace its list and partials take. allow_pack (Overrides::chunk_pack_gqa, on
+// unless a test or the bench turns it off): the plan may pack (chunk_pack_gqa); its tiles are then B · Hkv ·
+// ceil(Sq / 2P), and its partials are written even at one split (fwd_varlen.hpp).
+KvCachePlan make_chunk_plan(const KvCacheArgs& a, int sms, int row, bool allow_pack) {
   KvCachePlan plan;
   const attention::FwdKernelSpec& spec = attention::kFwdKernels[row];
   const int64_t batch = a.q.shape[0], seqlen_q = a.q.shape[1], heads_q = a.q.shape[2], hdim = a.q.shape[3];
+  const int64_t heads_kv = a.k_cache.shape[2];
   const int64_t max_len = cache_max_len(a);
   plan.kernel = spec.name;
   plan.fwd_path = true;
-  const int64_t m_blocks = (seqlen_q + spec.tile.block_m - 1) / spec.tile.block_m;
-  const int64_t tiles = batch * heads_q * m_blocks;
+  plan.pack_gqa = allow_pack && chunk_pack_gqa(a, spec.tile.block_m);
+  const int group = plan.pack_gqa ? int(heads_q / heads_kv) : 0;
+  const attention::KvCacheListShape list =
+      attention::kvcache_list_shape(seqlen_q, heads_q, heads_kv, spec.tile.block_m, group);
+  const int64_t tiles = batch * list.heads * list.m_blocks;
   const int64_t kv_blocks = std::max<int64_t>((max_len + spec.tile.block_n - 1) / spec.tile.block_n, 1);
   const int64_t max_splits = std::min<int64_t>(kv_blocks, kMaxSplits);
   if (a.num_splits > 0) {
@@ -377,8 +413,8 @@ KvCachePlan make_chunk_plan(const KvCacheArgs& a, int sms, int row) {
       }
   }
   const int64_t rows = batch * heads_q * seqlen_q;
-  plan.workspace_bytes = attention::kvcache_list_offset(rows, hdim, plan.num_splits) +
-                         attention::kvcache_list_bytes(batch, m_blocks, heads_q, plan.num_splits);
+  plan.workspace_bytes = attention::kvcache_list_offset(rows, hdim, plan.num_splits, plan.pack_gqa) +
+                         attention::kvcache_list_bytes(batch, list.m_blocks, list.heads, plan.num_splits);
   return plan;
 }
 
@@ -411,9 +447,18 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
       *why = cat("kvcache attention: the chunk path (decode_path \"fwd\") does not take ", why_not);
       return KvCachePlan{};
     }
+    const bool packs = row >= 0 && o.chunk_pack_gqa && chunk_pack_gqa(a, attention::kFwdKernels[row].tile.block_m);
     if (row >= 0 && (o.decode_path == "fwd" ||
-                     attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a)) != nullptr)) {
-      KvCachePlan chunk = make_chunk_plan(a, sms, row);
+                     attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a), packs) != nullptr)) {
+      // pack_gqa 1's request for a packed list (Overrides::chunk_pack_gqa) that would overflow the
+      // kernel's int positions: refused, not run unpacked (the heuristic falls back to unpacked).
+      if (o.chunk_pack_gqa && a.pack_gqa == 1 && chunk_pack_overflows(a, attention::kFwdKernels[row].tile.block_m)) {
+        *kernel = -1;
+        *why = cat("kvcache attention: pack_gqa 1 asks the chunk path to pack each GQA group, whose packed Q tiles' ",
+                   "positions (m_blocks x block_m + max_seqlen_k) would exceed INT32_MAX; pass pack_gqa = 0 or -1");
+        return KvCachePlan{};
+      }
+      KvCachePlan chunk = make_chunk_plan(a, sms, row, o.chunk_pack_gqa);
       if (o.decode_path == "fwd" || assume_workspace ||
           (a.workspace != nullptr && a.workspace_bytes >= chunk.workspace_bytes)) {
         *kernel = row;
@@ -603,6 +648,7 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
   p.pack_gqa = plan.pack_gqa;
   p.num_splits = plan.num_splits;
   p.partial_slots = plan.num_splits + (plan.tail ? 1 : 0);
+  p.partials_at_one_split = plan.fwd_path && plan.pack_gqa;  // the packed chunk path's partials, even at one split
   p.workspace = static_cast<float*>(a.workspace);
   p.variant = plan.fwd_path ? 0 : attention::kDecodeKernels[kernel].id;  // the chunk path: the combine only
   if (is_int8(a)) {
@@ -624,8 +670,11 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
 
 // The chunk path's forward problem (fwd_params.hpp, cache_seqlens): padded q and o, the cache as
 // (batch, max_len) sequences, the band as the forward's set_options gives it for a call without a
-// window (causal: every earlier key, 0; otherwise both sides unbounded), the decode's softcap and
-// sinks, the list and partials in the workspace (partials at offset 0, the decode layout).
+// window (causal: every earlier key, 0; otherwise both sides unbounded; a packed plan's left side
+// block_m wider, kvcache_chunk_window_left), the decode's softcap and sinks, the list and partials
+// in the workspace (partials at offset 0, the decode layout; kvcache_chunk_layout). A packed plan
+// (docs/chunk-packgqa-plan.md; refused by check_kvcache_plan_and_placement until the kernel takes
+// it): pack_group = heads_q / heads_kv, and partials at one split too.
 attention::FwdParams make_chunk_params(const KvCacheArgs& a, const KvCachePlan& plan, int row,
                                        const attention::DecodeParams& dp) {
   attention::FwdParams p{};
@@ -643,7 +692,8 @@ attention::FwdParams make_chunk_params(const KvCacheArgs& a, const KvCachePlan& 
   p.softmax_scale = dp.softmax_scale;  // with a softcap, the cap (make_decode_params)
   p.softcap_scale = dp.softcap_scale;
   p.band = true;  // the options row's only mask
-  p.window_left = dp.max_len;
+  p.pack_group = plan.pack_gqa ? dp.heads_q / dp.heads_kv : 0;
+  p.window_left = attention::kvcache_chunk_window_left(dp.max_len, attention::kFwdKernels[row].tile.block_m, p.pack_group);
   p.window_right = dp.causal ? 0 : dp.seqlen_q;  // > 0 without causal (seqlen_q >= 1): the prepare kernel reads it so
   p.sinks = dp.sinks;
   p.kernel = row;
@@ -651,11 +701,12 @@ attention::FwdParams make_chunk_params(const KvCacheArgs& a, const KvCachePlan& 
   p.num_splits = plan.num_splits;
   const int64_t rows = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
   char* ws = static_cast<char*>(a.workspace);
-  if (plan.num_splits > 1) {
+  const attention::KvCacheChunkLayout layout = attention::kvcache_chunk_layout(rows, dp.hdim, plan.num_splits, plan.pack_gqa);
+  if (layout.slots > 0) {
     p.split_o = reinterpret_cast<float*>(ws);
-    p.split_lse = p.split_o + rows * dp.hdim * plan.num_splits;
+    p.split_lse = p.split_o + layout.lse_offset;
   }
-  p.workspace = ws + attention::kvcache_list_offset(rows, dp.hdim, plan.num_splits);
+  p.workspace = ws + layout.list_offset;
   p.error = dp.error;
   return p;
 }
@@ -687,7 +738,8 @@ Status experimental::kvcache_attention(const KvCacheArgs& a, Stream stream, cons
     fp.varlen_dynamic = o.fwd_varlen_dynamic;
     fp.varlen_pdl = o.fwd_varlen_pdl;
     if (Status s = attention::run_forward(fp, stream); !s.ok()) return s;
-    return plan.num_splits > 1 ? attention::run_decode_combine(p, stream) : Status();
+    // Above one split, or a packed plan at any (its tiles write partials only; fwd_params.hpp).
+    return attention::decode_runs_combine(p) ? attention::run_decode_combine(p, stream) : Status();
   }
   return attention::run_decode(p, stream);
 }

@@ -93,7 +93,7 @@ auto make_cache_tma(const DecodeParams& dp, const void* ptr, int64_t seq_stride,
 template <class Element, int kHeadDim>
 Status launch_decode_combine(const DecodeParams& dp, Stream stream) {
   const int slots = decode_partial_slots(dp);
-  if (slots == 1) return Status();
+  if (!decode_runs_combine(dp)) return Status();  // one slot: the kernel wrote O (not a packed chunk plan)
   const int64_t rows_total = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
   const float* o_part = dp.workspace;
   CombineParams<Element, kHeadDim> c{o_part, o_part + rows_total * kHeadDim * slots, dp.cache_seqlens,
@@ -102,8 +102,8 @@ Status launch_decode_combine(const DecodeParams& dp, Stream stream) {
                                      dp.batch, dp.seqlen_q, dp.heads_q, dp.max_len, slots, dp.causal, dp.sinks};
   const int64_t blocks = (rows_total + kCombineWarps - 1) / kCombineWarps;
   if (blocks > INT32_MAX) return Status::unsupported("kvcache attention: too many rows for the combine grid");
-  // Few slots (an int8 call's tail at one split, or 2-4 splits): a batch of that many, so that
-  // more warps stay resident (decode_combine_kernel).
+  // Few slots (a packed chunk plan's one, an int8 call's tail at one split, or 2-4 splits): a
+  // batch of that many, so that more warps stay resident (decode_combine_kernel).
   auto kernel = slots <= 2   ? &decode_combine_kernel<Element, kHeadDim, 2>
                 : slots <= 4 ? &decode_combine_kernel<Element, kHeadDim, 4>
                              : &decode_combine_kernel<Element, kHeadDim>;

@@ -20,6 +20,7 @@
 #include "attention/kernel/sm90_fwd_fa2.hpp"
 #include "attention/kernel/sm90_fwd_ws.hpp"
 // After the kernels: hopattn.hpp's hopattn::Tensor would hide cute::Tensor in them.
+#include "attention/device/fwd_packed_q_encode.hpp"
 #include "attention/device/fwd_varlen_prepare.hpp"
 #include "common/cuda_check.hpp"
 
@@ -111,13 +112,47 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
     p.varlen_tiles = reinterpret_cast<const FwdVarlenTile*>(ws + kvcache_entries_offset(fp.batch));
     if (fp.varlen_dynamic) p.varlen_claim = reinterpret_cast<int*>(static_cast<char*>(fp.workspace) + kVarlenClaimOffset);
     p.padded_q_list = 1;
-    const int m_blocks = (fp.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM;
+    // The list's shape (heads_q and ceil(seqlen_q / block_m) tiles, or packed kv heads and tiles
+    // of 2P positions; fwd_varlen.hpp), as fwd_kvcache_prepare wrote it.
+    const KvCacheListShape list = kvcache_list_shape(fp.seqlen_q, fp.heads_q, fp.heads_kv, Traits::kBlockM, fp.pack_group);
     p.varlen_ranges = reinterpret_cast<const int32_t*>(
-        ws + kvcache_ranges_offset(fp.batch, m_blocks, fp.heads_q, std::max(fp.num_splits, 1)));
-    if (fp.num_splits > 1) p.split_o = fp.split_o, p.split_lse = fp.split_lse;
+        ws + kvcache_ranges_offset(fp.batch, list.m_blocks, list.heads, std::max(fp.num_splits, 1)));
+    // Partials above one split; a packed list's at one split too (make_chunk_params sets them).
+    if (fp.num_splits > 1 || fp.pack_group > 1) p.split_o = fp.split_o, p.split_lse = fp.split_lse;
   }
   return p;
 }
+
+// KvListParams<Traits> (sm90_fwd_ws_schedule.hpp): the parameters of the instance that reads
+// KV-cache lists (ws::kKvCacheLists), with the packed Q load of a packed list.
+using ws::KvListParams;
+
+// Fills in the packed Q load of `kp` (built from the forward's Params: KvListParams<Traits>{params,
+// {}, 0, 0, 0}) for fp.pack_group > 1; leaves it unpacked (zeros) otherwise.
+template <class Traits>
+Status set_kvlist_packed_q(const FwdParams& fp, KvListParams<Traits>* kp) {
+  kp->packed_q_tx_bytes = 0;
+  kp->pack_group = 0, kp->pack_positions = 0;
+  if (fp.pack_group <= 1) return Status();
+  PackedQLoad load;
+  if (Status s = make_packed_q_load(fp.q, int(sizeof(typename Traits::Element)), Traits::kHeadDim, Traits::kBlockM,
+                                    fp.batch, fp.seqlen_q, fp.heads_q, fp.pack_group, fp.q_batch_stride,
+                                    fp.q_seq_stride, fp.q_head_stride, &load);
+      !s.ok())
+    return s;
+  if (Status s = encode_packed_q_load(load, fp.dtype, &kp->packed_q); !s.ok()) return s;
+  kp->packed_q_tx_bytes = load.expect_tx_bytes;
+  kp->pack_group = load.group, kp->pack_positions = load.positions;
+  return Status();
+}
+
+// A kernel's parameter type (Traits::Params, or KvListParams for ws_forward_kernel_kvlists).
+template <class Kernel>
+struct KernelParamOf;
+template <class P>
+struct KernelParamOf<void (*)(P)> {
+  using type = P;
+};
 
 // can_implement: what the launch needs beyond the public checks.
 inline Status fwd_can_implement(const FwdParams& fp, int shared_bytes) {
@@ -183,11 +218,17 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device));
     HOPATTN_RETURN_IF_CUDA_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   }
+  // The packed Q load of a KV-cache list (set_kvlist_packed_q below; only its packed fields are read).
+  KvListParams<Traits> kvlist{params, CUtensorMap{}, 0u, 0, 0};
   if (fp.kvcache()) {  // a KV-cache list (fwd_kvcache_prepare), dealt as a variable-length batch's
     if (!persistent || !params.varlen_tiles || !fp.band || !kernel_reads_kvcache_lists)
       return Status(StatusCode::kInternal, "kvcache attention: a chunk call reached a kernel that does not read KV-cache lists");
-    const int64_t units = kvcache_list_entries(fp.batch, m_blocks, fp.heads_q, std::max(fp.num_splits, 1)) / 2;
+    const KvCacheListShape list = kvcache_list_shape(fp.seqlen_q, fp.heads_q, fp.heads_kv, Traits::kBlockM, fp.pack_group);
+    const int64_t units = kvcache_list_entries(fp.batch, list.m_blocks, list.heads, std::max(fp.num_splits, 1)) / 2;
     if (2 * units + 2 * int64_t(sms) > INT32_MAX) return Status::unsupported("kvcache attention: more than 2^31 tiles");
+    // A packed list's Q load (zeros when unpacked), encoded once, before the prepare kernel is
+    // launched (a failed encode launches nothing); the kernel's parameters below reuse it.
+    if (Status s = set_kvlist_packed_q<Traits>(fp, &kvlist); !s.ok()) return s;
     if (Status s = launch_fwd_kvcache_prepare(fp, Traits::kBlockM, Traits::kBlockN, stream); !s.ok()) return s;
     grid = dim3(unsigned(std::max<int64_t>(1, std::min<int64_t>(units, sms))), 1, 1);
   } else if (fp.varlen()) {  // the prepare kernel's list, dealt over one CTA per SM (two entries per unit)
@@ -211,6 +252,15 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
       }
     }
   }
+  // The kernel's parameters: Params, or (the instance that reads KV-cache lists) KvListParams with
+  // a packed list's Q load, the one encoded above (unpacked or not a KV-cache call: zeros,
+  // pack_group 0).
+  using KernelParams = typename KernelParamOf<Kernel>::type;
+  KernelParams kparams = [&]() -> KernelParams {
+    if constexpr (std::is_same_v<KernelParams, KvListParams<Traits>>)
+      return KvListParams<Traits>{params, kvlist.packed_q, kvlist.packed_q_tx_bytes, kvlist.pack_group, kvlist.pack_positions};
+    else return params;
+  }();
   if ((fp.varlen() || fp.kvcache()) && fp.varlen_pdl) {
     // A programmatic dependent of the prepare kernel (which triggers at its start): the CTAs
     // launch and run their prologue while the list is being written, and wait for it with
@@ -225,10 +275,10 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     attribute.val.programmaticStreamSerializationAllowed = 1;
     config.attrs = &attribute;
     config.numAttrs = 1;
-    HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, kernel, params));
+    HOPATTN_RETURN_IF_CUDA_ERROR(cudaLaunchKernelEx(&config, kernel, kparams));
     return Status();
   }
-  kernel<<<grid, threads, shared_bytes, stream>>>(params);
+  kernel<<<grid, threads, shared_bytes, stream>>>(kparams);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status();
 }
@@ -250,9 +300,13 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized && s.kernel != FwdKernel::kWarpSpecializedSerial;
     constexpr bool kOverlap =
         s.kernel != FwdKernel::kWarpSpecializedSerial && s.kernel != FwdKernel::kWarpSpecializedPingPongSerial;
-    return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>, kWsThreads<Traits>,
-                              int(sizeof(WsKernelStorage<Traits, kPersistent, s.options>)), kPersistent, !kPersistent && Mask::kCausal,
-                              fp, stream, ws::kKvCacheLists<Traits, s.options>);
+    constexpr int kShared = int(sizeof(WsKernelStorage<Traits, kPersistent, s.options>));
+    if constexpr (ws::kKvCacheLists<Traits, s.options>)  // KvListParams (a packed list's Q load)
+      return launch_fwd<Traits>(&ws_forward_kernel_kvlists<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>,
+                                kWsThreads<Traits>, kShared, kPersistent, !kPersistent && Mask::kCausal, fp, stream, true);
+    else
+      return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>,
+                                kWsThreads<Traits>, kShared, kPersistent, !kPersistent && Mask::kCausal, fp, stream, false);
   }
 }
 

@@ -151,8 +151,102 @@ constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and 
 // CTA's tiles (static or dynamic dealing): sm90_fwd_ws_dealing.hpp; the e4m3 pieces (V's load ring
 // and transpose, P as an A operand, the descales): sm90_fwd_ws_fp8.hpp.
 
-template <class Traits, class Mask, bool kPersistent, bool kOptions, class Storage>
-CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
+// A packed KV-cache list's Q tile (docs/chunk-packgqa-plan.md §1 (a′)): 4 boxes (64 channels, g
+// heads, P positions, 1) of the host-encoded descriptor KvListParams::packed_q, one per (consumer
+// warpgroup w, 64-channel half k), each into warpgroup w's 64-row slot of half k of SmemLayoutQ
+// (SW128 K-major: the slot's g · P rows of 128 bytes in a row, box row = position · g + head, as
+// the TMA unit writes a box; rows g · P .. 63 keep what they held and are masked, never stored);
+// coordinates (64 k, h_kv · g, p0 + w · P, b), p0 = m_block · 2P. Positions past seqlen_q (a
+// box wholly or partly past it) read zeros: the descriptor's dims are q's own, and the
+// transaction bytes are the whole boxes' (packed_q_tx_bytes, from the host) either way.
+template <class Traits>
+CUTE_DEVICE void load_packed_q(KvListParams<Traits> const& p, uint64_t* q_full, typename Traits::Element* sq,
+                               int m_block, int h, int b) {
+  using namespace cute;
+  static_assert(Traits::kHeadDim == 128 && Traits::kBlockM == 128 && Traits::kWarpgroups == 2,
+                "the packed Q load: 2 warpgroups x 2 halves of 64 channels");
+  using SmemLayoutQ = typename Traits::SmemLayoutQ;
+  FullBarrier::arrive_and_expect_tx(q_full, p.packed_q_tx_bytes);
+  const int positions = p.pack_positions;
+  const int p0 = m_block * 2 * positions;
+  CUTE_UNROLL
+  for (int w = 0; w < 2; ++w) {
+    CUTE_UNROLL
+    for (int k = 0; k < 2; ++k) {
+      // The slot's first element (row 64 w, column 64 k): its 64 rows x 64 columns are contiguous
+      // (8 KB, 1024-byte aligned) in the tiled SW128 layout.
+      SM90_TMA_LOAD_4D::copy(&p.packed_q, q_full, uint64_t(TMA::CacheHintSm90::EVICT_NORMAL),
+                             sq + SmemLayoutQ{}(64 * w, 64 * k), 64 * k, h, p0 + w * positions, b);
+    }
+  }
+}
+
+// A packed KV-cache list's tile mask (docs/chunk-packgqa-plan.md §2): row m_block · kBlockM + r
+// of the tile-level hooks maps to position p0 + r (p0 = m_block · 2P, the tile's first position),
+// so needs_mask stays exact (its first row is the tile's first position) and n_blocks_seen /
+// visible_cols over-estimate (rows of warpgroup w hold positions below p0 + (w + 1) · P): correct,
+// fewer blocks skipped and P·V narrowed less. Unchanged for the other tiles and instances.
+template <class Traits, bool kOptions, class Mask, class Params>
+CUTE_DEVICE Mask packed_tile_mask(Params const& p, Mask const& tmask, int m_block) {
+  if constexpr (kKvCacheLists<Traits, kOptions>) {
+    if (packed_list<Traits, kOptions>(p)) {
+      Mask m = tmask;
+      m.seqlen_q += m_block * (Traits::kBlockM - (Traits::kBlockM / kPackRowsPerWarpgroup) * p.pack_positions);
+      return m;
+    }
+  }
+  return tmask;
+}
+
+// The element-wise mask of a packed tile's KV block n_block (tmask: packed_tile_mask's): each row's
+// own position (packed_row) — row r sees keys up to p0 + position + diag + window_right — and
+// every key masked for a row that holds nothing (l >= g · P) or a position at or past seqlen_q, so
+// such rows stay finite (max -inf: O 0, LSE -inf; they are never stored). No left edge: the chunk
+// path's window_left (kvcache_chunk_window_left) is past every key.
+template <class Traits, class Mask, class Params, class TensorS, class TensorC>
+CUTE_DEVICE void apply_packed_mask(Params const& p, Mask const& tmask, TensorS& tSrS, TensorC const& tScS, int m_block,
+                                   int n_block) {
+  using namespace cute;
+  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN;
+  auto s = acc_rowcol(tSrS);
+  auto c = acc_rowcol(tScS);
+  const int first = m_block * (kBlockM / kPackRowsPerWarpgroup) * p.pack_positions;  // p0
+  const int first_key = m_block * kBlockM + tmask.diag();  // p0's key position (tmask is offset)
+  CUTE_UNROLL
+  for (int r = 0; r < size<0>(s); ++r) {
+    const PackedRow pr = packed_row(get<0>(c(r, 0)), p.pack_group, p.pack_positions);
+    int limit = 0;  // the first masked column: every one for a row without a query
+    if (pr.used && first + pr.position < p.seqlen_q)
+      limit = Mask::kCausal ? min(tmask.seqlen_k, first_key + pr.position + tmask.window_right + 1) : tmask.seqlen_k;
+    CUTE_UNROLL
+    for (int j = 0; j < size<1>(s); ++j) {
+      const int col = n_block * kBlockN + get<1>(c(r, j));
+      if (col >= limit) s(r, j) = -INFINITY;
+    }
+  }
+}
+
+// The right-edge mask of KV block n (consume_tile): the mask's own, or for a packed tile
+// apply_packed_mask on every block when the tile has rows without a query (g · P < 64, or
+// positions past seqlen_q), else where the tile's first position needs it.
+template <class Traits, bool kOptions, class Mask, class Params, class TensorS, class TensorC>
+CUTE_DEVICE void mask_block(Params const& p, Mask const& mask, TensorS& tSrS, TensorC const& tScS, int m_block, int n) {
+  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN;
+  if constexpr (kKvCacheLists<Traits, kOptions>) {
+    if (packed_list<Traits, kOptions>(p)) {
+      const int tile_positions = (kBlockM / kPackRowsPerWarpgroup) * p.pack_positions;
+      const bool empty_rows = p.pack_group * p.pack_positions < kPackRowsPerWarpgroup ||
+                              (m_block + 1) * tile_positions > p.seqlen_q;
+      if (empty_rows || mask.template needs_mask<kBlockM, kBlockN>(m_block, n))
+        apply_packed_mask<Traits>(p, mask, tSrS, tScS, m_block, n);
+      return;
+    }
+  }
+  if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
+}
+
+template <class Traits, class Mask, bool kPersistent, bool kOptions, class Storage, class Params>
+CUTE_DEVICE void produce(Params const& p, Storage& ss,
                          FwdTileScheduler<Mask, kPersistent, kOptions> const& sched) {
   using namespace cute;
   constexpr int kStages = Traits::kStages;
@@ -241,8 +335,12 @@ CUTE_DEVICE void produce(typename Traits::Params const& p, Storage& ss,
       }
     } else {
       EmptyBarrier::wait(&ss.q_empty, (q_iter & 1) ^ 1u);
-      FullBarrier::arrive_and_expect_tx(&ss.q_full, Traits::kTmaBytesQ);
-      copy(p.tma_q.with(ss.q_full), get<0>(q_parts), get<1>(q_parts));
+      if (packed_list<Traits, kOptions>(p)) {  // a packed KV-cache list (padded q: qo = (0, b))
+        if constexpr (kKvCacheLists<Traits, kOptions>) load_packed_q<Traits>(p, &ss.q_full, ss.q.data(), c.m_block, c.h, qo.batch);
+      } else {
+        FullBarrier::arrive_and_expect_tx(&ss.q_full, Traits::kTmaBytesQ);
+        copy(p.tma_q.with(ss.q_full), get<0>(q_parts), get<1>(q_parts));
+      }
     }
     ++q_iter;
     if constexpr (kOptions) {  // not unrolled: unrolled, with the dynamic dealing's dealer beside it,
@@ -380,8 +478,8 @@ CUTE_DEVICE PvWidth pv_width_of_last_block(Mask const& mask, int m_block, int n_
 // kOptions: the options mainloop (FwdKernelSpec::options): the softcap on S and the window's left
 // edge. Without, the loop is the plain one, as it was before the options existed.
 template <class Traits, bool kOptions, class Mask, bool kPingPong, class MmaQK, class MmaPV, class TQ, class TK, class TV,
-          class TS, class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage>
-CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Traits::kWarpgroups> const& turns,
+          class TS, class TO, class TC, class TP, class TPa, class Softmax, int kRows, class Storage, class Params>
+CUTE_DEVICE void consume_tile(Params const& p, Storage& ss, Mask const& mask, Turns<kPingPong, Traits::kWarpgroups> const& turns,
                               MmaQK& mma_qk, MmaPV& mma_pv, TQ const& tSrQ, TK const& tSrK, TV const& tOrV, TS& tSrS,
                               TO& tOrO, TC const& tScS, TP& tOrP, TPa& tOrP_a, Softmax& softmax,
                               float (&alpha)[kRows], int m_block, int n_first, int n_blocks, PvWidth last_width,
@@ -403,8 +501,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
   EmptyBarrier::arrive(&ss.k_empty[stage_of(kv_iter)]);
   if (n_blocks == 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
   if constexpr (kOptions) softmax.apply_softcap(tSrS);
-  if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n_first))
-    mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n_first);
+  mask_block<Traits, kOptions>(p, mask, tSrS, tScS, m_block, n_first);
   if constexpr (kOptions)
     if (mask.template needs_left_mask<kBlockM, kBlockN>(m_block, n_first))
       mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n_first);
@@ -423,7 +520,7 @@ CUTE_DEVICE void consume_tile(Storage& ss, Mask const& mask, Turns<kPingPong, Tr
     EmptyBarrier::arrive(&ss.k_empty[stage_of(cur)]);
     if (n == n_end - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
     if constexpr (kOptions) softmax.apply_softcap(tSrS);
-    if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
+    mask_block<Traits, kOptions>(p, mask, tSrS, tScS, m_block, n);
     if constexpr (kOptions)
       if (mask.template needs_left_mask<kBlockM, kBlockN>(m_block, n))
         mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
@@ -521,8 +618,9 @@ CUTE_DEVICE void skip_block(Storage& ss, TurnsT const& turns, bool last_work, in
   ++kv_iter;
 }
 
-template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap, bool kOptions, class Storage>
-CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap, bool kOptions, class Storage,
+          class Params>
+CUTE_DEVICE void consume(Params const& p, Storage& ss,
                          FwdTileScheduler<Mask, kPersistent, kOptions> const& sched) {
   using namespace cute;
   using Element = typename Traits::Element;
@@ -571,7 +669,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
        t = cursor_next<false, kOptions>(cursor, p, ss, sched, false)) {
     const TileCoord c = sched.coord(t);
     if (!c.valid) continue;  // a folded position without a tile (the producer skips it too)
-    const Mask tmask = tile_mask<kOptions>(mask, sched, c);
+    const Mask tmask = packed_tile_mask<Traits, kOptions>(p, tile_mask<kOptions>(mask, sched, c), c.m_block);
     // KV tiles n_first, n_first + 1, ... (the plain kernels as before: from the position again).
     int n_blocks = kOptions ? kv_block_count<Traits, kOptions>(tmask, c.m_block) : n_blocks_of(t);
     int n_first = first_kv_block<Traits, kOptions>(tmask, c.m_block);
@@ -615,7 +713,7 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
                                                    tmask, c.m_block, n_first + n_blocks - skipped - 1, row_end)
                                              : PvWidth::kFull;
       if constexpr (kOverlap)
-        consume_tile<Traits, kOptions>(ss, tmask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a,
+        consume_tile<Traits, kOptions>(p, ss, tmask, turns, mma_qk, mma_pv, tSrQ, tSrK, tOrV, tSrS, tOrO, tScS, tOrP, tOrP_a,
                                        softmax, alpha, c.m_block, n_first, n_blocks - skipped, last_width,
                                        last_work && skipped == 0, kv_iter);
       else
@@ -645,8 +743,13 @@ CUTE_DEVICE void consume(typename Traits::Params const& p, Storage& ss,
           // registers; the epilogue below then stores no row (len_q 0) but keeps its barriers and
           // staging (skipping it on a branch of its own made ptxas spill 12-28 bytes in this
           // kernel, 2026-12-06).
+          // A packed list always splits (partials at one split too): each row its (head, position).
           if (p.split_o != nullptr) {
-            store_split_partial<Traits>(p, mma_pv, tOrO, lse, e.m_block, e.h, e.b, list_kv_range(p, t).split, thread_idx);
+            if (packed_list<Traits, kOptions>(p))
+              store_split_partial_packed<Traits>(p, mma_pv, tOrO, lse, e.m_block, e.h, e.b, list_kv_range(p, t).split,
+                                                 thread_idx);
+            else
+              store_split_partial<Traits>(p, mma_pv, tOrO, lse, e.m_block, e.h, e.b, list_kv_range(p, t).split, thread_idx);
             out.len_q = 0;
           }
         }
@@ -697,9 +800,10 @@ constexpr int kWsThreads = Traits::kThreads + 128;
 // kOverlap false: no intra-warpgroup overlap (consume_tile_serial; the ws_serial_* and
 // ws_pingpong_serial_* ablation rows).
 // kOptions: the options row's kernel (FwdKernelSpec::options; consume_tile).
-template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap = true, bool kOptions = false>
-__global__ void __launch_bounds__(kWsThreads<Traits>, 1)
-    ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
+// The body of ws_forward_kernel (Traits::Params) and ws_forward_kernel_kvlists (KvListParams, the
+// ws::kKvCacheLists instance): one body, so the other instances compile as before.
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap, bool kOptions, class Params>
+CUTE_DEVICE void ws_forward_body(Params const& p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   static_assert(ws::producer_registers<Traits>() * 128 + ws::consumer_registers<Traits>() * kConsumerThreads <=
@@ -753,6 +857,8 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
   if (threadIdx.x < 128) {  // producer warpgroup
     cutlass::arch::warpgroup_reg_dealloc<ws::producer_registers<Traits>()>();
     if (threadIdx.x == 0) {
+      if constexpr (std::is_same_v<Params, ws::KvListParams<Traits>>)
+        if (p.pack_group > 1) cute::prefetch_tma_descriptor(&p.packed_q);  // a packed list's Q load
       ws::produce<Traits, Mask, kPersistent, kOptions>(p, ss, sched);
     } else if constexpr (kOptions) {  // the dealer of dynamic dealing (its own branch: ptxas then
       // fits both in the producer warpgroup's 24 registers; after produce() it spilled 76 bytes)
@@ -766,6 +872,23 @@ __global__ void __launch_bounds__(kWsThreads<Traits>, 1)
     cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers<Traits>()>();
     ws::consume<Traits, Mask, kPingPong, kPersistent, kOverlap, kOptions>(p, ss, sched);
   }
+}
+
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap = true, bool kOptions = false>
+__global__ void __launch_bounds__(kWsThreads<Traits>, 1)
+    ws_forward_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
+  static_assert(!ws::kKvCacheLists<Traits, kOptions>, "the instance that reads KV-cache lists: ws_forward_kernel_kvlists");
+  ws_forward_body<Traits, Mask, kPingPong, kPersistent, kOverlap, kOptions>(p);
+}
+
+// The instance that reads KV-cache lists (ws::kKvCacheLists: the 16-bit options row of hdim 128):
+// KvListParams as its grid-constant parameter, so a packed list's Q descriptor stays a kernel
+// parameter (the TMA unit reads it in the parameter space; prefetched by the producer thread).
+template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOverlap = true, bool kOptions = false>
+__global__ void __launch_bounds__(kWsThreads<Traits>, 1)
+    ws_forward_kernel_kvlists(CUTE_GRID_CONSTANT ws::KvListParams<Traits> const p) {
+  static_assert(ws::kKvCacheLists<Traits, kOptions>, "KvListParams: the instance that reads KV-cache lists only");
+  ws_forward_body<Traits, Mask, kPingPong, kPersistent, kOverlap, kOptions>(p);
 }
 
 }  // namespace hopattn::attention

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <cute/config.hpp>
+#include <cute/arch/copy_sm90_desc.hpp>  // cute::TmaDescriptor (CUtensorMap)
+
+#include <type_traits>
 
 #include "attention/fwd_tile_order.hpp"
 #include "attention/fwd_varlen.hpp"
@@ -117,6 +120,28 @@ CUTE_DEVICE int kv_block_count(Mask const& mask, int m_block) {
 // bytes more than they already do, ptxas 2026-12-06).
 template <class Traits, bool kOptions>
 inline constexpr bool kKvCacheLists = kOptions && Traits::kHeadDim == 128 && !Traits::kFp8;
+
+// The parameters of the kernel that reads KV-cache lists (docs/chunk-packgqa-plan.md §1 (a′)): the
+// forward's, and for a packed list (pack_group > 1) the packed Q load, its descriptor encoded on the
+// host (fwd_packed_q.hpp: box (64, g, P, 1) over (hdim, heads_q, seqlen_q, batch); a kernel
+// parameter, __grid_constant__, so the TMA unit may read it there) and the bytes a tile's four
+// boxes bring (the producer's expect-tx). The other instances keep Traits::Params
+// (ws_forward_kernel; the kKvCacheLists instance is ws_forward_kernel_kvlists).
+template <class Traits>
+struct KvListParams : Traits::Params {
+  cute::TmaDescriptor packed_q;     // pack_group > 1 only
+  uint32_t packed_q_tx_bytes;       // per Q tile (PackedQLoad::expect_tx_bytes)
+  int pack_group, pack_positions;   // g (0: unpacked) and P, the positions of a box (a warpgroup's)
+};
+template <class Traits, bool kOptions>
+using WsKernelParams = std::conditional_t<kKvCacheLists<Traits, kOptions>, KvListParams<Traits>, typename Traits::Params>;
+
+// Whether tile parameters p describe a packed list (a compile-time false for the other instances).
+template <class Traits, bool kOptions, class Params>
+CUTE_DEVICE bool packed_list(Params const& p) {
+  if constexpr (kKvCacheLists<Traits, kOptions> && std::is_same_v<Params, KvListParams<Traits>>) return p.pack_group > 1;
+  else return false;
+}
 
 // A KV-cache list's entry t: its KV range (first tile, tile count: its split's share of its Q
 // tile's) and split index, which the prepare kernel computed (fwd_varlen.hpp, "KV-cache lists"):
