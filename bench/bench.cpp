@@ -246,7 +246,7 @@ std::string bench_usage() {
          "explicitly win). --kernels: decode kernels by name (kv16_* for 16-bit caches, kv8_* for int8;\n"
          "NAME+combine_pdl=0: the split-KV combine launched plainly, not as a programmatic dependent;\n"
          "NAME+split_pdl=0: the 16-bit split kernel likewise (the two may be combined: +a=0+b=0);\n"
-         "NAME+pack=0: the chunk path never packs GQA groups into its Q tiles (Overrides::chunk_pack_gqa off; rows :nopack);\n"
+         "NAME+pack=1: the chunk path may pack GQA groups into its Q tiles (Overrides::chunk_pack_gqa; rows :pack);\n"
          "a name of the other cache type is skipped; \"decode\" and \"fwd\": the path forced, the decode kernels or the\n"
          "chunk path's forward kernel with split-KV, rows hopattn:decode and hopattn:fwd). --splits: KvCacheArgs::num_splits values timed (0:\n"
          "the heuristic; others forced, capped at one split per 128 keys; rows hopattn[:NAME]:sK). --rounds N: as for attention\n"

@@ -336,7 +336,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               int page = 0;       // > 0: the cache as a pool of such pages (--page-sizes)
               bool combine_pdl = true;  // NAME+combine_pdl=0: the combine launched plainly
               bool split_pdl = true;    // NAME+split_pdl=0: the 16-bit split kernel launched plainly
-              bool pack = true;         // NAME+pack=0: the chunk path never packs GQA groups (Overrides::chunk_pack_gqa off)
+              bool pack = false;        // NAME+pack=1: the chunk path may pack GQA groups (Overrides::chunk_pack_gqa)
               int window = -1;    // >= 0: a sliding window of that many keys before each query (--window)
               int dense = -1;     // a windowed row: the index of the same row without the window
               DeviceBuffer table; // its page table (batch, len / page), a shuffled permutation
@@ -383,7 +383,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               // (Overrides::decode_combine_pdl, decode_split_pdl).
               const size_t plus = entry_name.find('+');
               const std::string name = entry_name.substr(0, plus);
-              bool combine_pdl = true, split_pdl = true, pack = true;
+              bool combine_pdl = true, split_pdl = true, pack = false;
               for (size_t at = plus; at != std::string::npos;) {
                 const size_t next = entry_name.find('+', at + 1);
                 const std::string kv = entry_name.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
@@ -411,7 +411,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 Entry e;
                 e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) + (path.empty() ? "" : ":" + path) +
                          (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "") +
-                         (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl") + (split_pdl ? "" : ":nosplitpdl") + (pack ? "" : ":nopack") +
+                         (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl") + (split_pdl ? "" : ":nosplitpdl") + (pack ? ":pack" : "") +
                          (windowed ? ":w" + std::to_string(opt.decode_window) : "");
                 e.kernel = kernel, e.path = path, e.splits = splits, e.tail = tail != 0, e.page = page, e.combine_pdl = combine_pdl;
                 e.split_pdl = split_pdl;

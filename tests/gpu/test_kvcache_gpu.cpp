@@ -106,7 +106,7 @@ struct KvCase {
                                 // "": the library's default choice)
   std::string path;             // the path forced (experimental::Overrides::decode_path: "decode", or
                                 // "fwd" the chunk path; "": the plan's choice)
-  bool chunk_pack = true;       // experimental::Overrides::chunk_pack_gqa (the library's default, on): the chunk path may pack GQA
+  bool chunk_pack = false;      // experimental::Overrides::chunk_pack_gqa (off, the library's default): the chunk path may pack GQA
                                 // groups (pack_gqa decides; docs/chunk-packgqa-plan.md)
   // The options (kvcache.h, 0.4): a sliding window (-1: an unbounded side), the softcap, sinks
   // (heads_q logits, or empty), and NaN in every key before all of a sequence's windows (rows
@@ -2206,8 +2206,8 @@ TEST_P(KvCacheGpu, ChunkPathCudaGraphReplayAndRepeatsAreBitIdentical) {
 
 // ---- the packed chunk path (PackGQA, docs/chunk-packgqa-plan.md) ---------------------------------
 
-// A packed chunk-path case: pack_gqa 1 on the forced chunk path (Overrides::chunk_pack_gqa, on by
-// default). The plan must pack; the call is checked against the fp64 reference (O, LSE) as the
+// A packed chunk-path case: pack_gqa 1 on the forced chunk path with Overrides::chunk_pack_gqa.
+// The plan must pack; the call is checked against the fp64 reference (O, LSE) as the
 // chunk-path tests check the unpacked calls, and then again with packing off (the unpacked chunk
 // path on the same inputs, the same reference).
 void run_packed_chunk_case(KvCase c, int* passed) {

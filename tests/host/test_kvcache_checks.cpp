@@ -966,9 +966,12 @@ TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   a = chunk_args(1, 200, 4096);  // two Q tiles per head: 64 tiles, 2 splits (128 CTAs)
   a.pack_gqa = 0;
   EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 2);
-  a.pack_gqa = -1;  // packed (fill 200/256 unpacked, 800/896 packed): 7 tiles of 32 positions per kv head, 56 tiles, 7 splits
-  EXPECT_TRUE(plan_kvcache_attention(a, kSms).pack_gqa);
-  EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 7);
+  a.pack_gqa = -1;  // the public plan does not pack (Overrides::chunk_pack_gqa off by default)
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).pack_gqa);
+  experimental::Overrides pack;
+  pack.chunk_pack_gqa = true;  // packed (fill 200/256 unpacked, 800/896 packed): 7 tiles of 32 positions per kv head, 56 tiles, 7 splits
+  EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, pack).pack_gqa);
+  EXPECT_EQ(experimental::plan_kvcache_attention(a, kSms, pack).num_splits, 7);
   a = chunk_args(8, 128, 4096);  // 256 tiles: enough for the SMs, one split; the list alone
   p = plan_kvcache_attention(a, kSms);
   EXPECT_TRUE(p.fwd_path);
@@ -1097,12 +1100,15 @@ TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 128, 2048), kSms).fwd_path);
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 127, 32768), kSms).fwd_path);  // the q_len 64 rule
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 64, 16384), kSms).fwd_path);
-  // q_len 64 whose chunk plan packs (32:8 heads): from 8192 positions; unpacked from 16384.
-  EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 64, 8192), kSms).fwd_path);
-  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 64, 8191), kSms).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 64, 16383), kSms).fwd_path);
+  // q_len 64 whose chunk plan packs (32:8 heads, Overrides::chunk_pack_gqa): from 8192 positions.
+  experimental::Overrides pack;
+  pack.chunk_pack_gqa = true;
+  EXPECT_TRUE(experimental::plan_kvcache_attention(chunk_args(1, 64, 8192), kSms, pack).fwd_path);
+  EXPECT_FALSE(experimental::plan_kvcache_attention(chunk_args(1, 64, 8191), kSms, pack).fwd_path);
   a = chunk_args(1, 64, 16383);
   a.pack_gqa = 0;
-  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
+  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, pack).fwd_path);
   EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 100, 4096), kSms).fwd_path);
   a = chunk_args();
   a.window = 1, a.window_left = 1000, a.window_right = 0;  // a window: the decode kernels
@@ -1492,14 +1498,11 @@ TEST(KvCachePackGqa, PackedChunkPlan) {
   a.v_cache = tensor_bshd(a.v_cache.data, HOPATTN_DTYPE_BF16, 1, 32768, 32, 128);
   a.pack_gqa = 1;
   EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, packing()).pack_gqa);
-  // The public plan packs as the overrides' default does; Overrides::chunk_pack_gqa off never
-  // packs on the chunk path, whatever pack_gqa says.
+  // The public plan (Overrides::chunk_pack_gqa off by default) never packs on the chunk path,
+  // whatever pack_gqa says.
   a = chunk_args(1, 64, 32768);
-  p = plan_kvcache_attention(a, kSms);
-  EXPECT_TRUE(p.fwd_path && p.pack_gqa);
-  EXPECT_EQ(p.num_splits, 8);
   a.pack_gqa = 1;
-  p = experimental::plan_kvcache_attention(a, kSms, off);
+  p = plan_kvcache_attention(a, kSms);
   EXPECT_TRUE(p.fwd_path);
   EXPECT_FALSE(p.pack_gqa);
   EXPECT_EQ(p.num_splits, 4);
@@ -1673,32 +1676,27 @@ TEST(KvCachePackGqa, PackedQLoadRefusals) {
                "batch 0", StatusCode::kInvalidArgument);
 }
 
-// A call whose chunk plan packs passes the check like an unpacked one (the packed path ran on the
-// H200, 2026-12-06), and the public call packs by default where the plan's rule says so: q_len 64
-// against 32k, 32:8 heads (the packed_only chunk rule); the workspace check follows the packed plan.
+// A call whose chunk plan packs (Overrides::chunk_pack_gqa) passes the check like an unpacked one
+// (the packed path ran on an H200, 2026-12-06): q_len 64 against 32k, 32:8 heads; the public call
+// (packing off by default) keeps the unpacked chunk path there and the decode kernels at 8k.
 TEST(KvCachePackGqa, APackedPlanPassesTheCheck) {
   KvCacheArgs a = chunk_args(1, 64, 32768);
-  const KvCachePlan p = plan_kvcache_attention(a, kSms);
+  const KvCachePlan p = experimental::plan_kvcache_attention(a, kSms, packing());
   EXPECT_TRUE(p.fwd_path);
   EXPECT_TRUE(p.pack_gqa);
   a.workspace_bytes = p.workspace_bytes;
-  EXPECT_TRUE(check_kvcache_attention(a, ctx_on_device(), kSms).ok()) << check_kvcache_attention(a, ctx_on_device(), kSms).to_string();
-  // Packing off (the bench's unpacked arm): the same call at 32k takes the unpacked chunk path
-  // (q_len 64 from 16k), at 8k the decode kernels (the unpacked rule starts at 16k).
-  experimental::Overrides off;
-  off.chunk_pack_gqa = false;
-  a = chunk_args(1, 64, 32768);
-  KvCachePlan u = experimental::plan_kvcache_attention(a, kSms, off);
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()).ok())
+      << experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()).to_string();
+  KvCachePlan u = plan_kvcache_attention(a, kSms);
   EXPECT_TRUE(u.fwd_path);
   EXPECT_FALSE(u.pack_gqa);
   a = chunk_args(1, 64, 8192);
-  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, off).fwd_path);
-  EXPECT_TRUE(plan_kvcache_attention(a, kSms).fwd_path);  // packed: the chunk path from 8k
-  // pack_gqa 0 keeps the call unpacked: q_len 64 at 8k goes to the decode kernels.
-  a.pack_gqa = 0;
   EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
+  EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, packing()).fwd_path);  // the packed_only rule
+  a.pack_gqa = 0;  // pack_gqa 0 keeps the call unpacked: the decode kernels at 8k
+  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, packing()).fwd_path);
   // Forced onto the chunk path with pack_gqa 1: packed, and it passes without a refusal.
-  experimental::Overrides fwd;
+  experimental::Overrides fwd = packing();
   fwd.decode_path = "fwd";
   a = chunk_args(1, 16, 4096);
   a.pack_gqa = 1;
