@@ -80,7 +80,7 @@ typedef struct hopattn_kvcache_args {
   float softmax_scale;   /* 0: 1/sqrt(hdim); otherwise positive and finite */
   int32_t causal;
   int32_t num_splits;    /* split-KV: 0 = heuristic, >= 1 forced */
-  int32_t pack_gqa;      /* query-head packing (the decode kernels' and the chunk path's): -1 = heuristic, 0 = off, 1 = on */
+  int32_t pack_gqa;      /* query-head packing (the decode kernels'): -1 = heuristic, 0 = off, 1 = on */
   void* workspace;       /* device memory of hopattn_kvcache_workspace_size() bytes, 16-byte aligned, not
                             overlapping any tensor of the call (may be NULL if 0) */
   size_t workspace_bytes;

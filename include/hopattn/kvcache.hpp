@@ -25,7 +25,7 @@ Tensor tensor_page_table(int32_t* data, long long batch, long long max_pages);
 struct KvCachePlan {
   const char* kernel = "";  // the split kernel's registry name (`hopattn info` lists them)
   int num_splits = 1;
-  bool pack_gqa = false;  // query-head packing (the decode kernels', or the chunk path's PackGQA)
+  bool pack_gqa = false;  // the decode kernels' packing; on the chunk path never set by the public call yet
   bool tail = false;  // an int8 call with 16-bit tail blocks: one more partial slot, and the combine
   // The chunk path: the forward's options kernel over 128-row Q tiles, each split num_splits ways
   // over the KV (docs/decode.md, "The chunk path"); `kernel` is then its forward registry name.
