@@ -166,13 +166,24 @@ sass_summary() {
 # The summary counts the tests the regex selects per binary: CTest's names of parameterised tests
 # end in "  # GetParam() = ...", so a regex anchored with $ after the config matches none of them
 # (r132 meant to run kvcache tests that way and ran none).
+# The cuDNN baseline: the newest cuDNN a user of this machine gets, which is PyTorch's
+# (site-packages/nvidia/cudnn/lib: 9.19 on the H200, where the system's is 9.14) when python3 has
+# one; the bench prints the version and puts it in every cudnn row's note. The GPU tests load it
+# too (CudnnBaseline.*: the 2026-12-06 suite run tested the system's 9.14 while the bench used 9.19).
+cudnn_lib=$(python3 -c 'import glob, os, site
+dirs = site.getsitepackages() + [site.getusersitepackages()]
+found = [p for d in dirs for p in glob.glob(os.path.join(d, "nvidia", "cudnn", "lib", "libcudnn.so.9"))]
+print(found[0] if found else "")' 2>/dev/null)
+cudnn_flag=${cudnn_lib:+--cudnn-lib $cudnn_lib}
+echo "cuDNN for the baseline: ${cudnn_lib:-the dynamic loader default}" >> "$out/summary.txt"
 if [ -z "$no_tests" ]; then
   for group in KvCacheGpu AttentionFwd Gemm; do
     n=$(ctest --test-dir "$build" -N -L gpu ${tests_regex:+-R "$tests_regex"} | grep -c "$group")
     echo "tests selected: $group $n" >>"$summary"
   done
 fi
-[ -n "$no_tests" ] || step tests tests.log ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
+[ -n "$no_tests" ] || step tests tests.log env LD_LIBRARY_PATH="${cudnn_lib:+$(dirname "$cudnn_lib"):}${LD_LIBRARY_PATH:-}" \
+  ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
   --timeout "${TEST_TIMEOUT:-600}"
 # Races and barrier misuse: every compiled forward kernel on one small shape (bf16, hdim 64, 128 and 256: hdim 256's
 # persistent kernel has its own Q pipelines) under compute-sanitizer's racecheck and synccheck.
@@ -191,15 +202,6 @@ sanitize() {
 }
 if [ -n "$sanitize_flag" ]; then step sanitize sanitize.log sanitize; fi
 if [ -z "$no_check" ]; then step check check.log "$build/bin/hopattn" check $quick; fi
-# The cuDNN baseline: the newest cuDNN a user of this machine gets, which is PyTorch's
-# (site-packages/nvidia/cudnn/lib: 9.19 on the H200, where the system's is 9.14) when python3 has
-# one; the bench prints the version and puts it in every cudnn row's note.
-cudnn_lib=$(python3 -c 'import glob, os, site
-dirs = site.getsitepackages() + [site.getusersitepackages()]
-found = [p for d in dirs for p in glob.glob(os.path.join(d, "nvidia", "cudnn", "lib", "libcudnn.so.9"))]
-print(found[0] if found else "")' 2>/dev/null)
-cudnn_flag=${cudnn_lib:+--cudnn-lib $cudnn_lib}
-echo "cuDNN for the baseline: ${cudnn_lib:-the dynamic loader default}" >> "$out/summary.txt"
 # Three interleaved rounds per cell, medians (one round moves a cell by up to ~5 %: r80-r82);
 # --bench "--rounds 1 ..." overrides (the later flag wins).
 if [ -z "$no_bench" ]; then step bench bench.log "$build/bin/hopattn" bench --csv "$out/bench.csv" --rounds 3 $cudnn_flag $bench_args; fi
