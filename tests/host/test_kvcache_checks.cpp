@@ -1687,7 +1687,7 @@ TEST(KvCachePackGqa, APackedPlanPassesTheCheck) {
   a.workspace_bytes = p.workspace_bytes;
   EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()).ok())
       << experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()).to_string();
-  KvCachePlan u = plan_kvcache_attention(a, kSms);
+  const KvCachePlan u = plan_kvcache_attention(a, kSms);
   EXPECT_TRUE(u.fwd_path);
   EXPECT_FALSE(u.pack_gqa);
   a = chunk_args(1, 64, 8192);
@@ -1695,6 +1695,16 @@ TEST(KvCachePackGqa, APackedPlanPassesTheCheck) {
   EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, packing()).fwd_path);  // the packed_only rule
   a.pack_gqa = 0;  // pack_gqa 0 keeps the call unpacked: the decode kernels at 8k
   EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, packing()).fwd_path);
+  // A workspace that holds the unpacked chunk plan but not the packed one (review, 2026-12-06): the
+  // call runs unpacked (make_plan tries the unpacked chunk plan where its own rule takes the call,
+  // then the decode kernels; plan queries assume the workspace they report, so only the check sees
+  // this) and passes, with pack_gqa -1 and 1.
+  a = chunk_args(1, 64, 32768);
+  a.workspace_bytes = u.workspace_bytes;
+  ASSERT_LT(u.workspace_bytes, p.workspace_bytes);
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()).ok());
+  a.pack_gqa = 1;
+  EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()).ok());
   // Forced onto the chunk path with pack_gqa 1: packed, and it passes without a refusal.
   experimental::Overrides fwd = packing();
   fwd.decode_path = "fwd";

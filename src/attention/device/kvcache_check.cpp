@@ -459,10 +459,21 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
         return KvCachePlan{};
       }
       KvCachePlan chunk = make_chunk_plan(a, sms, row, o.chunk_pack_gqa);
-      if (o.decode_path == "fwd" || assume_workspace ||
-          (a.workspace != nullptr && a.workspace_bytes >= chunk.workspace_bytes)) {
+      auto fits = [&](const KvCachePlan& c) { return a.workspace != nullptr && a.workspace_bytes >= c.workspace_bytes; };
+      if (o.decode_path == "fwd" || assume_workspace || fits(chunk)) {
         *kernel = row;
         return chunk;
+      }
+      // A packed plan (partials at every split: the larger workspace) that the caller's workspace
+      // cannot hold: the unpacked chunk plan where its own rule takes the call and it fits, before
+      // the decode kernels (a heuristic pack_gqa only; pack_gqa 1 asked for packing).
+      if (chunk.pack_gqa && a.pack_gqa != 1 &&
+          attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a), false) != nullptr) {
+        KvCachePlan unpacked = make_chunk_plan(a, sms, row, false);
+        if (fits(unpacked)) {
+          *kernel = row;
+          return unpacked;
+        }
       }
     }
   }
