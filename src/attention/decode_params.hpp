@@ -114,8 +114,8 @@ struct DecodeParams {
   // stream (its launch, descriptor prefetch and shared-memory setup overlap that kernel's tail;
   // griddepcontrol.wait before its first global read or write).
   bool split_pdl = true;
-  // The chunk path's packed plan (docs/chunk-packgqa-plan.md §2; make_decode_params sets it, the
-  // public call refuses such a plan until the kernel takes it): the forward kernel writes its
+  // The chunk path's packed plan (docs/chunk-packgqa-plan.md §2; make_decode_params sets it; with
+  // Overrides::chunk_pack_gqa only): the forward kernel writes its
   // partials also at one split (one slot), and the combine writes O and LSE. Not the decode
   // kernels' pack_gqa, whose one-split calls write O themselves.
   bool partials_at_one_split = false;

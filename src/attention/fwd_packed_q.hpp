@@ -11,7 +11,7 @@
 // are not written (nothing reads them as valid). A tile takes (hdim / 64) · (block_m / 64) boxes
 // (4 at hdim 128, block_m 128), at coordinates (64 · half, list head, p0 + w · P, b), p0 =
 // m_block · 2P; its expect-tx bytes are the boxes' (4 · g · P · 128 at hdim 128, 16-bit).
-// Nothing reads it yet: the kernel's packed Q (step 4 of the plan) does not exist.
+// The kvlists kernel instance reads it (ran on an H200, 2026-12-06; behind Overrides::chunk_pack_gqa).
 #pragma once
 
 #include <cstdint>

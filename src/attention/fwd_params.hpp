@@ -80,8 +80,8 @@ struct FwdParams {
   int num_splits = 1;
   float* split_o = nullptr;    // (num_splits, batch, heads_q, seqlen_q, hdim) fp32
   float* split_lse = nullptr;  // (num_splits, batch, heads_q, seqlen_q) fp32
-  // PackGQA on the chunk path (docs/chunk-packgqa-plan.md; not yet run: the public call refuses a
-  // packed plan and launch_fwd refuses a packed list, step 4 being the kernel): > 1 packs a GQA
+  // PackGQA on the chunk path (docs/chunk-packgqa-plan.md; behind Overrides::chunk_pack_gqa, off
+  // by default; its GPU tests ran on an H200, 2026-12-06): > 1 packs a GQA
   // group of pack_group = heads_q / heads_kv query heads into each Q tile's rows, the list then
   // counts kv heads (fwd_varlen.hpp, kvcache_list_shape), and split_o / split_lse are set at one
   // split too (max(num_splits, 1) slots; the combine writes O and LSE). 0 or 1: unpacked.

@@ -44,8 +44,8 @@
 //   [64, 64 + 4 * batch)            the sequences' order (int32 each, longest cache first)
 //   then, 32-byte aligned,          kvcache_list_entries() entries of FwdVarlenTile
 //   then                            as many FwdKvRange
-// A packed list (PackGQA, docs/chunk-packgqa-plan.md §2-3; host-side only so far: the plan never
-// gives one to the kernel): a tile holds a GQA group's g = heads_q / heads_kv query heads, its
+// A packed list (PackGQA, docs/chunk-packgqa-plan.md §2-4; the plan gives one with
+// Overrides::chunk_pack_gqa): a tile holds a GQA group's g = heads_q / heads_kv query heads, its
 // entries count kv heads (h = the group's first q head, h_kv · g) and its m_blocks tiles of 2P
 // positions (kvcache_list_shape, packed_row_position below).
 #pragma once

@@ -684,8 +684,7 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
 // window (causal: every earlier key, 0; otherwise both sides unbounded; a packed plan's left side
 // block_m wider, kvcache_chunk_window_left), the decode's softcap and sinks, the list and partials
 // in the workspace (partials at offset 0, the decode layout; kvcache_chunk_layout). A packed plan
-// (docs/chunk-packgqa-plan.md; refused by check_kvcache_plan_and_placement until the kernel takes
-// it): pack_group = heads_q / heads_kv, and partials at one split too.
+// (docs/chunk-packgqa-plan.md; with Overrides::chunk_pack_gqa only): pack_group = heads_q / heads_kv, and partials at one split too.
 attention::FwdParams make_chunk_params(const KvCacheArgs& a, const KvCachePlan& plan, int row,
                                        const attention::DecodeParams& dp) {
   attention::FwdParams p{};
