@@ -115,18 +115,14 @@
 #include "attention/kernel/sm90_fwd_fa2.hpp"  // Fa2Traits: the same tiles, MMAs, layouts and TMA
 #include "attention/kernel/sm90_fwd_ws_dealing.hpp"
 #include "attention/kernel/sm90_fwd_ws_fp8.hpp"
+#include "attention/kernel/sm90_fwd_ws_packed.hpp"
 #include "attention/kernel/sm90_fwd_ws_schedule.hpp"
 #include "attention/kernel/sm90_fwd_ws_storage.hpp"
+#include "attention/kernel/sm90_fwd_ws_turns.hpp"
 #include "common/register_budget.hpp"
 
 namespace hopattn::attention {
 
-// Every named barrier of the forward kernels (0 is __syncthreads).
-enum class FwdNamedBarrier : uint32_t {
-  kConsumers = 1,       // all consumer threads
-  kWarpgroupTurn = 2,   // + w - 1 for consumer warpgroup w in {1, 2, 3}
-  kEpilogueWarpgroup = 5,  // + w - 1: warpgroup w's own epilogue (persistent, O staged apart)
-};
 
 namespace ws {
 
@@ -144,106 +140,14 @@ template <class Traits>
 constexpr int consumer_registers() {
   return Traits::kFp8 ? 232 : consumer_registers(Traits::kWarpgroups);
 }
-constexpr int kTurnThreads = 256;  // a turn barrier: the waiting warpgroup and the one passing
 
 // TileCoord, FwdTileScheduler, the per-tile masks and the sequence origins: sm90_fwd_ws_schedule.hpp;
 // the shared-memory storages and the barrier types: sm90_fwd_ws_storage.hpp; the cursors over a
 // CTA's tiles (static or dynamic dealing): sm90_fwd_ws_dealing.hpp; the e4m3 pieces (V's load ring
 // and transpose, P as an A operand, the descales): sm90_fwd_ws_fp8.hpp.
 
-// A packed KV-cache list's Q tile (docs/chunk-packgqa-plan.md §1 (a′)): 4 boxes (64 channels, g
-// heads, P positions, 1) of the host-encoded descriptor KvListParams::packed_q, one per (consumer
-// warpgroup w, 64-channel half k), each into warpgroup w's 64-row slot of half k of SmemLayoutQ
-// (SW128 K-major: the slot's g · P rows of 128 bytes in a row, box row = position · g + head, as
-// the TMA unit writes a box; rows g · P .. 63 keep what they held and are masked, never stored);
-// coordinates (64 k, h_kv · g, p0 + w · P, b), p0 = m_block · 2P. Positions past seqlen_q (a
-// box wholly or partly past it) read zeros: the descriptor's dims are q's own, and the
-// transaction bytes are the whole boxes' (packed_q_tx_bytes, from the host) either way.
-template <class Traits>
-CUTE_DEVICE void load_packed_q(KvListParams<Traits> const& p, uint64_t* q_full, typename Traits::Element* sq,
-                               int m_block, int h, int b) {
-  using namespace cute;
-  static_assert(Traits::kHeadDim == 128 && Traits::kBlockM == 128 && Traits::kWarpgroups == 2,
-                "the packed Q load: 2 warpgroups x 2 halves of 64 channels");
-  using SmemLayoutQ = typename Traits::SmemLayoutQ;
-  FullBarrier::arrive_and_expect_tx(q_full, p.packed_q_tx_bytes);
-  const int positions = p.pack_positions;
-  const int p0 = m_block * 2 * positions;
-  CUTE_UNROLL
-  for (int w = 0; w < 2; ++w) {
-    CUTE_UNROLL
-    for (int k = 0; k < 2; ++k) {
-      // The slot's first element (row 64 w, column 64 k): its 64 rows x 64 columns are contiguous
-      // (8 KB, 1024-byte aligned) in the tiled SW128 layout.
-      SM90_TMA_LOAD_4D::copy(&p.packed_q, q_full, uint64_t(TMA::CacheHintSm90::EVICT_NORMAL),
-                             sq + SmemLayoutQ{}(64 * w, 64 * k), 64 * k, h, p0 + w * positions, b);
-    }
-  }
-}
-
-// A packed KV-cache list's tile mask (docs/chunk-packgqa-plan.md §2): row m_block · kBlockM + r
-// of the tile-level hooks maps to position p0 + r (p0 = m_block · 2P, the tile's first position),
-// so needs_mask stays exact (its first row is the tile's first position) and n_blocks_seen /
-// visible_cols over-estimate (rows of warpgroup w hold positions below p0 + (w + 1) · P): correct,
-// fewer blocks skipped and P·V narrowed less. Unchanged for the other tiles and instances.
-template <class Traits, bool kOptions, class Mask, class Params>
-CUTE_DEVICE Mask packed_tile_mask(Params const& p, Mask const& tmask, int m_block) {
-  if constexpr (kKvCacheLists<Traits, kOptions>) {
-    if (packed_list<Traits, kOptions>(p)) {
-      Mask m = tmask;
-      m.seqlen_q += m_block * (Traits::kBlockM - (Traits::kBlockM / kPackRowsPerWarpgroup) * p.pack_positions);
-      return m;
-    }
-  }
-  return tmask;
-}
-
-// The element-wise mask of a packed tile's KV block n_block (tmask: packed_tile_mask's): each row's
-// own position (packed_row) — row r sees keys up to p0 + position + diag + window_right — and
-// every key masked for a row that holds nothing (l >= g · P) or a position at or past seqlen_q, so
-// such rows stay finite (max -inf: O 0, LSE -inf; they are never stored). No left edge: the chunk
-// path's window_left (kvcache_chunk_window_left) is past every key.
-template <class Traits, class Mask, class Params, class TensorS, class TensorC>
-CUTE_DEVICE void apply_packed_mask(Params const& p, Mask const& tmask, TensorS& tSrS, TensorC const& tScS, int m_block,
-                                   int n_block) {
-  using namespace cute;
-  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN;
-  auto s = acc_rowcol(tSrS);
-  auto c = acc_rowcol(tScS);
-  const int first = m_block * (kBlockM / kPackRowsPerWarpgroup) * p.pack_positions;  // p0
-  const int first_key = m_block * kBlockM + tmask.diag();  // p0's key position (tmask is offset)
-  CUTE_UNROLL
-  for (int r = 0; r < size<0>(s); ++r) {
-    const PackedRow pr = packed_row(get<0>(c(r, 0)), p.pack_group, p.pack_positions);
-    int limit = 0;  // the first masked column: every one for a row without a query
-    if (pr.used && first + pr.position < p.seqlen_q)
-      limit = Mask::kCausal ? min(tmask.seqlen_k, first_key + pr.position + tmask.window_right + 1) : tmask.seqlen_k;
-    CUTE_UNROLL
-    for (int j = 0; j < size<1>(s); ++j) {
-      const int col = n_block * kBlockN + get<1>(c(r, j));
-      if (col >= limit) s(r, j) = -INFINITY;
-    }
-  }
-}
-
-// The right-edge mask of KV block n (consume_tile): the mask's own, or for a packed tile
-// apply_packed_mask on every block when the tile has rows without a query (g · P < 64, or
-// positions past seqlen_q), else where the tile's first position needs it.
-template <class Traits, bool kOptions, class Mask, class Params, class TensorS, class TensorC>
-CUTE_DEVICE void mask_block(Params const& p, Mask const& mask, TensorS& tSrS, TensorC const& tScS, int m_block, int n) {
-  constexpr int kBlockM = Traits::kBlockM, kBlockN = Traits::kBlockN;
-  if constexpr (kKvCacheLists<Traits, kOptions>) {
-    if (packed_list<Traits, kOptions>(p)) {
-      const int tile_positions = (kBlockM / kPackRowsPerWarpgroup) * p.pack_positions;
-      const bool empty_rows = p.pack_group * p.pack_positions < kPackRowsPerWarpgroup ||
-                              (m_block + 1) * tile_positions > p.seqlen_q;
-      if (empty_rows || mask.template needs_mask<kBlockM, kBlockN>(m_block, n))
-        apply_packed_mask<Traits>(p, mask, tSrS, tScS, m_block, n);
-      return;
-    }
-  }
-  if (mask.template needs_mask<kBlockM, kBlockN>(m_block, n)) mask.template apply<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
-}
+// The packed Q load and masks of a packed KV-cache list (PackGQA), and mask_block:
+// sm90_fwd_ws_packed.hpp.
 
 template <class Traits, class Mask, bool kPersistent, bool kOptions, class Storage, class Params>
 CUTE_DEVICE void produce(Params const& p, Storage& ss,
@@ -353,71 +257,7 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
   }
 }
 
-// Ping-pong turn taking among the consumer warpgroups, in the ring 1 -> 2 (-> 3) -> 1 (no-ops
-// without ping-pong): warpgroup w waits on its own barrier, kWarpgroupTurn + w - 1, which the
-// warpgroup before it in the ring arrives at when it passes.
-template <bool kPingPong, int kWarpgroups>
-struct Turns {
-  static_assert(kWarpgroups == 2 || kWarpgroups == 3);
-  int warpgroup;  // 1 .. kWarpgroups
-  CUTE_DEVICE bool last() const { return warpgroup == kWarpgroups; }
-  CUTE_DEVICE void wait() const {
-    if constexpr (kPingPong)
-      cutlass::arch::NamedBarrier::sync(kTurnThreads, uint32_t(FwdNamedBarrier::kWarpgroupTurn) + warpgroup - 1);
-  }
-  CUTE_DEVICE void pass() const {
-    if constexpr (kPingPong)  // to warpgroup w % kWarpgroups + 1
-      cutlass::arch::NamedBarrier::arrive(kTurnThreads,
-                                          uint32_t(FwdNamedBarrier::kWarpgroupTurn) + warpgroup % kWarpgroups);
-  }
-};
-
-// The turns of the O staging tile that the two consumer warpgroups share
-// (WsSharedStorageQHalvesSharedO; every method is a no-op for the other storages). Both
-// warpgroups store every tile, in the same order, so epilogue e of the CTA (warpgroup w's j-th:
-// e = 2j + w - 1) follows e - 1 of the other warpgroup and waits for o_free's e-th completion, the
-// phase of parity (e - 1) & 1 = w & 1. Parity waits are exact here: the waiting leader has made
-// its own arrival for e - 2 (release() comes first), so o_free has completed e - 1 or e phases.
-// Only the leader (thread 0 of the warpgroup) issues stores, so only it waits and arrives.
-template <class Storage>
-struct SharedOTurn {
-  uint64_t* o_free;
-  int warpgroup;  // 1 or 2
-  bool leader;
-  bool pending = false;  // the leader's last store has not been reported read yet
-  bool first = true;     // no epilogue of this warpgroup yet
-  // Reports the leader's last store as read (waiting for the read if need be).
-  CUTE_DEVICE void release() {
-    if constexpr (Storage::kSharedO) {
-      if (leader && pending) {
-        cute::tma_store_wait<0>();
-        EmptyBarrier::arrive(o_free);
-        pending = false;
-      }
-    }
-  }
-  // The leader, before its warpgroup writes the tile: the other warpgroup's last store has read it.
-  CUTE_DEVICE void acquire() {
-    if constexpr (Storage::kSharedO) {
-      release();
-      if (!(warpgroup == 1 && first)) EmptyBarrier::wait(o_free, uint32_t(warpgroup & 1));
-      first = false;
-    }
-  }
-  // The leader has issued (or, with no rows to store, skipped) this warpgroup's store of the tile.
-  CUTE_DEVICE void stored() {
-    if constexpr (Storage::kSharedO) pending = leader;
-  }
-};
-
-// Frees Q's space for the next tile once this thread's last S = Q·Kᵀ of the tile has completed:
-// q_empty (256 arrivals) where O has tiles of its own, q_empty_wg[w] (128) where O has a shared
-// tile beside Q's halves; nothing otherwise (Q's space is freed after the O store).
-template <class Storage>
-CUTE_DEVICE void release_q_after_last_s(Storage& ss, int warpgroup) {
-  if constexpr (Storage::kSeparateStagingO) EmptyBarrier::arrive(&ss.q_empty);
-  if constexpr (Storage::kSharedO) EmptyBarrier::arrive(&ss.q_empty_wg[warpgroup - 1]);
-}
+// The consumer warpgroups' turns (ping-pong, the shared O tile) and Q's release: sm90_fwd_ws_turns.hpp.
 
 // A shared-memory operand's WGMMA descriptors (one per k-block: the base plus the k-block's
 // offset), recomputed at each use from a base that ptxas cannot prove loop-invariant (it comes out
