@@ -51,13 +51,14 @@ CUTE_DEVICE void store_lse(typename Traits::Params const& p, TensorC const& tScS
 // A KV-cache list's split entry (Params::split_o; the options kernels): its O (fp32, normalised
 // over the split's keys) and LSE straight from the accumulator registers into split slot `split`
 // of the decode combine's workspace (decode_params.hpp: O (slots, batch, heads_q, seqlen_q, hdim),
-// LSE (slots, batch, heads_q, seqlen_q)); rows at or past seqlen_q are not stored. A split with no
-// key for a row writes O = 0 and LSE = -inf there (finalize), which the combine weighs 0. Pairs
-// (j, j + 1) of the row/column view are adjacent columns (the WGMMA accumulator's layout; the
-// decode epilogue, store_decode_output, stores them the same way).
-template <class Traits, class TiledMmaPV, class TensorO, int kRows>
-CUTE_DEVICE void store_split_partial(typename Traits::Params const& p, TiledMmaPV const& mma_pv, TensorO const& tOrO,
-                                     float const (&lse)[kRows], int m_block, int h, int b, int split, int thread_idx) {
+// LSE (slots, batch, heads_q, seqlen_q)). `slot_row(tile_row)` maps a row of the tile to its row
+// of the slot, or -1 for a row that holds nothing to store. A split with no key for a row writes
+// O = 0 and LSE = -inf there (finalize), which the combine weighs 0. Pairs (j, j + 1) of the
+// row/column view are adjacent columns (the WGMMA accumulator's layout; the decode epilogue,
+// store_decode_output, stores them the same way).
+template <class Traits, class Params, class TiledMmaPV, class TensorO, int kRows, class SlotRow>
+CUTE_DEVICE void store_split_rows(Params const& p, TiledMmaPV const& mma_pv, TensorO const& tOrO,
+                                  float const (&lse)[kRows], int thread_idx, SlotRow&& slot_row) {
   using namespace cute;
   constexpr int kHeadDim = Traits::kHeadDim;
   Tensor cO = mma_pv.get_thread_slice(thread_idx).partition_C(
@@ -65,52 +66,50 @@ CUTE_DEVICE void store_split_partial(typename Traits::Params const& p, TiledMmaP
   auto o = acc_rowcol(tOrO);
   auto co = acc_rowcol(cO);
   static_assert(decltype(size<0>(o))::value == kRows, "one LSE per fragment row");
-  // Row (b, h, position) of slot `split`: ((split · batch + b) · heads_q + h) · seqlen_q + position.
-  const int64_t slot_row0 = ((int64_t(split) * p.batch + b) * p.heads_q + h) * p.seqlen_q;
   CUTE_UNROLL
   for (int r = 0; r < kRows; ++r) {
-    const int row = m_block * Traits::kBlockM + get<0>(co(r, 0));
-    if (row >= p.seqlen_q) continue;
-    if (thread_idx % 4 == 0) p.split_lse[slot_row0 + row] = lse[r];  // one thread of each quad holds a row's LSE
-    float* dst = p.split_o + (slot_row0 + row) * kHeadDim;
-    CUTE_UNROLL
-    for (int j = 0; j < size<1>(o); j += 2)
-      *reinterpret_cast<float2*>(dst + get<1>(co(r, j))) = make_float2(o(r, j), o(r, j + 1));
-  }
-}
-
-// store_split_partial for a packed KV-cache list's tile (docs/chunk-packgqa-plan.md §2;
-// KvListParams: pack_group g > 1, pack_positions P): row r holds position p0 + packed_row(r).position
-// (p0 = m_block · (kBlockM / 64) · P) of head h0 + packed_row(r).head, h0 = the entry's h_kv · g;
-// rows that hold nothing (l >= g · P) or a position at or past seqlen_q are not stored. Packed
-// calls write partials at one split too (the combine reads slot 0 of every row), and for an entry
-// with no KV tile (O = 0, LSE = -inf from finalize), as store_split_partial does.
-template <class Traits, class Params, class TiledMmaPV, class TensorO, int kRows>
-CUTE_DEVICE void store_split_partial_packed(Params const& p, TiledMmaPV const& mma_pv, TensorO const& tOrO,
-                                            float const (&lse)[kRows], int m_block, int h0, int b, int split,
-                                            int thread_idx) {
-  using namespace cute;
-  constexpr int kHeadDim = Traits::kHeadDim;
-  Tensor cO = mma_pv.get_thread_slice(thread_idx).partition_C(
-      make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{}));  // (MMA, MMA_M, MMA_N)
-  auto o = acc_rowcol(tOrO);
-  auto co = acc_rowcol(cO);
-  static_assert(decltype(size<0>(o))::value == kRows, "one LSE per fragment row");
-  const int first = m_block * (Traits::kBlockM / kPackRowsPerWarpgroup) * p.pack_positions;  // p0
-  // Row (b, h0, position 0) of slot `split`; head h0 + j is j · seqlen_q rows on.
-  const int64_t slot_row0 = ((int64_t(split) * p.batch + b) * p.heads_q + h0) * p.seqlen_q;
-  CUTE_UNROLL
-  for (int r = 0; r < kRows; ++r) {
-    const PackedRow pr = packed_row(get<0>(co(r, 0)), p.pack_group, p.pack_positions);
-    const int pos = first + pr.position;
-    if (!pr.used || pos >= p.seqlen_q) continue;
-    const int64_t row = slot_row0 + int64_t(pr.head) * p.seqlen_q + pos;
+    const int64_t row = slot_row(int(get<0>(co(r, 0))));
+    if (row < 0) continue;
     if (thread_idx % 4 == 0) p.split_lse[row] = lse[r];  // one thread of each quad holds a row's LSE
     float* dst = p.split_o + row * kHeadDim;
     CUTE_UNROLL
     for (int j = 0; j < size<1>(o); j += 2)
       *reinterpret_cast<float2*>(dst + get<1>(co(r, j))) = make_float2(o(r, j), o(r, j + 1));
   }
+}
+
+// An unpacked tile's rows: position m_block · kBlockM + tile_row of head h; rows at or past
+// seqlen_q are not stored. Row (b, h, position) of slot `split`: ((split · batch + b) · heads_q +
+// h) · seqlen_q + position.
+template <class Traits, class TiledMmaPV, class TensorO, int kRows>
+CUTE_DEVICE void store_split_partial(typename Traits::Params const& p, TiledMmaPV const& mma_pv, TensorO const& tOrO,
+                                     float const (&lse)[kRows], int m_block, int h, int b, int split, int thread_idx) {
+  const int64_t slot_row0 = ((int64_t(split) * p.batch + b) * p.heads_q + h) * p.seqlen_q;
+  store_split_rows<Traits>(p, mma_pv, tOrO, lse, thread_idx, [&](int tile_row) -> int64_t {
+    const int row = m_block * Traits::kBlockM + tile_row;
+    return row < p.seqlen_q ? slot_row0 + row : -1;
+  });
+}
+
+// A packed KV-cache list's tile (docs/chunk-packgqa-plan.md §2; KvListParams: pack_group g > 1,
+// pack_positions P): tile row r holds position p0 + packed_row(r).position (p0 = m_block ·
+// (kBlockM / 64) · P) of head h0 + packed_row(r).head, h0 = the entry's h_kv · g; rows that hold
+// nothing (l >= g · P) or a position at or past seqlen_q are not stored. Packed calls write
+// partials at one split too (the combine reads slot 0 of every row), and for an entry with no KV
+// tile (O = 0, LSE = -inf from finalize), as unpacked ones do.
+template <class Traits, class Params, class TiledMmaPV, class TensorO, int kRows>
+CUTE_DEVICE void store_split_partial_packed(Params const& p, TiledMmaPV const& mma_pv, TensorO const& tOrO,
+                                            float const (&lse)[kRows], int m_block, int h0, int b, int split,
+                                            int thread_idx) {
+  const int first = m_block * (Traits::kBlockM / kPackRowsPerWarpgroup) * p.pack_positions;  // p0
+  // Row (b, h0, position 0) of slot `split`; head h0 + j is j · seqlen_q rows on.
+  const int64_t slot_row0 = ((int64_t(split) * p.batch + b) * p.heads_q + h0) * p.seqlen_q;
+  store_split_rows<Traits>(p, mma_pv, tOrO, lse, thread_idx, [&](int tile_row) -> int64_t {
+    const PackedRow pr = packed_row(tile_row, p.pack_group, p.pack_positions);
+    const int pos = first + pr.position;
+    if (!pr.used || pos >= p.seqlen_q) return -1;
+    return slot_row0 + int64_t(pr.head) * p.seqlen_q + pos;
+  });
 }
 
 // thread_idx: the thread's index among the consumer threads (those holding accumulators).
