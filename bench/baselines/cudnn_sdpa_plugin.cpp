@@ -299,14 +299,6 @@ int hopattn_cudnn_sdpa_fp8_forward(const hopattn_attention_fwd_args_t* args, voi
     const hopattn_tensor_t* descales[3] = {&a.q_descale, &a.k_descale, &a.v_descale};
     for (int i = 0; i < 3; ++i)
       if (int rc = per_tensor_descale(*descales[i], names[i], err, errlen); rc != 0) return rc;
-    // A softmax_scale other than 1/sqrt(hdim): refused until a GPU run shows cuDNN's FP8 SDPA right
-    // at such scales. The evidence it was wrong (2026-12-06, sixth session) was a test defect:
-    // CudnnBaseline.Fp8AgreesWithReference built its reference at the case's scale but never passed
-    // it to the call (fixed in the eighth session; branch cudnn-fp8-scale drops this refusal).
-    const float default_scale = 1.0f / std::sqrt(float(a.q.shape[3]));
-    if (a.softmax_scale != 0.0f && std::fabs(a.softmax_scale - default_scale) > 1e-6f * default_scale)
-      return unsupported(err, errlen, "cuDNN FP8: softmax_scale " + std::to_string(a.softmax_scale) +
-                                          " other than 1/sqrt(hdim): not yet checked against the reference on Hopper, not used");
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     int device = 0;

@@ -155,8 +155,7 @@ TEST(CudnnBaseline, Fp8AgreesWithReference) {
   cases.push_back({AttnProblem{1, 257, 257, 4, 1, 128, false, 0.0f}, true, false, seed++});
   // Scales other than 1/sqrt(hdim), with and without descales, MHA and MQA. (Until 2026-12-06 this
   // test never passed its scale to the call, so cuDNN ran 1/sqrt(hdim) against a 0.03 reference
-  // and "failed". The plugin still refuses such scales (these cases then read "unsupported") until
-  // a GPU run of branch cudnn-fp8-scale, which drops the refusal, shows cuDNN right there.)
+  // and "failed"; the plugin's refusal of other scales that followed was retired with the fix.)
   cases.push_back({AttnProblem{1, 257, 257, 4, 1, 128, false, 0.03f}, true, false, seed++});
   cases.push_back({AttnProblem{2, 1024, 1024, 8, 8, 128, true, 0.05f}, false, false, seed++});
   int passed = 0, unsupported = 0;
