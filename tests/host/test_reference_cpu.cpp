@@ -548,9 +548,10 @@ TEST(ReferenceFp8, YardstickIsCloseToFloat64) {
   EXPECT_GT(eo.max_abs, 0.0);
   EXPECT_LT(eo.max_abs, 0.1);
   EXPECT_LT(eo.rel_l2, 0.05);
-  // S as the FP8 WGMMA accumulates it (fp8_accumulate.hpp): 6.4e-4 here, against 1e-4 with
-  // float32 sums; the kernel's own S floor at this |S| bound is ~1e-2.
-  EXPECT_LT(el.max_abs, 2e-3);
+  // S as the FP8 WGMMA accumulates it (fp8_accumulate.hpp): 2.3e-3 here with the accumulator in
+  // the products' alignment (6.4e-4 with each step aligned to its own largest product, 1e-4 with
+  // float32 sums); the kernel's own S floor at this |S| bound is ~1e-2.
+  EXPECT_LT(el.max_abs, 5e-3);
   AttnProblem empty{1, 10, 3, 1, 1, 128, true, 0.0f};  // causal, seqlen_q > seqlen_k: rows 0..6 see no key
   std::vector<float> z(size_t(empty.kv_elems()), 1.0f), zq(size_t(empty.q_elems()), 1.0f), zo(zq.size()), zl(10);
   attention_cpu_fp8_lowp(empty, zq.data(), z.data(), z.data(), zo.data(), zl.data());
