@@ -541,7 +541,7 @@ TEST(ReferenceFp8, YardstickIsCloseToFloat64) {
   const Fp8Tensor v = quantize_e4m3(vf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
   const Out exact = run_fp64(p, q.dequant, k.dequant, v.dequant);
   std::vector<float> o(p.q_elems()), lse(p.lse_elems());
-  attention_cpu_fp8_lowp(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o.data(), lse.data());
+  attention_cpu_fp8_lowp(p, q, k, v, o.data(), lse.data());
   const ErrorStats eo = compare(exact.o.data(), o.data(), p.q_elems());
   const ErrorStats el = compare(exact.lse.data(), lse.data(), p.lse_elems());
   EXPECT_EQ(eo.bad + el.bad, 0);
@@ -554,7 +554,7 @@ TEST(ReferenceFp8, YardstickIsCloseToFloat64) {
   EXPECT_LT(el.max_abs, 5e-3);
   AttnProblem empty{1, 10, 3, 1, 1, 128, true, 0.0f};  // causal, seqlen_q > seqlen_k: rows 0..6 see no key
   std::vector<float> z(size_t(empty.kv_elems()), 1.0f), zq(size_t(empty.q_elems()), 1.0f), zo(zq.size()), zl(10);
-  attention_cpu_fp8_lowp(empty, zq.data(), z.data(), z.data(), zo.data(), zl.data());
+  attention_cpu_fp8_lowp(empty, zq.data(), z.data(), z.data(), nullptr, nullptr, nullptr, zo.data(), zl.data());
   EXPECT_EQ(zl[0], -std::numeric_limits<float>::infinity());
   EXPECT_EQ(zo[0], 0.0f);
   EXPECT_EQ(zo[size_t(9 * 128)], 1.0f);  // the last row sees all three keys, each V = 1
@@ -579,7 +579,7 @@ TEST(ReferenceFp8, OutlierInputsRmse) {
   const Out exact = run_fp64(p, qf, kf, vf);
   const Out dequant = run_fp64(p, q.dequant, k.dequant, v.dequant);
   std::vector<float> o(p.q_elems()), lse(p.lse_elems());
-  attention_cpu_fp8_lowp(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o.data(), lse.data());
+  attention_cpu_fp8_lowp(p, q, k, v, o.data(), lse.data());
   const double vs_exact = rmse(exact.o.data(), o.data(), p.q_elems());
   const double vs_dequant = rmse(dequant.o.data(), o.data(), p.q_elems());
   std::vector<float> dq_o(dequant.o.begin(), dequant.o.end());
@@ -626,7 +626,7 @@ TEST(ReferenceFp8, HadamardRotation) {
     const Fp8Tensor q = quantize_e4m3(qf, p.batch, p.seqlen_q, p.heads_q, p.hdim, p.heads_kv, true, h == 1);
     const Fp8Tensor k = quantize_e4m3(kf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true, h == 1);
     std::vector<float> o(p.q_elems()), lse(p.lse_elems());
-    attention_cpu_fp8_lowp(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o.data(), lse.data());
+    attention_cpu_fp8_lowp(p, q, k, v, o.data(), lse.data());
     err[h] = rmse(exact.o.data(), o.data(), p.q_elems());
   }
   std::printf("FP8 yardstick, outlier inputs %s: RMSE vs fp64 on the inputs %.3g plain, %.3g with q and k rotated "
