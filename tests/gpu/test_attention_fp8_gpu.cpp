@@ -9,14 +9,18 @@
 //
 // Tolerance (attention_reference.hpp's rule, FP8 form): |O - O_fp64| <= 2 x the error of the FP8
 // yardstick + one bf16 rounding of the largest output. The yardstick (attention_fp8.hpp) does what
-// the kernel does with the precision the kernel has — S and P·V accumulated as the FP8 WGMMA does
-// (fp8_accumulate.hpp: 13-bit truncating steps of 32 products), P = e4m3(exp(S - max)) before the
-// normalisation, the row sum in float32, O rounded to bf16 — so the kernel's error differs from it only by the scale of P (exact row maxima and an
-// offset of 8: P in [0, 256] with the maximum's weight exactly 256, where the yardstick's is
-// exactly 1; the same 3-bit relative rounding, fewer subnormals), the order of float32 sums and
-// ex2.approx: errors of the same size, hence the factor 2. (A lagging maximum, as the 16-bit
-// kernels keep, is not the same: its weight 2^frac rounds by up to 1/16 in e4m3 while the row sum
-// keeps it unrounded; that failed these tests on an H100, 2026-12-06.) LSE: 2 x the yardstick's + float32 rounding of the largest
+// the kernel does, on the e4m3 codes with the descales applied as the kernel applies them — S and
+// P·V accumulated as the FP8 WGMMA does (fp8_accumulate.hpp: 13-bit truncating steps of 32
+// products aligned with the accumulator), S's scale softmax_scale · q_descale · k_descale, an
+// online softmax per KV block of the kernel's block_n with exact maxima and an offset of 8 (P in
+// [0, 256], the maximum's weight exactly 256), P rounded to e4m3 before the normalisation, the row
+// sum of the unrounded P in float32, O · v_descale rounded to bf16 — so the kernel's error differs
+// from it only by the order of float32 sums and ex2.approx (on the host, the hdim-256
+// ManyTilesPerCta case's worst group gives the H100's O error 2.19 exactly:
+// tests/host/diag_fp8_yardstick_codes.cpp); the factor 2 is margin. (A lagging maximum, as the
+// 16-bit kernels keep, would not be the same: its weight 2^frac rounds by up to 1/16 in e4m3 while
+// the row sum keeps it unrounded; that failed these tests on an H100, 2026-12-06.) LSE: 2 x the
+// yardstick's + float32 rounding of the largest
 // value, plus (hdim / 32) · 2^-12 · scale · max|q_i| · max|k_j| (fp8_check.cpp): Hopper's FP8
 // WGMMA accumulates Q·Kᵀ with about 14 bits of mantissa (DeepSeek-V3 report, §3.3.2), which the
 // yardstick models but may not match bit for bit, and LSE is where S's own error shows undiluted.
@@ -324,9 +328,9 @@ TEST(Fp8Forward, KernelOfTheOtherInputTypeIsRefused) {
 }
 
 // The references this file leans on: the GPU float64 reference on float32 inputs and the GPU FP8
-// yardstick agree with their CPU versions: a causal GQA case past one 128-key chunk at hdim 128,
-// and (one chunk of at most 128 keys, where both yardsticks see the same maximum, so the same P and
-// the same modelled sums, fp8_accumulate.hpp) an hdim-256 case held tighter, LSE included.
+// yardstick agree with their CPU versions: a causal GQA case past one 128-key block at hdim 128,
+// and an hdim-256 case (two 64-key blocks). Both FP8 yardsticks compute the same S, P and modelled
+// sums on the codes (fp8_accumulate.hpp, the same KV blocks): only the row sums' order differs.
 TEST(Fp8Forward, GpuReferencesMatchTheCpu) {
   HOPATTN_REQUIRE_SM90();
   const AttnProblem problems[] = {{2, 77, 130, 4, 2, 128, true, 0.0f}, {1, 50, 100, 4, 1, 256, false, 0.0f}};
