@@ -8,11 +8,13 @@
 // with. Build (from the repository root):
 //   g++ -std=c++20 -O3 -march=native -pthread -Itests/reference -Iinclude -Isrc tests/host/diag_fp8_yardstick_codes.cpp \
 //       tests/reference/attention_fp8.cpp tests/reference/e4m3.cpp tests/reference/attention_cpu.cpp src/common/dtype.cpp
-// Run: ./a.out [hdim seed batch kv_head]
+// Run: ./a.out [hdim seed batch kv_head]; ./a.out hdim seed all [causal]: the whole case
+// (judge_fp8's O bound, 2 x the yardstick's max error + 2^-8 x its largest |O|, and LSE errors).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -39,14 +41,36 @@ std::vector<float> case_inputs(const AttnProblem& p, int seqlen, int heads, uint
 int main(int argc, char** argv) {
   const int hd = argc > 1 ? std::atoi(argv[1]) : 256;
   const uint64_t seed = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 506;
-  const int B = argc > 3 ? std::atoi(argv[3]) : 3, HK = argc > 4 ? std::atoi(argv[4]) : 0;
-  const AttnProblem p{4, 1000, 1000, 16, 2, hd, false, 0.0f};
+  const bool all = argc > 3 && std::string(argv[3]) == "all";
+  const int B = argc > 3 && !all ? std::atoi(argv[3]) : 3, HK = argc > 4 && !all ? std::atoi(argv[4]) : 0;
+  const AttnProblem p{4, 1000, 1000, 16, 2, hd, all && argc > 4 && std::atoi(argv[4]) != 0, 0.0f};
   const std::vector<float> qf = case_inputs(p, p.seqlen_q, p.heads_q, seed * 3 + 0);
   const std::vector<float> kf = case_inputs(p, p.seqlen_k, p.heads_kv, seed * 3 + 1);
   const std::vector<float> vf = case_inputs(p, p.seqlen_k, p.heads_kv, seed * 3 + 2);
   const Fp8Tensor q = quantize_e4m3(qf, p.batch, p.seqlen_q, p.heads_q, hd, p.heads_kv, true);
   const Fp8Tensor k = quantize_e4m3(kf, p.batch, p.seqlen_k, p.heads_kv, hd, p.heads_kv, true);
   const Fp8Tensor v = quantize_e4m3(vf, p.batch, p.seqlen_k, p.heads_kv, hd, p.heads_kv, true);
+  if (all) {  // the whole case, one thread per half of the batch
+    std::vector<double> o64(size_t(p.q_elems())), l64(size_t(p.lse_elems()));
+    std::vector<float> o(o64.size()), l(l64.size());
+    auto part = [&](int b0, int b1) {
+      AttnProblem s = p;
+      s.batch = b1 - b0;
+      const size_t qo = size_t(b0) * p.seqlen_q * p.heads_q * hd, ko = size_t(b0) * p.seqlen_k * p.heads_kv * hd;
+      const size_t lo = size_t(b0) * p.heads_q * p.seqlen_q, dso = size_t(b0) * p.heads_kv;
+      attention_cpu_fp64(s, q.dequant.data() + qo, k.dequant.data() + ko, v.dequant.data() + ko, o64.data() + qo, l64.data() + lo);
+      attention_cpu_fp8_lowp(s, q.values.data() + qo, k.values.data() + ko, v.values.data() + ko, q.descale.data() + dso,
+                             k.descale.data() + dso, v.descale.data() + dso, o.data() + qo, l.data() + lo);
+    };
+    std::thread th(part, 0, p.batch / 2);
+    part(p.batch / 2, p.batch);
+    th.join();
+    const ErrorStats eo = compare(o64.data(), o.data(), p.q_elems()), el = compare(l64.data(), l.data(), p.lse_elems());
+    std::printf("%s: yardstick on the codes: max O err %.4f (bound 2 x that + 2^-8 x %.4g = %.4f), RMSE %.5f, LSE max err %.4f\n",
+                p.to_string().c_str(), eo.max_abs, eo.max_ref, 2 * eo.max_abs + 0x1p-8 * eo.max_ref,
+                rmse(o64.data(), o.data(), p.q_elems()), el.max_abs);
+    return 0;
+  }
   const int group = p.heads_q / p.heads_kv, half = group / 2;
   const size_t bh = size_t(B) * p.heads_kv + HK;
   const float qd = q.descale[bh], kd = k.descale[bh], vd = v.descale[bh];
