@@ -119,20 +119,53 @@ void check_transpose() {
   ASSERT_EQ(*raw_offsets.rbegin(), kBytes - 1);
   ASSERT_EQ(int(vt_offsets.size()), kBytes);
   ASSERT_EQ(*vt_offsets.rbegin(), kBytes - 1);
-  // The transpose on host memory: every block once (the kernel's warps split the blocks), through
-  // the emulated ldmatrix.trans / permute / stmatrix.
+  // The kernel's addresses (Fp8VTranspose::run): the lane's row offset in block 0 once, then per
+  // block one XOR and one constant add; for every (worker, block, lane), equal to the layouts'
+  // offsets, from a 128-byte aligned base as well as from 0, and every block taken by one worker.
+  constexpr int kWorkers = 3;  // transpose_v's warps 1-3
+  for (int b = 0; b < Transpose::kBlocks; ++b)
+    ASSERT_TRUE((Transpose::template block_separates<LayoutRaw, LayoutVt>(b))) << "block " << b;
+  std::vector<int> taken(Transpose::kBlocks, 0);
+  std::vector<int> order;  // the blocks in the order the workers take them (worker 0's, 1's, 2's)
+  for (int w = 0; w < kWorkers; ++w)
+    for (int i = 0; i < Transpose::worker_blocks(w, kWorkers); ++i) {
+      const int b = w + i * kWorkers;
+      ASSERT_LT(b, Transpose::kBlocks);
+      ++taken[size_t(b)];
+      order.push_back(b);
+      for (uint32_t base : {0u, 128u, 0x6380u, 0x1fc00u})
+        for (int lane = 0; lane < 32; ++lane) {
+          const uint32_t load_lane = base + Transpose::template load_offset<LayoutRaw>(0, lane);
+          const uint32_t store_lane = base + Transpose::template store_offset<LayoutVt>(0, lane);
+          const uint32_t load = Transpose::block_address(load_lane, Transpose::template load_xor<LayoutRaw>(b),
+                                                         Transpose::template load_add<LayoutRaw>(b));
+          const uint32_t store = Transpose::block_address(store_lane, Transpose::template store_xor<LayoutVt>(b),
+                                                          Transpose::template store_add<LayoutVt>(b));
+          ASSERT_EQ(load, base + uint32_t(LayoutRaw{}(Transpose::load_key(b, lane), Transpose::load_channel(b, lane))))
+              << "worker " << w << " block " << b << " lane " << lane << " base " << base;
+          ASSERT_EQ(store, base + uint32_t(LayoutVt{}(Transpose::store_channel(b, lane), Transpose::store_slot(b))))
+              << "worker " << w << " block " << b << " lane " << lane << " base " << base;
+        }
+    }
+  for (int b = 0; b < Transpose::kBlocks; ++b) ASSERT_EQ(taken[size_t(b)], 1) << "block " << b;
+  // The transpose on host memory: every block once, in the workers' order, through the kernel's
+  // addresses and the emulated ldmatrix.trans / permute / stmatrix.
   std::mt19937 rng(11);
   for (int trial = 0; trial < 4; ++trial) {
     std::vector<uint8_t> raw(kBytes), vt(kBytes, 0);
     std::vector<int> written(kBytes, 0);
     for (uint8_t& b : raw) b = uint8_t(rng());
-    for (int b = 0; b < Transpose::kBlocks; ++b) {
+    for (const int b : order) {
       int load_addr[32], store_addr[32];
       for (int lane = 0; lane < 32; ++lane) {
         const int key = Transpose::load_key(b, lane), ch = Transpose::load_channel(b, lane);
         const int out_ch = Transpose::store_channel(b, lane), slot = Transpose::store_slot(b);
-        load_addr[lane] = int(LayoutRaw{}(key, ch));
-        store_addr[lane] = int(LayoutVt{}(out_ch, slot));
+        load_addr[lane] = int(Transpose::block_address(Transpose::template load_offset<LayoutRaw>(0, lane),
+                                                       Transpose::template load_xor<LayoutRaw>(b),
+                                                       Transpose::template load_add<LayoutRaw>(b)));
+        store_addr[lane] = int(Transpose::block_address(Transpose::template store_offset<LayoutVt>(0, lane),
+                                                        Transpose::template store_xor<LayoutVt>(b),
+                                                        Transpose::template store_add<LayoutVt>(b)));
         // ldmatrix / stmatrix rows: 16-byte aligned, 16 contiguous bytes
         ASSERT_EQ(load_addr[lane] % 16, 0);
         ASSERT_EQ(store_addr[lane] % 16, 0);

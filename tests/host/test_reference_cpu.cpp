@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -541,22 +542,64 @@ TEST(ReferenceFp8, YardstickIsCloseToFloat64) {
   const Fp8Tensor v = quantize_e4m3(vf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
   const Out exact = run_fp64(p, q.dequant, k.dequant, v.dequant);
   std::vector<float> o(p.q_elems()), lse(p.lse_elems());
-  attention_cpu_fp8_lowp(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o.data(), lse.data());
+  attention_cpu_fp8_lowp(p, q, k, v, o.data(), lse.data());
   const ErrorStats eo = compare(exact.o.data(), o.data(), p.q_elems());
   const ErrorStats el = compare(exact.lse.data(), lse.data(), p.lse_elems());
   EXPECT_EQ(eo.bad + el.bad, 0);
   EXPECT_GT(eo.max_abs, 0.0);
   EXPECT_LT(eo.max_abs, 0.1);
   EXPECT_LT(eo.rel_l2, 0.05);
-  // S as the FP8 WGMMA accumulates it (fp8_accumulate.hpp): 6.4e-4 here, against 1e-4 with
-  // float32 sums; the kernel's own S floor at this |S| bound is ~1e-2.
+  // S as the FP8 WGMMA accumulates it (fp8_accumulate.hpp) on the codes: 3.6e-4 here (on the
+  // dequantized floats the same model gave 2.3e-3, each step aligned to its own largest product
+  // 6.4e-4, float32 sums 1e-4); the kernel's own S floor at this |S| bound is ~1e-2.
   EXPECT_LT(el.max_abs, 2e-3);
   AttnProblem empty{1, 10, 3, 1, 1, 128, true, 0.0f};  // causal, seqlen_q > seqlen_k: rows 0..6 see no key
   std::vector<float> z(size_t(empty.kv_elems()), 1.0f), zq(size_t(empty.q_elems()), 1.0f), zo(zq.size()), zl(10);
-  attention_cpu_fp8_lowp(empty, zq.data(), z.data(), z.data(), zo.data(), zl.data());
+  attention_cpu_fp8_lowp(empty, zq.data(), z.data(), z.data(), nullptr, nullptr, nullptr, zo.data(), zl.data());
   EXPECT_EQ(zl[0], -std::numeric_limits<float>::infinity());
   EXPECT_EQ(zo[0], 0.0f);
   EXPECT_EQ(zo[size_t(9 * 128)], 1.0f);  // the last row sees all three keys, each V = 1
+}
+
+// The yardstick on the codes follows the kernel's KV blocks (multiples of block_n from key 0, also
+// under a window whose left edge falls inside a block) and applies the descales itself: descales
+// of nullptr and of 1 give the same bits; within one block of keys block_n does not matter; across
+// blocks (the online maximum, O's rescale) it moves O by far less than the yardstick's own error.
+TEST(ReferenceFp8, CodesYardstickKernelBlocks) {
+  AttnProblem p{1, 300, 300, 2, 1, 64, true, 0.0f};
+  p.window = true, p.window_left = 70;  // row 299 sees keys 229..299: its first block starts at 128 (block_n 128)
+  const auto qf = normal_with_outliers(p.q_elems(), 21, 0.0, 1.0), kf = normal_with_outliers(p.kv_elems(), 22, 0.0, 1.0),
+             vf = normal_with_outliers(p.kv_elems(), 23, 0.0, 1.0);
+  const Fp8Tensor q = quantize_e4m3(qf, p.batch, p.seqlen_q, p.heads_q, p.hdim, p.heads_kv, true);
+  const Fp8Tensor k = quantize_e4m3(kf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
+  const Fp8Tensor v = quantize_e4m3(vf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
+  const Out exact = run_fp64(p, q.dequant, k.dequant, v.dequant);
+  std::vector<float> o(p.q_elems()), lse(p.lse_elems()), o32(o.size()), lse32(lse.size());
+  attention_cpu_fp8_lowp(p, q, k, v, o.data(), lse.data());  // block_n 128 at hdim 64
+  attention_cpu_fp8_lowp(p, q, k, v, o32.data(), lse32.data(), 32);
+  const ErrorStats eo = compare(exact.o.data(), o.data(), p.q_elems()), el = compare(exact.lse.data(), lse.data(), p.lse_elems());
+  EXPECT_EQ(eo.bad + el.bad, 0);
+  EXPECT_LT(eo.max_abs, 0.1);
+  EXPECT_LT(el.max_abs, 5e-3);
+  std::vector<double> o128(o.begin(), o.end()), l128(lse.begin(), lse.end());
+  const ErrorStats blocks = compare(o128.data(), o32.data(), p.q_elems()), lblocks = compare(l128.data(), lse32.data(), p.lse_elems());
+  std::printf("FP8 codes yardstick %s: O err %.3g, LSE err %.3g vs fp64; block_n 32 vs 128: O %.3g, LSE %.3g apart\n",
+              p.to_string().c_str(), eo.max_abs, el.max_abs, blocks.max_abs, lblocks.max_abs);
+  EXPECT_GT(blocks.max_abs, 0.0);  // the blocks matter, a little
+  EXPECT_LE(blocks.max_abs, eo.max_abs);
+  EXPECT_LE(lblocks.max_abs, 1e-4);
+  // Descales of 1 and none: the same bits; one block of keys (32 here): block_n does not matter.
+  AttnProblem one{1, 20, 32, 2, 1, 64, false, 0.0f};
+  std::vector<float> qs(q.values.begin(), q.values.begin() + one.q_elems()), ks(k.values.begin(), k.values.begin() + one.kv_elems()),
+      vs(v.values.begin(), v.values.begin() + one.kv_elems());
+  const float ones[1] = {1.0f};
+  std::vector<float> a(size_t(one.q_elems())), b(a.size()), c(a.size()), la(size_t(one.lse_elems())), lb(la.size()), lc(la.size());
+  attention_cpu_fp8_lowp(one, qs.data(), ks.data(), vs.data(), nullptr, nullptr, nullptr, a.data(), la.data());
+  attention_cpu_fp8_lowp(one, qs.data(), ks.data(), vs.data(), ones, ones, ones, b.data(), lb.data());
+  attention_cpu_fp8_lowp(one, qs.data(), ks.data(), vs.data(), ones, ones, ones, c.data(), lc.data(), 32);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(a.data(), c.data(), a.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(la.data(), lc.data(), la.size() * 4), 0);
 }
 
 // FlashAttention-3's outlier inputs (N(0, 1) with 0.1 % of entries N(0, 10²)), quantized per
@@ -578,7 +621,7 @@ TEST(ReferenceFp8, OutlierInputsRmse) {
   const Out exact = run_fp64(p, qf, kf, vf);
   const Out dequant = run_fp64(p, q.dequant, k.dequant, v.dequant);
   std::vector<float> o(p.q_elems()), lse(p.lse_elems());
-  attention_cpu_fp8_lowp(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o.data(), lse.data());
+  attention_cpu_fp8_lowp(p, q, k, v, o.data(), lse.data());
   const double vs_exact = rmse(exact.o.data(), o.data(), p.q_elems());
   const double vs_dequant = rmse(dequant.o.data(), o.data(), p.q_elems());
   std::vector<float> dq_o(dequant.o.begin(), dequant.o.end());
@@ -625,7 +668,7 @@ TEST(ReferenceFp8, HadamardRotation) {
     const Fp8Tensor q = quantize_e4m3(qf, p.batch, p.seqlen_q, p.heads_q, p.hdim, p.heads_kv, true, h == 1);
     const Fp8Tensor k = quantize_e4m3(kf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true, h == 1);
     std::vector<float> o(p.q_elems()), lse(p.lse_elems());
-    attention_cpu_fp8_lowp(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o.data(), lse.data());
+    attention_cpu_fp8_lowp(p, q, k, v, o.data(), lse.data());
     err[h] = rmse(exact.o.data(), o.data(), p.q_elems());
   }
   std::printf("FP8 yardstick, outlier inputs %s: RMSE vs fp64 on the inputs %.3g plain, %.3g with q and k rotated "

@@ -15,6 +15,7 @@ namespace hopattn::reference {
 // A (batch, seqlen, heads, hdim) tensor quantized to e4m3 per (batch, kv-head).
 struct Fp8Tensor {
   std::vector<uint8_t> codes;    // e4m3, the input's shape, contiguous
+  std::vector<float> values;     // the codes' values (exact in float32): what the FP8 kernel multiplies
   std::vector<float> descale;    // (batch, heads_kv) row-major
   std::vector<float> dequant;    // code value · descale, the input's shape
 };
@@ -32,14 +33,20 @@ Fp8Tensor quantize_e4m3(const std::vector<float>& x, int batch, int seqlen, int 
 // ((a, b) -> (a + b, a - b)), one multiply by the float nearest 1/sqrt(hdim).
 void hadamard_rotate(float* row, int hdim);
 
-// The FP8 yardstick (attention_reference.hpp's tolerance rule): S = scale · Q·Kᵀ accumulated as the
-// FP8 WGMMA does (fp8_accumulate.hpp), P = e4m3(exp(S - rowmax)) before the normalisation, the row
-// sum of the unrounded exp(S - rowmax) in float32, O = bf16(Σ P·V / sum) with Σ P·V accumulated
-// the same way,
-// LSE = rowmax + log(sum). Inputs dequantized (Fp8Tensor::dequant), so the descales are in them.
-// Masks as attention_cpu_lowp; no softcap or sinks (the FP8 calls take neither).
-void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k, const float* v, float* o,
-                            float* lse);
+// The FP8 yardstick (attention_reference.hpp's tolerance rule): the FP8 kernel's arithmetic on the
+// e4m3 codes (fp8_accumulate.hpp): S = Q·Kᵀ of the code values accumulated as the FP8 WGMMA does,
+// its exponent's scale softmax_scale · q_descale · k_descale, an online softmax per KV block of
+// block_n keys (0: the kernel's, fp8_kernel_block_n) with P = exp2(S · scale_log2 - (m · scale_log2
+// - 8)) rounded to e4m3 (the row sum of the unrounded P in float32), O = bf16(Σ P·V / sum ·
+// v_descale) with Σ P·V (V's code values) accumulated as the WGMMA does; LSE in natural-log units.
+// q, k, v: code values (Fp8Tensor::values); the descales (batch, heads_kv) row-major, nullptr for 1.
+// Masks as attention_cpu_lowp; no softcap or sinks (the FP8 calls take neither). The float64
+// reference stays attention_cpu_fp64 on the dequantized inputs.
+void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k, const float* v, const float* q_descale,
+                            const float* k_descale, const float* v_descale, float* o, float* lse, int block_n = 0);
+// The same on quantized tensors (their values and descales).
+void attention_cpu_fp8_lowp(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const Fp8Tensor& v, float* o,
+                            float* lse, int block_n = 0);
 
 // N(0, 1) values, each replaced with probability `outlier_fraction` by a draw from
 // N(0, outlier_std²) (FlashAttention-3 §4.3: 0.1 % of entries N(0, 10²)); deterministic in seed.

@@ -81,8 +81,9 @@ double max_row_norm(const std::vector<float>& x, int hdim) {
   return best;
 }
 
-// The references on the dequantized inputs: fp64 and the FP8 yardstick, on the CPU for small
-// problems, on the GPU otherwise (float32 uploads of the dequantized values).
+// The references: fp64 on the dequantized inputs and the FP8 yardstick on the codes with the
+// descales (the kernel's arithmetic, attention_fp8.hpp), on the CPU for small problems, on the GPU
+// otherwise (float32 uploads of the dequantized values and of the code values).
 void references(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const Fp8Tensor& v, std::vector<double>& o64,
                 std::vector<double>& lse64, std::vector<float>& o32, std::vector<float>& lse32) {
   o64.assign(size_t(p.q_elems()), 0), lse64.assign(size_t(p.lse_elems()), 0);
@@ -90,14 +91,20 @@ void references(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, co
   const double work = double(p.batch) * p.heads_q * p.seqlen_q * p.seqlen_k * p.hdim;
   if (work <= kCpuWorkLimit) {
     attention_cpu_fp64(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o64.data(), lse64.data());
-    attention_cpu_fp8_lowp(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o32.data(), lse32.data());
+    attention_cpu_fp8_lowp(p, q, k, v, o32.data(), lse32.data());
     return;
   }
-  DeviceBuffer dq = upload(q.dequant), dk = upload(k.dequant), dv = upload(v.dequant);
   DeviceBuffer go64(o64.size() * 8), gl64(std::max<size_t>(lse64.size(), 1) * 8);
   DeviceBuffer go32(o32.size() * 4), gl32(std::max<size_t>(lse32.size(), 1) * 4);
-  attention_gpu_fp64(p, HOPATTN_DTYPE_FP32, dq.get(), dk.get(), dv.get(), go64.as<double>(), gl64.as<double>());
-  attention_gpu_fp8_lowp(p, dq.as<float>(), dk.as<float>(), dv.as<float>(), go32.as<float>(), gl32.as<float>());
+  {
+    DeviceBuffer dq = upload(q.dequant), dk = upload(k.dequant), dv = upload(v.dequant);
+    attention_gpu_fp64(p, HOPATTN_DTYPE_FP32, dq.get(), dk.get(), dv.get(), go64.as<double>(), gl64.as<double>());
+  }
+  {
+    DeviceBuffer cq = upload(q.values), ck = upload(k.values), cv = upload(v.values);
+    attention_gpu_fp8_lowp(p, cq.as<float>(), ck.as<float>(), cv.as<float>(), q.descale.data(), k.descale.data(),
+                           v.descale.data(), go32.as<float>(), gl32.as<float>());
+  }
   HOPATTN_CUDA_CHECK(cudaMemcpy(o64.data(), go64.get(), o64.size() * 8, cudaMemcpyDeviceToHost));
   HOPATTN_CUDA_CHECK(cudaMemcpy(lse64.data(), gl64.get(), lse64.size() * 8, cudaMemcpyDeviceToHost));
   HOPATTN_CUDA_CHECK(cudaMemcpy(o32.data(), go32.get(), o32.size() * 4, cudaMemcpyDeviceToHost));

@@ -103,6 +103,12 @@ CUTE_DEVICE void stsm_x4(uint32_t smem, uint32_t const (&r)[4]) {
                : "memory");
 }
 
+// f(Int<0>{}), f(Int<1>{}), ...: a loop whose index is a constant expression in each body.
+template <int... I, class F>
+CUTE_HOST_DEVICE constexpr void fp8_static_for(cute::int_sequence<I...>, F&& f) {
+  (f(cute::Int<I>{}), ...);
+}
+
 // The transpose of one V stage: raw (keys, hdim) as the TMA unit wrote it (LayoutRaw, hdim
 // contiguous, 128-byte swizzle) into vt (hdim, slots) as the P·V GEMM reads it (LayoutVt, slots
 // contiguous, 128-byte swizzle), slot s holding key fp8_pv_key(s).
@@ -144,29 +150,107 @@ struct Fp8VTranspose {
     out[3] = fp8_byte_perm(r[2], r[3], 0x7531);  // channel C + 17 + 2j
   }
 
-  // raw and vt point at one stage; worker / workers: this warp among the transposing warps, which
-  // take blocks worker, worker + workers, ...; two blocks per iteration, so that two ldmatrix are
-  // in flight (a warp whose block count is odd loads its last block twice and stores it once).
+  // The row addresses with (almost) no per-block arithmetic. Lane l's row offset in block b is,
+  // for every layout of the e4m3 rows (checked at compile time for every block in run_worker,
+  // and for every worker, block and lane in tests/host/test_fwd_fp8_layout.cu):
+  //   offset(b, l) = (offset(0, l) + add_part(b)) ^ xor_part(b),
+  // xor_part(b) = offset(b, 0) & kXorBits, add_part(b) = offset(b, 0) & ~kXorBits, a multiple of
+  // 128. b's key (or slot) and channel steps reach the swizzle (Swizzle<3, 4, 3> or <2, 4, 3>:
+  // byte bits 4-6 or 4-5 ^= bits 7-9 or 7-8) either as whole 8-row periods, multiples of the
+  // swizzle's 1024 or 512 bytes, or as another 128-byte atom column (hdim 256's staging tile:
+  // add_part), or as bits 4-6 of the column, which the swizzle XORs with the row's own bits
+  // (xor_part); the lane's own part is rows 0..15 and column 0 / 16 (loads) or rows 0..31 and
+  // column 0 (stores). A 128-byte aligned base B (the stages are 1024-byte aligned) passes
+  // through: B + ((x + A) ^ X) = (B + x + A) ^ X when A's and B's bits 0-6 are 0 and X is within
+  // bits 4-6. So the kernel computes the lane's block-0 address once and per block at most an add
+  // and a LOP3 (fewer where ptxas shares them, and none where the parts are 0 or fold into the
+  // instruction's immediate). The add comes first: (x ^ X) + A, with A in the immediate, would be
+  // one instruction, but ptxas then keeps each distinct x ^ X as a common subexpression for the
+  // whole unrolled sequence, which spilled 4-36 bytes at the producer's 40 registers.
+  static constexpr uint32_t kXorBits = 0x70;
+  template <class LayoutRaw>
+  CUTE_HOST_DEVICE static constexpr uint32_t load_offset(int b, int lane) {
+    return uint32_t(LayoutRaw{}(load_key(b, lane), load_channel(b, lane)));
+  }
+  template <class LayoutVt>
+  CUTE_HOST_DEVICE static constexpr uint32_t store_offset(int b, int lane) {
+    return uint32_t(LayoutVt{}(store_channel(b, lane), store_slot(b)));
+  }
+  // Block b's two parts, and its row address from the lane's row address in block 0 (base +
+  // offset(0, lane), the base 128-byte aligned).
+  template <class LayoutRaw>
+  CUTE_HOST_DEVICE static constexpr uint32_t load_xor(int b) { return load_offset<LayoutRaw>(b, 0) & kXorBits; }
+  template <class LayoutRaw>
+  CUTE_HOST_DEVICE static constexpr uint32_t load_add(int b) { return load_offset<LayoutRaw>(b, 0) & ~kXorBits; }
+  template <class LayoutVt>
+  CUTE_HOST_DEVICE static constexpr uint32_t store_xor(int b) { return store_offset<LayoutVt>(b, 0) & kXorBits; }
+  template <class LayoutVt>
+  CUTE_HOST_DEVICE static constexpr uint32_t store_add(int b) { return store_offset<LayoutVt>(b, 0) & ~kXorBits; }
+  CUTE_HOST_DEVICE static constexpr uint32_t block_address(uint32_t lane_address, uint32_t x, uint32_t add) {
+    return (lane_address + add) ^ x;
+  }
+  // Whether the decomposition holds for block b, every lane (offsets from base 0; the adds
+  // multiples of 128 so that any 128-byte aligned base passes through); per block, so that each
+  // static_assert stays within the compiler's constexpr step limit.
   template <class LayoutRaw, class LayoutVt>
-  CUTE_DEVICE static void run(uint8_t const* raw, uint8_t* vt, int worker, int workers, int lane) {
+  CUTE_HOST_DEVICE static constexpr bool block_separates(int b) {
+    if (load_add<LayoutRaw>(b) % 128 != 0 || store_add<LayoutVt>(b) % 128 != 0) return false;
+    for (int lane = 0; lane < 32; ++lane)
+      if (block_address(load_offset<LayoutRaw>(0, lane), load_xor<LayoutRaw>(b), load_add<LayoutRaw>(b)) !=
+              load_offset<LayoutRaw>(b, lane) ||
+          block_address(store_offset<LayoutVt>(0, lane), store_xor<LayoutVt>(b), store_add<LayoutVt>(b)) !=
+              store_offset<LayoutVt>(b, lane))
+        return false;
+    return true;
+  }
+
+  // The blocks of warp `worker` of kWorkers: worker, worker + kWorkers, ... (block i of the warp:
+  // worker + i·kWorkers), two per step so that two ldmatrix are in flight: step j takes the warp's
+  // blocks 2j and 2j + 1 (the second when there is one).
+  CUTE_HOST_DEVICE static constexpr int worker_blocks(int worker, int workers) {
+    return worker < kBlocks ? (kBlocks - worker + workers - 1) / workers : 0;
+  }
+
+  // One warp's blocks, unrolled: every block index a constant, its addresses an add and an XOR
+  // from the lane's. The same steps as the loop before (blocks b and b + kWorkers: two loads, two
+  // permutes and stores), except that a warp with an odd block count no longer loads its last
+  // block twice.
+  template <class LayoutRaw, class LayoutVt, int kWorker, int kWorkers>
+  CUTE_DEVICE static void run_worker(uint32_t load_lane, uint32_t store_lane) {
+    constexpr int kMine = worker_blocks(kWorker, kWorkers);
+    fp8_static_for(cute::make_int_sequence<(kMine + 1) / 2>{}, [&](auto step) {
+      constexpr int b = kWorker + 2 * decltype(step)::value * kWorkers;
+      constexpr bool kSecond = 2 * decltype(step)::value + 1 < kMine;
+      constexpr int b1 = kSecond ? b + kWorkers : b;
+      static_assert(block_separates<LayoutRaw, LayoutVt>(b) && block_separates<LayoutRaw, LayoutVt>(b1),
+                    "a block's row address is not the lane's block-0 address plus and XOR constants");
+      constexpr uint32_t kLoadXor0 = load_xor<LayoutRaw>(b), kLoadAdd0 = load_add<LayoutRaw>(b);
+      constexpr uint32_t kLoadXor1 = load_xor<LayoutRaw>(b1), kLoadAdd1 = load_add<LayoutRaw>(b1);
+      constexpr uint32_t kStoreXor0 = store_xor<LayoutVt>(b), kStoreAdd0 = store_add<LayoutVt>(b);
+      constexpr uint32_t kStoreXor1 = store_xor<LayoutVt>(b1), kStoreAdd1 = store_add<LayoutVt>(b1);
+      uint32_t r0[4], r1[4], out[4];
+      ldsm_x4_trans(block_address(load_lane, kLoadXor0, kLoadAdd0), r0);
+      if constexpr (kSecond) ldsm_x4_trans(block_address(load_lane, kLoadXor1, kLoadAdd1), r1);
+      permute(r0, out);
+      stsm_x4(block_address(store_lane, kStoreXor0, kStoreAdd0), out);
+      if constexpr (kSecond) {
+        permute(r1, out);
+        stsm_x4(block_address(store_lane, kStoreXor1, kStoreAdd1), out);
+      }
+    });
+  }
+
+  // load_lane / store_lane: the shared-memory addresses of the lane's rows in block 0 of one stage,
+  // raw's and vt's (128-byte aligned) plus load_offset<LayoutRaw>(0, lane) and
+  // store_offset<LayoutVt>(0, lane); worker: this warp among the kWorkers transposing warps.
+  template <class LayoutRaw, class LayoutVt, int kWorkers>
+  CUTE_DEVICE static void run(uint32_t load_lane, uint32_t store_lane, int worker) {
     // ldmatrix / stmatrix are .sync.aligned: the whole warp, converged, after the per-thread
     // barrier waits before this call (their spin loops may leave it diverged).
     __syncwarp();
-    const uint32_t raw_s = cute::cast_smem_ptr_to_uint(raw), vt_s = cute::cast_smem_ptr_to_uint(vt);
-    CUTE_NO_UNROLL
-    for (int b = worker; b < kBlocks; b += 2 * workers) {
-      const bool second = b + workers < kBlocks;
-      const int b1 = second ? b + workers : b;
-      uint32_t r0[4], r1[4], out[4];
-      ldsm_x4_trans(raw_s + uint32_t(LayoutRaw{}(load_key(b, lane), load_channel(b, lane))), r0);
-      ldsm_x4_trans(raw_s + uint32_t(LayoutRaw{}(load_key(b1, lane), load_channel(b1, lane))), r1);
-      permute(r0, out);
-      stsm_x4(vt_s + uint32_t(LayoutVt{}(store_channel(b, lane), store_slot(b))), out);
-      if (second) {
-        permute(r1, out);
-        stsm_x4(vt_s + uint32_t(LayoutVt{}(store_channel(b1, lane), store_slot(b1))), out);
-      }
-    }
+    fp8_static_for(cute::make_int_sequence<kWorkers>{}, [&](auto w) {
+      if (worker == decltype(w)::value) run_worker<LayoutRaw, LayoutVt, decltype(w)::value, kWorkers>(load_lane, store_lane);
+    });
   }
 };
 

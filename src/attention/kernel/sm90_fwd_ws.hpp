@@ -706,7 +706,7 @@ CUTE_DEVICE void ws_forward_body(Params const& p) {
         ws::deal_units(ss.unit_ring, p.varlen_claim, *p.varlen_count);
     } else if constexpr (Storage::kTransposeV) {  // e4m3: warps 1-3 transpose V (warp 0 is the TMA thread's)
       static_assert(Storage::kTransposeThreads == 96);
-      if (threadIdx.x >= 32) ws::transpose_v<Traits>(p, ss, sched, int(threadIdx.x) / 32 - 1, 3);
+      if (threadIdx.x >= 32) ws::transpose_v<Traits, 3>(p, ss, sched, int(threadIdx.x) / 32 - 1);
     }
   } else {
     cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers<Traits>()>();

@@ -25,14 +25,14 @@ CUTE_DEVICE auto* v_load_ring(Storage& ss) {
   else return ss.v.data();
 }
 
-// e4m3 kernels: warps 1-3 of the producer warpgroup (worker = warp - 1 of 3) transpose every V
+// e4m3 kernels: warps 1-3 of the producer warpgroup (worker = warp - 1 of kWorkers = 3) transpose every V
 // tile the TMA unit loads, in the producer's order (the same tiles and KV blocks; kv_iter counts
 // the same ring positions): wait v_raw_full[s] (the TMA's bytes) and v_empty[s] (the consumers'
 // last P·V read the stage), transpose (Fp8VTranspose), fence the generic-proxy writes for the
 // WGMMA's async-proxy reads, then arrive on v_full[s] and v_raw_empty[s].
-template <class Traits, class Mask, bool kPersistent, class Storage>
+template <class Traits, int kWorkers, class Mask, bool kPersistent, class Storage>
 CUTE_DEVICE void transpose_v(typename Traits::Params const& p, Storage& ss, FwdTileScheduler<Mask, kPersistent, false> const& sched,
-                             int worker, int workers) {
+                             int worker) {
   using namespace cute;
   constexpr int kStages = Traits::kStages;
   using Transpose = Fp8VTranspose<Traits::kBlockN, Traits::kHeadDim>;
@@ -41,9 +41,11 @@ CUTE_DEVICE void transpose_v(typename Traits::Params const& p, Storage& ss, FwdT
   constexpr int kStageBytes = Traits::kBlockN * Traits::kHeadDim;
   static_assert(cosize_v<typename Traits::SmemLayoutKV> == kStages * kStageBytes &&
                 cosize_v<typename Traits::SmemLayoutVt> == kStages * kStageBytes, "stages of one tile's bytes each");
+  static_assert(kStageBytes % 1024 == 0, "stages keep the rings' 1024-byte alignment (Fp8VTranspose::run: 128 bytes)");
   const int lane = int(threadIdx.x) % 32;
-  const uint8_t* raw = reinterpret_cast<const uint8_t*>(ss.v_raw.data());
-  uint8_t* vt = reinterpret_cast<uint8_t*>(ss.v.data());
+  // The lane's row addresses in block 0 of stage 0 (each block's: one XOR and an immediate from these).
+  const uint32_t load_lane = cast_smem_ptr_to_uint(ss.v_raw.data()) + Transpose::template load_offset<LayoutRaw>(0, lane);
+  const uint32_t store_lane = cast_smem_ptr_to_uint(ss.v.data()) + Transpose::template store_offset<LayoutVt>(0, lane);
   const Mask mask = kernel_mask<Mask, false>(p);
   int kv_iter = 0;
   TileCursor cursor;
@@ -57,7 +59,8 @@ CUTE_DEVICE void transpose_v(typename Traits::Params const& p, Storage& ss, FwdT
       const uint32_t phase = (kv_iter / kStages) & 1;
       FullBarrier::wait(&ss.v_raw_full[stage], phase);
       EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
-      Transpose::template run<LayoutRaw, LayoutVt>(raw + stage * kStageBytes, vt + stage * kStageBytes, worker, workers, lane);
+      Transpose::template run<LayoutRaw, LayoutVt, kWorkers>(load_lane + stage * kStageBytes, store_lane + stage * kStageBytes,
+                                                             worker);
       cutlass::arch::fence_view_async_shared();  // the stores, visible to the P·V WGMMA (async proxy)
       EmptyBarrier::arrive(&ss.v_full[stage]);
       EmptyBarrier::arrive(&ss.v_raw_empty[stage]);
