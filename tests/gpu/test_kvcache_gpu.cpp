@@ -2040,14 +2040,14 @@ TEST_P(KvCacheGpu, ChunkPathMatchesTheReferenceAndTheDecodePath) {
 }
 
 // GQA 32:8 (issue 39's heads) through the public call (the chunk rules of decode_defaults.cpp:
-// q_len 128 against 4096 positions takes the chunk path, q_len 64 there keeps the decode kernels)
+// q_len 96 and 128 against 4096 positions take the chunk path, q_len 64 there keeps the decode kernels)
 // and a forced split count, LSE on and off.
 TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
   uint64_t seed = 51000;
-  for (int sq : {64, 128})
+  for (int sq : {64, 96, 128})
     for (int causal = 0; causal < 2; ++causal)
       for (int splits : {0, 3})
         for (int lse = 0; lse < 2; ++lse) {
@@ -2059,7 +2059,7 @@ TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
           const CaseResult r = run_case(run, references_of(run));
           print_result(c, r);
           EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
-          EXPECT_EQ(r.plan.fwd_path, sq == 128) << c.to_string() << ": the default plan's path (the chunk rules)";
+          EXPECT_EQ(r.plan.fwd_path, sq >= 96) << c.to_string() << ": the default plan's path (the chunk rules)";
         }
   // q_len 63: the decode kernels (the table's rules start at 64).
   KvCase c = make(cfg, 63, 32, 8, 4096, {4096}, true, seed++);

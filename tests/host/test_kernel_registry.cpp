@@ -167,6 +167,11 @@ TEST(DecodeChunkRules, EveryRuleHasAForwardOptionsRow) {
     EXPECT_EQ(attention::decode_chunk_rule(64, 4096, 32768, packed), nullptr);  // hdim 64 / 256: the decode kernels
     EXPECT_EQ(attention::decode_chunk_rule(256, 4096, 32768, packed), nullptr);
   }
+  // q_len 96 from 4096 positions, packed or not (unpacked: the packed rule comes after it).
+  EXPECT_NE(attention::decode_chunk_rule(128, 96, 4096, false), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 95, 8191, false), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 96, 4095, false), nullptr);
+  EXPECT_FALSE(attention::decode_chunk_rule(128, 96, 8192, true)->packed_only);
   // q_len 64 from 8192 positions when the chunk path packs the call's GQA groups, from 16384 when not.
   EXPECT_EQ(attention::decode_chunk_rule(128, 64, 16383, false), nullptr);
   EXPECT_NE(attention::decode_chunk_rule(128, 64, 8192, true), nullptr);

@@ -1109,7 +1109,9 @@ TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {
   a = chunk_args(1, 64, 16383);
   a.pack_gqa = 0;
   EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, pack).fwd_path);
-  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 100, 4096), kSms).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 95, 8191), kSms).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 100, 4095), kSms).fwd_path);
+  EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 96, 4096), kSms).fwd_path);  // the q_len 96 rule
   a = chunk_args();
   a.window = 1, a.window_left = 1000, a.window_right = 0;  // a window: the decode kernels
   EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);

@@ -54,9 +54,15 @@ constexpr DecodeDefaultRule kRules[] = {
 // 81.1 vs the decode kernels' 119.0 (the default) and the unpacked chunk path's 123.9; 1 x 4k 26.7
 // vs the decode kernels' 23.6 (they keep it); q_len 16: the decode kernels 13.8 / 46.2 / 44.9 vs
 // packed 19.7 / 51.5 / 51.6 (1 x 4k, 1 x 32k, 4 x 8k).
+// q_len 96 (2026-12-06 H200 a3, 32:8, bf16, CUDA graphs, 2 rounds; bench/records/
+// chunk-rules-2026-12-06-h200-a3.csv): the unpacked chunk path 26.4 / 38.5 / 73.1 us vs the decode
+// kernels' 37.6 / 65.6 / 116.7 (1 x 4k, 1 x 8k, 2 x 8k: 1.42x / 1.70x / 1.60x); packed it ran
+// 38.4 / 48.6 / 83.0, so the unpacked rule comes first. q_len 64 at 1 x 4k: the decode kernels
+// 23.6, unpacked 25.3, packed 26.5.
 // clang-format off
 constexpr DecodeChunkRule kChunkRules[] = {
   {kHd128, 128, 2048, false, "r1 2026-12-06 (H100): q128 1.45x at 4k, 1.75x at 32k; 0.97x at 1k"},
+  {kHd128, 96, 4096, false, "a3 2026-12-06 (H200): q96 32:8 1.42x the decode kernels at 1x4k, 1.70x at 1x8k, 1.60x at 2x8k; packed slower (0.69-0.88x unpacked)"},
   {kHd128, 64, 8192, true, "pk-r1 2026-12-06 (H200): q64 32:8 packed 1.47x the decode kernels at 4x8k, 1.42x the unpacked chunk path at 1x32k; 0.88x the decode kernels at 1x4k; 1x8k not measured"},
   {kHd128, 64, 16384, false, "r1 2026-12-06 (H100): q64 1.03x at 32k; 0.95x at 4k"},
 };
