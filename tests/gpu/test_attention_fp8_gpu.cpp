@@ -180,16 +180,23 @@ TEST(Fp8Forward, ManyTilesPerCta) {
   uint64_t seed = 500;
   for (const int d : kFp8HeadDims) {
     if (!fp8_head_dim_runs(d)) continue;
-    for (int causal = 0; causal < 2; ++causal) {
-      Fp8Case c;
-      c.p = AttnProblem{4, 1000, 1000, 16, 2, d, causal != 0, 0.0f};
-      c.seed = seed++;
-      expect_pass(c, run_fp8_case(c));
+    // The default, then every compiled e4m3 row by name (its rings run on across tiles too).
+    std::vector<std::string> kernels = compiled_kernel_names("fwd", d, "", true);
+    kernels.insert(kernels.begin(), "");
+    for (const std::string& k : kernels) {
+      for (int causal = 0; causal < 2; ++causal) {
+        Fp8Case c;
+        c.p = AttnProblem{4, 1000, 1000, 16, 2, d, causal != 0, 0.0f};
+        c.kernel = k;
+        c.seed = seed++;
+        expect_pass(c, run_fp8_case(c));
+      }
+      Fp8Case empty_rows;
+      empty_rows.p = AttnProblem{8, 1000, 300, 8, 8, d, true, 0.0f};
+      empty_rows.kernel = k;
+      empty_rows.seed = seed++;
+      expect_pass(empty_rows, run_fp8_case(empty_rows));
     }
-    Fp8Case empty_rows;
-    empty_rows.p = AttnProblem{8, 1000, 300, 8, 8, d, true, 0.0f};
-    empty_rows.seed = seed++;
-    expect_pass(empty_rows, run_fp8_case(empty_rows));
   }
 }
 
