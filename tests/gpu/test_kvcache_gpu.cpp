@@ -2299,6 +2299,38 @@ TEST_P(KvCacheGpu, ChunkPathPackedPartialTiles) {
   print_packed_summary("ChunkPathPackedPartialTiles", passed, total);
 }
 
+// What the packed path must run before Overrides::chunk_pack_gqa turns on by default (the eighth
+// session's review): groups of 2, 8, 16 and 64 (P 32, 8, 4 and 1 positions per warpgroup), q and
+// o rows strided (padded_qo), LSE off, a -inf sink on one head of each group, the heuristic's split
+// count, q_len 16, 64 and 95, causal and not, NaN past each length; each dtype of the build.
+TEST_P(KvCacheGpu, ChunkPathPackedConfigurations) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
+  const struct { int hq, hkv; } heads[] = {{8, 4}, {16, 2}, {16, 1}, {64, 1}};
+  int passed = 0, total = 0, i = 0;
+  uint64_t seed = 55000;
+  for (const auto& h : heads)
+    for (int sq : {16, 64, 95})
+      for (int causal = 0; causal < 2; ++causal, ++i) {
+        std::vector<int32_t> lens = causal ? std::vector<int32_t>{900, sq, sq + 129}
+                                           : std::vector<int32_t>{900, 17, 1, 0, 413};
+        KvCase c = make(cfg, sq, h.hq, h.hkv, 1030, lens, causal != 0, seed++);
+        c.num_splits = 0;  // the heuristic
+        c.padded_qo = i % 2 == 0;
+        c.with_lse = i % 3 != 0;
+        if (i % 4 != 3) {  // sinks, one of each group -inf (three cases in four)
+          c.sinks.resize(size_t(h.hq));
+          const int g = h.hq / h.hkv;
+          for (int j = 0; j < h.hq; ++j)
+            c.sinks[size_t(j)] = j % g == g / 2 ? -INFINITY : -2.0f + 0.5f * float(j % 7);
+        }
+        run_packed_chunk_case(c, &passed);
+        ++total;
+      }
+  print_packed_summary("ChunkPathPackedConfigurations", passed, total);
+}
+
 INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);
 
 }  // namespace
