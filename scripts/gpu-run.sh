@@ -10,6 +10,11 @@
 # --tests REGEX: only the gpu tests whose CTest name matches (default: all of label gpu). Names of
 #   parameterised tests look like "Compiled/KvCacheGpu.Name/bf16_hd128  # GetParam() = bf16 hd128":
 #   do not anchor a regex with $ after the config (summary.txt counts what was selected).
+# --shard I/N: only the I-th of N interleaved shares of the gpu tests (ctest -I I,,N: every N-th
+#   test from the I-th, 1-based; the whole suite no longer fits one 600 s call: 261 of 382 tests
+#   in 509 s on 2026-12-06). Combine with --tests to shard a selection.
+# --test-jobs J: run J test processes at once on the one GPU (ctest -j; the tests time nothing, and
+#   most are short launches that leave the GPU idle between them; default 1).
 # --deadline S: the call has S seconds in all (the device tool's limit, e.g. 570 for a 600 s call).
 #   Every step is bounded by what is left, minus 20 s kept for the summary and the log archive; a
 #   step that would start with under 30 s left is skipped ("skipped (deadline)" in summary.txt).
@@ -49,7 +54,7 @@
 set -uo pipefail
 out=${1:?usage: scripts/gpu-run.sh OUT_DIR [--quick] [--bench \"ARGS\"]}
 shift
-deadline="" bench2_args="" kernel_times="" no_sass="" no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" varlen_bench_args="" sanitize_flag="" tests_regex="" no_bench="" no_check="" ncu_gemm="" ncu_decode=""
+deadline="" bench2_args="" kernel_times="" no_sass="" no_tests="" ncu_attn="" timeline="" int8_timeline="" quick="" bench_args="" gemm_bench_args="" decode_bench_args="" varlen_bench_args="" sanitize_flag="" tests_regex="" test_shard="" test_jobs=1 no_bench="" no_check="" ncu_gemm="" ncu_decode=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=--quick ;;
@@ -60,6 +65,8 @@ while [ $# -gt 0 ]; do
     --varlen-bench) varlen_bench_args=$2; shift ;;
     --bench2) bench2_args=$2; shift ;;
     --tests) tests_regex=$2; shift ;;
+    --shard) test_shard=$2; shift ;;
+    --test-jobs) test_jobs=$2; shift ;;
     --deadline) deadline=$2; shift ;;
     --no-bench) no_bench=1 ;;
     --no-tests) no_tests=1 ;;
@@ -176,15 +183,23 @@ found = [p for d in dirs for p in glob.glob(os.path.join(d, "nvidia", "cudnn", "
 print(found[0] if found else "")' 2>/dev/null)
 cudnn_flag=${cudnn_lib:+--cudnn-lib $cudnn_lib}
 echo "cuDNN for the baseline: ${cudnn_lib:-the dynamic loader default}" >> "$out/summary.txt"
+# --shard I/N as ctest's -I I,,N.
+shard_flag=()
+if [ -n "$test_shard" ]; then
+  case $test_shard in
+    */*) shard_flag=(-I "${test_shard%/*},,${test_shard#*/}") ;;
+    *) echo "--shard takes I/N, e.g. 1/3"; exit 2 ;;
+  esac
+fi
 if [ -z "$no_tests" ]; then
   for group in KvCacheGpu AttentionFwd Gemm; do
-    n=$(ctest --test-dir "$build" -N -L gpu ${tests_regex:+-R "$tests_regex"} | grep -c "$group")
+    n=$(ctest --test-dir "$build" -N -L gpu ${tests_regex:+-R "$tests_regex"} "${shard_flag[@]}" | grep -c "$group")
     echo "tests selected: $group $n" >>"$summary"
   done
 fi
 [ -n "$no_tests" ] || step tests tests.log env LD_LIBRARY_PATH="${cudnn_lib:+$(dirname "$cudnn_lib"):}${LD_LIBRARY_PATH:-}" \
-  ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} --output-on-failure \
-  --timeout "${TEST_TIMEOUT:-600}"
+  ctest --test-dir "$build" -L gpu ${tests_regex:+-R "$tests_regex"} "${shard_flag[@]}" -j "$test_jobs" \
+  --output-on-failure --timeout "${TEST_TIMEOUT:-600}"
 # Races and barrier misuse: every compiled forward kernel on one small shape (bf16, hdim 64, 128 and 256: hdim 256's
 # persistent kernel has its own Q pipelines) under compute-sanitizer's racecheck and synccheck.
 sanitize() {
