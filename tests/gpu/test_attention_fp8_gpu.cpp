@@ -17,7 +17,7 @@
 // sum of the unrounded P in float32, O · v_descale rounded to bf16 — so the kernel's error differs
 // from it only by the order of float32 sums and ex2.approx (on the host, the hdim-256
 // ManyTilesPerCta case's worst group gives the H100's O error 2.19 exactly:
-// tests/host/diag_fp8_yardstick_codes.cpp); the factor 2 is margin. (A lagging maximum, as the
+// tests/host/diag_fp8_yardstick_codes.cpp at commit 72fce21); the factor 2 is margin. (A lagging maximum, as the
 // 16-bit kernels keep, would not be the same: its weight 2^frac rounds by up to 1/16 in e4m3 while
 // the row sum keeps it unrounded; that failed these tests on an H100, 2026-12-06.) LSE: 2 x the
 // yardstick's + float32 rounding of the largest

@@ -533,13 +533,27 @@ TEST(ReferenceFp8, WgmmaDotModel) {
   }
 }
 
+// q, k, v of N(0, 1) draws (seeds seed, seed + 1, seed + 2; `outliers` of the entries N(0, 10²)),
+// and their e4m3 quantization per (batch, kv-head).
+struct Fp8Inputs {
+  std::vector<float> qf, kf, vf;
+  Fp8Tensor q, k, v;
+};
+Fp8Inputs fp8_inputs(const AttnProblem& p, uint64_t seed, double outliers = 0.0) {
+  Fp8Inputs in;
+  in.qf = normal_with_outliers(p.q_elems(), seed, outliers, 10.0);
+  in.kf = normal_with_outliers(p.kv_elems(), seed + 1, outliers, 10.0);
+  in.vf = normal_with_outliers(p.kv_elems(), seed + 2, outliers, 10.0);
+  in.q = quantize_e4m3(in.qf, p.batch, p.seqlen_q, p.heads_q, p.hdim, p.heads_kv, true);
+  in.k = quantize_e4m3(in.kf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
+  in.v = quantize_e4m3(in.vf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
+  return in;
+}
+
 TEST(ReferenceFp8, YardstickIsCloseToFloat64) {
   AttnProblem p{2, 70, 90, 4, 2, 128, true, 0.0f};
-  const auto qf = normal_with_outliers(p.q_elems(), 1, 0.0, 1.0), kf = normal_with_outliers(p.kv_elems(), 2, 0.0, 1.0),
-             vf = normal_with_outliers(p.kv_elems(), 3, 0.0, 1.0);
-  const Fp8Tensor q = quantize_e4m3(qf, p.batch, p.seqlen_q, p.heads_q, p.hdim, p.heads_kv, true);
-  const Fp8Tensor k = quantize_e4m3(kf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
-  const Fp8Tensor v = quantize_e4m3(vf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
+  const Fp8Inputs in = fp8_inputs(p, 1);
+  const Fp8Tensor &q = in.q, &k = in.k, &v = in.v;
   const Out exact = run_fp64(p, q.dequant, k.dequant, v.dequant);
   std::vector<float> o(p.q_elems()), lse(p.lse_elems());
   attention_cpu_fp8_lowp(p, q, k, v, o.data(), lse.data());
@@ -568,11 +582,8 @@ TEST(ReferenceFp8, YardstickIsCloseToFloat64) {
 TEST(ReferenceFp8, CodesYardstickKernelBlocks) {
   AttnProblem p{1, 300, 300, 2, 1, 64, true, 0.0f};
   p.window = true, p.window_left = 70;  // row 299 sees keys 229..299: its first block starts at 128 (block_n 128)
-  const auto qf = normal_with_outliers(p.q_elems(), 21, 0.0, 1.0), kf = normal_with_outliers(p.kv_elems(), 22, 0.0, 1.0),
-             vf = normal_with_outliers(p.kv_elems(), 23, 0.0, 1.0);
-  const Fp8Tensor q = quantize_e4m3(qf, p.batch, p.seqlen_q, p.heads_q, p.hdim, p.heads_kv, true);
-  const Fp8Tensor k = quantize_e4m3(kf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
-  const Fp8Tensor v = quantize_e4m3(vf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
+  const Fp8Inputs in = fp8_inputs(p, 21);
+  const Fp8Tensor &q = in.q, &k = in.k, &v = in.v;
   const Out exact = run_fp64(p, q.dequant, k.dequant, v.dequant);
   std::vector<float> o(p.q_elems()), lse(p.lse_elems()), o32(o.size()), lse32(lse.size());
   attention_cpu_fp8_lowp(p, q, k, v, o.data(), lse.data());  // block_n 128 at hdim 64
@@ -611,11 +622,9 @@ TEST(ReferenceFp8, CodesYardstickKernelBlocks) {
 // (Fp8Forward.OutlierInputsRmse) measures the kernel the same way.
 TEST(ReferenceFp8, OutlierInputsRmse) {
   AttnProblem p{1, 512, 512, 2, 2, 128, false, 0.0f};
-  const auto qf = normal_with_outliers(p.q_elems(), 11, 1e-3, 10.0), kf = normal_with_outliers(p.kv_elems(), 12, 1e-3, 10.0),
-             vf = normal_with_outliers(p.kv_elems(), 13, 1e-3, 10.0);
-  const Fp8Tensor q = quantize_e4m3(qf, p.batch, p.seqlen_q, p.heads_q, p.hdim, p.heads_kv, true);
-  const Fp8Tensor k = quantize_e4m3(kf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
-  const Fp8Tensor v = quantize_e4m3(vf, p.batch, p.seqlen_k, p.heads_kv, p.hdim, p.heads_kv, true);
+  const Fp8Inputs in = fp8_inputs(p, 11, 1e-3);
+  const std::vector<float> &qf = in.qf, &kf = in.kf, &vf = in.vf;
+  const Fp8Tensor &q = in.q, &k = in.k, &v = in.v;
   // fp64 on the unquantized inputs (the error of quantization and kernel together, as the paper
   // measures it) and on the dequantized ones (the kernel's own).
   const Out exact = run_fp64(p, qf, kf, vf);

@@ -9,8 +9,8 @@
 // per-product truncation errors of a step add up (32 per step), where an exactly summed step
 // loses at most one quantum.
 //
-// That the accumulator joins the alignment was found on the host (tests/host/diag_fp8_h256_row.cpp,
-// diag_fp8_h256_group.cpp): with it, the kernel's recurrence emulated on the e4m3 codes gives
+// That the accumulator joins the alignment was found on the host (one-off programs
+// tests/host/diag_fp8_h256_{row,group}.cpp, at commit 72fce21; never built by CMake): with it, the kernel's recurrence emulated on the e4m3 codes gives
 // Fp8Forward.ManyTilesPerCta's hdim-256 non-causal case (seed 506) exactly as the H100 and H200
 // did (max O error 2.19 at (b 3, q 914, h 3, d 230), -14.625 against fp64 -12.44; max LSE error
 // 0.236); with the step aligned to its own largest product only (this model's first form) the
