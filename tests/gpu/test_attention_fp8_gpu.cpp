@@ -180,8 +180,10 @@ TEST(Fp8Forward, ManyTilesPerCta) {
   uint64_t seed = 500;
   for (const int d : kFp8HeadDims) {
     if (!fp8_head_dim_runs(d)) continue;
-    // The default, then every compiled e4m3 row by name (its rings run on across tiles too).
+    // The default, then (where the build has more than one e4m3 row at this head dim, so that the
+    // default is not the only one) every row by name: its rings run on across tiles too.
     std::vector<std::string> kernels = compiled_kernel_names("fwd", d, "", true);
+    if (kernels.size() < 2) kernels.clear();
     kernels.insert(kernels.begin(), "");
     for (const std::string& k : kernels) {
       for (int causal = 0; causal < 2; ++causal) {
