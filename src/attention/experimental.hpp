@@ -29,12 +29,13 @@ struct Overrides {
   // forward's options kernel with split-KV; a call it cannot take is refused with the reason).
   std::string decode_path;
   // The chunk path's PackGQA (docs/chunk-packgqa-plan.md): its plan may pack a GQA group into the
-  // Q tiles' rows (args.pack_gqa and the row-fill rule, kvcache_check.cpp chunk_pack_gqa, decide;
-  // kChunkRules' packed_only rows follow). Off by default until the packed path has run on a GPU
-  // over every configuration the public call would send it (fp16, groups 2-64, strided q, no LSE,
-  // -inf sinks, caches of 8k and more with heuristic splits: docs/perf-diagnosis-fa3.md §11); its
-  // own tests (ChunkPathPacked*, 64 cases, bf16) passed on an H200 on 2026-12-06.
-  bool chunk_pack_gqa = false;
+  // Q tiles' rows where the chunk rule that takes the call is a packed one (decode_defaults.cpp,
+  // kChunkRules: q_len 32-95 from 8192 positions), or pack_gqa 1 asks (args.pack_gqa and the
+  // row-fill rule, kvcache_chunk_plan.cpp chunk_pack_gqa, decide). On by default since the packed
+  // path ran every configuration the public call sends it (ChunkPathPackedConfigurations: fp16,
+  // groups 2-64, strided q, no LSE, -inf sinks, heuristic splits; H200, 2026-12-07); false: the
+  // chunk path never packs (the A/B's unpacked arm).
+  bool chunk_pack_gqa = true;
   bool decode_combine_pdl = true;  // the split-KV combine a programmatic dependent of the kernel before it
   bool decode_split_pdl = true;    // the 16-bit split kernel a programmatic dependent of the kernel before it
 };

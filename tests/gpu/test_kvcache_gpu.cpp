@@ -106,8 +106,10 @@ struct KvCase {
                                 // "": the library's default choice)
   std::string path;             // the path forced (experimental::Overrides::decode_path: "decode", or
                                 // "fwd" the chunk path; "": the plan's choice)
-  bool chunk_pack = false;      // experimental::Overrides::chunk_pack_gqa (off, the library's default): the chunk path may pack GQA
-                                // groups (pack_gqa decides; docs/chunk-packgqa-plan.md)
+  bool chunk_pack = false;      // experimental::Overrides::chunk_pack_gqa: the chunk path may pack GQA groups (pack_gqa
+                                // decides; docs/chunk-packgqa-plan.md). Off here, so that the forced-path cases keep
+                                // their unpacked coverage; the library packs by default (cases that test the
+                                // default set it from Overrides{}; the packed cases set it on)
   // The options (kvcache.h, 0.4): a sliding window (-1: an unbounded side), the softcap, sinks
   // (heads_q logits, or empty), and NaN in every key before all of a sequence's windows (rows
   // [0, len - seqlen_q - window_left): keys no row may read).
@@ -2052,6 +2054,7 @@ TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
       for (int splits : {0, 3})
         for (int lse = 0; lse < 2; ++lse) {
           KvCase c = make(cfg, sq, 32, 8, 4096, {4096, 2000}, causal != 0, seed++);
+          c.chunk_pack = experimental::Overrides{}.chunk_pack_gqa;  // the library's default
           c.num_splits = splits;
           c.with_lse = lse != 0;
           c.stale_nan = true;
@@ -2060,7 +2063,21 @@ TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
           print_result(c, r);
           EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
           EXPECT_EQ(r.plan.fwd_path, sq >= 96) << c.to_string() << ": the default plan's path (the chunk rules)";
+          EXPECT_FALSE(r.plan.pack_gqa) << c.to_string() << ": an unpacked rule's call (q_len >= 96) or the decode kernels";
         }
+  // q_len 32 and 48 against 8192 positions: the packed rule takes them, packed by default.
+  for (int sq : {32, 48})
+    for (int causal = 0; causal < 2; ++causal) {
+      KvCase c = make(cfg, sq, 32, 8, 8192, {8192, 5001}, causal != 0, seed++);
+      c.chunk_pack = experimental::Overrides{}.chunk_pack_gqa;
+      c.with_lse = causal != 0;
+      c.stale_nan = true;
+      KvRun run(c);
+      const CaseResult r = run_case(run, references_of(run));
+      print_result(c, r);
+      EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+      EXPECT_TRUE(r.plan.fwd_path && r.plan.pack_gqa) << c.to_string() << ": the packed chunk rule (q_len 32-95 from 8192)";
+    }
   // q_len 63: the decode kernels (the table's rules start at 64).
   KvCase c = make(cfg, 63, 32, 8, 4096, {4096}, true, seed++);
   KvRun run(c);

@@ -48,8 +48,8 @@ constexpr DecodeDefaultRule kRules[] = {
 // 1 x len, 32:8 heads, q_len 16/64/128, each path at its own best split count; decode_path
 // "fwd" vs "decode"): q_len 128: 1.75x at 32k (130 vs 228 us), 1.45x at 4k (26.1 vs 37.8), 0.97x
 // at 1k; q_len 64: 1.03x at 32k, 0.95x at 4k, 0.82x at 1k; q_len 16: 0.53-0.77x.
-// With PackGQA (a GQA group's heads packed into the Q tiles' rows; Overrides::chunk_pack_gqa, off by
-// default; 2026-12-06 H200 pk-r1, 32:8, bf16, CUDA graphs, the CSV's figure of 2 rounds): q_len 64
+// With PackGQA (a GQA group's heads packed into the Q tiles' rows; Overrides::chunk_pack_gqa, on by
+// default; packing only where a packed_only rule takes the call, or pack_gqa 1; 2026-12-06 H200 pk-r1, 32:8, bf16, CUDA graphs, the CSV's figure of 2 rounds): q_len 64
 // against 1 x 32k 85.6 us packed vs 121.7 for the unpacked chunk path (the default there); 4 x 8k
 // 81.1 vs the decode kernels' 119.0 (the default) and the unpacked chunk path's 123.9; 1 x 4k 26.7
 // vs the decode kernels' 23.6 (they keep it); q_len 16: the decode kernels 13.8 / 46.2 / 44.9 vs
@@ -63,7 +63,7 @@ constexpr DecodeDefaultRule kRules[] = {
 constexpr DecodeChunkRule kChunkRules[] = {
   {kHd128, 128, 2048, false, "r1 2026-12-06 (H100): q128 1.45x at 4k, 1.75x at 32k; 0.97x at 1k"},
   {kHd128, 96, 4096, false, "a3 2026-12-06 (H200): q96 32:8 1.42x the decode kernels at 1x4k, 1.70x at 1x8k, 1.60x at 2x8k; packed slower (0.69-0.88x unpacked)"},
-  {kHd128, 64, 8192, true, "pk-r1 2026-12-06 (H200): q64 32:8 packed 1.47x the decode kernels at 4x8k, 1.42x the unpacked chunk path at 1x32k; 0.88x the decode kernels at 1x4k; 1x8k not measured"},
+  {kHd128, 32, 8192, true, "pk-r1, a3 2026-12-06 (H200): 32:8 packed q64 1.47x the decode kernels at 4x8k, 1.42x the unpacked chunk path at 1x32k; q32-64 from 8k up to 1.38x (q48, 2x8k); 0.88x the decode kernels at 1x4k"},
   {kHd128, 64, 16384, false, "r1 2026-12-06 (H100): q64 1.03x at 32k; 0.95x at 4k"},
 };
 // clang-format on

@@ -350,8 +350,15 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
       return KvCachePlan{};
     }
     const bool packs = row >= 0 && o.chunk_pack_gqa && chunk_pack_gqa(a, attention::kFwdKernels[row].tile.block_m);
-    if (row >= 0 && (o.decode_path == "fwd" ||
-                     attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a), packs) != nullptr)) {
+    const attention::DecodeChunkRule* rule =
+        row >= 0 ? attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a), packs) : nullptr;
+    if (row >= 0 && (o.decode_path == "fwd" || rule != nullptr)) {
+      // Whether the plan may pack: the rule that takes the call decides (a packed_only rule's calls
+      // pack; an unpacked rule's calls, q_len >= 96 by the table's order, where packed tiles ran
+      // 0.69-0.88x unpacked ones on the H200 (a3), pack only when pack_gqa 1 asks); a forced chunk
+      // path packs as the row-fill rule says.
+      const bool allow_pack =
+          o.chunk_pack_gqa && (o.decode_path == "fwd" || a.pack_gqa == 1 || (rule != nullptr && rule->packed_only));
       // pack_gqa 1's request for a packed list (Overrides::chunk_pack_gqa) that would overflow the
       // kernel's int positions: refused, not run unpacked (the heuristic falls back to unpacked).
       if (o.chunk_pack_gqa && a.pack_gqa == 1 && chunk_pack_overflows(a, attention::kFwdKernels[row].tile.block_m)) {
@@ -360,7 +367,7 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
                    "positions (m_blocks x block_m + max_seqlen_k) would exceed INT32_MAX; pass pack_gqa = 0 or -1");
         return KvCachePlan{};
       }
-      KvCachePlan chunk = make_chunk_plan(a, sms, row, o.chunk_pack_gqa);
+      KvCachePlan chunk = make_chunk_plan(a, sms, row, allow_pack);
       auto fits = [&](const KvCachePlan& c) { return a.workspace != nullptr && a.workspace_bytes >= c.workspace_bytes; };
       if (o.decode_path == "fwd" || assume_workspace || fits(chunk)) {
         *kernel = row;
