@@ -966,9 +966,9 @@ TEST(KvCacheChunkPlan, ChunksTakeTheForwardKernelWithSplits) {
   a = chunk_args(1, 200, 4096);  // two Q tiles per head: 64 tiles, 2 splits (128 CTAs)
   a.pack_gqa = 0;
   EXPECT_EQ(plan_kvcache_attention(a, kSms).num_splits, 2);
-  a.pack_gqa = -1;  // the public plan does not pack (Overrides::chunk_pack_gqa off by default)
+  a.pack_gqa = -1;  // the public plan does not pack: the rule that takes q_len 200 is an unpacked one
   EXPECT_FALSE(plan_kvcache_attention(a, kSms).pack_gqa);
-  experimental::Overrides pack;
+  experimental::Overrides pack = forced();  // forced, the row-fill rule decides
   pack.chunk_pack_gqa = true;  // packed (fill 200/256 unpacked, 800/896 packed): 7 tiles of 32 positions per kv head, 56 tiles, 7 splits
   EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, pack).pack_gqa);
   EXPECT_EQ(experimental::plan_kvcache_attention(a, kSms, pack).num_splits, 7);
@@ -1093,14 +1093,23 @@ TEST(KvCacheChunkPlan, ListPositionsHoldEachEntryOnce) {
 }
 
 TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {
-  KvCacheArgs a = chunk_args(1, 63);  // the table's rules start at 64 queries
+  KvCacheArgs a = chunk_args(1, 63, 8191);  // below 8192 positions the table's rules start at 96 queries
   EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
+  a = chunk_args(1, 31, 32768);  // the packed rule starts at 32 queries
+  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
+  EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 32, 8192), kSms).pack_gqa);
+  EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 32, 8192), kSms).fwd_path);
+  a = chunk_args(1, 63, 32768);  // packing off (the override): q_len 32-63 keeps the decode kernels
+  experimental::Overrides unpacked;
+  unpacked.chunk_pack_gqa = false;
+  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, unpacked).fwd_path);
   // The rules' cache lengths: q_len 128 from 2048 positions, q_len 64 from 16384 (r1's crossings).
   EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 128, 2047), kSms).fwd_path);
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 128, 2048), kSms).fwd_path);
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 127, 32768), kSms).fwd_path);  // the q_len 64 rule
-  EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 64, 16384), kSms).fwd_path);
-  EXPECT_FALSE(plan_kvcache_attention(chunk_args(1, 64, 16383), kSms).fwd_path);
+  EXPECT_TRUE(experimental::plan_kvcache_attention(chunk_args(1, 64, 16384), kSms, unpacked).fwd_path);
+  EXPECT_FALSE(experimental::plan_kvcache_attention(chunk_args(1, 64, 16383), kSms, unpacked).fwd_path);
+  EXPECT_TRUE(plan_kvcache_attention(chunk_args(1, 64, 16383), kSms).pack_gqa);  // by default: the packed rule
   // q_len 64 whose chunk plan packs (32:8 heads, Overrides::chunk_pack_gqa): from 8192 positions.
   experimental::Overrides pack;
   pack.chunk_pack_gqa = true;
@@ -1500,14 +1509,26 @@ TEST(KvCachePackGqa, PackedChunkPlan) {
   a.v_cache = tensor_bshd(a.v_cache.data, HOPATTN_DTYPE_BF16, 1, 32768, 32, 128);
   a.pack_gqa = 1;
   EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, packing()).pack_gqa);
-  // The public plan (Overrides::chunk_pack_gqa off by default) never packs on the chunk path,
-  // whatever pack_gqa says.
+  // The public plan (packing on by default) packs q_len 64 at 32k as packing() does (the packed
+  // rule takes it); pack_gqa 0 keeps it unpacked (the unpacked q_len-64 rule from 16384).
   a = chunk_args(1, 64, 32768);
-  a.pack_gqa = 1;
+  p = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(p.fwd_path);
+  EXPECT_TRUE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 8);
+  a.pack_gqa = 0;
   p = plan_kvcache_attention(a, kSms);
   EXPECT_TRUE(p.fwd_path);
   EXPECT_FALSE(p.pack_gqa);
   EXPECT_EQ(p.num_splits, 4);
+  // q_len 96 at 32k: the unpacked rule takes it first (packed tiles ran 0.69-0.88x unpacked ones,
+  // H200 a3), so the heuristic does not pack it although its row-fill rule would; pack_gqa 1 does.
+  a = chunk_args(1, 96, 32768);
+  p = plan_kvcache_attention(a, kSms);
+  EXPECT_TRUE(p.fwd_path);
+  EXPECT_FALSE(p.pack_gqa);
+  a.pack_gqa = 1;
+  EXPECT_TRUE(plan_kvcache_attention(a, kSms).pack_gqa);
 }
 
 // Step 3's plumbing with group 0 or 1 gives what the code before it gave (main at df6f7c6): the
@@ -1679,8 +1700,8 @@ TEST(KvCachePackGqa, PackedQLoadRefusals) {
 }
 
 // A call whose chunk plan packs (Overrides::chunk_pack_gqa) passes the check like an unpacked one
-// (the packed path ran on an H200, 2026-12-06): q_len 64 against 32k, 32:8 heads; the public call
-// (packing off by default) keeps the unpacked chunk path there and the decode kernels at 8k.
+// (the packed path ran on an H200, 2026-12-06): q_len 64 against 32k, 32:8 heads; with packing off
+// the call keeps the unpacked chunk path there and the decode kernels at 8k.
 TEST(KvCachePackGqa, APackedPlanPassesTheCheck) {
   KvCacheArgs a = chunk_args(1, 64, 32768);
   const KvCachePlan p = experimental::plan_kvcache_attention(a, kSms, packing());
@@ -1689,11 +1710,13 @@ TEST(KvCachePackGqa, APackedPlanPassesTheCheck) {
   a.workspace_bytes = p.workspace_bytes;
   EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()).ok())
       << experimental::check_kvcache_attention(a, ctx_on_device(), kSms, packing()).to_string();
-  const KvCachePlan u = plan_kvcache_attention(a, kSms);
+  experimental::Overrides off;
+  off.chunk_pack_gqa = false;
+  const KvCachePlan u = experimental::plan_kvcache_attention(a, kSms, off);
   EXPECT_TRUE(u.fwd_path);
   EXPECT_FALSE(u.pack_gqa);
   a = chunk_args(1, 64, 8192);
-  EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
+  EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, off).fwd_path);
   EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, packing()).fwd_path);  // the packed_only rule
   a.pack_gqa = 0;  // pack_gqa 0 keeps the call unpacked: the decode kernels at 8k
   EXPECT_FALSE(experimental::plan_kvcache_attention(a, kSms, packing()).fwd_path);
