@@ -142,7 +142,8 @@ TEST(DecodeChunkRules, EveryRuleHasAForwardOptionsRow) {
   const attention::DecodeChunkRule* rules = attention::decode_chunk_rules(&count);
   ASSERT_GT(count, 0);
   for (int r = 0; r < count; ++r) {
-    EXPECT_GE(rules[r].seqlen_q_min, 64) << "chunk rule " << r;
+    // q_len 32 at least (a packed rule; an unpacked one from 64: below, the decode kernels win).
+    EXPECT_GE(rules[r].seqlen_q_min, rules[r].packed_only ? 32 : 64) << "chunk rule " << r;
     EXPECT_NE(std::string(rules[r].evidence), "") << "chunk rule " << r << ": no evidence column";
     for (int hdim : {64, 128, 256}) {
       if ((rules[r].hdims & attention::decode_hdim_bit(hdim)) == 0) continue;
@@ -160,7 +161,7 @@ TEST(DecodeChunkRules, EveryRuleHasAForwardOptionsRow) {
     }
   }
   for (bool packed : {false, true}) {
-    EXPECT_EQ(attention::decode_chunk_rule(128, 63, 1 << 20, packed), nullptr);
+    EXPECT_EQ(attention::decode_chunk_rule(128, packed ? 31 : 63, 1 << 20, packed), nullptr);
     EXPECT_NE(attention::decode_chunk_rule(128, 64, 16384, packed), nullptr);
     EXPECT_NE(attention::decode_chunk_rule(128, 128, 2048, packed), nullptr);
     EXPECT_EQ(attention::decode_chunk_rule(128, 128, 2047, packed), nullptr);
@@ -172,10 +173,15 @@ TEST(DecodeChunkRules, EveryRuleHasAForwardOptionsRow) {
   EXPECT_EQ(attention::decode_chunk_rule(128, 95, 8191, false), nullptr);
   EXPECT_EQ(attention::decode_chunk_rule(128, 96, 4095, false), nullptr);
   EXPECT_FALSE(attention::decode_chunk_rule(128, 96, 8192, true)->packed_only);
-  // q_len 64 from 8192 positions when the chunk path packs the call's GQA groups, from 16384 when not.
+  // q_len 32-95 from 8192 positions when the chunk path packs the call's GQA groups (a packed_only
+  // rule); q_len 64 from 16384 when not.
   EXPECT_EQ(attention::decode_chunk_rule(128, 64, 16383, false), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 63, 1 << 20, false), nullptr);
+  EXPECT_TRUE(attention::decode_chunk_rule(128, 32, 8192, true)->packed_only);
+  EXPECT_TRUE(attention::decode_chunk_rule(128, 95, 8192, true)->packed_only);
   EXPECT_NE(attention::decode_chunk_rule(128, 64, 8192, true), nullptr);
   EXPECT_EQ(attention::decode_chunk_rule(128, 64, 8191, true), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 31, 8192, true), nullptr);
 }
 
 TEST(DecodeRegistry, EveryDefaultNamesAKernelOfItsCacheAndHeadDims) {
