@@ -90,11 +90,15 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // 128 keys would need 288 KB of shared memory): Q 32 KB + 3 x 32 KB + O 64 KB = 192 KB.
     {"ws_pingpong_persistent_128x128x2_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 64, false, kBothMasks, false, true},
     {"ws_pingpong_persistent_128x64x2_e4m3", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, false, kBothMasks, false, true},
-    // (Retired 2026-12-06, seventh session: a 128x192x2 e4m3 row at hdim 128, FA3's direction of
-    // wider e4m3 tiles, ran at 0.89-0.92x this one at 1k and 0.99-1.01x at 4k/16k on the H100,
-    // bench/records/fp8-hdims-2026-12-06-h100-r6.csv.)
-    // (Retired 2026-12-06: a 3-stage row, 128x128x3_e4m3, ran at 0.99-1.01x this one on the H100;
-    // the bottleneck was the V transpose's instruction count, not the pipeline's depth.)
+    // FP8 candidates, ablation builds only (-DHOPATTN_BUILD_ABLATIONS=ON), to re-time after the
+    // V transpose's address fix (ninth session): before it, on the H100, a 128x192x2 e4m3 row ran
+    // at 0.89-0.92x the 128-key row at 1k and 0.99-1.01x at 4k/16k (fp8-hdims-2026-12-06-h100-r6.csv;
+    // FA3 runs hdim 128 e4m3 on 224-key tiles), and a 3-stage row at 0.99-1.01x (the transpose's
+    // instruction count was the bottleneck then). hdim 64: FA3's e4m3 tile is 192 rows (three
+    // consumer warpgroups, as hopattn's 16-bit hdim-64 row): Q 12 KB + 3 x 16 KB + O 24 KB.
+    {"ws_pingpong_persistent_128x192x2_e4m3", FwdKernel::kPersistentPingPong, {128, 192, 2, 2}, 128, true, kNonCausalOnly, false, true},
+    {"ws_pingpong_persistent_128x128x3_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 3, 2}, 128, true, kBothMasks, false, true},
+    {"ws_pingpong_persistent_192x128x2_e4m3", FwdKernel::kPersistentPingPong, {192, 128, 2, 3}, 64, true, kBothMasks, false, true},
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
     // specialization (fa2), warp specialization alone (ws), + ping-pong without the
     // intra-warpgroup overlap (ws_pingpong_serial), the full non-persistent schedule (ws_pingpong),
