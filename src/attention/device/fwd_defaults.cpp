@@ -15,11 +15,15 @@ constexpr int64_t kMax = kAnyLength;
 
 // clang-format off
 constexpr FwdDefaultRule kRules[] = {
-  // FP8 (e4m3): one e4m3 row per head dim, at every length (first: the rows below take any dtype).
-  // hdim 128: 593-690 TFLOP/s non-causal on the H100 (1k-16k), 0.74-0.82x cuDNN 9.19's FP8 SDPA
-  // (bench/records/fp8-ldsm-ab-2026-12-06-h100-r4.csv).
-  {128, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x128x2_e4m3", "the only e4m3 row at hdim 128"},
-  {64, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x128x2_e4m3", "the only e4m3 row at hdim 64"},
+  // FP8 (e4m3) first (the rows below take any dtype). hdim 128 and 64: the wider tiles from 4k keys
+  // (hdim 64 non-causal from 1k), the 128 x 128 row below (H100 s10, 2026-12-07, one binary, 2
+  // rounds: 192-key hdim 128 1.02-1.14x at 4k/16k, 0.82-0.99x at 1k; 192-row hdim 64 1.06-1.14x
+  // non-causal 1k-16k, 1.08-1.11x causal 4k/16k, 0.95x causal 1k; sm90_fwd_config.hpp).
+  {128, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 4096, kMax, 1, kAny, "ws_pingpong_persistent_128x192x2_e4m3", "s10 H100: 1.02-1.14x the 128-key row at 4k/16k"},
+  {128, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x128x2_e4m3", "s10 H100: 1.01-1.22x the 192-key row at 1k"},
+  {64, 0, HOPATTN_DTYPE_E4M3, 1, kMax, 1024, kMax, 1, kAny, "ws_pingpong_persistent_192x128x2_e4m3", "s10 H100: 1.06-1.14x the 128-row tile at 1k-16k"},
+  {64, 1, HOPATTN_DTYPE_E4M3, 1, kMax, 4096, kMax, 1, kAny, "ws_pingpong_persistent_192x128x2_e4m3", "s10 H100: 1.08-1.11x at 4k/16k"},
+  {64, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x128x2_e4m3", "s10 H100: 1.05x the 192-row tile causal at 1k"},
   {256, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x64x2_e4m3", "the only e4m3 row at hdim 256"},
   // Causal chunks of <= 128 queries (chunked prefill, speculative decoding through the forward
   // call): a few tiles per head, so the persistent grid idles most SMs; one CTA per tile with

@@ -90,15 +90,18 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // 128 keys would need 288 KB of shared memory): Q 32 KB + 3 x 32 KB + O 64 KB = 192 KB.
     {"ws_pingpong_persistent_128x128x2_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 64, false, kBothMasks, false, true},
     {"ws_pingpong_persistent_128x64x2_e4m3", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, false, kBothMasks, false, true},
-    // FP8 candidates, ablation builds only (-DHOPATTN_BUILD_ABLATIONS=ON), to re-time after the
-    // V transpose's address fix (ninth session): before it, on the H100, a 128x192x2 e4m3 row ran
-    // at 0.89-0.92x the 128-key row at 1k and 0.99-1.01x at 4k/16k (fp8-hdims-2026-12-06-h100-r6.csv;
-    // FA3 runs hdim 128 e4m3 on 224-key tiles), and a 3-stage row at 0.99-1.01x (the transpose's
-    // instruction count was the bottleneck then). hdim 64: FA3's e4m3 tile is 192 rows (three
-    // consumer warpgroups, as hopattn's 16-bit hdim-64 row): Q 12 KB + 3 x 16 KB + O 24 KB.
-    {"ws_pingpong_persistent_128x192x2_e4m3", FwdKernel::kPersistentPingPong, {128, 192, 2, 2}, 128, true, kNonCausalOnly, false, true},
-    {"ws_pingpong_persistent_128x128x3_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 3, 2}, 128, true, kBothMasks, false, true},
-    {"ws_pingpong_persistent_192x128x2_e4m3", FwdKernel::kPersistentPingPong, {192, 128, 2, 3}, 64, true, kBothMasks, false, true},
+    // Wider e4m3 tiles, re-timed after the V transpose's address fix (H100, 2026-12-07, one binary,
+    // 2 rounds; bench/records/fp8-tiles-2026-12-07-h100-s10.csv): hdim 128 on 192-key tiles (FA3
+    // runs 224) 1.045 / 1.02x the 128-key row non-causal at 4k / 16k and 1.09 / 1.14x causal, 0.99
+    // / 0.82x at 1k; Q 16 KB + 3 x 2 x 24 KB + O 32 KB = 192 KB; causal spills 36 bytes (ptxas),
+    // non-causal none. hdim 64 on 192-row tiles (three consumer warpgroups, FA3's e4m3 tile
+    // height; 152 registers each): 1.14 / 1.06 / 1.14x non-causal at 1k / 4k / 16k, 1.08 / 1.11x
+    // causal at 4k / 16k, 0.95x at 1k; Q 12 KB + 3 x 2 x 16 KB + O 24 KB; causal spills 4 bytes,
+    // as the 16-bit hdim-64 row does. (A 3-stage 128x128x3 e4m3 row ran 0.81-1.04x the 2-stage
+    // one in the same run and is retired again; a 224-key row needs V's transpose for 32-byte
+    // swizzle rows, not written.)
+    {"ws_pingpong_persistent_128x192x2_e4m3", FwdKernel::kPersistentPingPong, {128, 192, 2, 2}, 128, false, kBothMasks, false, true},
+    {"ws_pingpong_persistent_192x128x2_e4m3", FwdKernel::kPersistentPingPong, {192, 128, 2, 3}, 64, false, kBothMasks, false, true},
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
     // specialization (fa2), warp specialization alone (ws), + ping-pong without the
     // intra-warpgroup overlap (ws_pingpong_serial), the full non-persistent schedule (ws_pingpong),
