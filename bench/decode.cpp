@@ -336,7 +336,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               int page = 0;       // > 0: the cache as a pool of such pages (--page-sizes)
               bool combine_pdl = true;  // NAME+combine_pdl=0: the combine launched plainly
               bool split_pdl = true;    // NAME+split_pdl=0: the 16-bit split kernel launched plainly
-              bool pack = false;        // NAME+pack=1: the chunk path may pack GQA groups (Overrides::chunk_pack_gqa)
+              bool pack = true;         // Overrides::chunk_pack_gqa: the library's default, or NAME+pack=0|1 (rows :nopack, :pack)
               int window = -1;    // >= 0: a sliding window of that many keys before each query (--window)
               int dense = -1;     // a windowed row: the index of the same row without the window
               DeviceBuffer table; // its page table (batch, len / page), a shuffled permutation
@@ -383,13 +383,14 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               // (Overrides::decode_combine_pdl, decode_split_pdl).
               const size_t plus = entry_name.find('+');
               const std::string name = entry_name.substr(0, plus);
-              bool combine_pdl = true, split_pdl = true, pack = false;
+              bool combine_pdl = true, split_pdl = true, pack = experimental::Overrides{}.chunk_pack_gqa;
+              int pack_asked = -1;
               for (size_t at = plus; at != std::string::npos;) {
                 const size_t next = entry_name.find('+', at + 1);
                 const std::string kv = entry_name.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
                 if (kv == "combine_pdl=0" || kv == "combine_pdl=1") combine_pdl = kv.back() == '1';
                 else if (kv == "split_pdl=0" || kv == "split_pdl=1") split_pdl = kv.back() == '1';
-                else if (kv == "pack=0" || kv == "pack=1") pack = kv.back() == '1';
+                else if (kv == "pack=0" || kv == "pack=1") pack = kv.back() == '1', pack_asked = pack ? 1 : 0;
                 else
                   throw std::invalid_argument("--kernels: '" + entry_name +
                                               "': decode rows take only +combine_pdl=0|1, +split_pdl=0|1 and +pack=0|1");
@@ -411,7 +412,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 Entry e;
                 e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) + (path.empty() ? "" : ":" + path) +
                          (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "") +
-                         (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl") + (split_pdl ? "" : ":nosplitpdl") + (pack ? ":pack" : "") +
+                         (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl") + (split_pdl ? "" : ":nosplitpdl") + (pack_asked < 0 ? "" : pack_asked ? ":pack" : ":nopack") +
                          (windowed ? ":w" + std::to_string(opt.decode_window) : "");
                 e.kernel = kernel, e.path = path, e.splits = splits, e.tail = tail != 0, e.page = page, e.combine_pdl = combine_pdl;
                 e.split_pdl = split_pdl;
