@@ -33,7 +33,7 @@ struct Overrides {
   // kChunkRules: q_len 32-95 from 8192 positions), or pack_gqa 1 asks (args.pack_gqa and the
   // row-fill rule, kvcache_chunk_plan.cpp chunk_pack_gqa, decide). On by default since the packed
   // path ran every configuration the public call sends it (ChunkPathPackedConfigurations: fp16,
-  // groups 2-64, strided q, no LSE, -inf sinks, heuristic splits; H200, 2026-12-07); false: the
+  // groups 2-64, strided q, no LSE, -inf sinks, heuristic splits; H100, 2026-12-07); false: the
   // chunk path never packs (the A/B's unpacked arm).
   bool chunk_pack_gqa = true;
   bool decode_combine_pdl = true;  // the split-KV combine a programmatic dependent of the kernel before it
