@@ -138,7 +138,7 @@ template <class Traits>
 constexpr int producer_registers() { return Traits::kFp8 ? 40 : kProducerRegisters; }
 template <class Traits>
 constexpr int consumer_registers() {
-  // e4m3 with three consumer warpgroups (hdim 64's 192-row candidate): 40·128 + 152·384 = 63488.
+  // e4m3 with three consumer warpgroups (hdim 64's 192-row tile): 40·128 + 152·384 = 63488.
   if constexpr (Traits::kFp8) return Traits::kWarpgroups == 3 ? 152 : 232;
   return consumer_registers(Traits::kWarpgroups);
 }
