@@ -1,5 +1,7 @@
 """FlashAttention-3 beside hopattn in one process (issue 39's same-run baseline): forward attention
-on the same inputs, bf16 for both and FA3's FP8 (e4m3, unit descales) where asked, timed in rounds
+on the same inputs, bf16 for both and, with --fp8, both FP8 forwards (e4m3 inputs cast from the same
+bf16 ones, unit descales: rows fa3-e4m3 and hopattn-e4m3, whose ratio column is against
+hopattn-e4m3, issue 37's table), timed in rounds
 whose order rotates, each timed block after an untimed block of the same call (at the 700 W cap
 the order alone moved ratios by 4-9 %). FA3 comes from scripts/fa3-build.sh (PYTHONPATH with its
 hopper/ directory); it is not a dependency of hopattn.
@@ -44,7 +46,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cells", default="")
     ap.add_argument("--grid", action="store_true")
-    ap.add_argument("--fp8", action="store_true", help="also FA3's e4m3 forward (and hopattn's where it has one)")
+    ap.add_argument("--fp8", action="store_true",
+                    help="also the e4m3 forwards of FA3 and hopattn (hopattn's at the head dims its build has)")
     ap.add_argument("--no-cudnn", action="store_true",
                     help="leave out cuDNN through PyTorch's SDPA (its cuDNN backend: 9.19 on the H200)")
     ap.add_argument("--rounds", type=int, default=3)
@@ -59,7 +62,7 @@ def main():
     cells = [parse_cell(s) for s in specs]
     torch.manual_seed(0)
     dev = "cuda"
-    impls = ["hopattn", "fa3"] + ([] if args.no_cudnn else ["cudnn"]) + (["fa3-e4m3"] if args.fp8 else [])
+    impls = ["hopattn", "fa3"] + ([] if args.no_cudnn else ["cudnn"]) + (["hopattn-e4m3", "fa3-e4m3"] if args.fp8 else [])
     if not args.no_cudnn:
         from torch.nn.attention import SDPBackend, sdpa_kernel
         print(f"cuDNN through PyTorch {torch.__version__}: cuDNN {torch.backends.cudnn.version()}")
@@ -89,18 +92,27 @@ def main():
                         qt, kt, vt, is_causal=bool(causal), enable_gqa=hq != hkv).transpose(1, 2)
             return run
         q8, k8, v8 = (x.to(torch.float8_e4m3fn) for x in (q, k, v))
+        if impl == "hopattn-e4m3":  # no descales: the e4m3 values are the inputs (as FA3's call below)
+            out8 = torch.empty_like(q)
+            return lambda: hopattn.flash_attn_func(q8, k8, v8, causal=bool(causal), out=out8)
         return lambda: fa3.flash_attn_func(q8, k8, v8, causal=bool(causal))
 
     # Per cell and baseline: max |O - O_hopattn| (bf16 against bf16 should be within a few bf16 ulps
     # of O's magnitude; e4m3 is coarser), so that a baseline computing something else shows.
+    # FA3's e4m3 row is compared with hopattn's e4m3 row where that one runs (else with bf16).
     diffs = {}
     for i in range(len(cells)):
         ref = call("hopattn", i)()
+        ref8 = None
         for impl in impls[1:]:
             try:
                 o = call(impl, i)()
+                if impl == "hopattn-e4m3":
+                    ref8 = o
+                    continue
                 o = o[0] if isinstance(o, tuple) else o
-                diffs[(impl, i)] = float((o.float() - ref.float()).abs().max())
+                against = ref8 if impl == "fa3-e4m3" and ref8 is not None else ref
+                diffs[(impl, i)] = float((o.float() - against.float()).abs().max())
             except Exception as e:  # noqa: BLE001
                 diffs[(impl, i)] = float("nan")
                 print(f"{specs[i]} {impl}: {type(e).__name__}: {e}")
@@ -121,16 +133,18 @@ def main():
     for i, spec in enumerate(specs):
         hdim, causal, seqlen, hq, hkv, batch = cells[i]
         flops = 4.0 * batch * hq * visible_pairs(seqlen, causal) * hdim
-        base = statistics.median(times[("hopattn", i)]) if times[("hopattn", i)] else None
+        base16 = statistics.median(times[("hopattn", i)]) if times[("hopattn", i)] else None
+        base8 = statistics.median(times[("hopattn-e4m3", i)]) if times.get(("hopattn-e4m3", i)) else None
         for impl in impls:
             t = times[(impl, i)]
             if not t:
-                print(f"{spec:22s} {impl:9s} not timed: {failed.get((impl, i), '?')}")
+                print(f"{spec:22s} {impl:12s} not timed: {failed.get((impl, i), '?')}")
                 continue
             ms = statistics.median(t)
+            base = base8 if impl.endswith("e4m3") else base16  # e4m3 rows against hopattn's e4m3 row
             ratio = f"{ms / base:.3f}" if base else "-"  # time / hopattn's: > 1 means hopattn is faster
             diff = diffs.get((impl, i))
-            print(f"{spec:22s} {impl:9s} {ms:9.4f} ms {flops / (ms * 1e-3) / 1e12:7.1f} TFLOP/s  time/hopattn {ratio}"
+            print(f"{spec:22s} {impl:12s} {ms:9.4f} ms {flops / (ms * 1e-3) / 1e12:7.1f} TFLOP/s  time/hopattn {ratio}"
                   f"  (rounds {min(t):.4f}-{max(t):.4f})" + ("" if diff is None else f"  max|O - hopattn| {diff:.3g}"))
             rows.append({"cell": spec, "impl": impl, "hdim": hdim, "causal": causal, "seqlen": seqlen, "heads_q": hq,
                          "heads_kv": hkv, "batch": batch, "ms": f"{ms:.5f}",

@@ -162,7 +162,7 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, return_lse=False,
     a row that sees no key gets O = 0 and LSE = sink (-inf without sinks).
 
     FP8 (FlashAttention-3's convention, since 0.5): q, k, v torch.float8_e4m3fn (e4m3, the head
-    dims this build compiled for FP8: 128), out bf16 (allocated so without `out=`), and
+    dims this build compiled for FP8: HOPATTN_FP8_HEAD_DIMS, 64, 128 and 256 by default), out bf16 (allocated so without `out=`), and
     q_descale, k_descale, v_descale: float32 (batch, heads_kv) tensors on q's device, all three or
     none (none: every descale 1); q-head h uses the descales of its kv-head. The scores are
     softmax_scale · q_descale · k_descale · (Q·Kᵀ) and O = v_descale · softmax(scores)·V, with the
