@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "attention/device/compiled_set.hpp"
+#include "attention/device/fwd_registry.hpp"
 #include "attention/experimental.hpp"
 #include "attention_fp8.hpp"
 #include "attention_gpu.hpp"
@@ -198,6 +199,27 @@ TEST(Fp8Forward, ManyTilesPerCta) {
       empty_rows.kernel = k;
       empty_rows.seed = seed++;
       expect_pass(empty_rows, run_fp8_case(empty_rows));
+    }
+  }
+}
+
+// The defaults' wider e4m3 tiles through the public call (no kernel named): 4100 keys, where hdim
+// 128 and hdim 64 take their 192-key / 192-row rows (fwd_defaults.cpp; the host test
+// FwdRegistry.Fp8DefaultsByLength checks the routing), 200 queries against them (bottom-right
+// causal), GQA 4:2.
+TEST(Fp8Forward, LongKeysTakeTheWiderTiles) {
+  HOPATTN_REQUIRE_SM90();
+  uint64_t seed = 700;
+  for (const int d : {64, 128}) {
+    if (!fp8_head_dim_runs(d)) continue;
+    for (int causal = 0; causal < 2; ++causal) {
+      const attention::FwdDefaultRule* r = attention::fwd_default_rule(d, causal != 0, HOPATTN_DTYPE_E4M3, 200, 4100, 2);
+      ASSERT_NE(r, nullptr);
+      EXPECT_NE(std::string(r->kernel).find(d == 128 ? "128x192x2" : "192x128x2"), std::string::npos) << r->kernel;
+      Fp8Case c;
+      c.p = AttnProblem{1, 200, 4100, 4, 2, d, causal != 0, 0.0f};
+      c.seed = seed++;
+      expect_pass(c, run_fp8_case(c));
     }
   }
 }

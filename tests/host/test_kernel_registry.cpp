@@ -101,6 +101,29 @@ TEST(FwdRegistry, OneOptionsRowPerHeadDim) {
 
 // The e4m3 rows (FwdKernelSpec::fp8): the persistent ws kernel (O staged apart from Q's e4m3 tile),
 // no options (padded batches without window, softcap or sinks), tiles the V transpose takes.
+// The e4m3 defaults by length (fwd_defaults.cpp, H100 s10): the wider tiles from 4096 keys at hdim
+// 128 and hdim 64 causal, from 1024 at hdim 64 non-causal; the 128 x 128 row below; hdim 256's one row.
+TEST(FwdRegistry, Fp8DefaultsByLength) {
+  struct Case {
+    int hdim;
+    bool causal;
+    int64_t seqlen_k;
+    const char* kernel;
+  };
+  const Case cases[] = {
+      {128, false, 4096, "ws_pingpong_persistent_128x192x2_e4m3"}, {128, true, 16384, "ws_pingpong_persistent_128x192x2_e4m3"},
+      {128, false, 4095, "ws_pingpong_persistent_128x128x2_e4m3"}, {128, true, 1024, "ws_pingpong_persistent_128x128x2_e4m3"},
+      {64, false, 1024, "ws_pingpong_persistent_192x128x2_e4m3"},  {64, false, 1023, "ws_pingpong_persistent_128x128x2_e4m3"},
+      {64, true, 4096, "ws_pingpong_persistent_192x128x2_e4m3"},   {64, true, 4095, "ws_pingpong_persistent_128x128x2_e4m3"},
+      {256, false, 16384, "ws_pingpong_persistent_128x64x2_e4m3"}, {256, true, 512, "ws_pingpong_persistent_128x64x2_e4m3"},
+  };
+  for (const Case& c : cases) {
+    const FwdDefaultRule* r = fwd_default_rule(c.hdim, c.causal, HOPATTN_DTYPE_E4M3, 1000, c.seqlen_k, 4);
+    ASSERT_NE(r, nullptr) << c.hdim << " " << c.seqlen_k;
+    EXPECT_STREQ(r->kernel, c.kernel) << "hdim " << c.hdim << " causal " << c.causal << " seqlen_k " << c.seqlen_k;
+  }
+}
+
 TEST(FwdRegistry, Fp8Rows) {
   int rows = 0, kept = 0;
   for (int i = 0; i < kFwdKernelCount; ++i) {
