@@ -2042,43 +2042,43 @@ TEST_P(KvCacheGpu, ChunkPathMatchesTheReferenceAndTheDecodePath) {
 }
 
 // GQA 32:8 (issue 39's heads) through the public call (the chunk rules of decode_defaults.cpp:
-// q_len 96 and 128 against 4096 positions take the chunk path, q_len 64 there keeps the decode kernels)
-// and a forced split count, LSE on and off.
+// q_len 96 and 128 against 4096 positions take the chunk path unpacked, q_len 64 there keeps the
+// decode kernels; q_len 32 and 48 against 8192 positions take it packed) and a forced split count,
+// LSE on and off.
 TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   if (!has_chunk_path(cfg)) return expect_chunk_path_refused(cfg);
+  // The case with the library's default overrides, checked against the reference: its plan.
+  const auto run_default = [](KvCase c) {
+    c.chunk_pack = experimental::Overrides{}.chunk_pack_gqa;
+    c.stale_nan = true;
+    KvRun run(c);
+    const CaseResult r = run_case(run, references_of(run));
+    print_result(c, r);
+    EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+    return r.plan;
+  };
   uint64_t seed = 51000;
   for (int sq : {64, 96, 128})
     for (int causal = 0; causal < 2; ++causal)
       for (int splits : {0, 3})
         for (int lse = 0; lse < 2; ++lse) {
           KvCase c = make(cfg, sq, 32, 8, 4096, {4096, 2000}, causal != 0, seed++);
-          c.chunk_pack = experimental::Overrides{}.chunk_pack_gqa;  // the library's default
           c.num_splits = splits;
           c.with_lse = lse != 0;
-          c.stale_nan = true;
-          KvRun run(c);
-          const CaseResult r = run_case(run, references_of(run));
-          print_result(c, r);
-          EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
-          EXPECT_EQ(r.plan.fwd_path, sq >= 96) << c.to_string() << ": the default plan's path (the chunk rules)";
-          EXPECT_FALSE(r.plan.pack_gqa) << c.to_string() << ": an unpacked rule's call (q_len >= 96) or the decode kernels";
+          const KvCachePlan plan = run_default(c);
+          EXPECT_EQ(plan.fwd_path, sq >= 96) << c.to_string() << ": the default plan's path (the chunk rules)";
+          EXPECT_FALSE(plan.pack_gqa) << c.to_string() << ": an unpacked rule's call (q_len >= 96) or the decode kernels";
         }
-  // q_len 32 and 48 against 8192 positions: the packed rule takes them, packed by default.
   for (int sq : {32, 48})
     for (int causal = 0; causal < 2; ++causal) {
       KvCase c = make(cfg, sq, 32, 8, 8192, {8192, 5001}, causal != 0, seed++);
-      c.chunk_pack = experimental::Overrides{}.chunk_pack_gqa;
       c.with_lse = causal != 0;
-      c.stale_nan = true;
-      KvRun run(c);
-      const CaseResult r = run_case(run, references_of(run));
-      print_result(c, r);
-      EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
-      EXPECT_TRUE(r.plan.fwd_path && r.plan.pack_gqa) << c.to_string() << ": the packed chunk rule (q_len 32-95 from 8192)";
+      const KvCachePlan plan = run_default(c);
+      EXPECT_TRUE(plan.fwd_path && plan.pack_gqa) << c.to_string() << ": the packed chunk rule (q_len 32-95 from 8192)";
     }
-  // q_len 63: the decode kernels (the table's rules start at 64).
+  // q_len 63 against 4096 positions: the decode kernels (below 8192 the rules start at 96).
   KvCase c = make(cfg, 63, 32, 8, 4096, {4096}, true, seed++);
   KvRun run(c);
   EXPECT_FALSE(run.plan().fwd_path) << c.to_string();
