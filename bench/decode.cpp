@@ -336,7 +336,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               int page = 0;       // > 0: the cache as a pool of such pages (--page-sizes)
               bool combine_pdl = true;  // NAME+combine_pdl=0: the combine launched plainly
               bool split_pdl = true;    // NAME+split_pdl=0: the 16-bit split kernel launched plainly
-              bool pack = true;         // Overrides::chunk_pack_gqa: the library's default, or NAME+pack=0|1 (rows :nopack, :pack)
+              bool pack = experimental::Overrides{}.chunk_pack_gqa;  // or NAME+pack=0|1 (rows :nopack, :pack)
               int window = -1;    // >= 0: a sliding window of that many keys before each query (--window)
               int dense = -1;     // a windowed row: the index of the same row without the window
               DeviceBuffer table; // its page table (batch, len / page), a shuffled permutation
