@@ -575,6 +575,40 @@ TEST(ReferenceFp8, YardstickIsCloseToFloat64) {
   EXPECT_EQ(zo[size_t(9 * 128)], 1.0f);  // the last row sees all three keys, each V = 1
 }
 
+// The yardstick of the rows whose P·V WGMMA takes the row sums (mma_sums, FwdKernelSpec::mma_row_sum):
+// the sums are of the e4m3-rounded P, so each row's weights sum to 1 exactly (up to the WGMMA's
+// accumulation) and a V of ones gives O = 1 in every row, which the float32 sums of the unrounded
+// P do not; O stays as close to fp64 as the other yardstick's, and the LSE, now of the rounded
+// weights, moves by up to e4m3's relative rounding of a row's sum (2^-4, ~0.06), far less on rows
+// of many keys.
+TEST(ReferenceFp8, MmaSumsYardstick) {
+  AttnProblem p{1, 150, 150, 2, 1, 128, true, 0.0f};
+  const Fp8Inputs in = fp8_inputs(p, 31);
+  const Fp8Tensor &q = in.q, &k = in.k, &v = in.v;
+  const Out exact = run_fp64(p, q.dequant, k.dequant, v.dequant);
+  std::vector<float> o(p.q_elems()), lse(p.lse_elems()), om(o.size()), lm(lse.size());
+  attention_cpu_fp8_lowp(p, q, k, v, o.data(), lse.data());
+  attention_cpu_fp8_lowp(p, q, k, v, om.data(), lm.data(), 0, true);
+  const ErrorStats eo = compare(exact.o.data(), o.data(), p.q_elems()), eom = compare(exact.o.data(), om.data(), p.q_elems());
+  const ErrorStats el = compare(exact.lse.data(), lse.data(), p.lse_elems()), elm = compare(exact.lse.data(), lm.data(), p.lse_elems());
+  std::printf("FP8 yardstick %s: O err %.3g (fp32 sums) / %.3g (MMA sums), LSE err %.3g / %.3g\n", p.to_string().c_str(),
+              eo.max_abs, eom.max_abs, el.max_abs, elm.max_abs);
+  EXPECT_EQ(eom.bad + elm.bad, 0);
+  EXPECT_LT(eom.max_abs, 1.5 * eo.max_abs);
+  EXPECT_GT(elm.max_abs, el.max_abs);  // the sums of the rounded weights
+  EXPECT_LT(elm.max_abs, 0.07);
+  // V of ones (code 1.0): O is 1 exactly with the MMA's sums (bf16(1.0)), not with float32 sums.
+  std::vector<float> ones(size_t(p.kv_elems()), 1.0f), o1(o.size()), om1(o.size());
+  attention_cpu_fp8_lowp(p, q.values.data(), k.values.data(), ones.data(), q.descale.data(), k.descale.data(), nullptr,
+                         o1.data(), nullptr);
+  attention_cpu_fp8_lowp(p, q.values.data(), k.values.data(), ones.data(), q.descale.data(), k.descale.data(), nullptr,
+                         om1.data(), nullptr, 0, true);
+  int off_one = 0, off_one_mma = 0;
+  for (size_t i = 0; i < o1.size(); ++i) off_one += o1[i] != 1.0f, off_one_mma += om1[i] != 1.0f;
+  EXPECT_GT(off_one, 0);
+  EXPECT_EQ(off_one_mma, 0);
+}
+
 // The yardstick on the codes follows the kernel's KV blocks (multiples of block_n from key 0, also
 // under a window whose left edge falls inside a block) and applies the descales itself: descales
 // of nullptr and of 1 give the same bits; within one block of keys block_n does not matter; across

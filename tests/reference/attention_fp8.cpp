@@ -82,7 +82,8 @@ Fp8Tensor quantize_e4m3(const std::vector<float>& x_in, int batch, int seqlen, i
 }
 
 void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k, const float* v, const float* q_descale,
-                            const float* k_descale, const float* v_descale, float* o, float* lse, int block_n) {
+                            const float* k_descale, const float* v_descale, float* o, float* lse, int block_n,
+                            bool mma_sums) {
   if (p.softcap > 0 || !p.sinks.empty()) throw std::invalid_argument("attention_cpu_fp8_lowp: no softcap or sinks");
   if (block_n <= 0) block_n = fp8_kernel_block_n(p.hdim);
   if (block_n % kFp8AccStep != 0) throw std::invalid_argument("attention_cpu_fp8_lowp: block_n not a multiple of 32");
@@ -115,6 +116,7 @@ void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k
             s[size_t(j - j0)] = fp8_wgmma_dot(qrow, [&](int d) { return krow[d]; }, p.hdim);  // fp8_accumulate.hpp
             m_new = std::max(m_new, s[size_t(j - j0)]);
           }
+          if (mma_sums) m_new = fp8_lagging_max(m, m_new, scale_log2);
           const float offset = fp8_softmax_offset(m_new, scale_log2);
           // O and the sum are 0 before the row's first block (the kernel's alpha there is moot).
           const float alpha = m == kNegInf ? 0.0f : fp8_exp2(fp8_softmax_offset(m, scale_log2) - offset);
@@ -124,7 +126,8 @@ void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k
             sum += e;
             pr[size_t(j - j0)] = round_e4m3(e);
           }
-          l = l * alpha + sum;
+          // The sums by the MMA: the rounded P times a V column of 1.0, accumulated as O is.
+          l = mma_sums ? fp8_wgmma_accumulate(l * alpha, [&](int t) { return pr[size_t(t)]; }, hi - j0) : l * alpha + sum;
           m = m_new;
           // O = O · alpha + P·V as the FP8 WGMMA accumulates it (fp8_accumulate.hpp), per channel,
           // in k-steps of 32 keys from the block's start.
@@ -141,9 +144,9 @@ void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k
 }
 
 void attention_cpu_fp8_lowp(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const Fp8Tensor& v, float* o,
-                            float* lse, int block_n) {
+                            float* lse, int block_n, bool mma_sums) {
   attention_cpu_fp8_lowp(p, q.values.data(), k.values.data(), v.values.data(), q.descale.data(), k.descale.data(),
-                         v.descale.data(), o, lse, block_n);
+                         v.descale.data(), o, lse, block_n, mma_sums);
 }
 
 std::vector<float> normal_with_outliers(int64_t n, uint64_t seed, double outlier_fraction, double outlier_std) {

@@ -40,13 +40,17 @@ void hadamard_rotate(float* row, int hdim);
 // - 8)) rounded to e4m3 (the row sum of the unrounded P in float32), O = bf16(Σ P·V / sum ·
 // v_descale) with Σ P·V (V's code values) accumulated as the WGMMA does; LSE in natural-log units.
 // q, k, v: code values (Fp8Tensor::values); the descales (batch, heads_kv) row-major, nullptr for 1.
+// mma_sums: the row sums as the kernels whose P·V WGMMA takes them (FwdKernelSpec::mma_row_sum)
+// have them: the e4m3-rounded P summed as that WGMMA accumulates a column of V of 1.0, and the row
+// maximum lagging as theirs does (fp8_lagging_max, fp8_accumulate.hpp).
 // Masks as attention_cpu_lowp; no softcap or sinks (the FP8 calls take neither). The float64
 // reference stays attention_cpu_fp64 on the dequantized inputs.
 void attention_cpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k, const float* v, const float* q_descale,
-                            const float* k_descale, const float* v_descale, float* o, float* lse, int block_n = 0);
+                            const float* k_descale, const float* v_descale, float* o, float* lse, int block_n = 0,
+                            bool mma_sums = false);
 // The same on quantized tensors (their values and descales).
 void attention_cpu_fp8_lowp(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const Fp8Tensor& v, float* o,
-                            float* lse, int block_n = 0);
+                            float* lse, int block_n = 0, bool mma_sums = false);
 
 // N(0, 1) values, each replaced with probability `outlier_fraction` by a draw from
 // N(0, outlier_std²) (FlashAttention-3 §4.3: 0.1 % of entries N(0, 10²)); deterministic in seed.

@@ -61,6 +61,7 @@ struct KernelProblem {
   // The FP8 yardstick: the keys per KV block and the descales, 3 x (batch, heads_kv) (q, k, v).
   int block_n;
   const float* descales;
+  bool mma_sums;  // the FP8 yardstick's row sums: of the rounded P, as the P·V WGMMA takes them
 };
 
 // What the yardstick rounds: nothing (the float64 reference), scores, P and O to T (16-bit
@@ -120,7 +121,9 @@ __global__ void __launch_bounds__(kThreads, 8) attention_reference_kernel(
         }
       }
     }
-    const Acc m_new = max(m, block_reduce(s, true, scratch));  // finite: the chunk has a key
+    Acc m_new = max(m, block_reduce(s, true, scratch));  // finite: the chunk has a key
+    if constexpr (kFp8)
+      if (p.mma_sums) m_new = fp8_lagging_max(m, m_new, scale_log2);  // the kernel's lagging maximum
     Acc alpha, pj;
     if constexpr (kFp8) {  // the FP8 kernel's OnlineSoftmax<_, 8> (fp8_accumulate.hpp)
       const float offset = fp8_softmax_offset(m_new, scale_log2);
@@ -130,11 +133,13 @@ __global__ void __launch_bounds__(kThreads, 8) attention_reference_kernel(
       alpha = exp(m - m_new);                          // exp(-inf) = 0 while nothing is summed
       pj = visible ? exp(s - m_new) : Acc(0);
     }
-    l = l * alpha + block_reduce(pj, false, scratch);
+    if (!(kFp8 && p.mma_sums)) l = l * alpha + block_reduce(pj, false, scratch);
     if (int(threadIdx.x) < step)
       probs[threadIdx.x] = kLowp ? Acc(round_to<T>(float(pj))) : kFp8 ? Acc(round_to<__nv_fp8_e4m3>(float(pj))) : pj;
     __syncthreads();
     const int chunk = min(step, end - j0);
+    if constexpr (kFp8)  // every thread the same sum: the rounded P times a V column of 1.0, as O accumulates
+      if (p.mma_sums) l = fp8_wgmma_accumulate(l * alpha, [&](int c) { return probs[c]; }, chunk);
     for (int d = threadIdx.x; d < p.hdim; d += kThreads) {
       auto v_at = [&](int c) { return v + ((int64_t(b) * p.seqlen_k + j0 + c) * p.heads_kv + hk) * p.hdim + d; };
       if constexpr (kFp8) {  // O = O · alpha + P·V as the FP8 WGMMA accumulates it, k-steps from the block's start
@@ -168,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, 8) attention_reference_kernel(
 template <typename Acc, Rounding kRounding>
 void launch(const AttnProblem& p, hopattn_dtype_t dtype, const void* q, const void* k,
             const void* v, Acc* o, Acc* lse, Stream stream, int block_n = 0,
-            const std::vector<float>* fp8_descales = nullptr) {
+            const std::vector<float>* fp8_descales = nullptr, bool mma_sums = false) {
   if (p.hdim > kMaxHdim) throw std::runtime_error("attention reference: hdim > 256");
   if (p.heads_q > 65535 || p.batch > 65535) throw std::runtime_error("attention reference: grid too large");
   if (!p.sinks.empty() && p.sinks.size() != size_t(p.heads_q))
@@ -198,7 +203,7 @@ void launch(const AttnProblem& p, hopattn_dtype_t dtype, const void* q, const vo
   const KernelProblem<Acc> kp{p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.hdim,
                               Acc(p.effective_scale()), Acc(p.softcap), ranges_dev.as<const int2>(),
                               p.sinks.empty() ? nullptr : sinks_dev.as<const float>(), block_n,
-                              descales_dev.as<const float>()};
+                              descales_dev.as<const float>(), mma_sums};
   const dim3 grid(p.seqlen_q, p.heads_q, p.batch);
   if (dtype == HOPATTN_DTYPE_FP32) {
     if constexpr (kRounding != Rounding::kDtype)
@@ -232,7 +237,7 @@ void attention_gpu_lowp(const AttnProblem& p, hopattn_dtype_t dtype, const void*
 
 void attention_gpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k, const float* v, const float* q_descale,
                             const float* k_descale, const float* v_descale, float* o, float* lse, int block_n,
-                            Stream stream) {
+                            Stream stream, bool mma_sums) {
   if (p.softcap > 0 || !p.sinks.empty()) throw std::runtime_error("attention_gpu_fp8_lowp: no softcap or sinks");
   if (block_n <= 0) block_n = fp8_kernel_block_n(p.hdim);
   if (block_n % kFp8AccStep != 0 || block_n > kThreads)
@@ -242,7 +247,7 @@ void attention_gpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k
   const float* given[3] = {q_descale, k_descale, v_descale};
   for (int t = 0; t < 3; ++t)
     if (given[t] != nullptr) std::copy(given[t], given[t] + n, descales.begin() + ptrdiff_t(t * n));
-  launch<float, Rounding::kFp8>(p, HOPATTN_DTYPE_FP32, q, k, v, o, lse, stream, block_n, &descales);
+  launch<float, Rounding::kFp8>(p, HOPATTN_DTYPE_FP32, q, k, v, o, lse, stream, block_n, &descales, mma_sums);
 }
 
 }  // namespace hopattn::reference

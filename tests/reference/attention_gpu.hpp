@@ -19,9 +19,10 @@ void attention_gpu_lowp(const AttnProblem& p, hopattn_dtype_t dtype, const void*
 // fp8_accumulate.hpp): q, k, v the e4m3 code values in float32 (device); q_descale, k_descale,
 // v_descale HOST arrays of (batch, heads_kv) floats, or nullptr for 1; block_n the keys per KV
 // block (0: the kernel's at this head dim, fp8_kernel_block_n; a multiple of 32 up to 128). S and
-// P·V accumulated as the FP8 WGMMA does, P rounded to e4m3 against the running maximum, O to bf16.
+// P·V accumulated as the FP8 WGMMA does, P rounded to e4m3 against the running maximum, O to bf16;
+// mma_sums: the row sums of the rounded P, accumulated as P·V (attention_cpu_fp8_lowp's).
 void attention_gpu_fp8_lowp(const AttnProblem& p, const float* q, const float* k, const float* v, const float* q_descale,
                             const float* k_descale, const float* v_descale, float* o, float* lse, int block_n = 0,
-                            Stream stream = nullptr);
+                            Stream stream = nullptr, bool mma_sums = false);
 
 }  // namespace hopattn::reference

@@ -110,6 +110,13 @@ HOPATTN_REF_HD inline float fp8_scale_log2(float softmax_scale, float q_descale,
   return softmax_scale * q_descale * k_descale * 1.4426950408889634f;  // float(M_LOG2E)
 }
 HOPATTN_REF_HD inline float fp8_softmax_offset(float m, float scale_log2) { return fmaf(m, scale_log2, -kFp8MaxOffset); }
+// The rows whose P·V takes the row sums (mma_sums) keep a row's maximum m while a block's new one
+// exceeds it by at most this (log2 units after scaling): the kernel's kFp8MaxLagLog2
+// (src/attention/collective/sm90_fwd_fp8.hpp), its rule (OnlineSoftmax::online_exp) in float.
+inline constexpr float kFp8MmaSumsLagLog2 = 0.8f;
+HOPATTN_REF_HD inline float fp8_lagging_max(float m, float m_new, float scale_log2) {
+  return m != -INFINITY && (m_new - m) * scale_log2 <= kFp8MmaSumsLagLog2 ? m : m_new;
+}
 HOPATTN_REF_HD inline float fp8_exp2(float x) { return float(exp2(double(x))); }
 // P of score s against the block's offset (before the e4m3 rounding).
 HOPATTN_REF_HD inline float fp8_softmax_p(float s, float scale_log2, float offset) {

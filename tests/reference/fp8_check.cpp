@@ -8,7 +8,9 @@
 #include <functional>
 #include <utility>
 
+#include "attention/device/fwd_registry.hpp"
 #include "attention/experimental.hpp"
+#include "attention/kernel/sm90_fwd_config.hpp"
 #include "attention_gpu.hpp"
 #include "common/cuda_check.hpp"
 
@@ -85,13 +87,13 @@ double max_row_norm(const std::vector<float>& x, int hdim) {
 // descales (the kernel's arithmetic, attention_fp8.hpp), on the CPU for small problems, on the GPU
 // otherwise (float32 uploads of the dequantized values and of the code values).
 void references(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const Fp8Tensor& v, std::vector<double>& o64,
-                std::vector<double>& lse64, std::vector<float>& o32, std::vector<float>& lse32) {
+                std::vector<double>& lse64, std::vector<float>& o32, std::vector<float>& lse32, bool mma_sums) {
   o64.assign(size_t(p.q_elems()), 0), lse64.assign(size_t(p.lse_elems()), 0);
   o32.assign(size_t(p.q_elems()), 0), lse32.assign(size_t(p.lse_elems()), 0);
   const double work = double(p.batch) * p.heads_q * p.seqlen_q * p.seqlen_k * p.hdim;
   if (work <= kCpuWorkLimit) {
     attention_cpu_fp64(p, q.dequant.data(), k.dequant.data(), v.dequant.data(), o64.data(), lse64.data());
-    attention_cpu_fp8_lowp(p, q, k, v, o32.data(), lse32.data());
+    attention_cpu_fp8_lowp(p, q, k, v, o32.data(), lse32.data(), 0, mma_sums);
     return;
   }
   DeviceBuffer go64(o64.size() * 8), gl64(std::max<size_t>(lse64.size(), 1) * 8);
@@ -103,7 +105,7 @@ void references(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, co
   {
     DeviceBuffer cq = upload(q.values), ck = upload(k.values), cv = upload(v.values);
     attention_gpu_fp8_lowp(p, cq.as<float>(), ck.as<float>(), cv.as<float>(), q.descale.data(), k.descale.data(),
-                           v.descale.data(), go32.as<float>(), gl32.as<float>());
+                           v.descale.data(), go32.as<float>(), gl32.as<float>(), 0, nullptr, mma_sums);
   }
   HOPATTN_CUDA_CHECK(cudaMemcpy(o64.data(), go64.get(), o64.size() * 8, cudaMemcpyDeviceToHost));
   HOPATTN_CUDA_CHECK(cudaMemcpy(lse64.data(), gl64.get(), lse64.size() * 8, cudaMemcpyDeviceToHost));
@@ -160,11 +162,12 @@ std::string worst_o_row(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tenso
 }  // namespace
 
 void judge_fp8(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const Fp8Tensor& v,
-               const std::vector<float>& o_got, const std::vector<float>& lse_got, double o_eps, Fp8Result* out) {
+               const std::vector<float>& o_got, const std::vector<float>& lse_got, double o_eps, Fp8Result* out,
+               bool mma_sums) {
   Fp8Result& r = *out;
   std::vector<double> o64, lse64;
   std::vector<float> o32, lse32;
-  references(p, q, k, v, o64, lse64, o32, lse32);
+  references(p, q, k, v, o64, lse64, o32, lse32, mma_sums);
   r.o_err = compare(o64.data(), o_got.data(), p.q_elems());
   r.o_yard = compare(o64.data(), o32.data(), p.q_elems());
   r.o_bound = 2.0 * r.o_yard.max_abs + o_eps * r.o_yard.max_ref;
@@ -246,7 +249,19 @@ Fp8Result run_fp8_case(const Fp8Case& c) {
   if (p.lse_elems() > 0)
     HOPATTN_CUDA_CHECK(cudaMemcpy(lse_got.data(), lse.get(), lse_got.size() * 4, cudaMemcpyDeviceToHost));
 
-  judge_fp8(p, q, k, v, o_got, lse_got, 0x1p-8, &r);
+  // The kernel that ran: the named one, or the defaults table's for this call; the yardstick sums
+  // P as it does (FwdKernelSpec::mma_row_sum).
+  bool mma_sums = false;
+  {
+    std::string name = c.kernel;
+    if (name.empty())
+      if (const attention::FwdDefaultRule* rule =
+              attention::fwd_default_rule(p.hdim, p.causal, HOPATTN_DTYPE_E4M3, p.seqlen_q, p.seqlen_k, p.heads_q / p.heads_kv))
+        name = rule->kernel;
+    const int i = attention::fwd_kernel_index(name, p.hdim);
+    mma_sums = i >= 0 && attention::kFwdKernels[i].mma_row_sum;
+  }
+  judge_fp8(p, q, k, v, o_got, lse_got, 0x1p-8, &r, mma_sums);
   return r;
 }
 std::vector<Fp8Case> fp8_check_cases(int hdim) {

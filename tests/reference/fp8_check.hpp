@@ -58,7 +58,8 @@ DeviceBuffer upload_floats(const std::vector<float>& host);
 // rounding of O's type: 2^-8 for bf16); LSE <= 2 x the yardstick's + a float32 floor + 2^-12 · the
 // Cauchy-Schwarz bound of |S|. Fills every field of *out but o_bits.
 void judge_fp8(const AttnProblem& p, const Fp8Tensor& q, const Fp8Tensor& k, const Fp8Tensor& v,
-               const std::vector<float>& o_got, const std::vector<float>& lse_got, double o_eps, Fp8Result* out);
+               const std::vector<float>& o_got, const std::vector<float>& lse_got, double o_eps, Fp8Result* out,
+               bool mma_sums = false);
 
 // The case through the forward call (the kernel it names, or the defaults table), checked.
 Fp8Result run_fp8_case(const Fp8Case& c);

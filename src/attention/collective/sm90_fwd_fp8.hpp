@@ -27,6 +27,12 @@
 
 namespace hopattn::attention {
 
+// How far (log2 units) an e4m3 row's maximum may lag in the rows whose P·V takes the row sums
+// (FwdKernelSpec::mma_row_sum; FwdParams::stale_max_log2 caps it, 0: exact): P <= 2^(8 + 0.8) =
+// 445.7 stays within e4m3's 448 (the offset of 8: OnlineSoftmax). The yardsticks model the same rule
+// (tests/reference/fp8_accumulate.hpp, kFp8MmaSumsLagLog2).
+inline constexpr float kFp8MaxLagLog2 = 0.8f;
+
 // The key whose P column and V row feed k-index `slot` of the P·V GEMM (within a KV block).
 CUTE_HOST_DEVICE constexpr int fp8_pv_key(int slot) {
   const int base = slot & ~31, s = slot & 31;

@@ -47,6 +47,9 @@ struct FwdKernelSpec {
   // P as e4m3 into the second WGMMA, and its producer warpgroup transposes V in shared memory
   // (collective/sm90_fwd_fp8.hpp); padded batches without options only.
   bool fp8 = false;
+  // Whether the row sums come from the P·V WGMMA (e4m3 rows, hdim 64 and 128: Fa2Traits::kMmaRowSum):
+  // no FADD per score, at the LSE of the e4m3-rounded weights.
+  bool mma_row_sum = false;
 };
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
@@ -102,6 +105,11 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // swizzle rows, not written.)
     {"ws_pingpong_persistent_128x192x2_e4m3", FwdKernel::kPersistentPingPong, {128, 192, 2, 2}, 128, false, kBothMasks, false, true},
     {"ws_pingpong_persistent_192x128x2_e4m3", FwdKernel::kPersistentPingPong, {192, 128, 2, 3}, 64, false, kBothMasks, false, true},
+    // Candidates (ablation rows): the default e4m3 tiles with the row sums from the P·V WGMMA
+    // (mma_row_sum; docs/perf-diagnosis-fa3.md §9d: the softmax's FADD per score gone, at N = hdim + 8).
+    {"ws_pingpong_persistent_128x192x2_e4m3_rowsum", FwdKernel::kPersistentPingPong, {128, 192, 2, 2}, 128, true, kBothMasks, false, true, true},
+    {"ws_pingpong_persistent_128x128x2_e4m3_rowsum", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 128, true, kBothMasks, false, true, true},
+    {"ws_pingpong_persistent_192x128x2_e4m3_rowsum", FwdKernel::kPersistentPingPong, {192, 128, 2, 3}, 64, true, kBothMasks, false, true, true},
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
     // specialization (fa2), warp specialization alone (ws), + ping-pong without the
     // intra-warpgroup overlap (ws_pingpong_serial), the full non-persistent schedule (ws_pingpong),

@@ -51,7 +51,7 @@
 
 namespace hopattn::attention {
 
-template <class Element_, int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_>
+template <class Element_, int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_, bool kMmaRowSum_ = false>
 struct Fa2Traits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -67,6 +67,18 @@ struct Fa2Traits {
   using ElementOut = std::conditional_t<kFp8, cutlass::bfloat16_t, Element>;
   static constexpr int kPvKeysPerKBlock = kFp8 ? 32 : 16;  // the K of one P·V WGMMA
   static_assert(!kFp8 || kBlockN % 64 == 0, "e4m3 V^T tiles are rows of 64 or 128 keys (64- or 128-byte swizzle)");
+  // The row sums from the P·V WGMMA (FwdKernelSpec::mma_row_sum; e4m3 only): V's transposed tile
+  // gets kSumRows more rows, all 1.0, so that O's columns HeadDim .. HeadDim + 7 accumulate each
+  // row's sum of the e4m3-rounded P and the softmax adds no score (OnlineSoftmax<., ., true>).
+  // WGMMA's N is at most 256, so hdim 64 and 128 only.
+  static constexpr bool kMmaRowSum = kMmaRowSum_;
+  static constexpr int kSumRows = kMmaRowSum ? 8 : 0;
+  static constexpr int kPvN = kHeadDim + kSumRows;  // the N of O = P·V
+  static_assert(!kMmaRowSum || (kFp8 && kPvN <= 256), "row sums by the MMA: e4m3, hdim + 8 <= 256");
+#if !defined(CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED)
+  // Without CuTe's extended shapes the selector would build N = hdim + 8 from 17 or 9 WGMMAs of N = 8.
+  static_assert(!kMmaRowSum, "row sums by the MMA need CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (the e4m3 instance files)");
+#endif
 
   using BlockM = cute::Int<kBlockM>;
   using BlockN = cute::Int<kBlockN>;
@@ -83,9 +95,18 @@ struct Fa2Traits {
   // (16-bit), or K-major, the transposed copy (e4m3: 8-bit WGMMA reads K-major operands only).
   static constexpr cute::GMMA::Major kMajorV = kFp8 ? cute::GMMA::Major::K : cute::GMMA::Major::MN;
   using TiledMmaPV = decltype(cute::make_tiled_mma(
-      cute::GMMA::rs_op_selector<Element, Element, float, cute::Shape<cute::_64, HeadDim, BlockN>,
+      cute::GMMA::rs_op_selector<Element, Element, float, cute::Shape<cute::_64, cute::Int<kPvN>, BlockN>,
                                  cute::GMMA::Major::K, kMajorV>(),
       WarpgroupLayout{}));
+  // O's first HeadDim columns as the epilogue sees them: TiledMmaPV itself, or (row sums by the
+  // MMA) the same WGMMA at N = HeadDim, whose accumulator fragment is the prefix of TiledMmaPV's
+  // (the 8-column groups j = 0 .. HeadDim / 8 - 1; the sums are group HeadDim / 8).
+  using TiledMmaO = std::conditional_t<
+      kMmaRowSum,
+      decltype(cute::make_tiled_mma(cute::GMMA::rs_op_selector<Element, Element, float, cute::Shape<cute::_64, HeadDim, BlockN>,
+                                                               cute::GMMA::Major::K, kMajorV>(),
+                                    WarpgroupLayout{})),
+      TiledMmaPV>;
 
   // K-major rows with the widest swizzle their extent allows (bank-conflict free for WGMMA): 128
   // bytes (64 16-bit elements, 128 e4m3) whenever the extent is a multiple of it, as every 16-bit
@@ -105,7 +126,8 @@ struct Fa2Traits {
       cute::make_ordered_layout(cute::Shape<HeadDim, BlockN, Stages>{}, cute::Step<cute::_2, cute::_1, cute::_3>{})));
   // e4m3: V's transposed copy (hdim, slots, stage), contiguous along the slots (K-major), which the
   // producer warpgroup writes from the TMA's (keys, hdim) staging tile (Fp8VTranspose).
-  using SmemLayoutVtKMajor = decltype(cute::tile_to_shape(KMajorAtom<kBlockN>{}, cute::Shape<HeadDim, BlockN, Stages>{}));
+  using SmemLayoutVtKMajor =
+      decltype(cute::tile_to_shape(KMajorAtom<kBlockN>{}, cute::Shape<cute::Int<kPvN>, BlockN, Stages>{}));
   using SmemLayoutVt = std::conditional_t<kFp8, SmemLayoutVtKMajor, SmemLayoutVtOfKV>;
 
   // Global tensors as the TMA unit sees them: (seqlen, hdim, heads, batch).

@@ -306,6 +306,25 @@ CUTE_DEVICE PvWidth pv_width_of_last_block(Mask const& mask, int m_block, int n_
   }
 }
 
+// O's first HeadDim columns, what the epilogue stores: tOrO itself, or (row sums by the MMA,
+// Traits::kMmaRowSum) Traits::TiledMmaO's fragment over a prefix of tOrO's registers (the 8-column
+// groups 0 .. HeadDim / 8 - 1; group HeadDim / 8 holds the sums).
+template <class Traits, class TensorO>
+CUTE_DEVICE decltype(auto) o_columns(TensorO& tOrO) {
+  using namespace cute;
+  if constexpr (Traits::kMmaRowSum) {
+    auto out_layout =
+        partition_fragment_C(typename Traits::TiledMmaO{}, Shape<typename Traits::BlockM, typename Traits::HeadDim>{}).layout();
+    static_assert(rank(out_layout) == 3 && decltype(size<1>(out_layout))::value == 1 && decltype(size<2>(out_layout))::value == 1,
+                  "one WGMMA per warpgroup covers O's rows and columns");
+    static_assert(decltype(cosize(out_layout))::value == Traits::kHeadDim / 2 && decltype(size(tOrO))::value == Traits::kPvN / 2,
+                  "O's columns are the prefix of the fragment");
+    return make_tensor(tOrO.data(), out_layout);
+  } else {
+    return (tOrO);
+  }
+}
+
 // One tile's mainloop: S, softmax and O for the tile's KV range; kv_iter runs on across tiles.
 // Fragments come in as separate tensors (force-inlined), so they stay in registers.
 //
@@ -370,8 +389,17 @@ CUTE_DEVICE void consume_tile(Params const& p, Storage& ss, Mask const& mask, Tu
 #ifndef HOPATTN_FWD_NO_SOFTMAX_PIN  // the ablation build (CMake HOPATTN_FWD_SOFTMAX_PIN=OFF) drops it
     {  // the exponentials overlap P·V only if they stay ahead of the wait (keep_before_wgmma_wait)
       float sums = 0.0f;
-      CUTE_UNROLL
-      for (int r = 0; r < kRows; ++r) sums += softmax.row_sum[r];
+      if constexpr (Softmax::kSumsByMma) {
+        // No row sums here (the MMA takes them): the pin reads every exponential's bits instead
+        // (an OR, ~1 LOP3 per 2 scores; the weights are >= 0, so its sign stays clear).
+        uint32_t bits = 0;
+        CUTE_UNROLL
+        for (int i = 0; i < size(tSrS); ++i) bits |= __float_as_uint(tSrS(i));
+        sums = __uint_as_float(bits);
+      } else {
+        CUTE_UNROLL
+        for (int r = 0; r < kRows; ++r) sums += softmax.row_sum[r];
+      }
       keep_before_wgmma_wait(sums, &ss.v_empty[stage_of(prev)]);
     }
 #endif
@@ -495,7 +523,12 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
   Tensor tSrK = thr_qk.partition_fragment_B(sK);                          // (MMA, MMA_N, MMA_K, PIPE)
   Tensor tOrV = thr_pv.partition_fragment_B(sVt);                         // (MMA, MMA_N, MMA_K, PIPE)
   Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});    // (MMA, MMA_M, MMA_N)
-  Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, HeadDim>{});   // (MMA, MMA_M, MMA_N)
+  // (MMA, MMA_M, MMA_N); with row sums by the MMA, kPvN = HeadDim + 8 columns, the last group the sums.
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<BlockM, Int<Traits::kPvN>>{});
+  // O's first HeadDim columns, what the epilogue stores (tOrO itself without row sums by the MMA):
+  // TiledMmaO's fragment, a prefix of tOrO's registers (8-column groups 0 .. HeadDim / 8 - 1).
+  typename Traits::TiledMmaO mma_o;
+  auto&& tOrOut = o_columns<Traits>(tOrO);
   Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<BlockM, BlockN>{}));
   Tensor tOrP = make_p_fragment<Traits>(tSrS);
   Tensor tOrP_a = p_as_a_operand<Traits>(tOrP);  // (MMA, MMA_M, MMA_K)
@@ -522,9 +555,13 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
       }
     }
     clear(tOrO);
-    // e4m3 P: exact row maxima and FlashAttention-3's offset of 8 (OnlineSoftmax's comment).
-    OnlineSoftmax<kRows, Traits::kFp8 ? 8 : 0> softmax(tile_softmax_scale<Traits>(p, c),
-                                                       Traits::kFp8 ? 0.0f : p.stale_max_log2, p.softcap_scale);
+    // e4m3 P: FlashAttention-3's offset of 8 (OnlineSoftmax's comment) and exact row maxima; with
+    // the row sums by the MMA (which sum the rounded weights, so a kept maximum's weight 2^(8 + lag)
+    // rounds in the sum as in O) a maximum may lag by up to kFp8MaxLagLog2, P <= 2^8.8 < 448.
+    OnlineSoftmax<kRows, Traits::kFp8 ? 8 : 0, Traits::kMmaRowSum> softmax(
+        tile_softmax_scale<Traits>(p, c),
+        Traits::kFp8 ? (Traits::kMmaRowSum ? fminf(p.stale_max_log2, kFp8MaxLagLog2) : 0.0f) : p.stale_max_log2,
+        p.softcap_scale);
     if constexpr (Storage::kQHalves)
       FullBarrier::wait(&ss.q_full_wg[turns.warpgroup - 1], q_iter & 1);
     else
@@ -569,7 +606,7 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
                      kOptions && p.sinks != nullptr && !(kKvCacheLists<Traits, kOptions> && p.split_o != nullptr)
                          ? p.sinks[c.h] * float(M_LOG2E)
                          : -INFINITY);
-    if constexpr (Traits::kFp8) apply_v_descale(p, c, tOrO);
+    if constexpr (Traits::kFp8) apply_v_descale(p, c, tOrOut);
     // Where the tile's rows go: (batch b, rows up to seqlen_q) of padded calls, or its sequence's
     // (the entry read again rather than its fields held through the mainloop).
     FwdOutTile out{p.seqlen_q, 0, c.b, int64_t(c.b) * p.lse_batch_stride + int64_t(c.h) * p.lse_head_stride};
@@ -588,10 +625,10 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
           // A packed list always splits (partials at one split too): each row its (head, position).
           if (p.split_o != nullptr) {
             if (packed_list<Traits, kOptions>(p))
-              store_split_partial_packed<Traits>(p, mma_pv, tOrO, lse, e.m_block, e.h, e.b, list_kv_range(p, t).split,
+              store_split_partial_packed<Traits>(p, mma_o, tOrOut, lse, e.m_block, e.h, e.b, list_kv_range(p, t).split,
                                                  thread_idx);
             else
-              store_split_partial<Traits>(p, mma_pv, tOrO, lse, e.m_block, e.h, e.b, list_kv_range(p, t).split, thread_idx);
+              store_split_partial<Traits>(p, mma_o, tOrOut, lse, e.m_block, e.h, e.b, list_kv_range(p, t).split, thread_idx);
             out.len_q = 0;
           }
         }
@@ -600,20 +637,20 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
     if constexpr (Storage::kSharedO) {
       // One staging tile for both warpgroups, taken in turn (SharedOTurn); Q's half was freed at
       // the last S.
-      store_o_and_lse_warpgroup<Traits, true, kOptions>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, out,
+      store_o_and_lse_warpgroup<Traits, true, kOptions>(p, ss.o_staging(), mma_o, tOrOut, tScS, lse, c.m_block, c.h, out,
                                               thread_idx,
                                               uint32_t(FwdNamedBarrier::kEpilogueWarpgroup) + turns.warpgroup - 1,
                                               [&] { o_turn.acquire(); });
       o_turn.stored();
     } else if constexpr (Storage::kSeparateStagingO) {
       // O has its own staging tiles: each warpgroup stores its rows on its own (no CTA-wide sync).
-      store_o_and_lse_warpgroup<Traits, false, kOptions>(p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, out,
+      store_o_and_lse_warpgroup<Traits, false, kOptions>(p, ss.o_staging(), mma_o, tOrOut, tScS, lse, c.m_block, c.h, out,
                                                thread_idx,
                                                uint32_t(FwdNamedBarrier::kEpilogueWarpgroup) + turns.warpgroup - 1,
                                                [] { tma_store_wait<0>(); });
     } else {
       store_o_and_lse<Traits>(
-          p, ss.o_staging(), mma_pv, tOrO, tScS, lse, c.m_block, c.h, c.b, thread_idx,
+          p, ss.o_staging(), mma_o, tOrOut, tScS, lse, c.m_block, c.h, c.b, thread_idx,
           [] { cutlass::arch::NamedBarrier::sync(kConsumerThreads, uint32_t(FwdNamedBarrier::kConsumers)); });
       // O staged in Q's space: the store has read it (store_o_and_lse waited), Q's space is free.
       if (thread_idx == 0) EmptyBarrier::arrive(&ss.q_empty);

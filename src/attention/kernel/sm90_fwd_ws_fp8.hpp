@@ -38,11 +38,26 @@ CUTE_DEVICE void transpose_v(typename Traits::Params const& p, Storage& ss, FwdT
   using Transpose = Fp8VTranspose<Traits::kBlockN, Traits::kHeadDim>;
   using LayoutRaw = decltype(take<0, 2>(typename Traits::SmemLayoutKV{}));  // (BLK_N, D) of one stage
   using LayoutVt = decltype(take<0, 2>(typename Traits::SmemLayoutVt{}));   // (D, BLK_N) of one stage
-  constexpr int kStageBytes = Traits::kBlockN * Traits::kHeadDim;
+  constexpr int kStageBytes = Traits::kBlockN * Traits::kHeadDim;         // V's staging tile (keys, hdim)
+  constexpr int kVtStageBytes = Traits::kBlockN * Traits::kPvN;           // V's transposed tile (+ the rows of ones)
   static_assert(cosize_v<typename Traits::SmemLayoutKV> == kStages * kStageBytes &&
-                cosize_v<typename Traits::SmemLayoutVt> == kStages * kStageBytes, "stages of one tile's bytes each");
+                cosize_v<typename Traits::SmemLayoutVt> == kStages * kVtStageBytes, "stages of one tile's bytes each");
   static_assert(kStageBytes % 1024 == 0, "stages keep the rings' 1024-byte alignment (Fp8VTranspose::run: 128 bytes)");
+  // Vᵀ's stages start on its swizzle's period (1024 bytes for 128-byte rows, 512 for 64-byte rows):
+  // the WGMMA descriptors and the transposer's add/XOR addresses assume it.
+  static_assert(kVtStageBytes % (Traits::kBlockN % 128 == 0 ? 1024 : 512) == 0, "V^T stages on the swizzle's period");
   const int lane = int(threadIdx.x) % 32;
+  if constexpr (Traits::kSumRows > 0) {
+    // Row sums by the MMA: Vᵀ's rows HeadDim .. kPvN - 1 hold e4m3 1.0 (0x38) in every stage, for
+    // good (the transposes write rows below HeadDim only); the first v_full arrival of each stage
+    // comes after a proxy fence below.
+    constexpr int kOnes = Traits::kSumRows * Traits::kBlockN * kStages;
+    uint8_t* vt = reinterpret_cast<uint8_t*>(ss.v.data());
+    for (int i = worker * 32 + lane; i < kOnes; i += 32 * kWorkers) {
+      const int row = Traits::kHeadDim + i % Traits::kSumRows, rest = i / Traits::kSumRows;
+      vt[typename Traits::SmemLayoutVt{}(row, rest % Traits::kBlockN, rest / Traits::kBlockN)] = 0x38;
+    }
+  }
   // The lane's row addresses in block 0 of stage 0 (each block's: one XOR and an immediate from these).
   const uint32_t load_lane = cast_smem_ptr_to_uint(ss.v_raw.data()) + Transpose::template load_offset<LayoutRaw>(0, lane);
   const uint32_t store_lane = cast_smem_ptr_to_uint(ss.v.data()) + Transpose::template store_offset<LayoutVt>(0, lane);
@@ -59,7 +74,7 @@ CUTE_DEVICE void transpose_v(typename Traits::Params const& p, Storage& ss, FwdT
       const uint32_t phase = (kv_iter / kStages) & 1;
       FullBarrier::wait(&ss.v_raw_full[stage], phase);
       EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
-      Transpose::template run<LayoutRaw, LayoutVt, kWorkers>(load_lane + stage * kStageBytes, store_lane + stage * kStageBytes,
+      Transpose::template run<LayoutRaw, LayoutVt, kWorkers>(load_lane + stage * kStageBytes, store_lane + stage * kVtStageBytes,
                                                              worker);
       cutlass::arch::fence_view_async_shared();  // the stores, visible to the P·V WGMMA (async proxy)
       EmptyBarrier::arrive(&ss.v_full[stage]);

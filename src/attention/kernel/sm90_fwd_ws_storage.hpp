@@ -20,7 +20,12 @@ struct WsSharedStorageBase {
   static constexpr bool kTransposeV = false;  // WithVTranspose: V loaded into v_raw, transposed into v
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutQ>, 1024> q;
   cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutKV>, 1024> k;
-  cute::array_aligned<typename Traits::Element, cute::cosize_v<typename Traits::SmemLayoutKV>, 1024> v;
+  // V as the P·V GEMM reads it: the K/V tile's bytes, or (row sums by the MMA) V's transposed
+  // tile with its rows of ones (Traits::kSumRows).
+  static constexpr int kVElems = cute::cosize_v<typename Traits::SmemLayoutKV> > cute::cosize_v<typename Traits::SmemLayoutVt>
+                                     ? cute::cosize_v<typename Traits::SmemLayoutKV>
+                                     : cute::cosize_v<typename Traits::SmemLayoutVt>;
+  cute::array_aligned<typename Traits::Element, kVElems, 1024> v;
   alignas(8) uint64_t q_full;
   alignas(8) uint64_t q_empty;
   alignas(8) uint64_t k_full[kStages];
