@@ -50,6 +50,10 @@ struct FwdKernelSpec {
   // Whether the row sums come from the P·V WGMMA (e4m3 rows, hdim 64 and 128: Fa2Traits::kMmaRowSum):
   // no FADD per score, at the LSE of the e4m3-rounded weights.
   bool mma_row_sum = false;
+  // Whether S = Q·Kᵀ takes Q from registers (an RS WGMMA; e4m3 rows: Fa2Traits::kQInRegisters):
+  // each consumer warpgroup loads its 64 rows of Q from shared memory once per tile (ldmatrix)
+  // instead of the WGMMA re-reading them for every KV tile.
+  bool q_in_registers = false;
 };
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
@@ -105,11 +109,26 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // swizzle rows, not written.)
     {"ws_pingpong_persistent_128x192x2_e4m3", FwdKernel::kPersistentPingPong, {128, 192, 2, 2}, 128, false, kBothMasks, false, true},
     {"ws_pingpong_persistent_192x128x2_e4m3", FwdKernel::kPersistentPingPong, {192, 128, 2, 3}, 64, false, kBothMasks, false, true},
-    // Candidates (ablation rows): the default e4m3 tiles with the row sums from the P·V WGMMA
-    // (mma_row_sum; docs/perf-diagnosis-fa3.md §9d: the softmax's FADD per score gone, at N = hdim + 8).
-    {"ws_pingpong_persistent_128x192x2_e4m3_rowsum", FwdKernel::kPersistentPingPong, {128, 192, 2, 2}, 128, true, kBothMasks, false, true, true},
-    {"ws_pingpong_persistent_128x128x2_e4m3_rowsum", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 128, true, kBothMasks, false, true, true},
+    // Candidate (ablation row): hdim 64's default tile with the row sums from the P·V WGMMA and a
+    // maximum that may lag by 0.8 (mma_row_sum; docs/perf-diagnosis-fa3.md §9d: no FADD per score,
+    // at N = hdim + 8 and ~0.5 LOP3 per score for the softmax pin). H100, one binary
+    // (bench/records/fp8-rowsum-2026-12-07-h100-s11.csv): 1.00-1.01x the default non-causal, 1.04-1.045x
+    // causal at 4k / 16k, at an LSE of the rounded weights (1.4e-2 from fp64 on the host yardstick
+    // against 3.6e-4): not a default. The hdim-128 rows (128x192, 128x128) ran 0.96-0.99x and are
+    // retired (the extra 8 columns of P·V cost more than the FADDs they save).
     {"ws_pingpong_persistent_192x128x2_e4m3_rowsum", FwdKernel::kPersistentPingPong, {192, 128, 2, 3}, 64, true, kBothMasks, false, true, true},
+    // hdim 256 with Q in registers (q_in_registers): on 64-key tiles each consumer warpgroup's S
+    // WGMMAs re-read its 16 KB of Q from shared memory per KV tile (as many bytes as K's 64 x 256
+    // tile), which the RS WGMMA saves, for 32 more registers per consumer thread (64 x 256 e4m3
+    // over 128 threads) beside O's 128: causal spills 16 bytes (ptxas; per tile, outside the KV
+    // loop), non-causal none. Not yet measured.
+    {"ws_pingpong_persistent_128x64x2_e4m3_qregs", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, true, kBothMasks, false, true, false, true},
+    // hdim 256 with three K/V stages: the H100 profile of the default row (ncu, 16k non-causal,
+    // 2026-12-07) has the consumers' largest stall on k_full (a 2-stage ring of 16 KB K tiles runs
+    // dry); three stages fit only with O staged in one (64, 256) tile the two consumer warpgroups
+    // take in turn, beside Q's halves (WsSharedStorageQHalvesSharedO, as 16-bit hdim 256): Q 32 KB +
+    // K, Vᵀ and V's staging 3 x 3 x 16 KB + O 32 KB = 208 KB. Not yet measured.
+    {"ws_pingpong_persistent_128x64x3_e4m3", FwdKernel::kPersistentPingPong, {128, 64, 3, 2}, 256, true, kBothMasks, false, true},
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
     // specialization (fa2), warp specialization alone (ws), + ping-pong without the
     // intra-warpgroup overlap (ws_pingpong_serial), the full non-persistent schedule (ws_pingpong),

@@ -51,7 +51,8 @@
 
 namespace hopattn::attention {
 
-template <class Element_, int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_, bool kMmaRowSum_ = false>
+template <class Element_, int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_, bool kMmaRowSum_ = false,
+          bool kQInRegisters_ = false>
 struct Fa2Traits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -79,6 +80,11 @@ struct Fa2Traits {
   // Without CuTe's extended shapes the selector would build N = hdim + 8 from 17 or 9 WGMMAs of N = 8.
   static_assert(!kMmaRowSum, "row sums by the MMA need CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (the e4m3 instance files)");
 #endif
+  // Q from registers in S = Q·Kᵀ (FwdKernelSpec::q_in_registers; the ws kernels' consumers load
+  // their rows of each tile's Q once, ws::load_q_registers): e4m3 only, where Q is 32 registers
+  // per consumer thread at hdim 256; 16-bit Q would be 64 there, beside O's 128.
+  static constexpr bool kQInRegisters = kQInRegisters_;
+  static_assert(!kQInRegisters || kFp8, "Q in registers: e4m3 rows only");
 
   using BlockM = cute::Int<kBlockM>;
   using BlockN = cute::Int<kBlockN>;
@@ -87,9 +93,12 @@ struct Fa2Traits {
 
   // Warpgroups stacked along M; each issues its own 64-row WGMMAs.
   using WarpgroupLayout = cute::Layout<cute::Shape<cute::Int<kWarpgroups>, cute::_1, cute::_1>>;
-  // S = Q·Kᵀ: (M, N, K) = (64, kBlockN, kHeadDim) per warpgroup, Q and K K-major in smem.
+  // S = Q·Kᵀ: (M, N, K) = (64, kBlockN, kHeadDim) per warpgroup, Q and K K-major in smem; or
+  // (kQInRegisters) Q K-major in registers, K K-major in smem.
   using TiledMmaQK = decltype(cute::make_tiled_mma(
-      cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<cute::_64, BlockN, HeadDim>>(),
+      std::conditional_t<kQInRegisters,
+                         decltype(cute::GMMA::rs_op_selector<Element, Element, float, cute::Shape<cute::_64, BlockN, HeadDim>>()),
+                         decltype(cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<cute::_64, BlockN, HeadDim>>())>{},
       WarpgroupLayout{}));
   // O = P·V: (M, N, K) = (64, kHeadDim, kBlockN); P K-major in registers, V MN-major in smem
   // (16-bit), or K-major, the transposed copy (e4m3: 8-bit WGMMA reads K-major operands only).

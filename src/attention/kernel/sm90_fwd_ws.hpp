@@ -85,6 +85,9 @@
 // The consumers' P = e4m3(S) goes into the second WGMMA in the slot order of fp8_pv_key (no
 // shuffles: collective/sm90_fwd_fp8.hpp), S's scale is softmax_scale · q_descale · k_descale of
 // the tile's (batch, kv-head), and O is multiplied by its v_descale after the normalisation.
+// Q in registers (Traits::kQInRegisters, the e4m3 *_qregs ablation row): after wait q_full each
+// consumer warpgroup loads its 64 rows of Q into registers (load_q_registers: ldmatrix, 32 per
+// thread at hdim 256) and S = Q·Kᵀ is an RS WGMMA; Q's shared memory is released as before.
 // The serial ablation rows (kOverlap false, consume_tile_serial): no intra-warpgroup overlap, two
 // turns per block (S; then P·V after the softmax).
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
@@ -276,6 +279,32 @@ CUTE_DEVICE auto opaque_descriptors(TensorA const& tA) {
   return cute::make_tensor(it, tA.layout());
 }
 
+// Q in registers (Traits::kQInRegisters): the warpgroup's rows of the tile's Q (sQ, after q_full)
+// into tSrQ, the A fragment of S = Q·Kᵀ (MMA, MMA_M, MMA_K), by ldmatrix: one x4 per warp and
+// k-block (the warp's 16 rows x 32 e4m3). Its b16 fragment is CuTe's 8-bit A layout
+// (GMMA::ALayout_64x32: rows r and r + 8, bytes 4 (t % 4) .. + 3 and + 16 of the k-block), so the
+// bytes land where the RS WGMMA reads them, unshuffled (the tiled copy is built from the MMA's A
+// layout). The WGMMA waits on the loads' registers; wgmma_issue's fence of the fragment keeps
+// them ahead of its arrive.
+template <class Traits, class TiledMma, class TensorS, class TensorQ>
+CUTE_DEVICE void load_q_registers(TiledMma const& mma_qk, TensorS const& sQ, TensorQ& tSrQ, int thread_idx) {
+  using namespace cute;
+  static_assert(Traits::kQInRegisters && sizeof(typename Traits::Element) == 1, "e4m3 Q into an RS WGMMA's A fragment");
+  auto q_copy = make_tiled_copy_A(Copy_Atom<SM75_U32x4_LDSM_N, typename Traits::Element>{}, mma_qk);
+  auto thr_copy = q_copy.get_thread_slice(thread_idx);
+  Tensor tQsQ = thr_copy.partition_S(sQ);  // (CPY, CPY_M, CPY_K)
+  Tensor tQrQ = thr_copy.retile_D(tSrQ);   // (CPY, CPY_M, CPY_K)
+  copy(q_copy, tQsQ, tQrQ);
+}
+
+// S = Q·Kᵀ's A operand: Q's descriptors (opaque_descriptors), or the register fragment that
+// load_q_registers filled (Traits::kQInRegisters).
+template <class Traits, class TensorQ>
+CUTE_DEVICE decltype(auto) q_operand(TensorQ const& tSrQ) {
+  if constexpr (Traits::kQInRegisters) return (tSrQ);
+  else return opaque_descriptors(tSrQ);
+}
+
 // How many of the keys of a tile's last KV block a consumer warpgroup's P·V GEMM covers.
 enum class PvWidth : int { kNone = 0, kHalf = 1, kFull = 2 };
 
@@ -356,7 +385,7 @@ CUTE_DEVICE void consume_tile(Params const& p, Storage& ss, Mask const& mask, Tu
   const int kv_base = kv_iter - n_first;
   turns.wait();
   FullBarrier::wait(&ss.k_full[stage_of(kv_iter)], phase_of(kv_iter));
-  wgmma_issue<true>(mma_qk, opaque_descriptors(tSrQ), tSrK(_, _, _, stage_of(kv_iter)), tSrS);
+  wgmma_issue<true>(mma_qk, q_operand<Traits>(tSrQ), tSrK(_, _, _, stage_of(kv_iter)), tSrS);
   turns.pass();
   warpgroup_wait<0>();
   EmptyBarrier::arrive(&ss.k_empty[stage_of(kv_iter)]);
@@ -373,7 +402,7 @@ CUTE_DEVICE void consume_tile(Params const& p, Storage& ss, Mask const& mask, Tu
     const int cur = kv_base + n, prev = cur - 1;
     turns.wait();
     FullBarrier::wait(&ss.k_full[stage_of(cur)], phase_of(cur));
-    wgmma_issue<true>(mma_qk, opaque_descriptors(tSrQ), tSrK(_, _, _, stage_of(cur)), tSrS);
+    wgmma_issue<true>(mma_qk, q_operand<Traits>(tSrQ), tSrK(_, _, _, stage_of(cur)), tSrS);
     FullBarrier::wait(&ss.v_full[stage_of(prev)], phase_of(prev));
     wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(prev)), tOrO);
     turns.pass();
@@ -445,7 +474,7 @@ CUTE_DEVICE void consume_tile_serial(Storage& ss, Mask const& mask, Turns<kPingP
     const uint32_t phase = uint32_t((it / kStages) & 1);
     turns.wait();
     FullBarrier::wait(&ss.k_full[stage], phase);
-    wgmma_issue<true>(mma_qk, opaque_descriptors(tSrQ), tSrK(_, _, _, stage), tSrS);
+    wgmma_issue<true>(mma_qk, q_operand<Traits>(tSrQ), tSrK(_, _, _, stage), tSrS);
     turns.pass();
     warpgroup_wait<0>();
     EmptyBarrier::arrive(&ss.k_empty[stage]);
@@ -519,7 +548,8 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
   typename Traits::TiledMmaPV mma_pv;
   auto thr_qk = mma_qk.get_thread_slice(thread_idx);
   auto thr_pv = mma_pv.get_thread_slice(thread_idx);
-  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);                          // (MMA, MMA_M, MMA_K)
+  // (MMA, MMA_M, MMA_K): Q's descriptors, or with Q in registers its fragment (load_q_registers).
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);
   Tensor tSrK = thr_qk.partition_fragment_B(sK);                          // (MMA, MMA_N, MMA_K, PIPE)
   Tensor tOrV = thr_pv.partition_fragment_B(sVt);                         // (MMA, MMA_N, MMA_K, PIPE)
   Tensor tSrS = partition_fragment_C(mma_qk, Shape<BlockM, BlockN>{});    // (MMA, MMA_M, MMA_N)
@@ -570,6 +600,11 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
     if (n_blocks == 0) release_q_after_last_s(ss, turns.warpgroup);  // no S reads this tile's Q
     o_turn.release();  // the last O store has long been issued: report it read before the turn wait
     if (n_blocks > 0) {
+      // Q in registers: loaded before the turn wait (the loads run while the warpgroup waits), in
+      // the block that uses it, so that the fragment is dead outside it (loaded under an if of its
+      // own, ptxas kept it live through the epilogue, which spilled 180 bytes causal); Q's shared
+      // memory is still released after the tile's last S (release_q_after_last_s).
+      if constexpr (Traits::kQInRegisters) load_q_registers<Traits>(mma_qk, sQ, tSrQ, thread_idx);
       if (kPingPong && turns.last() && !granted_first_turn) turns.pass();  // warpgroup 1 goes first
       granted_first_turn = true;
       // No later tile of this CTA has a key to visit: the last warpgroup skips its very last pass.

@@ -88,7 +88,8 @@ struct WsSharedStorageQHalvesSharedO : WsSharedStorageBase<Traits> {
 // shared by the two warpgroups beside Q's halves where that fits (hdim 256 on 64-key tiles); else
 // CTA-wide in Q's space as the non-persistent kernels (no registry row falls there).
 // e4m3 kernels (Traits::kFp8): V's TMA staging ring too (WithVTranspose), and O staged apart only
-// (the persistent kernels; O is bf16, twice the bytes of Q's e4m3 tile).
+// (the persistent kernels; O is bf16, twice the bytes of Q's e4m3 tile): per warpgroup, or in one
+// tile taken in turns beside Q's halves where that alone fits (hdim 256 on three stages).
 template <class Traits>
 constexpr size_t ws_v_staging_bytes() {
   return Traits::kFp8 ? cute::cosize_v<typename Traits::SmemLayoutKV> + 2 * 8 * Traits::kStages + 1024 : 0;
@@ -99,8 +100,8 @@ constexpr bool ws_separate_o() {
 }
 template <class Traits, bool kPersistent>
 constexpr bool ws_shared_o() {
-  return kPersistent && !Traits::kFp8 && !ws_separate_o<Traits, kPersistent>() && Traits::kWarpgroups == 2 &&
-         sizeof(WsSharedStorageQHalvesSharedO<Traits>) <= 227 * 1024;
+  return kPersistent && !ws_separate_o<Traits, kPersistent>() && Traits::kWarpgroups == 2 &&
+         sizeof(WsSharedStorageQHalvesSharedO<Traits>) + ws_v_staging_bytes<Traits>() <= 227 * 1024;
 }
 template <class Traits, bool kPersistent>
 using WsStorageOf = std::conditional_t<
