@@ -114,8 +114,9 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // at N = hdim + 8 and ~0.5 LOP3 per score for the softmax pin). H100, one binary
     // (bench/records/fp8-rowsum-2026-12-07-h100-s11.csv): 1.00-1.01x the default non-causal, 1.04-1.045x
     // causal at 4k / 16k, at an LSE of the rounded weights (1.4e-2 from fp64 on the host yardstick
-    // against 3.6e-4): not a default. The hdim-128 rows (128x192, 128x128) ran 0.96-0.99x and are
-    // retired (the extra 8 columns of P·V cost more than the FADDs they save).
+    // against 3.6e-4): not a default. The hdim-128 rows ran 0.96-0.98x the 192-key default (4k, 16k)
+    // and 0.99-1.04x the 128-key row, and are retired (the extra 8 columns of P·V and the pin cost
+    // about what the FADDs saved).
     {"ws_pingpong_persistent_192x128x2_e4m3_rowsum", FwdKernel::kPersistentPingPong, {192, 128, 2, 3}, 64, true, kBothMasks, false, true, true},
     // hdim 256 with Q in registers (q_in_registers): on 64-key tiles each consumer warpgroup's S
     // WGMMAs re-read its 16 KB of Q from shared memory per KV tile (as many bytes as K's 64 x 256
@@ -129,6 +130,8 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // take in turn, beside Q's halves (WsSharedStorageQHalvesSharedO, as 16-bit hdim 256): Q 32 KB +
     // K, Vᵀ and V's staging 3 x 3 x 16 KB + O 32 KB = 208 KB. Not yet measured.
     {"ws_pingpong_persistent_128x64x3_e4m3", FwdKernel::kPersistentPingPong, {128, 64, 3, 2}, 256, true, kBothMasks, false, true},
+    // Both (Q's registers loaded from its per-warpgroup half, q_full_wg). Not yet measured.
+    {"ws_pingpong_persistent_128x64x3_e4m3_qregs", FwdKernel::kPersistentPingPong, {128, 64, 3, 2}, 256, true, kBothMasks, false, true, false, true},
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
     // specialization (fa2), warp specialization alone (ws), + ping-pong without the
     // intra-warpgroup overlap (ws_pingpong_serial), the full non-persistent schedule (ws_pingpong),
