@@ -28,6 +28,13 @@ nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader | te
 # FA3_RUN=DIR: a build made elsewhere (scripts/fa3-runpack.sh), carried; else build it here.
 if [ -n "${FA3_RUN:-}" ]; then
   fa3_path=$(cd "$FA3_RUN" && pwd)
+  # scripts/fa3-runpack.sh stores the extension xz-compressed: decompress it in place (xz, or
+  # Python's lzma where the machine has no xz).
+  so=$fa3_path/flash_attn_3/_C.abi3.so
+  if [ ! -f "$so" ] && [ -f "$so.xz" ]; then
+    xz -dk "$so.xz" 2>/dev/null ||
+      python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" "$so.xz" "$so"
+  fi
   echo "fa3: prebuilt, $(cat "$fa3_path/VERSIONS" 2>/dev/null | tr '\n' ' ')" | tee "$out/fa3-build.log"
 else
   "$root/scripts/fa3-build.sh" "$out" "$root/.deps/fa3.tar.gz" /tmp/fa3 || exit 1
