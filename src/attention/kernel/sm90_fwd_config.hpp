@@ -54,6 +54,9 @@ struct FwdKernelSpec {
   // each consumer warpgroup loads its 64 rows of Q from shared memory once per tile (ldmatrix)
   // instead of the WGMMA re-reading them for every KV tile.
   bool q_in_registers = false;
+  // Whether the ws kernel's steady-state loop runs the blocks before the right edge's (seqlen_k, the
+  // causal diagonal) in a loop without the mask in its body, then those blocks (Fa2Traits::kSplitMaskLoop).
+  bool split_mask_loop = false;
 };
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
@@ -132,6 +135,12 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     {"ws_pingpong_persistent_128x64x3_e4m3", FwdKernel::kPersistentPingPong, {128, 64, 3, 2}, 256, true, kBothMasks, false, true},
     // Both (Q's registers loaded from its per-warpgroup half, q_full_wg). Not yet measured.
     {"ws_pingpong_persistent_128x64x3_e4m3_qregs", FwdKernel::kPersistentPingPong, {128, 64, 3, 2}, 256, true, kBothMasks, false, true, false, true},
+    // The default e4m3 rows with the steady-state loop split at the right edge's first block
+    // (split_mask_loop): FA3's loops keep the mask out of the steady state, ours had it behind a
+    // branch in every iteration (SASS: FSEL, ISETP, VIADD ~2 per score in the loop body;
+    // docs/perf-diagnosis-fa3.md §9d). Not yet measured.
+    {"ws_pingpong_persistent_128x192x2_e4m3_split", FwdKernel::kPersistentPingPong, {128, 192, 2, 2}, 128, true, kBothMasks, false, true, false, false, true},
+    {"ws_pingpong_persistent_128x64x2_e4m3_split", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, true, kBothMasks, false, true, false, false, true},
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
     // specialization (fa2), warp specialization alone (ws), + ping-pong without the
     // intra-warpgroup overlap (ws_pingpong_serial), the full non-persistent schedule (ws_pingpong),

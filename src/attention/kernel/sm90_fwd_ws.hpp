@@ -397,8 +397,9 @@ CUTE_DEVICE void consume_tile(Params const& p, Storage& ss, Mask const& mask, Tu
       mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n_first);
   softmax.template online_exp<true>(tSrS, alpha);
   convert_p<Traits>(tSrS, tOrP);
-  CUTE_NO_UNROLL
-  for (int n = n_first + 1; n < n_end; ++n) {
+  // Block n of the steady state; masked: whether it may need the right-edge mask (mask_block
+  // tests it per block), false only where no block of the range does (Traits::kSplitMaskLoop).
+  auto block = [&](int n, auto masked) {
     const int cur = kv_base + n, prev = cur - 1;
     turns.wait();
     FullBarrier::wait(&ss.k_full[stage_of(cur)], phase_of(cur));
@@ -410,7 +411,7 @@ CUTE_DEVICE void consume_tile(Params const& p, Storage& ss, Mask const& mask, Tu
     EmptyBarrier::arrive(&ss.k_empty[stage_of(cur)]);
     if (n == n_end - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
     if constexpr (kOptions) softmax.apply_softcap(tSrS);
-    mask_block<Traits, kOptions>(p, mask, tSrS, tScS, m_block, n);
+    if constexpr (decltype(masked)::value) mask_block<Traits, kOptions>(p, mask, tSrS, tScS, m_block, n);
     if constexpr (kOptions)
       if (mask.template needs_left_mask<kBlockM, kBlockN>(m_block, n))
         mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
@@ -436,6 +437,20 @@ CUTE_DEVICE void consume_tile(Params const& p, Storage& ss, Mask const& mask, Tu
     EmptyBarrier::arrive(&ss.v_empty[stage_of(prev)]);
     softmax.rescale_if_needed(tOrO, alpha);
     convert_p<Traits>(tSrS, tOrP);
+  };
+  if constexpr (Traits::kSplitMaskLoop && !kOptions) {
+    // The blocks that cross the right edge (seqlen_k's, or the causal diagonal's) are the range's
+    // last: the loop before them has no mask in its body, as FlashAttention-3's steady state
+    // (docs/perf-diagnosis-fa3.md §9d), and they run in a loop of their own.
+    int n_mask = n_end;
+    while (n_mask > n_first + 1 && mask.template needs_mask<kBlockM, kBlockN>(m_block, n_mask - 1)) --n_mask;
+    CUTE_NO_UNROLL
+    for (int n = n_first + 1; n < n_mask; ++n) block(n, cute::false_type{});
+    CUTE_NO_UNROLL
+    for (int n = n_mask; n < n_end; ++n) block(n, cute::true_type{});
+  } else {
+    CUTE_NO_UNROLL
+    for (int n = n_first + 1; n < n_end; ++n) block(n, cute::true_type{});
   }
   const int last = kv_base + n_end - 1;
   turns.wait();
