@@ -445,6 +445,9 @@ CUTE_DEVICE void consume_tile(Params const& p, Storage& ss, Mask const& mask, Tu
       softmax.rescale_if_needed(tOrO, alpha);
       convert_p<Traits>(tSrS, tOrP);
     };
+    // needs_mask(n) is monotone in n for the plain masks (its tests compare the block's end column
+    // (n + 1) · kBlockN with seqlen_k and with the tile's first row's diagonal), so the blocks
+    // from the first masked one on all need it and none before does.
     int n_mask = n_end;
     while (n_mask > n_first + 1 && mask.template needs_mask<kBlockM, kBlockN>(m_block, n_mask - 1)) --n_mask;
     CUTE_NO_UNROLL
