@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One device call for the FP8 candidate rows (docs/perf-diagnosis-fa3.md §11 item 0): their GPU
+# tests by name, their A/B against the defaults with cuDNN's FP8 SDPA in the same run, and
+# FlashAttention-3's FP8 beside hopattn's (bench/fa3_forward.py). Logs and CSVs under OUT_DIR.
+#   BUILD=build-dev FA3_RUN=fa3-run scripts/fp8-candidates.sh OUT_DIR [DEADLINE_S=540]
+# BUILD: an ablation build (-DHOPATTN_BUILD_ABLATIONS=ON; -DHOPATTN_DTYPES=bf16 keeps it at ~22 MB),
+# packed with scripts/pack-build.sh; FA3_RUN: scripts/fa3-runpack.sh's folder (3.5 MB, xz); both
+# carried. Each step is bounded by the time left.
+set -uo pipefail
+out=${1:?usage: scripts/fp8-candidates.sh OUT_DIR [DEADLINE_S]}
+deadline=${2:-540}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$root/build-dev}
+fa3=${FA3_RUN:-$root/fa3-run}
+mkdir -p "$out"
+t0=$SECONDS
+left() { echo $((deadline - (SECONDS - t0) - 10)); }
+bounded() { local cap=$1; shift; local l; l=$(left); [ "$l" -gt "$cap" ] && l=$cap; [ "$l" -gt 20 ] && timeout "$l" "$@"; }
+# the device tool carries no symlinks
+(cd "$build/lib" && ln -sf libhopattn.so.0.4.0 libhopattn.so.2 && ln -sf libhopattn.so.2 libhopattn.so)
+[ -d "$build/python/hopattn" ] && (cd "$build/python/hopattn" && ln -sf ../../lib/libhopattn.so.0.4.0 libhopattn.so)
+cudnn_dir=$(python3 -c 'import glob, os, site
+d = [p for s in site.getsitepackages() for p in glob.glob(os.path.join(s, "nvidia", "cudnn", "lib"))]
+print(d[0] if d else "")' 2>/dev/null)
+export LD_LIBRARY_PATH=$build/lib${cudnn_dir:+:$cudnn_dir}:/usr/local/cuda/lib64
+cudnn_flag=${cudnn_dir:+--cudnn-lib $cudnn_dir/libcudnn.so.9}
+nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+# 1. Every e4m3 row of the build by name (the candidates included), then the public call's tiles.
+bounded 150 "$build/bin/gpu_attention_fp8" --gtest_filter='*EveryFp8KernelMatchesFloat64*:*ManyTilesPerCta*:*LongKeys*' \
+  >"$out/tests.log" 2>&1
+echo "tests: exit $? ($((SECONDS - t0)) s)"; grep -E "^\[  (PASSED|FAILED)|FAILED  \]" "$out/tests.log"
+# 2. The candidates against the defaults, cuDNN's FP8 SDPA beside them.
+ab() {  # ab HDIM KERNELS
+  bounded 150 "$build/bin/hopattn" bench --dtype e4m3 --hdim "$1" --seqlen 1024,4096,16384 --causal 0,1 --kernels "$2" \
+    --rounds 2 --no-ceilings $cudnn_flag --csv "$out/cand-hd$1.csv" >"$out/cand-hd$1.log" 2>&1
+  echo "A/B hdim $1: exit $? ($((SECONDS - t0)) s)"; sed -n '/^op /,$p' "$out/cand-hd$1.log" | grep -v '^$'
+}
+ab 128 default,ws_pingpong_persistent_128x192x2_e4m3_split
+ab 256 default,ws_pingpong_persistent_128x64x2_e4m3_split,ws_pingpong_persistent_128x64x3_e4m3,ws_pingpong_persistent_128x64x2_e4m3_qregs,ws_pingpong_persistent_128x64x3_e4m3_qregs
+# 3. FA3's FP8 and bf16 beside hopattn's and cuDNN's (the FA3 grid).
+so=$fa3/flash_attn_3/_C.abi3.so
+if [ ! -f "$so" ] && [ -f "$so.xz" ]; then
+  xz -dk "$so.xz" 2>/dev/null ||
+    python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" "$so.xz" "$so"
+fi
+if [ -f "$so" ] && [ -d "$build/python/hopattn" ]; then
+  (cd "$root/bench" && export PYTHONUNBUFFERED=1 PYTHONPATH=$build/python:$fa3 &&
+    bounded 400 python3 fa3_forward.py --grid --fp8 --rounds 2 --csv "$out/fa3-fwd.csv" >"$out/fa3-fwd.log" 2>&1)
+  echo "fa3: exit $? ($((SECONDS - t0)) s)"; tail -45 "$out/fa3-fwd.log"
+else
+  echo "fa3: skipped (no $so or no $build/python)"
+fi
