@@ -29,13 +29,13 @@ CUTE_DEVICE float exp2_ftz(float x) {
 // needs an exact maximum (stale_log2 0: with a stale one P could pass 448, and a kept maximum's
 // weight 2^frac would round by up to 1/16 in e4m3 while the sum keeps it unrounded: the first
 // FP8 kernel's accuracy failures, H100 2026-12-06).
-// kSumByMma: the row sums come from the P·V WGMMA (Fa2Traits::kMmaRowSum: O's last 8-column group
+// kSumsByMma: the row sums come from the P·V WGMMA (Fa2Traits::kMmaRowSum: O's last 8-column group
 // accumulates each row's sum of the e4m3-rounded P, rescaled with O), so online_exp adds no score
 // and finalize reads the sum from O; its LSE is then that of the rounded weights (the e4m3 rows
 // without LSE; docs/perf-diagnosis-fa3.md §9d).
-template <int kRows, int kMaxOffset = 0, bool kSumByMma = false>
+template <int kRows, int kMaxOffset = 0, bool kSumsByMma_ = false>
 struct OnlineSoftmax {
-  static constexpr bool kSumsByMma = kSumByMma;
+  static constexpr bool kSumsByMma = kSumsByMma_;
   float row_max[kRows];   // the maximum the exponentials are taken against (see stale_log2)
   float row_sum[kRows];  // partial: this thread's columns only, until finalize()
   float scale_log2;
@@ -96,11 +96,11 @@ struct OnlineSoftmax {
             const float old = row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale_log2 - float(kMaxOffset);
             alpha[r] = exp2_ftz(old - offset);
           }
-          if constexpr (!kSumByMma) row_sum[r] *= alpha[r];
+          if constexpr (!kSumsByMma) row_sum[r] *= alpha[r];
         }
       }
       row_max[r] = m;
-      if constexpr (kSumByMma) {
+      if constexpr (kSumsByMma) {
         CUTE_UNROLL
         for (int j = 0; j < cute::size<1>(s); ++j) s(r, j) = exp2_ftz(s(r, j) * scale_log2 - offset);
       } else {
@@ -154,7 +154,7 @@ struct OnlineSoftmax {
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) {
       // By the MMA: O's last column (every column of its last 8-column group holds the row's sum).
-      const float sum = kSumByMma ? o(r, cute::size<1>(o) - 1) : quad_sum(row_sum[r]);
+      const float sum = kSumsByMma ? o(r, cute::size<1>(o) - 1) : quad_sum(row_sum[r]);
       const bool empty = sum == 0.0f || sum != sum;
       if (sink_log2 == -INFINITY) {  // (a compile-time -inf for the kernels without sinks: 0.2's code)
         const float inv = empty ? 0.0f : 1.0f / sum;
