@@ -36,6 +36,9 @@ struct Overrides {
   // groups 2-64, strided q, no LSE, -inf sinks, heuristic splits; H100, 2026-12-07); false: the
   // chunk path never packs (the A/B's unpacked arm).
   bool chunk_pack_gqa = true;
+  // int8 pools of pages smaller than the int8 kernels' 64-key tile or than quant_block (the
+  // attention and the append): refused by default until their GPU tests pass; true runs them.
+  bool int8_small_pages = false;
   bool decode_combine_pdl = true;  // the split-KV combine a programmatic dependent of the kernel before it
   bool decode_split_pdl = true;    // the 16-bit split kernel a programmatic dependent of the kernel before it
 };
@@ -43,6 +46,7 @@ struct Overrides {
 // The public calls with overrides. With Overrides{} they are the public calls.
 Status attention_forward(const AttentionForwardArgs& args, Stream stream, const Overrides& overrides);
 Status kvcache_attention(const KvCacheArgs& args, Stream stream, const Overrides& overrides);
+Status kvcache_append(const KvCacheAppendArgs& args, Stream stream, const Overrides& overrides);
 Status check_kvcache_attention(const KvCacheArgs& args, const DeviceContext& context, int sm_count,
                                const Overrides& overrides);
 KvCachePlan plan_kvcache_attention(const KvCacheArgs& args, int sm_count, const Overrides& overrides);

@@ -1614,21 +1614,36 @@ TEST_P(KvCacheGpu, PagedCacheMatchesTheContiguousCacheBitForBit) {
 }
 
 // An int8 cache as a pool (the int8 cache, k_scale and v_scale copied page by page through a
-// shuffled table; spare pages' bytes 0xff: int8 -1, NaN scales): pages of `page_size` >= 64
-// tokens, at least quant_block.
+// shuffled table; spare pages' bytes 0xff: int8 -1, NaN scales): pages of `page_size` 16-256
+// tokens. Pages smaller than quant_block hold one K scale row each, the row of the block their
+// tokens lie in (each page of a block the same row; kvcache.h).
 struct PagedInt8Copy {
   PagedCopy pc;  // the int8 k, v pools and the table
   DeviceBuffer k_scale, v_scale;
 };
 PagedInt8Copy make_paged_copy_int8(const KvRun& run, int page_size, uint64_t seed) {
   const KvCase& c = run.kcase();
-  if (!c.int8 || c.max_len % page_size != 0 || page_size % c.quant_block != 0)
-    throw std::invalid_argument("make_paged_copy_int8: int8 caches of whole pages of whole scale blocks");
+  if (!c.int8 || c.max_len % page_size != 0 || (page_size % c.quant_block != 0 && c.quant_block % page_size != 0))
+    throw std::invalid_argument("make_paged_copy_int8: int8 caches of whole pages");
   PagedInt8Copy out;
   out.pc = paged_kv_of(run, page_size, seed, 1);
   const int64_t row = int64_t(c.heads_kv) * c.hdim;
-  out.k_scale = pool_of(out.pc.layout, c.batch(), run.args.k_scale.data, (page_size / c.quant_block) * row * 4,
-                        int64_t(c.max_len / c.quant_block) * row * 4);
+  if (page_size < c.quant_block) {
+    const reference::PagedLayout& l = out.pc.layout;
+    const int64_t blocks = c.max_len / c.quant_block, row_bytes = row * 4;
+    out.k_scale = DeviceBuffer(size_t(l.num_pages * row_bytes));
+    HOPATTN_CUDA_CHECK(cudaMemset(out.k_scale.get(), 0xff, size_t(l.num_pages * row_bytes)));
+    for (int b = 0; b < c.batch(); ++b)
+      for (int j = 0; j < l.max_pages; ++j) {
+        const int64_t page = l.table[size_t(b) * l.max_pages + j], block = int64_t(j) * page_size / c.quant_block;
+        HOPATTN_CUDA_CHECK(cudaMemcpy(static_cast<char*>(out.k_scale.get()) + page * row_bytes,
+                                      static_cast<const char*>(run.args.k_scale.data) + (b * blocks + block) * row_bytes,
+                                      size_t(row_bytes), cudaMemcpyDeviceToDevice));
+      }
+  } else {
+    out.k_scale = pool_of(out.pc.layout, c.batch(), run.args.k_scale.data, (page_size / c.quant_block) * row * 4,
+                          int64_t(c.max_len / c.quant_block) * row * 4);
+  }
   out.v_scale = pool_of(out.pc.layout, c.batch(), run.args.v_scale.data, int64_t(page_size) * c.heads_kv * 4,
                         int64_t(c.max_len) * c.heads_kv * 4);
   return out;
@@ -1640,7 +1655,8 @@ KvCacheArgs paged_int8_args_of(const KvRun& run, const PagedInt8Copy& p, int pag
   const int64_t pages = p.pc.layout.num_pages;
   a.k_cache = tensor_bshd(p.pc.k.get(), HOPATTN_DTYPE_INT8, pages, page_size, c.heads_kv, c.hdim);
   a.v_cache = tensor_bshd(p.pc.v.get(), HOPATTN_DTYPE_INT8, pages, page_size, c.heads_kv, c.hdim);
-  a.k_scale = tensor_bshd(p.k_scale.get(), HOPATTN_DTYPE_FP32, pages, page_size / c.quant_block, c.heads_kv, c.hdim);
+  a.k_scale = tensor_bshd(p.k_scale.get(), HOPATTN_DTYPE_FP32, pages, std::max(page_size / c.quant_block, 1), c.heads_kv,
+                          c.hdim);
   a.v_scale = tensor_v_scale(p.v_scale.as<float>(), pages, page_size, c.heads_kv);
   a.page_table = tensor_page_table(p.pc.table.as<int32_t>(), c.batch(), p.pc.max_pages);
   return a;
@@ -1654,7 +1670,15 @@ std::vector<std::string> int8_pool_kernels(int hdim) {
   return out;
 }
 
-// An int8 pool (pages of 64-256 tokens, the scales paged by the same ids, the 16-bit tails per
+// The overrides of a paged int8 call: pools of pages smaller than the 64-key tile or than
+// quant_block run (Overrides::int8_small_pages) while the public call refuses them.
+experimental::Overrides int8_pool_overrides(const KvRun& run) {
+  experimental::Overrides o = run.overrides;
+  o.int8_small_pages = true;
+  return o;
+}
+
+// An int8 pool (pages of 16-256 tokens, the scales paged by the same ids, the 16-bit tails per
 // sequence) gives the contiguous int8 cache's O and LSE bit for bit with the same kernel: every
 // kv8_wgmma_* and kv8_mma_* kernel by name, and the default choice, which must be the contiguous
 // call's (kernel and splits: the defaults table applies to pools too). Odd and empty lengths,
@@ -1684,16 +1708,19 @@ TEST_P(KvCacheGpu, Int8PagedCacheMatchesTheContiguousCacheBitForBit) {
       ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
       const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
       const KvCachePlan plan0 = run.plan();
-      for (int page : {64, 128, 256}) {
-        if (page < c.quant_block) continue;
+      for (int page : {16, 32, 64, 128, 256}) {
         const PagedInt8Copy pc = make_paged_copy_int8(run, page, seed++);
         const KvCacheArgs a = paged_int8_args_of(run, pc, page);
         const std::string what = c.to_string() + " kernel '" + kernel + "' page " + std::to_string(page);
-        const KvCachePlan plan = experimental::plan_kvcache_attention(a, sm_count(), run.overrides);
+        const experimental::Overrides o = int8_pool_overrides(run);
+        const KvCachePlan plan = experimental::plan_kvcache_attention(a, sm_count(), o);
         ASSERT_STREQ(plan.kernel, plan0.kernel) << what << ": the pool's plan runs another kernel";
         ASSERT_EQ(plan.num_splits, plan0.num_splits) << what;
+        if (page < std::max(64, c.quant_block)) {  // refused by the public call until this test has passed
+          EXPECT_EQ(experimental::kvcache_attention(a, nullptr, run.overrides).code(), StatusCode::kNotSupported) << what;
+        }
         run.poison(nullptr);
-        const Status s = launch_args(a, run.overrides);
+        const Status s = launch_args(a, o);
         ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
         EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what;
         EXPECT_TRUE(run.o_bytes() == o0) << what << " (" << plan.kernel << "): O differs from the contiguous cache's";
@@ -1702,10 +1729,10 @@ TEST_P(KvCacheGpu, Int8PagedCacheMatchesTheContiguousCacheBitForBit) {
     }
 }
 
-// A bad page id in an int8 pool, for every kv8_wgmma_* and kv8_mma_* kernel, unsplit and split 4
-// ways, at q_len 1 and 2: the sequence reading it gets NaN O and LSE rows and the record (which
-// names the id and is then cleared), the others the contiguous cache's rows bit for bit; an id
-// past a sequence's last page is never read.
+// A bad page id in an int8 pool of pages of 64 and of 16 tokens (16-key boxes), for every
+// kv8_wgmma_* and kv8_mma_* kernel, unsplit and split 4 ways, at q_len 1 and 2: the sequence
+// reading it gets NaN O and LSE rows and the record (which names the id and is then cleared), the
+// others the contiguous cache's rows bit for bit; an id past a sequence's last page is never read.
 TEST_P(KvCacheGpu, Int8PagedBadPageIdsGiveNaNAndAreReported) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
@@ -1714,42 +1741,168 @@ TEST_P(KvCacheGpu, Int8PagedBadPageIdsGiveNaNAndAreReported) {
   uint64_t seed = 9960;
   for (const std::string& kernel : kernels)
     for (int sq : {1, 2})
-      for (int splits : {1, 4}) {
-        KvCase c = make(cfg, sq, 8, 2, 1024, {700, 500, 900}, false, seed++);
-        c.int8 = true, c.quant_block = 64, c.num_splits = splits, c.kernel = kernel;
-        const std::string what = c.to_string();
-        KvRun run(c);
-        const CaseResult r = run_case(run, references_of(run));
-        ASSERT_TRUE(r.pass) << what << ": " << r.message;
-        const std::vector<float> o0 = run.host_o_full(), lse0 = run.host_lse();
-        PagedInt8Copy pc = make_paged_copy_int8(run, 64, seed++);
-        std::vector<int32_t> table = pc.pc.layout.table;
-        table[size_t(1) * pc.pc.max_pages + 5] = pc.pc.layout.num_pages + 7;  // sequence 1 reads keys 320..383
-        table[size_t(0) * pc.pc.max_pages + 14] = -3;                         // sequence 0 (700 keys) never reads 896..
-        HOPATTN_CUDA_CHECK(cudaMemcpy(pc.pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-        run.poison(nullptr);
-        ASSERT_TRUE(launch_args(paged_int8_args_of(run, pc, 64), run.overrides).ok()) << what;
-        const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
-        const int64_t o_seq = int64_t(sq) * c.heads_q * c.hdim, lse_seq = int64_t(c.heads_q) * sq;  // q, o contiguous
-        for (int b = 0; b < 3; ++b) {
-          for (int64_t i = 0; i < o_seq; ++i) {
-            const float x = out[size_t(b * o_seq + i)], x0 = o0[size_t(b * o_seq + i)];
-            if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's O is not NaN at " << i;
-            else
-              ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << what << ": sequence " << b << "'s O changed at " << i;
+      for (int splits : {1, 4})
+        for (int page : {64, 16}) {
+          KvCase c = make(cfg, sq, 8, 2, 1024, {700, 500, 900}, false, seed++);
+          c.int8 = true, c.quant_block = 64, c.num_splits = splits, c.kernel = kernel;
+          const std::string what = c.to_string() + " page " + std::to_string(page);
+          KvRun run(c);
+          const CaseResult r = run_case(run, references_of(run));
+          ASSERT_TRUE(r.pass) << what << ": " << r.message;
+          const std::vector<float> o0 = run.host_o_full(), lse0 = run.host_lse();
+          PagedInt8Copy pc = make_paged_copy_int8(run, page, seed++);
+          std::vector<int32_t> table = pc.pc.layout.table;
+          table[size_t(1) * pc.pc.max_pages + 320 / page] = pc.pc.layout.num_pages + 7;  // sequence 1 (500 keys) reads key 320
+          table[size_t(0) * pc.pc.max_pages + 896 / page] = -3;  // sequence 0 (700 keys) never reads 896..
+          HOPATTN_CUDA_CHECK(cudaMemcpy(pc.pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+          run.poison(nullptr);
+          ASSERT_TRUE(launch_args(paged_int8_args_of(run, pc, page), int8_pool_overrides(run)).ok()) << what;
+          const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
+          const int64_t o_seq = int64_t(sq) * c.heads_q * c.hdim, lse_seq = int64_t(c.heads_q) * sq;  // q, o contiguous
+          for (int b = 0; b < 3; ++b) {
+            for (int64_t i = 0; i < o_seq; ++i) {
+              const float x = out[size_t(b * o_seq + i)], x0 = o0[size_t(b * o_seq + i)];
+              if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's O is not NaN at " << i;
+              else
+                ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << what << ": sequence " << b << "'s O changed at " << i;
+            }
+            for (int64_t i = 0; i < lse_seq; ++i) {
+              const float x = lse[size_t(b * lse_seq + i)], x0 = lse0[size_t(b * lse_seq + i)];
+              if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's LSE is not NaN at " << i;
+              else
+                ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << what << ": sequence " << b << "'s LSE changed at " << i;
+            }
           }
-          for (int64_t i = 0; i < lse_seq; ++i) {
-            const float x = lse[size_t(b * lse_seq + i)], x0 = lse0[size_t(b * lse_seq + i)];
-            if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's LSE is not NaN at " << i;
-            else
-              ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << what << ": sequence " << b << "'s LSE changed at " << i;
-          }
+          const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+          EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
+          EXPECT_TRUE(mentions_number(rec.message, pc.pc.layout.num_pages + 7)) << what << ": " << rec.message;
+          EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what << ": the record was not cleared";
         }
-        const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
-        EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
-        EXPECT_TRUE(mentions_number(rec.message, pc.pc.layout.num_pages + 7)) << what << ": " << rec.message;
-        EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what << ": the record was not cleared";
+}
+
+// The append into int8 pools of pages smaller than quant_block (16 and 32 tokens, both scale
+// blocks; Overrides::int8_small_pages, which the public call needs until this passes on a GPU):
+// the same new rows appended to an int8 cache and to the same cache as a pool of shuffled pages
+// land bit for bit alike (int8 rows, V scales per row, each page's K scale row the row of its
+// block), tails and lengths equal; the attention over the pool then equals the contiguous cache's
+// bit for bit. Then a bad page id among the old positions of a block the append completes (the
+// block's first page, which holds no new row): nothing of that sequence is written, its length
+// stays, the id is recorded; the other sequences' blocks land.
+TEST_P(KvCacheGpu, Int8SmallPagesAppendMatchesTheContiguousAppend) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  uint64_t seed = 9970;
+  const int n_new = 150;
+  for (int qb : {64, 128})
+    for (int page : {16, 32}) {
+      KvCase c = make(cfg, 1, 8, 2, 1024, {700, 0, 333}, false, seed++);
+      c.int8 = true, c.quant_block = qb, c.tail = true;
+      const std::string what = c.to_string() + " page " + std::to_string(page);
+      KvRun run(c);
+      const int b = c.batch(), hkv = c.heads_kv, d = c.hdim, max_pages = c.max_len / page;
+      PagedInt8Copy pc = make_paged_copy_int8(run, page, seed++);
+      const KvCacheArgs pa = paged_int8_args_of(run, pc, page);
+      const size_t es = dtype_size(c.dtype);
+      const size_t tail_bytes = size_t(b) * qb * hkv * d * es;
+      DeviceBuffer kt(tail_bytes), vt(tail_bytes);  // the pool's tails: copies of the contiguous cache's
+      HOPATTN_CUDA_CHECK(cudaMemcpy(kt.get(), run.args.k_tail.data, tail_bytes, cudaMemcpyDeviceToDevice));
+      HOPATTN_CUDA_CHECK(cudaMemcpy(vt.get(), run.args.v_tail.data, tail_bytes, cudaMemcpyDeviceToDevice));
+      DeviceBuffer k_new(size_t(b) * n_new * hkv * d * es), v_new(size_t(b) * n_new * hkv * d * es);
+      fill_normal(k_new.get(), c.dtype, int64_t(b) * n_new * hkv * d, seed++, 1.0f);
+      fill_normal(v_new.get(), c.dtype, int64_t(b) * n_new * hkv * d, seed++, 1.0f);
+      DeviceBuffer len_c(size_t(b) * 4), len_p(size_t(b) * 4);
+      auto append_args = [&](const KvCacheArgs& cache, void* k_tail, void* v_tail, void* lens_out, const Tensor& table) {
+        KvCacheAppendArgs a;
+        a.k_new = tensor_bshd(k_new.get(), c.dtype, b, n_new, hkv, d);
+        a.v_new = tensor_bshd(v_new.get(), c.dtype, b, n_new, hkv, d);
+        a.k_cache = cache.k_cache, a.v_cache = cache.v_cache, a.cache_seqlens = cache.cache_seqlens;
+        a.k_scale = cache.k_scale, a.v_scale = cache.v_scale, a.quant_block = qb;
+        a.k_tail = tensor_bshd(k_tail, c.dtype, b, qb, hkv, d);
+        a.v_tail = tensor_bshd(v_tail, c.dtype, b, qb, hkv, d);
+        a.seqlens_out = tensor_seqlens(static_cast<int32_t*>(lens_out), b);
+        a.page_table = table;
+        return a;
+      };
+      const KvCacheAppendArgs ac = append_args(run.args, run.args.k_tail.data, run.args.v_tail.data, len_c.get(), Tensor{});
+      const KvCacheAppendArgs ap = append_args(pa, kt.get(), vt.get(), len_p.get(), pa.page_table);
+      EXPECT_EQ(kvcache_append(ap, nullptr).code(), StatusCode::kNotSupported) << what << ": the public call runs it";
+      experimental::Overrides o;
+      o.int8_small_pages = true;
+      ASSERT_TRUE(kvcache_append(ac, nullptr).ok()) << what;
+      ASSERT_TRUE(experimental::kvcache_append(ap, nullptr, o).ok()) << what;
+      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+      ASSERT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what;
+      // The pool read back through the table against the contiguous cache, page by page.
+      const int64_t row = int64_t(hkv) * d;
+      const std::vector<uint8_t> k8 = download_bytes(run.args.k_cache.data, size_t(b) * c.max_len * row);
+      const std::vector<uint8_t> v8 = download_bytes(run.args.v_cache.data, size_t(b) * c.max_len * row);
+      const std::vector<uint8_t> ks = download_bytes(run.args.k_scale.data, size_t(b) * (c.max_len / qb) * row * 4);
+      const std::vector<uint8_t> vs = download_bytes(run.args.v_scale.data, size_t(b) * c.max_len * hkv * 4);
+      const int64_t pages = pc.pc.layout.num_pages;
+      const std::vector<uint8_t> k8p = download_bytes(pc.pc.k.get(), size_t(pages) * page * row);
+      const std::vector<uint8_t> v8p = download_bytes(pc.pc.v.get(), size_t(pages) * page * row);
+      const std::vector<uint8_t> ksp = download_bytes(pc.k_scale.get(), size_t(pages) * row * 4);
+      const std::vector<uint8_t> vsp = download_bytes(pc.v_scale.get(), size_t(pages) * page * hkv * 4);
+      for (int s = 0; s < b; ++s)
+        for (int j = 0; j < max_pages; ++j) {
+          const int64_t id = pc.pc.layout.table[size_t(s) * max_pages + j];
+          const int64_t t0 = int64_t(s) * c.max_len + int64_t(j) * page;  // the page's first row, contiguous
+          const std::string at = what + ": sequence " + std::to_string(s) + " page " + std::to_string(j);
+          ASSERT_EQ(std::memcmp(&k8p[size_t(id * page * row)], &k8[size_t(t0 * row)], size_t(page * row)), 0) << at << " K";
+          ASSERT_EQ(std::memcmp(&v8p[size_t(id * page * row)], &v8[size_t(t0 * row)], size_t(page * row)), 0) << at << " V";
+          const int64_t block = int64_t(s) * (c.max_len / qb) + int64_t(j) * page / qb;
+          ASSERT_EQ(std::memcmp(&ksp[size_t(id * row * 4)], &ks[size_t(block * row * 4)], size_t(row * 4)), 0)
+              << at << " K scales";
+          ASSERT_EQ(std::memcmp(&vsp[size_t(id * page * hkv * 4)], &vs[size_t(t0 * hkv * 4)], size_t(page * hkv * 4)), 0)
+              << at << " V scales";
+        }
+      EXPECT_TRUE(download_bytes(kt.get(), tail_bytes) == download_bytes(run.args.k_tail.data, tail_bytes)) << what << ": K tails";
+      EXPECT_TRUE(download_bytes(vt.get(), tail_bytes) == download_bytes(run.args.v_tail.data, tail_bytes)) << what << ": V tails";
+      const std::vector<uint8_t> lens_c = download_bytes(len_c.get(), size_t(b) * 4);
+      ASSERT_TRUE(lens_c == download_bytes(len_p.get(), size_t(b) * 4)) << what << ": lengths";
+      // The attention over the appended caches (lengths from the append), the same kernel and splits.
+      KvCacheArgs qc = run.args, qp = pa;
+      qc.cache_seqlens = tensor_seqlens(len_c.as<int32_t>(), b), qp.cache_seqlens = tensor_seqlens(len_p.as<int32_t>(), b);
+      qp.k_tail = tensor_bshd(kt.get(), c.dtype, b, qb, hkv, d), qp.v_tail = tensor_bshd(vt.get(), c.dtype, b, qb, hkv, d);
+      run.poison(nullptr);
+      ASSERT_TRUE(launch_args(qc, run.overrides).ok()) << what;
+      const std::vector<uint8_t> o_c = run.o_bytes();
+      run.poison(nullptr);
+      ASSERT_TRUE(launch_args(qp, o).ok()) << what;
+      EXPECT_TRUE(run.o_bytes() == o_c) << what << ": the attention over the pool differs from the contiguous cache's";
+      // Again, the page of sequence 0's first completed block's first positions bad: 850 + 150
+      // positions complete blocks from 850 / qb on; that block's first page holds only old rows.
+      std::vector<int32_t> table = pc.pc.layout.table;
+      const int bad_entry = 850 / qb * qb / page;
+      table[size_t(bad_entry)] = -5;
+      HOPATTN_CUDA_CHECK(cudaMemcpy(pc.pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+      const std::vector<uint8_t> pool_k = download_bytes(pc.pc.k.get(), size_t(pages) * page * row);
+      const std::vector<uint8_t> tails_k = download_bytes(kt.get(), tail_bytes);
+      DeviceBuffer len_2(size_t(b) * 4);
+      KvCacheAppendArgs a2 = append_args(qp, kt.get(), vt.get(), len_2.get(), pa.page_table);
+      ASSERT_TRUE(experimental::kvcache_append(a2, nullptr, o).ok()) << what;
+      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::vector<uint8_t> lens2 = download_bytes(len_2.get(), size_t(b) * 4);
+      int32_t l2[3], l1[3];
+      std::memcpy(l2, lens2.data(), 12), std::memcpy(l1, lens_c.data(), 12);
+      EXPECT_EQ(l2[0], l1[0]) << what << ": sequence 0's length changed";
+      EXPECT_EQ(l2[1], l1[1] + n_new) << what;
+      EXPECT_EQ(l2[2], l1[2] + n_new) << what;
+      const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+      EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
+      EXPECT_TRUE(mentions_number(rec.message, -5)) << what << ": " << rec.message;
+      const std::vector<uint8_t> pool_k2 = download_bytes(pc.pc.k.get(), size_t(pages) * page * row);
+      const std::vector<uint8_t> tails_k2 = download_bytes(kt.get(), tail_bytes);
+      for (int j = 0; j < max_pages; ++j) {  // sequence 0's pages and tail unchanged
+        const int64_t id = pc.pc.layout.table[size_t(j)];
+        ASSERT_EQ(std::memcmp(&pool_k2[size_t(id * page * row)], &pool_k[size_t(id * page * row)], size_t(page * row)), 0)
+            << what << ": sequence 0's page " << j << " was written";
       }
+      const size_t tail_seq = size_t(qb) * hkv * d * es;
+      EXPECT_EQ(std::memcmp(tails_k2.data(), tails_k.data(), tail_seq), 0) << what << ": sequence 0's K tail was written";
+      EXPECT_NE(std::memcmp(tails_k2.data() + 2 * tail_seq, tails_k.data() + 2 * tail_seq, tail_seq), 0)
+          << what << ": sequence 2's K tail was not written";
+    }
 }
 
 // A page id outside the pool among the pages a sequence reads: that sequence's O and LSE rows are

@@ -114,6 +114,17 @@ struct DecodeInt8MmaTraits {
   using TmaLoadRaw = decltype(cute::make_tma_copy(
       cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), GmemLayout{}),
       cute::take<0, 2>(SmemLayoutRaw{})));
+  // A paged cache with pages smaller than the 64-key tile (16, 32): the tile is gathered as four
+  // 16-key boxes, each from its own page (16 rows of the 128-byte swizzle are whole atoms).
+  static constexpr int kPageBoxRows = 16;
+  using PageBox = cute::Int<kPageBoxRows>;
+  using SmemLayoutPageBox = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<int8_t>{},
+                                                         cute::Shape<PageBox, HeadDim>{}));
+  using TmaLoadPageBox = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), GmemLayout{}),
+      SmemLayoutPageBox{}));
+  static constexpr int kPageBoxes = kBlockN / kPageBoxRows;
+  static constexpr uint32_t kTmaBytesPageBox = kPageBoxRows * kHeadDim;
 
   // The merge after the loops reuses the tile ring: per warp 16 rows × (128 + 4) floats of O, then
   // the rows' maxima and sums.
@@ -126,7 +137,10 @@ struct DecodeInt8MmaTraits {
     const int32_t* page_row;  // a paged cache: the sequence's row of the page table (nullptr unpaged)
     int len;                  // the keys of this cache (DecodeTile::len): no V scale read past it
     int merge_len;            // DecodeTile::seq_len, or -1 (a bad length) when a page id is bad
-    int32_t page[2];          // the page (unpaged: the sequence) of the warp's tiles k, by k % 2
+    int small_pages;          // a pool of pages smaller than the tile (16-key boxes)
+    // The page (unpaged: the sequence) of the warp's tiles k, by k % 2: [0] the tile's; pages
+    // smaller than the tile: [j] the page of its 16-key box j.
+    int32_t page[2][kPageBoxes];
   };
   struct SharedStorage {  // slot s of warp w is kSlotsPerWarp·w + s
     cute::array_aligned<int8_t, kStages * kTileBytes, 1024> raw;  // a K or a V tile per slot
@@ -139,6 +153,7 @@ struct DecodeInt8MmaTraits {
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));
 
   struct Params : DecodeInt8SplitParams<Element, TmaLoadRaw, TmaLoadRaw> {
+    TmaLoadPageBox tma_k_box, tma_v_box;  // pages smaller than kBlockN (unset otherwise)
 #ifdef HOPATTN_DECODE_STAMPS
     // Measurement builds only (bench/decode_int8_timeline.cu): clock64 per tile, laid out by
     // int8_mma_stamps_per_cta; stamp_tiles tiles per warp.

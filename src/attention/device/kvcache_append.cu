@@ -24,6 +24,7 @@
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_checks.hpp"
+#include "attention/experimental.hpp"
 #include "hopattn/kvcache.hpp"
 
 namespace hopattn {
@@ -86,10 +87,13 @@ __device__ int64_t cache_row(const AppendParams& p, const Rows& rows, int b, int
   if (page < 0 || page >= p.num_pages) return -1;
   return page * rows.b + int64_t(t & ((1 << p.page_shift) - 1)) * rows.s;
 }
-// Whether every page the append writes for a sequence (positions [len, len + n_new)) is in the pool.
+// Whether every page the append writes for a sequence is in the pool: positions [len, len +
+// n_new), and in an int8 pool from the start of the block len lies in (a completed block is
+// written whole, and with pages smaller than the block its first pages hold only older positions).
 __device__ bool pages_ok(const AppendParams& p, int b, int len, int* bad_id) {
   if (p.page_table == nullptr || p.n_new == 0) return true;
-  for (int j = len >> p.page_shift; j <= (len + p.n_new - 1) >> p.page_shift; ++j) {
+  const int first = p.int8 ? len / p.block * p.block : len;
+  for (int j = first >> p.page_shift; j <= (len + p.n_new - 1) >> p.page_shift; ++j) {
     const int page = p.page_table[b * p.pt_stride + j];
     if (page < 0 || page >= p.num_pages) {
       *bad_id = page;
@@ -97,6 +101,17 @@ __device__ bool pages_ok(const AppendParams& p, int b, int len, int* bad_id) {
     }
   }
   return true;
+}
+
+// Position t of sequence b: its page (its sequence unpaged) and its row there. Paged: the id must
+// have passed pages_ok.
+__device__ void cache_pos(const AppendParams& p, int b, int t, int64_t* outer, int* row) {
+  if (p.page_table == nullptr) {
+    *outer = b, *row = t;
+    return;
+  }
+  *outer = p.page_table[b * p.pt_stride + (t >> p.page_shift)];
+  *row = t & ((1 << p.page_shift) - 1);
 }
 
 __device__ float load(const void* base, int64_t i, bool bf16) { return int8_rounding::load_element(base, i, bf16); }
@@ -261,21 +276,21 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_blocks_kernel(AppendPa
   const int blk = first + slot;
   if (blk >= end) return;
   const int t0 = blk * p.block;
-  // Where the block goes: rows row0.. of sequence b, or of its page in a pool (a page holds whole
-  // blocks: page_size >= quant_block). A bad page id among the sequence's new positions: nothing of
-  // the sequence is written (all or nothing, as its length), the id recorded. Uniform per CTA,
-  // before any __syncthreads.
-  int64_t outer = b;
-  int row0 = t0;
+  // Where the block goes: rows t0.. of sequence b, or in a pool row t & (page_size - 1) of page
+  // page_table[b][t / page_size] for each position t (cache_pos): one page, or block / page_size
+  // pages when the pages are smaller than the block, each of which then holds the block's K scale
+  // row (kvcache.h). A bad page id among the pages the sequence's append writes: nothing of the
+  // sequence is written (all or nothing, as its length), the id recorded. Uniform per CTA, before
+  // any __syncthreads.
   if (p.page_table != nullptr) {
     int bad_id = 0;
     if (!pages_ok(p, b, len, &bad_id)) {
       if (threadIdx.x == 0 && atomicCAS(p.error, 0, attention::kDecodeErrorPageId) == 0) p.error[1] = b, p.error[2] = bad_id;
       return;
     }
-    outer = p.page_table[b * p.pt_stride + (t0 >> p.page_shift)];
-    row0 = t0 & ((1 << p.page_shift) - 1);
   }
+  const int page_size = p.page_table != nullptr ? 1 << p.page_shift : p.block;
+  const int k_scale_pages = page_size < p.block ? p.block / page_size : 1;
   int8_t* kq = static_cast<int8_t*>(p.k_cache.data);
   constexpr int kGroups = kQuantThreads / kQuantChannels;  // row groups per channel
   for (int c0 = 0; c0 < p.hdim; c0 += kQuantChannels) {
@@ -292,10 +307,19 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_blocks_kernel(AppendPa
     if (c < width) {
       for (int k = 0; k < kGroups; ++k) amax = fmaxf(amax, partial[k * kQuantChannels + c]);
       const float scale = k_scale_of(amax);
-      if (g == 0) p.k_scale[outer * p.ks_st[0] + (row0 / p.block) * p.ks_st[1] + h * p.ks_st[2] + c0 + c] = scale;
-      for (int r = g; r < p.block; r += kGroups)
-        kq[outer * p.k_cache.b + int64_t(row0 + r) * p.k_cache.s + h * p.k_cache.h + c0 + c] =
+      for (int q = g; q < k_scale_pages; q += kGroups) {  // the block's row of K scales, into each page it spans
+        int64_t outer;
+        int row;
+        cache_pos(p, b, t0 + q * page_size, &outer, &row);
+        p.k_scale[outer * p.ks_st[0] + (row / p.block) * p.ks_st[1] + h * p.ks_st[2] + c0 + c] = scale;
+      }
+      for (int r = g; r < p.block; r += kGroups) {
+        int64_t outer;
+        int row;
+        cache_pos(p, b, t0 + r, &outer, &row);
+        kq[outer * p.k_cache.b + int64_t(row) * p.k_cache.s + h * p.k_cache.h + c0 + c] =
             quantize_value(tile[r * width + c], scale);
+      }
     }
     __syncthreads();  // the tile is refilled next
   }
@@ -307,8 +331,11 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_blocks_kernel(AppendPa
     for (int c = lane; c < p.hdim; c += 32) amax = fmaxf(amax, fabsf(v_at(p, b, h, t, len, c)));
     for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
     const float scale = v_scale_of(amax);
-    if (lane == 0) p.v_scale[outer * p.vs_st[0] + int64_t(row0 + r) * p.vs_st[1] + h * p.vs_st[2]] = scale;
-    const int64_t dst = outer * p.v_cache.b + int64_t(row0 + r) * p.v_cache.s + h * p.v_cache.h;
+    int64_t outer;
+    int row;
+    cache_pos(p, b, t, &outer, &row);
+    if (lane == 0) p.v_scale[outer * p.vs_st[0] + int64_t(row) * p.vs_st[1] + h * p.vs_st[2]] = scale;
+    const int64_t dst = outer * p.v_cache.b + int64_t(row) * p.v_cache.s + h * p.v_cache.h;
     for (int c = lane; c < p.hdim; c += 32) vq[dst + c] = quantize_value(v_at(p, b, h, t, len, c), scale);
   }
 }
@@ -384,11 +411,15 @@ Status check_int8_parts(const KvCacheAppendArgs& a) {
   const int64_t batch = a.k_new.shape[0];
   if (a.k_scale.dtype != HOPATTN_DTYPE_FP32 || a.v_scale.dtype != HOPATTN_DTYPE_FP32)
     return Status::invalid(cat(a.k_scale.dtype != HOPATTN_DTYPE_FP32 ? "k_scale" : "v_scale", ": dtype must be fp32"));
-  if (len % blk != 0)
+  // Pages smaller than the block (powers of two: they divide it): one K scale row per page, each
+  // page of a block holding the block's.
+  const bool small_pages = paged && len < blk;
+  if (len % blk != 0 && !small_pages)
     return Status::invalid(cat("k_cache: ", len_name, " = ", len, " is not a multiple of quant_block = ", blk));
-  if (a.k_scale.shape[0] != b || a.k_scale.shape[1] != len / blk || a.k_scale.shape[2] != h || a.k_scale.shape[3] != d)
-    return Status::invalid(cat("k_scale: shape must be (", b_name, ", ", len_name, " / quant_block, heads_kv, hdim) = (",
-                               b, ", ", len / blk, ", ", h, ", ", d, ")"));
+  const int64_t k_blocks = small_pages ? 1 : len / blk;
+  if (a.k_scale.shape[0] != b || a.k_scale.shape[1] != k_blocks || a.k_scale.shape[2] != h || a.k_scale.shape[3] != d)
+    return Status::invalid(cat("k_scale: shape must be (", b_name, ", ", small_pages ? "1" : cat(len_name, " / quant_block"),
+                               ", heads_kv, hdim) = (", b, ", ", k_blocks, ", ", h, ", ", d, ")"));
   if (a.v_scale.shape[0] != b || a.v_scale.shape[1] != len || a.v_scale.shape[2] != h)
     return Status::invalid(cat("v_scale: shape must be (", b_name, ", ", len_name, ", heads_kv) = (", b, ", ", len, ", ",
                                h, ")"));
@@ -488,7 +519,17 @@ Status check_memory(const KvCacheAppendArgs& a) {
   return Status();
 }
 
-Status check_host_rules(const KvCacheAppendArgs& a) {
+// An int8 pool of pages smaller than quant_block: refused unless Overrides::int8_small_pages,
+// until it has run on a GPU (as the attention's, kvcache_check.cpp).
+Status check_int8_small_pages(const KvCacheAppendArgs& a, const experimental::Overrides& o) {
+  if (!is_paged(a.page_table) || a.k_cache.dtype != HOPATTN_DTYPE_INT8 || o.int8_small_pages ||
+      a.k_cache.shape[1] >= a.quant_block)
+    return Status();
+  return Status::unsupported(cat("page_table: pages of ", a.k_cache.shape[1], " tokens in an int8 cache with quant_block ",
+                                 a.quant_block, " are not supported yet (quant_block to 256 are; 16-bit caches take 16 to 256)"));
+}
+
+Status check_host_rules(const KvCacheAppendArgs& a, const experimental::Overrides& o) {
   if (Status s = check_versioned_header<hopattn_kvcache_append_args_t>(a, "args"); !s.ok()) return s;
   for (int i = 0; i < 4; ++i)
     if (Status s = check_geometry(*tensors(a, i), kNames[i], 4, kDims); !s.ok()) return s;
@@ -496,6 +537,7 @@ Status check_host_rules(const KvCacheAppendArgs& a) {
   if (Status s = check_shapes(a); !s.ok()) return s;
   if (Status s = check_int8_parts(a); !s.ok()) return s;
   if (Status s = check_rotary_and_q(a); !s.ok()) return s;
+  if (Status s = check_int8_small_pages(a, o); !s.ok()) return s;
   return check_memory(a);
 }
 
@@ -542,12 +584,16 @@ unsigned blocks_for(int64_t threads) {
 }  // namespace
 
 Status check_kvcache_append(const KvCacheAppendArgs& a, const DeviceContext& ctx) {
-  if (Status s = check_host_rules(a); !s.ok()) return s;
+  if (Status s = check_host_rules(a, experimental::Overrides{}); !s.ok()) return s;
   return check_placement(ctx, kNames, kTensors);
 }
 
 Status kvcache_append(const KvCacheAppendArgs& a, Stream stream) {
-  if (Status s = check_host_rules(a); !s.ok()) return s;
+  return experimental::kvcache_append(a, stream, experimental::Overrides{});
+}
+
+Status experimental::kvcache_append(const KvCacheAppendArgs& a, Stream stream, const Overrides& o) {
+  if (Status s = check_host_rules(a, o); !s.ok()) return s;
   DeviceContext ctx;
   if (Status s = query_context(a, stream, &ctx); !s.ok()) return s;
   if (Status s = check_placement(ctx, kNames, kTensors); !s.ok()) return s;

@@ -109,24 +109,27 @@ Status check_scales(const KvCacheArgs& a) {
     return Status();
   }
   // A paged cache's scales are paged by the same ids: its pool's (num_pages, page_size) take the
-  // place of (batch, max_seqlen_k) below.
+  // place of (batch, max_seqlen_k) below. Pages smaller than quant_block (16, 32, 64 tokens): one
+  // K scale row per page, each page of a block holding the block's (kvcache.h).
   const int64_t b = a.k_cache.shape[0], len = a.k_cache.shape[1], hkv = a.k_cache.shape[2], d = a.k_cache.shape[3];
   const bool paged = is_paged(a);
   const char* b_name = paged ? "num_pages" : "batch";
   const char* len_name = paged ? "page_size" : "max_seqlen_k";
   if (a.quant_block != 64 && a.quant_block != 128)
     return Status::invalid(cat("quant_block: ", a.quant_block, " is not 64 or 128"));
-  if (len % a.quant_block != 0)
+  const bool small_pages = paged && len < a.quant_block;  // powers of two: the page divides the block
+  if (len % a.quant_block != 0 && !small_pages)
     return Status::invalid(cat("k_cache: ", len_name, " = ", len, " is not a multiple of quant_block = ", a.quant_block));
+  const int64_t k_blocks = small_pages ? 1 : len / a.quant_block;
   if (Status s = check_geometry(a.k_scale, "k_scale", 4, kKScaleDims); !s.ok()) return s;
   if (Status s = check_geometry(a.v_scale, "v_scale", 3, kVScaleDims); !s.ok()) return s;
   const Tensor &ks = a.k_scale, &vs = a.v_scale;
   if (ks.dtype != HOPATTN_DTYPE_FP32 || vs.dtype != HOPATTN_DTYPE_FP32)
     return Status::invalid(cat(ks.dtype != HOPATTN_DTYPE_FP32 ? "k_scale" : "v_scale", ": dtype must be fp32"));
-  if (ks.shape[0] != b || ks.shape[1] != len / a.quant_block || ks.shape[2] != hkv || ks.shape[3] != d)
+  if (ks.shape[0] != b || ks.shape[1] != k_blocks || ks.shape[2] != hkv || ks.shape[3] != d)
     return Status::invalid(cat("k_scale: shape (", ks.shape[0], ", ", ks.shape[1], ", ", ks.shape[2], ", ", ks.shape[3],
-                               ") must be (", b_name, ", ", len_name, " / quant_block, heads_kv, hdim) = (", b, ", ",
-                               len / a.quant_block, ", ", hkv, ", ", d, ")"));
+                               ") must be (", b_name, ", ", small_pages ? "1" : cat(len_name, " / quant_block"),
+                               ", heads_kv, hdim) = (", b, ", ", k_blocks, ", ", hkv, ", ", d, ")"));
   if (vs.shape[0] != b || vs.shape[1] != len || vs.shape[2] != hkv)
     return Status::invalid(cat("v_scale: shape (", vs.shape[0], ", ", vs.shape[1], ", ", vs.shape[2], ") must be (",
                                b_name, ", ", len_name, ", heads_kv) = (", b, ", ", len, ", ", hkv, ")"));
@@ -135,15 +138,20 @@ Status check_scales(const KvCacheArgs& a) {
   return check_pointer_and_alignment(vs, "v_scale", 4);
 }
 
-// A paged cache: the shared rules (check_page_table: pages of 16-256 tokens), then what the
-// attention takes so far: 16-bit pools.
-Status check_paging(const KvCacheArgs& a) {
-  if (Status s = check_page_table(a.page_table, a.k_cache, a.q.shape[0]); !s.ok()) return s;
-  // An int8 pool: pages of at least the int8 kernels' 64-key tile (and of quant_block: check_scales).
-  if (is_paged(a) && is_int8(a) && a.k_cache.shape[1] < kInt8PageMin)
-    return Status::unsupported(cat("page_table: pages of ", a.k_cache.shape[1], " tokens in an int8 cache are not "
-                                   "supported yet (", kInt8PageMin, " to 256 are; 16-bit caches take 16 to 256)"));
-  return Status();
+// A paged cache: the shared rules (check_page_table: pages of 16-256 tokens, 16-bit and int8).
+// (int8 pages smaller than the kernels' 64-key tile: make_plan, until their GPU tests pass.)
+Status check_paging(const KvCacheArgs& a) { return check_page_table(a.page_table, a.k_cache, a.q.shape[0]); }
+
+// An int8 pool of pages smaller than the int8 kernels' 64-key tile (16, 32 tokens; read as 16-key
+// boxes) or than quant_block (one K scale row per page): refused unless
+// Overrides::int8_small_pages, until they have run on a GPU.
+bool int8_small_pages_refused(const KvCacheArgs& a, const experimental::Overrides& o, std::string* why) {
+  if (!is_paged(a) || !is_int8(a) || o.int8_small_pages) return false;
+  const int64_t page = a.k_cache.shape[1], least = std::max<int64_t>(kInt8PageMin, a.quant_block);
+  if (page >= least) return false;
+  *why = cat("kvcache attention: page_table: pages of ", page, " tokens in an int8 cache with quant_block ",
+             a.quant_block, " are not supported yet (", least, " to 256 are; 16-bit caches take 16 to 256)");
+  return true;
 }
 
 bool has_tail(const KvCacheArgs& a) { return a.k_tail.data != nullptr || a.v_tail.data != nullptr; }
@@ -330,6 +338,10 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
   if (!o.decode_path.empty() && o.decode_path != "decode" && o.decode_path != "fwd") {
     *kernel = -1;
     *why = cat("kvcache attention: decode_path '", o.decode_path, "' is not \"\", \"decode\" or \"fwd\"");
+    return KvCachePlan{};
+  }
+  if (int8_small_pages_refused(a, o, why)) {
+    *kernel = -1;
     return KvCachePlan{};
   }
   if (o.decode_path == "fwd" && !o.decode_kernel.empty()) {  // a decode kernel on the forward path: contradictory

@@ -159,16 +159,11 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
   using CacheElement = std::conditional_t<kInt8, int8_t, Element>;
   DecodeGrid g;
   if (Status s = decode_grid(dp, Traits::kTileRows, &g); !s.ok()) return s;
-  // A paged cache reaches the 16-bit kernel (one TMA box per tile from pages of at least its key
-  // tile, 16-key boxes from smaller ones) and the int8 kernels (pages of at least their 64-key
-  // tile); the host check refuses the rest, this keeps it so.
-  if constexpr (kInt8) {
-    if (dp.page_table != nullptr && dp.page_size < Traits::kBlockN)
-      return Status(StatusCode::kInternal, "kvcache attention: a paged int8 cache reached a kernel that cannot read it");
-  } else {
-    if (dp.page_table != nullptr && dp.page_size < 16)
-      return Status(StatusCode::kInternal, "kvcache attention: a paged cache reached a kernel that cannot read it");
-  }
+  // A paged cache reaches every kernel, 16-bit and int8: one TMA box per tile from pages of at
+  // least its key tile, 16-key boxes from smaller ones; the host check refuses pages under 16
+  // tokens, this keeps it so.
+  if (dp.page_table != nullptr && dp.page_size < 16)
+    return Status(StatusCode::kInternal, "kvcache attention: a paged cache reached a kernel that cannot read it");
   typename Traits::Params p{};
   const auto box = [] {
     if constexpr (kInt8) return take<0, 2>(typename Traits::SmemLayoutRaw{});
@@ -177,12 +172,10 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
   p.tma_k = make_cache_tma<CacheElement, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
   p.tma_v = make_cache_tma<CacheElement, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
   fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
-  if constexpr (!kInt8) {
-    if (dp.page_table != nullptr && dp.page_size < Traits::kBlockN) {
-      const auto page_box = typename Traits::SmemLayoutPageBox{};
-      p.tma_k_box = make_cache_tma<CacheElement, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, page_box);
-      p.tma_v_box = make_cache_tma<CacheElement, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, page_box);
-    }
+  if (dp.page_table != nullptr && dp.page_size < Traits::kBlockN) {
+    const auto page_box = typename Traits::SmemLayoutPageBox{};
+    p.tma_k_box = make_cache_tma<CacheElement, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, page_box);
+    p.tma_v_box = make_cache_tma<CacheElement, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, page_box);
   }
   if constexpr (kInt8) {
     p.k_scale = dp.k_scale;

@@ -59,6 +59,16 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
       cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), typename Base::GmemLayout{}),
       cute::take<0, 2>(SmemLayoutRaw{})));
   static constexpr uint32_t kTmaBytesRaw = Base::kBlockN * Base::kHeadDim;
+  // A paged cache with pages smaller than the 64-key tile (16, 32): the tile is gathered as
+  // kBlockN / 16 boxes of 16 keys, each from its own page, into the raw stage's rows it holds.
+  static constexpr int kPageBoxRows = 16;
+  using PageBox = cute::Int<kPageBoxRows>;
+  using SmemLayoutPageBox = cute::Layout<cute::Shape<PageBox, typename Base::HeadDim>, cute::Stride<typename Base::HeadDim, cute::_1>>;
+  using TmaLoadPageBox = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_LOAD{},
+      cute::make_tensor(cute::make_gmem_ptr(static_cast<int8_t const*>(nullptr)), typename Base::GmemLayout{}),
+      SmemLayoutPageBox{}));
+  static constexpr uint32_t kTmaBytesPageBox = kPageBoxRows * Base::kHeadDim;
 
   struct SharedStorage {
     cute::array_aligned<Element, cute::cosize_v<typename Base::SmemLayoutQ>, 1024> q;
@@ -72,7 +82,9 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   };
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));  // checked against the device at launch
 
-  struct Params : DecodeInt8SplitParams<Element, TmaLoadRaw, TmaLoadRaw> {};
+  struct Params : DecodeInt8SplitParams<Element, TmaLoadRaw, TmaLoadRaw> {
+    TmaLoadPageBox tma_k_box, tma_v_box;  // pages smaller than kBlockN (unset otherwise)
+  };
 };
 
 // The swapped consumer of the int8 kernel (kv8_wgmma_swap_2cta), one warpgroup, `thread` 0..127.
@@ -273,9 +285,12 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
 
   DecodeTile t = DecodeTile::make<typename Traits::Params, Traits::kTileRows, kBlockN>(p);
   if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
-  // A paged cache (pages of at least kBlockN keys, each tile in one page; the scales paged by the
-  // same ids: k_scale (num_pages, page_size / quant_block, heads_kv, d), v_scale (num_pages,
-  // page_size, heads_kv)). Every page the CTA reads must be in the pool, as in decode_kernel.
+  // A paged cache (the scales paged by the same ids: k_scale (num_pages, max(1, page_size /
+  // quant_block), heads_kv, d), v_scale (num_pages, page_size, heads_kv)). Pages of at least
+  // kBlockN keys: each tile in one page, one box. Smaller pages (16, 32): the tile's 16-key boxes
+  // from their own pages (warp 0's lane j issues box j); every page of a scale block holds the
+  // block's K scales, so a tile's come from its first page. Every page the CTA reads must be in
+  // the pool, as in decode_kernel.
   const bool paged = p.page_table != nullptr;
   const int32_t* pages = paged ? p.page_table + int64_t(t.b) * p.pt_batch_stride : nullptr;
   if (paged && !t.bad && t.n_end > t.n_begin &&
@@ -286,6 +301,17 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   auto tile_page = [&](int n) { return paged ? pages[(n * kBlockN) >> p.page_shift] : 0; };
   auto tile_in_page = [&](int n) { return ((n * kBlockN) & ((1 << p.page_shift) - 1)) / kBlockN; };
   const int warpgroup = threadIdx.x / 128, thread = threadIdx.x % 128;
+  constexpr int kBoxRows = Traits::kPageBoxRows, kBoxes = kBlockN / kBoxRows;
+  const bool small_pages = paged && (1 << p.page_shift) < kBlockN;
+  const int lane = thread % 32;
+  // The id a refill of tile n needs: its page (thread 0 issues the tile), or with small pages
+  // box `lane`'s (warp 0 issues them; -1 past the cache's end: not loaded, its entry not read).
+  auto refill_id = [&](int n) {
+    if (!small_pages) return tile_page(n);
+    const int key = n * kBlockN + lane * kBoxRows;
+    return lane < kBoxes && key < t.len ? pages[key >> p.page_shift] : -1;
+  };
+  const bool is_refill_thread = small_pages ? thread < 32 : thread == 0;
 
   Tensor sQ = make_tensor(make_smem_ptr(ss.q.data()), typename Traits::SmemLayoutQ{});    // (BLK_M, D)
   Tensor sK = make_tensor(make_smem_ptr(ss.k.data()), typename Traits::SmemLayoutKV{});   // (BLK_N, D, CONV)
@@ -309,6 +335,27 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     Tensor mK = p.tma_k.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
     Tensor mV = p.tma_v.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
     auto load_raw = [&](int n, int stage, int page) {
+      if (small_pages) {  // warp 0: lane j's box j; lane 0 expects the bytes of the boxes below the length
+        if (lane == 0) {
+          const int boxes = min(kBoxes, (t.len - n * kBlockN + kBoxRows - 1) / kBoxRows);
+          Barrier::arrive_and_expect_tx(&ss.raw_full[stage], 2 * uint32_t(boxes) * Traits::kTmaBytesPageBox);
+        }
+        __syncwarp();
+        if (page < 0) return;
+        using BoxShape = Shape<typename Traits::PageBox, HeadDim>;
+        Tensor mKb = p.tma_k_box.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
+        Tensor mVb = p.tma_v_box.get_tma_tensor(make_shape(tma_len, kHeadDim, p.heads_kv, tma_outer));
+        const int box = ((n * kBlockN + lane * kBoxRows) & ((1 << p.page_shift) - 1)) / kBoxRows;  // within the page
+        Tensor gKb = local_tile(mKb(_, _, t.h_kv, page), BoxShape{}, make_coord(_, _0{}));
+        Tensor gVb = local_tile(mVb(_, _, t.h_kv, page), BoxShape{}, make_coord(_, _0{}));
+        Tensor sKb = local_tile(sKr(_, _, stage), BoxShape{}, make_coord(lane, _0{}));
+        Tensor sVb = local_tile(sVr(_, _, stage), BoxShape{}, make_coord(lane, _0{}));
+        auto kb = tma_partition(p.tma_k_box, _0{}, Layout<_1>{}, group_modes<0, 2>(sKb), group_modes<0, 2>(gKb));
+        auto vb = tma_partition(p.tma_v_box, _0{}, Layout<_1>{}, group_modes<0, 2>(sVb), group_modes<0, 2>(gVb));
+        copy(p.tma_k_box.with(ss.raw_full[stage]), get<0>(kb)(_, box), get<1>(kb));
+        copy(p.tma_v_box.with(ss.raw_full[stage]), get<0>(vb)(_, box), get<1>(vb));
+        return;
+      }
       const int seq = paged ? page : t.b, tile = paged ? tile_in_page(n) : n;
       Tensor gK = local_tile(mK(_, _, t.h_kv, seq), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
       Tensor gV = local_tile(mV(_, _, t.h_kv, seq), Shape<BlockN, HeadDim>{}, make_coord(_, _0{}));
@@ -318,7 +365,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       copy(p.tma_k.with(ss.raw_full[stage]), get<0>(tk)(_, tile), get<1>(tk)(_, stage));
       copy(p.tma_v.with(ss.raw_full[stage]), get<0>(tv)(_, tile), get<1>(tv)(_, stage));
     };
-    if (thread == 0) load_first_tiles<kRawStages>(t.n_begin, n_blocks, tile_page, load_raw);
+    if (is_refill_thread) load_first_tiles<kRawStages>(t.n_begin, n_blocks, refill_id, load_raw);
 
     constexpr int kChunks = kHeadDim / 16;                // 16-channel chunks per row
     constexpr int kRowStep = 128 / kChunks;               // rows between a thread's chunks
@@ -331,6 +378,30 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     // tile's rows share one scale block), V's for its rows (0 past the length).
     constexpr int kVs = kPerThread;
     auto load_scales = [&](int n, int page, float (&ks)[16], float (&vs)[kVs]) {
+      if (small_pages) {
+        // Each row's page id is read here, a tile ahead of the conversion that uses it (a second
+        // dependent load); rows past the length read neither an id nor a scale (0).
+        const int mask = (1 << p.page_shift) - 1;
+        const int first_page = pages[(n * kBlockN) >> p.page_shift];  // holds the tile's K scale block
+        const float4* ksrc = reinterpret_cast<const float4*>(k_scale + first_page * p.ks_batch_stride);
+        CUTE_UNROLL
+        for (int j = 0; j < 4; ++j) {
+          const float4 f = ksrc[j];
+          ks[4 * j] = f.x, ks[4 * j + 1] = f.y, ks[4 * j + 2] = f.z, ks[4 * j + 3] = f.w;
+        }
+        int ids[kVs];
+        CUTE_UNROLL
+        for (int k = 0; k < kVs; ++k) {
+          const int token = n * kBlockN + r0 + k * kRowStep;
+          ids[k] = token < t.len ? pages[token >> p.page_shift] : -1;
+        }
+        CUTE_UNROLL
+        for (int k = 0; k < kVs; ++k) {
+          const int token = n * kBlockN + r0 + k * kRowStep;
+          vs[k] = ids[k] >= 0 ? v_scale[ids[k] * p.vs_batch_stride + (token & mask) * p.vs_seq_stride] : 0.0f;
+        }
+        return;
+      }
       // The tile's first key within its sequence, or within its page, and that page's (sequence's) scales.
       const int key0 = paged ? tile_in_page(n) * kBlockN : n * kBlockN;
       const int64_t outer = paged ? page : t.b;
@@ -355,14 +426,14 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     // the next tile's scales; refill_page: thread 0's next refill), its latency under a tile's
     // conversion.
     float ks[16], vs[kVs];
-    if (n_blocks > 0) load_scales(t.n_begin, tile_page(t.n_begin), ks, vs);
-    int scale_page = paged && n_blocks > 1 ? tile_page(t.n_begin + 1) : 0;
-    int refill_page = paged && thread == 0 && kRawStages < n_blocks ? tile_page(t.n_begin + kRawStages) : 0;
+    if (n_blocks > 0) load_scales(t.n_begin, small_pages ? 0 : tile_page(t.n_begin), ks, vs);
+    int scale_page = paged && !small_pages && n_blocks > 1 ? tile_page(t.n_begin + 1) : 0;
+    int refill_page = paged && is_refill_thread && kRawStages < n_blocks ? refill_id(t.n_begin + kRawStages) : 0;
     CUTE_NO_UNROLL
     for (int i = 0; i < n_blocks; ++i) {
       const int n = t.n_begin + i;
       const int rs = i % kRawStages, cs = i % kConvStages;
-      const bool refill = thread == 0 && i + kRawStages < n_blocks;
+      const bool refill = is_refill_thread && i + kRawStages < n_blocks;
       const bool tail = (n + 1) * kBlockN > t.len;
       Barrier::wait(&ss.raw_full[rs], (i / kRawStages) & 1);
       Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
@@ -379,12 +450,12 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       cutlass::arch::fence_view_async_shared();  // generic writes -> visible to WGMMA (async proxy)
       Barrier::arrive(&ss.conv_full[cs]);
       if (i + 1 < n_blocks) load_scales(n + 1, scale_page, ks, vs);  // in flight until the next conversion
-      if (paged && i + 2 < n_blocks) scale_page = tile_page(n + 2);
+      if (paged && !small_pages && i + 2 < n_blocks) scale_page = tile_page(n + 2);
       // Every transform thread is done with raw stage rs.
       cutlass::arch::NamedBarrier::sync(128, uint32_t(DecodeNamedBarrier::kTransform));
       if (refill) load_raw(n + kRawStages, rs, refill_page);
       // The next refill's page, read after this tile's fence (as the scales' pages are).
-      if (paged && refill && i + 1 + kRawStages < n_blocks) refill_page = tile_page(n + 1 + kRawStages);
+      if (paged && refill && i + 1 + kRawStages < n_blocks) refill_page = refill_id(n + 1 + kRawStages);
     }
     return;
   }

@@ -96,6 +96,24 @@ CUTE_DEVICE auto tma_tile(typename Traits::Params const& p, int h_kv, int outer,
   return make_tuple(get<0>(tk)(_, tile), get<0>(tv)(_, tile), get<1>(tk));
 }
 
+// A pool of pages smaller than the tile: the TMA coordinates of the 16-key box `box` of page
+// `page` (the pool's view (page_size, d, heads_kv, num_pages)) in the CTA's KV head: get<0> K's,
+// get<1> V's, and get<2> the rows 16·box_in_tile.. of the ring's slot `slot` at `smem`.
+template <class Traits>
+CUTE_DEVICE auto tma_page_box(typename Traits::Params const& p, int h_kv, int page, int box, int box_in_tile, int slot,
+                              int8_t* smem) {
+  using namespace cute;
+  using BoxShape = Shape<typename Traits::PageBox, Int<Traits::kHeadDim>>;
+  Tensor sKV = make_tensor(make_smem_ptr(smem), typename Traits::SmemLayoutRaw{});  // (BLK_N, D, SLOT)
+  const auto shape = make_shape(max(p.cache_rows, 1), Int<Traits::kHeadDim>{}, p.heads_kv, max(p.num_pages, 1));
+  Tensor gK = local_tile(p.tma_k_box.get_tma_tensor(shape)(_, _, h_kv, page), BoxShape{}, make_coord(_, _0{}));
+  Tensor gV = local_tile(p.tma_v_box.get_tma_tensor(shape)(_, _, h_kv, page), BoxShape{}, make_coord(_, _0{}));
+  Tensor sB = local_tile(sKV(_, _, slot), BoxShape{}, make_coord(box_in_tile, _0{}));  // (16, D)
+  auto tk = tma_partition(p.tma_k_box, _0{}, Layout<_1>{}, group_modes<0, 2>(sB), group_modes<0, 2>(gK));
+  auto tv = tma_partition(p.tma_v_box, _0{}, Layout<_1>{}, group_modes<0, 2>(sB), group_modes<0, 2>(gV));
+  return make_tuple(get<0>(tk)(_, box), get<0>(tv)(_, box), get<1>(tk));
+}
+
 // The thread's row offsets in a tile (row 8j + σ sits at 1024 j + the offset of row σ: the
 // swizzle acts within each 1 KB of 8 rows, so j becomes an immediate): K rows σ = perm(g),
 // chunks c and c + 4; V rows σ = perm(2c), perm(2c + 1), chunk g.
@@ -192,18 +210,26 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   const int vslot1 = kSwap ? int8_swap_vscale_slot(2 * lane + 1) : int8_mma_vscale_slot(2 * lane + 1);
   const int n_first = t.n_begin + warp, h_kv = t.h_kv;
   const int qb_shift = 31 - __clz(p.quant_block);  // 64 or 128 (checked on the host)
-  // A key's offset in its page (its sequence unpaged), and the warp's tile k's page-table entry.
+  // Pages smaller than the tile (16, 32): its four 16-key boxes come from their own pages, lane j
+  // issuing box j; each page of a scale block holds the block's K scales (a tile's from its first).
+  constexpr int kBoxRows = Traits::kPageBoxRows, kBoxes = Traits::kPageBoxes;
+  const bool small_pages = paged && (1 << p.page_shift) < kBlockN;
+  // A key's offset in its page (its sequence unpaged), and the warp's tile k's page-table entry
+  // (its first key's; box j's is j·16 >> page_shift entries on with small pages).
   auto key_in_page = [&](int key) { return paged ? key & ((1 << p.page_shift) - 1) : key; };
   auto entry_of = [&](const int32_t* row, int k) { return row + (((n_first + kWarps * k) * kBlockN) >> p.page_shift); };
+  // Whether box `box` of the warp's tile k holds keys below the length.
+  auto box_in_cache = [&](int k, int box, int len) { return (n_first + kWarps * k) * kBlockN + box * kBoxRows < len; };
   // Refill arguments (Traits::WarpRefill): the scales' addresses, the length, the page table and
   // the page ids are read from shared memory in each refill (two to four LDS of ~30 cycles, two
   // refills a tile) instead of being held in registers through the loop, whose math needs them:
   // held there, they cost up to 30 more registers and kv8_mma_swap_4w_3cta spilled at fp16.
-  // Page ids: tile k's page is refill.page[k % 2]. Tiles 0 and 1's are read below; tile k + 2's
-  // is copied by lane 0's cp.async in V_k's refill, onto V_k's barrier, which the warp waits for
-  // before it issues K_{k+2} (after P·V_k with three slots a warp, after S_{k+1} with two): the
-  // read's latency stays under the math. V_k's refill overwrites tile k's id only after every
-  // lane has read it (its __syncwarp).
+  // Page ids: tile k's page is refill.page[k % 2][0] (small pages: box j's [k % 2][j]). Tiles 0
+  // and 1's are read below; tile k + 2's are copied by lane 0's (small pages: lanes 0-3's)
+  // cp.async in V_k's refill, onto V_k's barrier, which the warp waits for before it issues
+  // K_{k+2} (after P·V_k with three slots a warp, after S_{k+1} with two): the read's latency
+  // stays under the math. V_k's refill overwrites tile k's ids only after every lane has read them
+  // (its __syncwarp). Boxes past the length: id 0, never used (not loaded; no V scale read).
   auto& refill = ss.refill[warp];
   const uint32_t refill_base = smem_u32(&refill);
   if (lane == 0) {
@@ -212,10 +238,17 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     refill.page_row = pages;
     refill.len = t.len;
     refill.merge_len = bad_pages ? -1 : t.seq_len;
-    if (tiles > 0) {  // both ids in flight together: one latency
+    refill.small_pages = small_pages;
+    if (tiles > 0 && !small_pages) {  // both ids in flight together: one latency
       const int page0 = paged ? *entry_of(pages, 0) : t.b, page1 = paged && tiles > 1 ? *entry_of(pages, 1) : t.b;
-      refill.page[0] = page0, refill.page[1] = page1;
+      refill.page[0][0] = page0, refill.page[1][0] = page1;
     }
+  }
+  if (small_pages && tiles > 0 && lane < kBoxes) {
+    const int off = (lane * kBoxRows) >> p.page_shift;
+    const int page0 = box_in_cache(0, lane, t.len) ? entry_of(pages, 0)[off] : 0;
+    const int page1 = tiles > 1 && box_in_cache(1, lane, t.len) ? entry_of(pages, 1)[off] : 0;
+    refill.page[0][lane] = page0, refill.page[1][lane] = page1;
   }
   __syncwarp();
   // Item j into slot kRing·warp + j % kRing from tile k = j / 2's page. The warp read the slot's
@@ -224,16 +257,44 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   auto issue = [&](int j) {
     const int slot = kRing * warp + j % kRing, k = j / 2, n = n_first + kWarps * k;
     const int key0 = key_in_page(n * kBlockN);  // the tile's first key in its page
-    const int page = lds_s32(refill_base + offsetof(WarpRefill, page) + 4 * (k % 2));
+    const uint32_t ids = refill_base + offsetof(WarpRefill, page) + 4 * kBoxes * (k % 2);  // tile k's page ids
+    const int page = lds_s32(ids);  // the tile's (first) page
+    // Read here, not held through the loop (its registers: kv8_mma_swap_4w_3cta spilled at fp16).
+    const bool small = lds_s32(refill_base + offsetof(WarpRefill, small_pages)) != 0;
     uint64_t* bar = &ss.full[slot];
     float* scales = ss.scale.data() + slot * kHeadDim;
     __syncwarp();
 #ifdef HOPATTN_DECODE_STAMPS
     if (lane == 0 && j % 2 == 1) producer_stamp(p, warp + kWarps * k, kWarps);  // V's issue
 #endif
+    // Small pages: the boxes below the length and lane `lane`'s box's page (-1: none to load).
+    int boxes = 0, box_page = -1;
+    if (small) {
+      const int len = lds_s32(refill_base + offsetof(WarpRefill, len));
+      boxes = min(kBoxes, (len - n * kBlockN + kBoxRows - 1) / kBoxRows);
+      if (lane < boxes) box_page = lds_s32(ids + 4 * lane);
+    }
+    // Lanes 0..boxes-1: box `lane` of the tile's K (get<0>) or V (get<1>) into the slot.
+    auto issue_boxes = [&](auto which) {
+      __syncwarp();  // lane 0's expect_tx first
+      if (box_page < 0) return;
+      const int box = ((n * kBlockN + lane * kBoxRows) & ((1 << p.page_shift) - 1)) / kBoxRows;  // within its page
+      auto b = tma_page_box<Traits>(p, h_kv, box_page, box, lane, slot, ss.raw.data());
+      cutlass::arch::fence_view_async_shared();
+      if constexpr (decltype(which)::value == 0) copy(p.tma_k_box.with(*bar), get<0>(b), get<2>(b));
+      else copy(p.tma_v_box.with(*bar), get<1>(b), get<2>(b));
+    };
     if (j % 2 == 0) {
       cp_async_mbarrier_arrive_noinc(bar);  // K: no copies of the lanes' own, arrives at once
-      if (lane == 0) {
+      if (small) {
+        if (lane == 0) {
+          const float* src = lds_ptr(&refill.k_scale) + page * p.ks_batch_stride;  // block 0 of the tile's first page
+          cutlass::arch::fence_view_async_shared();
+          Barrier::arrive_and_expect_tx(bar, uint32_t(boxes) * Traits::kTmaBytesPageBox + kHeadDim * sizeof(float));
+          SM90_BULK_COPY_G2S::copy(src, bar, scales, kHeadDim * sizeof(float));
+        }
+        issue_boxes(cute::Int<0>{});
+      } else if (lane == 0) {
         const auto tile = tma_tile<Traits>(p, h_kv, page, key0 / kBlockN, ss.raw.data());
         const float* src = lds_ptr(&refill.k_scale) + page * p.ks_batch_stride + (key0 >> qb_shift) * p.ks_block_stride;
         cutlass::arch::fence_view_async_shared();
@@ -246,17 +307,30 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       // the slot is zero-filled; the address is a row of the cache or of the page either way
       // (max_len and page_size are multiples of quant_block: the tile's 64 rows exist).
       const uint32_t vs = smem_u32(scales);
-      const float* src =
-          lds_ptr(&refill.v_scale) + page * p.vs_batch_stride + uint32_t(key0 + 2 * lane) * p.vs_seq_stride;
+      // The page of keys 2·lane, 2·lane + 1 (box lane / 8 with small pages) and their row in it.
+      const int v_page = small ? lds_s32(ids + 4 * (2 * lane / kBoxRows)) : page;
+      const float* src = lds_ptr(&refill.v_scale) + v_page * p.vs_batch_stride +
+                         uint32_t(key_in_page(n * kBlockN + 2 * lane)) * p.vs_seq_stride;
       const int tok = n * kBlockN + 2 * lane, len = lds_s32(refill_base + offsetof(WarpRefill, len));
       cp_async_4(vs + 4 * vslot0, src, tok < len ? 4 : 0);
       cp_async_4(vs + 4 * vslot1, src + p.vs_seq_stride, tok + 1 < len ? 4 : 0);
-      if (lane == 0 && k + 2 < tiles) {  // tile k + 2's page id (Page ids, above)
+      if (k + 2 < tiles) {  // tile k + 2's page ids (Page ids, above)
         const int32_t* row = lds_ptr(&refill.page_row);
-        if (row != nullptr) cp_async_4(refill_base + offsetof(WarpRefill, page) + 4 * (k % 2), entry_of(row, k + 2), 4);
+        if (small) {
+          __syncwarp();  // every lane has read tile k's ids
+          if (lane < kBoxes) {
+            const bool in = box_in_cache(k + 2, lane, len);
+            cp_async_4(ids + 4 * lane, entry_of(row, k + 2) + (in ? (lane * kBoxRows) >> p.page_shift : 0), in ? 4 : 0);
+          }
+        } else if (lane == 0 && row != nullptr) {
+          cp_async_4(ids, entry_of(row, k + 2), 4);
+        }
       }
       cp_async_mbarrier_arrive_noinc(bar);  // arrives when the lane's copies land
-      if (lane == 0) {
+      if (small) {
+        if (lane == 0) Barrier::arrive_and_expect_tx(bar, uint32_t(boxes) * Traits::kTmaBytesPageBox);
+        issue_boxes(cute::Int<1>{});
+      } else if (lane == 0) {
         const auto tile = tma_tile<Traits>(p, h_kv, page, key0 / kBlockN, ss.raw.data());
         cutlass::arch::fence_view_async_shared();
         Barrier::arrive_and_expect_tx(bar, kTileBytes);
