@@ -340,6 +340,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               int window = -1;    // >= 0: a sliding window of that many keys before each query (--window)
               int dense = -1;     // a windowed row: the index of the same row without the window
               DeviceBuffer table; // its page table (batch, len / page), a shuffled permutation
+              DeviceBuffer k_scale_pages;  // int8, pages smaller than quant_block: (pages, 1, heads_kv, hdim)
               std::string plan_note;
               DeviceBuffer workspace;
               size_t ws_bytes = 0;
@@ -349,7 +350,8 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
             std::vector<Entry> entries;
             // An entry's call: args, or with a page size the same bytes as (batch * len / page)
             // pages of `page` tokens through its shuffled table (an int8 cache's scales likewise:
-            // (pages, page / quant_block, ...) and (pages, page, ...)).
+            // (pages, page / quant_block, ...) and (pages, page, ...); pages smaller than
+            // quant_block: their own K scale rows, (pages, 1, ...), each page its block's).
             auto call_of = [&](const Entry& e) {
               KvCacheArgs call = args;
               if (e.page > 0) {
@@ -357,7 +359,9 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 call.k_cache = tensor_bshd(k.get(), cache_dtype, pages, e.page, heads_kv, hdim);
                 call.v_cache = tensor_bshd(v.get(), cache_dtype, pages, e.page, heads_kv, hdim);
                 if (cache_dtype == HOPATTN_DTYPE_INT8) {
-                  call.k_scale = tensor_bshd(k_scale.get(), HOPATTN_DTYPE_FP32, pages, e.page / kQuantBlock, heads_kv, hdim);
+                  call.k_scale = e.page < kQuantBlock
+                                     ? tensor_bshd(e.k_scale_pages.get(), HOPATTN_DTYPE_FP32, pages, 1, heads_kv, hdim)
+                                     : tensor_bshd(k_scale.get(), HOPATTN_DTYPE_FP32, pages, e.page / kQuantBlock, heads_kv, hdim);
                   call.v_scale = tensor_v_scale(v_scale.as<float>(), pages, e.page, heads_kv);
                 }
                 call.page_table = tensor_page_table(e.table.as<int32_t>(), batch, len / e.page);
@@ -407,8 +411,8 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               for (int splits : opt.splits)
                 for (int tail = 0; tail < (int8 && opt.int8_tail ? 2 : 1); ++tail)
                 for (int windowed = 0; windowed < (!int8 && opt.decode_window >= 0 ? 2 : 1); ++windowed) {
-                // paged: caches of whole pages (int8: of whole scale blocks, >= 64 keys)
-                if (page > 0 && (len % page != 0 || (int8 && page % kQuantBlock != 0))) continue;
+                // paged: caches of whole pages (int8: pages of whole scale blocks, or dividing one)
+                if (page > 0 && (len % page != 0 || (int8 && page % kQuantBlock != 0 && kQuantBlock % page != 0))) continue;
                 Entry e;
                 e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) + (path.empty() ? "" : ":" + path) +
                          (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "") +
@@ -425,6 +429,14 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   std::shuffle(ids.begin(), ids.end(), rng);
                   e.table = DeviceBuffer(ids.size() * 4);
                   HOPATTN_CUDA_CHECK(cudaMemcpy(e.table.get(), ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
+                  if (int8 && page < kQuantBlock) {  // pool page P: the K scale row of the block its bytes lie in
+                    const size_t row = size_t(heads_kv) * hdim * sizeof(float);
+                    e.k_scale_pages = DeviceBuffer(ids.size() * row);
+                    for (size_t P = 0; P < ids.size(); ++P)
+                      HOPATTN_CUDA_CHECK(cudaMemcpy(static_cast<char*>(e.k_scale_pages.get()) + P * row,
+                                                    static_cast<const char*>(k_scale.get()) + (P * page / kQuantBlock) * row,
+                                                    row, cudaMemcpyDeviceToDevice));
+                  }
                 }
                 args.num_splits = splits;
                 experimental::Overrides overrides;
@@ -433,6 +445,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 overrides.decode_combine_pdl = combine_pdl;
                 overrides.decode_split_pdl = split_pdl;
                 overrides.chunk_pack_gqa = pack;
+                overrides.int8_small_pages = true;  // int8 pools of 16/32-token pages (refused by the public call for now)
                 set_tail(e.tail);
                 set_window(e.window);  // the plan (splits, workspace) follows the window
                 if (!alloc_error.empty()) {
@@ -493,12 +506,15 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   overrides.decode_combine_pdl = e.combine_pdl;
                   overrides.decode_split_pdl = e.split_pdl;
                   overrides.chunk_pack_gqa = e.pack;
-                  // --cold: the same call over each copy of the cache (a paged call views each copy as its pool).
+                  overrides.int8_small_pages = true;
+                  // --cold: the same call over each copy of the cache (a paged call views each copy as its pool;
+                  // an int8 pool's own K scale rows, pages smaller than quant_block, are not copied).
                   std::vector<KvCacheArgs> calls(size_t(copies), call_of(e));
                   for (int c = 1; c < copies; ++c) {
                     KvCacheArgs& a = calls[size_t(c)];
                     a.k_cache.data = k_copies[size_t(c - 1)].get(), a.v_cache.data = v_copies[size_t(c - 1)].get();
-                    if (int8) a.k_scale.data = ks_copies[size_t(c - 1)].get(), a.v_scale.data = vs_copies[size_t(c - 1)].get();
+                    if (int8) a.v_scale.data = vs_copies[size_t(c - 1)].get();
+                    if (int8 && e.k_scale_pages.get() == nullptr) a.k_scale.data = ks_copies[size_t(c - 1)].get();
                   }
                   int next = 0;
                   m = measure([&] { return experimental::kvcache_attention(calls[size_t(next++ % copies)], stream, overrides); },
