@@ -36,6 +36,9 @@ struct Overrides {
   // groups 2-64, strided q, no LSE, -inf sinks, heuristic splits; H100, 2026-12-07); false: the
   // chunk path never packs (the A/B's unpacked arm).
   bool chunk_pack_gqa = true;
+  // The chunk path over a paged cache of pages of at least its KV tile (128 tokens): off by default
+  // (paged chunks run the decode kernels) until its GPU tests pass; true lets the plan take it.
+  bool chunk_paged = false;
   // int8 pools of pages smaller than the int8 kernels' 64-key tile or than quant_block (the
   // attention and the append): refused by default until their GPU tests pass; true runs them.
   bool int8_small_pages = false;

@@ -86,6 +86,14 @@ struct FwdParams {
   // counts kv heads (fwd_varlen.hpp, kvcache_list_shape), and split_o / split_lse are set at one
   // split too (max(num_splits, 1) slots; the combine writes O and LSE). 0 or 1: unpacked.
   int pack_group = 0;
+  // A paged cache on the chunk path (Overrides::chunk_paged until its GPU tests pass): k, v the
+  // pools (num_pages, page_size, heads_kv, hdim), page_size a power of two of at least the row's
+  // block_n (each KV tile in one page); token t of sequence b in row t % page_size of page
+  // page_table[b · pt_batch_stride + t / page_size]; seqlen_k = max_pages · page_size. The prepare
+  // kernel checks the ids of each sequence's pages (kind kDecodeErrorPageId, NaN rows).
+  const int32_t* page_table = nullptr;
+  int64_t pt_batch_stride = 0;
+  int page_size = 0, num_pages = 0;
   bool kvcache() const { return cache_seqlens != nullptr; }
 
   int kernel;  // the row of kFwdKernels (kernel/sm90_fwd_config.hpp) that runs

@@ -2272,6 +2272,83 @@ TEST_P(KvCacheGpu, ChunkPathOptionsMatchTheReference) {
   EXPECT_FALSE(dflt.plan().fwd_path) << w.to_string() << ": a window must keep the decode kernels";
 }
 
+// The chunk path over a paged cache (experimental::Overrides::chunk_paged, which the public call
+// needs until this passes on a GPU; pages of 128 and 256 tokens, shuffled, spare pages NaN, each
+// sequence's rows past its length NaN in its last page: the pool's view clips them as the
+// contiguous cache's end-aligned view does): the contiguous chunk path's O and LSE bit for bit
+// (the same kernel, list and splits), causal and not, one split and three, GQA unpacked and packed
+// (8:2 and 32:2), odd chunk lengths; without the override the plan keeps the decode kernels. Then
+// a page id outside the pool among sequence 1's pages: its O and LSE rows NaN (with partials: its
+// split-0 LSE partials NaN, so the combine writes NaN too), the record {6, 1, id}, the other
+// sequences' rows unchanged.
+TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (!has_chunk_path(cfg)) return;  // (the refusal: ChunkPathMatchesTheReferenceAndTheDecodePath)
+  uint64_t seed = 54000;
+  for (int sq : {65, 128, 200})
+    for (int causal = 0; causal < 2; ++causal)
+      for (int splits : {1, 3})
+        for (int hq : {8, 32}) {
+          std::vector<int32_t> lens = causal ? std::vector<int32_t>{4096, 1000, sq, sq + 17}
+                                             : std::vector<int32_t>{4096, 1000, 17, 1, 0};
+          KvCase c = make(cfg, sq, hq, 2, 4096, lens, causal != 0, seed++);
+          c.num_splits = splits;
+          c.stale_nan = true;
+          c.path = "fwd";
+          KvRun run(c);
+          const CaseResult r = run_case(run, references_of(run));
+          print_result(c, r);
+          ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+          ASSERT_TRUE(r.plan.fwd_path) << c.to_string();
+          const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+          const std::vector<float> of0 = run.host_o_full(), lf0 = run.host_lse();
+          for (int page : {128, 256}) {
+            const std::string what = c.to_string() + " page " + std::to_string(page);
+            PagedCopy pc = make_paged_copy(run, page, seed++);
+            const KvCacheArgs a = paged_args_of(run, pc, page);
+            experimental::Overrides o = run.overrides;
+            o.chunk_paged = true;
+            const KvCachePlan plan = experimental::plan_kvcache_attention(a, sm_count(), o);
+            ASSERT_TRUE(plan.fwd_path) << what << ": the paged plan left the chunk path";
+            ASSERT_STREQ(plan.kernel, r.plan.kernel) << what;
+            ASSERT_EQ(plan.num_splits, r.plan.num_splits) << what;
+            ASSERT_EQ(plan.pack_gqa, r.plan.pack_gqa) << what;
+            EXPECT_FALSE(experimental::plan_kvcache_attention(a, sm_count(), experimental::Overrides{}).fwd_path)
+                << what << ": the public plan takes the paged chunk path before its tests passed";
+            run.poison(nullptr);
+            ASSERT_TRUE(launch_args(a, o).ok()) << what;
+            EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what;
+            EXPECT_TRUE(run.o_bytes() == o0) << what << ": O differs from the contiguous chunk path's";
+            EXPECT_TRUE(run.lse_bytes() == lse0) << what << ": LSE differs";
+            if (sq != 128 || page != 128) continue;
+            // A bad id among sequence 1's pages (1000 keys: keys 512..639 on page 4).
+            std::vector<int32_t> table = pc.layout.table;
+            table[size_t(1) * pc.max_pages + 512 / page] = pc.layout.num_pages + 5;
+            HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+            run.poison(nullptr);
+            ASSERT_TRUE(launch_args(a, o).ok()) << what;
+            const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
+            const int64_t o_seq = int64_t(sq) * hq * c.hdim, lse_seq = int64_t(hq) * sq;  // q, o contiguous
+            for (int b = 0; b < int(lens.size()); ++b) {
+              for (int64_t e = 0; e < o_seq; ++e) {
+                const float x = out[size_t(b * o_seq + e)], x0 = of0[size_t(b * o_seq + e)];
+                if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's O is not NaN at " << e;
+                else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << what << ": sequence " << b << "'s O changed at " << e;
+              }
+              for (int64_t e = 0; e < lse_seq; ++e) {
+                const float x = lse[size_t(b * lse_seq + e)], x0 = lf0[size_t(b * lse_seq + e)];
+                if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's LSE is not NaN at " << e;
+                else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << what << ": sequence " << b << "'s LSE changed at " << e;
+              }
+            }
+            const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+            EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
+            EXPECT_TRUE(mentions_number(rec.message, pc.layout.num_pages + 5)) << what << ": " << rec.message;
+          }
+        }
+}
+
 // A bad cache_seqlens entry on the chunk path: NaN rows for that sequence (the others right), the
 // decode kernels' device record, at one split (the prepare kernel writes the NaN rows) and at
 // three (the combine does), over NaN and over a finite filler.

@@ -213,6 +213,10 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_varlen_prepare_kernel(Prepare
 //     < 0, > max_len, or causal and shorter than seqlen_q); the first bad one is recorded with the
 //     decode kernels' kind (kDecodeErrorAttention, {1, b, len}), and its O and LSE rows are NaN
 //     (with splits, or a packed list, the combine writes them NaN again: it checks the lengths too).
+//     A paged cache: the page ids of a good length's keys [0, len), each in [0, num_pages); the
+//     first bad one is recorded as the decode kernels record it ({6, b, id}), the sequence gets no
+//     tile and NaN rows as for a bad length, and its split-0 LSE partials are NaN so that the
+//     combine (which checks lengths, not pages) makes its rows NaN too.
 //  2. The order: sequences by length, longest first (ties: the batch index), so that the
 //     dynamically dealt CTAs end on short entries; by counting, O(batch²) over the lengths in
 //     shared memory, up to kSmemSequences sequences (above, the batch order: such a batch has
@@ -242,6 +246,10 @@ struct KvCachePrepareArgs {
   int hdim;
   int32_t* error;
   char* workspace;
+  const int32_t* page_table;  // a paged cache (FwdParams::page_table), or nullptr
+  int64_t pt_batch_stride;
+  int page_size, num_pages;
+  float* split_lse;  // the partials' LSE (decode layout), when the combine runs; else nullptr
 };
 
 __device__ bool bad_kvcache_length(const KvCachePrepareArgs& a, int len) {
@@ -257,7 +265,10 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
   auto* ranges = reinterpret_cast<FwdKvRange*>(a.workspace + kvcache_ranges_offset(a.batch, a.m_blocks, a.heads, a.num_splits));
   const int tid = int(threadIdx.x);
   __shared__ int32_t smem_key[kSmemSequences];  // the sort keys: the length, -1 for a bad one
+  __shared__ uint32_t smem_bad_pages[65536 / 32];  // a paged cache: the sequences with a bad page id
   const bool sorted = a.batch <= kSmemSequences;
+  for (int w = tid; w < (a.batch + 31) / 32; w += kThreads) smem_bad_pages[w] = 0u;
+  __syncthreads();
   // 1. Checks.
   for (int b = tid; b < a.batch; b += kThreads) {
     const int len = a.cache_seqlens[b];
@@ -266,9 +277,24 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
       a.error[1] = b;
       a.error[2] = len;
     }
-    if (sorted) smem_key[b] = bad ? -1 : len;
+    bool bad_page = false;
+    if (!bad && a.page_table != nullptr) {
+      const int32_t* row = a.page_table + b * a.pt_batch_stride;
+      for (int j = 0; j < (len + a.page_size - 1) / a.page_size && !bad_page; ++j) {
+        const int id = row[j];
+        bad_page = id < 0 || id >= a.num_pages;
+        if (bad_page) {
+          atomicOr(&smem_bad_pages[b / 32], 1u << (b % 32));
+          if (atomicCAS(a.error, 0, kDecodeErrorPageId) == 0) a.error[1] = b, a.error[2] = id;
+        }
+      }
+    }
+    if (sorted) smem_key[b] = bad || bad_page ? -1 : len;
   }
   __syncthreads();
+  auto bad_sequence = [&](int b, int len) {
+    return bad_kvcache_length(a, len) || (smem_bad_pages[b / 32] >> (b % 32) & 1u) != 0u;
+  };
   // 2. The order: rank = how many sequences go before this one.
   for (int b = tid; b < a.batch; b += kThreads) {
     int rank = b;
@@ -295,14 +321,17 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
     const int len = a.cache_seqlens[b];
     FwdVarlenTile t;
     FwdKvRange r;
-    kvcache_list_position(lp, pos, b, len, bad_kvcache_length(a, len), t, r);
+    kvcache_list_position(lp, pos, b, len, bad_sequence(b, len), t, r);
     ranges[pos] = r;
     tiles[pos] = t;
   }
 
-  // 4. NaN rows for the bad sequences.
+  // 4. NaN rows for the bad sequences (and a bad page's split-0 LSE partials).
   for (int b = 0; b < a.batch; ++b) {
-    if (sorted ? smem_key[b] >= 0 : !bad_kvcache_length(a, a.cache_seqlens[b])) continue;
+    if (sorted ? smem_key[b] >= 0 : !bad_sequence(b, a.cache_seqlens[b])) continue;
+    if (a.split_lse != nullptr && (smem_bad_pages[b / 32] >> (b % 32) & 1u) != 0u)
+      for (int64_t i = tid; i < int64_t(a.seqlen_q) * a.heads_q; i += kThreads)  // rows (b, h, s), split 0
+        a.split_lse[int64_t(b) * a.heads_q * a.seqlen_q + i] = __int_as_float(0x7fc00000);
     const int64_t elems = int64_t(a.seqlen_q) * a.heads_q * a.hdim;  // every q head, packed or not
     for (int64_t i = tid; i < elems; i += kThreads) {
       const int d = int(i % a.hdim);
@@ -351,6 +380,10 @@ Status launch_fwd_kvcache_prepare(const FwdParams& fp, int block_m, int block_n,
   a.hdim = fp.hdim;
   a.error = fp.error;
   a.workspace = static_cast<char*>(fp.workspace);
+  a.page_table = fp.page_table;
+  a.pt_batch_stride = fp.pt_batch_stride;
+  a.page_size = fp.page_size, a.num_pages = fp.num_pages;
+  a.split_lse = fp.num_splits > 1 || fp.pack_group > 1 ? fp.split_lse : nullptr;  // the combine runs
   fwd_kvcache_prepare_kernel<<<1, kThreads, 0, stream>>>(a);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());
   return Status();

@@ -355,7 +355,7 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
   const bool empty = a.q.shape[0] == 0 || a.q.shape[1] == 0 || a.q.shape[2] == 0;
   if (!empty && o.decode_path != "decode" && o.decode_kernel.empty()) {
     std::string why_not;
-    const int row = chunk_path_row(a, &why_not);
+    const int row = chunk_path_row(a, &why_not, o.chunk_paged);
     if (o.decode_path == "fwd" && row < 0) {
       *kernel = -1;
       *why = cat("kvcache attention: the chunk path (decode_path \"fwd\") does not take ", why_not);
@@ -629,6 +629,11 @@ attention::FwdParams make_chunk_params(const KvCacheArgs& a, const KvCachePlan& 
   p.sinks = dp.sinks;
   p.kernel = row;
   p.cache_seqlens = dp.cache_seqlens;
+  if (dp.page_table != nullptr) {  // a paged cache (chunk_path_row: pages of at least the KV tile)
+    p.page_table = dp.page_table;
+    p.pt_batch_stride = dp.pt_batch_stride;
+    p.page_size = dp.page_size, p.num_pages = dp.num_pages;
+  }
   p.num_splits = plan.num_splits;
   const int64_t rows = int64_t(dp.batch) * dp.heads_q * dp.seqlen_q;
   char* ws = static_cast<char*>(a.workspace);

@@ -17,12 +17,13 @@ namespace hopattn::kvcache_plan {
 // The chunk path (docs/decode.md, "The chunk path"): the forward's options row (its band mask,
 // softcap and sinks) over a KV-cache list, each Q tile split num_splits ways over the KV. What it
 // takes so far: 16-bit contiguous caches (a cache of batch · max_len tokens, so that the
-// end-aligned TMA view stops each sequence's loads at its length: fwd_varlen.hpp), hdim 128, no
-// window (a window's decode relies on keys outside it never reaching O, which the forward's
-// mainloop does not ensure: the keys before a window in its first KV tile are loaded). Paged
-// caches, int8 caches, windows and hdim 64 / 256 keep the decode kernels.
+// end-aligned TMA view stops each sequence's loads at its length: fwd_varlen.hpp), and with
+// `paged` pools of pages of at least the row's KV tile (each page viewed end-aligned alike:
+// ws::paged_kv_origin), hdim 128, no window (a window's decode relies on keys outside it never
+// reaching O, which the forward's mainloop does not ensure: the keys before a window in its first
+// KV tile are loaded). Smaller pages, int8 caches, windows and hdim 64 / 256 keep the decode kernels.
 // The forward row it runs, or -1 with *why_not.
-int chunk_path_row(const KvCacheArgs& a, std::string* why_not) {
+int chunk_path_row(const KvCacheArgs& a, std::string* why_not, bool paged) {
   const int hdim = int(a.q.shape[3]);
   const int64_t batch = a.q.shape[0], max_len = cache_max_len(a);
   auto refuse = [&](std::string reason) {
@@ -30,19 +31,27 @@ int chunk_path_row(const KvCacheArgs& a, std::string* why_not) {
     return -1;
   };
   if (is_int8(a)) return refuse("an int8 cache");
-  if (is_paged(a)) return refuse("a paged cache");
+  if (is_paged(a) && !paged) return refuse("a paged cache");
   if (a.window != 0) return refuse("a sliding window");
   if (hdim != 128) return refuse(cat("head dim ", hdim, " (128 only so far)"));
   const Tensor &k = a.k_cache, &v = a.v_cache;
-  if ((batch > 1 && k.stride[0] != max_len * k.stride[1]) || (batch > 1 && v.stride[0] != max_len * v.stride[1]))
-    return refuse("a cache whose sequences are not max_seqlen_k rows apart (batch stride != max_seqlen_k * seq stride)");
-  // The list's and the mask's arithmetic is in int: token offsets b · max_len, and positions plus
-  // a tile and the band's right side (seqlen_q + max_len + 256).
-  if (batch * max_len >= INT32_MAX || a.q.shape[1] + max_len + 256 >= INT32_MAX || batch > 65535 || a.q.shape[2] > 65535)
+  // Pages (or sequences) of `rows` tokens each, `rows` rows apart in the pool (the cache).
+  const int64_t rows = is_paged(a) ? k.shape[1] : max_len, outer = is_paged(a) ? k.shape[0] : batch;
+  if ((outer > 1 && k.stride[0] != rows * k.stride[1]) || (outer > 1 && v.stride[0] != rows * v.stride[1]))
+    return refuse(is_paged(a) ? "a pool whose pages are not page_size rows apart (page stride != page_size * seq stride)"
+                              : "a cache whose sequences are not max_seqlen_k rows apart (batch stride != max_seqlen_k * seq stride)");
+  // The list's and the mask's arithmetic is in int: token offsets b · max_len (a pool's tokens
+  // num_pages · page_size), and positions plus a tile and the band's right side (seqlen_q + max_len + 256).
+  if (batch * max_len >= INT32_MAX || outer * rows >= INT32_MAX || a.q.shape[1] + max_len + 256 >= INT32_MAX ||
+      batch > 65535 || a.q.shape[2] > 65535)
     return refuse("2^31 or more cache tokens, or seqlen_q + max_seqlen_k near 2^31, or batch or heads_q over 65535");
   for (int i = 0; i < attention::kFwdKernelCount; ++i) {
     const attention::FwdKernelSpec& r = attention::kFwdKernels[i];
-    if (r.options && !r.fp8 && attention::fwd_kernel_compiled(i, hdim, true)) return i;
+    if (!r.options || r.fp8 || !attention::fwd_kernel_compiled(i, hdim, true)) continue;
+    if (is_paged(a) && rows < r.tile.block_n)
+      return refuse(cat("a paged cache of ", rows, "-token pages (the chunk path reads pages of at least its ",
+                        r.tile.block_n, "-key tile)"));
+    return i;
   }
   return refuse(cat("no forward options row is compiled for head dim ", hdim));
 }

@@ -74,11 +74,15 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
     // tokens of which sequence b holds cache_seqlens[b] from token b · max_len, read through the
     // end-aligned view so that loads stop at each sequence's length (fwd_varlen.hpp, "KV-cache
     // lists"; the host checked k_batch_stride == max_len · k_seq_stride, the same for v).
-    const int total_k = fp.batch * fp.seqlen_k;
+    // A paged cache: the pools alike, each page a "sequence" of page_size rows (ws::paged_kv_origin;
+    // the host checked k_batch_stride == page_size · k_seq_stride, the same for v).
+    const bool paged = fp.page_table != nullptr;
+    const int rows = paged ? fp.page_size : fp.seqlen_k;
+    const int total_k = paged ? fp.num_pages * fp.page_size : fp.batch * fp.seqlen_k;
     const bool no_keys = total_k == 0;  // no K/V tile is ever loaded; q stands in for a valid base
-    k = no_keys ? q : fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.k), total_k, fp.seqlen_k, fp.heads_kv,
+    k = no_keys ? q : fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.k), total_k, rows, fp.heads_kv,
                                                    fp.k_seq_stride, fp.k_head_stride);
-    v = no_keys ? q : fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.v), total_k, fp.seqlen_k, fp.heads_kv,
+    v = no_keys ? q : fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.v), total_k, rows, fp.heads_kv,
                                                    fp.v_seq_stride, fp.v_head_stride);
   }
   typename Traits::Params p{
@@ -223,6 +227,8 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
   if (fp.kvcache()) {  // a KV-cache list (fwd_kvcache_prepare), dealt as a variable-length batch's
     if (!persistent || !params.varlen_tiles || !fp.band || !kernel_reads_kvcache_lists)
       return Status(StatusCode::kInternal, "kvcache attention: a chunk call reached a kernel that does not read KV-cache lists");
+    if (fp.page_table != nullptr && fp.page_size < Traits::kBlockN)  // each KV tile in one page (kvcache_chunk_plan.cpp)
+      return Status(StatusCode::kInternal, "kvcache attention: a paged chunk call with pages smaller than the KV tile");
     const KvCacheListShape list = kvcache_list_shape(fp.seqlen_q, fp.heads_q, fp.heads_kv, Traits::kBlockM, fp.pack_group);
     const int64_t units = kvcache_list_entries(fp.batch, list.m_blocks, list.heads, std::max(fp.num_splits, 1)) / 2;
     if (2 * units + 2 * int64_t(sms) > INT32_MAX) return Status::unsupported("kvcache attention: more than 2^31 tiles");
@@ -257,9 +263,18 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
   // pack_group 0).
   using KernelParams = typename KernelParamOf<Kernel>::type;
   KernelParams kparams = [&]() -> KernelParams {
-    if constexpr (std::is_same_v<KernelParams, KvListParams<Traits>>)
-      return KvListParams<Traits>{params, kvlist.packed_q, kvlist.packed_q_tx_bytes, kvlist.pack_group, kvlist.pack_positions};
-    else return params;
+    if constexpr (std::is_same_v<KernelParams, KvListParams<Traits>>) {
+      KvListParams<Traits> kp{params, kvlist.packed_q, kvlist.packed_q_tx_bytes, kvlist.pack_group, kvlist.pack_positions};
+      if (fp.kvcache() && fp.page_table != nullptr) {  // a paged cache (FwdParams::page_table)
+        kp.page_table = fp.page_table;
+        kp.pt_batch_stride = int(fp.pt_batch_stride);  // batch · stride < 2^31 (kvcache_chunk_plan.cpp)
+        while ((1 << kp.page_shift) < fp.page_size) ++kp.page_shift;
+        kp.num_pages = fp.num_pages;
+      }
+      return kp;
+    } else {
+      return params;
+    }
   }();
   if ((fp.varlen() || fp.kvcache()) && fp.varlen_pdl) {
     // A programmatic dependent of the prepare kernel (which triggers at its start): the CTAs

@@ -138,12 +138,17 @@ constexpr int consumer_registers(int warpgroups) { return warpgroups == 3 ? 160 
 // e4m3 kernels: the producer warpgroup's warps 1-3 transpose V (transpose_v), which spilled 60-104
 // bytes at 24 registers (ptxas); 40 for it and 232 for two consumer warpgroups (40·128 + 232·256 =
 // 64512 = 384·168; a consumer thread holds S 64 + P 16 + O 64 registers at hdim 128).
-template <class Traits>
-constexpr int producer_registers() { return Traits::kFp8 ? 40 : kProducerRegisters; }
-template <class Traits>
+// The instance that reads KV-cache lists (kLists: ws_forward_kernel_kvlists): its producer
+// computes a paged cache's tile coordinates too (paged_kv_origin), which spilled 24-40 bytes at
+// 24 registers; 32 for it and 232 for the two consumer warpgroups, whose code compiles without
+// spills at 232 (ptxas 2026-12-07; 32·128 + 232·256 = 63488).
+template <class Traits, bool kLists = false>
+constexpr int producer_registers() { return Traits::kFp8 ? 40 : kLists ? 32 : kProducerRegisters; }
+template <class Traits, bool kLists = false>
 constexpr int consumer_registers() {
   // e4m3 with three consumer warpgroups (hdim 64's 192-row tile): 40·128 + 152·384 = 63488.
   if constexpr (Traits::kFp8) return Traits::kWarpgroups == 3 ? 152 : 232;
+  if constexpr (kLists) return 232;
   return consumer_registers(Traits::kWarpgroups);
 }
 
@@ -205,6 +210,25 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
     auto load_kv = [&](int n) {
       const int stage = kv_iter % kStages;
       const uint32_t phase = (kv_iter / kStages) & 1;
+      if constexpr (std::is_same_v<Params, KvListParams<Traits>>) {
+        if (p.page_table != nullptr) {  // a paged cache: the tile's page, read here (paged_kv_origin)
+          const PagedKvOrigin o = paged_kv_origin(p.page_table, c.b * p.pt_batch_stride, p.page_shift, c.len_k,
+                                                  (n_first + n) * Traits::kBlockN);
+          // The tile's coordinates in the pool's view (mK's extents are not read: only its unit
+          // strides), one set for K and V, whose descriptors share the box.
+          Tensor gp = local_tile(domain_offset(make_coord(o.row, _0{}), mK(_, _, h_kv, o.outer)), TileKV{},
+                                 make_coord(_0{}, _0{}));  // (BLK_N, D)
+          auto src = get<0>(tma_partition(tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gp)));
+          EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
+          FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
+          copy(tma_k.with(ss.k_full[stage]), src, get<1>(k_parts)(_, stage));
+          EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
+          FullBarrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
+          copy(tma_v.with(ss.v_full[stage]), src, get<1>(v_parts)(_, stage));
+          ++kv_iter;
+          return;
+        }
+      }
       EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
       FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
       copy(tma_k.with(ss.k_full[stage]), get<0>(k_parts)(_, n_first + n), get<1>(k_parts)(_, stage));
@@ -471,7 +495,9 @@ template <class Traits, class Mask, bool kPingPong, bool kPersistent, bool kOver
 CUTE_DEVICE void ws_forward_body(Params const& p) {
   static_assert(Traits::kWarpgroups == 2 || Traits::kWarpgroups == 3, "two or three consumer warpgroups");
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
-  static_assert(ws::producer_registers<Traits>() * 128 + ws::consumer_registers<Traits>() * kConsumerThreads <=
+  constexpr bool kLists = std::is_same_v<Params, ws::KvListParams<Traits>>;
+  static_assert(!kLists || Traits::kWarpgroups == 2, "the KV-cache list instance: two consumer warpgroups");
+  static_assert(ws::producer_registers<Traits, kLists>() * 128 + ws::consumer_registers<Traits, kLists>() * kConsumerThreads <=
                     launch_pool_registers(kWsThreads<Traits>),
                 "setmaxnreg budgets exceed the CTA's launch pool (the consumers' setmaxnreg.inc would wait forever)");
   extern __shared__ char smem_raw[];
@@ -520,7 +546,7 @@ CUTE_DEVICE void ws_forward_body(Params const& p) {
     }
   }
   if (threadIdx.x < 128) {  // producer warpgroup
-    cutlass::arch::warpgroup_reg_dealloc<ws::producer_registers<Traits>()>();
+    cutlass::arch::warpgroup_reg_dealloc<ws::producer_registers<Traits, kLists>()>();
     if (threadIdx.x == 0) {
       if constexpr (std::is_same_v<Params, ws::KvListParams<Traits>>)
         if (p.pack_group > 1) cute::prefetch_tma_descriptor(&p.packed_q);  // a packed list's Q load
@@ -534,7 +560,7 @@ CUTE_DEVICE void ws_forward_body(Params const& p) {
       if (threadIdx.x >= 32) ws::transpose_v<Traits, 3>(p, ss, sched, int(threadIdx.x) / 32 - 1);
     }
   } else {
-    cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers<Traits>()>();
+    cutlass::arch::warpgroup_reg_alloc<ws::consumer_registers<Traits, kLists>()>();
     ws::consume<Traits, Mask, kPingPong, kPersistent, kOverlap, kOptions>(p, ss, sched);
   }
 }

@@ -132,7 +132,29 @@ struct KvListParams : Traits::Params {
   cute::TmaDescriptor packed_q;     // pack_group > 1 only
   uint32_t packed_q_tx_bytes;       // per Q tile (PackedQLoad::expect_tx_bytes)
   int pack_group, pack_positions;   // g (0: unpacked) and P, the positions of a box (a warpgroup's)
+  // A paged cache (FwdParams::page_table; pages of at least kBlockN tokens, each KV tile in one
+  // page): tma_k / tma_v view the pools end-aligned per page (paged_kv_origin); nullptr: contiguous.
+  const int32_t* page_table = nullptr;
+  int pt_batch_stride = 0;  // int: the producer's arithmetic stays 32-bit (its 24 registers)
+  int page_shift = 0, num_pages = 0;
 };
+
+// A paged cache's KV tile from key `key0` (a multiple of kBlockN, below len) of a sequence of
+// `len` keys whose page-table row starts at entry `row` of `table`: the pool (num_pages · page_size tokens) is viewed as
+// the contiguous cache is (fwd_gmem_end_aligned, sm90_fwd_launch.hpp), page P holding page_size
+// "sequence" rows, so that with v = the page's keys below len, row r of page P is (page_size - v
+// + r, ., h, P · page_size + v) and the TMA clips the rows r >= v: keys past the sequence's end in
+// its last page load as zeros, whatever the page holds there (NaN included), as the contiguous
+// cache's rows past its length do. The tile's origin (row, outer) in that view.
+struct PagedKvOrigin {
+  int row, outer;
+};
+CUTE_DEVICE PagedKvOrigin paged_kv_origin(const int32_t* table, int row, int page_shift, int len, int key0) {
+  const int page_size = 1 << page_shift, in_page = key0 & (page_size - 1);
+  const int page = __ldg(table + (row + (key0 >> page_shift)));
+  const int valid = min(page_size, len - (key0 - in_page));
+  return {page_size - valid + in_page, page * page_size + valid};
+}
 template <class Traits, bool kOptions>
 using WsKernelParams = std::conditional_t<kKvCacheLists<Traits, kOptions>, KvListParams<Traits>, typename Traits::Params>;
 

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# One device call for int8 pools of small pages (16 and 32 tokens, or fewer than quant_block;
-# experimental::Overrides::int8_small_pages until these pass): their GPU tests by name at every
-# compiled dtype and head dim, then the paged int8 decode against the contiguous int8 cache and
-# cuDNN's bf16 SDPA on the same shapes (issue 36's targets: page 16 >= 0.90x and pages >= 64 >= 0.97x
-# the contiguous cache; int8 paged >= 1.8x cuDNN's bf16). Logs and CSVs under OUT_DIR.
-#   BUILD=build-full scripts/int8-pages.sh OUT_DIR [DEADLINE_S=240]
+# One device call for what paged caches got in the twelfth session, each behind an override until
+# these pass: int8 pools of small pages (16 and 32 tokens, or fewer than quant_block;
+# Overrides::int8_small_pages) and the chunk path over pools of pages of >= 128 tokens
+# (Overrides::chunk_paged). Their GPU tests by name at every compiled dtype and head dim, then the
+# paged int8 decode against the contiguous int8 cache and cuDNN's bf16 SDPA on the same shapes
+# (issue 36's targets: page 16 >= 0.90x and pages >= 64 >= 0.97x the contiguous cache; int8 paged
+# >= 1.8x cuDNN's bf16), and paged chunks on the forward kernel against the contiguous cache and
+# the decode kernels. Logs and CSVs under OUT_DIR.
+#   BUILD=build-full scripts/paged-run.sh OUT_DIR [DEADLINE_S=240]
 # BUILD: a build's lib/ and bin/{gpu_kvcache,hopattn} (any dtypes; the default build is ~18 MB),
 # carried. Each step is bounded by the time left.
 set -uo pipefail
-out=${1:?usage: scripts/int8-pages.sh OUT_DIR [DEADLINE_S]}
+out=${1:?usage: scripts/paged-run.sh OUT_DIR [DEADLINE_S]}
 deadline=${2:-240}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build-full}
@@ -23,9 +26,9 @@ print(d[0] if d else "")' 2>/dev/null)
 export LD_LIBRARY_PATH=$build/lib${cudnn_dir:+:$cudnn_dir}:/usr/local/cuda/lib64
 cudnn_flag=${cudnn_dir:+--cudnn-lib $cudnn_dir/libcudnn.so.9}
 nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader | tee "$out/gpu-int8.txt"
-# 1. The paged int8 tests (pages 16-256, bad ids at 16 and 64, the append across small pages) and
-#    the 16-bit paged test beside them, every compiled dtype and head dim.
-bounded 200 "$build/bin/gpu_kvcache" --gtest_filter='*Int8Paged*:*Int8SmallPages*:*PagedCacheMatchesTheContiguous*' \
+# 1. The paged int8 tests (pages 16-256, bad ids at 16 and 64, the append across small pages), the
+#    paged chunk path's, and the 16-bit paged test beside them, every compiled dtype and head dim.
+bounded 200 "$build/bin/gpu_kvcache" --gtest_filter='*Int8Paged*:*Int8SmallPages*:*PagedCacheMatchesTheContiguous*:*ChunkPathPaged*' \
   >"$out/int8-pages-tests.log" 2>&1
 echo "int8 page tests: exit $? ($((SECONDS - t0)) s)"
 grep -E "^\[  (PASSED|FAILED)|FAILED  \]|^\[       OK \]" "$out/int8-pages-tests.log" | sed 's/ (.*//' | tail -40
@@ -36,3 +39,9 @@ bounded 150 "$build/bin/hopattn" bench --op decode --qlen 1 --heads 64:8 --cache
   --kv-dtype bf16,int8 --page-sizes 0,16,32,64 --rounds 2 $cudnn_flag --csv "$out/int8-pages-decode.csv" \
   >"$out/int8-pages-decode.log" 2>&1
 echo "paged decode: exit $? ($((SECONDS - t0)) s)"; grep -vE '^\s*$' "$out/int8-pages-decode.log" | tail -40
+# 3. Paged chunks (q_len 128, 32:8) on the forward kernel ("fwd" rows: Overrides::chunk_paged)
+#    against the contiguous cache and the decode kernels ("decode" rows).
+bounded 120 "$build/bin/hopattn" bench --op decode --qlen 128 --heads 32:8 --cache 1:32768,4:8192 \
+  --kv-dtype bf16 --page-sizes 0,128,256 --kernels fwd,decode --rounds 2 --csv "$out/chunk-paged.csv" \
+  >"$out/chunk-paged.log" 2>&1
+echo "paged chunks: exit $? ($((SECONDS - t0)) s)"; grep -vE '^\s*$' "$out/chunk-paged.log" | tail -30
