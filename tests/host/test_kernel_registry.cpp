@@ -115,7 +115,7 @@ TEST(FwdRegistry, Fp8DefaultsByLength) {
       {128, false, 4095, "ws_pingpong_persistent_128x128x2_e4m3"}, {128, true, 1024, "ws_pingpong_persistent_128x128x2_e4m3"},
       {64, false, 1024, "ws_pingpong_persistent_192x128x2_e4m3"},  {64, false, 1023, "ws_pingpong_persistent_128x128x2_e4m3"},
       {64, true, 4096, "ws_pingpong_persistent_192x128x2_e4m3"},   {64, true, 4095, "ws_pingpong_persistent_128x128x2_e4m3"},
-      {256, false, 16384, "ws_pingpong_persistent_128x64x2_e4m3"}, {256, true, 512, "ws_pingpong_persistent_128x64x2_e4m3"},
+      {256, false, 16384, "ws_pingpong_persistent_128x64x3_e4m3_qregs"}, {256, true, 512, "ws_pingpong_persistent_128x64x3_e4m3_qregs"},
   };
   for (const Case& c : cases) {
     const FwdDefaultRule* r = fwd_default_rule(c.hdim, c.causal, HOPATTN_DTYPE_E4M3, 1000, c.seqlen_k, 4);

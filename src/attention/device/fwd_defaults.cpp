@@ -24,7 +24,7 @@ constexpr FwdDefaultRule kRules[] = {
   {64, 0, HOPATTN_DTYPE_E4M3, 1, kMax, 1024, kMax, 1, kAny, "ws_pingpong_persistent_192x128x2_e4m3", "s10 H100: 1.06-1.14x the 128-row tile at 1k-16k"},
   {64, 1, HOPATTN_DTYPE_E4M3, 1, kMax, 4096, kMax, 1, kAny, "ws_pingpong_persistent_192x128x2_e4m3", "s10 H100: 1.08-1.11x at 4k/16k"},
   {64, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x128x2_e4m3", "s10 H100: 1.05x the 192-row tile causal at 1k"},
-  {256, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x64x2_e4m3", "the only e4m3 row at hdim 256"},
+  {256, kAny, HOPATTN_DTYPE_E4M3, 1, kMax, 0, kMax, 1, kAny, "ws_pingpong_persistent_128x64x3_e4m3_qregs", "s12 H100: 1.05-1.075x the 2-stage row non-causal, 0.98-1.02x causal"},
   // Causal chunks of <= 128 queries (chunked prefill, speculative decoding through the forward
   // call): a few tiles per head, so the persistent grid idles most SMs; one CTA per tile with
   // ping-pong (r140, GQA 32:8, one round, ms against the previous default: hdim 64 1:77:4096

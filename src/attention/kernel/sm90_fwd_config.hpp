@@ -54,9 +54,6 @@ struct FwdKernelSpec {
   // each consumer warpgroup loads its 64 rows of Q from shared memory once per tile (ldmatrix)
   // instead of the WGMMA re-reading them for every KV tile.
   bool q_in_registers = false;
-  // Whether the ws kernel's steady-state loop runs the blocks before the right edge's (seqlen_k, the
-  // causal diagonal) in a loop without the mask in its body, then those blocks (Fa2Traits::kSplitMaskLoop).
-  bool split_mask_loop = false;
 };
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
@@ -97,9 +94,10 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     {"ws_pingpong_persistent_128x128x2_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 128, false, kBothMasks, false, true},
     // hdim 64: the same tile (Q and K rows of 64 bytes take the 64-byte swizzle): Q 8 KB + 3 x 16 KB
     // + O 16 KB. hdim 256: 64-key tiles as the 16-bit kernel's (O is 128 registers per thread;
-    // 128 keys would need 288 KB of shared memory): Q 32 KB + 3 x 32 KB + O 64 KB = 192 KB.
+    // 128 keys would need 288 KB of shared memory): Q 32 KB + 3 x 32 KB + O 64 KB = 192 KB; the
+    // default until 2026-12-07 (twelfth session), now the ablation baseline of the 3-stage row below.
     {"ws_pingpong_persistent_128x128x2_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 64, false, kBothMasks, false, true},
-    {"ws_pingpong_persistent_128x64x2_e4m3", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, false, kBothMasks, false, true},
+    {"ws_pingpong_persistent_128x64x2_e4m3", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, true, kBothMasks, false, true},
     // Wider e4m3 tiles, re-timed after the V transpose's address fix (H100, 2026-12-07, one binary,
     // 2 rounds; bench/records/fp8-tiles-2026-12-07-h100-s10.csv): hdim 128 on 192-key tiles (FA3
     // runs 224) 1.045 / 1.02x the 128-key row non-causal at 4k / 16k and 1.09 / 1.14x causal, 0.99
@@ -125,22 +123,21 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // WGMMAs re-read its 16 KB of Q from shared memory per KV tile (as many bytes as K's 64 x 256
     // tile), which the RS WGMMA saves, for 32 more registers per consumer thread (64 x 256 e4m3
     // over 128 threads) beside O's 128: causal spills 16 bytes (ptxas; per tile, outside the KV
-    // loop), non-causal none. Not yet measured.
+    // loop), non-causal none. H100 (2026-12-07, twelfth session; fp8-cand-2026-12-07-h100-s12.csv):
+    // 1.00-1.05x the 2-stage row (non-causal 4k / 16k 1.04x), causal 0.99-1.00x. Ablation row.
     {"ws_pingpong_persistent_128x64x2_e4m3_qregs", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, true, kBothMasks, false, true, false, true},
     // hdim 256 with three K/V stages: the H100 profile of the default row (ncu, 16k non-causal,
     // 2026-12-07) has the consumers' largest stall on k_full (a 2-stage ring of 16 KB K tiles runs
     // dry); three stages fit only with O staged in one (64, 256) tile the two consumer warpgroups
     // take in turn, beside Q's halves (WsSharedStorageQHalvesSharedO, as 16-bit hdim 256): Q 32 KB +
-    // K, Vᵀ and V's staging 3 x 3 x 16 KB + O 32 KB = 208 KB. Not yet measured.
-    {"ws_pingpong_persistent_128x64x3_e4m3", FwdKernel::kPersistentPingPong, {128, 64, 3, 2}, 256, true, kBothMasks, false, true},
-    // Both (Q's registers loaded from its per-warpgroup half, q_full_wg). Not yet measured.
-    {"ws_pingpong_persistent_128x64x3_e4m3_qregs", FwdKernel::kPersistentPingPong, {128, 64, 3, 2}, 256, true, kBothMasks, false, true, false, true},
-    // The default e4m3 rows with the steady-state loop split at the right edge's first block
-    // (split_mask_loop): FA3's loops keep the mask out of the steady state, ours had it behind a
-    // branch in every iteration (SASS: FSEL, ISETP, VIADD ~2 per score in the loop body;
-    // docs/perf-diagnosis-fa3.md §9d). Not yet measured.
-    {"ws_pingpong_persistent_128x192x2_e4m3_split", FwdKernel::kPersistentPingPong, {128, 192, 2, 2}, 128, true, kBothMasks, false, true, false, false, true},
-    {"ws_pingpong_persistent_128x64x2_e4m3_split", FwdKernel::kPersistentPingPong, {128, 64, 2, 2}, 256, true, kBothMasks, false, true, false, false, true},
+    // K, Vᵀ and V's staging 3 x 3 x 16 KB + O 32 KB = 208 KB. Alone it ran 0.93-1.01x the 2-stage
+    // row (H100, twelfth session) and is retired; with Q in registers (Q's registers loaded from its
+    // per-warpgroup half, q_full_wg) it is hdim 256's e4m3 default since that run: non-causal
+    // 1.050 / 1.075 / 1.075x the 2-stage row at 1k / 4k / 16k, causal 0.98 / 1.01 / 1.02x
+    // (fp8-cand-2026-12-07-h100-s12.csv; its GPU tests passed, EveryFp8KernelMatchesFloat64 by name).
+    // (Retired the same run: the split steady-state loop, split_mask_loop, 0.86-1.05x at hdim 128
+    // and 1.00-1.01x at hdim 256.)
+    {"ws_pingpong_persistent_128x64x3_e4m3_qregs", FwdKernel::kPersistentPingPong, {128, 64, 3, 2}, 256, false, kBothMasks, false, true, false, true},
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
     // specialization (fa2), warp specialization alone (ws), + ping-pong without the
     // intra-warpgroup overlap (ws_pingpong_serial), the full non-persistent schedule (ws_pingpong),

@@ -52,7 +52,7 @@
 namespace hopattn::attention {
 
 template <class Element_, int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_, bool kMmaRowSum_ = false,
-          bool kQInRegisters_ = false, bool kSplitMaskLoop_ = false>
+          bool kQInRegisters_ = false>
 struct Fa2Traits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -85,9 +85,6 @@ struct Fa2Traits {
   // per consumer thread at hdim 256; 16-bit Q would be 64 there, beside O's 128.
   static constexpr bool kQInRegisters = kQInRegisters_;
   static_assert(!kQInRegisters || kFp8, "Q in registers: e4m3 rows only");
-  // The ws kernels' steady-state loop in two (FwdKernelSpec::split_mask_loop): the blocks before
-  // the first that crosses the right edge without the mask in the loop body, then those blocks.
-  static constexpr bool kSplitMaskLoop = kSplitMaskLoop_;
 
   using BlockM = cute::Int<kBlockM>;
   using BlockN = cute::Int<kBlockN>;

@@ -156,104 +156,45 @@ CUTE_DEVICE void consume_tile(Params const& p, Storage& ss, Mask const& mask, Tu
       mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n_first);
   softmax.template online_exp<true>(tSrS, alpha);
   convert_p<Traits>(tSrS, tOrP);
-  if constexpr (Traits::kSplitMaskLoop && !kOptions) {
-    // The candidate rows' steady state (FwdKernelSpec::split_mask_loop): the blocks that cross the
-    // right edge (seqlen_k's, or the causal diagonal's) are the range's last, so the loop before
-    // them has no mask in its body, as FlashAttention-3's steady state (docs/perf-diagnosis-fa3.md
-    // §9d), and they run in a loop of their own. The body is the loop's below, kept apart so that
-    // the default rows' code stays as it was (written once as a lambda for both, ptxas spilled
-    // 4-28 more bytes in the options and hdim-64 kernels).
-    // Block n of the steady state; masked: whether it may need the right-edge mask (mask_block
-    // tests it per block), false only where no block of the range does (Traits::kSplitMaskLoop).
-    auto block = [&](int n, auto masked) {
-      const int cur = kv_base + n, prev = cur - 1;
-      turns.wait();
-      FullBarrier::wait(&ss.k_full[stage_of(cur)], phase_of(cur));
-      wgmma_issue<true>(mma_qk, q_operand<Traits>(tSrQ), tSrK(_, _, _, stage_of(cur)), tSrS);
-      FullBarrier::wait(&ss.v_full[stage_of(prev)], phase_of(prev));
-      wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(prev)), tOrO);
-      turns.pass();
-      warpgroup_wait<1>();  // S(n) is ready; O += P(n-1)·V(n-1) may still run
-      EmptyBarrier::arrive(&ss.k_empty[stage_of(cur)]);
-      if (n == n_end - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
-      if constexpr (kOptions) softmax.apply_softcap(tSrS);
-      if constexpr (decltype(masked)::value) mask_block<Traits, kOptions>(p, mask, tSrS, tScS, m_block, n);
-      if constexpr (kOptions)
-        if (mask.template needs_left_mask<kBlockM, kBlockN>(m_block, n))
-          mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
-      softmax.template online_exp<false, kOptions>(tSrS, alpha);
+  CUTE_NO_UNROLL
+  for (int n = n_first + 1; n < n_end; ++n) {
+    const int cur = kv_base + n, prev = cur - 1;
+    turns.wait();
+    FullBarrier::wait(&ss.k_full[stage_of(cur)], phase_of(cur));
+    wgmma_issue<true>(mma_qk, q_operand<Traits>(tSrQ), tSrK(_, _, _, stage_of(cur)), tSrS);
+    FullBarrier::wait(&ss.v_full[stage_of(prev)], phase_of(prev));
+    wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(prev)), tOrO);
+    turns.pass();
+    warpgroup_wait<1>();  // S(n) is ready; O += P(n-1)·V(n-1) may still run
+    EmptyBarrier::arrive(&ss.k_empty[stage_of(cur)]);
+    if (n == n_end - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
+    if constexpr (kOptions) softmax.apply_softcap(tSrS);
+    mask_block<Traits, kOptions>(p, mask, tSrS, tScS, m_block, n);
+    if constexpr (kOptions)
+      if (mask.template needs_left_mask<kBlockM, kBlockN>(m_block, n))
+        mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
+    softmax.template online_exp<false, kOptions>(tSrS, alpha);
 #ifndef HOPATTN_FWD_NO_SOFTMAX_PIN  // the ablation build (CMake HOPATTN_FWD_SOFTMAX_PIN=OFF) drops it
-      {  // the exponentials overlap P·V only if they stay ahead of the wait (keep_before_wgmma_wait)
-        float sums = 0.0f;
-        if constexpr (Softmax::kSumsByMma) {
-          // No row sums here (the MMA takes them): the pin reads every exponential's bits instead
-          // (an OR, ~1 LOP3 per 2 scores; the weights are >= 0, so its sign stays clear).
-          uint32_t bits = 0;
-          CUTE_UNROLL
-          for (int i = 0; i < size(tSrS); ++i) bits |= __float_as_uint(tSrS(i));
-          sums = __uint_as_float(bits);
-        } else {
-          CUTE_UNROLL
-          for (int r = 0; r < kRows; ++r) sums += softmax.row_sum[r];
-        }
-        keep_before_wgmma_wait(sums, &ss.v_empty[stage_of(prev)]);
+    {  // the exponentials overlap P·V only if they stay ahead of the wait (keep_before_wgmma_wait)
+      float sums = 0.0f;
+      if constexpr (Softmax::kSumsByMma) {
+        // No row sums here (the MMA takes them): the pin reads every exponential's bits instead
+        // (an OR, ~1 LOP3 per 2 scores; the weights are >= 0, so its sign stays clear).
+        uint32_t bits = 0;
+        CUTE_UNROLL
+        for (int i = 0; i < size(tSrS); ++i) bits |= __float_as_uint(tSrS(i));
+        sums = __uint_as_float(bits);
+      } else {
+        CUTE_UNROLL
+        for (int r = 0; r < kRows; ++r) sums += softmax.row_sum[r];
       }
-#endif
-      warpgroup_wait<0>();
-      EmptyBarrier::arrive(&ss.v_empty[stage_of(prev)]);
-      softmax.rescale_if_needed(tOrO, alpha);
-      convert_p<Traits>(tSrS, tOrP);
-    };
-    // needs_mask(n) is monotone in n for the plain masks (its tests compare the block's end column
-    // (n + 1) · kBlockN with seqlen_k and with the tile's first row's diagonal), so the blocks
-    // from the first masked one on all need it and none before does.
-    int n_mask = n_end;
-    while (n_mask > n_first + 1 && mask.template needs_mask<kBlockM, kBlockN>(m_block, n_mask - 1)) --n_mask;
-    CUTE_NO_UNROLL
-    for (int n = n_first + 1; n < n_mask; ++n) block(n, cute::false_type{});
-    CUTE_NO_UNROLL
-    for (int n = n_mask; n < n_end; ++n) block(n, cute::true_type{});
-  } else {
-    CUTE_NO_UNROLL
-    for (int n = n_first + 1; n < n_end; ++n) {
-      const int cur = kv_base + n, prev = cur - 1;
-      turns.wait();
-      FullBarrier::wait(&ss.k_full[stage_of(cur)], phase_of(cur));
-      wgmma_issue<true>(mma_qk, q_operand<Traits>(tSrQ), tSrK(_, _, _, stage_of(cur)), tSrS);
-      FullBarrier::wait(&ss.v_full[stage_of(prev)], phase_of(prev));
-      wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, stage_of(prev)), tOrO);
-      turns.pass();
-      warpgroup_wait<1>();  // S(n) is ready; O += P(n-1)·V(n-1) may still run
-      EmptyBarrier::arrive(&ss.k_empty[stage_of(cur)]);
-      if (n == n_end - 1) release_q_after_last_s(ss, turns.warpgroup);  // the tile's last S has read Q
-      if constexpr (kOptions) softmax.apply_softcap(tSrS);
-      mask_block<Traits, kOptions>(p, mask, tSrS, tScS, m_block, n);
-      if constexpr (kOptions)
-        if (mask.template needs_left_mask<kBlockM, kBlockN>(m_block, n))
-          mask.template apply_left<kBlockM, kBlockN>(tSrS, tScS, m_block, n);
-      softmax.template online_exp<false, kOptions>(tSrS, alpha);
-#ifndef HOPATTN_FWD_NO_SOFTMAX_PIN  // the ablation build (CMake HOPATTN_FWD_SOFTMAX_PIN=OFF) drops it
-      {  // the exponentials overlap P·V only if they stay ahead of the wait (keep_before_wgmma_wait)
-        float sums = 0.0f;
-        if constexpr (Softmax::kSumsByMma) {
-          // No row sums here (the MMA takes them): the pin reads every exponential's bits instead
-          // (an OR, ~1 LOP3 per 2 scores; the weights are >= 0, so its sign stays clear).
-          uint32_t bits = 0;
-          CUTE_UNROLL
-          for (int i = 0; i < size(tSrS); ++i) bits |= __float_as_uint(tSrS(i));
-          sums = __uint_as_float(bits);
-        } else {
-          CUTE_UNROLL
-          for (int r = 0; r < kRows; ++r) sums += softmax.row_sum[r];
-        }
-        keep_before_wgmma_wait(sums, &ss.v_empty[stage_of(prev)]);
-      }
-#endif
-      warpgroup_wait<0>();
-      EmptyBarrier::arrive(&ss.v_empty[stage_of(prev)]);
-      softmax.rescale_if_needed(tOrO, alpha);
-      convert_p<Traits>(tSrS, tOrP);
+      keep_before_wgmma_wait(sums, &ss.v_empty[stage_of(prev)]);
     }
+#endif
+    warpgroup_wait<0>();
+    EmptyBarrier::arrive(&ss.v_empty[stage_of(prev)]);
+    softmax.rescale_if_needed(tOrO, alpha);
+    convert_p<Traits>(tSrS, tOrP);
   }
   const int last = kv_base + n_end - 1;
   turns.wait();
