@@ -42,6 +42,6 @@ echo "paged decode: exit $? ($((SECONDS - t0)) s)"; grep -vE '^\s*$' "$out/int8-
 # 3. Paged chunks (q_len 128, 32:8) on the forward kernel ("fwd" rows: Overrides::chunk_paged)
 #    against the contiguous cache and the decode kernels ("decode" rows).
 bounded 120 "$build/bin/hopattn" bench --op decode --qlen 128 --heads 32:8 --cache 1:32768,4:8192 \
-  --kv-dtype bf16 --page-sizes 0,16,64,128 --kernels fwd,decode --rounds 2 --csv "$out/chunk-paged.csv" \
+  --kv-dtype bf16 --page-sizes 0,128,256 --kernels fwd,decode --rounds 2 --csv "$out/chunk-paged.csv" \
   >"$out/chunk-paged.log" 2>&1
 echo "paged chunks: exit $? ($((SECONDS - t0)) s)"; grep -vE '^\s*$' "$out/chunk-paged.log" | tail -30

@@ -87,8 +87,8 @@ struct FwdParams {
   // split too (max(num_splits, 1) slots; the combine writes O and LSE). 0 or 1: unpacked.
   int pack_group = 0;
   // A paged cache on the chunk path (Overrides::chunk_paged until its GPU tests pass): k, v the
-  // pools (num_pages, page_size, heads_kv, hdim), page_size a power of two of 16 to 256 (a KV tile
-  // one box from one page, or 16-key boxes from smaller pages); token t of sequence b in row t % page_size of page
+  // pools (num_pages, page_size, heads_kv, hdim), page_size a power of two of at least the row's
+  // block_n (each KV tile in one page); token t of sequence b in row t % page_size of page
   // page_table[b · pt_batch_stride + t / page_size]; seqlen_k = max_pages · page_size. The prepare
   // kernel checks the ids of each sequence's pages (kind kDecodeErrorPageId, NaN rows).
   const int32_t* page_table = nullptr;

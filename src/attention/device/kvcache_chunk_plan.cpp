@@ -18,10 +18,10 @@ namespace hopattn::kvcache_plan {
 // softcap and sinks) over a KV-cache list, each Q tile split num_splits ways over the KV. What it
 // takes so far: 16-bit contiguous caches (a cache of batch · max_len tokens, so that the
 // end-aligned TMA view stops each sequence's loads at its length: fwd_varlen.hpp), and with
-// `paged` pools (each page viewed end-aligned alike; a KV tile one box from one page, or 16-key
-// boxes from pages smaller than it: ws::paged_kv_origin, paged_box_origin), hdim 128, no window (a window's decode relies on keys outside it never
+// `paged` pools of pages of at least the row's KV tile (each page viewed end-aligned alike:
+// ws::paged_kv_origin), hdim 128, no window (a window's decode relies on keys outside it never
 // reaching O, which the forward's mainloop does not ensure: the keys before a window in its first
-// KV tile are loaded). int8 caches, windows and hdim 64 / 256 keep the decode kernels.
+// KV tile are loaded). Smaller pages, int8 caches, windows and hdim 64 / 256 keep the decode kernels.
 // The forward row it runs, or -1 with *why_not.
 int chunk_path_row(const KvCacheArgs& a, std::string* why_not, bool paged) {
   const int hdim = int(a.q.shape[3]);
@@ -47,7 +47,11 @@ int chunk_path_row(const KvCacheArgs& a, std::string* why_not, bool paged) {
     return refuse("2^31 or more cache tokens, or seqlen_q + max_seqlen_k near 2^31, or batch or heads_q over 65535");
   for (int i = 0; i < attention::kFwdKernelCount; ++i) {
     const attention::FwdKernelSpec& r = attention::kFwdKernels[i];
-    if (r.options && !r.fp8 && attention::fwd_kernel_compiled(i, hdim, true)) return i;
+    if (!r.options || r.fp8 || !attention::fwd_kernel_compiled(i, hdim, true)) continue;
+    if (is_paged(a) && rows < r.tile.block_n)
+      return refuse(cat("a paged cache of ", rows, "-token pages (the chunk path reads pages of at least its ",
+                        r.tile.block_n, "-key tile)"));
+    return i;
   }
   return refuse(cat("no forward options row is compiled for head dim ", hdim));
 }

@@ -227,8 +227,8 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
   if (fp.kvcache()) {  // a KV-cache list (fwd_kvcache_prepare), dealt as a variable-length batch's
     if (!persistent || !params.varlen_tiles || !fp.band || !kernel_reads_kvcache_lists)
       return Status(StatusCode::kInternal, "kvcache attention: a chunk call reached a kernel that does not read KV-cache lists");
-    if (fp.page_table != nullptr && fp.page_size < 16)  // 16-key boxes at least (kvcache_check.cpp)
-      return Status(StatusCode::kInternal, "kvcache attention: a paged chunk call with pages smaller than 16 tokens");
+    if (fp.page_table != nullptr && fp.page_size < Traits::kBlockN)  // each KV tile in one page (kvcache_chunk_plan.cpp)
+      return Status(StatusCode::kInternal, "kvcache attention: a paged chunk call with pages smaller than the KV tile");
     const KvCacheListShape list = kvcache_list_shape(fp.seqlen_q, fp.heads_q, fp.heads_kv, Traits::kBlockM, fp.pack_group);
     const int64_t units = kvcache_list_entries(fp.batch, list.m_blocks, list.heads, std::max(fp.num_splits, 1)) / 2;
     if (2 * units + 2 * int64_t(sms) > INT32_MAX) return Status::unsupported("kvcache attention: more than 2^31 tiles");
@@ -270,17 +270,6 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
         kp.pt_batch_stride = int(fp.pt_batch_stride);  // batch · stride < 2^31 (kvcache_chunk_plan.cpp)
         while ((1 << kp.page_shift) < fp.page_size) ++kp.page_shift;
         kp.num_pages = fp.num_pages;
-        if (fp.page_size < Traits::kBlockN) {  // 16-key boxes over the same end-aligned views
-          using Element = typename Traits::Element;
-          const int total = fp.num_pages * fp.page_size;
-          const auto box = typename KvListParams<Traits>::SmemLayoutPageBox{};
-          kp.tma_k_box = cute::make_tma_copy(cute::SM90_TMA_LOAD{}, fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.k), total,
-                                                                                   fp.page_size, fp.heads_kv, fp.k_seq_stride,
-                                                                                   fp.k_head_stride), box);
-          kp.tma_v_box = cute::make_tma_copy(cute::SM90_TMA_LOAD{}, fwd_gmem_end_aligned<Traits>(static_cast<Element const*>(fp.v), total,
-                                                                                   fp.page_size, fp.heads_kv, fp.v_seq_stride,
-                                                                                   fp.v_head_stride), box);
-        }
       }
       return kp;
     } else {

@@ -211,36 +211,6 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
       const int stage = kv_iter % kStages;
       const uint32_t phase = (kv_iter / kStages) & 1;
       if constexpr (std::is_same_v<Params, KvListParams<Traits>>) {
-        if (p.page_table != nullptr && (1 << p.page_shift) < Traits::kBlockN) {
-          // Pages smaller than the tile: kBlockN / 16 boxes of 16 keys, K's then V's, one box at
-          // a time (paged_box_origin; boxes past the length load zeros). Each box's page id is read
-          // before its issue: the tile's entries share a cache line, so only the first read waits
-          // for L2 (the ids held through the loop spilled 132 bytes at the producer's 32 registers).
-          constexpr int kBoxes = Traits::kBlockN / 16;
-          using BoxShape = Shape<_16, typename Traits::HeadDim>;
-          const int key0 = (n_first + n) * Traits::kBlockN, row = c.b * p.pt_batch_stride;
-          auto issue_boxes = [&](auto const& tma, uint64_t* full, auto const& smem_stage) {
-            CUTE_NO_UNROLL
-            for (int j = 0; j < kBoxes; ++j) {
-              const int key = key0 + 16 * j;
-              const int id = key < c.len_k ? __ldg(p.page_table + (row + ((key0 + 16 * j) >> p.page_shift))) : 0;
-              const PagedKvOrigin o = paged_box_origin(id, p.page_shift, c.len_k, key);
-              auto gb = local_tile(domain_offset(make_coord(o.row, _0{}), mK(_, _, h_kv, o.outer)), BoxShape{},
-                                   make_coord(_0{}, _0{}));                           // (16, D)
-              auto sb = local_tile(smem_stage, BoxShape{}, make_coord(j, _0{}));  // rows 16j.. of the stage
-              auto parts = tma_partition(tma, _0{}, Layout<_1>{}, group_modes<0, 2>(sb), group_modes<0, 2>(gb));
-              copy(tma.with(*full), get<0>(parts), get<1>(parts));
-            }
-          };
-          EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
-          FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-          issue_boxes(p.tma_k_box, &ss.k_full[stage], sK(_, _, stage));
-          EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
-          FullBarrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
-          issue_boxes(p.tma_v_box, &ss.v_full[stage], sV(_, _, stage));
-          ++kv_iter;
-          return;
-        }
         if (p.page_table != nullptr) {  // a paged cache: the tile's page, read here (paged_kv_origin)
           const PagedKvOrigin o = paged_kv_origin(p.page_table, c.b * p.pt_batch_stride, p.page_shift, c.len_k,
                                                   (n_first + n) * Traits::kBlockN);

@@ -132,20 +132,11 @@ struct KvListParams : Traits::Params {
   cute::TmaDescriptor packed_q;     // pack_group > 1 only
   uint32_t packed_q_tx_bytes;       // per Q tile (PackedQLoad::expect_tx_bytes)
   int pack_group, pack_positions;   // g (0: unpacked) and P, the positions of a box (a warpgroup's)
-  // A paged cache (FwdParams::page_table): tma_k / tma_v view the pools end-aligned per page
-  // (paged_kv_origin); nullptr: contiguous. Pages of at least kBlockN tokens: one box per KV tile;
-  // smaller pages (16-64): kBlockN / 16 boxes of 16 rows (tma_k_box, tma_v_box over the same views).
+  // A paged cache (FwdParams::page_table; pages of at least kBlockN tokens, each KV tile in one
+  // page): tma_k / tma_v view the pools end-aligned per page (paged_kv_origin); nullptr: contiguous.
   const int32_t* page_table = nullptr;
-  int pt_batch_stride = 0;  // int: the producer's arithmetic stays 32-bit
+  int pt_batch_stride = 0;  // int: the producer's arithmetic stays 32-bit (its 24 registers)
   int page_shift = 0, num_pages = 0;
-  using SmemLayoutPageBox = decltype(cute::tile_to_shape(typename Traits::SmemAtom{},
-                                                         cute::Shape<cute::_16, typename Traits::HeadDim>{}));
-  using TmaPageBox = decltype(cute::make_tma_copy(
-      cute::SM90_TMA_LOAD{},
-      cute::make_tensor(cute::make_gmem_ptr(static_cast<typename Traits::Element const*>(nullptr)),
-                        typename Traits::GmemLayout{}),
-      SmemLayoutPageBox{}));
-  TmaPageBox tma_k_box{}, tma_v_box{};  // pages smaller than kBlockN (unset otherwise)
 };
 
 // A paged cache's KV tile from key `key0` (a multiple of kBlockN, below len) of a sequence of
@@ -161,15 +152,6 @@ struct PagedKvOrigin {
 CUTE_DEVICE PagedKvOrigin paged_kv_origin(const int32_t* table, int row, int page_shift, int len, int key0) {
   const int page_size = 1 << page_shift, in_page = key0 & (page_size - 1);
   const int page = __ldg(table + (row + (key0 >> page_shift)));
-  const int valid = min(page_size, len - (key0 - in_page));
-  return {page_size - valid + in_page, page * page_size + valid};
-}
-// The same for a 16-key box from key `key0` (a multiple of 16) of page `page` (its id read by the
-// caller), or for a box wholly past the length (key0 >= len): row page_size, wholly clipped, so the
-// TMA unit fills it with zeros (its bytes still count) and no page id is used.
-CUTE_DEVICE PagedKvOrigin paged_box_origin(int page, int page_shift, int len, int key0) {
-  const int page_size = 1 << page_shift, in_page = key0 & (page_size - 1);
-  if (key0 >= len) return {page_size, 0};
   const int valid = min(page_size, len - (key0 - in_page));
   return {page_size - valid + in_page, page * page_size + valid};
 }
