@@ -27,14 +27,12 @@
  *                  read. An id outside [0, num_pages) for a token the call reads gives that sequence
  *                  NaN rows (with causal and many query rows: the rows whose keys reach that page)
  *                  and is recorded (hopattn_kvcache_device_check). 16-bit caches: pages of 16
- *                  to 256 tokens. int8 caches: pages of 64 to 256 tokens and at least quant_block,
- *                  the scales paged by the same ids, k_scale (num_pages, page_size / quant_block,
- *                  heads_kv, hdim) and v_scale (num_pages, page_size, heads_kv); k_tail and v_tail
- *                  stay per sequence. Smaller int8 pages (16 or 32 tokens, or fewer than
- *                  quant_block) will take k_scale (num_pages, 1, heads_kv, hdim), each
- *                  page holding the K scales of the block its tokens lie in (the append writes a
- *                  completed block's into every page of it); until their GPU tests pass, such a
- *                  pool gives HOPATTN_NOT_SUPPORTED.
+ *                  to 256 tokens. int8 caches: pages of 16 to 256 tokens, the scales paged by the
+ *                  same ids, k_scale (num_pages, page_size / quant_block, heads_kv, hdim) and
+ *                  v_scale (num_pages, page_size, heads_kv); pages smaller than quant_block take
+ *                  k_scale (num_pages, 1, heads_kv, hdim), each page holding the K scales of the
+ *                  block its tokens lie in (the append writes a completed block's into every page
+ *                  of it). k_tail and v_tail stay per sequence.
  *
  * Query row i of sequence b is at position cache_seqlens[b] - seqlen_q + i: with causal it sees
  * keys j <= i + cache_seqlens[b] - seqlen_q (bottom-right aligned to the sequence's own length);

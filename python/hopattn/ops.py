@@ -427,7 +427,7 @@ def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num
             raise ValueError("k_scale, v_scale: give both (an int8 cache) or neither")
         ks = _tv(k_scale, "k_scale", keep)
         vs = _tv(v_scale, "v_scale", keep)
-        quant_block = _quant_block(kv, ks)
+        quant_block = _quant_block(kv, ks, k_tail)
     else:
         ks = vs = _NONE
     buf = ctypes.create_string_buffer(_KV_SIZE)
@@ -444,10 +444,14 @@ def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num
     return buf
 
 
-def _quant_block(cache_values, k_scale_values):
-    """Tokens per K scale block, from the descriptors' values (_tv) of an int8 cache (batch,
-    max_seqlen_k, heads_kv, hdim) and its k_scale (batch, blocks, heads_kv, hdim); 0 for a k_scale
-    of another rank or no blocks (the library then names the argument)."""
+def _quant_block(cache_values, k_scale_values, k_tail=None):
+    """Tokens per K scale block: the tails' rows (batch, quant_block, heads_kv, hdim) when given,
+    else from the descriptors' values (_tv) of an int8 cache (batch, max_seqlen_k, heads_kv, hdim)
+    and its k_scale (batch, blocks, heads_kv, hdim); 0 for a k_scale of another rank or no blocks
+    (the library then names the argument). A pool of pages smaller than the block (k_scale one row
+    per page) needs the tails to say the block."""
+    if k_tail is not None and len(k_tail.shape) == 4:
+        return int(k_tail.shape[1])
     blocks = k_scale_values[4] if k_scale_values[2] == 4 else 0
     return cache_values[4] // blocks if blocks > 0 else 0
 
@@ -490,10 +494,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     rotary_cos, rotary_sin (with k): the new K rows and q rotated at their positions.
     page_table (batch, max_pages) int32: a paged cache, k_cache and v_cache then pools
     (num_pages, page_size, heads_kv, hdim) (FlashAttention-3's layout; 16-bit caches with pages
-    of 16 to 256 tokens, a power of two; int8 caches with pages of 64 to 256 tokens, at least the
-    scale block, k_scale (num_pages, page_size / block, heads_kv, hdim) and v_scale (num_pages,
-    page_size, heads_kv) paged by the same ids, k_tail / v_tail per sequence; k=/v= append into
-    the pages).
+    of 16 to 256 tokens, a power of two; int8 caches too, k_scale (num_pages, max(1, page_size /
+    block), heads_kv, hdim) — a page smaller than the block holds its block's row, and the block
+    is then read from k_tail's rows — and v_scale (num_pages, page_size, heads_kv) paged by the same
+    ids, k_tail / v_tail per sequence; k=/v= append into the pages).
 
     Keyword-only, FlashAttention-3's names and meanings, as flash_attn_func's, with query row i at
     position p = cache_seqlens[b] - seqlen_q + i (after k=/v= are appended: their new lengths):
@@ -584,12 +588,12 @@ def kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale=None, 
     (interleaved: GPT-J pairs; else GPT-NeoX halves), and q, if given, at its rows' positions into
     q_rotated. seqlens_out, if given, gets cache_seqlens + seqlen_new (it may be cache_seqlens).
     page_table (batch, max_pages) int32: a paged cache (pools (num_pages, page_size, heads_kv, hdim),
-    as flash_attn_with_kvcache's; an int8 pool's scales paged alike and its pages of at least the
-    scale block, the tails per sequence). Mutates the cache in place; returns nothing."""
+    as flash_attn_with_kvcache's; an int8 pool's scales paged alike, a page smaller than the scale
+    block holding its block's K scale row, the tails per sequence). Mutates the cache in place; returns nothing."""
     keep = []
     quant_block = 0
     if k_scale is not None:
-        quant_block = _quant_block(_tv(k_cache, "k_cache", keep), _tv(k_scale, "k_scale", keep))
+        quant_block = _quant_block(_tv(k_cache, "k_cache", keep), _tv(k_scale, "k_scale", keep), k_tail)
     buf = ctypes.create_string_buffer(_APPEND.size)
     opt = lambda x, name: _tv(x, name, keep) if x is not None else _NONE  # noqa: E731
     _APPEND.pack_into(buf, 0, _APPEND.size, 0, *_tv(k_new, "k_new", keep), *_tv(v_new, "v_new", keep),

@@ -386,8 +386,9 @@ class TestKvCache(unittest.TestCase):
                 self.assertTrue(torch.equal(out, eager), f"graph replay at lengths {lengths}")
 
     def test_paged_int8_cache(self):
-        # An int8 pool (pages of 64/128/256 tokens, the scales paged by the same ids: k_scale
-        # (pages, page_size / block, hkv, d), v_scale (pages, page_size, hkv); tails per sequence)
+        # An int8 pool (pages of 16 to 256 tokens, the scales paged by the same ids: k_scale
+        # (pages, max(1, page_size / block), hkv, d), a page smaller than the block holding its
+        # block's row, v_scale (pages, page_size, hkv); tails per sequence)
         # against the fp64 reference of the dequantized cache, and against the contiguous call bit
         # for bit (the same max_seqlen_k: the same kernel and splits).
         torch.manual_seed(7)
@@ -408,21 +409,26 @@ class TestKvCache(unittest.TestCase):
         ref = cache_reference(q, kd, vd, seqlens, True, 1 / math.sqrt(d))
         o_c = hopattn.flash_attn_with_kvcache(q, k8, v8, seqlens, causal=True, k_scale=ks, v_scale=vs, k_tail=k_tail,
                                              v_tail=v_tail)
-        for page in (64, 128, 256):
+        for page in (16, 32, 64, 128, 256):
             max_pages = n // page
             ids = torch.randperm(b * max_pages + 2, device="cuda")[:b * max_pages].long()
             table = ids.view(b, max_pages).to(torch.int32)
             k8p, v8p = to_pool(k8, ids, page), to_pool(v8, ids, page)
-            ksp, vsp = to_pool(ks, ids, page // block), to_pool(vs, ids, page)
+            if page < block:  # each page its block's K scale row
+                ksp = to_pool(ks.repeat_interleave(block // page, dim=1), ids, 1)
+            else:
+                ksp = to_pool(ks, ids, page // block)
+            vsp = to_pool(vs, ids, page)
             o_p = hopattn.flash_attn_with_kvcache(q, k8p, v8p, seqlens, causal=True, k_scale=ksp, v_scale=vsp,
                                                  k_tail=k_tail, v_tail=v_tail, page_table=table)
             torch.cuda.synchronize()
             self.assertLessEqual(max_err(o_p, ref), 2e-2, f"page {page}: against the fp64 reference")
             self.assertTrue(torch.equal(o_p, o_c), f"page {page}: differs from the contiguous call")
         hopattn.kvcache_device_check()
-        with self.assertRaises(hopattn.NotSupportedError):  # int8 pools of 32-token pages: not yet
+        with self.assertRaises(ValueError):  # a 32-token pool whose k_scale keeps (pages, page_size / block) rows
             hopattn.flash_attn_with_kvcache(q, k8.reshape(-1, 32, hkv, d), v8.reshape(-1, 32, hkv, d), seqlens,
-                                            k_scale=ks, v_scale=vs.reshape(-1, 32, hkv),
+                                            k_scale=ks.reshape(-1, 2, hkv, d)[:, :1].repeat(1, 2, 1, 1),
+                                            v_scale=vs.reshape(-1, 32, hkv),
                                             page_table=torch.zeros(b, n // 32, dtype=torch.int32, device="cuda"))
 
     def test_paged_cache_equals_the_contiguous_cache(self):

@@ -39,9 +39,6 @@ struct Overrides {
   // The chunk path over a paged cache of pages of at least its KV tile (128 tokens): off by default
   // (paged chunks run the decode kernels) until its GPU tests pass; true lets the plan take it.
   bool chunk_paged = false;
-  // int8 pools of pages smaller than the int8 kernels' 64-key tile or than quant_block (the
-  // attention and the append): refused by default until their GPU tests pass; true runs them.
-  bool int8_small_pages = false;
   bool decode_combine_pdl = true;  // the split-KV combine a programmatic dependent of the kernel before it
   bool decode_split_pdl = true;    // the 16-bit split kernel a programmatic dependent of the kernel before it
 };

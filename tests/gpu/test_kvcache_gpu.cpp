@@ -1670,13 +1670,9 @@ std::vector<std::string> int8_pool_kernels(int hdim) {
   return out;
 }
 
-// The overrides of a paged int8 call: pools of pages smaller than the 64-key tile or than
-// quant_block run (Overrides::int8_small_pages) while the public call refuses them.
-experimental::Overrides int8_pool_overrides(const KvRun& run) {
-  experimental::Overrides o = run.overrides;
-  o.int8_small_pages = true;
-  return o;
-}
+// The overrides of a paged int8 call: the run's (pools of every page size run since the twelfth
+// session's H100 run of these tests).
+experimental::Overrides int8_pool_overrides(const KvRun& run) { return run.overrides; }
 
 // An int8 pool (pages of 16-256 tokens, the scales paged by the same ids, the 16-bit tails per
 // sequence) gives the contiguous int8 cache's O and LSE bit for bit with the same kernel: every
@@ -1716,9 +1712,6 @@ TEST_P(KvCacheGpu, Int8PagedCacheMatchesTheContiguousCacheBitForBit) {
         const KvCachePlan plan = experimental::plan_kvcache_attention(a, sm_count(), o);
         ASSERT_STREQ(plan.kernel, plan0.kernel) << what << ": the pool's plan runs another kernel";
         ASSERT_EQ(plan.num_splits, plan0.num_splits) << what;
-        if (page < std::max(64, c.quant_block)) {  // refused by the public call until this test has passed
-          EXPECT_EQ(experimental::kvcache_attention(a, nullptr, run.overrides).code(), StatusCode::kNotSupported) << what;
-        }
         run.poison(nullptr);
         const Status s = launch_args(a, o);
         ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
@@ -1781,7 +1774,7 @@ TEST_P(KvCacheGpu, Int8PagedBadPageIdsGiveNaNAndAreReported) {
 }
 
 // The append into int8 pools of pages smaller than quant_block (16 and 32 tokens, both scale
-// blocks; Overrides::int8_small_pages, which the public call needs until this passes on a GPU):
+// blocks):
 // the same new rows appended to an int8 cache and to the same cache as a pool of shuffled pages
 // land bit for bit alike (int8 rows, V scales per row, each page's K scale row the row of its
 // block), tails and lengths equal; the attention over the pool then equals the contiguous cache's
@@ -1825,11 +1818,9 @@ TEST_P(KvCacheGpu, Int8SmallPagesAppendMatchesTheContiguousAppend) {
       };
       const KvCacheAppendArgs ac = append_args(run.args, run.args.k_tail.data, run.args.v_tail.data, len_c.get(), Tensor{});
       const KvCacheAppendArgs ap = append_args(pa, kt.get(), vt.get(), len_p.get(), pa.page_table);
-      EXPECT_EQ(kvcache_append(ap, nullptr).code(), StatusCode::kNotSupported) << what << ": the public call runs it";
-      experimental::Overrides o;
-      o.int8_small_pages = true;
+      const experimental::Overrides o;
       ASSERT_TRUE(kvcache_append(ac, nullptr).ok()) << what;
-      ASSERT_TRUE(experimental::kvcache_append(ap, nullptr, o).ok()) << what;
+      ASSERT_TRUE(kvcache_append(ap, nullptr).ok()) << what;
       HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
       ASSERT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what;
       // The pool read back through the table against the contiguous cache, page by page.

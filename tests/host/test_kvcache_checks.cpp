@@ -582,9 +582,7 @@ TEST(KvCachePagedChecks, EachRuleNamesItsArgument) {
   a.o.shape[0] = 5;  // o still follows the batch
   expect_error(check(a), "batch and hdim must match", StatusCode::kInvalidArgument);
   // int8 pools: pages of 16 to 256 tokens, the scales paged by the same ids (one K scale row per
-  // page where the page is smaller than quant_block), the tails per sequence. Pages smaller than
-  // the int8 kernels' 64-key tile or than quant_block: refused by the public call (NOT_SUPPORTED)
-  // until their GPU tests pass, run with Overrides::int8_small_pages.
+  // page where the page is smaller than quant_block), the tails per sequence.
   auto int8_pool = [](long long page, int quant_block) {
     KvCacheArgs x = int8_args();
     for (Tensor* t : {&x.k_cache, &x.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_INT8, 300, page, 4, 128);
@@ -617,14 +615,8 @@ TEST(KvCachePagedChecks, EachRuleNamesItsArgument) {
   for (auto [page, block] : {std::pair<long long, int>{16, 64}, {32, 64}, {16, 128}, {32, 128}, {64, 128}}) {
     a = int8_pool(page, block);
     const std::string what = "int8 page " + std::to_string(page) + " quant_block " + std::to_string(block);
-    expect_error(check(a), "page_table: pages of " + std::to_string(page) + " tokens in an int8 cache with quant_block " +
-                               std::to_string(block) + " are not supported yet",
-                 StatusCode::kNotSupported);
-    EXPECT_TRUE(check_kvcache_attention(a, ctx_on_device(), 0).ok()) << what << ": the host rules pass";
-    experimental::Overrides o;
-    o.int8_small_pages = true;
-    EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o).ok()) << what;
-    const KvCachePlan small = experimental::plan_kvcache_attention(a, kSms, o);
+    EXPECT_TRUE(check(a).ok()) << what << ": " << check(a).to_string();
+    const KvCachePlan small = plan_kvcache_attention(a, kSms);
     EXPECT_STREQ(small.kernel, contiguous.kernel) << what;
     EXPECT_EQ(small.num_splits, contiguous.num_splits) << what;
     a.k_scale.shape[1] = 2;  // one K scale row per page, whatever the block
@@ -712,12 +704,10 @@ TEST(KvCacheAppendChecks, PagedCaches) {
   EXPECT_TRUE(check_kvcache_append(b, DeviceContext{}).ok()) << check_kvcache_append(b, DeviceContext{}).to_string();
   {
     KvCacheAppendArgs c = b;
-    c.quant_block = 128;  // a block larger than the page: one K scale row per page; refused until run on a GPU
+    c.quant_block = 128;  // a block larger than the page: one K scale row per page
     c.k_tail = tensor_bshd(fake(0x90000000), HOPATTN_DTYPE_BF16, 4, 128, 4, 128);
     c.v_tail = tensor_bshd(fake(0x98000000), HOPATTN_DTYPE_BF16, 4, 128, 4, 128);
-    expect_error(check_kvcache_append(c, DeviceContext{}),
-                 "page_table: pages of 64 tokens in an int8 cache with quant_block 128 are not supported yet",
-                 StatusCode::kNotSupported);
+    EXPECT_TRUE(check_kvcache_append(c, DeviceContext{}).ok()) << check_kvcache_append(c, DeviceContext{}).to_string();
     c.k_scale.shape[1] = 2;
     expect_error(check_kvcache_append(c, DeviceContext{}),
                  "k_scale: shape must be (num_pages, 1, heads_kv, hdim) = (300, 1, 4, 128)", StatusCode::kInvalidArgument);

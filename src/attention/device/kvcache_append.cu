@@ -519,17 +519,7 @@ Status check_memory(const KvCacheAppendArgs& a) {
   return Status();
 }
 
-// An int8 pool of pages smaller than quant_block: refused unless Overrides::int8_small_pages,
-// until it has run on a GPU (as the attention's, kvcache_check.cpp).
-Status check_int8_small_pages(const KvCacheAppendArgs& a, const experimental::Overrides& o) {
-  if (!is_paged(a.page_table) || a.k_cache.dtype != HOPATTN_DTYPE_INT8 || o.int8_small_pages ||
-      a.k_cache.shape[1] >= a.quant_block)
-    return Status();
-  return Status::unsupported(cat("page_table: pages of ", a.k_cache.shape[1], " tokens in an int8 cache with quant_block ",
-                                 a.quant_block, " are not supported yet (quant_block to 256 are; 16-bit caches take 16 to 256)"));
-}
-
-Status check_host_rules(const KvCacheAppendArgs& a, const experimental::Overrides& o) {
+Status check_host_rules(const KvCacheAppendArgs& a, const experimental::Overrides& /*overrides: none read yet*/) {
   if (Status s = check_versioned_header<hopattn_kvcache_append_args_t>(a, "args"); !s.ok()) return s;
   for (int i = 0; i < 4; ++i)
     if (Status s = check_geometry(*tensors(a, i), kNames[i], 4, kDims); !s.ok()) return s;
@@ -537,7 +527,6 @@ Status check_host_rules(const KvCacheAppendArgs& a, const experimental::Override
   if (Status s = check_shapes(a); !s.ok()) return s;
   if (Status s = check_int8_parts(a); !s.ok()) return s;
   if (Status s = check_rotary_and_q(a); !s.ok()) return s;
-  if (Status s = check_int8_small_pages(a, o); !s.ok()) return s;
   return check_memory(a);
 }
 

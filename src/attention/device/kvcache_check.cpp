@@ -53,7 +53,6 @@ constexpr const char* kTensorNames[kTensors] = {"q",      "k_cache", "v_cache", 
 constexpr int kTileRows = 64;   // query rows per consumer warpgroup tile
 constexpr int kSplitKeys = 128; // the smallest KV range a split is given
 
-constexpr int kInt8PageMin = 64;  // the int8 kernels' key tile: each tile in one page
 
 Status check_types_and_shapes(const KvCacheArgs& a) {
   const Tensor &q = a.q, &k = a.k_cache, &v = a.v_cache, &o = a.o;
@@ -138,21 +137,10 @@ Status check_scales(const KvCacheArgs& a) {
   return check_pointer_and_alignment(vs, "v_scale", 4);
 }
 
-// A paged cache: the shared rules (check_page_table: pages of 16-256 tokens, 16-bit and int8).
-// (int8 pages smaller than the kernels' 64-key tile: make_plan, until their GPU tests pass.)
+// A paged cache: the shared rules (check_page_table: pages of 16-256 tokens, 16-bit and int8;
+// int8 pages smaller than the kernels' 64-key tile are read as 16-key boxes).
 Status check_paging(const KvCacheArgs& a) { return check_page_table(a.page_table, a.k_cache, a.q.shape[0]); }
 
-// An int8 pool of pages smaller than the int8 kernels' 64-key tile (16, 32 tokens; read as 16-key
-// boxes) or than quant_block (one K scale row per page): refused unless
-// Overrides::int8_small_pages, until they have run on a GPU.
-bool int8_small_pages_refused(const KvCacheArgs& a, const experimental::Overrides& o, std::string* why) {
-  if (!is_paged(a) || !is_int8(a) || o.int8_small_pages) return false;
-  const int64_t page = a.k_cache.shape[1], least = std::max<int64_t>(kInt8PageMin, a.quant_block);
-  if (page >= least) return false;
-  *why = cat("kvcache attention: page_table: pages of ", page, " tokens in an int8 cache with quant_block ",
-             a.quant_block, " are not supported yet (", least, " to 256 are; 16-bit caches take 16 to 256)");
-  return true;
-}
 
 bool has_tail(const KvCacheArgs& a) { return a.k_tail.data != nullptr || a.v_tail.data != nullptr; }
 
@@ -338,10 +326,6 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
   if (!o.decode_path.empty() && o.decode_path != "decode" && o.decode_path != "fwd") {
     *kernel = -1;
     *why = cat("kvcache attention: decode_path '", o.decode_path, "' is not \"\", \"decode\" or \"fwd\"");
-    return KvCachePlan{};
-  }
-  if (int8_small_pages_refused(a, o, why)) {
-    *kernel = -1;
     return KvCachePlan{};
   }
   if (o.decode_path == "fwd" && !o.decode_kernel.empty()) {  // a decode kernel on the forward path: contradictory
