@@ -45,3 +45,7 @@ bounded 120 "$build/bin/hopattn" bench --op decode --qlen 128 --heads 32:8 --cac
   --kv-dtype bf16 --page-sizes 0,128,256 --kernels fwd,decode --rounds 2 --csv "$out/chunk-paged.csv" \
   >"$out/chunk-paged.log" 2>&1
 echo "paged chunks: exit $? ($((SECONDS - t0)) s)"; grep -vE '^\s*$' "$out/chunk-paged.log" | tail -30
+# The device tool returns a handful of files per call (2026-12-07: this script's six were left
+# out beside fp8-candidates.sh's eight): one archive.
+(cd "$out" && tar czf paged-run.tar.gz --remove-files ./*.log ./*.csv ./*.txt 2>/dev/null)
+ls -la "$out"
