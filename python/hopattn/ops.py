@@ -427,7 +427,7 @@ def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num
             raise ValueError("k_scale, v_scale: give both (an int8 cache) or neither")
         ks = _tv(k_scale, "k_scale", keep)
         vs = _tv(v_scale, "v_scale", keep)
-        quant_block = _quant_block(kv, ks, k_tail)
+        quant_block = _quant_block(kv, ks, _tv(k_tail, "k_tail", keep) if k_tail is not None else None)
     else:
         ks = vs = _NONE
     buf = ctypes.create_string_buffer(_KV_SIZE)
@@ -444,14 +444,14 @@ def _pack_kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num
     return buf
 
 
-def _quant_block(cache_values, k_scale_values, k_tail=None):
-    """Tokens per K scale block: the tails' rows (batch, quant_block, heads_kv, hdim) when given,
-    else from the descriptors' values (_tv) of an int8 cache (batch, max_seqlen_k, heads_kv, hdim)
-    and its k_scale (batch, blocks, heads_kv, hdim); 0 for a k_scale of another rank or no blocks
-    (the library then names the argument). A pool of pages smaller than the block (k_scale one row
-    per page) needs the tails to say the block."""
-    if k_tail is not None and len(k_tail.shape) == 4:
-        return int(k_tail.shape[1])
+def _quant_block(cache_values, k_scale_values, k_tail_values=None):
+    """Tokens per K scale block, from the descriptors' values (_tv): the tails' rows (batch,
+    quant_block, heads_kv, hdim) when they are given, else an int8 cache (batch, max_seqlen_k,
+    heads_kv, hdim) over its k_scale's blocks (batch, blocks, heads_kv, hdim); 0 for a k_scale of
+    another rank or no blocks (the library then names the argument). A pool of pages smaller than
+    the block (k_scale one row per page) needs the tails to say the block."""
+    if k_tail_values is not None and k_tail_values[2] == 4:
+        return k_tail_values[4]
     blocks = k_scale_values[4] if k_scale_values[2] == 4 else 0
     return cache_values[4] // blocks if blocks > 0 else 0
 
@@ -593,7 +593,8 @@ def kvcache_append(k_new, v_new, k_cache, v_cache, cache_seqlens, k_scale=None, 
     keep = []
     quant_block = 0
     if k_scale is not None:
-        quant_block = _quant_block(_tv(k_cache, "k_cache", keep), _tv(k_scale, "k_scale", keep), k_tail)
+        quant_block = _quant_block(_tv(k_cache, "k_cache", keep), _tv(k_scale, "k_scale", keep),
+                                   _tv(k_tail, "k_tail", keep) if k_tail is not None else None)
     buf = ctypes.create_string_buffer(_APPEND.size)
     opt = lambda x, name: _tv(x, name, keep) if x is not None else _NONE  # noqa: E731
     _APPEND.pack_into(buf, 0, _APPEND.size, 0, *_tv(k_new, "k_new", keep), *_tv(v_new, "v_new", keep),

@@ -775,6 +775,21 @@ class TestKvCacheArguments(unittest.TestCase):
             self.assertEqual(got.sinks.data, want.sinks.data, f"sinks with {options}")
         self.assertEqual((got.window, got.window_left, got.window_right), (1, -1, 0))  # (None, 3), causal
 
+    def test_quant_block_of_int8_pools(self):
+        # The block an int8 call passes: the tails' rows when given (a pool of pages smaller than the
+        # block keeps one K scale row per page, so the ratio would read the page size), else the
+        # cache's positions over k_scale's blocks.
+        from hopattn import ops
+        keep = []
+        pool = ops._tv(FakeCudaArray((40, 16, 8, 128), "|i1", 0x20000000), "k_cache", keep)
+        rows = ops._tv(FakeCudaArray((40, 1, 8, 128), "<f4", 0x30000000), "k_scale", keep)
+        tail = ops._tv(bf16((4, 128, 8, 128), 0x40000000), "k_tail", keep)
+        self.assertEqual(ops._quant_block(pool, rows, tail), 128)
+        self.assertEqual(ops._quant_block(pool, rows), 16)  # the library refuses 16 and names quant_block
+        cache = ops._tv(FakeCudaArray((4, 8192, 8, 128), "|i1", 0x20000000), "k_cache", keep)
+        blocks = ops._tv(FakeCudaArray((4, 128, 8, 128), "<f4", 0x30000000), "k_scale", keep)
+        self.assertEqual(ops._quant_block(cache, blocks), 64)
+
     def test_page_table_reaches_the_library(self):
         # A paged call's arguments as the C ABI sees them: the pool (num_pages, page_size, ...) and
         # the table are passed through and judged by the library (no GPU needed for these rules).
