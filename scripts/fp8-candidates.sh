@@ -13,17 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build-dev}
 fa3=${FA3_RUN:-$root/fa3-run}
 mkdir -p "$out"
-t0=$SECONDS
-left() { echo $((deadline - (SECONDS - t0) - 10)); }
-bounded() { local cap=$1; shift; local l; l=$(left); [ "$l" -gt "$cap" ] && l=$cap; [ "$l" -gt 20 ] && timeout "$l" "$@"; }
-# the device tool carries no symlinks
-(cd "$build/lib" && ln -sf libhopattn.so.0.4.0 libhopattn.so.2 && ln -sf libhopattn.so.2 libhopattn.so)
-[ -d "$build/python/hopattn" ] && (cd "$build/python/hopattn" && ln -sf ../../lib/libhopattn.so.0.4.0 libhopattn.so)
-cudnn_dir=$(python3 -c 'import glob, os, site
-d = [p for s in site.getsitepackages() for p in glob.glob(os.path.join(s, "nvidia", "cudnn", "lib"))]
-print(d[0] if d else "")' 2>/dev/null)
-export LD_LIBRARY_PATH=$build/lib${cudnn_dir:+:$cudnn_dir}:/usr/local/cuda/lib64
-cudnn_flag=${cudnn_dir:+--cudnn-lib $cudnn_dir/libcudnn.so.9}
+source "$root/scripts/device-env.sh" "$build" "$deadline"
 nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 # 1. Every e4m3 row of the build by name (the candidates included), then the public call's tiles.
 bounded 150 "$build/bin/gpu_attention_fp8" --gtest_filter='*EveryFp8KernelMatchesFloat64*:*ManyTilesPerCta*:*LongKeys*' \

@@ -16,15 +16,7 @@ deadline=${2:-240}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build-full}
 mkdir -p "$out"
-t0=$SECONDS
-left() { echo $((deadline - (SECONDS - t0) - 10)); }
-bounded() { local cap=$1; shift; local l; l=$(left); [ "$l" -gt "$cap" ] && l=$cap; [ "$l" -gt 20 ] && timeout "$l" "$@"; }
-(cd "$build/lib" && ln -sf libhopattn.so.0.4.0 libhopattn.so.2 && ln -sf libhopattn.so.2 libhopattn.so)
-cudnn_dir=$(python3 -c 'import glob, os, site
-d = [p for s in site.getsitepackages() for p in glob.glob(os.path.join(s, "nvidia", "cudnn", "lib"))]
-print(d[0] if d else "")' 2>/dev/null)
-export LD_LIBRARY_PATH=$build/lib${cudnn_dir:+:$cudnn_dir}:/usr/local/cuda/lib64
-cudnn_flag=${cudnn_dir:+--cudnn-lib $cudnn_dir/libcudnn.so.9}
+source "$root/scripts/device-env.sh" "$build" "$deadline"
 nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader | tee "$out/gpu-int8.txt"
 # 1. The paged int8 tests (pages 16-256, bad ids at 16 and 64, the append across small pages), the
 #    paged chunk path's, and the 16-bit paged test beside them, every compiled dtype and head dim.

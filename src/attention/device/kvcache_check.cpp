@@ -53,7 +53,6 @@ constexpr const char* kTensorNames[kTensors] = {"q",      "k_cache", "v_cache", 
 constexpr int kTileRows = 64;   // query rows per consumer warpgroup tile
 constexpr int kSplitKeys = 128; // the smallest KV range a split is given
 
-
 Status check_types_and_shapes(const KvCacheArgs& a) {
   const Tensor &q = a.q, &k = a.k_cache, &v = a.v_cache, &o = a.o;
   // FP8 (e4m3) is the forward call's only (hopattn.h, since 0.5): no KV-cache kernel, paged or
@@ -140,7 +139,6 @@ Status check_scales(const KvCacheArgs& a) {
 // A paged cache: the shared rules (check_page_table: pages of 16-256 tokens, 16-bit and int8;
 // int8 pages smaller than the kernels' 64-key tile are read as 16-key boxes).
 Status check_paging(const KvCacheArgs& a) { return check_page_table(a.page_table, a.k_cache, a.q.shape[0]); }
-
 
 bool has_tail(const KvCacheArgs& a) { return a.k_tail.data != nullptr || a.v_tail.data != nullptr; }
 
