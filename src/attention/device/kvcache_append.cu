@@ -79,13 +79,25 @@ struct AppendParams {
   int page_shift, num_pages;
 };
 
+// Position t of sequence b: its page (its sequence unpaged) and its row there. Paged: the id is
+// not checked here (cache_row checks it; the quantizer's pages passed pages_ok).
+__device__ void cache_pos(const AppendParams& p, int b, int t, int64_t* outer, int* row) {
+  if (p.page_table == nullptr) {
+    *outer = b, *row = t;
+    return;
+  }
+  *outer = p.page_table[b * p.pt_stride + (t >> p.page_shift)];
+  *row = t & ((1 << p.page_shift) - 1);
+}
+
 // Where position t of sequence b's cache rows start (element offset of channel 0, head 0), or -1
 // for a page id outside the pool (recorded). Contiguous caches: b * rows.b + t * rows.s.
 __device__ int64_t cache_row(const AppendParams& p, const Rows& rows, int b, int t) {
-  if (p.page_table == nullptr) return b * rows.b + int64_t(t) * rows.s;
-  const int page = p.page_table[b * p.pt_stride + (t >> p.page_shift)];
-  if (page < 0 || page >= p.num_pages) return -1;
-  return page * rows.b + int64_t(t & ((1 << p.page_shift) - 1)) * rows.s;
+  int64_t outer;
+  int row;
+  cache_pos(p, b, t, &outer, &row);
+  if (p.page_table != nullptr && (outer < 0 || outer >= p.num_pages)) return -1;
+  return outer * rows.b + int64_t(row) * rows.s;
 }
 // Whether every page the append writes for a sequence is in the pool: positions [len, len +
 // n_new), and in an int8 pool from the start of the block len lies in (a completed block is
@@ -101,17 +113,6 @@ __device__ bool pages_ok(const AppendParams& p, int b, int len, int* bad_id) {
     }
   }
   return true;
-}
-
-// Position t of sequence b: its page (its sequence unpaged) and its row there. Paged: the id must
-// have passed pages_ok.
-__device__ void cache_pos(const AppendParams& p, int b, int t, int64_t* outer, int* row) {
-  if (p.page_table == nullptr) {
-    *outer = b, *row = t;
-    return;
-  }
-  *outer = p.page_table[b * p.pt_stride + (t >> p.page_shift)];
-  *row = t & ((1 << p.page_shift) - 1);
 }
 
 __device__ float load(const void* base, int64_t i, bool bf16) { return int8_rounding::load_element(base, i, bf16); }
@@ -313,13 +314,8 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_blocks_kernel(AppendPa
         cache_pos(p, b, t0 + q * page_size, &outer, &row);
         p.k_scale[outer * p.ks_st[0] + (row / p.block) * p.ks_st[1] + h * p.ks_st[2] + c0 + c] = scale;
       }
-      for (int r = g; r < p.block; r += kGroups) {
-        int64_t outer;
-        int row;
-        cache_pos(p, b, t0 + r, &outer, &row);
-        kq[outer * p.k_cache.b + int64_t(row) * p.k_cache.s + h * p.k_cache.h + c0 + c] =
-            quantize_value(tile[r * width + c], scale);
-      }
+      for (int r = g; r < p.block; r += kGroups)
+        kq[cache_row(p, p.k_cache, b, t0 + r) + h * p.k_cache.h + c0 + c] = quantize_value(tile[r * width + c], scale);
     }
     __syncthreads();  // the tile is refilled next
   }
@@ -331,11 +327,9 @@ __global__ void __launch_bounds__(kQuantThreads) quantize_blocks_kernel(AppendPa
     for (int c = lane; c < p.hdim; c += 32) amax = fmaxf(amax, fabsf(v_at(p, b, h, t, len, c)));
     for (int off = 16; off > 0; off /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
     const float scale = v_scale_of(amax);
-    int64_t outer;
-    int row;
-    cache_pos(p, b, t, &outer, &row);
-    if (lane == 0) p.v_scale[outer * p.vs_st[0] + int64_t(row) * p.vs_st[1] + h * p.vs_st[2]] = scale;
-    const int64_t dst = outer * p.v_cache.b + int64_t(row) * p.v_cache.s + h * p.v_cache.h;
+    const Rows v_scales{p.v_scale, p.vs_st[0], p.vs_st[1], p.vs_st[2]};  // a scale per (position, head)
+    if (lane == 0) p.v_scale[cache_row(p, v_scales, b, t) + h * p.vs_st[2]] = scale;
+    const int64_t dst = cache_row(p, p.v_cache, b, t) + h * p.v_cache.h;
     for (int c = lane; c < p.hdim; c += 32) vq[dst + c] = quantize_value(v_at(p, b, h, t, len, c), scale);
   }
 }
