@@ -46,7 +46,6 @@ struct Overrides {
 // The public calls with overrides. With Overrides{} they are the public calls.
 Status attention_forward(const AttentionForwardArgs& args, Stream stream, const Overrides& overrides);
 Status kvcache_attention(const KvCacheArgs& args, Stream stream, const Overrides& overrides);
-Status kvcache_append(const KvCacheAppendArgs& args, Stream stream, const Overrides& overrides);
 Status check_kvcache_attention(const KvCacheArgs& args, const DeviceContext& context, int sm_count,
                                const Overrides& overrides);
 KvCachePlan plan_kvcache_attention(const KvCacheArgs& args, int sm_count, const Overrides& overrides);

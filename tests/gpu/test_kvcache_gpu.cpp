@@ -1670,10 +1670,6 @@ std::vector<std::string> int8_pool_kernels(int hdim) {
   return out;
 }
 
-// The overrides of a paged int8 call: the run's (pools of every page size run since the twelfth
-// session's H100 run of these tests).
-experimental::Overrides int8_pool_overrides(const KvRun& run) { return run.overrides; }
-
 // An int8 pool (pages of 16-256 tokens, the scales paged by the same ids, the 16-bit tails per
 // sequence) gives the contiguous int8 cache's O and LSE bit for bit with the same kernel: every
 // kv8_wgmma_* and kv8_mma_* kernel by name, and the default choice, which must be the contiguous
@@ -1708,7 +1704,7 @@ TEST_P(KvCacheGpu, Int8PagedCacheMatchesTheContiguousCacheBitForBit) {
         const PagedInt8Copy pc = make_paged_copy_int8(run, page, seed++);
         const KvCacheArgs a = paged_int8_args_of(run, pc, page);
         const std::string what = c.to_string() + " kernel '" + kernel + "' page " + std::to_string(page);
-        const experimental::Overrides o = int8_pool_overrides(run);
+        const experimental::Overrides& o = run.overrides;
         const KvCachePlan plan = experimental::plan_kvcache_attention(a, sm_count(), o);
         ASSERT_STREQ(plan.kernel, plan0.kernel) << what << ": the pool's plan runs another kernel";
         ASSERT_EQ(plan.num_splits, plan0.num_splits) << what;
@@ -1749,7 +1745,7 @@ TEST_P(KvCacheGpu, Int8PagedBadPageIdsGiveNaNAndAreReported) {
           table[size_t(0) * pc.pc.max_pages + 896 / page] = -3;  // sequence 0 (700 keys) never reads 896..
           HOPATTN_CUDA_CHECK(cudaMemcpy(pc.pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
           run.poison(nullptr);
-          ASSERT_TRUE(launch_args(paged_int8_args_of(run, pc, page), int8_pool_overrides(run)).ok()) << what;
+          ASSERT_TRUE(launch_args(paged_int8_args_of(run, pc, page), run.overrides).ok()) << what;
           const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
           const int64_t o_seq = int64_t(sq) * c.heads_q * c.hdim, lse_seq = int64_t(c.heads_q) * sq;  // q, o contiguous
           for (int b = 0; b < 3; ++b) {
@@ -1818,7 +1814,6 @@ TEST_P(KvCacheGpu, Int8SmallPagesAppendMatchesTheContiguousAppend) {
       };
       const KvCacheAppendArgs ac = append_args(run.args, run.args.k_tail.data, run.args.v_tail.data, len_c.get(), Tensor{});
       const KvCacheAppendArgs ap = append_args(pa, kt.get(), vt.get(), len_p.get(), pa.page_table);
-      const experimental::Overrides o;
       ASSERT_TRUE(kvcache_append(ac, nullptr).ok()) << what;
       ASSERT_TRUE(kvcache_append(ap, nullptr).ok()) << what;
       HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
@@ -1859,7 +1854,7 @@ TEST_P(KvCacheGpu, Int8SmallPagesAppendMatchesTheContiguousAppend) {
       ASSERT_TRUE(launch_args(qc, run.overrides).ok()) << what;
       const std::vector<uint8_t> o_c = run.o_bytes();
       run.poison(nullptr);
-      ASSERT_TRUE(launch_args(qp, o).ok()) << what;
+      ASSERT_TRUE(launch_args(qp, run.overrides).ok()) << what;
       EXPECT_TRUE(run.o_bytes() == o_c) << what << ": the attention over the pool differs from the contiguous cache's";
       // Again, the page of sequence 0's first completed block's first positions bad: 850 + 150
       // positions complete blocks from 850 / qb on; that block's first page holds only old rows.
@@ -1871,7 +1866,7 @@ TEST_P(KvCacheGpu, Int8SmallPagesAppendMatchesTheContiguousAppend) {
       const std::vector<uint8_t> tails_k = download_bytes(kt.get(), tail_bytes);
       DeviceBuffer len_2(size_t(b) * 4);
       KvCacheAppendArgs a2 = append_args(qp, kt.get(), vt.get(), len_2.get(), pa.page_table);
-      ASSERT_TRUE(experimental::kvcache_append(a2, nullptr, o).ok()) << what;
+      ASSERT_TRUE(kvcache_append(a2, nullptr).ok()) << what;
       HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
       const std::vector<uint8_t> lens2 = download_bytes(len_2.get(), size_t(b) * 4);
       int32_t l2[3], l1[3];

@@ -24,7 +24,6 @@
 #include "common/dtype.hpp"
 #include "common/status_util.hpp"
 #include "common/tensor_checks.hpp"
-#include "attention/experimental.hpp"
 #include "hopattn/kvcache.hpp"
 
 namespace hopattn {
@@ -513,7 +512,7 @@ Status check_memory(const KvCacheAppendArgs& a) {
   return Status();
 }
 
-Status check_host_rules(const KvCacheAppendArgs& a, const experimental::Overrides& /*overrides: none read yet*/) {
+Status check_host_rules(const KvCacheAppendArgs& a) {
   if (Status s = check_versioned_header<hopattn_kvcache_append_args_t>(a, "args"); !s.ok()) return s;
   for (int i = 0; i < 4; ++i)
     if (Status s = check_geometry(*tensors(a, i), kNames[i], 4, kDims); !s.ok()) return s;
@@ -567,16 +566,12 @@ unsigned blocks_for(int64_t threads) {
 }  // namespace
 
 Status check_kvcache_append(const KvCacheAppendArgs& a, const DeviceContext& ctx) {
-  if (Status s = check_host_rules(a, experimental::Overrides{}); !s.ok()) return s;
+  if (Status s = check_host_rules(a); !s.ok()) return s;
   return check_placement(ctx, kNames, kTensors);
 }
 
 Status kvcache_append(const KvCacheAppendArgs& a, Stream stream) {
-  return experimental::kvcache_append(a, stream, experimental::Overrides{});
-}
-
-Status experimental::kvcache_append(const KvCacheAppendArgs& a, Stream stream, const Overrides& o) {
-  if (Status s = check_host_rules(a, o); !s.ok()) return s;
+  if (Status s = check_host_rules(a); !s.ok()) return s;
   DeviceContext ctx;
   if (Status s = query_context(a, stream, &ctx); !s.ok()) return s;
   if (Status s = check_placement(ctx, kNames, kTensors); !s.ok()) return s;
