@@ -445,7 +445,6 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 overrides.decode_combine_pdl = combine_pdl;
                 overrides.decode_split_pdl = split_pdl;
                 overrides.chunk_pack_gqa = pack;
-                overrides.chunk_paged = path == "fwd";  // a paged chunk forced onto the forward kernel (not a default yet)
                 set_tail(e.tail);
                 set_window(e.window);  // the plan (splits, workspace) follows the window
                 if (!alloc_error.empty()) {
@@ -506,7 +505,6 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   overrides.decode_combine_pdl = e.combine_pdl;
                   overrides.decode_split_pdl = e.split_pdl;
                   overrides.chunk_pack_gqa = e.pack;
-                  overrides.chunk_paged = e.path == "fwd";
                   // --cold: the same call over each copy of the cache (a paged call views each copy as its pool;
                   // an int8 pool's own K scale rows, pages smaller than quant_block, are not copied).
                   std::vector<KvCacheArgs> calls(size_t(copies), call_of(e));

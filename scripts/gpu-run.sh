@@ -93,6 +93,13 @@ if [ ! -x "$build/bin/hopattn" ]; then
   cmake -S . -B "$build" -G Ninja >"$out/build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1 \
     || { echo "build failed; see build.log"; tail -30 "$out/build.log"; exit 1; }
 fi
+# The device tool carries no symbolic links: the library's soname links and the Python package's
+# link to it (a packed build, scripts/pack-build.sh) are made again here.
+for so in "$build"/lib/libhopattn.so.[0-9]*.[0-9]*.[0-9]*; do
+  [ -f "$so" ] || continue
+  (cd "$build/lib" && ln -sf "$(basename "$so")" libhopattn.so.2 && ln -sf libhopattn.so.2 libhopattn.so)
+  [ -d "$build/python/hopattn" ] && (cd "$build/python/hopattn" && ln -sf "../../lib/$(basename "$so")" libhopattn.so)
+done
 # A build made on another machine records its source path in CTest's files: make that path
 # resolve here too.
 src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")

@@ -86,7 +86,7 @@ struct FwdParams {
   // counts kv heads (fwd_varlen.hpp, kvcache_list_shape), and split_o / split_lse are set at one
   // split too (max(num_splits, 1) slots; the combine writes O and LSE). 0 or 1: unpacked.
   int pack_group = 0;
-  // A paged cache on the chunk path (Overrides::chunk_paged until its GPU tests pass): k, v the
+  // A paged cache on the chunk path (Overrides::chunk_paged, on by default): k, v the
   // pools (num_pages, page_size, heads_kv, hdim), page_size a power of two of at least the row's
   // block_n (each KV tile in one page); token t of sequence b in row t % page_size of page
   // page_table[b · pt_batch_stride + t / page_size]; seqlen_k = max_pages · page_size. The prepare

@@ -2258,12 +2258,13 @@ TEST_P(KvCacheGpu, ChunkPathOptionsMatchTheReference) {
   EXPECT_FALSE(dflt.plan().fwd_path) << w.to_string() << ": a window must keep the decode kernels";
 }
 
-// The chunk path over a paged cache (experimental::Overrides::chunk_paged, which the public call
-// needs until this passes on a GPU; pages of 128 and 256 tokens, shuffled, spare pages NaN, each
+// The chunk path over a paged cache (experimental::Overrides::chunk_paged, on by default since this
+// passed on an H100, 2026-12-07; pages of 128 and 256 tokens, shuffled, spare pages NaN, each
 // sequence's rows past its length NaN in its last page: the pool's view clips them as the
 // contiguous cache's end-aligned view does): the contiguous chunk path's O and LSE bit for bit
 // (the same kernel, list and splits), causal and not, one split and three, GQA unpacked and packed
-// (8:2 and 32:2), odd chunk lengths; without the override the plan keeps the decode kernels. Then
+// (8:2 and 32:2), odd chunk lengths; the public plan (no path forced) that of the contiguous cache,
+// and with chunk_paged false the decode kernels. Then
 // a page id outside the pool among sequence 1's pages: its O and LSE rows NaN (with partials: its
 // split-0 LSE partials NaN, so the combine writes NaN too), the record {6, 1, id}, the other
 // sequences' rows unchanged.
@@ -2293,15 +2294,21 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
             const std::string what = c.to_string() + " page " + std::to_string(page);
             PagedCopy pc = make_paged_copy(run, page, seed++);
             const KvCacheArgs a = paged_args_of(run, pc, page);
-            experimental::Overrides o = run.overrides;
-            o.chunk_paged = true;
+            const experimental::Overrides o = run.overrides;  // (chunk_paged: its default, true)
             const KvCachePlan plan = experimental::plan_kvcache_attention(a, sm_count(), o);
             ASSERT_TRUE(plan.fwd_path) << what << ": the paged plan left the chunk path";
             ASSERT_STREQ(plan.kernel, r.plan.kernel) << what;
             ASSERT_EQ(plan.num_splits, r.plan.num_splits) << what;
             ASSERT_EQ(plan.pack_gqa, r.plan.pack_gqa) << what;
-            EXPECT_FALSE(experimental::plan_kvcache_attention(a, sm_count(), experimental::Overrides{}).fwd_path)
-                << what << ": the public plan takes the paged chunk path before its tests passed";
+            const KvCachePlan pub = plan_kvcache_attention(a, sm_count()), flat = plan_kvcache_attention(run.args, sm_count());
+            EXPECT_EQ(pub.fwd_path, flat.fwd_path) << what << ": the public plans of the paged and contiguous caches differ";
+            if (flat.fwd_path) {
+              EXPECT_STREQ(pub.kernel, flat.kernel) << what;
+            }
+            experimental::Overrides unpaged;
+            unpaged.chunk_paged = false;
+            EXPECT_FALSE(experimental::plan_kvcache_attention(a, sm_count(), unpaged).fwd_path)
+                << what << ": chunk_paged false still takes the chunk path";
             run.poison(nullptr);
             ASSERT_TRUE(launch_args(a, o).ok()) << what;
             EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what;

@@ -184,27 +184,36 @@ TEST(DecodeChunkRules, EveryRuleHasAForwardOptionsRow) {
     }
   }
   for (bool packed : {false, true}) {
-    EXPECT_EQ(attention::decode_chunk_rule(128, packed ? 31 : 63, 1 << 20, packed), nullptr);
-    EXPECT_NE(attention::decode_chunk_rule(128, 64, 16384, packed), nullptr);
-    EXPECT_NE(attention::decode_chunk_rule(128, 128, 2048, packed), nullptr);
-    EXPECT_EQ(attention::decode_chunk_rule(128, 128, 2047, packed), nullptr);
-    EXPECT_EQ(attention::decode_chunk_rule(64, 4096, 32768, packed), nullptr);  // hdim 64 / 256: the decode kernels
-    EXPECT_EQ(attention::decode_chunk_rule(256, 4096, 32768, packed), nullptr);
+    EXPECT_EQ(attention::decode_chunk_rule(128, packed ? 31 : 63, 1 << 20, packed, false), nullptr);
+    EXPECT_NE(attention::decode_chunk_rule(128, 64, 16384, packed, false), nullptr);
+    EXPECT_NE(attention::decode_chunk_rule(128, 128, 2048, packed, false), nullptr);
+    EXPECT_EQ(attention::decode_chunk_rule(128, 128, 2047, packed, false), nullptr);
+    EXPECT_EQ(attention::decode_chunk_rule(64, 4096, 32768, packed, false), nullptr);  // hdim 64 / 256: the decode kernels
+    EXPECT_EQ(attention::decode_chunk_rule(256, 4096, 32768, packed, false), nullptr);
   }
   // q_len 96 from 4096 positions, packed or not (unpacked: the packed rule comes after it).
-  EXPECT_NE(attention::decode_chunk_rule(128, 96, 4096, false), nullptr);
-  EXPECT_EQ(attention::decode_chunk_rule(128, 95, 8191, false), nullptr);
-  EXPECT_EQ(attention::decode_chunk_rule(128, 96, 4095, false), nullptr);
-  EXPECT_FALSE(attention::decode_chunk_rule(128, 96, 8192, true)->packed_only);
+  EXPECT_NE(attention::decode_chunk_rule(128, 96, 4096, false, false), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 95, 8191, false, false), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 96, 4095, false, false), nullptr);
+  EXPECT_FALSE(attention::decode_chunk_rule(128, 96, 8192, true, false)->packed_only);
   // q_len 32-95 from 8192 positions when the chunk path packs the call's GQA groups (a packed_only
   // rule); q_len 64 from 16384 when not.
-  EXPECT_EQ(attention::decode_chunk_rule(128, 64, 16383, false), nullptr);
-  EXPECT_EQ(attention::decode_chunk_rule(128, 63, 1 << 20, false), nullptr);
-  EXPECT_TRUE(attention::decode_chunk_rule(128, 32, 8192, true)->packed_only);
-  EXPECT_TRUE(attention::decode_chunk_rule(128, 95, 8192, true)->packed_only);
-  EXPECT_NE(attention::decode_chunk_rule(128, 64, 8192, true), nullptr);
-  EXPECT_EQ(attention::decode_chunk_rule(128, 64, 8191, true), nullptr);
-  EXPECT_EQ(attention::decode_chunk_rule(128, 31, 8192, true), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 64, 16383, false, false), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 63, 1 << 20, false, false), nullptr);
+  EXPECT_TRUE(attention::decode_chunk_rule(128, 32, 8192, true, false)->packed_only);
+  EXPECT_TRUE(attention::decode_chunk_rule(128, 95, 8192, true, false)->packed_only);
+  EXPECT_NE(attention::decode_chunk_rule(128, 64, 8192, true, false), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 64, 8191, true, false), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 31, 8192, true, false), nullptr);
+  // Paged caches: the rules whose margin over the decode kernels covers the paged view's cost
+  // (q_len 96 and 128, unpacked); q_len 32-95, packed or the thin q_len-64 rule, keep the decode kernels.
+  EXPECT_NE(attention::decode_chunk_rule(128, 128, 2048, false, true), nullptr);
+  EXPECT_NE(attention::decode_chunk_rule(128, 96, 4096, false, true), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 64, 1 << 20, false, true), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 32, 1 << 20, true, true), nullptr);
+  EXPECT_EQ(attention::decode_chunk_rule(128, 95, 1 << 20, true, true), nullptr);
+  for (int r = 0; r < count; ++r)
+    if (rules[r].paged) EXPECT_FALSE(rules[r].packed_only) << "chunk rule " << r << ": paged packed chunks ran 0.73-0.96x the decode kernels";
 }
 
 TEST(DecodeRegistry, EveryDefaultNamesAKernelOfItsCacheAndHeadDims) {

@@ -1134,16 +1134,16 @@ TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {
   a = chunk_args();
   a.window = 1, a.window_left = 1000, a.window_right = 0;  // a window: the decode kernels
   EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
-  // A paged cache: the decode kernels, unless Overrides::chunk_paged (until its GPU tests pass) and
-  // pages hold whole 128-key tiles; then the contiguous cache's plan.
+  // A paged cache of pages holding whole 128-key tiles: the contiguous cache's plan (the chunk path,
+  // Overrides::chunk_paged, on by default); smaller pages, or chunk_paged false: the decode kernels.
   for (long long page : {16LL, 64LL, 128LL, 256LL}) {
     KvCacheArgs pa = chunk_args(2, 128, 32768);
     for (Tensor* t : {&pa.k_cache, &pa.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_BF16, 2 * 32768 / page, page, 8, 128);
     pa.page_table = tensor_page_table(static_cast<int32_t*>(fake(0x60000000)), 2, 32768 / page);
-    experimental::Overrides paged;
-    paged.chunk_paged = true;
-    EXPECT_FALSE(plan_kvcache_attention(pa, kSms).fwd_path) << "page " << page;
-    const KvCachePlan p = experimental::plan_kvcache_attention(pa, kSms, paged), flat = plan_kvcache_attention(chunk_args(2, 128, 32768), kSms);
+    experimental::Overrides paged, unpaged;
+    unpaged.chunk_paged = false;
+    EXPECT_FALSE(experimental::plan_kvcache_attention(pa, kSms, unpaged).fwd_path) << "page " << page;
+    const KvCachePlan p = plan_kvcache_attention(pa, kSms), flat = plan_kvcache_attention(chunk_args(2, 128, 32768), kSms);
     EXPECT_EQ(p.fwd_path, page >= 128) << "page " << page;
     if (page >= 128) {
       EXPECT_STREQ(p.kernel, flat.kernel);
@@ -1191,7 +1191,10 @@ TEST(KvCacheChunkPlan, OverridesAndTheWorkspace) {
   a.window = 1, a.window_left = 10, a.window_right = 0;
   expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, fwd),
                "the chunk path (decode_path \"fwd\") does not take a sliding window", StatusCode::kNotSupported);
-  expect_error(experimental::check_kvcache_attention(paged_args(), ctx_on_device(), kSms, fwd),
+  EXPECT_TRUE(experimental::check_kvcache_attention(paged_args(), ctx_on_device(), kSms, fwd).ok());  // 128-token pages
+  experimental::Overrides fwd_unpaged = fwd;
+  fwd_unpaged.chunk_paged = false;
+  expect_error(experimental::check_kvcache_attention(paged_args(), ctx_on_device(), kSms, fwd_unpaged),
                "does not take a paged cache", StatusCode::kNotSupported);
   expect_error(experimental::check_kvcache_attention(int8_args(), ctx_on_device(), kSms, fwd),
                "does not take an int8 cache", StatusCode::kNotSupported);

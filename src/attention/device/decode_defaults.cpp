@@ -59,12 +59,19 @@ constexpr DecodeDefaultRule kRules[] = {
 // kernels' 37.6 / 65.6 / 116.7 (1 x 4k, 1 x 8k, 2 x 8k: 1.42x / 1.70x / 1.60x); packed it ran
 // 38.4 / 48.6 / 83.0, so the unpacked rule comes first. q_len 64 at 1 x 4k: the decode kernels
 // 23.6, unpacked 25.3, packed 26.5.
+// Paged caches (pages of 128 tokens; 2026-12-07 H100 r2, 32:8, bf16, CUDA graphs, 2 rounds;
+// bench/records/chunk-paged-2026-12-07-h100-s13.csv): the unpacked chunk path over the pages
+// 30.5 / 32.1 / 50.5 / 53.0 / 129.1 / 134.2 / 156.4 / 161.2 us vs the paged decode kernels' 37.7 /
+// 38.5 / 65.8 / 67.5 / 193.6 / 198.6 / 230.2 / 232.2 (q_len 96 / 128 at 1 x 4k, 1 x 8k, 4 x 8k,
+// 1 x 32k: 1.20-1.50x); packed (q_len 32) it ran 35.4 / 72.8 / 100.6 vs 28.7 / 69.8 / 73.4 (1 x 8k,
+// 4 x 8k, 1 x 32k: 0.73-0.96x), so the packed rule and the thin q_len-64 one keep paged caches on
+// the decode kernels.
 // clang-format off
 constexpr DecodeChunkRule kChunkRules[] = {
-  {kHd128, 128, 2048, false, "r1 2026-12-06 (H100): q128 1.45x at 4k, 1.75x at 32k; 0.97x at 1k"},
-  {kHd128, 96, 4096, false, "a3 2026-12-06 (H200): q96 32:8 1.42x the decode kernels at 1x4k, 1.70x at 1x8k, 1.60x at 2x8k; packed slower (0.69-0.88x unpacked)"},
-  {kHd128, 32, 8192, true, "pk-r1, a3 2026-12-06 (H200): 32:8 packed q64 1.47x the decode kernels at 4x8k, 1.42x the unpacked chunk path at 1x32k; q32-64 from 8k up to 1.38x (q48, 2x8k); 0.88x the decode kernels at 1x4k"},
-  {kHd128, 64, 16384, false, "r1 2026-12-06 (H100): q64 1.03x at 32k; 0.95x at 4k"},
+  {kHd128, 128, 2048, false, true, "r1 2026-12-06 (H100): q128 1.45x at 4k, 1.75x at 32k; 0.97x at 1k"},
+  {kHd128, 96, 4096, false, true, "a3 2026-12-06 (H200): q96 32:8 1.42x the decode kernels at 1x4k, 1.70x at 1x8k, 1.60x at 2x8k; packed slower (0.69-0.88x unpacked)"},
+  {kHd128, 32, 8192, true, false, "pk-r1, a3 2026-12-06 (H200): 32:8 packed q64 1.47x the decode kernels at 4x8k, 1.42x the unpacked chunk path at 1x32k; q32-64 from 8k up to 1.38x (q48, 2x8k); 0.88x the decode kernels at 1x4k"},
+  {kHd128, 64, 16384, false, false, "r1 2026-12-06 (H100): q64 1.03x at 32k; 0.95x at 4k"},
 };
 // clang-format on
 
@@ -75,10 +82,11 @@ const DecodeChunkRule* decode_chunk_rules(int* count) {
   return kChunkRules;
 }
 
-const DecodeChunkRule* decode_chunk_rule(int hdim, int64_t seqlen_q, int64_t cache_len, bool packed) {
+const DecodeChunkRule* decode_chunk_rule(int hdim, int64_t seqlen_q, int64_t cache_len, bool packed, bool paged) {
   const unsigned bit = decode_hdim_bit(hdim);
   for (const DecodeChunkRule& r : kChunkRules)
-    if ((r.hdims & bit) != 0 && seqlen_q >= r.seqlen_q_min && cache_len >= r.cache_len_min && (packed || !r.packed_only))
+    if ((r.hdims & bit) != 0 && seqlen_q >= r.seqlen_q_min && cache_len >= r.cache_len_min && (packed || !r.packed_only) &&
+        (!paged || r.paged))
       return &r;
   return nullptr;
 }

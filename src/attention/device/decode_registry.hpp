@@ -89,18 +89,22 @@ const DecodeDefaultRule* decode_default_rules(int* count);
 // at least seqlen_q_min queries against a cache of at least cache_len_min positions (the cache's
 // rows per sequence, or pages times the page size) run the forward's options kernel with split-KV
 // when they can (kvcache_check.cpp, make_plan). packed_only: only calls whose chunk plan packs each
-// GQA group into its Q tiles (PackGQA: kvcache_check.cpp, chunk_pack_gqa).
+// GQA group into its Q tiles (PackGQA: kvcache_check.cpp, chunk_pack_gqa). paged: the rule takes
+// paged caches too (pages of at least the KV tile; the paged view costs the chunk path 6-20 %,
+// so only rules whose margin over the decode kernels is wider than that take them).
 struct DecodeChunkRule {
   unsigned hdims;
   int64_t seqlen_q_min;
   int64_t cache_len_min;
   bool packed_only;
+  bool paged;
   const char* evidence;
 };
 const DecodeChunkRule* decode_chunk_rules(int* count);
 // The rule that sends a call of this head dim, seqlen_q and cache length to the chunk path, or
-// nullptr; packed: whether the chunk path's plan would pack the call's GQA groups.
-const DecodeChunkRule* decode_chunk_rule(int hdim, int64_t seqlen_q, int64_t cache_len, bool packed);
+// nullptr; packed: whether the chunk path's plan would pack the call's GQA groups; paged: whether
+// the cache is paged (only rules with `paged` take it).
+const DecodeChunkRule* decode_chunk_rule(int hdim, int64_t seqlen_q, int64_t cache_len, bool packed, bool paged);
 // page_size: a paged cache's tokens per page, 0 for a contiguous cache.
 const DecodeDefaultRule* decode_default_rule(DecodeCache cache, int hdim, int64_t rows, int64_t tiles, int sms,
                                              int page_size = 0);

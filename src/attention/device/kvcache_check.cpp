@@ -345,7 +345,7 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
     }
     const bool packs = row >= 0 && o.chunk_pack_gqa && chunk_pack_gqa(a, attention::kFwdKernels[row].tile.block_m);
     const attention::DecodeChunkRule* rule =
-        row >= 0 ? attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a), packs) : nullptr;
+        row >= 0 ? attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a), packs, is_paged(a)) : nullptr;
     if (row >= 0 && (o.decode_path == "fwd" || rule != nullptr)) {
       // Whether the plan may pack: the rule that takes the call decides (a packed_only rule's calls
       // pack; an unpacked rule's calls, q_len >= 96 by the table's order, where packed tiles ran
@@ -371,7 +371,7 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
       // cannot hold: the unpacked chunk plan where its own rule takes the call and it fits, before
       // the decode kernels (a heuristic pack_gqa only; pack_gqa 1 asked for packing).
       if (chunk.pack_gqa && a.pack_gqa != 1 &&
-          attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a), false) != nullptr) {
+          attention::decode_chunk_rule(int(a.q.shape[3]), a.q.shape[1], cache_max_len(a), false, is_paged(a)) != nullptr) {
         KvCachePlan unpacked = make_chunk_plan(a, sms, row, false);
         if (fits(unpacked)) {
           *kernel = row;

@@ -20,7 +20,7 @@ inline bool is_int8(const KvCacheArgs& a) { return a.k_cache.dtype == HOPATTN_DT
 inline int64_t cache_max_len(const KvCacheArgs& a) { return cache_positions(a.k_cache, a.page_table); }
 
 // The forward row the chunk path runs for this call, or -1 with *why_not. paged: whether it may
-// take a paged cache (of pages holding whole KV tiles; Overrides::chunk_paged until the GPU tests pass).
+// take a paged cache (of pages holding whole KV tiles; Overrides::chunk_paged, on by default).
 int chunk_path_row(const KvCacheArgs& a, std::string* why_not, bool paged = false);
 // Whether a packed list for this call would overflow the kernel's int positions.
 bool chunk_pack_overflows(const KvCacheArgs& a, int block_m);
