@@ -90,8 +90,12 @@ struct OnlineSoftmax {
         if (!keep) {
           if constexpr (kMaskedRows) {
             // A row with no score yet (every earlier one masked: a window's left edge) has nothing
-            // to rescale; alpha 0, not exp2(0 - offset), which is inf for offset < -128.
-            alpha[r] = row_max[r] == -INFINITY ? 0.0f : exp2_ftz(row_max[r] * scale_log2 - float(kMaxOffset) - offset);
+            // to rescale: alpha 0, which exp2(-inf - offset) is (scale_log2 > 0 and offset finite),
+            // not exp2(0 - offset), which is inf for offset < -128. Without a select: one written
+            // as `row_max == -inf ? 0 : exp2(..)` compiled to a branch around the exponential that
+            // split the options kernels' softmax into a basic block per row (BSSY/BSYNC; cuobjdump
+            // of the hdim-128 options row, 2026-12-07).
+            alpha[r] = exp2_ftz(row_max[r] * scale_log2 - float(kMaxOffset) - offset);
           } else {
             const float old = row_max[r] == -INFINITY ? 0.0f : row_max[r] * scale_log2 - float(kMaxOffset);
             alpha[r] = exp2_ftz(old - offset);
