@@ -2,7 +2,8 @@
 # One device call for the FP8 candidate rows (docs/perf-diagnosis-fa3.md §11 item 0): their GPU
 # tests by name, their A/B against the defaults with cuDNN's FP8 SDPA in the same run, and
 # FlashAttention-3's FP8 beside hopattn's (bench/fa3_forward.py). Logs and CSVs under OUT_DIR.
-#   BUILD=build-dev FA3_RUN=fa3-run scripts/fp8-candidates.sh OUT_DIR [DEADLINE_S=540]
+#   BUILD=build-dev FA3_RUN=fa3-run [AB="HDIM:KERNELS ..."] [FA3_CELLS=HDIM:CAUSAL:SEQLEN,...] \
+#     scripts/fp8-candidates.sh OUT_DIR [DEADLINE_S=540]
 # BUILD: an ablation build (-DHOPATTN_BUILD_ABLATIONS=ON; -DHOPATTN_DTYPES=bf16 keeps it at ~22 MB),
 # packed with scripts/pack-build.sh; FA3_RUN: scripts/fa3-runpack.sh's folder (3.5 MB, xz); both
 # carried. Each step is bounded by the time left.
@@ -25,17 +26,20 @@ ab() {  # ab HDIM KERNELS
     --rounds 2 --no-ceilings $cudnn_flag --csv "$out/cand-hd$1.csv" >"$out/cand-hd$1.log" 2>&1
   echo "A/B hdim $1: exit $? ($((SECONDS - t0)) s)"; sed -n '/^op /,$p' "$out/cand-hd$1.log" | grep -v '^$'
 }
-ab 128 default,ws_pingpong_persistent_128x192x2_e4m3_split
-ab 256 default,ws_pingpong_persistent_128x64x2_e4m3_split,ws_pingpong_persistent_128x64x3_e4m3,ws_pingpong_persistent_128x64x2_e4m3_qregs,ws_pingpong_persistent_128x64x3_e4m3_qregs
+# AB: "HDIM:KERNELS ..." (default: the thirteenth session's candidate, hdim 256 on 128-key tiles).
+for spec in ${AB:-256:default,ws_pingpong_persistent_128x128x2_e4m3}; do ab "${spec%%:*}" "${spec#*:}"; done
 # 3. FA3's FP8 and bf16 beside hopattn's and cuDNN's (the FA3 grid).
 so=$fa3/flash_attn_3/_C.abi3.so
 if [ ! -f "$so" ] && [ -f "$so.xz" ]; then
   xz -dk "$so.xz" 2>/dev/null ||
     python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" "$so.xz" "$so"
 fi
+fa3_cells=--grid
+[ -n "${FA3_CELLS:-}" ] && fa3_cells="--cells $FA3_CELLS"
 if [ -f "$so" ] && [ -d "$build/python/hopattn" ]; then
   (cd "$root/bench" && export PYTHONUNBUFFERED=1 PYTHONPATH=$build/python:$fa3 &&
-    bounded 400 python3 fa3_forward.py --grid --fp8 --rounds 2 --csv "$out/fa3-fwd.csv" >"$out/fa3-fwd.log" 2>&1)
+    bounded 400 python3 fa3_forward.py $fa3_cells --fp8 --rounds 2 \
+      --csv "$out/fa3-fwd.csv" >"$out/fa3-fwd.log" 2>&1)
   echo "fa3: exit $? ($((SECONDS - t0)) s)"; tail -45 "$out/fa3-fwd.log"
 else
   echo "fa3: skipped (no $so or no $build/python)"
