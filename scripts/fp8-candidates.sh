@@ -11,8 +11,8 @@ set -uo pipefail
 out=${1:?usage: scripts/fp8-candidates.sh OUT_DIR [DEADLINE_S]}
 deadline=${2:-540}
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$root/build-dev}
-fa3=${FA3_RUN:-$root/fa3-run}
+build=$(cd "${BUILD:-$root/build-dev}" && pwd)  # absolute: the FA3 step runs from bench/
+fa3=$(cd "${FA3_RUN:-$root/fa3-run}" 2>/dev/null && pwd || echo "${FA3_RUN:-$root/fa3-run}")
 mkdir -p "$out"
 source "$root/scripts/device-env.sh" "$build" "$deadline"
 nvidia-smi --query-gpu=name,power.limit,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
@@ -26,8 +26,9 @@ ab() {  # ab HDIM KERNELS
     --rounds 2 --no-ceilings $cudnn_flag --csv "$out/cand-hd$1.csv" >"$out/cand-hd$1.log" 2>&1
   echo "A/B hdim $1: exit $? ($((SECONDS - t0)) s)"; sed -n '/^op /,$p' "$out/cand-hd$1.log" | grep -v '^$'
 }
-# AB: "HDIM:KERNELS ..." (default: the thirteenth session's candidate, hdim 256 on 128-key tiles).
-for spec in ${AB:-256:default,ws_pingpong_persistent_128x128x2_e4m3}; do ab "${spec%%:*}" "${spec#*:}"; done
+# AB: "HDIM:KERNELS ..." (the rows to time beside each other; e.g. AB="256:default,NAME" for an
+# ablation row NAME of the build; default: the defaults alone at hdim 128 and 256).
+for spec in ${AB:-128:default 256:default}; do ab "${spec%%:*}" "${spec#*:}"; done
 # 3. FA3's FP8 and bf16 beside hopattn's and cuDNN's (the FA3 grid).
 so=$fa3/flash_attn_3/_C.abi3.so
 if [ ! -f "$so" ] && [ -f "$so.xz" ]; then

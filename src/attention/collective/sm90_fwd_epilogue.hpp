@@ -210,37 +210,4 @@ CUTE_DEVICE void store_o_and_lse_warpgroup(typename Traits::Params const& p, typ
   }
 }
 
-// O straight from a consumer warpgroup's registers to global memory, no staging (the kernels whose
-// shared memory has no room for an O tile: WsSharedStorageQHalvesDirectO; padded calls, so O's
-// row of tile row r is m_block · kBlockM + r of (b, h)), and the LSE. Each thread holds pairs of
-// adjacent columns of its rows (the accumulator's layout, as store_split_rows): one 4-byte store
-// per pair, a quad's four covering 16 contiguous bytes; rows at or past seqlen_q are not stored.
-// No barrier: the warpgroup's threads write disjoint elements and read no shared memory.
-template <class Traits, class TiledMmaPV, class TensorO, class TensorC, int kRows>
-CUTE_DEVICE void store_o_direct_warpgroup(typename Traits::Params const& p, TiledMmaPV const& mma_pv, TensorO const& tOrO,
-                                          TensorC const& tScS, float const (&lse)[kRows], int m_block, int h, int b,
-                                          int thread_idx) {
-  using namespace cute;
-  using Element = typename Traits::ElementOut;
-  static_assert(sizeof(Element) == 2, "16-bit O: a pair of columns is one 4-byte store");
-  store_lse<Traits>(p, tScS, lse, m_block, h, b, thread_idx);
-  Tensor cO = mma_pv.get_thread_slice(thread_idx).partition_C(
-      make_identity_tensor(Shape<typename Traits::BlockM, typename Traits::HeadDim>{}));  // (MMA, MMA_M, MMA_N)
-  auto o = acc_rowcol(tOrO);
-  auto co = acc_rowcol(cO);
-  static_assert(decltype(size<0>(o))::value == kRows, "one LSE per fragment row");
-  Element* base = static_cast<Element*>(p.o) + int64_t(b) * p.o_batch_stride + int64_t(h) * p.o_head_stride;
-  CUTE_UNROLL
-  for (int r = 0; r < kRows; ++r) {
-    const int row = m_block * Traits::kBlockM + int(get<0>(co(r, 0)));
-    if (row >= p.seqlen_q) continue;
-    Element* dst = base + int64_t(row) * p.o_seq_stride;
-    CUTE_UNROLL
-    for (int j = 0; j < size<1>(o); j += 2) {
-      const Element pair[2] = {Element(o(r, j)), Element(o(r, j + 1))};
-      *reinterpret_cast<uint32_t*>(dst + get<1>(co(r, j))) = *reinterpret_cast<const uint32_t*>(pair);
-    }
-  }
-}
-
 }  // namespace hopattn::attention

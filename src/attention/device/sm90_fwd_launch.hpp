@@ -104,7 +104,6 @@ typename Traits::Params make_fwd_params(const FwdParams& fp) {
   p.q_descale_batch_stride = fp.q_descale_batch_stride, p.q_descale_head_stride = fp.q_descale_head_stride;
   p.k_descale_batch_stride = fp.k_descale_batch_stride, p.k_descale_head_stride = fp.k_descale_head_stride;
   p.v_descale_batch_stride = fp.v_descale_batch_stride, p.v_descale_head_stride = fp.v_descale_head_stride;
-  p.o = fp.o, p.o_batch_stride = fp.o_batch_stride, p.o_seq_stride = fp.o_seq_stride, p.o_head_stride = fp.o_head_stride;
   if (fp.varlen()) {
     const char* ws = static_cast<const char*>(fp.workspace);
     p.varlen_count = reinterpret_cast<const int*>(ws);

@@ -136,14 +136,13 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     // 1.050 / 1.075 / 1.075x the 2-stage row at 1k / 4k / 16k, causal 0.98 / 1.01 / 1.02x
     // (fp8-cand-2026-12-07-h100-s12.csv; its GPU tests passed, EveryFp8KernelMatchesFloat64 by name).
     // (Retired the same run: the split steady-state loop, split_mask_loop, 0.86-1.05x at hdim 128
-    // and 1.00-1.01x at hdim 256.)
+    // and 1.00-1.01x at hdim 256. Retired in the thirteenth session: hdim 256 on FA3's 128-key e4m3
+    // tile, 2 stages, Q in shared memory, O stored from the registers for want of room (Q 32 KB +
+    // K, Vᵀ, V's staging 3 x 2 x 32 KB = 224 KB); ptxas spilled 48 / 60 bytes (non-causal / causal,
+    // ~6 STL and 4 LDL per KV tile in the loop); it passed EveryFp8KernelMatchesFloat64 and ran
+    // 0.89 / 0.94 / 0.89x this row non-causal, 0.89 / 0.99 / 1.00x causal at 1k / 4k / 16k, H100;
+    // bench/records/fp8-hd256-128key-2026-12-07-h100-s13.csv.)
     {"ws_pingpong_persistent_128x64x3_e4m3_qregs", FwdKernel::kPersistentPingPong, {128, 64, 3, 2}, 256, false, kBothMasks, false, true, false, true},
-    // Candidate (ablation row, thirteenth session): hdim 256 on FA3's 128-key e4m3 tile, which halves
-    // the per-KV-tile bookkeeping per score (docs/perf-diagnosis-fa3.md §9d: 14.4 instructions per
-    // score on 64-key tiles against FA3's 8.0). Q 32 KB + K, Vᵀ and V's staging 3 x 2 x 32 KB = 224
-    // KB leave no room for O: it is stored from the registers (WsSharedStorageQHalvesDirectO).
-    // Registers per consumer thread: S 64 + P 16 + O 128; Q stays in shared memory.
-    {"ws_pingpong_persistent_128x128x2_e4m3", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 256, true, kBothMasks, false, true},
     // The FlashAttention-3 paper's ablation at every head dim, on the ws tile: no warp
     // specialization (fa2), warp specialization alone (ws), + ping-pong without the
     // intra-warpgroup overlap (ws_pingpong_serial), the full non-persistent schedule (ws_pingpong),

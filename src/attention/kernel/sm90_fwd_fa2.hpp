@@ -248,10 +248,6 @@ struct Fa2Traits {
     const float* v_descale = nullptr;
     int64_t q_descale_batch_stride = 0, q_descale_head_stride = 0;
     int64_t k_descale_batch_stride = 0, k_descale_head_stride = 0;
-    // O itself (ElementOut, strides in elements), for the kernels that store it from registers
-    // rather than by TMA (WsSharedStorageQHalvesDirectO: e4m3 hdim 256 on 128-key tiles).
-    void* o = nullptr;
-    int64_t o_batch_stride = 0, o_seq_stride = 0, o_head_stride = 0;
     int64_t v_descale_batch_stride = 0, v_descale_head_stride = 0;
   };
 };

@@ -444,11 +444,7 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
         }
       }
     }
-    if constexpr (Storage::kDirectO) {
-      // No staging tile: O from the registers (padded calls: the e4m3 rows take no variable-length batch).
-      static_assert(!kOptions, "O stored from registers: padded calls only");
-      store_o_direct_warpgroup<Traits>(p, mma_o, tOrOut, tScS, lse, c.m_block, c.h, c.b, thread_idx);
-    } else if constexpr (Storage::kSharedO) {
+    if constexpr (Storage::kSharedO) {
       // One staging tile for both warpgroups, taken in turn (SharedOTurn); Q's half was freed at
       // the last S.
       store_o_and_lse_warpgroup<Traits, true, kOptions>(p, ss.o_staging(), mma_o, tOrOut, tScS, lse, c.m_block, c.h, out,

@@ -44,7 +44,6 @@ struct WsSharedStorage : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = false;
   static constexpr bool kQHalves = false;
   static constexpr bool kSharedO = false;
-  static constexpr bool kDirectO = false;
   static_assert(!Traits::kFp8, "O (bf16) does not fit in the space of an e4m3 Q tile");
   CUTE_DEVICE typename Traits::Element* o_staging() { return this->q.data(); }
 };
@@ -53,7 +52,6 @@ struct WsSharedStorage<Traits, true> : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = true;
   static constexpr bool kQHalves = false;
   static constexpr bool kSharedO = false;
-  static constexpr bool kDirectO = false;
   // One (64, hdim) tile per consumer warpgroup (Traits::SmemLayoutOWarpgroups), of O's type.
   cute::array_aligned<typename Traits::ElementOut, cute::cosize_v<typename Traits::SmemLayoutOWarpgroups>, 1024> o;
   CUTE_DEVICE typename Traits::ElementOut* o_staging() { return o.data(); }
@@ -77,27 +75,11 @@ struct WsSharedStorageQHalvesSharedO : WsSharedStorageBase<Traits> {
   static constexpr bool kSeparateStagingO = false;
   static constexpr bool kQHalves = true;
   static constexpr bool kSharedO = true;
-  static constexpr bool kDirectO = false;
   alignas(8) uint64_t q_full_wg[Traits::kWarpgroups];
   alignas(8) uint64_t q_empty_wg[Traits::kWarpgroups];
   cute::array_aligned<typename Traits::ElementOut, cute::cosize_v<typename Traits::SmemLayoutOWarpgroup>, 1024> o;
   alignas(8) uint64_t o_free;
   CUTE_DEVICE typename Traits::ElementOut* o_staging() { return o.data(); }
-};
-
-// Q's halves as above and no O staging at all: each consumer thread stores its rows of O straight
-// from its registers (store_o_direct_warpgroup), so nothing of O waits on shared memory. For e4m3
-// hdim 256 on 128-key tiles, where Q 32 KB + K 2 x 32 + Vᵀ 2 x 32 + V's TMA staging 2 x 32 = 224 KB
-// leave no room for a 32 KB O tile (FA3 aliases its O staging with the mainloop's storage).
-template <class Traits>
-struct WsSharedStorageQHalvesDirectO : WsSharedStorageBase<Traits> {
-  static constexpr bool kSeparateStagingO = false;
-  static constexpr bool kQHalves = true;
-  static constexpr bool kSharedO = false;
-  static constexpr bool kDirectO = true;
-  alignas(8) uint64_t q_full_wg[Traits::kWarpgroups];
-  alignas(8) uint64_t q_empty_wg[Traits::kWarpgroups];
-  CUTE_DEVICE typename Traits::ElementOut* o_staging() { return nullptr; }
 };
 
 // How a kernel stages O for its TMA store. Non-persistent: in Q's space, CTA-wide
@@ -107,8 +89,7 @@ struct WsSharedStorageQHalvesDirectO : WsSharedStorageBase<Traits> {
 // CTA-wide in Q's space as the non-persistent kernels (no registry row falls there).
 // e4m3 kernels (Traits::kFp8): V's TMA staging ring too (WithVTranspose), and O staged apart only
 // (the persistent kernels; O is bf16, twice the bytes of Q's e4m3 tile): per warpgroup, or in one
-// tile taken in turns beside Q's halves where that alone fits (hdim 256 on three stages), or not
-// staged (stored from registers) beside Q's halves where only that fits (hdim 256 on 128-key tiles).
+// tile taken in turns beside Q's halves where that alone fits (hdim 256 on three stages).
 template <class Traits>
 constexpr size_t ws_v_staging_bytes() {
   return Traits::kFp8 ? cute::cosize_v<typename Traits::SmemLayoutKV> + 2 * 8 * Traits::kStages + 1024 : 0;
@@ -123,16 +104,10 @@ constexpr bool ws_shared_o() {
          sizeof(WsSharedStorageQHalvesSharedO<Traits>) + ws_v_staging_bytes<Traits>() <= 227 * 1024;
 }
 template <class Traits, bool kPersistent>
-constexpr bool ws_direct_o() {
-  return kPersistent && Traits::kFp8 && !ws_separate_o<Traits, kPersistent>() && !ws_shared_o<Traits, kPersistent>() &&
-         Traits::kWarpgroups == 2 && sizeof(WsSharedStorageQHalvesDirectO<Traits>) + ws_v_staging_bytes<Traits>() <= 227 * 1024;
-}
-template <class Traits, bool kPersistent>
 using WsStorageOf = std::conditional_t<
     ws_separate_o<Traits, kPersistent>(), WsSharedStorage<Traits, true>,
     std::conditional_t<ws_shared_o<Traits, kPersistent>(), WsSharedStorageQHalvesSharedO<Traits>,
-                       std::conditional_t<ws_direct_o<Traits, kPersistent>(), WsSharedStorageQHalvesDirectO<Traits>,
-                                          WsSharedStorage<Traits, false>>>>;
+                       WsSharedStorage<Traits, false>>>;
 
 namespace ws {
 

@@ -83,12 +83,12 @@ struct SharedOTurn {
 };
 
 // Frees Q's space for the next tile once this thread's last S = Q·Kᵀ of the tile has completed:
-// q_empty (256 arrivals) where O has tiles of its own, q_empty_wg[w] (128) where Q is in halves
-// (O in a shared tile beside them, or stored from registers); nothing otherwise (Q's space is freed after the O store).
+// q_empty (256 arrivals) where O has tiles of its own, q_empty_wg[w] (128) where O has a shared
+// tile beside Q's halves; nothing otherwise (Q's space is freed after the O store).
 template <class Storage>
 CUTE_DEVICE void release_q_after_last_s(Storage& ss, int warpgroup) {
   if constexpr (Storage::kSeparateStagingO) EmptyBarrier::arrive(&ss.q_empty);
-  if constexpr (Storage::kQHalves) EmptyBarrier::arrive(&ss.q_empty_wg[warpgroup - 1]);
+  if constexpr (Storage::kSharedO) EmptyBarrier::arrive(&ss.q_empty_wg[warpgroup - 1]);
 }
 
 }  // namespace ws
