@@ -104,7 +104,7 @@ struct FwdParams {
   bool narrow_pv = true;        // causal ws kernels: a warpgroup's last P·V only over the keys it sees
   bool skip_unseen = true;      // causal ws kernels: skip a tile's last KV block no row of a warpgroup sees
   int causal_group = 0;         // non-persistent causal: (head, batch) pairs per group; 0 = by L2 size
-  int persistent_group = -1;    // persistent causal: -1 the folded order, N >= 0 grouped zig-zag of N pairs
+  int persistent_group = -2;    // persistent band: -2 the library's choice, -1 folded, N >= 0 grouped zig-zag of N pairs
   bool varlen_dynamic = true;   // variable-length batches: units claimed by the CTAs as they get free
   bool varlen_pdl = true;       // variable-length batches: the attention kernel a programmatic dependent of
                                 // the prepare kernel (its launch and prologue overlap the prepare kernel)

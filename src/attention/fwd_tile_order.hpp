@@ -98,6 +98,26 @@ struct FwdFoldedTile {
   bool valid;
 };
 
+// The grouped order's group for a sliding window (a left side short of seqlen_k; the library's
+// choice, FwdParams::persistent_group -2). The folded order balances a causal mask's tiles, whose
+// work grows with m from 1 block, by pairing the longest with the shortest; under a window the
+// work stops growing at the window's width, so those pairs are unequal, and longest-first zig-zag
+// dealing balances them instead (H100, 2026-12-07, windows of 1k-16k on 8k-32k, hdim 64/128/256,
+// MHA and GQA: 1.01-1.17x the folded order at this rule's groups, 0.88-1.05x at fixed ones:
+// docs/decisions.md, thirteenth session). The group: as many (head, batch) pairs as keep the K and V
+// one Q tile reads (span_keys keys, shared by a GQA group's heads) within 24 MB of L2, but at least
+// as many as give the group 8 tiles per SM (the zig-zag's balance: smaller groups left CTAs idle at
+// each group's end, 0.88x at 4 pairs of 64 tiles); 0 (one group of every pair) when that covers them all.
+HOPATTN_FWD_HD int windowed_persistent_group(int64_t pairs, int m_blocks, int64_t span_keys, int hdim, int element_bytes,
+                                            int gqa_group, int sms) {
+  const int64_t kv_bytes = span_keys * hdim * 2 * element_bytes / (gqa_group > 0 ? gqa_group : 1);
+  const int64_t l2_pairs = (int64_t(24) << 20) / (kv_bytes > 0 ? kv_bytes : 1);
+  const int64_t balance_pairs = (int64_t(8) * sms + m_blocks - 1) / (m_blocks > 0 ? m_blocks : 1);
+  int64_t group = l2_pairs > balance_pairs ? l2_pairs : balance_pairs;
+  if (group < 1) group = 1;
+  return group >= pairs ? 0 : int(group);
+}
+
 HOPATTN_FWD_HD int64_t folded_units(int m_blocks, int64_t pairs) {
   return m_blocks % 2 == 0 ? pairs * (m_blocks / 2) : (pairs + 1) / 2 * int64_t(m_blocks);
 }

@@ -26,11 +26,13 @@
 namespace hopattn::reference {
 namespace {
 
-// The persistent causal tile order a run asks for (experimental::Overrides::fwd_persistent_group):
-// the folded order (the library's default), the grouped zig-zag order at its exactly balanced
-// group size (computed per call, below), or N >= 0 pairs per group.
+// The persistent band tile order a run asks for (experimental::Overrides::fwd_persistent_group):
+// the library's choice (the folded order; for a sliding window the grouped order at
+// windowed_persistent_group's size), the folded order, the grouped zig-zag order at its exactly
+// balanced group size (computed per call, below), or N >= 0 pairs per group.
+constexpr int kLibraryChoice = -2;
 constexpr int kFolded = -1;
-constexpr int kZigzagBalanced = -2;
+constexpr int kZigzagBalanced = -3;
 
 int sm_count() {
   int device = 0, sms = 0;
@@ -69,7 +71,7 @@ int zigzag_group(const AttentionForwardArgs& a, int block_m) {
 }
 
 // The forward call with `kernel` forced ("": the defaults table) and the persistent causal order.
-ForwardFn fused(const std::string& kernel, int persistent_group = kFolded) {
+ForwardFn fused(const std::string& kernel, int persistent_group = kLibraryChoice) {
   return [kernel, persistent_group](const AttentionForwardArgs& a, Stream s) {
     experimental::Overrides o;
     o.fwd_kernel = kernel;
@@ -101,7 +103,7 @@ bool compiled_for_mask(const std::string& kernel, int hdim, bool causal) {
   return i >= 0 && attention::fwd_kernel_compiled(i, hdim, causal);
 }
 
-void run_grid(const std::vector<CheckCase>& grid, const std::string& kernel, int persistent_group = kFolded) {
+void run_grid(const std::vector<CheckCase>& grid, const std::string& kernel, int persistent_group = kLibraryChoice) {
   const std::string label = run_label(kernel, persistent_group);
   int passed = 0, other_mask = 0;
   for (const CheckCase& c : grid) {

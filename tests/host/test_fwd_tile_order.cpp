@@ -202,5 +202,28 @@ TEST(FwdTileOrder, VarlenListFitsItsCapacity) {
       }
 }
 
+// A sliding window's group (windowed_persistent_group) on the cells it was measured on (H100,
+// 132 SMs, 16-bit): one group where every pair's window fits 24 MB of L2 (hdim 64, 4k window; GQA
+// 32:8 with 1k and 2k windows), else the L2 bound (hdim 128, 4k: 11 pairs of 2.2 MB), else enough
+// pairs for 8 tiles per SM (hdim 128 and 256 at 16k, where one pair's window alone is 8-17 MB).
+TEST(FwdTileOrder, WindowedGroupFollowsL2AndBalance) {
+  constexpr int kSms = 132;
+  // (pairs, m_blocks, span keys, hdim, gqa) -> group
+  EXPECT_EQ(windowed_persistent_group(16, 171, 4095 + 192, 64, 2, 1, kSms), 0);       // 1.1 MB a pair: all 16
+  EXPECT_EQ(windowed_persistent_group(16, 256, 4095 + 128, 128, 2, 1, kSms), 11);     // 2.16 MB: 24 MB / it
+  EXPECT_EQ(windowed_persistent_group(16, 256, 16383 + 128, 128, 2, 1, kSms), 5);     // 8.5 MB: 2 < 8 x 132 / 256
+  EXPECT_EQ(windowed_persistent_group(16, 256, 16383 + 128, 256, 2, 1, kSms), 5);     // 17 MB: 1 < 5
+  EXPECT_EQ(windowed_persistent_group(128, 64, 1023 + 128, 128, 2, 4, kSms), 0);      // GQA 4 x 32:8, 1k window
+  EXPECT_EQ(windowed_persistent_group(64, 64, 4095 + 128, 128, 2, 4, kSms), 46);      // GQA 2 x 32:8: 540 KB a pair
+  // Never below one pair, whatever the window and tile count.
+  EXPECT_EQ(windowed_persistent_group(1000, 100000, int64_t(1) << 30, 256, 2, 1, kSms), 1);
+  for (int64_t pairs : {1, 2, 7, 64, 1000})
+    for (int m_blocks : {1, 3, 64, 4096})
+      for (int64_t span : {int64_t(1), int64_t(200), int64_t(5000), int64_t(1) << 20}) {
+        const int g = windowed_persistent_group(pairs, m_blocks, span, 128, 2, 1, kSms);
+        EXPECT_TRUE(g == 0 || (g >= 1 && g < pairs)) << pairs << " " << m_blocks << " " << span << ": " << g;
+      }
+}
+
 }  // namespace
 }  // namespace hopattn::attention

@@ -186,11 +186,19 @@ inline int fwd_causal_group(const FwdParams& fp, int element_bytes) {
   return int(std::clamp<int64_t>((int64_t(24) << 20) / kv_bytes, 1, 1 << 20));
 }
 
-// The persistent causal tile order (fwd_tile_order.hpp) as Params::causal_group: -1 the folded
+// The persistent band tile order (fwd_tile_order.hpp) as Params::causal_group: -1 the folded
 // order (the default since 2026-12-01, twelfth session); N >= 0 the grouped zig-zag order with N
-// pairs per group (0: one group of every pair, the order before 2026-12-01 r68), for ablations
-// (FwdParams::persistent_group).
-inline int fwd_persistent_group(const FwdParams& fp) { return std::max(fp.persistent_group, -1); }
+// pairs per group (0: one group of every pair, the order before 2026-12-01 r68). FwdParams::
+// persistent_group -2 (the library's choice): folded, but for a sliding window's left side the
+// grouped order at windowed_persistent_group's group; -1 or N >= 0: that order (ablations).
+inline int fwd_persistent_group(const FwdParams& fp, int block_m, int sms) {
+  if (fp.persistent_group >= -1) return fp.persistent_group;
+  if (fp.window_left >= fp.seqlen_k) return -1;  // causal, or a window reaching every key: folded
+  const int m_blocks = (fp.seqlen_q + block_m - 1) / block_m;
+  const int64_t span = std::min<int64_t>(fp.seqlen_k, int64_t(fp.window_left) + block_m + fp.window_right);
+  return windowed_persistent_group(int64_t(fp.heads_q) * fp.batch, m_blocks, span, fp.hdim, 2,
+                                   fp.heads_kv > 0 ? fp.heads_q / fp.heads_kv : 1, sms);
+}
 
 // Launches `kernel` with one CTA per (Q tile, q-head, batch), or (persistent) one per SM up to
 // the number of tiles.
@@ -249,7 +257,7 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
     if (tiles > INT32_MAX) return Status::unsupported("attention forward: more than 2^31 tiles");
     grid = dim3(unsigned(std::min<int64_t>(tiles, sms)), 1, 1);
     if (fp.band) {
-      params.causal_group = fwd_persistent_group(fp);
+      params.causal_group = fwd_persistent_group(fp, Traits::kBlockM, sms);
       if (params.causal_group < 0) {  // folded: a CTA per unit at most; positions must fit an int
         const int64_t pairs = int64_t(fp.heads_q) * fp.batch;
         if (folded_positions(m_blocks, pairs) + 2 * int64_t(sms) > INT32_MAX)
