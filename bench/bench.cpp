@@ -248,6 +248,8 @@ std::string bench_usage() {
          "NAME+split_pdl=0: the 16-bit split kernel likewise (the two may be combined: +a=0+b=0);\n"
          "NAME+pack=0|1: the chunk path may not / may pack GQA groups into its Q tiles (Overrides::chunk_pack_gqa; rows\n"
          ":nopack / :pack; without it, the library's default: packing on);\n"
+         "NAME+warp_pages=0|1: the chunk path's prepare kernel checks page ids a thread / a warp per sequence\n"
+         "(Overrides::chunk_pages_by_warp; rows :threadpages / :warppages);\n"
          "a name of the other cache type is skipped; \"decode\" and \"fwd\": the path forced, the decode kernels or the\n"
          "chunk path's forward kernel with split-KV, rows hopattn:decode and hopattn:fwd). --splits: KvCacheArgs::num_splits values timed (0:\n"
          "the heuristic; others forced, capped at one split per 128 keys; rows hopattn[:NAME]:sK). --rounds N: as for attention\n"

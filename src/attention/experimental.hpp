@@ -43,6 +43,13 @@ struct Overrides {
   // 2026-12-07; paged chunks 1.25-1.6x faster on the forward kernel than on the decode kernels);
   // false: paged chunks run the decode kernels (the A/B's other arm).
   bool chunk_paged = true;
+  // The chunk path's prepare kernel checks a paged cache's page ids a warp per sequence, its lanes
+  // over the pages, instead of one thread walking a sequence's ids in turn (~30 us for the 256
+  // pages of a 32k sequence: the paged chunk path's 0.81x the contiguous one at 1 x 32k, H100,
+  // whose attention kernel ran within 1 % of the contiguous one's under ncu). Written 2026-12-07,
+  // not yet run on a GPU: off until ChunkPathPagedMatchesTheContiguousChunkPath passes with it
+  // (the test runs both), then the only way.
+  bool chunk_pages_by_warp = false;
   bool decode_combine_pdl = true;  // the split-KV combine a programmatic dependent of the kernel before it
   bool decode_split_pdl = true;    // the 16-bit split kernel a programmatic dependent of the kernel before it
 };

@@ -94,6 +94,7 @@ struct FwdParams {
   const int32_t* page_table = nullptr;
   int64_t pt_batch_stride = 0;
   int page_size = 0, num_pages = 0;
+  bool pages_by_warp = false;  // the prepare kernel's page-id check a warp per sequence (Overrides::chunk_pages_by_warp)
   bool kvcache() const { return cache_seqlens != nullptr; }
 
   int kernel;  // the row of kFwdKernels (kernel/sm90_fwd_config.hpp) that runs

@@ -2264,10 +2264,11 @@ TEST_P(KvCacheGpu, ChunkPathOptionsMatchTheReference) {
 // contiguous cache's end-aligned view does): the contiguous chunk path's O and LSE bit for bit
 // (the same kernel, list and splits), causal and not, one split and three, GQA unpacked and packed
 // (8:2 and 32:2), odd chunk lengths; the public plan (no path forced) that of the contiguous cache,
-// and with chunk_paged false the decode kernels. Then
-// a page id outside the pool among sequence 1's pages: its O and LSE rows NaN (with partials: its
-// split-0 LSE partials NaN, so the combine writes NaN too), the record {6, 1, id}, the other
-// sequences' rows unchanged.
+// and with chunk_paged false the decode kernels. Then a page id outside the pool among sequence
+// 1's pages: its O and LSE rows NaN (with partials: its split-0 LSE partials NaN, so the combine
+// writes NaN too), the record {6, 1, id}, the other sequences' rows unchanged. Each launch twice:
+// the prepare kernel checking page ids a thread per sequence and a warp per sequence
+// (Overrides::chunk_pages_by_warp).
 TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
@@ -2309,35 +2310,46 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
             unpaged.chunk_paged = false;
             EXPECT_FALSE(experimental::plan_kvcache_attention(a, sm_count(), unpaged).fwd_path)
                 << what << ": chunk_paged false still takes the chunk path";
-            run.poison(nullptr);
-            ASSERT_TRUE(launch_args(a, o).ok()) << what;
-            EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what;
-            EXPECT_TRUE(run.o_bytes() == o0) << what << ": O differs from the contiguous chunk path's";
-            EXPECT_TRUE(run.lse_bytes() == lse0) << what << ": LSE differs";
+            // The prepare kernel's page-id check both ways (Overrides::chunk_pages_by_warp).
+            for (bool by_warp : {false, true}) {
+              experimental::Overrides ow = o;
+              ow.chunk_pages_by_warp = by_warp;
+              const std::string how = what + (by_warp ? " (page ids a warp per sequence)" : "");
+              run.poison(nullptr);
+              ASSERT_TRUE(launch_args(a, ow).ok()) << how;
+              EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << how;
+              EXPECT_TRUE(run.o_bytes() == o0) << how << ": O differs from the contiguous chunk path's";
+              EXPECT_TRUE(run.lse_bytes() == lse0) << how << ": LSE differs";
+            }
             if (sq != 128 || page != 128) continue;
             // A bad id among sequence 1's pages (1000 keys: keys 512..639 on page 4).
             std::vector<int32_t> table = pc.layout.table;
             table[size_t(1) * pc.max_pages + 512 / page] = pc.layout.num_pages + 5;
             HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-            run.poison(nullptr);
-            ASSERT_TRUE(launch_args(a, o).ok()) << what;
-            const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
-            const int64_t o_seq = int64_t(sq) * hq * c.hdim, lse_seq = int64_t(hq) * sq;  // q, o contiguous
-            for (int b = 0; b < int(lens.size()); ++b) {
-              for (int64_t e = 0; e < o_seq; ++e) {
-                const float x = out[size_t(b * o_seq + e)], x0 = of0[size_t(b * o_seq + e)];
-                if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's O is not NaN at " << e;
-                else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << what << ": sequence " << b << "'s O changed at " << e;
+            for (bool by_warp : {false, true}) {
+              experimental::Overrides ow = o;
+              ow.chunk_pages_by_warp = by_warp;
+              const std::string how = what + (by_warp ? " (page ids a warp per sequence)" : "");
+              run.poison(nullptr);
+              ASSERT_TRUE(launch_args(a, ow).ok()) << how;
+              const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
+              const int64_t o_seq = int64_t(sq) * hq * c.hdim, lse_seq = int64_t(hq) * sq;  // q, o contiguous
+              for (int b = 0; b < int(lens.size()); ++b) {
+                for (int64_t e = 0; e < o_seq; ++e) {
+                  const float x = out[size_t(b * o_seq + e)], x0 = of0[size_t(b * o_seq + e)];
+                  if (b == 1) ASSERT_TRUE(std::isnan(x)) << how << ": sequence 1's O is not NaN at " << e;
+                  else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << how << ": sequence " << b << "'s O changed at " << e;
+                }
+                for (int64_t e = 0; e < lse_seq; ++e) {
+                  const float x = lse[size_t(b * lse_seq + e)], x0 = lf0[size_t(b * lse_seq + e)];
+                  if (b == 1) ASSERT_TRUE(std::isnan(x)) << how << ": sequence 1's LSE is not NaN at " << e;
+                  else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << how << ": sequence " << b << "'s LSE changed at " << e;
+                }
               }
-              for (int64_t e = 0; e < lse_seq; ++e) {
-                const float x = lse[size_t(b * lse_seq + e)], x0 = lf0[size_t(b * lse_seq + e)];
-                if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's LSE is not NaN at " << e;
-                else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << what << ": sequence " << b << "'s LSE changed at " << e;
-              }
+              const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+              EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << how << ": " << status_string(rec);
+              EXPECT_TRUE(mentions_number(rec.message, pc.layout.num_pages + 5)) << how << ": " << rec.message;
             }
-            const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
-            EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
-            EXPECT_TRUE(mentions_number(rec.message, pc.layout.num_pages + 5)) << what << ": " << rec.message;
           }
         }
 }
