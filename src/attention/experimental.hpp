@@ -44,9 +44,10 @@ struct Overrides {
   // false: paged chunks run the decode kernels (the A/B's other arm).
   bool chunk_paged = true;
   // The chunk path's prepare kernel checks a paged cache's page ids a warp per sequence, its lanes
-  // over the pages, instead of one thread walking a sequence's ids in turn (~30 us for the 256
-  // pages of a 32k sequence: the paged chunk path's 0.81x the contiguous one at 1 x 32k, H100,
-  // whose attention kernel ran within 1 % of the contiguous one's under ncu). Written 2026-12-07,
+  // over the pages, instead of one thread walking a sequence's ids in turn. The paged chunk path
+  // ran 0.81x the contiguous one at 1 x 32k (H100) while its attention kernel ran within 1 % of
+  // the contiguous one's under ncu; the gaps (30 / 16 / 8 us) follow the pages per sequence (256,
+  // 128, 64), as that walk's length does (inferred, not measured apart). Written 2026-12-07,
   // not yet run on a GPU: off until ChunkPathPagedMatchesTheContiguousChunkPath passes with it
   // (the test runs both), then the only way.
   bool chunk_pages_by_warp = false;

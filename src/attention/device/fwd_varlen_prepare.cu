@@ -293,7 +293,8 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
     if (sorted) smem_key[b] = bad || bad_page ? -1 : len;
   }
   // The same check a warp per sequence, its lanes over the pages (FwdParams::pages_by_warp; the
-  // loop above waits on each id's load before the next: ~30 us for a 32k sequence's 256 pages).
+  // loop above waits on each id's load before the next, 256 of them for a 32k sequence of
+  // 128-token pages).
   if (a.page_table != nullptr && a.pages_by_warp) {
     const int warp = tid / 32, lane = tid % 32;
     for (int b = warp; b < a.batch; b += kThreads / 32) {
