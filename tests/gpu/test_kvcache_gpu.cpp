@@ -2310,28 +2310,29 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
             unpaged.chunk_paged = false;
             EXPECT_FALSE(experimental::plan_kvcache_attention(a, sm_count(), unpaged).fwd_path)
                 << what << ": chunk_paged false still takes the chunk path";
-            // The prepare kernel's page-id check both ways (Overrides::chunk_pages_by_warp).
-            for (bool by_warp : {false, true}) {
-              experimental::Overrides ow = o;
-              ow.chunk_pages_by_warp = by_warp;
-              const std::string how = what + (by_warp ? " (page ids a warp per sequence)" : "");
-              run.poison(nullptr);
-              ASSERT_TRUE(launch_args(a, ow).ok()) << how;
+            // Each launch with the prepare kernel's page-id check both ways
+            // (Overrides::chunk_pages_by_warp), O and LSE poisoned before it; check(how) reads them.
+            auto launch_both_ways = [&](auto&& check) {
+              for (bool by_warp : {false, true}) {
+                experimental::Overrides ow = o;
+                ow.chunk_pages_by_warp = by_warp;
+                const std::string how = what + (by_warp ? " (page ids a warp per sequence)" : "");
+                run.poison(nullptr);
+                ASSERT_TRUE(launch_args(a, ow).ok()) << how;
+                check(how);
+              }
+            };
+            launch_both_ways([&](const std::string& how) {
               EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << how;
               EXPECT_TRUE(run.o_bytes() == o0) << how << ": O differs from the contiguous chunk path's";
               EXPECT_TRUE(run.lse_bytes() == lse0) << how << ": LSE differs";
-            }
+            });
             if (sq != 128 || page != 128) continue;
             // A bad id among sequence 1's pages (1000 keys: keys 512..639 on page 4).
             std::vector<int32_t> table = pc.layout.table;
             table[size_t(1) * pc.max_pages + 512 / page] = pc.layout.num_pages + 5;
             HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-            for (bool by_warp : {false, true}) {
-              experimental::Overrides ow = o;
-              ow.chunk_pages_by_warp = by_warp;
-              const std::string how = what + (by_warp ? " (page ids a warp per sequence)" : "");
-              run.poison(nullptr);
-              ASSERT_TRUE(launch_args(a, ow).ok()) << how;
+            launch_both_ways([&](const std::string& how) {
               const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
               const int64_t o_seq = int64_t(sq) * hq * c.hdim, lse_seq = int64_t(hq) * sq;  // q, o contiguous
               for (int b = 0; b < int(lens.size()); ++b) {
@@ -2349,7 +2350,7 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
               const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
               EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << how << ": " << status_string(rec);
               EXPECT_TRUE(mentions_number(rec.message, pc.layout.num_pages + 5)) << how << ": " << rec.message;
-            }
+            });
           }
         }
 }
