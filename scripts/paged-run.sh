@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# One device call for what paged caches got in the twelfth session, each behind an override until
-# these pass: int8 pools of small pages (16 and 32 tokens, or fewer than quant_block;
-# Overrides::int8_small_pages) and the chunk path over pools of pages of >= 128 tokens
-# (Overrides::chunk_paged). Their GPU tests by name at every compiled dtype and head dim, then the
-# paged int8 decode against the contiguous int8 cache and cuDNN's bf16 SDPA on the same shapes
+# One device call for paged caches: int8 pools of small pages (16 and 32 tokens, or fewer than
+# quant_block), the chunk path over pools of pages of >= 128 tokens, and (thirteenth session, not
+# yet run) its prepare kernel's page ids checked a warp per sequence (Overrides::chunk_pages_by_warp;
+# the chunk-path test runs both ways). Their GPU tests by name at every compiled dtype and head
+# dim, then the paged int8 decode against the contiguous int8 cache and cuDNN's bf16 SDPA on the same shapes
 # (issue 36's targets: page 16 >= 0.90x and pages >= 64 >= 0.97x the contiguous cache; int8 paged
 # >= 1.8x cuDNN's bf16), and paged chunks on the forward kernel against the contiguous cache and
 # the decode kernels. Logs and CSVs under OUT_DIR.
@@ -31,11 +31,13 @@ bounded 150 "$build/bin/hopattn" bench --op decode --qlen 1 --heads 64:8 --cache
   --kv-dtype bf16,int8 --page-sizes 0,16,32,64 --rounds 2 $cudnn_flag --csv "$out/int8-pages-decode.csv" \
   >"$out/int8-pages-decode.log" 2>&1
 echo "paged decode: exit $? ($((SECONDS - t0)) s)"; grep -vE '^\s*$' "$out/int8-pages-decode.log" | tail -40
-# 3. Paged chunks (q_len 128, 32:8) on the forward kernel ("fwd" rows: Overrides::chunk_paged)
-#    against the contiguous cache and the decode kernels ("decode" rows).
+# 3. Paged chunks (q_len 128, 32:8; the chunk path by default since the thirteenth session) against
+#    the contiguous cache and the decode kernels ("decode" rows), with the prepare kernel's page ids
+#    checked a thread per sequence (default) and a warp per sequence (":warppages" rows,
+#    Overrides::chunk_pages_by_warp: the candidate for the paged chunk path's 20 % at 1 x 32k).
 bounded 120 "$build/bin/hopattn" bench --op decode --qlen 128 --heads 32:8 --cache 1:32768,4:8192 \
-  --kv-dtype bf16 --page-sizes 0,128,256 --kernels fwd,decode --rounds 2 --csv "$out/chunk-paged.csv" \
-  >"$out/chunk-paged.log" 2>&1
+  --kv-dtype bf16 --page-sizes 0,128,256 --kernels default,default+warp_pages=1,decode --rounds 2 \
+  --csv "$out/chunk-paged.csv" >"$out/chunk-paged.log" 2>&1
 echo "paged chunks: exit $? ($((SECONDS - t0)) s)"; grep -vE '^\s*$' "$out/chunk-paged.log" | tail -30
 # The device tool returns a handful of files per call (2026-12-07: this script's six were left
 # out beside fp8-candidates.sh's eight): one archive.
