@@ -311,8 +311,10 @@ template <class Element, int kHeadDim, int kIndex, class Mask>
 Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
   constexpr FwdKernelSpec s = kFwdKernels[kIndex];
   static_assert(s.hdim == kHeadDim, "a row is compiled for its own head dim");
-  using Traits = Fa2Traits<Element, kHeadDim, s.tile.block_m, s.tile.block_n, s.tile.stages, s.mma_row_sum, s.q_in_registers>;
+  using Traits =
+      Fa2Traits<Element, kHeadDim, s.tile.block_m, s.tile.block_n, s.tile.stages, s.mma_row_sum, s.q_in_registers, s.k_ahead>;
   static_assert(!s.options || s.kernel == FwdKernel::kPersistentPingPong, "only the ws kernels' consume_tile has the options loop");
+  static_assert(!s.k_ahead || (s.kernel != FwdKernel::kFa2 && !s.options && !s.fp8), "K ahead: 16-bit plain ws rows");
   static_assert(!s.fp8 || (s.kernel == FwdKernel::kPersistentPingPong && !s.options),
                 "the e4m3 rows: the persistent ws kernel (O staged apart), padded batches without options");
   if constexpr (s.kernel == FwdKernel::kFa2) {

@@ -240,7 +240,28 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
       copy(tma_v.with(*v_full), get<0>(v_parts)(_, n_first + n), get<1>(v_parts)(_, stage));
       ++kv_iter;
     };
-    if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
+    // Traits::kKAhead (16-bit plain rows): K and V issued apart, K(n + 1) before V(n), each at its
+    // own iteration's stage and phase (FlashAttention-3's order); kv_iter moves on after the tile.
+    [[maybe_unused]] auto load_k_at = [&](int n, int it) {
+      const int stage = it % kStages;
+      const uint32_t phase = (it / kStages) & 1;
+      EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
+      FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
+      copy(tma_k.with(ss.k_full[stage]), get<0>(k_parts)(_, n_first + n), get<1>(k_parts)(_, stage));
+    };
+    [[maybe_unused]] auto load_v_at = [&](int n, int it) {
+      const int stage = it % kStages;
+      const uint32_t phase = (it / kStages) & 1;
+      EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
+      FullBarrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
+      copy(tma_v.with(ss.v_full[stage]), get<0>(v_parts)(_, n_first + n), get<1>(v_parts)(_, stage));
+    };
+    if constexpr (Traits::kKAhead) {
+      static_assert(!kOptions && !Storage::kTransposeV, "K ahead: 16-bit plain rows");
+      if (n_blocks > 0) load_k_at(0, kv_iter);  // ahead of Q, as load_kv(0) below
+    } else {
+      if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
+    }
     if constexpr (Storage::kQHalves) {  // each warpgroup's rows into its own tile, as it frees it
       using WgTile = Shape<Int<Traits::kWarpgroupRows>, typename Traits::HeadDim>;
       Tensor mQw = p.tma_q_warpgroup.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
@@ -277,7 +298,14 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
       }
     }
     ++q_iter;
-    if constexpr (kOptions) {  // not unrolled: unrolled, with the dynamic dealing's dealer beside it,
+    if constexpr (Traits::kKAhead) {
+      for (int n = 1; n < n_blocks; ++n) {
+        load_k_at(n, kv_iter + n);
+        load_v_at(n - 1, kv_iter + n - 1);
+      }
+      if (n_blocks > 0) load_v_at(n_blocks - 1, kv_iter + n_blocks - 1);
+      kv_iter += n_blocks;
+    } else if constexpr (kOptions) {  // not unrolled: unrolled, with the dynamic dealing's dealer beside it,
       // the producer spilled 76 bytes at its 24 registers (hdim 64, ptxas 2026-12-06)
       CUTE_NO_UNROLL
       for (int n = 1; n < n_blocks; ++n) load_kv(n);
