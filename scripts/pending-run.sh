@@ -5,7 +5,8 @@
 #     chunks against the contiguous cache, default and +warp_pages=1 rows;
 #  2. docs/perf-diagnosis-fa3.md §3's H3 (the producer issuing K(n + 1) before V(n); ablation
 #     rows *_kahead): every kernel against fp64, then an A/B on the FA3 grid's hdim-128 cells and
-#     GQA prefill shapes beside the rows they vary and cuDNN.
+#     GQA prefill shapes beside the rows they vary and cuDNN;
+#  3. §3's H1 (dynamic dealing) without a build: equal lengths as a varlen batch, dynamic vs static.
 #   BUILD=build-dev scripts/pending-run.sh OUT_DIR [DEADLINE_S=560]
 # BUILD: an ablation build (-DHOPATTN_BUILD_ABLATIONS=ON -DHOPATTN_DTYPES=bf16), packed with
 # scripts/pack-build.sh, keeping lib/ and bin/{gpu_kvcache,gpu_attention_fwd,hopattn} (~30 MB),
@@ -41,5 +42,10 @@ echo "kahead grid: exit $? ($((SECONDS - t0)) s)"; sed -n '/^op /,$p' "$out/kahe
 bounded 120 "$build/bin/hopattn" bench --shapes 2:4096:4096:32:8,1:8192:8192:40:8,4:3072:3072:32:8 --hdim 128 --causal 1 \
   --kernels "$k" --rounds 3 --no-ceilings $cudnn_flag --csv "$out/kahead-gqa.csv" >"$out/kahead-gqa.log" 2>&1
 echo "kahead gqa: exit $? ($((SECONDS - t0)) s)"; sed -n '/^op /,$p' "$out/kahead-gqa.log" | grep -E '^(op|attn)'
+# 3. §3's H1 without a build: equal lengths as a varlen batch, the options row's dynamic dealing
+#    against its static dealing (the varlen-uniform rows carry the varlen path's own cost in both).
+bounded 90 "$build/bin/hopattn" bench --varlen 4096,4096,4096,4096 --hdim 128 --causal 1 \
+  --kernels default,default+varlen_dynamic=0 --rounds 3 --no-ceilings --csv "$out/h1-dealing.csv" >"$out/h1-dealing.log" 2>&1
+echo "H1 dealing: exit $? ($((SECONDS - t0)) s)"; grep -E '^attn_varlen' "$out/h1-dealing.log"
 (cd "$out" && tar czf pending.tar.gz --remove-files ./*.log ./*.csv ./*.txt 2>/dev/null)
 ls -la "$out"
