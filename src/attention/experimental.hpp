@@ -18,8 +18,8 @@ struct Overrides {
   bool fwd_narrow_pv = true;        // causal ws kernels: the last P·V only over the keys a warpgroup sees
   bool fwd_skip_unseen = true;      // causal ws kernels: skip a KV block no row of a warpgroup sees
   int fwd_causal_group = 0;         // non-persistent causal: pairs per group (0: by L2 size, 1: per pair)
-  // Persistent band calls' tile order: -2 the library's choice (folded; a sliding window's left side:
-  // grouped by windowed_persistent_group), -1 the folded order, N >= 0 grouped zig-zag of N pairs.
+  // Persistent band calls' tile order: -2 (or below) the library's choice (folded; a window bounded
+  // on both sides: grouped by windowed_persistent_group), -1 folded, N >= 0 grouped zig-zag of N pairs.
   int fwd_persistent_group = -2;
   bool fwd_varlen_dynamic = true;   // varlen: the list's units claimed dynamically (else dealt statically)
   bool fwd_varlen_pdl = true;       // varlen: the attention kernel a programmatic dependent of the prepare kernel

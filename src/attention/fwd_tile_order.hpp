@@ -98,8 +98,8 @@ struct FwdFoldedTile {
   bool valid;
 };
 
-// The grouped order's group for a sliding window (a left side short of seqlen_k; the library's
-// choice, FwdParams::persistent_group -2). The folded order balances a causal mask's tiles, whose
+// The grouped order's group for a sliding window bounded on both sides (the library's choice,
+// FwdParams::persistent_group -2; sm90_fwd_launch.hpp, fwd_persistent_group). The folded order balances a causal mask's tiles, whose
 // work grows with m from 1 block, by pairing the longest with the shortest; under a window the
 // work stops growing at the window's width, so those pairs are unequal, and longest-first zig-zag
 // dealing balances them instead (H100, 2026-12-07, windows of 1k-16k on 8k-32k, hdim 64/128/256,

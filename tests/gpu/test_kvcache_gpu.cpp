@@ -2311,18 +2311,19 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
             EXPECT_FALSE(experimental::plan_kvcache_attention(a, sm_count(), unpaged).fwd_path)
                 << what << ": chunk_paged false still takes the chunk path";
             // Each launch with the prepare kernel's page-id check both ways
-            // (Overrides::chunk_pages_by_warp), O and LSE poisoned before it; check(how) reads them.
-            auto launch_both_ways = [&](auto&& check) {
+            // (Overrides::chunk_pages_by_warp), O and LSE poisoned before it (NaN, or with sentinel a
+            // finite filler, so that NaN rows are seen written); check(how) reads them.
+            auto launch_both_ways = [&](bool sentinel, auto&& check) {
               for (bool by_warp : {false, true}) {
                 experimental::Overrides ow = o;
                 ow.chunk_pages_by_warp = by_warp;
                 const std::string how = what + (by_warp ? " (page ids a warp per sequence)" : "");
-                run.poison(nullptr);
+                run.poison(nullptr, sentinel);
                 ASSERT_TRUE(launch_args(a, ow).ok()) << how;
                 check(how);
               }
             };
-            launch_both_ways([&](const std::string& how) {
+            launch_both_ways(false, [&](const std::string& how) {
               EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << how;
               EXPECT_TRUE(run.o_bytes() == o0) << how << ": O differs from the contiguous chunk path's";
               EXPECT_TRUE(run.lse_bytes() == lse0) << how << ": LSE differs";
@@ -2332,7 +2333,7 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
             std::vector<int32_t> table = pc.layout.table;
             table[size_t(1) * pc.max_pages + 512 / page] = pc.layout.num_pages + 5;
             HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-            launch_both_ways([&](const std::string& how) {
+            launch_both_ways(true, [&](const std::string& how) {
               const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
               const int64_t o_seq = int64_t(sq) * hq * c.hdim, lse_seq = int64_t(hq) * sq;  // q, o contiguous
               for (int b = 0; b < int(lens.size()); ++b) {
@@ -2353,6 +2354,72 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
             });
           }
         }
+}
+
+// The prepare kernel's page-id check over more sequences than it has warps (40 against 32) and
+// more pages than a warp has lanes (64 pages of 128 tokens per sequence): the paged chunk path with
+// the check a thread per sequence and a warp per sequence (Overrides::chunk_pages_by_warp) gives
+// the contiguous chunk path's bits; then one id outside the pool at sequence 35's page 40 (a
+// second lane stride, a second warp stride): that sequence's O and LSE rows NaN over a finite
+// filler, every other sequence's rows unchanged, and the record {6, 35, id}, both ways.
+TEST_P(KvCacheGpu, ChunkPathPagedCheckOverManySequencesAndPages) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (!has_chunk_path(cfg)) return;  // (the refusal: ChunkPathMatchesTheReferenceAndTheDecodePath)
+  constexpr int kBatch = 40, kPage = 128, kMaxLen = 8192, kBad = 35, kBadPage = 40, sq = 128, hq = 8;
+  std::vector<int32_t> lens(kBatch);
+  for (int b = 0; b < kBatch; ++b) lens[size_t(b)] = kMaxLen - 37 * b;  // 8192 ... 6749: all past page 40
+  KvCase c = make(cfg, sq, hq, 2, kMaxLen, lens, true, 56000);
+  c.stale_nan = true;
+  c.path = "fwd";
+  KvRun run(c);
+  run.poison(nullptr);
+  ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << c.to_string();
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  ASSERT_TRUE(run.plan().fwd_path) << c.to_string();
+  const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+  const std::vector<float> of0 = run.host_o_full(), lf0 = run.host_lse();
+  PagedCopy pc = make_paged_copy(run, kPage, 56001);
+  const KvCacheArgs a = paged_args_of(run, pc, kPage);
+  for (bool by_warp : {false, true}) {
+    experimental::Overrides o = run.overrides;
+    o.chunk_pages_by_warp = by_warp;
+    const std::string how = c.to_string() + (by_warp ? " page ids a warp per sequence" : " page ids a thread per sequence");
+    run.poison(nullptr);
+    ASSERT_TRUE(launch_args(a, o).ok()) << how;
+    EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << how;
+    EXPECT_TRUE(run.o_bytes() == o0) << how << ": O differs from the contiguous chunk path's";
+    EXPECT_TRUE(run.lse_bytes() == lse0) << how << ": LSE differs";
+  }
+  std::vector<int32_t> table = pc.layout.table;
+  const int bad_id = pc.layout.num_pages + 3;
+  table[size_t(kBad) * pc.max_pages + kBadPage] = bad_id;
+  HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+  const int64_t o_seq = int64_t(sq) * hq * c.hdim, lse_seq = int64_t(hq) * sq;  // q, o contiguous
+  for (bool by_warp : {false, true}) {
+    experimental::Overrides o = run.overrides;
+    o.chunk_pages_by_warp = by_warp;
+    const std::string how = c.to_string() + (by_warp ? " page ids a warp per sequence" : " page ids a thread per sequence");
+    run.poison(nullptr, true);
+    ASSERT_TRUE(launch_args(a, o).ok()) << how;
+    const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
+    for (int b = 0; b < kBatch; ++b) {
+      for (int64_t e = 0; e < o_seq; ++e) {
+        const float x = out[size_t(b * o_seq + e)], x0 = of0[size_t(b * o_seq + e)];
+        if (b == kBad) ASSERT_TRUE(std::isnan(x)) << how << ": sequence " << kBad << "'s O is not NaN at " << e;
+        else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << how << ": sequence " << b << "'s O changed at " << e;
+      }
+      for (int64_t e = 0; e < lse_seq; ++e) {
+        const float x = lse[size_t(b * lse_seq + e)], x0 = lf0[size_t(b * lse_seq + e)];
+        if (b == kBad) ASSERT_TRUE(std::isnan(x)) << how << ": sequence " << kBad << "'s LSE is not NaN at " << e;
+        else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << how << ": sequence " << b << "'s LSE changed at " << e;
+      }
+    }
+    const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+    EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << how << ": " << status_string(rec);
+    EXPECT_TRUE(mentions_number(rec.message, bad_id)) << how << ": " << rec.message;
+    EXPECT_TRUE(mentions_number(rec.message, kBad)) << how << ": " << rec.message;
+  }
 }
 
 // A bad cache_seqlens entry on the chunk path: NaN rows for that sequence (the others right), the

@@ -189,11 +189,13 @@ inline int fwd_causal_group(const FwdParams& fp, int element_bytes) {
 // The persistent band tile order (fwd_tile_order.hpp) as Params::causal_group: -1 the folded
 // order (the default since 2026-12-01, twelfth session); N >= 0 the grouped zig-zag order with N
 // pairs per group (0: one group of every pair, the order before 2026-12-01 r68). FwdParams::
-// persistent_group -2 (the library's choice): folded, but for a sliding window's left side the
-// grouped order at windowed_persistent_group's group; -1 or N >= 0: that order (ablations).
+// persistent_group -2 or below (the library's choice): folded, but for a window bounded on both
+// sides (a left side short of seqlen_k, and causal or a right side short of seqlen_q, past which
+// every tile's keys would run to seqlen_k and the work fall with m, which the folded pairs
+// balance) the grouped order at windowed_persistent_group's group; -1 or N >= 0: that order.
 inline int fwd_persistent_group(const FwdParams& fp, int block_m, int sms) {
   if (fp.persistent_group >= -1) return fp.persistent_group;
-  if (fp.window_left >= fp.seqlen_k) return -1;  // causal, or a window reaching every key: folded
+  if (fp.window_left >= fp.seqlen_k || fp.window_right >= fp.seqlen_q) return -1;  // folded
   const int m_blocks = (fp.seqlen_q + block_m - 1) / block_m;
   const int64_t span = std::min<int64_t>(fp.seqlen_k, int64_t(fp.window_left) + block_m + fp.window_right);
   return windowed_persistent_group(int64_t(fp.heads_q) * fp.batch, m_blocks, span, fp.hdim, 2,
