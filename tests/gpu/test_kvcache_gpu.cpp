@@ -2258,6 +2258,48 @@ TEST_P(KvCacheGpu, ChunkPathOptionsMatchTheReference) {
   EXPECT_FALSE(dflt.plan().fwd_path) << w.to_string() << ": a window must keep the decode kernels";
 }
 
+// Launches the paged chunk call `a` once with the prepare kernel checking page ids a thread per
+// sequence and once a warp per sequence (Overrides::chunk_pages_by_warp, over run.overrides), O
+// and LSE poisoned before each (NaN, or with sentinel a finite filler, so that NaN rows are seen
+// written); check(how) reads them after each.
+template <class Check>
+void launch_both_page_checks(KvRun& run, const KvCacheArgs& a, const std::string& what, bool sentinel, Check&& check) {
+  for (bool by_warp : {false, true}) {
+    experimental::Overrides o = run.overrides;
+    o.chunk_pages_by_warp = by_warp;
+    const std::string how = what + (by_warp ? " (page ids a warp per sequence)" : " (page ids a thread per sequence)");
+    run.poison(nullptr, sentinel);
+    ASSERT_TRUE(launch_args(a, o).ok()) << how;
+    check(how);
+  }
+}
+
+// After a call in which sequence `bad` had the page id `bad_id` outside the pool: its O and LSE
+// rows NaN, every other sequence's rows the bits of o0 / lse0 (the call without the bad id; q and
+// o contiguous, seqlen_q x heads_q rows per sequence), and the record {6, bad, bad_id}.
+void expect_only_sequence_nan(const KvRun& run, int bad, int bad_id, const std::vector<float>& o0,
+                              const std::vector<float>& lse0, const std::string& how) {
+  const KvCase& c = run.kcase();
+  const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
+  const int64_t o_seq = int64_t(c.seqlen_q) * c.heads_q * c.hdim, lse_seq = int64_t(c.heads_q) * c.seqlen_q;
+  for (int b = 0; b < c.batch(); ++b) {
+    for (int64_t e = 0; e < o_seq; ++e) {
+      const float x = out[size_t(b * o_seq + e)], x0 = o0[size_t(b * o_seq + e)];
+      if (b == bad) ASSERT_TRUE(std::isnan(x)) << how << ": sequence " << bad << "'s O is not NaN at " << e;
+      else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << how << ": sequence " << b << "'s O changed at " << e;
+    }
+    for (int64_t e = 0; e < lse_seq; ++e) {
+      const float x = lse[size_t(b * lse_seq + e)], x0 = lse0[size_t(b * lse_seq + e)];
+      if (b == bad) ASSERT_TRUE(std::isnan(x)) << how << ": sequence " << bad << "'s LSE is not NaN at " << e;
+      else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << how << ": sequence " << b << "'s LSE changed at " << e;
+    }
+  }
+  const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+  EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << how << ": " << status_string(rec);
+  EXPECT_TRUE(mentions_number(rec.message, bad_id)) << how << ": " << rec.message;
+  EXPECT_TRUE(mentions_number(rec.message, bad)) << how << ": " << rec.message;
+}
+
 // The chunk path over a paged cache (experimental::Overrides::chunk_paged, on by default since this
 // passed on an H100, 2026-12-07; pages of 128 and 256 tokens, shuffled, spare pages NaN, each
 // sequence's rows past its length NaN in its last page: the pool's view clips them as the
@@ -2310,20 +2352,7 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
             unpaged.chunk_paged = false;
             EXPECT_FALSE(experimental::plan_kvcache_attention(a, sm_count(), unpaged).fwd_path)
                 << what << ": chunk_paged false still takes the chunk path";
-            // Each launch with the prepare kernel's page-id check both ways
-            // (Overrides::chunk_pages_by_warp), O and LSE poisoned before it (NaN, or with sentinel a
-            // finite filler, so that NaN rows are seen written); check(how) reads them.
-            auto launch_both_ways = [&](bool sentinel, auto&& check) {
-              for (bool by_warp : {false, true}) {
-                experimental::Overrides ow = o;
-                ow.chunk_pages_by_warp = by_warp;
-                const std::string how = what + (by_warp ? " (page ids a warp per sequence)" : "");
-                run.poison(nullptr, sentinel);
-                ASSERT_TRUE(launch_args(a, ow).ok()) << how;
-                check(how);
-              }
-            };
-            launch_both_ways(false, [&](const std::string& how) {
+            launch_both_page_checks(run, a, what, false, [&](const std::string& how) {
               EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << how;
               EXPECT_TRUE(run.o_bytes() == o0) << how << ": O differs from the contiguous chunk path's";
               EXPECT_TRUE(run.lse_bytes() == lse0) << how << ": LSE differs";
@@ -2333,24 +2362,8 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
             std::vector<int32_t> table = pc.layout.table;
             table[size_t(1) * pc.max_pages + 512 / page] = pc.layout.num_pages + 5;
             HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-            launch_both_ways(true, [&](const std::string& how) {
-              const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
-              const int64_t o_seq = int64_t(sq) * hq * c.hdim, lse_seq = int64_t(hq) * sq;  // q, o contiguous
-              for (int b = 0; b < int(lens.size()); ++b) {
-                for (int64_t e = 0; e < o_seq; ++e) {
-                  const float x = out[size_t(b * o_seq + e)], x0 = of0[size_t(b * o_seq + e)];
-                  if (b == 1) ASSERT_TRUE(std::isnan(x)) << how << ": sequence 1's O is not NaN at " << e;
-                  else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << how << ": sequence " << b << "'s O changed at " << e;
-                }
-                for (int64_t e = 0; e < lse_seq; ++e) {
-                  const float x = lse[size_t(b * lse_seq + e)], x0 = lf0[size_t(b * lse_seq + e)];
-                  if (b == 1) ASSERT_TRUE(std::isnan(x)) << how << ": sequence 1's LSE is not NaN at " << e;
-                  else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << how << ": sequence " << b << "'s LSE changed at " << e;
-                }
-              }
-              const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
-              EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << how << ": " << status_string(rec);
-              EXPECT_TRUE(mentions_number(rec.message, pc.layout.num_pages + 5)) << how << ": " << rec.message;
+            launch_both_page_checks(run, a, what, true, [&](const std::string& how) {
+              expect_only_sequence_nan(run, 1, pc.layout.num_pages + 5, of0, lf0, how);
             });
           }
         }
@@ -2381,45 +2394,17 @@ TEST_P(KvCacheGpu, ChunkPathPagedCheckOverManySequencesAndPages) {
   const std::vector<float> of0 = run.host_o_full(), lf0 = run.host_lse();
   PagedCopy pc = make_paged_copy(run, kPage, 56001);
   const KvCacheArgs a = paged_args_of(run, pc, kPage);
-  for (bool by_warp : {false, true}) {
-    experimental::Overrides o = run.overrides;
-    o.chunk_pages_by_warp = by_warp;
-    const std::string how = c.to_string() + (by_warp ? " page ids a warp per sequence" : " page ids a thread per sequence");
-    run.poison(nullptr);
-    ASSERT_TRUE(launch_args(a, o).ok()) << how;
+  launch_both_page_checks(run, a, c.to_string(), false, [&](const std::string& how) {
     EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << how;
     EXPECT_TRUE(run.o_bytes() == o0) << how << ": O differs from the contiguous chunk path's";
     EXPECT_TRUE(run.lse_bytes() == lse0) << how << ": LSE differs";
-  }
+  });
   std::vector<int32_t> table = pc.layout.table;
   const int bad_id = pc.layout.num_pages + 3;
   table[size_t(kBad) * pc.max_pages + kBadPage] = bad_id;
   HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-  const int64_t o_seq = int64_t(sq) * hq * c.hdim, lse_seq = int64_t(hq) * sq;  // q, o contiguous
-  for (bool by_warp : {false, true}) {
-    experimental::Overrides o = run.overrides;
-    o.chunk_pages_by_warp = by_warp;
-    const std::string how = c.to_string() + (by_warp ? " page ids a warp per sequence" : " page ids a thread per sequence");
-    run.poison(nullptr, true);
-    ASSERT_TRUE(launch_args(a, o).ok()) << how;
-    const std::vector<float> out = run.host_o_full(), lse = run.host_lse();
-    for (int b = 0; b < kBatch; ++b) {
-      for (int64_t e = 0; e < o_seq; ++e) {
-        const float x = out[size_t(b * o_seq + e)], x0 = of0[size_t(b * o_seq + e)];
-        if (b == kBad) ASSERT_TRUE(std::isnan(x)) << how << ": sequence " << kBad << "'s O is not NaN at " << e;
-        else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << how << ": sequence " << b << "'s O changed at " << e;
-      }
-      for (int64_t e = 0; e < lse_seq; ++e) {
-        const float x = lse[size_t(b * lse_seq + e)], x0 = lf0[size_t(b * lse_seq + e)];
-        if (b == kBad) ASSERT_TRUE(std::isnan(x)) << how << ": sequence " << kBad << "'s LSE is not NaN at " << e;
-        else ASSERT_EQ(std::memcmp(&x, &x0, 4), 0) << how << ": sequence " << b << "'s LSE changed at " << e;
-      }
-    }
-    const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
-    EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << how << ": " << status_string(rec);
-    EXPECT_TRUE(mentions_number(rec.message, bad_id)) << how << ": " << rec.message;
-    EXPECT_TRUE(mentions_number(rec.message, kBad)) << how << ": " << rec.message;
-  }
+  launch_both_page_checks(run, a, c.to_string(), true,
+                          [&](const std::string& how) { expect_only_sequence_nan(run, kBad, bad_id, of0, lf0, how); });
 }
 
 // A bad cache_seqlens entry on the chunk path: NaN rows for that sequence (the others right), the

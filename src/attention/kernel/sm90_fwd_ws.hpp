@@ -207,9 +207,28 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
     auto q_parts = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
     auto k_parts = tma_partition(tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
     auto v_parts = tma_partition(tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+    // One K (V) tile into ring position `it` (its stage and phase) from `src`, a tile of the K (V)
+    // view: the slot's empty wait, the transaction and the copy (V: into V's TMA staging ring with
+    // e4m3's transpose, Storage::kTransposeV).
+    auto load_k_into = [&](int it, auto const& src) {
+      const int stage = it % kStages;
+      const uint32_t phase = (it / kStages) & 1;
+      EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
+      FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
+      copy(tma_k.with(ss.k_full[stage]), src, get<1>(k_parts)(_, stage));
+    };
+    auto load_v_into = [&](int it, auto const& src) {
+      const int stage = it % kStages;
+      const uint32_t phase = (it / kStages) & 1;
+      uint64_t* v_empty = &ss.v_empty[stage];
+      uint64_t* v_full = &ss.v_full[stage];
+      if constexpr (Storage::kTransposeV) v_empty = &ss.v_raw_empty[stage], v_full = &ss.v_raw_full[stage];
+      EmptyBarrier::wait(v_empty, phase ^ 1u);
+      FullBarrier::arrive_and_expect_tx(v_full, Traits::kTmaBytesKV);
+      copy(tma_v.with(*v_full), src, get<1>(v_parts)(_, stage));
+    };
+    // KV tile n of the tile's range, K then V, into ring position kv_iter.
     auto load_kv = [&](int n) {
-      const int stage = kv_iter % kStages;
-      const uint32_t phase = (kv_iter / kStages) & 1;
       if constexpr (std::is_same_v<Params, KvListParams<Traits>>) {
         if (p.page_table != nullptr) {  // a paged cache: the tile's page, read here (paged_kv_origin)
           const PagedKvOrigin o = paged_kv_origin(p.page_table, c.b * p.pt_batch_stride, p.page_shift, c.len_k,
@@ -219,46 +238,21 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
           Tensor gp = local_tile(domain_offset(make_coord(o.row, _0{}), mK(_, _, h_kv, o.outer)), TileKV{},
                                  make_coord(_0{}, _0{}));  // (BLK_N, D)
           auto src = get<0>(tma_partition(tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gp)));
-          EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
-          FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-          copy(tma_k.with(ss.k_full[stage]), src, get<1>(k_parts)(_, stage));
-          EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
-          FullBarrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
-          copy(tma_v.with(ss.v_full[stage]), src, get<1>(v_parts)(_, stage));
+          load_k_into(kv_iter, src);
+          load_v_into(kv_iter, src);
           ++kv_iter;
           return;
         }
       }
-      EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
-      FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-      copy(tma_k.with(ss.k_full[stage]), get<0>(k_parts)(_, n_first + n), get<1>(k_parts)(_, stage));
-      uint64_t* v_empty = &ss.v_empty[stage];
-      uint64_t* v_full = &ss.v_full[stage];
-      if constexpr (Storage::kTransposeV) v_empty = &ss.v_raw_empty[stage], v_full = &ss.v_raw_full[stage];
-      EmptyBarrier::wait(v_empty, phase ^ 1u);
-      FullBarrier::arrive_and_expect_tx(v_full, Traits::kTmaBytesKV);
-      copy(tma_v.with(*v_full), get<0>(v_parts)(_, n_first + n), get<1>(v_parts)(_, stage));
+      load_k_into(kv_iter, get<0>(k_parts)(_, n_first + n));
+      load_v_into(kv_iter, get<0>(v_parts)(_, n_first + n));
       ++kv_iter;
     };
-    // Traits::kKAhead (16-bit plain rows): K and V issued apart, K(n + 1) before V(n), each at its
-    // own iteration's stage and phase (FlashAttention-3's order); kv_iter moves on after the tile.
-    [[maybe_unused]] auto load_k_at = [&](int n, int it) {
-      const int stage = it % kStages;
-      const uint32_t phase = (it / kStages) & 1;
-      EmptyBarrier::wait(&ss.k_empty[stage], phase ^ 1u);
-      FullBarrier::arrive_and_expect_tx(&ss.k_full[stage], Traits::kTmaBytesKV);
-      copy(tma_k.with(ss.k_full[stage]), get<0>(k_parts)(_, n_first + n), get<1>(k_parts)(_, stage));
-    };
-    [[maybe_unused]] auto load_v_at = [&](int n, int it) {
-      const int stage = it % kStages;
-      const uint32_t phase = (it / kStages) & 1;
-      EmptyBarrier::wait(&ss.v_empty[stage], phase ^ 1u);
-      FullBarrier::arrive_and_expect_tx(&ss.v_full[stage], Traits::kTmaBytesKV);
-      copy(tma_v.with(ss.v_full[stage]), get<0>(v_parts)(_, n_first + n), get<1>(v_parts)(_, stage));
-    };
+    // Traits::kKAhead (16-bit plain rows): K(n + 1) before V(n), each at its own ring position
+    // (FlashAttention-3's order); kv_iter moves on after the tile.
     if constexpr (Traits::kKAhead) {
       static_assert(!kOptions && !Storage::kTransposeV, "K ahead: 16-bit plain rows");
-      if (n_blocks > 0) load_k_at(0, kv_iter);  // ahead of Q, as load_kv(0) below
+      if (n_blocks > 0) load_k_into(kv_iter, get<0>(k_parts)(_, n_first));  // ahead of Q, as load_kv(0) below
     } else {
       if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
     }
@@ -300,10 +294,10 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
     ++q_iter;
     if constexpr (Traits::kKAhead) {
       for (int n = 1; n < n_blocks; ++n) {
-        load_k_at(n, kv_iter + n);
-        load_v_at(n - 1, kv_iter + n - 1);
+        load_k_into(kv_iter + n, get<0>(k_parts)(_, n_first + n));
+        load_v_into(kv_iter + n - 1, get<0>(v_parts)(_, n_first + n - 1));
       }
-      if (n_blocks > 0) load_v_at(n_blocks - 1, kv_iter + n_blocks - 1);
+      if (n_blocks > 0) load_v_into(kv_iter + n_blocks - 1, get<0>(v_parts)(_, n_first + n_blocks - 1));
       kv_iter += n_blocks;
     } else if constexpr (kOptions) {  // not unrolled: unrolled, with the dynamic dealing's dealer beside it,
       // the producer spilled 76 bytes at its 24 registers (hdim 64, ptxas 2026-12-06)
