@@ -94,6 +94,7 @@ struct AttnBuffers {
   DeviceBuffer q, k, v, o;
   DeviceBuffer sinks;    // --sinks: (heads_q) float32 for the largest head count, else empty
   DeviceBuffer descale;  // --dtype e4m3: ones, (batch, heads_kv) float32 for the largest such product
+  DeviceBuffer workspace;  // the padded call's optional workspace (the causal schedule's claim counter)
 };
 
 // One cell of the attention grid: the FlashAttention-3 grid's (batch = tokens / seqlen, heads =
@@ -123,6 +124,8 @@ AttentionForwardArgs attention_args(const AttnBuffers& buf, hopattn_dtype_t dtyp
     args.window_right = c.causal != 0 && c.window_right > 0 ? 0 : c.window_right;
   }
   args.softcap = softcap;
+  // As a user passes it: hopattn_attention_forward_workspace_size's bytes (16 for a padded batch).
+  args.workspace = buf.workspace.get(), args.workspace_bytes = buf.workspace.bytes();
   if (buf.sinks.get() != nullptr) {
     args.sinks.data = buf.sinks.get();
     args.sinks.dtype = HOPATTN_DTYPE_FP32;
@@ -221,7 +224,7 @@ std::string bench_usage() {
          "seqlen_q == seqlen_k on Hopper (cuDNN's FP8 mask there is top-left). A configuration cuDNN does\n"
          "not take (or a plugin built before its FP8 entry point) is a row with the reason, not a time.\n"
          "--override KEY=VALUE,...: forward experiments for every hopattn row (stale_max_log2, narrow_pv,\n"
-         "skip_unseen, causal_group, persistent_group, varlen_pdl, varlen_dynamic: attention/experimental.hpp). A --kernels\n"
+         "skip_unseen, causal_group, persistent_group, varlen_pdl, varlen_dynamic, padded_dynamic: attention/experimental.hpp). A --kernels\n"
          "entry NAME+KEY=VALUE+... (NAME may be default) is a row with experiments of its own.\n"
          "--rounds N: time each cell's implementations N times, interleaved (the order rotates each\n"
          "round), and report each one's median (note: the spread); one round moves a cell by up to ~5 %.\n"
@@ -248,8 +251,6 @@ std::string bench_usage() {
          "NAME+split_pdl=0: the 16-bit split kernel likewise (the two may be combined: +a=0+b=0);\n"
          "NAME+pack=0|1: the chunk path may not / may pack GQA groups into its Q tiles (Overrides::chunk_pack_gqa; rows\n"
          ":nopack / :pack; without it, the library's default: packing on);\n"
-         "NAME+warp_pages=0|1: the chunk path's prepare kernel checks page ids a thread / a warp per sequence\n"
-         "(Overrides::chunk_pages_by_warp; rows :threadpages / :warppages);\n"
          "a name of the other cache type is skipped; \"decode\" and \"fwd\": the path forced, the decode kernels or the\n"
          "chunk path's forward kernel with split-KV, rows hopattn:decode and hopattn:fwd). --splits: KvCacheArgs::num_splits values timed (0:\n"
          "the heuristic; others forced, capped at one split per 128 keys; rows hopattn[:NAME]:sK). --rounds N: as for attention\n"
@@ -550,7 +551,15 @@ int run_bench(const BenchOptions& opt) {
 
   int64_t elems = 0;  // the largest Q (or O) and K (or V) of any cell
   for (const AttnCell& c : cells) elems = std::max({elems, c.q_elems(), c.kv_elems()});
-  AttnBuffers buf{DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), {}, {}};
+  AttnBuffers buf{DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), {}, {}, {}};
+  {
+    size_t ws = 0;
+    for (const AttnCell& c : cells) {
+      size_t bytes = 0;
+      if (attention_forward_workspace_size(attention_args(buf, opt.dtype, c, opt.softcap), &bytes).ok()) ws = std::max(ws, bytes);
+    }
+    if (ws > 0) buf.workspace = DeviceBuffer(ws);
+  }
   int sink_heads = 1;  // per-head logits of the scores' scale (gpt-oss's are learned, O(1))
   for (const AttnCell& c : cells) sink_heads = std::max(sink_heads, c.heads_q);
   if (opt.sinks) buf.sinks = DeviceBuffer(size_t(sink_heads) * 4);

@@ -337,7 +337,6 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               bool combine_pdl = true;  // NAME+combine_pdl=0: the combine launched plainly
               bool split_pdl = true;    // NAME+split_pdl=0: the 16-bit split kernel launched plainly
               bool pack = experimental::Overrides{}.chunk_pack_gqa;  // or NAME+pack=0|1 (rows :nopack, :pack)
-              bool warp_pages = experimental::Overrides{}.chunk_pages_by_warp;  // or NAME+warp_pages=0|1
               int window = -1;    // >= 0: a sliding window of that many keys before each query (--window)
               int dense = -1;     // a windowed row: the index of the same row without the window
               DeviceBuffer table; // its page table (batch, len / page), a shuffled permutation
@@ -389,18 +388,16 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               const size_t plus = entry_name.find('+');
               const std::string name = entry_name.substr(0, plus);
               bool combine_pdl = true, split_pdl = true, pack = experimental::Overrides{}.chunk_pack_gqa;
-              int pack_asked = -1, warp_pages = -1;
+              int pack_asked = -1;
               for (size_t at = plus; at != std::string::npos;) {
                 const size_t next = entry_name.find('+', at + 1);
                 const std::string kv = entry_name.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
                 if (kv == "combine_pdl=0" || kv == "combine_pdl=1") combine_pdl = kv.back() == '1';
                 else if (kv == "split_pdl=0" || kv == "split_pdl=1") split_pdl = kv.back() == '1';
                 else if (kv == "pack=0" || kv == "pack=1") pack = kv.back() == '1', pack_asked = pack ? 1 : 0;
-                else if (kv == "warp_pages=0" || kv == "warp_pages=1") warp_pages = kv.back() == '1' ? 1 : 0;
                 else
                   throw std::invalid_argument("--kernels: '" + entry_name +
-                                              "': decode rows take only +combine_pdl=0|1, +split_pdl=0|1, +pack=0|1 "
-                                              "and +warp_pages=0|1");
+                                              "': decode rows take only +combine_pdl=0|1, +split_pdl=0|1 and +pack=0|1");
                 at = next;
               }
               // "decode" and "fwd": the path forced (Overrides::decode_path), the kernel the plan's.
@@ -420,12 +417,10 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 e.impl = (kernel.empty() ? std::string("hopattn") : "hopattn:" + kernel) + (path.empty() ? "" : ":" + path) +
                          (splits == 0 ? "" : ":s" + std::to_string(splits)) + (tail ? ":tail" : "") +
                          (page > 0 ? ":p" + std::to_string(page) : "") + (combine_pdl ? "" : ":nopdl") + (split_pdl ? "" : ":nosplitpdl") + (pack_asked < 0 ? "" : pack_asked ? ":pack" : ":nopack") +
-                         (warp_pages < 0 ? "" : warp_pages ? ":warppages" : ":threadpages") +
                          (windowed ? ":w" + std::to_string(opt.decode_window) : "");
                 e.kernel = kernel, e.path = path, e.splits = splits, e.tail = tail != 0, e.page = page, e.combine_pdl = combine_pdl;
                 e.split_pdl = split_pdl;
                 e.pack = pack;
-                if (warp_pages >= 0) e.warp_pages = warp_pages == 1;
                 if (windowed) e.window = opt.decode_window, e.dense = int(entries.size()) - 1;  // the row just before
                 if (page > 0 && alloc_error.empty()) {  // every page of the pool in some sequence, shuffled
                   std::vector<int32_t> ids(size_t(batch) * (len / page));
@@ -450,7 +445,6 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                 overrides.decode_combine_pdl = combine_pdl;
                 overrides.decode_split_pdl = split_pdl;
                 overrides.chunk_pack_gqa = pack;
-                overrides.chunk_pages_by_warp = e.warp_pages;
                 set_tail(e.tail);
                 set_window(e.window);  // the plan (splits, workspace) follows the window
                 if (!alloc_error.empty()) {
@@ -511,7 +505,6 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
                   overrides.decode_combine_pdl = e.combine_pdl;
                   overrides.decode_split_pdl = e.split_pdl;
                   overrides.chunk_pack_gqa = e.pack;
-                  overrides.chunk_pages_by_warp = e.warp_pages;
                   // --cold: the same call over each copy of the cache (a paged call views each copy as its pool;
                   // an int8 pool's own K scale rows, pages smaller than quant_block, are not copied).
                   std::vector<KvCacheArgs> calls(size_t(copies), call_of(e));

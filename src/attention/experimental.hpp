@@ -43,16 +43,14 @@ struct Overrides {
   // 2026-12-07; paged chunks 1.25-1.6x faster on the forward kernel than on the decode kernels);
   // false: paged chunks run the decode kernels (the A/B's other arm).
   bool chunk_paged = true;
-  // The chunk path's prepare kernel checks a paged cache's page ids a warp per sequence, its lanes
-  // over the pages, instead of one thread walking a sequence's ids in turn. The paged chunk path
-  // ran 0.81x the contiguous one at 1 x 32k (H100) while its attention kernel ran within 1 % of
-  // the contiguous one's under ncu; the gaps (30 / 16 / 8 us) follow the pages per sequence (256,
-  // 128, 64), as that walk's length does (inferred, not measured apart). Written 2026-12-07,
-  // not yet run on a GPU: off until ChunkPathPagedMatchesTheContiguousChunkPath passes with it
-  // (the test runs both), then the only way.
-  bool chunk_pages_by_warp = false;
   bool decode_combine_pdl = true;  // the split-KV combine a programmatic dependent of the kernel before it
   bool decode_split_pdl = true;    // the 16-bit split kernel a programmatic dependent of the kernel before it
+
+  // Padded causal calls with a workspace, on the 16-bit persistent kernels: the folded order's units
+  // claimed dynamically (else dealt statically, as without a workspace). Last, so that a bench
+  // binary of this build drives a library of the build before it (scripts/ab-libs.sh) with the
+  // forward fields where that library reads them.
+  bool fwd_padded_dynamic = true;
 };
 
 // The public calls with overrides. With Overrides{} they are the public calls.

@@ -94,7 +94,6 @@ struct FwdParams {
   const int32_t* page_table = nullptr;
   int64_t pt_batch_stride = 0;
   int page_size = 0, num_pages = 0;
-  bool pages_by_warp = false;  // the prepare kernel's page-id check a warp per sequence (Overrides::chunk_pages_by_warp)
   bool kvcache() const { return cache_seqlens != nullptr; }
 
   int kernel;  // the row of kFwdKernels (kernel/sm90_fwd_config.hpp) that runs
@@ -107,6 +106,10 @@ struct FwdParams {
   int causal_group = 0;         // non-persistent causal: (head, batch) pairs per group; 0 = by L2 size
   int persistent_group = -2;    // persistent band: -2 the library's choice, -1 folded, N >= 0 grouped zig-zag of N pairs
   bool varlen_dynamic = true;   // variable-length batches: units claimed by the CTAs as they get free
+  // Padded causal calls on the 16-bit persistent kernels (folded order): with a workspace
+  // (kPaddedWorkspaceBytes, its first int the claim counter, zeroed by the launch) the CTAs claim
+  // the order's units as they get free; without one, or false, they are dealt statically.
+  bool padded_dynamic = true;
   bool varlen_pdl = true;       // variable-length batches: the attention kernel a programmatic dependent of
                                 // the prepare kernel (its launch and prologue overlap the prepare kernel)
 };

@@ -70,9 +70,27 @@ int zigzag_group(const AttentionForwardArgs& a, int block_m) {
   return attention::fwd_persistent_causal_group(m_blocks, pairs, ctas, kv_bytes, int64_t(24) << 20);
 }
 
-// The forward call with `kernel` forced ("": the defaults table) and the persistent causal order.
-ForwardFn fused(const std::string& kernel, int persistent_group = kLibraryChoice) {
-  return [kernel, persistent_group](const AttentionForwardArgs& a, Stream s) {
+// A padded call's workspace as a user brings it (hopattn_attention_forward_workspace_size's 16
+// bytes: the causal schedule's claim counter), filled with garbage once (the launch zeroes the
+// counter it uses) and kept for the process (the calls run one at a time).
+void* padded_workspace(size_t* bytes) {
+  static void* ws = [] {
+    void* p = nullptr;
+    HOPATTN_CUDA_CHECK(cudaMalloc(&p, 256));
+    HOPATTN_CUDA_CHECK(cudaMemset(p, 0x5a, 256));
+    return p;
+  }();
+  *bytes = 256;
+  return ws;
+}
+
+// The forward call with `kernel` forced ("": the defaults table) and the persistent causal order;
+// workspace: a padded call brings one (the persistent causal kernels then deal their units
+// dynamically), else none (dealt statically).
+ForwardFn fused(const std::string& kernel, int persistent_group = kLibraryChoice, bool workspace = true) {
+  return [kernel, persistent_group, workspace](const AttentionForwardArgs& in, Stream s) {
+    AttentionForwardArgs a = in;
+    if (workspace && a.cu_seqlens_q.data == nullptr) a.workspace = padded_workspace(&a.workspace_bytes);
     experimental::Overrides o;
     o.fwd_kernel = kernel;
     o.fwd_persistent_group = persistent_group;
@@ -85,8 +103,9 @@ ForwardFn fused(const std::string& kernel, int persistent_group = kLibraryChoice
   };
 }
 
-std::string run_label(const std::string& kernel, int persistent_group) {
+std::string run_label(const std::string& kernel, int persistent_group, bool workspace = true) {
   std::string label = kernel.empty() ? "default" : kernel;
+  if (!workspace) label += " no-workspace";
   if (persistent_group == kZigzagBalanced) label += " zigzag";
   else if (persistent_group >= 0) label += " zigzag/" + std::to_string(persistent_group);
   return label;
@@ -103,8 +122,9 @@ bool compiled_for_mask(const std::string& kernel, int hdim, bool causal) {
   return i >= 0 && attention::fwd_kernel_compiled(i, hdim, causal);
 }
 
-void run_grid(const std::vector<CheckCase>& grid, const std::string& kernel, int persistent_group = kLibraryChoice) {
-  const std::string label = run_label(kernel, persistent_group);
+void run_grid(const std::vector<CheckCase>& grid, const std::string& kernel, int persistent_group = kLibraryChoice,
+              bool workspace = true) {
+  const std::string label = run_label(kernel, persistent_group, workspace);
   int passed = 0, other_mask = 0;
   for (const CheckCase& c : grid) {
     // A window runs the band (causal) kernels.
@@ -112,7 +132,7 @@ void run_grid(const std::vector<CheckCase>& grid, const std::string& kernel, int
       ++other_mask;
       continue;
     }
-    const CheckResult r = run_check(c, "hopattn", fused(kernel, persistent_group));
+    const CheckResult r = run_check(c, "hopattn", fused(kernel, persistent_group, workspace));
     std::printf("%-4s %s %-72s O err %.3g (bound %.3g) LSE err %.3g (bound %.3g) %s\n", r.pass ? "ok" : "FAIL",
                 label.c_str(), c.to_string().c_str(), r.o_err.max_abs, r.o_bound, r.lse_err.max_abs, r.lse_bound,
                 r.message.c_str());
@@ -269,12 +289,69 @@ std::vector<CheckCase> persistent_causal_cases(const Config& cfg) {
   return cases;
 }
 
-// The folded order (the default).
+// The folded order (the default), its units claimed dynamically (a workspace given: the 16-bit
+// kernels) and dealt statically (no workspace, or Overrides::fwd_padded_dynamic false).
 TEST_P(AttentionFwd, PersistentCausalFoldedOrder) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   const std::vector<std::string> persistent = kernels_of(cfg.hdim, attention::FwdKernel::kPersistentPingPong);
-  for (const std::string& k : persistent) run_grid(persistent_causal_cases(cfg), k, kFolded);
+  std::vector<CheckCase> cases = persistent_causal_cases(cfg);
+  cases.push_back(make_case({2, 64, 64, 140, 14, cfg.hdim, true, 0.0f}, cfg.dtype, 1601));  // 140 one-block tiles
+  cases.push_back(make_case({3, 1, 1, 8, 8, cfg.hdim, true, 0.0f}, cfg.dtype, 1602));       // fewer units than SMs
+  cases.push_back(make_case({1, 1000, 17, 16, 4, cfg.hdim, true, 0.0f}, cfg.dtype, 1603));  // rows without keys
+  for (const std::string& k : persistent) {
+    run_grid(cases, k, kFolded);
+    run_grid(cases, k, kFolded, false);
+  }
+  EXPECT_GE(persistent.size(), 1u);
+}
+
+// The dynamic dealing's off switch (Overrides::fwd_padded_dynamic false) with a workspace given:
+// the static dealing's O and LSE bit for bit, and the dynamic dealing's too (each tile is computed
+// by one CTA, whichever claims it), on 16 x 1000 x 8 heads (8 tiles per pair: CTAs take several).
+TEST_P(AttentionFwd, PersistentCausalDynamicDealingMatchesStatic) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const int b = 16, s = 1000, hq = 8, hkv = 2, d = cfg.hdim;
+  const int64_t nq = int64_t(b) * s * hq * d, nkv = int64_t(b) * s * hkv * d;
+  DeviceBuffer q(nq * 2), k(nkv * 2), v(nkv * 2), o(nq * 2), lse(int64_t(b) * hq * s * 4);
+  fill_normal(q.get(), cfg.dtype, nq, 191, 2.0f);
+  fill_normal(k.get(), cfg.dtype, nkv, 192, 2.0f);
+  fill_normal(v.get(), cfg.dtype, nkv, 193, 1.0f);
+  AttentionForwardArgs a{};
+  a.q = tensor_bshd(q.get(), cfg.dtype, b, s, hq, d);
+  a.k = tensor_bshd(k.get(), cfg.dtype, b, s, hkv, d);
+  a.v = tensor_bshd(v.get(), cfg.dtype, b, s, hkv, d);
+  a.o = tensor_bshd(o.get(), cfg.dtype, b, s, hq, d);
+  a.lse = tensor_lse(lse.as<float>(), b, hq, s);
+  a.causal = 1;
+  size_t need = 0;
+  ASSERT_TRUE(attention_forward_workspace_size(a, &need).ok());
+  EXPECT_EQ(need, 16u) << "a padded batch's workspace";
+  const std::vector<std::string> persistent = kernels_of(d, attention::FwdKernel::kPersistentPingPong);
+  for (const std::string& kernel : persistent) {
+    std::vector<float> ref_o, ref_lse;
+    for (int arm = 0; arm < 3; ++arm) {  // no workspace; workspace with the switch off; workspace
+      AttentionForwardArgs c = a;
+      experimental::Overrides ov;
+      ov.fwd_kernel = kernel;
+      if (arm > 0) c.workspace = padded_workspace(&c.workspace_bytes);
+      ov.fwd_padded_dynamic = arm == 2;
+      fill_nan(o.get(), 2, nq);
+      fill_nan(lse.get(), 4, int64_t(b) * hq * s);
+      const Status st = experimental::attention_forward(c, nullptr, ov);
+      ASSERT_TRUE(st.ok()) << kernel << " arm " << arm << ": " << st.to_string();
+      std::vector<float> ho = download_as_float(o.get(), cfg.dtype, nq);
+      std::vector<float> hl = download_as_float(lse.get(), HOPATTN_DTYPE_FP32, int64_t(b) * hq * s);
+      for (size_t i = 0; i < ho.size(); i += 997) ASSERT_FALSE(std::isnan(ho[i])) << kernel << " arm " << arm << ": O unwritten at " << i;
+      if (arm == 0) {
+        ref_o = ho, ref_lse = hl;
+        continue;
+      }
+      ASSERT_EQ(std::memcmp(ho.data(), ref_o.data(), ho.size() * 4), 0) << kernel << " arm " << arm << ": O differs from the static dealing's";
+      ASSERT_EQ(std::memcmp(hl.data(), ref_lse.data(), hl.size() * 4), 0) << kernel << " arm " << arm << ": LSE differs";
+    }
+  }
   EXPECT_GE(persistent.size(), 1u);
 }
 
@@ -370,6 +447,7 @@ TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {
       a.o = tensor_bshd(o.get(), cfg.dtype, b, s, hq, d);
       a.lse = tensor_lse(lse.as<float>(), b, hq, s);
       a.causal = causal;
+      a.workspace = padded_workspace(&a.workspace_bytes);  // (causal: the dynamic dealing's claims vary)
       experimental::Overrides ov;
       ov.fwd_kernel = kernel;
       const std::string label = kernel.empty() ? "default" : kernel;

@@ -2258,20 +2258,13 @@ TEST_P(KvCacheGpu, ChunkPathOptionsMatchTheReference) {
   EXPECT_FALSE(dflt.plan().fwd_path) << w.to_string() << ": a window must keep the decode kernels";
 }
 
-// Launches the paged chunk call `a` once with the prepare kernel checking page ids a thread per
-// sequence and once a warp per sequence (Overrides::chunk_pages_by_warp, over run.overrides), O
-// and LSE poisoned before each (NaN, or with sentinel a finite filler, so that NaN rows are seen
-// written); check(how) reads them after each.
+// Launches the paged chunk call `a` (run.overrides), O and LSE poisoned before it (NaN, or with
+// sentinel a finite filler, so that NaN rows are seen written); check(what) reads them after it.
 template <class Check>
-void launch_both_page_checks(KvRun& run, const KvCacheArgs& a, const std::string& what, bool sentinel, Check&& check) {
-  for (bool by_warp : {false, true}) {
-    experimental::Overrides o = run.overrides;
-    o.chunk_pages_by_warp = by_warp;
-    const std::string how = what + (by_warp ? " (page ids a warp per sequence)" : " (page ids a thread per sequence)");
-    run.poison(nullptr, sentinel);
-    ASSERT_TRUE(launch_args(a, o).ok()) << how;
-    check(how);
-  }
+void launch_paged_chunk(KvRun& run, const KvCacheArgs& a, const std::string& what, bool sentinel, Check&& check) {
+  run.poison(nullptr, sentinel);
+  ASSERT_TRUE(launch_args(a, run.overrides).ok()) << what;
+  check(what);
 }
 
 // After a call in which sequence `bad` had the page id `bad_id` outside the pool: its O and LSE
@@ -2308,9 +2301,7 @@ void expect_only_sequence_nan(const KvRun& run, int bad, int bad_id, const std::
 // (8:2 and 32:2), odd chunk lengths; the public plan (no path forced) that of the contiguous cache,
 // and with chunk_paged false the decode kernels. Then a page id outside the pool among sequence
 // 1's pages: its O and LSE rows NaN (with partials: its split-0 LSE partials NaN, so the combine
-// writes NaN too), the record {6, 1, id}, the other sequences' rows unchanged. Each launch twice:
-// the prepare kernel checking page ids a thread per sequence and a warp per sequence
-// (Overrides::chunk_pages_by_warp).
+// writes NaN too), the record {6, 1, id}, the other sequences' rows unchanged.
 TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
@@ -2352,7 +2343,7 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
             unpaged.chunk_paged = false;
             EXPECT_FALSE(experimental::plan_kvcache_attention(a, sm_count(), unpaged).fwd_path)
                 << what << ": chunk_paged false still takes the chunk path";
-            launch_both_page_checks(run, a, what, false, [&](const std::string& how) {
+            launch_paged_chunk(run, a, what, false, [&](const std::string& how) {
               EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << how;
               EXPECT_TRUE(run.o_bytes() == o0) << how << ": O differs from the contiguous chunk path's";
               EXPECT_TRUE(run.lse_bytes() == lse0) << how << ": LSE differs";
@@ -2362,7 +2353,7 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
             std::vector<int32_t> table = pc.layout.table;
             table[size_t(1) * pc.max_pages + 512 / page] = pc.layout.num_pages + 5;
             HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-            launch_both_page_checks(run, a, what, true, [&](const std::string& how) {
+            launch_paged_chunk(run, a, what, true, [&](const std::string& how) {
               expect_only_sequence_nan(run, 1, pc.layout.num_pages + 5, of0, lf0, how);
             });
           }
@@ -2370,11 +2361,11 @@ TEST_P(KvCacheGpu, ChunkPathPagedMatchesTheContiguousChunkPath) {
 }
 
 // The prepare kernel's page-id check over more sequences than it has warps (40 against 32) and
-// more pages than a warp has lanes (64 pages of 128 tokens per sequence): the paged chunk path with
-// the check a thread per sequence and a warp per sequence (Overrides::chunk_pages_by_warp) gives
-// the contiguous chunk path's bits; then one id outside the pool at sequence 35's page 40 (a
-// second lane stride, a second warp stride): that sequence's O and LSE rows NaN over a finite
-// filler, every other sequence's rows unchanged, and the record {6, 35, id}, both ways.
+// more pages than a warp has lanes (64 pages of 128 tokens per sequence; the kernel checks them a
+// warp per sequence): the paged chunk path gives the contiguous chunk path's bits; then one id
+// outside the pool at sequence 35's page 40 (a second lane stride, a second warp stride): that
+// sequence's O and LSE rows NaN over a finite filler, every other sequence's rows unchanged, and
+// the record {6, 35, id}.
 TEST_P(KvCacheGpu, ChunkPathPagedCheckOverManySequencesAndPages) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
@@ -2394,7 +2385,7 @@ TEST_P(KvCacheGpu, ChunkPathPagedCheckOverManySequencesAndPages) {
   const std::vector<float> of0 = run.host_o_full(), lf0 = run.host_lse();
   PagedCopy pc = make_paged_copy(run, kPage, 56001);
   const KvCacheArgs a = paged_args_of(run, pc, kPage);
-  launch_both_page_checks(run, a, c.to_string(), false, [&](const std::string& how) {
+  launch_paged_chunk(run, a, c.to_string(), false, [&](const std::string& how) {
     EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << how;
     EXPECT_TRUE(run.o_bytes() == o0) << how << ": O differs from the contiguous chunk path's";
     EXPECT_TRUE(run.lse_bytes() == lse0) << how << ": LSE differs";
@@ -2403,7 +2394,7 @@ TEST_P(KvCacheGpu, ChunkPathPagedCheckOverManySequencesAndPages) {
   const int bad_id = pc.layout.num_pages + 3;
   table[size_t(kBad) * pc.max_pages + kBadPage] = bad_id;
   HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-  launch_both_page_checks(run, a, c.to_string(), true,
+  launch_paged_chunk(run, a, c.to_string(), true,
                           [&](const std::string& how) { expect_only_sequence_nan(run, kBad, bad_id, of0, lf0, how); });
 }
 

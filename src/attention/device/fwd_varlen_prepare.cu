@@ -249,7 +249,6 @@ struct KvCachePrepareArgs {
   const int32_t* page_table;  // a paged cache (FwdParams::page_table), or nullptr
   int64_t pt_batch_stride;
   int page_size, num_pages;
-  bool pages_by_warp;  // the page ids checked a warp per sequence (FwdParams::pages_by_warp)
   float* split_lse;  // the partials' LSE (decode layout), when the combine runs; else nullptr
 };
 
@@ -278,24 +277,13 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
       a.error[1] = b;
       a.error[2] = len;
     }
-    bool bad_page = false;
-    if (!bad && a.page_table != nullptr && !a.pages_by_warp) {
-      const int32_t* row = a.page_table + b * a.pt_batch_stride;
-      for (int j = 0; j < (len + a.page_size - 1) / a.page_size && !bad_page; ++j) {
-        const int id = row[j];
-        bad_page = id < 0 || id >= a.num_pages;
-        if (bad_page) {
-          atomicOr(&smem_bad_pages[b / 32], 1u << (b % 32));
-          if (atomicCAS(a.error, 0, kDecodeErrorPageId) == 0) a.error[1] = b, a.error[2] = id;
-        }
-      }
-    }
-    if (sorted) smem_key[b] = bad || bad_page ? -1 : len;
+    if (sorted) smem_key[b] = bad ? -1 : len;
   }
-  // The same check a warp per sequence, its lanes over the pages (FwdParams::pages_by_warp; the
-  // loop above waits on each id's load before the next, 256 of them for a 32k sequence of
-  // 128-token pages).
-  if (a.page_table != nullptr && a.pages_by_warp) {
+  // A paged cache's page ids, a warp per sequence, its lanes over the pages (a thread per sequence
+  // waited on each id's load before the next, 256 of them for a 32k sequence of 128-token pages:
+  // paged chunks ran at 0.83x the contiguous cache's at 1 x 32k, 0.99x with the warp; H100
+  // 2026-12-07, bench/records/chunk-paged-warp-2026-12-07-h100-s14.csv).
+  if (a.page_table != nullptr) {
     const int warp = tid / 32, lane = tid % 32;
     for (int b = warp; b < a.batch; b += kThreads / 32) {
       const int len = a.cache_seqlens[b];
@@ -410,7 +398,6 @@ Status launch_fwd_kvcache_prepare(const FwdParams& fp, int block_m, int block_n,
   a.page_table = fp.page_table;
   a.pt_batch_stride = fp.pt_batch_stride;
   a.page_size = fp.page_size, a.num_pages = fp.num_pages;
-  a.pages_by_warp = fp.pages_by_warp;
   a.split_lse = fp.num_splits > 1 || fp.pack_group > 1 ? fp.split_lse : nullptr;  // the combine runs
   fwd_kvcache_prepare_kernel<<<1, kThreads, 0, stream>>>(a);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaGetLastError());

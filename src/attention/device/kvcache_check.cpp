@@ -655,7 +655,6 @@ Status experimental::kvcache_attention(const KvCacheArgs& a, Stream stream, cons
     attention::FwdParams fp = make_chunk_params(a, plan, kernel, p);
     fp.varlen_dynamic = o.fwd_varlen_dynamic;
     fp.varlen_pdl = o.fwd_varlen_pdl;
-    fp.pages_by_warp = o.chunk_pages_by_warp;
     if (Status s = attention::run_forward(fp, stream); !s.ok()) return s;
     // Above one split, or a packed plan at any (its tiles write partials only; fwd_params.hpp).
     return attention::decode_runs_combine(p) ? attention::run_decode_combine(p, stream) : Status();

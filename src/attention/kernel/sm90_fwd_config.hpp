@@ -54,9 +54,6 @@ struct FwdKernelSpec {
   // each consumer warpgroup loads its 64 rows of Q from shared memory once per tile (ldmatrix)
   // instead of the WGMMA re-reading them for every KV tile.
   bool q_in_registers = false;
-  // Whether the producer issues K(n + 1) before V(n) (FA3's order; Fa2Traits::kKAhead): V(n)'s slot
-  // frees only after P·V(n - 2), so K(n + 1) waited behind it; 16-bit plain ws rows.
-  bool k_ahead = false;
 };
 
 // Registers per consumer thread (64 rows per warpgroup, fp32): S = block_n/2, P (16-bit) =
@@ -162,10 +159,6 @@ inline constexpr FwdKernelSpec kFwdKernels[] = {
     {"ws_pingpong_serial_128x128x2", FwdKernel::kWarpSpecializedPingPongSerial, {128, 128, 2, 2}, 128, true},
     {"ws_pingpong_serial_128x64x2", FwdKernel::kWarpSpecializedPingPongSerial, {128, 64, 2, 2}, 256, true},
     {"ws_pingpong_128x128x2", FwdKernel::kWarpSpecializedPingPong, {128, 128, 2, 2}, 128, true},
-    // Candidates (thirteenth session, not yet run): hdim 128's defaults with the producer issuing
-    // K(n + 1) before V(n) (k_ahead; docs/perf-diagnosis-fa3.md §3, H3: up to 1-2 %, causal and not).
-    {"ws_pingpong_persistent_128x128x2_kahead", FwdKernel::kPersistentPingPong, {128, 128, 2, 2}, 128, true, kBothMasks, false, false, false, false, true},
-    {"ws_pingpong_128x192x2_kahead", FwdKernel::kWarpSpecializedPingPong, {128, 192, 2, 2}, 128, true, kBothMasks, false, false, false, false, true},
 };
 inline constexpr int kFwdKernelCount = int(sizeof(kFwdKernels) / sizeof(kFwdKernels[0]));
 

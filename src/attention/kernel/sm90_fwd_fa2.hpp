@@ -52,7 +52,7 @@
 namespace hopattn::attention {
 
 template <class Element_, int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_, bool kMmaRowSum_ = false,
-          bool kQInRegisters_ = false, bool kKAhead_ = false>
+          bool kQInRegisters_ = false>
 struct Fa2Traits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -85,10 +85,6 @@ struct Fa2Traits {
   // per consumer thread at hdim 256; 16-bit Q would be 64 there, beside O's 128.
   static constexpr bool kQInRegisters = kQInRegisters_;
   static_assert(!kQInRegisters || kFp8, "Q in registers: e4m3 rows only");
-  // The ws producer's load order (FwdKernelSpec::k_ahead): K(n + 1) before V(n), FlashAttention-3's
-  // order, instead of K(n), V(n) (docs/perf-diagnosis-fa3.md §3, H3). 16-bit plain rows only.
-  static constexpr bool kKAhead = kKAhead_;
-  static_assert(!kKAhead || !kFp8, "K ahead of V: 16-bit rows only");
 
   using BlockM = cute::Int<kBlockM>;
   using BlockN = cute::Int<kBlockN>;

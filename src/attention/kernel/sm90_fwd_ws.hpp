@@ -248,14 +248,7 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
       load_v_into(kv_iter, get<0>(v_parts)(_, n_first + n));
       ++kv_iter;
     };
-    // Traits::kKAhead (16-bit plain rows): K(n + 1) before V(n), each at its own ring position
-    // (FlashAttention-3's order); kv_iter moves on after the tile.
-    if constexpr (Traits::kKAhead) {
-      static_assert(!kOptions && !Storage::kTransposeV, "K ahead: 16-bit plain rows");
-      if (n_blocks > 0) load_k_into(kv_iter, get<0>(k_parts)(_, n_first));  // ahead of Q, as load_kv(0) below
-    } else {
-      if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
-    }
+    if (n_blocks > 0) load_kv(0);  // ahead of Q: overlaps the previous tile's epilogue
     if constexpr (Storage::kQHalves) {  // each warpgroup's rows into its own tile, as it frees it
       using WgTile = Shape<Int<Traits::kWarpgroupRows>, typename Traits::HeadDim>;
       Tensor mQw = p.tma_q_warpgroup.get_tma_tensor(make_shape(p.seqlen_q, int(Traits::kHeadDim), p.heads_q, p.batch));
@@ -292,15 +285,9 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
       }
     }
     ++q_iter;
-    if constexpr (Traits::kKAhead) {
-      for (int n = 1; n < n_blocks; ++n) {
-        load_k_into(kv_iter + n, get<0>(k_parts)(_, n_first + n));
-        load_v_into(kv_iter + n - 1, get<0>(v_parts)(_, n_first + n - 1));
-      }
-      if (n_blocks > 0) load_v_into(kv_iter + n_blocks - 1, get<0>(v_parts)(_, n_first + n_blocks - 1));
-      kv_iter += n_blocks;
-    } else if constexpr (kOptions) {  // not unrolled: unrolled, with the dynamic dealing's dealer beside it,
-      // the producer spilled 76 bytes at its 24 registers (hdim 64, ptxas 2026-12-06)
+    if constexpr (kOptions || kHasUnitRing<Storage>) {  // not unrolled: unrolled, with the dynamic
+      // dealing's dealer beside it, the producer spilled 76 bytes at its 24 registers (hdim 64, ptxas
+      // 2026-12-06; the plain persistent causal kernel of hdim 128: 68 bytes, 2026-12-07)
       CUTE_NO_UNROLL
       for (int n = 1; n < n_blocks; ++n) load_kv(n);
     } else {
@@ -407,7 +394,7 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
       // No later tile of this CTA has a key to visit: the last warpgroup skips its very last pass.
       // Dynamic dealing cannot look ahead: it always passes, and warpgroup 1 takes that last pass
       // before it exits (below).
-      bool last_work = !dynamic_dealing<kOptions>(p, sched);
+      bool last_work = !dynamic_dealing<kOptions, Storage>(p, sched);
       if (last_work)
         for (int j = cursor.k + 1, u = sched.tile(j); u < sched.end() && last_work; u = sched.tile(++j))
           last_work = n_blocks_of(u) == 0;
@@ -493,7 +480,7 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
   if (Storage::kSeparateStagingO && thread_idx % 128 == 0) tma_store_wait<0>();
   o_turn.release();
   // Dynamic dealing: the last warpgroup's very last pass (last_work above) is warpgroup 1's.
-  if (kPingPong && dynamic_dealing<kOptions>(p, sched) && turns.warpgroup == 1 && granted_first_turn) turns.wait();
+  if (kPingPong && dynamic_dealing<kOptions, Storage>(p, sched) && turns.warpgroup == 1 && granted_first_turn) turns.wait();
 }
 
 }  // namespace ws
@@ -523,7 +510,7 @@ CUTE_DEVICE void ws_forward_body(Params const& p) {
                     launch_pool_registers(kWsThreads<Traits>),
                 "setmaxnreg budgets exceed the CTA's launch pool (the consumers' setmaxnreg.inc would wait forever)");
   extern __shared__ char smem_raw[];
-  using Storage = WsKernelStorage<Traits, kPersistent, kOptions>;
+  using Storage = WsKernelStorage<Traits, Mask, kPersistent, kOptions>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
   ws::FwdTileScheduler<Mask, kPersistent, kOptions> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM,
                                                           p.heads_q, p.batch, p.causal_group};
@@ -536,7 +523,7 @@ CUTE_DEVICE void ws_forward_body(Params const& p) {
         ws::EmptyBarrier::init(&ss.q_empty_wg[w], 128);
       }
     if constexpr (Storage::kSharedO) ws::EmptyBarrier::init(&ss.o_free, 1);
-    if constexpr (kOptions) {
+    if constexpr (kHasUnitRing<Storage>) {
       for (int s = 0; s < ws::VarlenUnitRing::kSlots; ++s) {
         ws::FullBarrier::init(&ss.unit_ring.full[s], 1);
         ws::EmptyBarrier::init(&ss.unit_ring.empty[s], kConsumerThreads + 1);  // and the producer
@@ -577,6 +564,9 @@ CUTE_DEVICE void ws_forward_body(Params const& p) {
       // fits both in the producer warpgroup's 24 registers; after produce() it spilled 76 bytes)
       if (threadIdx.x == 32 && p.varlen_tiles != nullptr && p.varlen_claim != nullptr)
         ws::deal_units(ss.unit_ring, p.varlen_claim, *p.varlen_count);
+    } else if constexpr (kHasUnitRing<Storage>) {  // a padded causal call's folded order, dealt dynamically
+      if (threadIdx.x == 32 && ws::dynamic_dealing<kOptions, Storage>(p, sched))
+        ws::deal_units(ss.unit_ring, p.varlen_claim, sched.end());
     } else if constexpr (Storage::kTransposeV) {  // e4m3: warps 1-3 transpose V (warp 0 is the TMA thread's)
       static_assert(Storage::kTransposeThreads == 96);
       if (threadIdx.x >= 32) ws::transpose_v<Traits, 3>(p, ss, sched, int(threadIdx.x) / 32 - 1);

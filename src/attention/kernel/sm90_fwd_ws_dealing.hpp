@@ -12,9 +12,9 @@ namespace hopattn::attention::ws {
 
 // The positions of the tile order a CTA takes, one after another; the producer and the consumers
 // each walk them with a cursor of their own. Static dealing: sched.tile(0), sched.tile(1), ...
-// Dynamic dealing (variable-length batches whose Params carry the claim counter,
-// Params::varlen_claim): the list in units of two positions (a folded unit; the list holds an even
-// number). A dealer thread (deal_units: lane 0 of the producer warpgroup's second warp) hands the
+// Dynamic dealing (variable-length batches, and padded calls of the 16-bit persistent causal
+// kernels in the folded order, whose Params carry the claim counter, Params::varlen_claim): the
+// list or the folded order in units of two positions (a folded unit; both hold an even number). A dealer thread (deal_units: lane 0 of the producer warpgroup's second warp) hands the
 // CTA's first unit, its own index, and then, each time the producer has issued the loads of a unit,
 // claims the next one with an atomicAdd on the workspace's counter (+ gridDim.x), through the
 // VarlenUnitRing. The list runs longest first, so a CTA taking the next unit when it gets free is
@@ -28,10 +28,15 @@ struct TileCursor {
   int k = 0;  // static: the position index; dynamic: 2 · (units before this one) + position in the unit
 };
 
-template <bool kOptions, class Params, class Sched>
+// Whether the CTA's walk is dealt dynamically: a variable-length batch's list (the options kernels),
+// or a padded call's folded causal order (the kernels whose Storage carries the unit ring,
+// kDealsPaddedDynamically; the host brings the counter only for the folded order, checked here
+// again), when the call brings a claim counter.
+template <bool kOptions, class Storage, class Params, class Sched>
 CUTE_DEVICE bool dynamic_dealing(Params const& p, Sched const& sched) {
   if constexpr (kOptions) return sched.is_varlen() && p.varlen_claim != nullptr;
-  return false;
+  else if constexpr (kHasUnitRing<Storage>) return sched.folded() && p.varlen_claim != nullptr;
+  else return false;
 }
 
 // A taker (the producer thread, every consumer thread) takes its handed-th unit and releases the
@@ -70,8 +75,8 @@ CUTE_DEVICE void deal_units(VarlenUnitRing& ring, int* claim, int positions) {
 // The cursor's next position (first: its first), or a value >= sched.end() when there is none.
 template <bool kProducer, bool kOptions, class Params, class Storage, class Sched>
 CUTE_DEVICE int cursor_next(TileCursor& cur, Params const& p, Storage& ss, Sched const& sched, bool first) {
-  if constexpr (kOptions) {
-    if (dynamic_dealing<kOptions>(p, sched)) {
+  if constexpr (kOptions || kHasUnitRing<Storage>) {
+    if (dynamic_dealing<kOptions, Storage>(p, sched)) {
       if (!first) ++cur.k;
       const int handed = cur.k >> 1;
       int unit;

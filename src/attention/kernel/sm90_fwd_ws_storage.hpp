@@ -131,7 +131,8 @@ using EmptyBarrier = cutlass::arch::ClusterBarrier;
 
 }  // namespace ws
 
-// The options kernels' shared memory: the storage of their tiles plus the unit ring.
+// The options kernels' and the 16-bit persistent causal kernels' shared memory: the storage of
+// their tiles plus the unit ring.
 template <class Storage>
 struct WithUnitRing : Storage {
   ws::VarlenUnitRing unit_ring;
@@ -154,10 +155,23 @@ struct WithVTranspose : Storage {
   alignas(8) uint64_t v_raw_empty[Traits::kStages];
 };
 
-template <class Traits, bool kPersistent, bool kOptions>
+// Whether a kernel deals a padded call's tiles dynamically when the call brings a claim counter
+// (Params::varlen_claim): the 16-bit persistent kernels with a causal mask, whose folded order's
+// units the CTAs then claim as they get free (ws::cursor_next; the e4m3 kernels' producer warps
+// transpose V, so they have no dealer thread).
+template <class Traits, class Mask, bool kPersistent, bool kOptions>
+inline constexpr bool kDealsPaddedDynamically = kPersistent && Mask::kCausal && !kOptions && !Traits::kFp8;
+
+template <class Traits, class Mask, bool kPersistent, bool kOptions>
 using WsKernelStorage = std::conditional_t<
-    kOptions, WithUnitRing<WsStorageOf<Traits, kPersistent>>,
+    kOptions || kDealsPaddedDynamically<Traits, Mask, kPersistent, kOptions>, WithUnitRing<WsStorageOf<Traits, kPersistent>>,
     std::conditional_t<Traits::kFp8, WithVTranspose<WsStorageOf<Traits, kPersistent>, Traits>,
                        WsStorageOf<Traits, kPersistent>>>;
+
+// Whether a storage carries the unit ring (the kernels that may deal dynamically).
+template <class Storage>
+inline constexpr bool kHasUnitRing = false;
+template <class Storage>
+inline constexpr bool kHasUnitRing<WithUnitRing<Storage>> = true;
 
 }  // namespace hopattn::attention
