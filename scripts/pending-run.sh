@@ -7,9 +7,10 @@
 #     cells (hdim 64/128/256) and GQA prefill beside cuDNN, and the library of the build before
 #     (BASE) against this one on hdim 128 causal (scripts/ab-libs.sh: the producer loop of those
 #     kernels is no longer unrolled);
-#  2. the paged chunk path's page ids checked a warp per sequence (the only way now) and the chunk
-#     rules for q_len 32-95 taking paged caches too: ChunkPath* tests, then paged chunks at q_len
-#     32, 64, 128 on the chunk path (default) and the decode kernels, contiguous beside.
+#  2. the paged chunk path's page ids checked a warp per sequence (the only way now), and whether
+#     the chunk rules for q_len 32-95 should now take paged caches too: ChunkPath* tests, then
+#     paged chunks at q_len 32, 64, 128: the library's choice, the chunk path forced ("fwd",
+#     packing as its row-fill rule says) and the decode kernels, contiguous beside.
 #   BUILD=build-full BASE=build-base scripts/pending-run.sh OUT_DIR [DEADLINE_S=560]
 # BUILD: a default build packed with scripts/pack-build.sh, keeping lib/, python/ and
 # bin/{gpu_attention_fwd,gpu_kvcache,gpu_attention_varlen,hopattn} (~21 MB); BASE: a directory
@@ -42,9 +43,9 @@ bounded 60 "$build/bin/hopattn" bench --shapes 2:4096:4096:32:8,1:8192:8192:40:8
   --hdim 128 --causal 1 --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings $cudnn_flag \
   --csv "$out/dealing-gqa.csv" >"$out/dealing-gqa.log" 2>&1
 echo "dealing gqa: exit $? ($((SECONDS - t0)) s)"; sed -n '/^op /,$p' "$out/dealing-gqa.log" | grep -E '^(op|attn)'
-# 2b. Paged chunks at q_len 32 / 64 / 128: the chunk path (default) vs the decode kernels.
+# 2b. Paged chunks at q_len 32 / 64 / 128: the library's choice, the chunk path, the decode kernels.
 bounded 80 "$build/bin/hopattn" bench --op decode --qlen 32,64,128 --heads 32:8 --cache 1:8192,4:8192,1:32768 \
-  --kv-dtype bf16 --page-sizes 0,128 --kernels default,decode --rounds 2 --csv "$out/chunk-rules-paged.csv" \
+  --kv-dtype bf16 --page-sizes 0,128 --kernels default,fwd,decode --rounds 2 --csv "$out/chunk-rules-paged.csv" \
   >"$out/chunk-rules-paged.log" 2>&1
 echo "paged chunk rules: exit $? ($((SECONDS - t0)) s)"; grep -E '^decode ' "$out/chunk-rules-paged.log"
 # 1c. The build before against this one (its static dealing, unrolled producer) on hdim 128 causal.

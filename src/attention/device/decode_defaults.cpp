@@ -70,8 +70,8 @@ constexpr DecodeDefaultRule kRules[] = {
 constexpr DecodeChunkRule kChunkRules[] = {
   {kHd128, 128, 2048, false, true, "r1 2026-12-06 (H100): q128 1.45x at 4k, 1.75x at 32k; 0.97x at 1k"},
   {kHd128, 96, 4096, false, true, "a3 2026-12-06 (H200): q96 32:8 1.42x the decode kernels at 1x4k, 1.70x at 1x8k, 1.60x at 2x8k; packed slower (0.69-0.88x unpacked)"},
-  {kHd128, 32, 8192, true, true, "pk-r1, a3 2026-12-06 (H200): 32:8 packed q64 1.47x the decode kernels at 4x8k, 1.42x the unpacked chunk path at 1x32k; q32-64 from 8k up to 1.38x (q48, 2x8k); 0.88x the decode kernels at 1x4k"},
-  {kHd128, 64, 16384, false, true, "r1 2026-12-06 (H100): q64 1.03x at 32k; 0.95x at 4k"},
+  {kHd128, 32, 8192, true, false, "pk-r1, a3 2026-12-06 (H200): 32:8 packed q64 1.47x the decode kernels at 4x8k, 1.42x the unpacked chunk path at 1x32k; q32-64 from 8k up to 1.38x (q48, 2x8k); 0.88x the decode kernels at 1x4k"},
+  {kHd128, 64, 16384, false, false, "r1 2026-12-06 (H100): q64 1.03x at 32k; 0.95x at 4k"},
 };
 // clang-format on
 
