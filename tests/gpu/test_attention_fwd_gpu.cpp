@@ -306,29 +306,56 @@ TEST_P(AttentionFwd, PersistentCausalFoldedOrder) {
   EXPECT_GE(persistent.size(), 1u);
 }
 
+// A padded GQA call's tensors on the device: q and k N(0, 2^2), v N(0, 1) (seeds seed, +1, +2), O
+// and LSE, and its arguments (no workspace).
+struct PaddedCall {
+  hopattn_dtype_t dtype;
+  int b, s, hq, hkv, d;
+  DeviceBuffer q, k, v, o, lse;
+  PaddedCall(hopattn_dtype_t dt, int b_, int s_, int hq_, int hkv_, int d_, uint64_t seed)
+      : dtype(dt), b(b_), s(s_), hq(hq_), hkv(hkv_), d(d_), q(o_elems() * 2), k(kv_elems() * 2), v(kv_elems() * 2),
+        o(o_elems() * 2), lse(lse_elems() * 4) {
+    fill_normal(q.get(), dtype, o_elems(), seed, 2.0f);
+    fill_normal(k.get(), dtype, kv_elems(), seed + 1, 2.0f);
+    fill_normal(v.get(), dtype, kv_elems(), seed + 2, 1.0f);
+  }
+  int64_t o_elems() const { return int64_t(b) * s * hq * d; }
+  int64_t kv_elems() const { return int64_t(b) * s * hkv * d; }
+  int64_t lse_elems() const { return int64_t(b) * hq * s; }
+  AttentionForwardArgs args(int causal) const {
+    AttentionForwardArgs a{};
+    a.q = tensor_bshd(q.get(), dtype, b, s, hq, d);
+    a.k = tensor_bshd(k.get(), dtype, b, s, hkv, d);
+    a.v = tensor_bshd(v.get(), dtype, b, s, hkv, d);
+    a.o = tensor_bshd(o.get(), dtype, b, s, hq, d);
+    a.lse = tensor_lse(lse.as<float>(), b, hq, s);
+    a.causal = causal;
+    return a;
+  }
+  // O and LSE poisoned (NaN), then `launch` (a Status), then O and LSE as floats.
+  template <class Launch>
+  Status run(Launch&& launch, std::vector<float>* out, std::vector<float>* lse_out) const {
+    fill_nan(o.get(), 2, o_elems());
+    fill_nan(lse.get(), 4, lse_elems());
+    const Status st = launch();
+    if (!st.ok()) return st;
+    *out = download_as_float(o.get(), dtype, o_elems());
+    *lse_out = download_as_float(lse.get(), HOPATTN_DTYPE_FP32, lse_elems());
+    return st;
+  }
+};
+
 // The dynamic dealing's off switch (Overrides::fwd_padded_dynamic false) with a workspace given:
 // the static dealing's O and LSE bit for bit, and the dynamic dealing's too (each tile is computed
 // by one CTA, whichever claims it), on 16 x 1000 x 8 heads (8 tiles per pair: CTAs take several).
 TEST_P(AttentionFwd, PersistentCausalDynamicDealingMatchesStatic) {
   HOPATTN_REQUIRE_SM90();
-  const Config cfg = GetParam();
-  const int b = 16, s = 1000, hq = 8, hkv = 2, d = cfg.hdim;
-  const int64_t nq = int64_t(b) * s * hq * d, nkv = int64_t(b) * s * hkv * d;
-  DeviceBuffer q(nq * 2), k(nkv * 2), v(nkv * 2), o(nq * 2), lse(int64_t(b) * hq * s * 4);
-  fill_normal(q.get(), cfg.dtype, nq, 191, 2.0f);
-  fill_normal(k.get(), cfg.dtype, nkv, 192, 2.0f);
-  fill_normal(v.get(), cfg.dtype, nkv, 193, 1.0f);
-  AttentionForwardArgs a{};
-  a.q = tensor_bshd(q.get(), cfg.dtype, b, s, hq, d);
-  a.k = tensor_bshd(k.get(), cfg.dtype, b, s, hkv, d);
-  a.v = tensor_bshd(v.get(), cfg.dtype, b, s, hkv, d);
-  a.o = tensor_bshd(o.get(), cfg.dtype, b, s, hq, d);
-  a.lse = tensor_lse(lse.as<float>(), b, hq, s);
-  a.causal = 1;
+  const PaddedCall call(GetParam().dtype, 16, 1000, 8, 2, GetParam().hdim, 191);
+  const AttentionForwardArgs a = call.args(1);
   size_t need = 0;
   ASSERT_TRUE(attention_forward_workspace_size(a, &need).ok());
   EXPECT_EQ(need, 16u) << "a padded batch's workspace";
-  const std::vector<std::string> persistent = kernels_of(d, attention::FwdKernel::kPersistentPingPong);
+  const std::vector<std::string> persistent = kernels_of(call.d, attention::FwdKernel::kPersistentPingPong);
   for (const std::string& kernel : persistent) {
     std::vector<float> ref_o, ref_lse;
     for (int arm = 0; arm < 3; ++arm) {  // no workspace; workspace with the switch off; workspace
@@ -337,18 +364,17 @@ TEST_P(AttentionFwd, PersistentCausalDynamicDealingMatchesStatic) {
       ov.fwd_kernel = kernel;
       if (arm > 0) c.workspace = padded_workspace(&c.workspace_bytes);
       ov.fwd_padded_dynamic = arm == 2;
-      fill_nan(o.get(), 2, nq);
-      fill_nan(lse.get(), 4, int64_t(b) * hq * s);
-      const Status st = experimental::attention_forward(c, nullptr, ov);
+      std::vector<float> ho, hl;
+      const Status st = call.run([&] { return experimental::attention_forward(c, nullptr, ov); }, &ho, &hl);
       ASSERT_TRUE(st.ok()) << kernel << " arm " << arm << ": " << st.to_string();
-      std::vector<float> ho = download_as_float(o.get(), cfg.dtype, nq);
-      std::vector<float> hl = download_as_float(lse.get(), HOPATTN_DTYPE_FP32, int64_t(b) * hq * s);
-      for (size_t i = 0; i < ho.size(); i += 997) ASSERT_FALSE(std::isnan(ho[i])) << kernel << " arm " << arm << ": O unwritten at " << i;
+      for (size_t i = 0; i < ho.size(); i += 997)
+        ASSERT_FALSE(std::isnan(ho[i])) << kernel << " arm " << arm << ": O unwritten at " << i;
       if (arm == 0) {
         ref_o = ho, ref_lse = hl;
         continue;
       }
-      ASSERT_EQ(std::memcmp(ho.data(), ref_o.data(), ho.size() * 4), 0) << kernel << " arm " << arm << ": O differs from the static dealing's";
+      ASSERT_EQ(std::memcmp(ho.data(), ref_o.data(), ho.size() * 4), 0)
+          << kernel << " arm " << arm << ": O differs from the static dealing's";
       ASSERT_EQ(std::memcmp(hl.data(), ref_lse.data(), hl.size() * 4), 0) << kernel << " arm " << arm << ": LSE differs";
     }
   }
@@ -428,25 +454,14 @@ TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   // 256 Q tiles (causal: 128 folded units): persistent CTAs take two tiles or more.
-  const int b = 4, s = 1000, hq = 8, hkv = 2, d = cfg.hdim;
-  DeviceBuffer q(int64_t(b) * s * hq * d * 2), k(int64_t(b) * s * hkv * d * 2), v(int64_t(b) * s * hkv * d * 2),
-      o(int64_t(b) * s * hq * d * 2), lse(int64_t(b) * hq * s * 4);
-  fill_normal(q.get(), cfg.dtype, int64_t(b) * s * hq * d, 91, 2.0f);
-  fill_normal(k.get(), cfg.dtype, int64_t(b) * s * hkv * d, 92, 2.0f);
-  fill_normal(v.get(), cfg.dtype, int64_t(b) * s * hkv * d, 93, 1.0f);
+  const PaddedCall call(cfg.dtype, 4, 1000, 8, 2, cfg.hdim, 91);
   // The default choice 20 times, every compiled kernel 5 times (a race moves the result).
   std::vector<std::string> kernels = {""};
-  for (const std::string& name : compiled_kernel_names("fwd", d)) kernels.push_back(name);
+  for (const std::string& name : compiled_kernel_names("fwd", call.d)) kernels.push_back(name);
   for (const std::string& kernel : kernels)
     for (int causal = 0; causal < 2; ++causal) {
-      if (!compiled_for_mask(kernel, d, causal != 0)) continue;
-      AttentionForwardArgs a{};
-      a.q = tensor_bshd(q.get(), cfg.dtype, b, s, hq, d);
-      a.k = tensor_bshd(k.get(), cfg.dtype, b, s, hkv, d);
-      a.v = tensor_bshd(v.get(), cfg.dtype, b, s, hkv, d);
-      a.o = tensor_bshd(o.get(), cfg.dtype, b, s, hq, d);
-      a.lse = tensor_lse(lse.as<float>(), b, hq, s);
-      a.causal = causal;
+      if (!compiled_for_mask(kernel, call.d, causal != 0)) continue;
+      AttentionForwardArgs a = call.args(causal);
       a.workspace = padded_workspace(&a.workspace_bytes);  // (causal: the dynamic dealing's claims vary)
       experimental::Overrides ov;
       ov.fwd_kernel = kernel;
@@ -454,11 +469,11 @@ TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {
       std::vector<float> first_o, first_lse;
       const int reps = kernel.empty() ? 20 : 5;
       for (int rep = 0; rep < reps; ++rep) {
-        fill_nan(o.get(), 2, int64_t(b) * s * hq * d);
-        const Status st = kernel.empty() ? attention_forward(a, nullptr) : experimental::attention_forward(a, nullptr, ov);
+        std::vector<float> ho, hl;
+        const Status st = call.run(
+            [&] { return kernel.empty() ? attention_forward(a, nullptr) : experimental::attention_forward(a, nullptr, ov); },
+            &ho, &hl);
         ASSERT_TRUE(st.ok()) << "kernel " << label << ": " << st.to_string();
-        std::vector<float> ho = download_as_float(o.get(), cfg.dtype, int64_t(b) * s * hq * d);
-        std::vector<float> hl = download_as_float(lse.get(), HOPATTN_DTYPE_FP32, int64_t(b) * hq * s);
         if (rep == 0) {
           first_o = ho, first_lse = hl;
           continue;
