@@ -32,6 +32,10 @@ bounded 200 "$build/bin/gpu_attention_fwd" \
   --gtest_filter='*PersistentCausal*:*RepeatedRunsAreBitIdentical*:*EveryKernelMatchesFloat64Reference*:*/AttentionFwd.MatchesFloat64Reference*:*SanitizerPersistent*' \
   >"$out/fwd-tests.log" 2>&1
 echo "forward tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/fwd-tests.log"
+# 1a'. The Python forward (a causal 16-bit call now passes a 16-byte workspace from torch's allocator).
+(cd "$root/python/tests" && export PYTHONPATH="$build/python" PYTHONDONTWRITEBYTECODE=1 &&
+  bounded 120 python3 -m unittest -v test_gpu.TestForward test_gpu.TestForwardOptions >"$out/python-fwd.log" 2>&1)
+echo "python forward: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/python-fwd.log"
 # 2a. The chunk path's tests (paged and not) and the plan tests.
 bounded 150 "$build/bin/gpu_kvcache" --gtest_filter='*ChunkPath*:*Plan*' >"$out/chunk-tests.log" 2>&1
 echo "chunk tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/chunk-tests.log"
