@@ -12,7 +12,9 @@
 #     paged chunks at q_len 32, 64, 128: the library's choice, the chunk path forced ("fwd",
 #     packing as its row-fill rule says) and the decode kernels, contiguous beside.
 #   BUILD=build-full BASE=build-base scripts/pending-run.sh OUT_DIR [DEADLINE_S=560]
-# BUILD: a default build packed with scripts/pack-build.sh, keeping lib/, python/ and
+# BUILD: a default build configured with -DHOPATTN_PADDED_DYNAMIC_DEALING=ON (without it the
+# dynamic dealing is not compiled: its test skips and both A/B arms deal statically), packed with
+# scripts/pack-build.sh, keeping lib/, python/ and
 # bin/{gpu_attention_fwd,gpu_kvcache,gpu_attention_varlen,hopattn} (~21 MB); BASE: a directory
 # whose lib/ holds the build before (~16 MB). Both carried. Each step is bounded by the time left;
 # everything lands in OUT_DIR/pending.tar.gz (the device tool returns a handful of files) and the

@@ -118,8 +118,8 @@ typedef struct hopattn_tensor {
  *                 aligned, not overlapping any tensor of the call (the tile list the call builds)
  * A padded batch may bring a workspace too (since 0.5, optional; struct_size of 0.4 or later):
  * 16 bytes, held to the same rules, in which a causal call's schedule keeps the counter its CTAs
- * claim tiles from (zeroed by the call; without a workspace the tiles are dealt statically, 1-3 %
- * slower on long causal calls).
+ * claim tiles from (zeroed by the call) in builds with HOPATTN_PADDED_DYNAMIC_DEALING (not yet
+ * the default); elsewhere it is checked and left unused (the tiles dealt statically).
  * Each sequence is its own attention problem: causal and the window are bottom-right aligned per
  * sequence, GQA, softcap and sinks as above; a sequence with no key gets O = 0 and LSE = -inf (or
  * its sink). Rows of o and lse outside every sequence's range are not written. The lengths live in

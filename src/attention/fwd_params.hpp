@@ -9,6 +9,15 @@
 
 namespace hopattn::attention {
 
+// Whether the 16-bit persistent causal kernels are compiled with the padded call's dynamic dealing
+// (FwdParams::padded_dynamic; CMake option HOPATTN_PADDED_DYNAMIC_DEALING, off: written
+// 2026-12-07, not yet run on a GPU).
+#if defined(HOPATTN_PADDED_DYNAMIC_DEALING)
+inline constexpr bool kPaddedDynamicDealing = true;
+#else
+inline constexpr bool kPaddedDynamicDealing = false;
+#endif
+
 struct FwdParams {
   hopattn_dtype_t dtype;  // BF16 or FP16 (Q, K, V and O share it), or E4M3 (Q, K, V; O is bf16)
   int hdim;               // 64, 128 or 256

@@ -17,6 +17,7 @@
 #include "attention/device/compiled_set.hpp"
 #include "attention/device/fwd_registry.hpp"
 #include "attention/experimental.hpp"
+#include "attention/fwd_params.hpp"
 #include "attention/fwd_tile_order.hpp"
 #include "attention/kernel/sm90_fwd_config.hpp"
 #include "attention_check.hpp"
@@ -350,6 +351,8 @@ struct PaddedCall {
 // by one CTA, whichever claims it), on 16 x 1000 x 8 heads (8 tiles per pair: CTAs take several).
 TEST_P(AttentionFwd, PersistentCausalDynamicDealingMatchesStatic) {
   HOPATTN_REQUIRE_SM90();
+  if (!attention::kPaddedDynamicDealing)
+    GTEST_SKIP() << "the padded dynamic dealing is not compiled (-DHOPATTN_PADDED_DYNAMIC_DEALING=ON)";
   const PaddedCall call(GetParam().dtype, 16, 1000, 8, 2, GetParam().hdim, 191);
   const AttentionForwardArgs a = call.args(1);
   size_t need = 0;

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "attention/fwd_params.hpp"  // kPaddedDynamicDealing
+
 namespace hopattn::attention {
 
 template <class Traits>
@@ -158,9 +160,11 @@ struct WithVTranspose : Storage {
 // Whether a kernel deals a padded call's tiles dynamically when the call brings a claim counter
 // (Params::varlen_claim): the 16-bit persistent kernels with a causal mask, whose folded order's
 // units the CTAs then claim as they get free (ws::cursor_next; the e4m3 kernels' producer warps
-// transpose V, so they have no dealer thread).
+// transpose V, so they have no dealer thread). Compiled only with kPaddedDynamicDealing
+// (fwd_params.hpp).
 template <class Traits, class Mask, bool kPersistent, bool kOptions>
-inline constexpr bool kDealsPaddedDynamically = kPersistent && Mask::kCausal && !kOptions && !Traits::kFp8;
+inline constexpr bool kDealsPaddedDynamically =
+    kPaddedDynamicDealing && kPersistent && Mask::kCausal && !kOptions && !Traits::kFp8;
 
 template <class Traits, class Mask, bool kPersistent, bool kOptions>
 using WsKernelStorage = std::conditional_t<
