@@ -6,6 +6,10 @@
 # LIB_A / LIB_B: directories holding libhopattn.so.<version> (the links are made here; the device
 # tool carries none). Each ARGS is one `hopattn bench` argument string (--csv is added).
 # Prints each CSV's hopattn rows as "arm round cmd impl hdim causal seqlen ms tflops".
+# The bench passes experimental::Overrides to the library by reference: both libraries must agree
+# with the binary on the layout of the fields a command sets. Since the fourteenth session
+# (chunk_pages_by_warp removed, fwd_padded_dynamic appended) a binary of that build drives older
+# libraries correctly for forward attention only, not for decode commands.
 set -uo pipefail
 out=${1:?} bin=${2:?} lib_a=${3:?} lib_b=${4:?} rounds=${5:?}
 shift 5

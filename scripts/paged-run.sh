@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # One device call for paged caches: int8 pools of small pages (16 and 32 tokens, or fewer than
-# quant_block), the chunk path over pools of pages of >= 128 tokens, and (thirteenth session, not
-# yet run) its prepare kernel's page ids checked a warp per sequence (Overrides::chunk_pages_by_warp;
-# the chunk-path test runs both ways). Their GPU tests by name at every compiled dtype and head
+# quant_block), and the chunk path over pools of pages of >= 128 tokens (its prepare kernel
+# checks page ids a warp per sequence since the fourteenth session). Their GPU tests by name at every compiled dtype and head
 # dim, then the paged int8 decode against the contiguous int8 cache and cuDNN's bf16 SDPA on the same shapes
 # (issue 36's targets: page 16 >= 0.90x and pages >= 64 >= 0.97x the contiguous cache; int8 paged
 # >= 1.8x cuDNN's bf16), and paged chunks on the forward kernel against the contiguous cache and
@@ -32,11 +31,9 @@ bounded 150 "$build/bin/hopattn" bench --op decode --qlen 1 --heads 64:8 --cache
   >"$out/int8-pages-decode.log" 2>&1
 echo "paged decode: exit $? ($((SECONDS - t0)) s)"; grep -vE '^\s*$' "$out/int8-pages-decode.log" | tail -40
 # 3. Paged chunks (q_len 128, 32:8; the chunk path by default since the thirteenth session) against
-#    the contiguous cache and the decode kernels ("decode" rows), with the prepare kernel's page ids
-#    checked a thread per sequence (default) and a warp per sequence (":warppages" rows,
-#    Overrides::chunk_pages_by_warp: the candidate for the paged chunk path's 20 % at 1 x 32k).
+#    the contiguous cache and the decode kernels ("decode" rows).
 bounded 120 "$build/bin/hopattn" bench --op decode --qlen 128 --heads 32:8 --cache 1:32768,4:8192 \
-  --kv-dtype bf16 --page-sizes 0,128,256 --kernels default,default+warp_pages=1,decode --rounds 2 \
+  --kv-dtype bf16 --page-sizes 0,128,256 --kernels default,decode --rounds 2 \
   --csv "$out/chunk-paged.csv" >"$out/chunk-paged.log" 2>&1
 echo "paged chunks: exit $? ($((SECONDS - t0)) s)"; grep -vE '^\s*$' "$out/chunk-paged.log" | tail -30
 # The device tool returns a handful of files per call (2026-12-07: this script's six were left

@@ -119,7 +119,8 @@ typedef struct hopattn_tensor {
  * A padded batch may bring a workspace too (since 0.5, optional; struct_size of 0.4 or later):
  * 16 bytes, held to the same rules, in which a causal call's schedule keeps the counter its CTAs
  * claim tiles from (zeroed by the call) in builds with HOPATTN_PADDED_DYNAMIC_DEALING (not yet
- * the default); elsewhere it is checked and left unused (the tiles dealt statically).
+ * the default); elsewhere it is checked and left unused (the tiles dealt statically). Like a
+ * variable-length batch's, it must not be shared by calls in flight on different streams.
  * Each sequence is its own attention problem: causal and the window are bottom-right aligned per
  * sequence, GQA, softcap and sinks as above; a sequence with no key gets O = 0 and LSE = -inf (or
  * its sink). Rows of o and lse outside every sequence's range are not written. The lengths live in
@@ -222,9 +223,9 @@ hopattn_status_t hopattn_attention_forward_check(const hopattn_attention_fwd_arg
  * stream). Returns without waiting for the GPU. */
 hopattn_status_t hopattn_attention_forward(const hopattn_attention_fwd_args_t* args, void* stream);
 
-/* Bytes of device workspace the call needs: 16 for a padded batch (optional there, see above); for a variable-length batch
- * a bound that depends only on total_q, batch and heads_q (the call never allocates and stays
- * CUDA-graph capturable with the lengths changing between replays). */
+/* Bytes of device workspace the call needs: 16 for a padded batch (optional there, see above);
+ * for a variable-length batch a bound that depends only on total_q, batch and heads_q (the call
+ * never allocates and stays CUDA-graph capturable with the lengths changing between replays). */
 hopattn_status_t hopattn_attention_forward_workspace_size(const hopattn_attention_fwd_args_t* args,
                                                           size_t* bytes);
 

@@ -251,14 +251,6 @@ def _forward(q, k, v, softmax_scale, causal, out, lse, stream, window_left=-1, w
     qv = _tv(q, "q", keep)
     fp8 = qv[1] == _lib.E4M3 or q_descale is not None or k_descale is not None or v_descale is not None
     size = _FWD_FP8_SIZE if fp8 else _FWD_SIZE
-    # A causal 16-bit call on torch tensors brings the padded batch's optional workspace (16 bytes,
-    # since 0.5: the causal schedule's claim counter; without it the tiles are dealt statically):
-    # the 0.4 struct, its variable-length fields zero, and a new buffer from torch's allocator,
-    # stream-ordered like the outputs.
-    workspace = None
-    if causal and not fp8 and (q.__class__ is _Tensor or is_torch(q)):
-        size = _FWD_VARLEN_SIZE
-        workspace = _torch().empty(16, dtype=_torch().uint8, device=q.device)
     buf = ctypes.create_string_buffer(size)
     _FWD.pack_into(buf, 0, size, 0, *qv, *_tv(k, "k", keep), *_tv(v, "v", keep),
                    *_tv(out, "o", keep), *(_tv(lse, "lse", keep) if lse is not None else _NONE),
@@ -269,8 +261,6 @@ def _forward(q, k, v, softmax_scale, causal, out, lse, stream, window_left=-1, w
         _lib.require_fp8("flash_attn_func (e4m3 q or q/k/v_descale)")
         _FWD_DESCALES.pack_into(buf, _FWD_VARLEN_SIZE, *_descale(q_descale, "q_descale", q, keep),
                                 *_descale(k_descale, "k_descale", q, keep), *_descale(v_descale, "v_descale", q, keep))
-    if workspace is not None:
-        _FWD_WORKSPACE.pack_into(buf, _FWD_VARLEN_SIZE - _FWD_WORKSPACE.size, workspace.data_ptr(), 16)
     _lib.raise_for(_lib.lib.hopattn_attention_forward(buf, stream))
 
 

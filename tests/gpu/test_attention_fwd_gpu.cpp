@@ -348,7 +348,9 @@ struct PaddedCall {
 
 // The dynamic dealing's off switch (Overrides::fwd_padded_dynamic false) with a workspace given:
 // the static dealing's O and LSE bit for bit, and the dynamic dealing's too (each tile is computed
-// by one CTA, whichever claims it), on 16 x 1000 x 8 heads (8 tiles per pair: CTAs take several).
+// by one CTA, whichever claims it), on 16 x 1000 x 8 heads (8 tiles per pair: CTAs take several);
+// the dynamic arm's counter shows that it dealt dynamically (every unit past the first G claimed
+// once, and one claim past the end per CTA).
 TEST_P(AttentionFwd, PersistentCausalDynamicDealingMatchesStatic) {
   HOPATTN_REQUIRE_SM90();
   if (!attention::kPaddedDynamicDealing)
@@ -372,6 +374,13 @@ TEST_P(AttentionFwd, PersistentCausalDynamicDealingMatchesStatic) {
       ASSERT_TRUE(st.ok()) << kernel << " arm " << arm << ": " << st.to_string();
       for (size_t i = 0; i < ho.size(); i += 997)
         ASSERT_FALSE(std::isnan(ho[i])) << kernel << " arm " << arm << ": O unwritten at " << i;
+      if (arm == 2) {  // the counter: units − G claims that got a unit, and one past the end per CTA
+        int32_t claims = 0;
+        HOPATTN_CUDA_CHECK(cudaMemcpy(&claims, c.workspace, 4, cudaMemcpyDeviceToHost));
+        const int block_m = fwd_spec(kernel, call.d)->tile.block_m;
+        EXPECT_EQ(int64_t(claims), attention::folded_units((call.s + block_m - 1) / block_m, int64_t(call.b) * call.hq))
+            << kernel << ": the dynamic dealing's counter";
+      }
       if (arm == 0) {
         ref_o = ho, ref_lse = hl;
         continue;

@@ -281,7 +281,7 @@ __global__ void __launch_bounds__(kThreads, 1) fwd_kvcache_prepare_kernel(KvCach
   }
   // A paged cache's page ids, a warp per sequence, its lanes over the pages (a thread per sequence
   // waited on each id's load before the next, 256 of them for a 32k sequence of 128-token pages:
-  // paged chunks ran at 0.83x the contiguous cache's at 1 x 32k, 0.99x with the warp; H100
+  // paged chunks ran at 0.83x the contiguous cache's at 1 x 32k, 0.955x with the warp; H100
   // 2026-12-07, bench/records/chunk-paged-warp-2026-12-07-h100-s14.csv).
   if (a.page_table != nullptr) {
     const int warp = tid / 32, lane = tid % 32;

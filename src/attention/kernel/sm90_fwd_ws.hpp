@@ -93,7 +93,7 @@
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
 // warpgroup (2, or 3) grants warpgroup 1 its first turn and skips its own very last pass (in the
 // CTA's last tile that has work), so every named-barrier arrival is matched before the CTA exits;
-// under the dynamic dealing of a variable-length batch (no look-ahead) it makes that pass, and
+// under dynamic dealing (no look-ahead) it makes that pass, and
 // warpgroup 1 takes it before it exits.
 // Producer timeline per tile: K/V tile 0, then (after q_empty) Q, then K/V tiles 1 .. N-1.
 #pragma once

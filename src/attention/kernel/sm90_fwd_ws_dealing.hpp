@@ -1,6 +1,7 @@
 // The cursors over a warp-specialized forward CTA's tiles (sm90_fwd_ws.hpp's produce and consume):
-// the static orders of FwdTileScheduler (sm90_fwd_ws_schedule.hpp), or a variable-length batch's
-// dynamic dealing through the unit ring (sm90_fwd_ws_storage.hpp). Device code only.
+// the static orders of FwdTileScheduler (sm90_fwd_ws_schedule.hpp), or the dynamic dealing of a
+// variable-length batch's list or a padded causal call's folded order through the unit ring
+// (sm90_fwd_ws_storage.hpp). Device code only.
 #pragma once
 
 #include <cute/config.hpp>
@@ -14,10 +15,10 @@ namespace hopattn::attention::ws {
 // each walk them with a cursor of their own. Static dealing: sched.tile(0), sched.tile(1), ...
 // Dynamic dealing (variable-length batches, and padded calls of the 16-bit persistent causal
 // kernels in the folded order, whose Params carry the claim counter, Params::varlen_claim): the
-// list or the folded order in units of two positions (a folded unit; both hold an even number). A dealer thread (deal_units: lane 0 of the producer warpgroup's second warp) hands the
-// CTA's first unit, its own index, and then, each time the producer has issued the loads of a unit,
+// list or the folded order in units of two positions (a folded unit; both hold an even number).
+// A dealer thread (deal_units: lane 0 of the producer warpgroup's second warp) hands the CTA's first unit, its own index, and then, each time the producer has issued the loads of a unit,
 // claims the next one with an atomicAdd on the workspace's counter (+ gridDim.x), through the
-// VarlenUnitRing. The list runs longest first, so a CTA taking the next unit when it gets free is
+// VarlenUnitRing. The list runs longest first (the folded order's units are about equal), so a CTA taking the next unit when it gets free is
 // list scheduling in that order; the static dealing of the same list (CTA i takes units i, i + G,
 // ...) left CTAs with up to a unit of the longest sequence more than others (docs/attention-varlen.md).
 // A unit index past the last ends every walk. No taker holds its unit in a register (the producer

@@ -1,7 +1,7 @@
 // The warp-specialized forward kernels' shared memory (sm90_fwd_ws.hpp): the Q/K/V tiles, O's
 // staging (per warpgroup, shared by the two, or in Q's space), the pipelines' mbarriers, and for
-// the options kernels the unit ring of a variable-length batch's dynamic dealing
-// (sm90_fwd_ws_dealing.hpp); which storage a kernel gets (WsKernelStorage); the barrier types.
+// the options kernels (and, with kPaddedDynamicDealing, the 16-bit persistent causal kernels) the
+// unit ring of the dynamic dealing (sm90_fwd_ws_dealing.hpp); which storage a kernel gets (WsKernelStorage); the barrier types.
 // sm90_fwd_ws.hpp's header comment describes the pipelines.
 #pragma once
 
