@@ -11,19 +11,22 @@
 #     the chunk rules for q_len 32-95 should now take paged caches too: ChunkPath* tests, then
 #     paged chunks at q_len 32, 64, 128: the library's choice, the chunk path forced ("fwd",
 #     packing as its row-fill rule says) and the decode kernels, contiguous beside.
-#   BUILD=build-full BASE=build-base scripts/pending-run.sh OUT_DIR [DEADLINE_S=560]
+#   BUILD=build-dyn BASE=build-base scripts/pending-run.sh OUT_DIR [DEADLINE_S=560]
 # BUILD: a default build configured with -DHOPATTN_PADDED_DYNAMIC_DEALING=ON (without it the
 # dynamic dealing is not compiled: its test skips and both A/B arms deal statically), packed with
 # scripts/pack-build.sh, keeping lib/, python/ and
 # bin/{gpu_attention_fwd,gpu_kvcache,gpu_attention_varlen,hopattn} (~21 MB); BASE: a directory
-# whose lib/ holds the build before (~16 MB). Both carried. Each step is bounded by the time left;
+# whose lib/ holds the default build (its static dealing; ~16 MB). Both carried. Made by:
+#   cmake -S . -B build-dyn-full -G Ninja -DHOPATTN_PADDED_DYNAMIC_DEALING=ON
+#   ninja -C build-dyn-full hopattn_cli gpu_attention_fwd gpu_kvcache gpu_attention_varlen
+#   scripts/pack-build.sh build-dyn-full build-dyn   (then keep lib/, python/ and those bin/) Each step is bounded by the time left;
 # everything lands in OUT_DIR/pending.tar.gz (the device tool returns a handful of files) and the
 # rows are printed.
 set -uo pipefail
 out=${1:?usage: scripts/pending-run.sh OUT_DIR [DEADLINE_S]}
 deadline=${2:-560}
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${BUILD:-$root/build-full}" && pwd)
+build=$(cd "${BUILD:-$root/build-dyn}" && pwd)
 base=$(cd "${BASE:-$root/build-base}" && pwd)
 mkdir -p "$out"
 source "$root/scripts/device-env.sh" "$build" "$deadline"
