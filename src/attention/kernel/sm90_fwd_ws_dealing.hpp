@@ -16,10 +16,11 @@ namespace hopattn::attention::ws {
 // Dynamic dealing (variable-length batches, and padded calls of the 16-bit persistent causal
 // kernels in the folded order, whose Params carry the claim counter, Params::varlen_claim): the
 // list or the folded order in units of two positions (a folded unit; both hold an even number).
-// A dealer thread (deal_units: lane 0 of the producer warpgroup's second warp) hands the CTA's first unit, its own index, and then, each time the producer has issued the loads of a unit,
+// A dealer thread (deal_units: lane 0 of the producer warpgroup's second warp) hands the CTA's
+// first unit, its own index, and then, each time the producer has issued the loads of a unit,
 // claims the next one with an atomicAdd on the workspace's counter (+ gridDim.x), through the
-// VarlenUnitRing. The list runs longest first (the folded order's units are about equal), so a CTA taking the next unit when it gets free is
-// list scheduling in that order; the static dealing of the same list (CTA i takes units i, i + G,
+// VarlenUnitRing. The list runs longest first (the folded order's units are about equal), so a
+// CTA taking the next unit when it gets free is list scheduling in that order; the static dealing of the same list (CTA i takes units i, i + G,
 // ...) left CTAs with up to a unit of the longest sequence more than others (docs/attention-varlen.md).
 // A unit index past the last ends every walk. No taker holds its unit in a register (the producer
 // runs at 24, the hdim-64 consumers at 160: the claim in the producer's loop made every options

@@ -1,7 +1,8 @@
 // The warp-specialized forward kernels' shared memory (sm90_fwd_ws.hpp): the Q/K/V tiles, O's
 // staging (per warpgroup, shared by the two, or in Q's space), the pipelines' mbarriers, and for
 // the options kernels (and, with kPaddedDynamicDealing, the 16-bit persistent causal kernels) the
-// unit ring of the dynamic dealing (sm90_fwd_ws_dealing.hpp); which storage a kernel gets (WsKernelStorage); the barrier types.
+// unit ring of the dynamic dealing (sm90_fwd_ws_dealing.hpp); which storage a kernel gets
+// (WsKernelStorage); the barrier types.
 // sm90_fwd_ws.hpp's header comment describes the pipelines.
 #pragma once
 
@@ -168,7 +169,8 @@ inline constexpr bool kDealsPaddedDynamically =
 
 template <class Traits, class Mask, bool kPersistent, bool kOptions>
 using WsKernelStorage = std::conditional_t<
-    kOptions || kDealsPaddedDynamically<Traits, Mask, kPersistent, kOptions>, WithUnitRing<WsStorageOf<Traits, kPersistent>>,
+    kOptions || kDealsPaddedDynamically<Traits, Mask, kPersistent, kOptions>,
+    WithUnitRing<WsStorageOf<Traits, kPersistent>>,
     std::conditional_t<Traits::kFp8, WithVTranspose<WsStorageOf<Traits, kPersistent>, Traits>,
                        WsStorageOf<Traits, kPersistent>>>;
 
