@@ -190,7 +190,7 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
     if constexpr (kKvCacheLists<Traits, kOptions>) {  // a KV-cache list: its entry's split of the range
       if (p.varlen_ranges != nullptr) {
         const ListKvRange r = list_kv_range(p, t);
-        n_first = r.n_first, n_blocks = r.n_blocks;
+        n_first = warp_uniform(r.n_first), n_blocks = warp_uniform(r.n_blocks);
       }
     }
     // The tile's sequence in the views: (0, b) for padded calls; the plain kernels index the views
@@ -312,7 +312,7 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
   using HeadDim = typename Traits::HeadDim;
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   const int thread_idx = int(threadIdx.x) - 128;  // among the consumers
-  const Turns<kPingPong, Traits::kWarpgroups> turns{int(threadIdx.x) / 128};
+  const Turns<kPingPong, Traits::kWarpgroups> turns{warp_uniform(int(threadIdx.x) / 128)};  // uniform: the loop's ring positions depend on it (skip_block)
   const Mask mask = kernel_mask<Mask, kOptions>(p);
   auto n_blocks_of = [&](int t) {
     const TileCoord c = sched.coord(t);
@@ -356,7 +356,7 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
   TileCursor cursor;
   for (int t = cursor_next<false, kOptions>(cursor, p, ss, sched, true); t < sched.end();
        t = cursor_next<false, kOptions>(cursor, p, ss, sched, false)) {
-    const TileCoord c = sched.coord(t);
+    const TileCoord c = kOptions ? warp_uniform(sched.coord(t)) : sched.coord(t);
     if (!c.valid) continue;  // a folded position without a tile (the producer skips it too)
     const Mask tmask = packed_tile_mask<Traits, kOptions>(p, tile_mask<kOptions>(mask, sched, c), c.m_block);
     // KV tiles n_first, n_first + 1, ... (the plain kernels as before: from the position again).
@@ -365,7 +365,7 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
     if constexpr (kKvCacheLists<Traits, kOptions>) {  // a KV-cache list: its entry's split of the range
       if (p.varlen_ranges != nullptr) {
         const ListKvRange r = list_kv_range(p, t);
-        n_first = r.n_first, n_blocks = r.n_blocks;
+        n_first = warp_uniform(r.n_first), n_blocks = warp_uniform(r.n_blocks);
       }
     }
     clear(tOrO);

@@ -22,6 +22,18 @@ struct TileCoord {
   int len_q = 0, len_k = 0, q_offset = 0, k_offset = 0;
 };
 
+// Lane 0's copy of a value every lane of the warp holds: ptxas knows a shuffle from lane 0 to be
+// warp-uniform, so what is derived from it (a tile's KV block range, the rings' positions in the
+// loop, the masks' branch conditions) can live in uniform registers. The options kernels read
+// their tiles from memory (a variable-length list, a unit ring, a KV-cache list), which ptxas
+// cannot prove uniform: their loops kept the ring positions in vector registers and moved them
+// with an R2UR before every WGMMA, and put divergence barriers (BSSY) around the waits.
+CUTE_DEVICE int warp_uniform(int v) { return __shfl_sync(0xffffffffu, v, 0); }
+CUTE_DEVICE TileCoord warp_uniform(TileCoord c) {
+  return {warp_uniform(c.m_block), warp_uniform(c.h),        warp_uniform(c.b),        warp_uniform(int(c.valid)) != 0,
+          warp_uniform(c.len_q),   warp_uniform(c.len_k),    warp_uniform(c.q_offset), warp_uniform(c.k_offset)};
+}
+
 // The tile list and who takes which tile.
 //  * Non-persistent: one tile per CTA, t = m + M·(h + H·b) from the CTA's coordinates (m = the
 //    Q-tile index). With a causal mask the host launches a (group, m_blocks, groups) grid:
