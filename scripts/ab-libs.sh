@@ -5,6 +5,7 @@
 #   scripts/ab-libs.sh OUT_DIR BENCH_BIN LIB_A LIB_B ROUNDS "ARGS1" ["ARGS2" ...]
 # LIB_A / LIB_B: directories holding libhopattn.so.<version> (the links are made here; the device
 # tool carries none). Each ARGS is one `hopattn bench` argument string (--csv is added).
+# LIB_C (environment, optional): a third arm C; the rounds then rotate A B C, B C A, C A B.
 # Prints each CSV's hopattn rows as "arm round cmd impl hdim causal seqlen ms tflops".
 # The bench passes experimental::Overrides to the library by reference: both libraries must agree
 # with the binary on the layout of the fields a command sets. Since the fourteenth session
@@ -14,15 +15,18 @@ set -uo pipefail
 out=${1:?} bin=${2:?} lib_a=${3:?} lib_b=${4:?} rounds=${5:?}
 shift 5
 mkdir -p "$out"
-for d in "$lib_a" "$lib_b"; do
+lib_c=${LIB_C:-}
+for d in "$lib_a" "$lib_b" $lib_c; do
   so=$(ls "$d"/libhopattn.so.[0-9]*.[0-9]*.[0-9]* | head -1)
   (cd "$d" && ln -sf "$(basename "$so")" libhopattn.so.2 && ln -sf libhopattn.so.2 libhopattn.so)
 done
 base_ld=${LD_LIBRARY_PATH:-}
 for ((r = 0; r < rounds; ++r)); do
-  if ((r % 2 == 0)); then arms="A B"; else arms="B A"; fi
+  if [ -n "$lib_c" ]; then
+    case $((r % 3)) in 0) arms="A B C" ;; 1) arms="B C A" ;; *) arms="C A B" ;; esac
+  elif ((r % 2 == 0)); then arms="A B"; else arms="B A"; fi
   for arm in $arms; do
-    lib=$lib_a; [ "$arm" = B ] && lib=$lib_b
+    lib=$lib_a; [ "$arm" = B ] && lib=$lib_b; [ "$arm" = C ] && lib=$lib_c
     c=0
     for args in "$@"; do
       c=$((c + 1))
