@@ -39,7 +39,7 @@ bool time_attention(const TimedCall& call, Stream stream, double target_ms, doub
 const std::vector<std::string>& forward_override_keys() {
   static const std::vector<std::string> keys = {"stale_max_log2", "narrow_pv",        "skip_unseen",
                                                 "causal_group",   "persistent_group", "varlen_pdl",
-                                                "varlen_dynamic", "padded_dynamic", "combine_pdl"};
+                                                "varlen_dynamic", "combine_pdl"};
   return keys;
 }
 
@@ -52,7 +52,6 @@ void apply_override(experimental::Overrides& o, const std::string& key, double v
   else if (key == "persistent_group") o.fwd_persistent_group = int(v);
   else if (key == "varlen_pdl") o.fwd_varlen_pdl = v != 0;
   else if (key == "varlen_dynamic") o.fwd_varlen_dynamic = v != 0;
-  else if (key == "padded_dynamic") o.fwd_padded_dynamic = v != 0;
   else if (key == "combine_pdl") o.decode_combine_pdl = v != 0;
   else throw std::invalid_argument("override '" + key + "' is not one of the forward experiments");
 }

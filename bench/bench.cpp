@@ -94,7 +94,6 @@ struct AttnBuffers {
   DeviceBuffer q, k, v, o;
   DeviceBuffer sinks;    // --sinks: (heads_q) float32 for the largest head count, else empty
   DeviceBuffer descale;  // --dtype e4m3: ones, (batch, heads_kv) float32 for the largest such product
-  DeviceBuffer workspace;  // the padded call's optional workspace (the causal schedule's claim counter)
 };
 
 // One cell of the attention grid: the FlashAttention-3 grid's (batch = tokens / seqlen, heads =
@@ -124,8 +123,6 @@ AttentionForwardArgs attention_args(const AttnBuffers& buf, hopattn_dtype_t dtyp
     args.window_right = c.causal != 0 && c.window_right > 0 ? 0 : c.window_right;
   }
   args.softcap = softcap;
-  // As a user passes it: hopattn_attention_forward_workspace_size's bytes (16 for a padded batch).
-  args.workspace = buf.workspace.get(), args.workspace_bytes = buf.workspace.bytes();
   if (buf.sinks.get() != nullptr) {
     args.sinks.data = buf.sinks.get();
     args.sinks.dtype = HOPATTN_DTYPE_FP32;
@@ -224,7 +221,7 @@ std::string bench_usage() {
          "seqlen_q == seqlen_k on Hopper (cuDNN's FP8 mask there is top-left). A configuration cuDNN does\n"
          "not take (or a plugin built before its FP8 entry point) is a row with the reason, not a time.\n"
          "--override KEY=VALUE,...: forward experiments for every hopattn row (stale_max_log2, narrow_pv,\n"
-         "skip_unseen, causal_group, persistent_group, varlen_pdl, varlen_dynamic, padded_dynamic: attention/experimental.hpp). A --kernels\n"
+         "skip_unseen, causal_group, persistent_group, varlen_pdl, varlen_dynamic: attention/experimental.hpp). A --kernels\n"
          "entry NAME+KEY=VALUE+... (NAME may be default) is a row with experiments of its own.\n"
          "--rounds N: time each cell's implementations N times, interleaved (the order rotates each\n"
          "round), and report each one's median (note: the spread); one round moves a cell by up to ~5 %.\n"
@@ -551,15 +548,7 @@ int run_bench(const BenchOptions& opt) {
 
   int64_t elems = 0;  // the largest Q (or O) and K (or V) of any cell
   for (const AttnCell& c : cells) elems = std::max({elems, c.q_elems(), c.kv_elems()});
-  AttnBuffers buf{DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), {}, {}, {}};
-  {
-    size_t ws = 0;
-    for (const AttnCell& c : cells) {
-      size_t bytes = 0;
-      if (attention_forward_workspace_size(attention_args(buf, opt.dtype, c, opt.softcap), &bytes).ok()) ws = std::max(ws, bytes);
-    }
-    if (ws > 0) buf.workspace = DeviceBuffer(ws);
-  }
+  AttnBuffers buf{DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), DeviceBuffer(elems * 2), {}, {}};
   int sink_heads = 1;  // per-head logits of the scores' scale (gpt-oss's are learned, O(1))
   for (const AttnCell& c : cells) sink_heads = std::max(sink_heads, c.heads_q);
   if (opt.sinks) buf.sinks = DeviceBuffer(size_t(sink_heads) * 4);

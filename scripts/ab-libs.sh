@@ -8,9 +8,9 @@
 # LIB_C (environment, optional): a third arm C; the rounds then rotate A B C, B C A, C A B.
 # Prints each CSV's hopattn rows as "arm round cmd impl hdim causal seqlen ms tflops".
 # The bench passes experimental::Overrides to the library by reference: both libraries must agree
-# with the binary on the layout of the fields a command sets. Since the fourteenth session
-# (chunk_pages_by_warp removed, fwd_padded_dynamic appended) a binary of that build drives older
-# libraries correctly for forward attention only, not for decode commands.
+# with the binary on the layout of the fields a command sets (the fourteenth session removed
+# chunk_pages_by_warp and appended fwd_padded_dynamic, the fifteenth removed that again: across
+# those builds, forward commands only, not decode commands).
 set -uo pipefail
 out=${1:?} bin=${2:?} lib_a=${3:?} lib_b=${4:?} rounds=${5:?}
 shift 5

@@ -1,48 +1,38 @@
 #!/usr/bin/env bash
 # One device call for what sessions wrote and have not yet run on a GPU, as steps in the order
 # given (the most wanted first: a call may be cut short, and a start refused costs device time):
-#   NEW=DIR U=DIR DYN=DIR BASE=DIR scripts/pending-run.sh OUT_DIR [DEADLINE_S=560] [STEPS]
-# STEPS (comma-separated; default new-tests,ab,dealing-tests,dealing-bench):
-#  new-tests      NEW's every forward and e4m3 kernel test, the varlen tests and the chunk path's
+#   NEW=DIR U=DIR BASE=DIR scripts/pending-run.sh OUT_DIR [DEADLINE_S=560] [STEPS]
+# STEPS (comma-separated; default verify,ab):
 #  verify         NEW's e4m3 suite, the chunk-path and options KV-cache tests, the forward kernels'
-#                 reference and options tests, `hopattn check` (longer caps than new-tests)
+#                 reference and options tests, `hopattn check --quick`
+#  new-tests      NEW's every forward and e4m3 kernel test, the varlen tests and the chunk path's
+#                 (shorter caps)
 #  ab             scripts/ab-libs.sh, three arms in rotation: A = BASE, B = U, C = NEW, on hdim 128
-#                 causal (FA3 grid), GQA prefill, hdim 64/256 causal, hdim 128 non-causal, a window
-#                 and a varlen batch (the options rows)
-#  dealing-tests  (fourteenth session; docs/perf-diagnosis-fa3.md §3, H1: the padded causal call's
-#                 dynamic dealing, the 16-bit persistent causal kernels claiming the folded order's
-#                 units from a counter in the call's optional 16-byte workspace) the forward tests
-#                 that run it, with DYN's build
-#  dealing-bench  default vs default+padded_dynamic=0 (DYN's bench) on hdim 128 causal and
-#                 GQA prefill, beside cuDNN
+#                 causal (FA3 grid), GQA prefill, hdim 64/256 causal, a window, a varlen batch (the
+#                 options rows), hdim 128 non-causal
 #  chunk-rules    the paged chunk tests and paged chunks at q_len 32/64/128 (library's choice, the
-#                 chunk path forced, the decode kernels; contiguous beside), with DYN's build
-# Builds, fifteenth session (each a directory with lib/libhopattn.so.0.4.0, and bin/ where a step
-# runs its binaries; carried as one tar.xz, ~8 MB: the libraries compress 13:1):
-#  BASE  main at 4cdd7bf (the default build; lib/ only)
-#  U     BASE + the warp-uniform warpgroup index and options tile coordinates (branch uniform-wg;
-#        lib/, bin/hopattn)
-#  NEW   U + a tile's first S and last P·V without a ping-pong turn (N - 1 turns per tile; §3 H2;
-#        branch h2u; lib/ and bin/{gpu_attention_fwd,gpu_attention_fp8,gpu_attention_varlen,
-#        gpu_kvcache,hopattn})
-#  DYN   BASE configured with -DHOPATTN_PADDED_DYNAMIC_DEALING=ON (lib/ with the cuDNN plugin, bin/
-#        {gpu_attention_fwd,gpu_kvcache,gpu_attention_varlen,hopattn})
+#                 chunk path forced, the decode kernels; contiguous beside), with NEW's build
+# Builds (each a directory with lib/libhopattn.so.0.4.0, and bin/ where a step runs its binaries:
+# NEW's bin/{gpu_attention_fwd,gpu_attention_fp8,gpu_attention_varlen,gpu_kvcache,hopattn}),
+# carried as one tar.xz (the libraries compress 13:1) and unpacked first, e.g.
+#   mkdir -p /tmp/b && tar xJf build-carry/builds.tar.xz -C /tmp/b && NEW=/tmp/b/new ...
+# The fifteenth session's run (its record: bench/records/uniform-turns-ab-2026-12-07-h100-s15.csv)
+# had BASE = 4cdd7bf, U = the warp-uniform change, NEW = U + the retired H2 (branch h2u).
 # Everything lands in OUT_DIR/pending.tar.gz (the device tool returns a handful of files) and the
 # rows are printed.
 set -uo pipefail
 out=${1:?usage: scripts/pending-run.sh OUT_DIR [DEADLINE_S] [STEPS]}
 deadline=${2:-560}
-steps=${3:-new-tests,ab,dealing-tests,dealing-bench}
+steps=${3:-verify,ab}
 root=$(cd "$(dirname "$0")/.." && pwd)
-dyn=$(cd "${DYN:-$root/build-dyn}" 2>/dev/null && pwd)
 new=$(cd "${NEW:-$root/build-new}" 2>/dev/null && pwd)
 u=$(cd "${U:-$root/build-u}" 2>/dev/null && pwd)
 base=$(cd "${BASE:-$root/build-base}" && pwd)
 mkdir -p "$out"
 # device-env.sh: cuDNN's directory, t0, left, bounded; LD_LIBRARY_PATH is set per step below.
-first=${new:-$dyn}
+first=$new
 source "$root/scripts/device-env.sh" "$first" "$deadline"
-for b in "$dyn" "$new" "$u" "$base"; do
+for b in "$new" "$u" "$base"; do
   [ -n "$b" ] && [ -d "$b/lib" ] && (cd "$b/lib" && ln -sf libhopattn.so.0.4.0 libhopattn.so.2 && ln -sf libhopattn.so.2 libhopattn.so)
 done
 # The library path of a step that runs BUILD's binaries (BUILD's library first).
@@ -88,28 +78,10 @@ ab() {
   echo "ab: exit $? ($((SECONDS - t0)) s)"; cat "$out/ab.log"
 }
 
-dealing_tests() {
-  bounded 60 env "LD_LIBRARY_PATH=$(libs "$dyn")" "$dyn/bin/gpu_attention_fwd" \
-    --gtest_filter='*PersistentCausal*:*RepeatedRunsAreBitIdentical*:*EveryKernelMatchesFloat64Reference*:*/AttentionFwd.MatchesFloat64Reference*:*SanitizerPersistent*' \
-    >"$out/dealing-fwd-tests.log" 2>&1
-  echo "dealing: forward tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/dealing-fwd-tests.log"
-}
-
-dealing_bench() {
-  bounded 50 env "LD_LIBRARY_PATH=$(libs "$dyn")" "$dyn/bin/hopattn" bench --hdim 128 --causal 1 \
-    --kernels default,default+padded_dynamic=0 --rounds 2 --no-ceilings $cudnn_flag \
-    --csv "$out/dealing-grid.csv" >"$out/dealing-grid.log" 2>&1
-  echo "dealing: grid: exit $? ($((SECONDS - t0)) s)"; sed -n '/^op /,$p' "$out/dealing-grid.log" | grep -E '^(op|attn)'
-  bounded 40 env "LD_LIBRARY_PATH=$(libs "$dyn")" "$dyn/bin/hopattn" bench --shapes $gqa --hdim 128 --causal 1 \
-    --kernels default,default+padded_dynamic=0 --rounds 2 --no-ceilings $cudnn_flag \
-    --csv "$out/dealing-gqa.csv" >"$out/dealing-gqa.log" 2>&1
-  echo "dealing: gqa: exit $? ($((SECONDS - t0)) s)"; sed -n '/^op /,$p' "$out/dealing-gqa.log" | grep -E '^(op|attn)'
-}
-
 chunk_rules() {
-  bounded 80 env "LD_LIBRARY_PATH=$(libs "$dyn")" "$dyn/bin/gpu_kvcache" --gtest_filter='*ChunkPath*:*Plan*' >"$out/chunk-tests.log" 2>&1
+  bounded 80 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_kvcache" --gtest_filter='*ChunkPath*:*Plan*' >"$out/chunk-tests.log" 2>&1
   echo "chunk tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/chunk-tests.log"
-  bounded 80 env "LD_LIBRARY_PATH=$(libs "$dyn")" "$dyn/bin/hopattn" bench --op decode --qlen 32,64,128 --heads 32:8 \
+  bounded 80 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --op decode --qlen 32,64,128 --heads 32:8 \
     --cache 1:8192,4:8192,1:32768 --kv-dtype bf16 --page-sizes 0,128 --kernels default,fwd,decode --rounds 2 \
     --csv "$out/chunk-rules-paged.csv" >"$out/chunk-rules-paged.log" 2>&1
   echo "paged chunk rules: exit $? ($((SECONDS - t0)) s)"; grep -E '^decode ' "$out/chunk-rules-paged.log"
@@ -121,8 +93,6 @@ for s in ${steps//,/ }; do
     new-tests) new_tests ;;
     verify) verify ;;
     ab) ab $(( $(left) - ${AB_LEAVE:-150} )) ;;
-    dealing-tests) dealing_tests ;;
-    dealing-bench) dealing_bench ;;
     chunk-rules) chunk_rules ;;
     *) echo "unknown step $s" ;;
   esac

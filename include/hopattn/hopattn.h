@@ -116,11 +116,6 @@ typedef struct hopattn_tensor {
  *   max_seqlen_q, max_seqlen_k  host ints >= every sequence's query / key count (>= 1)
  *   workspace     device memory of hopattn_attention_forward_workspace_size() bytes, 16-byte
  *                 aligned, not overlapping any tensor of the call (the tile list the call builds)
- * A padded batch may bring a workspace too (since 0.5, optional; struct_size of 0.4 or later):
- * 16 bytes, held to the same rules, in which a causal call's schedule keeps the counter its CTAs
- * claim tiles from (zeroed by the call) in builds with HOPATTN_PADDED_DYNAMIC_DEALING (not yet
- * the default); elsewhere it is checked and left unused (the tiles dealt statically). Like a
- * variable-length batch's, it must not be shared by calls in flight on different streams.
  * Each sequence is its own attention problem: causal and the window are bottom-right aligned per
  * sequence, GQA, softcap and sinks as above; a sequence with no key gets O = 0 and LSE = -inf (or
  * its sink). Rows of o and lse outside every sequence's range are not written. The lengths live in
@@ -157,8 +152,7 @@ typedef struct hopattn_attention_fwd_args {
   int32_t window_right; /* -1: unbounded */
   float softcap;        /* 0: off */
   hopattn_tensor_t sinks;
-  /* Since 0.4 (variable-length batches, above; all zero: a padded batch, whose optional workspace
-     and workspace_bytes are its own since 0.5): */
+  /* Since 0.4 (variable-length batches, above; all zero: a padded batch): */
   hopattn_tensor_t cu_seqlens_q;
   hopattn_tensor_t cu_seqlens_k;
   hopattn_tensor_t seqused_k;
@@ -223,9 +217,9 @@ hopattn_status_t hopattn_attention_forward_check(const hopattn_attention_fwd_arg
  * stream). Returns without waiting for the GPU. */
 hopattn_status_t hopattn_attention_forward(const hopattn_attention_fwd_args_t* args, void* stream);
 
-/* Bytes of device workspace the call needs: 16 for a padded batch (optional there, see above);
- * for a variable-length batch a bound that depends only on total_q, batch and heads_q (the call
- * never allocates and stays CUDA-graph capturable with the lengths changing between replays). */
+/* Bytes of device workspace the call needs: 0 for a padded batch; for a variable-length batch
+ * a bound that depends only on total_q, batch and heads_q (the call never allocates and stays
+ * CUDA-graph capturable with the lengths changing between replays). */
 hopattn_status_t hopattn_attention_forward_workspace_size(const hopattn_attention_fwd_args_t* args,
                                                           size_t* bytes);
 

@@ -85,7 +85,7 @@ Status check_attention_forward(const AttentionForwardArgs& args, const DeviceCon
 // Queries the device context of `stream`, checks, then enqueues the forward pass.
 Status attention_forward(const AttentionForwardArgs& args, Stream stream);
 
-// Device workspace bytes the call needs (16, optional, for a padded batch; hopattn_attention_forward_workspace_size).
+// Device workspace bytes the call needs (0 for a padded batch; hopattn_attention_forward_workspace_size).
 Status attention_forward_workspace_size(const AttentionForwardArgs& args, size_t* bytes);
 
 // The first bad variable-length sequence recorded on this device, or OK (hopattn_attention_device_check).

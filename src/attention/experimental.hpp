@@ -45,12 +45,6 @@ struct Overrides {
   bool chunk_paged = true;
   bool decode_combine_pdl = true;  // the split-KV combine a programmatic dependent of the kernel before it
   bool decode_split_pdl = true;    // the 16-bit split kernel a programmatic dependent of the kernel before it
-
-  // Padded causal calls with a workspace, on the 16-bit persistent kernels: the folded order's units
-  // claimed dynamically (else dealt statically, as without a workspace). Last, so that a bench
-  // binary of this build drives a library of the build before it (scripts/ab-libs.sh) with the
-  // forward fields where that library reads them.
-  bool fwd_padded_dynamic = true;
 };
 
 // The public calls with overrides. With Overrides{} they are the public calls.

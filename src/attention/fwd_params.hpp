@@ -9,15 +9,6 @@
 
 namespace hopattn::attention {
 
-// Whether the 16-bit persistent causal kernels are compiled with the padded call's dynamic dealing
-// (FwdParams::padded_dynamic; CMake option HOPATTN_PADDED_DYNAMIC_DEALING, off: written
-// 2026-12-07, not yet run on a GPU).
-#if defined(HOPATTN_PADDED_DYNAMIC_DEALING)
-inline constexpr bool kPaddedDynamicDealing = true;
-#else
-inline constexpr bool kPaddedDynamicDealing = false;
-#endif
-
 struct FwdParams {
   hopattn_dtype_t dtype;  // BF16 or FP16 (Q, K, V and O share it), or E4M3 (Q, K, V; O is bf16)
   int hdim;               // 64, 128 or 256
@@ -115,10 +106,6 @@ struct FwdParams {
   int causal_group = 0;         // non-persistent causal: (head, batch) pairs per group; 0 = by L2 size
   int persistent_group = -2;    // persistent band: -2 the library's choice, -1 folded, N >= 0 grouped zig-zag of N pairs
   bool varlen_dynamic = true;   // variable-length batches: units claimed by the CTAs as they get free
-  // Padded causal calls on the 16-bit persistent kernels (folded order): with a workspace
-  // (kPaddedWorkspaceBytes, its first int the claim counter, zeroed by the launch) the CTAs claim
-  // the order's units as they get free; without one, or false, they are dealt statically.
-  bool padded_dynamic = true;
   bool varlen_pdl = true;       // variable-length batches: the attention kernel a programmatic dependent of
                                 // the prepare kernel (its launch and prologue overlap the prepare kernel)
 };

@@ -187,8 +187,6 @@ HOPATTN_VARLEN_HD void kvcache_list_position(const FwdKvCacheListParams& a, int6
 constexpr int kVarlenMinBlockM = 64;         // the smallest Q tile of any row
 constexpr size_t kVarlenHeaderBytes = 64;
 constexpr size_t kVarlenClaimOffset = 4;  // int32 in the header: the dynamic dealing's claim counter
-// A padded causal call's workspace (optional; FwdParams::padded_dynamic): the claim counter at 0.
-constexpr size_t kPaddedWorkspaceBytes = 16;
 // The prepare kernel's record of one sequence.
 struct alignas(16) FwdVarlenSequence {
   int32_t cost;    // KV tiles of its costliest Q tile (the sort key)

@@ -17,7 +17,6 @@
 #include "attention/device/compiled_set.hpp"
 #include "attention/device/fwd_registry.hpp"
 #include "attention/experimental.hpp"
-#include "attention/fwd_params.hpp"
 #include "attention/fwd_tile_order.hpp"
 #include "attention/kernel/sm90_fwd_config.hpp"
 #include "attention_check.hpp"
@@ -71,27 +70,9 @@ int zigzag_group(const AttentionForwardArgs& a, int block_m) {
   return attention::fwd_persistent_causal_group(m_blocks, pairs, ctas, kv_bytes, int64_t(24) << 20);
 }
 
-// A padded call's workspace as a user brings it (hopattn_attention_forward_workspace_size's 16
-// bytes: the causal schedule's claim counter), filled with garbage once (the launch zeroes the
-// counter it uses) and kept for the process (the calls run one at a time).
-void* padded_workspace(size_t* bytes) {
-  static void* ws = [] {
-    void* p = nullptr;
-    HOPATTN_CUDA_CHECK(cudaMalloc(&p, 256));
-    HOPATTN_CUDA_CHECK(cudaMemset(p, 0x5a, 256));
-    return p;
-  }();
-  *bytes = 256;
-  return ws;
-}
-
-// The forward call with `kernel` forced ("": the defaults table) and the persistent causal order;
-// workspace: a padded call brings one (the persistent causal kernels then deal their units
-// dynamically), else none (dealt statically).
-ForwardFn fused(const std::string& kernel, int persistent_group = kLibraryChoice, bool workspace = true) {
-  return [kernel, persistent_group, workspace](const AttentionForwardArgs& in, Stream s) {
-    AttentionForwardArgs a = in;
-    if (workspace && a.cu_seqlens_q.data == nullptr) a.workspace = padded_workspace(&a.workspace_bytes);
+// The forward call with `kernel` forced ("": the defaults table) and the persistent causal order.
+ForwardFn fused(const std::string& kernel, int persistent_group = kLibraryChoice) {
+  return [kernel, persistent_group](const AttentionForwardArgs& a, Stream s) {
     experimental::Overrides o;
     o.fwd_kernel = kernel;
     o.fwd_persistent_group = persistent_group;
@@ -104,9 +85,8 @@ ForwardFn fused(const std::string& kernel, int persistent_group = kLibraryChoice
   };
 }
 
-std::string run_label(const std::string& kernel, int persistent_group, bool workspace = true) {
+std::string run_label(const std::string& kernel, int persistent_group) {
   std::string label = kernel.empty() ? "default" : kernel;
-  if (!workspace) label += " no-workspace";
   if (persistent_group == kZigzagBalanced) label += " zigzag";
   else if (persistent_group >= 0) label += " zigzag/" + std::to_string(persistent_group);
   return label;
@@ -123,9 +103,8 @@ bool compiled_for_mask(const std::string& kernel, int hdim, bool causal) {
   return i >= 0 && attention::fwd_kernel_compiled(i, hdim, causal);
 }
 
-void run_grid(const std::vector<CheckCase>& grid, const std::string& kernel, int persistent_group = kLibraryChoice,
-              bool workspace = true) {
-  const std::string label = run_label(kernel, persistent_group, workspace);
+void run_grid(const std::vector<CheckCase>& grid, const std::string& kernel, int persistent_group = kLibraryChoice) {
+  const std::string label = run_label(kernel, persistent_group);
   int passed = 0, other_mask = 0;
   for (const CheckCase& c : grid) {
     // A window runs the band (causal) kernels.
@@ -133,7 +112,7 @@ void run_grid(const std::vector<CheckCase>& grid, const std::string& kernel, int
       ++other_mask;
       continue;
     }
-    const CheckResult r = run_check(c, "hopattn", fused(kernel, persistent_group, workspace));
+    const CheckResult r = run_check(c, "hopattn", fused(kernel, persistent_group));
     std::printf("%-4s %s %-72s O err %.3g (bound %.3g) LSE err %.3g (bound %.3g) %s\n", r.pass ? "ok" : "FAIL",
                 label.c_str(), c.to_string().c_str(), r.o_err.max_abs, r.o_bound, r.lse_err.max_abs, r.lse_bound,
                 r.message.c_str());
@@ -290,8 +269,7 @@ std::vector<CheckCase> persistent_causal_cases(const Config& cfg) {
   return cases;
 }
 
-// The folded order (the default), its units claimed dynamically (a workspace given: the 16-bit
-// kernels) and dealt statically (no workspace, or Overrides::fwd_padded_dynamic false).
+// The folded order (the default).
 TEST_P(AttentionFwd, PersistentCausalFoldedOrder) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
@@ -300,10 +278,7 @@ TEST_P(AttentionFwd, PersistentCausalFoldedOrder) {
   cases.push_back(make_case({2, 64, 64, 140, 14, cfg.hdim, true, 0.0f}, cfg.dtype, 1601));  // 140 one-block tiles
   cases.push_back(make_case({3, 1, 1, 8, 8, cfg.hdim, true, 0.0f}, cfg.dtype, 1602));       // fewer units than SMs
   cases.push_back(make_case({1, 1000, 17, 16, 4, cfg.hdim, true, 0.0f}, cfg.dtype, 1603));  // rows without keys
-  for (const std::string& k : persistent) {
-    run_grid(cases, k, kFolded);
-    run_grid(cases, k, kFolded, false);
-  }
+  for (const std::string& k : persistent) run_grid(cases, k, kFolded);
   EXPECT_GE(persistent.size(), 1u);
 }
 
@@ -345,57 +320,6 @@ struct PaddedCall {
     return st;
   }
 };
-
-// The dynamic dealing's off switch (Overrides::fwd_padded_dynamic false) with a workspace given:
-// the static dealing's O and LSE bit for bit, and the dynamic dealing's too (each tile is computed
-// by one CTA, whichever claims it), on 16 x 1000 x 8 heads (8 tiles per pair: CTAs take several);
-// the dynamic arm's counter shows that it dealt dynamically (every unit past the first G claimed
-// once, and one claim past the end per CTA), or, in a build without the dynamic dealing, that the
-// workspace was left untouched.
-TEST_P(AttentionFwd, PersistentCausalDynamicDealingMatchesStatic) {
-  HOPATTN_REQUIRE_SM90();
-  const PaddedCall call(GetParam().dtype, 16, 1000, 8, 2, GetParam().hdim, 191);
-  const AttentionForwardArgs a = call.args(1);
-  size_t need = 0;
-  ASSERT_TRUE(attention_forward_workspace_size(a, &need).ok());
-  EXPECT_EQ(need, 16u) << "a padded batch's workspace";
-  const std::vector<std::string> persistent = kernels_of(call.d, attention::FwdKernel::kPersistentPingPong);
-  for (const std::string& kernel : persistent) {
-    std::vector<float> ref_o, ref_lse;
-    for (int arm = 0; arm < 3; ++arm) {  // no workspace; workspace with the switch off; workspace
-      AttentionForwardArgs c = a;
-      experimental::Overrides ov;
-      ov.fwd_kernel = kernel;
-      if (arm > 0) c.workspace = padded_workspace(&c.workspace_bytes);
-      ov.fwd_padded_dynamic = arm == 2;
-      std::vector<float> ho, hl;
-      const Status st = call.run([&] { return experimental::attention_forward(c, nullptr, ov); }, &ho, &hl);
-      ASSERT_TRUE(st.ok()) << kernel << " arm " << arm << ": " << st.to_string();
-      for (size_t i = 0; i < ho.size(); i += 997)
-        ASSERT_FALSE(std::isnan(ho[i])) << kernel << " arm " << arm << ": O unwritten at " << i;
-      if (arm == 2) {
-        // Compiled in (HOPATTN_PADDED_DYNAMIC_DEALING): the counter holds units − G claims that got a
-        // unit and one past the end per CTA. Compiled out: the workspace is left as given (the
-        // 0x5a filler: neither zeroed nor claimed from).
-        int32_t claims = 0;
-        HOPATTN_CUDA_CHECK(cudaMemcpy(&claims, c.workspace, 4, cudaMemcpyDeviceToHost));
-        const int block_m = fwd_spec(kernel, call.d)->tile.block_m;
-        const int64_t want = attention::kPaddedDynamicDealing
-                                 ? attention::folded_units((call.s + block_m - 1) / block_m, int64_t(call.b) * call.hq)
-                                 : int64_t(0x5a5a5a5a);
-        EXPECT_EQ(int64_t(claims), want) << kernel << ": the padded workspace's counter";
-      }
-      if (arm == 0) {
-        ref_o = ho, ref_lse = hl;
-        continue;
-      }
-      ASSERT_EQ(std::memcmp(ho.data(), ref_o.data(), ho.size() * 4), 0)
-          << kernel << " arm " << arm << ": O differs from the static dealing's";
-      ASSERT_EQ(std::memcmp(hl.data(), ref_lse.data(), hl.size() * 4), 0) << kernel << " arm " << arm << ": LSE differs";
-    }
-  }
-  EXPECT_GE(persistent.size(), 1u);
-}
 
 // The grouped zig-zag order (kept for ablations; Overrides::fwd_persistent_group) at its balanced
 // group size on the folded test's shapes, and on a small problem with more tiles than SMs (140
@@ -478,7 +402,6 @@ TEST_P(AttentionFwd, RepeatedRunsAreBitIdentical) {
     for (int causal = 0; causal < 2; ++causal) {
       if (!compiled_for_mask(kernel, call.d, causal != 0)) continue;
       AttentionForwardArgs a = call.args(causal);
-      a.workspace = padded_workspace(&a.workspace_bytes);  // (causal: the dynamic dealing's claims vary)
       experimental::Overrides ov;
       ov.fwd_kernel = kernel;
       const std::string label = kernel.empty() ? "default" : kernel;

@@ -894,25 +894,7 @@ TEST(AttentionVarlenChecks, ValidCallsPass) {
   EXPECT_TRUE(check(p).ok()) << check(p).to_string();
 }
 
-// A padded call's workspace is optional; one given is held to the varlen workspace's rules: at
-// least 16 bytes, 16-byte aligned, overlapping no tensor of the call.
-TEST(AttentionVarlenChecks, PaddedWorkspaceRules) {
-  AttentionForwardArgs p = valid_args();
-  p.workspace = nullptr, p.workspace_bytes = 0;
-  EXPECT_TRUE(check(p).ok()) << check(p).to_string();
-  p.workspace = fake_ptr(0x70000000), p.workspace_bytes = 16;
-  EXPECT_TRUE(check(p).ok()) << check(p).to_string();
-  p.workspace_bytes = 8;
-  expect_error(check(p), StatusCode::kInvalidArgument, "workspace_bytes: 8 is less than the 16 bytes");
-  p.workspace_bytes = 16;
-  p.workspace = static_cast<char*>(fake_ptr(0x70000000)) + 8;
-  expect_error(check(p), StatusCode::kInvalidArgument, "workspace: data pointer is not 16-byte aligned");
-  p.workspace = p.o.data;
-  expect_error(check(p), StatusCode::kInvalidArgument, "workspace: overlaps o");
-}
-
-// The size depends on total_q, batch and heads_q only (fwd_varlen.hpp), 0 for empty calls; a
-// padded call's is 16 bytes (optional: the causal schedule's claim counter).
+// The size depends on total_q, batch and heads_q only (fwd_varlen.hpp), 0 for padded and empty calls.
 TEST(AttentionVarlenChecks, WorkspaceSize) {
   AttentionForwardArgs a = valid_varlen_args();
   size_t bytes = 0;
@@ -928,7 +910,7 @@ TEST(AttentionVarlenChecks, WorkspaceSize) {
   ASSERT_TRUE(attention_forward_workspace_size(a, &same).ok());
   AttentionForwardArgs p = valid_args();
   ASSERT_TRUE(attention_forward_workspace_size(p, &bytes).ok());
-  EXPECT_EQ(bytes, 16u);
+  EXPECT_EQ(bytes, 0u);
   a = valid_varlen_args();
   a.q.shape[0] = a.o.shape[0] = a.lse.shape[1] = 0;
   ASSERT_TRUE(attention_forward_workspace_size(a, &bytes).ok());

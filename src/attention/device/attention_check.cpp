@@ -328,14 +328,10 @@ Status check_varlen_lengths(const AttentionForwardArgs& a) {
   return Status();
 }
 
-// The workspace: large enough, 16-byte aligned, its own memory. A variable-length batch needs one;
-// a padded batch may bring one (the causal schedule's claim counter, attention::kPaddedWorkspaceBytes),
-// which is then held to the same rules.
-Status check_workspace(const AttentionForwardArgs& a) {
-  const bool varlen = is_varlen(a);
-  if (varlen ? varlen_is_noop(a) : a.workspace == nullptr) return Status();
-  const size_t need = varlen ? attention::varlen_workspace_bytes(a.q.shape[0], a.cu_seqlens_q.shape[0] - 1, a.q.shape[1])
-                             : attention::kPaddedWorkspaceBytes;
+// The workspace: large enough, 16-byte aligned, its own memory.
+Status check_varlen_workspace(const AttentionForwardArgs& a) {
+  if (varlen_is_noop(a)) return Status();
+  const size_t need = attention::varlen_workspace_bytes(a.q.shape[0], a.cu_seqlens_q.shape[0] - 1, a.q.shape[1]);
   if (a.workspace == nullptr)
     return Status::invalid(cat("workspace: null; a variable-length batch needs ", need,
                                " bytes of device memory (hopattn_attention_forward_workspace_size)"));
@@ -346,14 +342,9 @@ Status check_workspace(const AttentionForwardArgs& a) {
     return Status::invalid("workspace: data pointer is not 16-byte aligned");
   const ByteRange w{reinterpret_cast<uintptr_t>(a.workspace), reinterpret_cast<uintptr_t>(a.workspace) + need};
   const Tensor* ts[9] = {&a.q, &a.k, &a.v, &a.o, &a.lse, &a.sinks, &a.cu_seqlens_q, &a.cu_seqlens_k, &a.seqused_k};
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < 9; ++i) {  // (no descale: a variable-length call has none)
     if (overlaps(w, byte_range(*ts[i])))
       return Status::invalid(cat("workspace: overlaps ", kTensorNames[i], " in memory"));
-  }
-  const Tensor* ds[3] = {&a.q_descale, &a.k_descale, &a.v_descale};  // (a padded e4m3 call's)
-  for (int i = 0; i < 3; ++i) {
-    if (overlaps(w, byte_range(*ds[i])))
-      return Status::invalid(cat("workspace: overlaps ", kTensorNames[10 + i], " in memory"));
   }
   return Status();
 }
@@ -392,7 +383,7 @@ Status check_arguments(const AttentionForwardArgs& a, bool workspace) {
   // would grow instead of shrink and overflow to inf on ordinary inputs.
   if (a.softmax_scale < 0.0f)
     return Status::invalid(cat("softmax_scale: must be positive (0 selects 1/sqrt(hdim)), got ", a.softmax_scale));
-  if (workspace) return check_workspace(a);
+  if (workspace && varlen) return check_varlen_workspace(a);
   return Status();
 }
 
@@ -405,8 +396,7 @@ Status check_attention_forward_placement(const DeviceContext& ctx) {
 Status check_attention_forward_sizing(const AttentionForwardArgs& a) { return check_arguments(a, false); }
 
 size_t attention_forward_workspace_bytes(const AttentionForwardArgs& a) {
-  if (!is_varlen(a)) return attention::kPaddedWorkspaceBytes;  // optional: the causal schedule's counter
-  if (varlen_is_noop(a)) return 0;
+  if (!is_varlen(a) || varlen_is_noop(a)) return 0;
   return attention::varlen_workspace_bytes(a.q.shape[0], a.cu_seqlens_q.shape[0] - 1, a.q.shape[1]);
 }
 

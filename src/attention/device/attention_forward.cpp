@@ -82,7 +82,6 @@ attention::FwdParams make_params(const AttentionForwardArgs& a) {
     p.v_batch_stride = a.v.stride[0], p.o_batch_stride = a.o.stride[0];
     if (p.lse != nullptr)
       p.lse_batch_stride = a.lse.stride[0], p.lse_head_stride = a.lse.stride[1], p.lse_seq_stride = a.lse.stride[2];
-    p.workspace = a.workspace;  // optional: the causal schedule's claim counter (FwdParams::padded_dynamic)
   }
   set_options(a, p);
   if (a.q_descale.data != nullptr) {  // e4m3 inputs (the checks: all three or none, (batch, heads_kv))
@@ -214,7 +213,6 @@ Status attention_forward(const AttentionForwardArgs& args, Stream stream, const 
   p.persistent_group = overrides.fwd_persistent_group;
   p.varlen_pdl = overrides.fwd_varlen_pdl;
   p.varlen_dynamic = overrides.fwd_varlen_dynamic;
-  p.padded_dynamic = overrides.fwd_padded_dynamic;
   return attention::run_forward(p, stream);
 }
 

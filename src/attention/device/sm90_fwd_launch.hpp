@@ -208,12 +208,9 @@ inline int fwd_persistent_group(const FwdParams& fp, int block_m, int sms) {
 // takes the (group, m_blocks, groups) grid of fwd_causal_group's order.
 // kernel_reads_kvcache_lists: ws::kKvCacheLists of the kernel (a KV-cache call, FwdParams::
 // cache_seqlens, is refused by any other).
-// deals_padded: the kernel deals a padded causal call's folded order dynamically when it is given
-// a claim counter (kDealsPaddedDynamically); launch_fwd gives it the call's workspace, zeroed
-// (FwdParams::padded_dynamic).
 template <class Traits, class Kernel>
 Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent, bool grouped_causal,
-                  const FwdParams& fp, Stream stream, bool kernel_reads_kvcache_lists = false, bool deals_padded = false) {
+                  const FwdParams& fp, Stream stream, bool kernel_reads_kvcache_lists = false) {
   if (Status s = fwd_can_implement(fp, shared_bytes); !s.ok()) return s;
   typename Traits::Params params = make_fwd_params<Traits>(fp);
   HOPATTN_RETURN_IF_CUDA_ERROR(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
@@ -268,13 +265,6 @@ Status launch_fwd(Kernel kernel, int threads, int shared_bytes, bool persistent,
         if (folded_positions(m_blocks, pairs) + 2 * int64_t(sms) > INT32_MAX)
           return Status::unsupported("attention forward: more than 2^31 tiles");
         grid.x = unsigned(std::min<int64_t>(folded_units(m_blocks, pairs), sms));
-        // Dynamic dealing: CTA i takes unit i, then claims unit G + atomicAdd(counter) each time
-        // its producer has issued a unit's loads (ws::deal_units); the counter zeroed first.
-        if (deals_padded && fp.padded_dynamic && fp.workspace != nullptr) {
-          HOPATTN_RETURN_IF_CUDA_ERROR(
-              cudaMemsetAsync(fp.workspace, 0, sizeof(int), static_cast<cudaStream_t>(stream)));
-          params.varlen_claim = static_cast<int*>(fp.workspace);
-        }
       }
     }
   }
@@ -336,14 +326,13 @@ Status run_fwd_kernel_mask(const FwdParams& fp, Stream stream) {
     constexpr bool kPingPong = s.kernel != FwdKernel::kWarpSpecialized && s.kernel != FwdKernel::kWarpSpecializedSerial;
     constexpr bool kOverlap =
         s.kernel != FwdKernel::kWarpSpecializedSerial && s.kernel != FwdKernel::kWarpSpecializedPingPongSerial;
-    constexpr int kShared = int(sizeof(WsKernelStorage<Traits, Mask, kPersistent, s.options>));
+    constexpr int kShared = int(sizeof(WsKernelStorage<Traits, kPersistent, s.options>));
     if constexpr (ws::kKvCacheLists<Traits, s.options>)  // KvListParams (a packed list's Q load)
       return launch_fwd<Traits>(&ws_forward_kernel_kvlists<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>,
                                 kWsThreads<Traits>, kShared, kPersistent, !kPersistent && Mask::kCausal, fp, stream, true);
     else
       return launch_fwd<Traits>(&ws_forward_kernel<Traits, Mask, kPingPong, kPersistent, kOverlap, s.options>,
-                                kWsThreads<Traits>, kShared, kPersistent, !kPersistent && Mask::kCausal, fp, stream, false,
-                                kDealsPaddedDynamically<Traits, Mask, kPersistent, s.options>);
+                                kWsThreads<Traits>, kShared, kPersistent, !kPersistent && Mask::kCausal, fp, stream, false);
   }
 }
 

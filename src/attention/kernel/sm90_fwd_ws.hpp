@@ -93,7 +93,7 @@
 // [turn]/[pass] apply with ping-pong only. Each warpgroup takes N+1 turns per tile; the last
 // warpgroup (2, or 3) grants warpgroup 1 its first turn and skips its own very last pass (in the
 // CTA's last tile that has work), so every named-barrier arrival is matched before the CTA exits;
-// under dynamic dealing (no look-ahead) it makes that pass, and
+// under the dynamic dealing of a variable-length batch (no look-ahead) it makes that pass, and
 // warpgroup 1 takes it before it exits.
 // Producer timeline per tile: K/V tile 0, then (after q_empty) Q, then K/V tiles 1 .. N-1.
 #pragma once
@@ -190,7 +190,7 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
     if constexpr (kKvCacheLists<Traits, kOptions>) {  // a KV-cache list: its entry's split of the range
       if (p.varlen_ranges != nullptr) {
         const ListKvRange r = list_kv_range(p, t);
-        n_first = warp_uniform(r.n_first), n_blocks = warp_uniform(r.n_blocks);
+        n_first = r.n_first, n_blocks = r.n_blocks;
       }
     }
     // The tile's sequence in the views: (0, b) for padded calls; the plain kernels index the views
@@ -285,9 +285,8 @@ CUTE_DEVICE void produce(Params const& p, Storage& ss,
       }
     }
     ++q_iter;
-    if constexpr (kOptions || kHasUnitRing<Storage>) {  // not unrolled: unrolled, with the dynamic
-      // dealing's dealer beside it, the producer spilled 76 bytes at its 24 registers (hdim 64, ptxas
-      // 2026-12-06; the plain persistent causal kernel of hdim 128: 68 bytes, 2026-12-07)
+    if constexpr (kOptions) {  // not unrolled: unrolled, with the dynamic dealing's dealer beside it,
+      // the producer spilled 76 bytes at its 24 registers (hdim 64, ptxas 2026-12-06)
       CUTE_NO_UNROLL
       for (int n = 1; n < n_blocks; ++n) load_kv(n);
     } else {
@@ -394,7 +393,7 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
       // No later tile of this CTA has a key to visit: the last warpgroup skips its very last pass.
       // Dynamic dealing cannot look ahead: it always passes, and warpgroup 1 takes that last pass
       // before it exits (below).
-      bool last_work = !dynamic_dealing<kOptions, Storage>(p, sched);
+      bool last_work = !dynamic_dealing<kOptions>(p, sched);
       if (last_work)
         for (int j = cursor.k + 1, u = sched.tile(j); u < sched.end() && last_work; u = sched.tile(++j))
           last_work = n_blocks_of(u) == 0;
@@ -480,7 +479,7 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
   if (Storage::kSeparateStagingO && thread_idx % 128 == 0) tma_store_wait<0>();
   o_turn.release();
   // Dynamic dealing: the last warpgroup's very last pass (last_work above) is warpgroup 1's.
-  if (kPingPong && dynamic_dealing<kOptions, Storage>(p, sched) && turns.warpgroup == 1 && granted_first_turn) turns.wait();
+  if (kPingPong && dynamic_dealing<kOptions>(p, sched) && turns.warpgroup == 1 && granted_first_turn) turns.wait();
 }
 
 }  // namespace ws
@@ -510,7 +509,7 @@ CUTE_DEVICE void ws_forward_body(Params const& p) {
                     launch_pool_registers(kWsThreads<Traits>),
                 "setmaxnreg budgets exceed the CTA's launch pool (the consumers' setmaxnreg.inc would wait forever)");
   extern __shared__ char smem_raw[];
-  using Storage = WsKernelStorage<Traits, Mask, kPersistent, kOptions>;
+  using Storage = WsKernelStorage<Traits, kPersistent, kOptions>;
   auto& ss = *reinterpret_cast<Storage*>(smem_raw);
   ws::FwdTileScheduler<Mask, kPersistent, kOptions> sched{(p.seqlen_q + Traits::kBlockM - 1) / Traits::kBlockM,
                                                           p.heads_q, p.batch, p.causal_group};
@@ -523,7 +522,7 @@ CUTE_DEVICE void ws_forward_body(Params const& p) {
         ws::EmptyBarrier::init(&ss.q_empty_wg[w], 128);
       }
     if constexpr (Storage::kSharedO) ws::EmptyBarrier::init(&ss.o_free, 1);
-    if constexpr (kHasUnitRing<Storage>) {
+    if constexpr (kOptions) {
       for (int s = 0; s < ws::VarlenUnitRing::kSlots; ++s) {
         ws::FullBarrier::init(&ss.unit_ring.full[s], 1);
         ws::EmptyBarrier::init(&ss.unit_ring.empty[s], kConsumerThreads + 1);  // and the producer
@@ -564,9 +563,6 @@ CUTE_DEVICE void ws_forward_body(Params const& p) {
       // fits both in the producer warpgroup's 24 registers; after produce() it spilled 76 bytes)
       if (threadIdx.x == 32 && p.varlen_tiles != nullptr && p.varlen_claim != nullptr)
         ws::deal_units(ss.unit_ring, p.varlen_claim, *p.varlen_count);
-    } else if constexpr (kHasUnitRing<Storage>) {  // a padded causal call's folded order, dealt dynamically
-      if (threadIdx.x == 32 && ws::dynamic_dealing<kOptions, Storage>(p, sched))
-        ws::deal_units(ss.unit_ring, p.varlen_claim, sched.end());
     } else if constexpr (Storage::kTransposeV) {  // e4m3: warps 1-3 transpose V (warp 0 is the TMA thread's)
       static_assert(Storage::kTransposeThreads == 96);
       if (threadIdx.x >= 32) ws::transpose_v<Traits, 3>(p, ss, sched, int(threadIdx.x) / 32 - 1);

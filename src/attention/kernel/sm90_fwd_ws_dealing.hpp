@@ -1,7 +1,6 @@
 // The cursors over a warp-specialized forward CTA's tiles (sm90_fwd_ws.hpp's produce and consume):
-// the static orders of FwdTileScheduler (sm90_fwd_ws_schedule.hpp), or the dynamic dealing of a
-// variable-length batch's list or a padded causal call's folded order through the unit ring
-// (sm90_fwd_ws_storage.hpp). Device code only.
+// the static orders of FwdTileScheduler (sm90_fwd_ws_schedule.hpp), or a variable-length batch's
+// dynamic dealing through the unit ring (sm90_fwd_ws_storage.hpp). Device code only.
 #pragma once
 
 #include <cute/config.hpp>
@@ -13,14 +12,13 @@ namespace hopattn::attention::ws {
 
 // The positions of the tile order a CTA takes, one after another; the producer and the consumers
 // each walk them with a cursor of their own. Static dealing: sched.tile(0), sched.tile(1), ...
-// Dynamic dealing (variable-length batches, and padded calls of the 16-bit persistent causal
-// kernels in the folded order, whose Params carry the claim counter, Params::varlen_claim): the
-// list or the folded order in units of two positions (a folded unit; both hold an even number).
-// A dealer thread (deal_units: lane 0 of the producer warpgroup's second warp) hands the CTA's
-// first unit, its own index, and then, each time the producer has issued the loads of a unit,
+// Dynamic dealing (variable-length batches whose Params carry the claim counter,
+// Params::varlen_claim): the list in units of two positions (a folded unit; the list holds an even
+// number). A dealer thread (deal_units: lane 0 of the producer warpgroup's second warp) hands the
+// CTA's first unit, its own index, and then, each time the producer has issued the loads of a unit,
 // claims the next one with an atomicAdd on the workspace's counter (+ gridDim.x), through the
-// VarlenUnitRing. The list runs longest first (the folded order's units are about equal), so a
-// CTA taking the next unit when it gets free is list scheduling in that order; the static dealing of the same list (CTA i takes units i, i + G,
+// VarlenUnitRing. The list runs longest first, so a CTA taking the next unit when it gets free is
+// list scheduling in that order; the static dealing of the same list (CTA i takes units i, i + G,
 // ...) left CTAs with up to a unit of the longest sequence more than others (docs/attention-varlen.md).
 // A unit index past the last ends every walk. No taker holds its unit in a register (the producer
 // runs at 24, the hdim-64 consumers at 160: the claim in the producer's loop made every options
@@ -30,15 +28,10 @@ struct TileCursor {
   int k = 0;  // static: the position index; dynamic: 2 · (units before this one) + position in the unit
 };
 
-// Whether the CTA's walk is dealt dynamically: a variable-length batch's list (the options kernels),
-// or a padded call's folded causal order (the kernels whose Storage carries the unit ring,
-// kDealsPaddedDynamically; the host brings the counter only for the folded order, checked here
-// again), when the call brings a claim counter.
-template <bool kOptions, class Storage, class Params, class Sched>
+template <bool kOptions, class Params, class Sched>
 CUTE_DEVICE bool dynamic_dealing(Params const& p, Sched const& sched) {
   if constexpr (kOptions) return sched.is_varlen() && p.varlen_claim != nullptr;
-  else if constexpr (kHasUnitRing<Storage>) return sched.folded() && p.varlen_claim != nullptr;
-  else return false;
+  return false;
 }
 
 // A taker (the producer thread, every consumer thread) takes its handed-th unit and releases the
@@ -77,8 +70,8 @@ CUTE_DEVICE void deal_units(VarlenUnitRing& ring, int* claim, int positions) {
 // The cursor's next position (first: its first), or a value >= sched.end() when there is none.
 template <bool kProducer, bool kOptions, class Params, class Storage, class Sched>
 CUTE_DEVICE int cursor_next(TileCursor& cur, Params const& p, Storage& ss, Sched const& sched, bool first) {
-  if constexpr (kOptions || kHasUnitRing<Storage>) {
-    if (dynamic_dealing<kOptions, Storage>(p, sched)) {
+  if constexpr (kOptions) {
+    if (dynamic_dealing<kOptions>(p, sched)) {
       if (!first) ++cur.k;
       const int handed = cur.k >> 1;
       int unit;

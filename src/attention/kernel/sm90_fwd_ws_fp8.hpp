@@ -64,9 +64,6 @@ CUTE_DEVICE void transpose_v(typename Traits::Params const& p, Storage& ss, FwdT
   const Mask mask = kernel_mask<Mask, false>(p);
   int kv_iter = 0;
   TileCursor cursor;
-  // The producer's cursor from 96 threads: right only for the static dealing (with a unit ring each
-  // would arrive on its request barrier).
-  static_assert(!kHasUnitRing<Storage>, "the e4m3 kernels deal statically");
   for (int t = cursor_next<true, false>(cursor, p, ss, sched, true); t < sched.end();
        t = cursor_next<true, false>(cursor, p, ss, sched, false)) {
     const TileCoord c = sched.coord(t);

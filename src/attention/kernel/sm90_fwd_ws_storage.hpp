@@ -1,8 +1,7 @@
 // The warp-specialized forward kernels' shared memory (sm90_fwd_ws.hpp): the Q/K/V tiles, O's
 // staging (per warpgroup, shared by the two, or in Q's space), the pipelines' mbarriers, and for
-// the options kernels (and, with kPaddedDynamicDealing, the 16-bit persistent causal kernels) the
-// unit ring of the dynamic dealing (sm90_fwd_ws_dealing.hpp); which storage a kernel gets
-// (WsKernelStorage); the barrier types.
+// the options kernels the unit ring of a variable-length batch's dynamic dealing
+// (sm90_fwd_ws_dealing.hpp); which storage a kernel gets (WsKernelStorage); the barrier types.
 // sm90_fwd_ws.hpp's header comment describes the pipelines.
 #pragma once
 
@@ -12,8 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
-
-#include "attention/fwd_params.hpp"  // kPaddedDynamicDealing
 
 namespace hopattn::attention {
 
@@ -134,8 +131,7 @@ using EmptyBarrier = cutlass::arch::ClusterBarrier;
 
 }  // namespace ws
 
-// The options kernels' and the 16-bit persistent causal kernels' shared memory: the storage of
-// their tiles plus the unit ring.
+// The options kernels' shared memory: the storage of their tiles plus the unit ring.
 template <class Storage>
 struct WithUnitRing : Storage {
   ws::VarlenUnitRing unit_ring;
@@ -158,26 +154,10 @@ struct WithVTranspose : Storage {
   alignas(8) uint64_t v_raw_empty[Traits::kStages];
 };
 
-// Whether a kernel deals a padded call's tiles dynamically when the call brings a claim counter
-// (Params::varlen_claim): the 16-bit persistent kernels with a causal mask, whose folded order's
-// units the CTAs then claim as they get free (ws::cursor_next; the e4m3 kernels' producer warps
-// transpose V, so they have no dealer thread). Compiled only with kPaddedDynamicDealing
-// (fwd_params.hpp).
-template <class Traits, class Mask, bool kPersistent, bool kOptions>
-inline constexpr bool kDealsPaddedDynamically =
-    kPaddedDynamicDealing && kPersistent && Mask::kCausal && !kOptions && !Traits::kFp8;
-
-template <class Traits, class Mask, bool kPersistent, bool kOptions>
+template <class Traits, bool kPersistent, bool kOptions>
 using WsKernelStorage = std::conditional_t<
-    kOptions || kDealsPaddedDynamically<Traits, Mask, kPersistent, kOptions>,
-    WithUnitRing<WsStorageOf<Traits, kPersistent>>,
+    kOptions, WithUnitRing<WsStorageOf<Traits, kPersistent>>,
     std::conditional_t<Traits::kFp8, WithVTranspose<WsStorageOf<Traits, kPersistent>, Traits>,
                        WsStorageOf<Traits, kPersistent>>>;
-
-// Whether a storage carries the unit ring (the kernels that may deal dynamically).
-template <class Storage>
-inline constexpr bool kHasUnitRing = false;
-template <class Storage>
-inline constexpr bool kHasUnitRing<WithUnitRing<Storage>> = true;
 
 }  // namespace hopattn::attention
