@@ -10,6 +10,9 @@
 #  ab             scripts/ab-libs.sh, three arms in rotation: A = BASE, B = U, C = NEW, on hdim 128
 #                 causal (FA3 grid), GQA prefill, hdim 64/256 causal, a window, a varlen batch (the
 #                 options rows), hdim 128 non-causal
+#  decode-uniform branch decode-uniform's KV-cache tests and decode A/B against main (DECU, MAIN:
+#                 mkdir -p /tmp/b && tar xJf build-carry/decode-uniform.tar.xz -C /tmp/b, then
+#                 NEW=/tmp/b/decu U=/tmp/b/decu BASE=/tmp/b/main DECU=/tmp/b/decu MAIN=/tmp/b/main)
 #  chunk-rules    the paged chunk tests and paged chunks at q_len 32/64/128 (library's choice, the
 #                 chunk path forced, the decode kernels; contiguous beside), with NEW's build
 # Builds (each a directory with lib/libhopattn.so.0.4.0, and bin/ where a step runs its binaries:
@@ -67,6 +70,21 @@ verify() {
   echo "verify: hopattn check: exit $? ($((SECONDS - t0)) s)"; tail -5 "$out/verify-check.log"
 }
 
+# Branch decode-uniform (fifteenth session, SASS only): its KV-cache suite, then its decode kernels
+# against main's (DECU, MAIN: build-carry/decode-uniform.tar.xz's decu/ and main/) with cuDNN
+# 9.19 beside, CUDA graphs (the bench's decode rows), 3 rounds.
+decode_uniform() {
+  local decu=${DECU:?DECU=dir}
+  local mainlib=${MAIN:?MAIN=dir}/lib
+  (cd "$decu/lib" && ln -sf libhopattn.so.0.4.0 libhopattn.so.2 && ln -sf libhopattn.so.2 libhopattn.so)
+  bounded 200 env "LD_LIBRARY_PATH=$(libs "$decu")" "$decu/bin/gpu_kvcache" >"$out/decu-kvcache-tests.log" 2>&1
+  echo "decode-uniform: kvcache tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/decu-kvcache-tests.log"
+  bounded 240 "$root/scripts/ab-libs.sh" "$out/ab-decode" "$decu/bin/hopattn" "$mainlib" "$decu/lib" 3 \
+    "--op decode --qlen 1 --heads 64:8,32:8 --cache 1:8192,8:8192,32:8192,16:32768,128:2048 --kv-dtype bf16,int8 --rounds 1 $cudnn_flag" \
+    >"$out/ab-decode.log" 2>&1
+  echo "decode-uniform: ab: exit $? ($((SECONDS - t0)) s)"; tail -40 "$out/ab-decode.log"
+}
+
 ab() {
   bounded "$1" env LIB_C="$new/lib" "$root/scripts/ab-libs.sh" "$out/ab" "$new/bin/hopattn" "$base/lib" "$u/lib" 2 \
     "--hdim 128 --causal 1 --rounds 1 --no-ceilings --kernels default" \
@@ -92,10 +110,11 @@ for s in ${steps//,/ }; do
   case $s in
     new-tests) new_tests ;;
     verify) verify ;;
+    decode-uniform) decode_uniform ;;
     ab) ab $(( $(left) - ${AB_LEAVE:-150} )) ;;
     chunk-rules) chunk_rules ;;
     *) echo "unknown step $s" ;;
   esac
 done
-(cd "$out" && tar czf pending.tar.gz --remove-files ./*.log ./*.csv ./*.txt ./ab 2>/dev/null)
+(cd "$out" && tar czf pending.tar.gz --remove-files ./*.log ./*.csv ./*.txt ./ab ./ab-decode 2>/dev/null)
 ls -la "$out"
