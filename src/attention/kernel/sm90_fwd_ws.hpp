@@ -311,7 +311,8 @@ CUTE_DEVICE void consume(Params const& p, Storage& ss,
   using HeadDim = typename Traits::HeadDim;
   constexpr int kConsumerThreads = Traits::kThreads;  // the consumer warpgroups
   const int thread_idx = int(threadIdx.x) - 128;  // among the consumers
-  const Turns<kPingPong, Traits::kWarpgroups> turns{warp_uniform(int(threadIdx.x) / 128)};  // uniform: the loop's ring positions depend on it (skip_block)
+  // From lane 0 (warp_uniform): skip_block, and so the loop's ring positions, depend on it.
+  const Turns<kPingPong, Traits::kWarpgroups> turns{warp_uniform(int(threadIdx.x) / 128)};
   const Mask mask = kernel_mask<Mask, kOptions>(p);
   auto n_blocks_of = [&](int t) {
     const TileCoord c = sched.coord(t);
