@@ -61,6 +61,7 @@
 #include "attention/collective/sm90_decode_tile.hpp"
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
 #include "attention/collective/sm90_fwd_softmax.hpp"
+#include "attention/collective/sm90_warp_uniform.hpp"
 #include "attention/collective/sm90_wgmma.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"
 
@@ -335,11 +336,13 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
       sink_log2[r] = row < t.rows ? p.sinks[t.head(row)] * float(M_LOG2E) : -INFINITY;
     }
   }
+  const int n_begin = warp_uniform(t.n_begin);
   CUTE_NO_UNROLL
   for (int i = 0; i < n_blocks; ++i) {
-    const int n = t.n_begin + i;
-    const int stage = i % kStages;
-    const uint32_t phase = (i / kStages) & 1;
+    const int iu = warp_uniform(i);  // the refill's one-thread branch makes i divergent to ptxas
+    const int n = n_begin + iu;
+    const int stage = iu % kStages;
+    const uint32_t phase = (iu / kStages) & 1;
     const bool refill = is_refill_thread && i + kStages < n_blocks;
     const int refill_page = paged && refill ? page_of(n + kStages) : 0;  // its latency under this tile's math
     Barrier::wait(&ss.k_full[stage], phase);

@@ -16,6 +16,7 @@
 #include "attention/collective/sm90_decode_tile.hpp"
 #include "attention/collective/sm90_fwd_fragment_layouts.hpp"
 #include "attention/collective/sm90_fwd_softmax.hpp"
+#include "attention/collective/sm90_warp_uniform.hpp"
 #include "attention/collective/sm90_wgmma.hpp"
 #include "attention/kernel/sm90_fwd_fa2.hpp"
 
@@ -156,12 +157,14 @@ CUTE_DEVICE void decode_int8_swapped_consume(typename Traits::Params const& p, D
   CUTE_UNROLL
   for (int j = 0; j < kCols; ++j) m_run[j] = -INFINITY, l_run[j] = 0.0f;
 
+  const int n_begin = warp_uniform(t.n_begin);
   CUTE_NO_UNROLL
   for (int i = 0; i < n_blocks; ++i) {
-    const int n = t.n_begin + i;
-    const int stage = i % kConvStages;
-    float* red_i = red + (i & 1) * 4 * kQ;
-    Barrier::wait(&ss.conv_full[stage], (i / kConvStages) & 1);
+    const int iu = warp_uniform(i);  // (sm90_warp_uniform.hpp: the descriptors in uniform registers)
+    const int n = n_begin + iu;
+    const int stage = iu % kConvStages;
+    float* red_i = red + (iu & 1) * 4 * kQ;
+    Barrier::wait(&ss.conv_full[stage], (iu / kConvStages) & 1);
     wgmma_issue<true>(mma_s, tSrK(_, _, _, stage), tSrQ, tSrS);
     warpgroup_wait<0>();
     if ((n + 1) * kBlockN > t.mask_from) {
@@ -487,11 +490,13 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
 
   constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
   OnlineSoftmax<kRows> softmax(p.softmax_scale);
+  const int n_begin = warp_uniform(t.n_begin);
   CUTE_NO_UNROLL
   for (int i = consumer; i < n_blocks; ++i) {
-    const int n = t.n_begin + i;
-    const int cs = i % kConvStages;
-    Barrier::wait(&ss.conv_full[cs], (i / kConvStages) & 1);
+    const int iu = warp_uniform(i);  // (sm90_warp_uniform.hpp: the descriptors in uniform registers)
+    const int n = n_begin + iu;
+    const int cs = iu % kConvStages;
+    Barrier::wait(&ss.conv_full[cs], (iu / kConvStages) & 1);
     wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, cs), tSrS);
     warpgroup_wait<0>();
     mask_decode_scores<kBlockN>(t, n, tSrS, tScS);

@@ -9,6 +9,7 @@
 
 #include <type_traits>
 
+#include "attention/collective/sm90_warp_uniform.hpp"
 #include "attention/fwd_tile_order.hpp"
 #include "attention/fwd_varlen.hpp"
 
@@ -28,7 +29,7 @@ struct TileCoord {
 // their tiles from memory (a variable-length list, a unit ring, a KV-cache list), which ptxas
 // cannot prove uniform: their loops kept the ring positions in vector registers and moved them
 // with an R2UR before every WGMMA, and put divergence barriers (BSSY) around the waits.
-CUTE_DEVICE int warp_uniform(int v) { return __shfl_sync(0xffffffffu, v, 0); }
+using attention::warp_uniform;
 CUTE_DEVICE TileCoord warp_uniform(TileCoord c) {
   return {warp_uniform(c.m_block), warp_uniform(c.h),        warp_uniform(c.b),        warp_uniform(int(c.valid)) != 0,
           warp_uniform(c.len_q),   warp_uniform(c.len_k),    warp_uniform(c.q_offset), warp_uniform(c.k_offset)};
