@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$root/build-dev}
+build=$(cd "${BUILD:-$root/build-dev}" && pwd) || exit 1  # absolute: the benches run from bench/
 # the device tool carries no symlinks: recreate the library's
 (cd "$build/lib" && ln -sf libhopattn.so.0.4.0 libhopattn.so.2 && ln -sf libhopattn.so.2 libhopattn.so)
 (cd "$build/python/hopattn" && ln -sf ../../lib/libhopattn.so.0.4.0 libhopattn.so)
