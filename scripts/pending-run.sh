@@ -15,6 +15,13 @@
 #                 NEW=/tmp/b/decu U=/tmp/b/decu BASE=/tmp/b/main DECU=/tmp/b/decu MAIN=/tmp/b/main)
 #  chunk-rules    the paged chunk tests and paged chunks at q_len 32/64/128 (library's choice, the
 #                 chunk path forced, the decode kernels; contiguous beside), with NEW's build
+#  h7             branch h7-o-in-v's ablation build (NEW=build-ab/h7: scripts/build-branch.sh
+#                 h7-o-in-v build-ab/h7 hopattn_cli gpu_attention_fwd -- -DHOPATTN_BUILD_ABLATIONS=ON
+#                 -DHOPATTN_FP8_HEAD_DIMS=): every hdim-128 kernel's reference test (the new row
+#                 ws_pingpong_persistent_128x192x2 at both masks), then hdim 128 non-causal over
+#                 the FA3 grid, the new row beside the default and the rows it would replace, cuDNN
+#                 beside; e.g. NEW=$PWD/build-ab/h7 BASE=$PWD/build-ab/h7 scripts/pending-run.sh
+#                 $OUT/p 560 h7 (carry build-ab/h7)
 # Builds (each a directory with lib/libhopattn.so.0.4.0, and bin/ where a step runs its binaries:
 # NEW's bin/{gpu_attention_fwd,gpu_attention_fp8,gpu_attention_varlen,gpu_kvcache,hopattn}),
 # carried as one tar.xz (the libraries compress 13:1) and unpacked first, e.g.
@@ -105,6 +112,18 @@ chunk_rules() {
   echo "paged chunk rules: exit $? ($((SECONDS - t0)) s)"; grep -E '^decode ' "$out/chunk-rules-paged.log"
 }
 
+# Branch h7-o-in-v (sixteenth session, SASS only): O staged in the V ring of a persistent 192-key
+# tile (docs/perf-diagnosis-fa3.md §4 H7).
+h7() {
+  bounded 150 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" \
+    --gtest_filter='*EveryKernelMatchesFloat64Reference*:*Persistent*' >"$out/h7-tests.log" 2>&1
+  echo "h7: forward tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/h7-tests.log"
+  bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 0 \
+    --kernels default,ws_pingpong_persistent_128x128x2,ws_pingpong_128x192x2,ws_pingpong_persistent_128x192x2 \
+    --rounds 3 --no-ceilings $cudnn_flag --csv "$out/h7.csv" >"$out/h7-bench.log" 2>&1
+  echo "h7: bench: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/h7-bench.log" | head -40
+}
+
 for s in ${steps//,/ }; do
   if [ "$(left)" -lt 40 ]; then echo "$s: skipped (deadline)"; continue; fi
   case $s in
@@ -113,6 +132,7 @@ for s in ${steps//,/ }; do
     decode-uniform) decode_uniform ;;
     ab) ab $(( $(left) - ${AB_LEAVE:-150} )) ;;
     chunk-rules) chunk_rules ;;
+    h7) h7 ;;
     *) echo "unknown step $s" ;;
   esac
 done
