@@ -17,8 +17,8 @@
 #                 chunk path forced, the decode kernels; contiguous beside), with NEW's build
 #  h7             branch h7-o-in-v's ablation build (NEW=build-ab/h7: scripts/build-branch.sh
 #                 h7-o-in-v build-ab/h7 hopattn_cli gpu_attention_fwd -- -DHOPATTN_BUILD_ABLATIONS=ON
-#                 -DHOPATTN_FP8_HEAD_DIMS=): every hdim-128 kernel's reference test (the new row
-#                 ws_pingpong_persistent_128x192x2 at both masks), then hdim 128 non-causal over
+#                 -DHOPATTN_FP8_HEAD_DIMS=): every hdim-128 kernel's reference test (the new rows
+#                 ws_pingpong_persistent_128x192x2 and _128x176x2, both masks), then hdim 128 non-causal over
 #                 the FA3 grid, the new row beside the default and the rows it would replace, cuDNN
 #                 beside; e.g. NEW=$PWD/build-ab/h7 BASE=$PWD/build-ab/h7 scripts/pending-run.sh
 #                 $OUT/p 560 h7 (carry build-ab/h7)
@@ -119,7 +119,7 @@ h7() {
     --gtest_filter='*EveryKernelMatchesFloat64Reference*:*Persistent*' >"$out/h7-tests.log" 2>&1
   echo "h7: forward tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/h7-tests.log"
   bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 0 \
-    --kernels default,ws_pingpong_persistent_128x128x2,ws_pingpong_128x192x2,ws_pingpong_persistent_128x192x2 \
+    --kernels default,ws_pingpong_persistent_128x128x2,ws_pingpong_128x192x2,ws_pingpong_persistent_128x192x2,ws_pingpong_persistent_128x176x2 \
     --rounds 3 --no-ceilings $cudnn_flag --csv "$out/h7.csv" >"$out/h7-bench.log" 2>&1
   echo "h7: bench: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/h7-bench.log" | head -40
 }
