@@ -23,12 +23,10 @@ struct TileCoord {
   int len_q = 0, len_k = 0, q_offset = 0, k_offset = 0;
 };
 
-// Lane 0's copy of a value every lane of the warp holds: ptxas knows a shuffle from lane 0 to be
-// warp-uniform, so what is derived from it (a tile's KV block range, the rings' positions in the
-// loop, the masks' branch conditions) can live in uniform registers. The options kernels read
-// their tiles from memory (a variable-length list, a unit ring, a KV-cache list), which ptxas
-// cannot prove uniform: their loops kept the ring positions in vector registers and moved them
-// with an R2UR before every WGMMA, and put divergence barriers (BSSY) around the waits.
+// A tile's coordinates as warp-uniform (warp_uniform, collective/sm90_warp_uniform.hpp): the
+// options kernels read their tiles from memory (a variable-length list, a unit ring, a KV-cache
+// list), which ptxas cannot prove uniform, so their loops kept the ring positions in vector
+// registers (an R2UR before every WGMMA, divergence barriers around the waits).
 using attention::warp_uniform;
 CUTE_DEVICE TileCoord warp_uniform(TileCoord c) {
   return {warp_uniform(c.m_block), warp_uniform(c.h),        warp_uniform(c.b),        warp_uniform(int(c.valid)) != 0,
