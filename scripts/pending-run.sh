@@ -15,6 +15,8 @@
 #                 NEW=/tmp/b/decu U=/tmp/b/decu BASE=/tmp/b/main DECU=/tmp/b/decu MAIN=/tmp/b/main)
 #  chunk-rules    the paged chunk tests and paged chunks at q_len 32/64/128 (library's choice, the
 #                 chunk path forced, the decode kernels; contiguous beside), with NEW's build
+#  targets36      issue 36's speed targets (window vs dense, varlen mix16, paged decode vs the
+#                 contiguous cache and cuDNN), NEW's build
 #  h7             branch h7-o-in-v's ablation build (NEW=build-ab/h7: scripts/build-branch.sh
 #                 h7-o-in-v build-ab/h7 hopattn_cli gpu_attention_fwd -- -DHOPATTN_BUILD_ABLATIONS=ON
 #                 -DHOPATTN_FP8_HEAD_DIMS=): every hdim-128 kernel's reference test (the new rows
@@ -124,10 +126,28 @@ h7() {
   echo "h7: bench: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/h7-bench.log" | head -40
 }
 
+# Issue 36's speed targets in one step, NEW's build, same run (each cell's rows rotate): the window
+# 4095 on 32k against the dense 32k x 4k (hdim 64/128/256), the varlen mix16 against padded-equal
+# (hdim 64/128, both masks), and the paged decode (pages 16/64, bf16 and int8) against the
+# contiguous cache with cuDNN's bf16 beside.
+targets36() {
+  bounded 130 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --shapes 1:32768:32768:16:16:4095:0,1:32768:4096:16:16 \
+    --hdim 64,128,256 --causal 0 --rounds 3 --no-ceilings $cudnn_flag --csv "$out/t36-window.csv" >"$out/t36-window.log" 2>&1
+  echo "targets36 window: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/t36-window.log" | head -20
+  bounded 90 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --varlen mix16 --hdim 64,128 --causal 0,1 \
+    --rounds 2 --no-ceilings --csv "$out/t36-varlen.csv" >"$out/t36-varlen.log" 2>&1
+  echo "targets36 varlen: exit $? ($((SECONDS - t0)) s)"; grep -iE "varlen/padded|vs padded" "$out/t36-varlen.log" | head -12
+  bounded 150 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --op decode --qlen 1 --heads 64:8 \
+    --cache 8:8192,32:8192,16:32768 --kv-dtype bf16,int8 --page-sizes 0,16,64 --rounds 2 $cudnn_flag \
+    --csv "$out/t36-paged.csv" >"$out/t36-paged.log" 2>&1
+  echo "targets36 paged: exit $? ($((SECONDS - t0)) s)"; grep -E "^decode" "$out/t36-paged.log" | head -40
+}
+
 for s in ${steps//,/ }; do
   if [ "$(left)" -lt 40 ]; then echo "$s: skipped (deadline)"; continue; fi
   case $s in
     new-tests) new_tests ;;
+    targets36) targets36 ;;
     verify) verify ;;
     decode-uniform) decode_uniform ;;
     ab) ab $(( $(left) - ${AB_LEAVE:-150} )) ;;
