@@ -56,7 +56,10 @@
  *                softmax denominator without a value (gpt-oss): O = Σ exp(s_j) v_j / (exp(sink_h) +
  *                Σ exp(s_j)), LSE = log(exp(sink_h) + Σ exp(s_j)); added once per row whatever the
  *                split-KV count. Finite or -inf (-inf: as no sink; +inf or NaN gives NaN rows).
- * Supported so far on 16-bit caches, contiguous or paged (int8 caches: HOPATTN_NOT_SUPPORTED).
+ * On 16-bit and int8 caches, contiguous or paged, with or without int8 tails (an int8 cache with
+ * any of them runs the one int8 kernel compiled with them). With an int8 cache, the rows outside
+ * every row's window may hold any int8 value and any scale (NaN included); a K scale block that
+ * holds a seen key must be valid for the whole block.
  */
 #ifndef HOPATTN_KVCACHE_H
 #define HOPATTN_KVCACHE_H

@@ -506,8 +506,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, causal=False, so
     are not read, so a decode step's time follows the window, not the cache. softcap > 0: each
     scaled score s becomes softcap · tanh(s / softcap). sinks: a float32 (heads_q,) tensor on q's
     device, a logit per q-head in each row's softmax denominator (gpt-oss); a row that sees no key
-    gets O = 0 and LSE = sink. 16-bit caches (an int8 cache with any of them raises
-    NotSupportedError)."""
+    gets O = 0 and LSE = sink. 16-bit and int8 caches (an int8 cache with any of them runs
+    the library's int8 options kernel)."""
     if window_size is _NO_WINDOW:
         left = right = -1
     else:

@@ -702,20 +702,25 @@ class TestKvCacheArguments(unittest.TestCase):
                 hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens_f32, out=out, causal=True, **options)
             self.assertIn("cache_seqlens: dtype must be int32", str(cm.exception), f"options {options}")
 
-    def test_int8_cache_refuses_the_options(self):
+    def test_int8_cache_takes_the_options(self):
+        # An int8 cache takes each option (the library runs its int8 options row): valid options
+        # pass the argument checks, and the library goes on to name the bad cache_seqlens.
         q, out = self.q, self.out
         kc, vc = FakeCudaArray((4, 1024, 8, 128), "|i1", 0x20000000), FakeCudaArray((4, 1024, 8, 128), "|i1", 0x30000000)
         k_scale = FakeCudaArray((4, 8, 8, 128), "<f4", 0x60000000)
         v_scale = FakeCudaArray((4, 1024, 8), "<f4", 0x70000000)
-        seqlens = FakeCudaArray((4,), "<i4", 0x50000000)
-        for options, needle in ((dict(window_size=(127, 0)), "window: not supported with an int8 cache"),
-                                (dict(softcap=30.0), "softcap: not supported with an int8 cache"),
-                                (dict(sinks=FakeCudaArray((32,), "<f4", 0x78000000)),
-                                 "sinks: not supported with an int8 cache")):
-            with self.assertRaises(hopattn.NotSupportedError) as cm:
-                hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens, out=out, k_scale=k_scale, v_scale=v_scale,
+        seqlens_f32 = FakeCudaArray((4,), "<f4", 0x50000000)
+        for options in (dict(window_size=(127, 0)), dict(softcap=30.0), dict(sinks=FakeCudaArray((32,), "<f4", 0x78000000)),
+                        dict(window_size=(127, 0), softcap=30.0, sinks=FakeCudaArray((32,), "<f4", 0x78000000))):
+            with self.assertRaises(ValueError) as cm:
+                hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens_f32, out=out, k_scale=k_scale, v_scale=v_scale,
                                                 causal=True, **options)
-            self.assertIn(needle, str(cm.exception), f"options {options}")
+            self.assertIn("cache_seqlens: dtype must be int32", str(cm.exception), f"options {options}")
+        seqlens = FakeCudaArray((4,), "<i4", 0x50000000)
+        with self.assertRaises(ValueError) as cm:  # and a bad option is still named
+            hopattn.flash_attn_with_kvcache(q, kc, vc, seqlens, out=out, k_scale=k_scale, v_scale=v_scale,
+                                            causal=True, softcap=-1.0)
+        self.assertIn("softcap", str(cm.exception))
 
     def test_options_are_packed(self):
         """The bytes the binding passes (hopattn_kvcache_workspace_size and hopattn_kvcache_attention

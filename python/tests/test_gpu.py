@@ -246,15 +246,7 @@ class TestForwardOptions(unittest.TestCase):
                 with self.assertRaises(exc) as cm:
                     hopattn.flash_attn_func(q, q, q, **options)
                 self.assertIn(needle, str(cm.exception))
-        # The KV-cache call takes the options on 16-bit caches (TestKvCacheOptions) and refuses
-        # them, naming the option, on an int8 cache.
-        seqlens = torch.tensor([16], dtype=torch.int32, device="cuda")
-        k8, v8, ks, vs = hopattn.quantize_kv_int8(torch.zeros(1, 128, 4, 64, device="cuda", dtype=torch.bfloat16),
-                                                  torch.zeros(1, 128, 4, 64, device="cuda", dtype=torch.bfloat16))
-        for options, needle in ((dict(window_size=(8, 0)), "window"), (dict(sinks=sinks), "sinks"),
-                                (dict(softcap=30.0), "softcap")):
-            with self.assertRaisesRegex(hopattn.NotSupportedError, needle):
-                hopattn.flash_attn_with_kvcache(q[:, :1], k8, v8, seqlens, k_scale=ks, v_scale=vs, **options)
+        # The KV-cache call takes the options on 16-bit and int8 caches: TestKvCacheOptions.
 
     def test_opcheck_and_compile_with_options(self):
         torch.manual_seed(12)
@@ -539,6 +531,41 @@ class TestKvCacheOptions(unittest.TestCase):
                                        v_cache=v_nan, num_splits=splits, pack_gqa=pack)
                             cases += 1
         print(f"kvcache options: {cases} cases against fp64")
+        hopattn.kvcache_device_check()
+
+    def test_int8_options_against_fp64(self):
+        """An int8 cache (quantize_kv_int8, blocks of 64 and 128) with each option set of OPTIONS,
+        against the fp64 reference over the dequantized cache (value * scale rounded to the dtype,
+        what the kernel computes with); the V scales of the tokens before every row's window and
+        the K scale blocks wholly before it NaN (a kernel that converts such a row fails)."""
+        torch.manual_seed(25)
+        n_max, hq, hkv = 1024, 8, 2
+        cases = 0
+        for dtype in (torch.bfloat16, torch.float16):
+            for d in (64, 128, 256):
+                for j, (window, causal, softcap, sink_kind, gain) in enumerate(self.OPTIONS):
+                    block = 64 if j % 2 else 128
+                    for sq in (1, 4):
+                        lens = [1000, 5 if causal and sq > 1 else 1, 17, 113]
+                        seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
+                        q = torch.randn(4, sq, hq, d, device="cuda", dtype=dtype) * gain
+                        k = torch.randn(4, n_max, hkv, d, device="cuda", dtype=dtype)
+                        v = torch.randn(4, n_max, hkv, d, device="cuda", dtype=dtype)
+                        k8, v8, ks, vs = hopattn.quantize_kv_int8(k, v, block)
+                        kd = (k8.float() * ks.repeat_interleave(block, dim=1)).to(dtype)
+                        vd = (v8.float() * vs[..., None]).to(dtype)
+                        ks_nan, vs_nan = ks.clone(), vs.clone()
+                        for i, first in enumerate(self.first_key(lens, sq, window)):
+                            vs_nan[i, :first] = float("nan")
+                            ks_nan[i, :first // block] = float("nan")
+                        sinks = make_sinks(sink_kind, hq) if sink_kind else None
+                        for splits in (0, 3):
+                            name = (f"int8/{block} {str(dtype)[6:]} d{d} sq{sq} window {window} causal {int(causal)} "
+                                    f"softcap {softcap} sinks {sink_kind} splits {splits}")
+                            self.check(name, q, kd, vd, seqlens, causal, window, softcap, sinks, k_cache=k8, v_cache=v8,
+                                       k_scale=ks_nan, v_scale=vs_nan, num_splits=splits)
+                            cases += 1
+        print(f"kvcache int8 options: {cases} cases against fp64")
         hopattn.kvcache_device_check()
 
     def test_paged_cache_with_options(self):

@@ -309,7 +309,7 @@ class KvRun {
         else fill_normal(base, c.dtype, n, c.seed * 7 + 3 + uint64_t(kv) + uint64_t(b) * 17, kStaleStd);
       }
     }
-    if (c.nan_before_window) {  // the keys before every row's window: NaN, never to be read
+    if (c.nan_before_window && !c.int8) {  // the keys before every row's window: NaN, never to be read
       for (int b = 0; b < c.batch(); ++b) {
         const int64_t first = int64_t(b) * c.max_len * kv_row, n = int64_t(c.first_seen_key(b)) * kv_row;
         for (int kv = 0; kv < (c.interleaved_kv ? 1 : 2); ++kv)
@@ -331,6 +331,7 @@ class KvRun {
       const hopattn_status_t qs = hopattn_kvcache_quantize_int8(&qa, nullptr);
       if (qs.code != HOPATTN_OK) throw std::runtime_error("hopattn_kvcache_quantize_int8: " + status_string(qs));
       if (c.tail) fill_tails();
+      if (c.nan_before_window) poison_int8_before_window();
     }
     if (!lens.empty())
       HOPATTN_CUDA_CHECK(cudaMemcpy(lens_.get(), lens.data(), lens.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
@@ -475,6 +476,27 @@ class KvRun {
       }
       upload_from_float((kv == 0 ? kt_ : vt_).get(), c.dtype, tail.data(), tail_alloc);
     }
+  }
+
+  // An int8 cache with a window: NaN in what no row may read before every row's window (an int8
+  // value cannot be NaN): the V scales of those tokens, the K scale blocks wholly before it (a
+  // block holding a seen key keeps its scales) and those tokens' rows of the 16-bit tails. A
+  // kernel that converts such a row with its scale, or lets 0 · NaN reach O, fails.
+  void poison_int8_before_window() {
+    const KvCase& c = c_;
+    const int64_t row = int64_t(c.heads_kv) * c.hdim, blocks = c.max_len / c.quant_block;
+    const size_t es = dtype_size(c.dtype);
+    for (int b = 0; b < c.batch(); ++b) {
+      if (!c.valid_len(c.lens[b])) continue;
+      const int first = c.first_seen_key(b);
+      fill_nan(vs_.as<float>() + int64_t(b) * c.max_len * c.heads_kv, sizeof(float), int64_t(first) * c.heads_kv);
+      fill_nan(ks_.as<float>() + int64_t(b) * blocks * row, sizeof(float), int64_t(first / c.quant_block) * row);
+      const int base = c.lens[b] - c.lens[b] % c.quant_block;  // the tail's first token
+      if (c.tail && first > base)
+        for (DeviceBuffer* t : {&kt_, &vt_})
+          fill_nan(static_cast<char*>(t->get()) + size_t(b) * c.quant_block * row * es, es, int64_t(first - base) * row);
+    }
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
   std::vector<float> dequantized(bool k, bool round = true) const {
@@ -2233,6 +2255,102 @@ TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
   KvCase c = make(cfg, 63, 32, 8, 4096, {4096}, true, seed++);
   KvRun run(c);
   EXPECT_FALSE(run.plan().fwd_path) << c.to_string();
+}
+
+// The options on int8 caches: every call with one runs the int8 options row (kv8_wgmma_1c_1cta,
+// pick_decode_kernel), checked against the float64 reference over the dequantized cache (and the
+// 16-bit tails): the option sets of OptionsMatchTheReference, quant blocks of 64 and 128, with the
+// tails and without, the heuristic and forced split counts (1, 3, 8), packed GQA and not (8:2) and
+// MHA, q_len 1 and 4, cache lengths 1, 17, 113, 1000 (and 0 without causal). The V scales of every
+// token before all of a sequence's windows, the K scale blocks wholly before them and the tails'
+// rows there hold NaN (poison_int8_before_window), as do, with the tails, the 16-bit rows past
+// each length. Each call is run twice (the same bytes).
+TEST_P(KvCacheGpu, Int8OptionsMatchTheReference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const Options options[] = {
+      {true, 0, 0, false, 0.0f, false, 1.0f},   {true, 0, 0, true, 0.0f, true, 1.0f},
+      {true, 50, 0, true, 0.0f, false, 1.0f},   {true, 300, -1, true, 0.0f, true, 1.0f},
+      {true, 40, 7, false, 0.0f, false, 1.0f},  {true, 2, 0, false, 0.0f, true, 1.0f},
+      {true, -1, -1, true, 0.0f, false, 1.0f},  {false, -1, -1, false, 30.0f, false, 8.0f},
+      {false, -1, -1, true, 0.0f, true, 1.0f},  {true, 129, 0, true, 20.0f, true, 8.0f},
+      {true, 1000, 3, false, 5.0f, true, 1.0f},
+  };
+  const struct { int splits, pack, hq, hkv, quant_block; bool tail; } plans[] = {
+      {0, -1, 8, 2, 128, false}, {1, 0, 8, 2, 64, true}, {3, 1, 8, 2, 128, true}, {8, -1, 4, 4, 64, false}};
+  int passed = 0, total = 0;
+  uint64_t seed = 33000;
+  for (const Options& o : options)
+    for (int sq : {1, 4})
+      for (const auto& plan : plans) {
+        std::vector<int32_t> lens = {1000, o.causal ? sq : 1, 17, 113};
+        if (!o.causal) lens.push_back(0);
+        KvCase c = with_options(make(cfg, sq, plan.hq, plan.hkv, 1024, lens, o.causal, seed++), o);
+        c.int8 = true, c.quant_block = plan.quant_block, c.tail = plan.tail;
+        c.stale_nan = plan.tail;  // without tails a block's K scales cover its rows past the length
+        c.num_splits = plan.splits, c.pack_gqa = plan.pack;
+        KvRun run(c);
+        EXPECT_STREQ(run.plan().kernel, "kv8_wgmma_1c_1cta") << c.to_string();
+        const CaseResult r = run_case(run, references_of(run));
+        print_result(c, r);
+        EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+        passed += r.pass, ++total;
+        const std::vector<uint8_t> o1 = run.o_bytes(), l1 = run.lse_bytes();
+        run.poison(nullptr);
+        ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << c.to_string();
+        HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+        EXPECT_TRUE(o1 == run.o_bytes() && l1 == run.lse_bytes()) << c.to_string() << ": a second call differs";
+      }
+  EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK);
+  std::printf("%d of %d int8 option cases passed\n", passed, total);
+}
+
+// Paged int8 caches with the options: pools of 16 to 256 tokens (the scales paged by the same
+// ids) give the contiguous int8 cache's O and LSE bit for bit, with the page-table entries of
+// every page that holds only keys before all of a sequence's windows set to ids outside the pool
+// (the kernel must neither use nor check them: no NaN row, no record); both scale blocks, the
+// tails, split and not, one query and four. The contiguous result is checked against the float64
+// reference first.
+TEST_P(KvCacheGpu, Int8OptionsOnPagedCachesMatchTheContiguousCache) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  const struct { int sq; Options o; int splits, quant_block; bool tail; } cases[] = {
+      {1, {true, 300, 0, true, 20.0f, true, 1.0f}, 0, 128, false},
+      {1, {true, 100, -1, false, 0.0f, true, 1.0f}, 4, 64, true},
+      {4, {true, 40, 2, false, 0.0f, false, 1.0f}, 1, 64, false},
+      {4, {true, 257, 0, true, 5.0f, true, 8.0f}, 3, 128, true},
+  };
+  uint64_t seed = 34000;
+  for (const auto& k : cases) {
+    KvCase c = with_options(make(cfg, k.sq, 8, 2, 1024, {1000, 300, 17}, k.o.causal, seed++), k.o);
+    c.int8 = true, c.quant_block = k.quant_block, c.tail = k.tail, c.stale_nan = k.tail;
+    c.num_splits = k.splits;
+    KvRun run(c);
+    const CaseResult r = run_case(run, references_of(run));
+    print_result(c, r);
+    ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+    const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+    for (int page : {16, 32, 64, 128, 256}) {
+      PagedInt8Copy pc = make_paged_copy_int8(run, page, seed++);
+      std::vector<int32_t> table = pc.pc.layout.table;
+      int bad = 0;
+      for (int b = 0; b < c.batch(); ++b)
+        for (int j = 0; j < c.first_seen_key(b) / page; ++j, ++bad)
+          table[size_t(b) * pc.pc.max_pages + j] = pc.pc.layout.num_pages + 7;
+      HOPATTN_CUDA_CHECK(cudaMemcpy(pc.pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+      const KvCacheArgs a = paged_int8_args_of(run, pc, page);
+      const std::string what = c.to_string() + " page " + std::to_string(page) + " (" + std::to_string(bad) +
+                               " pages before the windows outside the pool)";
+      EXPECT_STREQ(experimental::plan_kvcache_attention(a, sm_count(), run.overrides).kernel, "kv8_wgmma_1c_1cta") << what;
+      run.poison(nullptr);
+      const Status s = launch_args(a, run.overrides);
+      ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
+      const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+      EXPECT_EQ(rec.code, HOPATTN_OK) << what << ": " << status_string(rec);
+      EXPECT_TRUE(run.o_bytes() == o0) << what << ": O differs from the contiguous cache's";
+      EXPECT_TRUE(run.lse_bytes() == lse0) << what << ": LSE differs";
+    }
+  }
 }
 
 // Softcap and sinks on the chunk path (the sinks join in the combine when split, in the epilogue

@@ -640,8 +640,9 @@ TEST(KvCachePagedChecks, EachRuleNamesItsArgument) {
   expect_error(check(a), "k_tail: shape (300, 64, 4, 128) must be (batch, quant_block, heads_kv, hdim) = (4, 64, 4, 128)",
                StatusCode::kInvalidArgument);
   a = int8_pool(128, 64);
-  a.softcap = 5.0f;  // the options: not with int8 yet
-  expect_error(check(a), "softcap: not supported with an int8 cache yet", StatusCode::kNotSupported);
+  a.softcap = 5.0f;  // the options on a paged int8 cache: the int8 options row
+  EXPECT_TRUE(check(a).ok()) << check(a).to_string();
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_wgmma_1c_1cta");
   // A table without a pointer is a mistake (unless it is empty), a pointer without a shape too.
   a = paged_args();
   a.page_table.data = nullptr;
@@ -836,20 +837,31 @@ TEST(KvCacheOptionsChecks, EachRuleNamesItsArgument) {
   EXPECT_TRUE(check(a).ok()) << check(a).to_string();
 }
 
-TEST(KvCacheOptionsChecks, Int8CachesRefuseEachOptionByName) {
+// An int8 cache takes each option on the one int8 row compiled with them (kv8_wgmma_1c_1cta),
+// whatever row the defaults table gives the same call without them; another int8 row named
+// through the overrides is refused with the one that takes them. Bad values are still named.
+TEST(KvCacheOptionsChecks, Int8CachesRunTheOptionsRow) {
+  const std::string plain = plan_kvcache_attention(int8_args(), kSms).kernel;
+  EXPECT_NE(plain, "kv8_wgmma_1c_1cta") << "the case should show the switch";
+  for (int option = 0; option < 4; ++option) {
+    KvCacheArgs a = option == 3 ? tail_args() : int8_args();  // and with the 16-bit tails
+    if (option == 0) a.window = 1, a.window_left = 64, a.window_right = 0;
+    if (option == 1) a.softcap = 30.0f;
+    if (option >= 2) a.sinks = valid_sinks();
+    EXPECT_TRUE(check(a).ok()) << option << ": " << check(a).to_string();
+    const KvCachePlan plan = plan_kvcache_attention(a, kSms);
+    EXPECT_STREQ(plan.kernel, "kv8_wgmma_1c_1cta") << option;
+    EXPECT_EQ(plan.tail, option == 3);
+    experimental::Overrides o;
+    o.decode_kernel = plain;
+    expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o),
+                 "kernel '" + plain + "' does not take a sliding window, softcap or sinks with an int8 cache; "
+                 "kv8_wgmma_1c_1cta does",
+                 StatusCode::kNotSupported);
+    o.decode_kernel = "kv8_wgmma_1c_1cta";
+    EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o).ok()) << option;
+  }
   KvCacheArgs a = int8_args();
-  a.window = 1, a.window_left = 64, a.window_right = 0;
-  expect_error(check(a), "window: not supported with an int8 cache yet", StatusCode::kNotSupported);
-  a = int8_args();
-  a.softcap = 30.0f;
-  expect_error(check(a), "softcap: not supported with an int8 cache yet", StatusCode::kNotSupported);
-  a = int8_args();
-  a.sinks = valid_sinks();
-  expect_error(check(a), "sinks: not supported with an int8 cache yet", StatusCode::kNotSupported);
-  a = tail_args();  // and with the 16-bit tails
-  a.sinks = valid_sinks();
-  expect_error(check(a), "sinks: not supported with an int8 cache yet", StatusCode::kNotSupported);
-  a = int8_args();  // a bad value is named before the refusal
   a.softcap = -1.0f;
   expect_error(check(a), "softcap: must be finite", StatusCode::kInvalidArgument);
 }

@@ -80,7 +80,8 @@ struct DecodeSplitParams {
   int64_t pt_batch_stride;
   int page_shift;  // log2(page_size)
   int num_pages;
-  // The options (DecodeParams; the 16-bit kernel only, -1 / 0 / nullptr for the int8 kernels): the
+  // The options (DecodeParams; read by the 16-bit kernel and the int8 options row,
+  // DecodeInt8Traits::kOptions; the plan gives the other int8 rows no call with them): the
   // window's sides (-1 unbounded; DecodeTile's band), the softcap (OnlineSoftmax::apply_softcap)
   // and the sinks (the epilogue of a single split, or the combine).
   int window_left, window_right;
@@ -246,8 +247,8 @@ struct DecodeTile {
 
 // Masks the scores of tile n past each row's band: a uniform test per tile, element-wise only on
 // the tiles at the band's edges (the cache's end or the causal diagonal, and with kWindow a
-// window's left side). kWindow false: the kernels without windows (the int8 ones) carry no
-// left-edge code (nor its registers: kv8_wgmma_1c_2cta spilled with it).
+// window's left side). kWindow false: the kernels without windows (the int8 ones but the options
+// row) carry no left-edge code (nor its registers: kv8_wgmma_1c_2cta spilled with it).
 template <int kBlockN, bool kWindow = false, class TensorS, class TensorC>
 CUTE_DEVICE void mask_decode_scores(DecodeTile const& t, int n, TensorS& tSrS, TensorC const& tScS) {
   const bool left_edge = kWindow && t.template left_edge<kBlockN>(n);

@@ -174,7 +174,8 @@ Status check_tail(const KvCacheArgs& a) {
 bool has_options(const KvCacheArgs& a) { return a.window != 0 || a.softcap != 0.0f || a.sinks.data != nullptr; }
 
 // The options (kvcache.h, since 0.4): a sliding window, the softcap and the attention sinks, by
-// the forward pass's rules (attention_check.cpp, check_options); 16-bit caches only so far.
+// the forward pass's rules (attention_check.cpp, check_options); every cache type (an int8 cache
+// runs the int8 options row with them: pick_decode_kernel).
 Status check_options(const KvCacheArgs& a) {
   // The band's arithmetic (DecodeTile) adds positions and the clamped sides in 32 bits.
   if (Status s = check_logit_options(a.window, a.window_left, a.window_right, a.causal != 0,
@@ -182,11 +183,6 @@ Status check_options(const KvCacheArgs& a) {
                                      a.q.shape[2]);
       !s.ok())
     return s;
-  if (is_int8(a) && has_options(a)) {
-    const char* option = a.window != 0 ? "window" : a.softcap != 0.0f ? "softcap" : "sinks";
-    return Status::unsupported(cat(option, ": not supported with an int8 cache yet (the 16-bit cache kernels take a "
-                                   "sliding window, softcap and sinks)"));
-  }
   return Status();
 }
 
@@ -276,6 +272,18 @@ int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sm
   const attention::DecodeCache cache = is_int8(a) ? attention::DecodeCache::kInt8 : attention::DecodeCache::k16Bit;
   const int hdim = int(a.q.shape[3]);
   std::string name = o.decode_kernel;
+  // An int8 cache with a window, a softcap or sinks: the one int8 row compiled with them
+  // (DecodeInt8Traits::kOptions); every 16-bit row has them.
+  constexpr const char* kInt8OptionsKernel = "kv8_wgmma_1c_1cta";
+  if (cache == attention::DecodeCache::kInt8 && has_options(a)) {
+    if (name.empty()) {
+      name = kInt8OptionsKernel;
+    } else if (name != kInt8OptionsKernel) {
+      *why = cat("kvcache attention: kernel '", name, "' does not take a sliding window, softcap or sinks with an int8 ",
+                 "cache; ", kInt8OptionsKernel, " does");
+      return -1;
+    }
+  }
   if (name.empty()) {
     const int page_size = is_paged(a) ? int(a.k_cache.shape[1]) : 0;
     const attention::DecodeDefaultRule* r = attention::decode_default_rule(cache, hdim, rows, tiles, sms, page_size);
@@ -545,7 +553,7 @@ attention::DecodeParams make_decode_params(const KvCacheArgs& a, const KvCachePl
     p.lse_batch_stride = a.lse.stride[0], p.lse_head_stride = a.lse.stride[1], p.lse_seq_stride = a.lse.stride[2];
   p.softmax_scale = a.softmax_scale != 0.0f ? a.softmax_scale : 1.0f / std::sqrt(float(p.hdim));
   p.causal = a.causal != 0;
-  // The options (16-bit caches; check_options). The softcap: exponent softcap · tanh(scale · s /
+  // The options (check_options). The softcap: exponent softcap · tanh(scale · s /
   // softcap), tanh in the kernel and the cap as the scale (the forward pass's set_options).
   if (a.softcap > 0.0f) {
     p.softcap_scale = p.softmax_scale / a.softcap;

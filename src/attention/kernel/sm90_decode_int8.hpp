@@ -43,6 +43,11 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   static constexpr bool kSwapped = kSwapped_;
   static constexpr int kSwappedRows = 16;
   static constexpr int kTileRows = kSwapped ? kSwappedRows : Base::kBlockM;  // query rows per CTA
+  // The options (a sliding window, the softcap, sinks): kv8_wgmma_1c_1cta only, the row that int8
+  // calls with any of them run (kvcache_check.cpp, pick_decode_kernel). Its 255-register budget
+  // holds the window's left edge, which spilled in kv8_wgmma_1c_2cta (52 bytes); the other rows
+  // compile without the options' code.
+  static constexpr bool kOptions = kCtasPerSm == 1 && !kSwapped;
   static_assert(kCtasPerSm == 1 || (kCtasPerSm == 2 && kHeadDim_ <= 128), "two CTAs per SM: hdim <= 128");
   static_assert(!kSwapped || kCtasPerSm == 2, "swapped: two CTAs per SM");
   static constexpr int kThreads = 256;  // warpgroup 0: TMA + transform; warpgroup 1: the consumer
@@ -296,8 +301,13 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   // the pool, as in decode_kernel.
   const bool paged = p.page_table != nullptr;
   const int32_t* pages = paged ? p.page_table + int64_t(t.b) * p.pt_batch_stride : nullptr;
+  // With the options, the keys [key_lo, key_hi) the CTA's rows see (a window's: the pages before
+  // it are not read), as in decode_kernel; without, key_lo is 0 and key_hi the length.
+  constexpr bool kOptions = Traits::kOptions;
+  const int key_lo = kOptions ? t.key_lo : 0, key_hi = kOptions ? t.key_hi : t.len;
   if (paged && !t.bad && t.n_end > t.n_begin &&
-      !cta_pages_in_pool<Traits::kThreads>(p, pages, t.n_begin * kBlockN, min(t.n_end * kBlockN, t.len), t.b))
+      !cta_pages_in_pool<Traits::kThreads>(p, pages, kOptions ? max(t.n_begin * kBlockN, key_lo) : t.n_begin * kBlockN,
+                                           min(t.n_end * kBlockN, key_hi), t.b))
     t.bad = true, t.n_end = t.n_begin;
   const int n_blocks = t.n_end - t.n_begin;
   // Tile n's page (0 unpaged) and its tile within the page.
@@ -308,11 +318,12 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   const bool small_pages = paged && (1 << p.page_shift) < kBlockN;
   const int lane = thread % 32;
   // The id a refill of tile n needs: its page (thread 0 issues the tile), or with small pages
-  // box `lane`'s (warp 0 issues them; -1 past the cache's end: not loaded, its entry not read).
+  // box `lane`'s (warp 0 issues them; -1 outside the keys [key_lo, key_hi): past the cache's end,
+  // or before a window; not loaded, its entry not read).
   auto refill_id = [&](int n) {
     if (!small_pages) return tile_page(n);
     const int key = n * kBlockN + lane * kBoxRows;
-    return lane < kBoxes && key < t.len ? pages[key >> p.page_shift] : -1;
+    return lane < kBoxes && key < key_hi && (!kOptions || key + kBoxRows > key_lo) ? pages[key >> p.page_shift] : -1;
   };
   const bool is_refill_thread = small_pages ? thread < 32 : thread == 0;
 
@@ -340,8 +351,9 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     auto load_raw = [&](int n, int stage, int page) {
       if (small_pages) {  // warp 0: lane j's box j; lane 0 expects the bytes of the boxes below the length
         if (lane == 0) {
-          const int boxes = min(kBoxes, (t.len - n * kBlockN + kBoxRows - 1) / kBoxRows);
-          Barrier::arrive_and_expect_tx(&ss.raw_full[stage], 2 * uint32_t(boxes) * Traits::kTmaBytesPageBox);
+          const int boxes = min(kBoxes, (key_hi - n * kBlockN + kBoxRows - 1) / kBoxRows);
+          const int first_box = kOptions ? max(0, (key_lo - n * kBlockN) / kBoxRows) : 0;
+          Barrier::arrive_and_expect_tx(&ss.raw_full[stage], 2 * uint32_t(boxes - first_box) * Traits::kTmaBytesPageBox);
         }
         __syncwarp();
         if (page < 0) return;
@@ -378,14 +390,17 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     const float* k_scale = p.k_scale + t.h_kv * p.ks_head_stride + c0;
     const float* v_scale = p.v_scale + t.h_kv * p.vs_head_stride;
     // Scales of tile n (in page `page` of a paged cache): K's for this thread's 16 channels (the
-    // tile's rows share one scale block), V's for its rows (0 past the length).
+    // tile's rows share one scale block), V's for its rows (0 outside the keys [key_lo, key_hi):
+    // the rows past the length, and with a window those before it, convert to zeros).
     constexpr int kVs = kPerThread;
     auto load_scales = [&](int n, int page, float (&ks)[16], float (&vs)[kVs]) {
       if (small_pages) {
         // Each row's page id is read here, a tile ahead of the conversion that uses it (a second
         // dependent load); rows past the length read neither an id nor a scale (0).
         const int mask = (1 << p.page_shift) - 1;
-        const int first_page = pages[(n * kBlockN) >> p.page_shift];  // holds the tile's K scale block
+        // A page holding some of the tile's keys the CTA sees (a window may have left the tile's
+        // first pages behind); every page of the tile's scale block holds its K scales.
+        const int first_page = pages[(kOptions ? max(n * kBlockN, key_lo) : n * kBlockN) >> p.page_shift];
         const float4* ksrc = reinterpret_cast<const float4*>(k_scale + first_page * p.ks_batch_stride);
         CUTE_UNROLL
         for (int j = 0; j < 4; ++j) {
@@ -396,7 +411,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
         CUTE_UNROLL
         for (int k = 0; k < kVs; ++k) {
           const int token = n * kBlockN + r0 + k * kRowStep;
-          ids[k] = token < t.len ? pages[token >> p.page_shift] : -1;
+          ids[k] = token < key_hi && (!kOptions || token >= key_lo) ? pages[token >> p.page_shift] : -1;
         }
         CUTE_UNROLL
         for (int k = 0; k < kVs; ++k) {
@@ -418,7 +433,9 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       CUTE_UNROLL
       for (int k = 0; k < kVs; ++k) {
         const int token = n * kBlockN + r0 + k * kRowStep;
-        vs[k] = token < t.len ? v_scale[outer * p.vs_batch_stride + (key0 + r0 + k * kRowStep) * p.vs_seq_stride] : 0.0f;
+        vs[k] = token < key_hi && (!kOptions || token >= key_lo)
+                    ? v_scale[outer * p.vs_batch_stride + (key0 + r0 + k * kRowStep) * p.vs_seq_stride]
+                    : 0.0f;
       }
     };
     // The next tile's scales are loaded after this tile's fence.proxy.async: that fence compiles to
@@ -437,7 +454,7 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
       const int n = t.n_begin + i;
       const int rs = i % kRawStages, cs = i % kConvStages;
       const bool refill = is_refill_thread && i + kRawStages < n_blocks;
-      const bool tail = (n + 1) * kBlockN > t.len;
+      const bool tail = (n + 1) * kBlockN > key_hi || (kOptions && n * kBlockN < key_lo);  // rows outside the keys
       Barrier::wait(&ss.raw_full[rs], (i / kRawStages) & 1);
       Barrier::wait(&ss.conv_empty[cs], ((i / kConvStages) & 1) ^ 1);
       CUTE_UNROLL
@@ -445,7 +462,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
         const int r = r0 + k * kRowStep;
         const uint4 kq = *reinterpret_cast<const uint4*>(&sKr(r, c0, rs));
         const uint4 vq = *reinterpret_cast<const uint4*>(&sVr(r, c0, rs));
-        const float k_valid = !tail || n * kBlockN + r < t.len ? 1.0f : 0.0f;  // vs[k] is 0 there already
+        const int key = n * kBlockN + r;
+        const float k_valid = !tail || (key < key_hi && (!kOptions || key >= key_lo)) ? 1.0f : 0.0f;  // vs[k] is 0 there already
         const float v_scale_k = vs[k];
         convert_int8x16<Element>(kq, [&](int j) { return ks[j] * k_valid; }, &sK(r, c0, cs), &sK(r, c0 + 8, cs));
         convert_int8x16<Element>(vq, [&](int) { return v_scale_k; }, &sV(r, c0, cs), &sV(r, c0 + 8, cs));
@@ -489,7 +507,21 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   clear(tOrO);
 
   constexpr int kRows = decltype(size<0>(acc_rowcol(tSrS)))::value;
-  OnlineSoftmax<kRows> softmax(p.softmax_scale);
+  OnlineSoftmax<kRows> softmax(p.softmax_scale, 0.0f, kOptions ? p.softcap_scale : 0.0f);
+  // Attention sinks (the options row): joined here when this CTA writes the output itself (one
+  // split, no tail); otherwise the combine adds each row's sink once (decode_kernel's rule).
+  const bool sinks_here = kOptions && p.sinks != nullptr && p.o_part == nullptr;
+  float sink_log2[kRows];
+  if constexpr (kOptions) {
+    if (sinks_here) {
+      auto c = acc_rowcol(tScS);
+      CUTE_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        const int row = t.row0 + get<0>(c(r, 0));
+        sink_log2[r] = row < t.rows ? p.sinks[t.head(row)] * float(M_LOG2E) : -INFINITY;
+      }
+    }
+  }
   const int n_begin = warp_uniform(t.n_begin);
   CUTE_NO_UNROLL
   for (int i = consumer; i < n_blocks; ++i) {
@@ -499,9 +531,23 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
     Barrier::wait(&ss.conv_full[cs], (iu / kConvStages) & 1);
     wgmma_issue<true>(mma_qk, tSrQ, tSrK(_, _, _, cs), tSrS);
     warpgroup_wait<0>();
-    mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
-    if (i == consumer) softmax.template update<true>(tSrS, tOrO);
-    else softmax.template update<false>(tSrS, tOrO);
+    if constexpr (kOptions) {
+      // The softcap before the mask; a window's left edge may leave a row no key in this split's
+      // first tiles (kMaskedRows: its rescale factor is then 0), as in decode_tile_compute.
+      softmax.apply_softcap(tSrS);  // (a uniform test when there is none)
+      mask_decode_scores<kBlockN, true>(t, n, tSrS, tScS);
+      float alpha[kRows];
+      if (i == consumer) {
+        softmax.template online_exp<true, true>(tSrS, alpha);
+      } else {
+        softmax.template online_exp<false, true>(tSrS, alpha);
+        softmax.rescale(tOrO, alpha);
+      }
+    } else {
+      mask_decode_scores<kBlockN>(t, n, tSrS, tScS);
+      if (i == consumer) softmax.template update<true>(tSrS, tOrO);
+      else softmax.template update<false>(tSrS, tOrO);
+    }
     convert_fragment<Element>(tSrS, tOrP);
     wgmma_issue<false>(mma_pv, tOrP_a, tOrV(_, _, _, cs), tOrO);
     warpgroup_wait<0>();
@@ -509,7 +555,8 @@ __global__ void __launch_bounds__(Traits::kThreads, Traits::kCtasPerSm)
   }
 
   float lse[kRows];
-  softmax.finalize(tOrO, lse);
+  if (sinks_here) softmax.finalize_rows(tOrO, lse, sink_log2);
+  else softmax.finalize(tOrO, lse);
   store_decode_output<Traits>(p, t, tOrO, tOcO, tScS, lse, thread, p.o_part != nullptr);
 }
 
