@@ -258,7 +258,7 @@ std::string bench_usage() {
          "pages through a shuffled page table (rows <impl>:pP; len a multiple of P; int8 caches: P a multiple\n"
          "of --quant-block, the scales paged alike: --quant-block 64 to time pages of 64).\n"
          "--window L: each hopattn row also timed with a sliding window of the L keys before each query\n"
-         "(KvCacheArgs::window, window_left L; int8 caches: the default rows and kv8_wgmma_1c_1cta's, the\n"
+         "(KvCacheArgs::window, window_left L; int8 caches: the default rows and kv8_wgmma_options_1cta's, the\n"
          "int8 kernel that takes windows; rows <impl>:wL, whose note gives their time over the\n"
          "same row without the window: the tiles outside the window are skipped, not masked; their\n"
          "TFLOP/s and TB/s count the window's keys: len -> min(len, L + 1) per row, min(len, L + qlen) read).\n"

@@ -22,7 +22,8 @@ namespace hopattn::attention {
 //                 one CTA per SM (hdim 128; kernel/sm90_decode_int8_mma.hpp); 17 = as 16 with 4
 //                 warps, three CTAs per SM; 20, 21 = as 16, 17 with the keys as the mma's M (at
 //                 most 8 packed rows a CTA) and K dequantized in packed bf16 pairs (at bf16; fp16
-//                 runs the same with K in fp16).
+//                 runs the same with K in fp16); 24 = 2 with a sliding window, softcap and sinks
+//                 (the int8 calls with any of them).
 // Ids not listed are kernels tried and retired (docs/decode.md, "Tried and retired").
 // CTAs of one kernel resident per SM.
 constexpr int decode_ctas_per_sm(int hdim, bool int8, int variant) {

@@ -2257,7 +2257,7 @@ TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
   EXPECT_FALSE(run.plan().fwd_path) << c.to_string();
 }
 
-// The options on int8 caches: every call with one runs the int8 options row (kv8_wgmma_1c_1cta,
+// The options on int8 caches: every call with one runs the int8 options row (kv8_wgmma_options_1cta,
 // pick_decode_kernel), checked against the float64 reference over the dequantized cache (and the
 // 16-bit tails): the option sets of OptionsMatchTheReference, quant blocks of 64 and 128, with the
 // tails and without, the heuristic and forced split counts (1, 3, 8), packed GQA and not (8:2) and
@@ -2290,7 +2290,7 @@ TEST_P(KvCacheGpu, Int8OptionsMatchTheReference) {
         c.stale_nan = plan.tail;  // without tails a block's K scales cover its rows past the length
         c.num_splits = plan.splits, c.pack_gqa = plan.pack;
         KvRun run(c);
-        EXPECT_STREQ(run.plan().kernel, "kv8_wgmma_1c_1cta") << c.to_string();
+        EXPECT_STREQ(run.plan().kernel, "kv8_wgmma_options_1cta") << c.to_string();
         const CaseResult r = run_case(run, references_of(run));
         print_result(c, r);
         EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
@@ -2341,7 +2341,7 @@ TEST_P(KvCacheGpu, Int8OptionsOnPagedCachesMatchTheContiguousCache) {
       const KvCacheArgs a = paged_int8_args_of(run, pc, page);
       const std::string what = c.to_string() + " page " + std::to_string(page) + " (" + std::to_string(bad) +
                                " pages before the windows outside the pool)";
-      EXPECT_STREQ(experimental::plan_kvcache_attention(a, sm_count(), run.overrides).kernel, "kv8_wgmma_1c_1cta") << what;
+      EXPECT_STREQ(experimental::plan_kvcache_attention(a, sm_count(), run.overrides).kernel, "kv8_wgmma_options_1cta") << what;
       run.poison(nullptr);
       const Status s = launch_args(a, run.overrides);
       ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();

@@ -242,7 +242,11 @@ TEST(DecodeRegistry, DefaultsCoverEveryCall) {
               ASSERT_GE(decode_kernel_index(r->kernel, cache, hdim), 0) << r->kernel << " at hdim " << hdim;
               used.insert(std::string(r->kernel) + ":" + std::to_string(hdim));
             }
-  // Every (kernel, head dim) compiled is the default of some call: no instance for nothing.
+  // Every (kernel, head dim) compiled is the default of some call: no instance for nothing (the
+  // int8 options row: of every int8 call with options, KvCacheOptionsChecks.Int8CachesRunTheOptionsRow).
+  used.insert(std::string(kInt8OptionsKernel) + ":64");
+  used.insert(std::string(kInt8OptionsKernel) + ":128");
+  used.insert(std::string(kInt8OptionsKernel) + ":256");
   for (int i = 0; i < kDecodeKernelCount; ++i)
     for (int hdim : {64, 128, 256})
       if (kDecodeKernels[i].hdims & decode_hdim_bit(hdim)) {

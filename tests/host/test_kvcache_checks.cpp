@@ -642,7 +642,7 @@ TEST(KvCachePagedChecks, EachRuleNamesItsArgument) {
   a = int8_pool(128, 64);
   a.softcap = 5.0f;  // the options on a paged int8 cache: the int8 options row
   EXPECT_TRUE(check(a).ok()) << check(a).to_string();
-  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_wgmma_1c_1cta");
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv8_wgmma_options_1cta");
   // A table without a pointer is a mistake (unless it is empty), a pointer without a shape too.
   a = paged_args();
   a.page_table.data = nullptr;
@@ -837,12 +837,12 @@ TEST(KvCacheOptionsChecks, EachRuleNamesItsArgument) {
   EXPECT_TRUE(check(a).ok()) << check(a).to_string();
 }
 
-// An int8 cache takes each option on the one int8 row compiled with them (kv8_wgmma_1c_1cta),
+// An int8 cache takes each option on the one int8 row compiled with them (kv8_wgmma_options_1cta),
 // whatever row the defaults table gives the same call without them; another int8 row named
 // through the overrides is refused with the one that takes them. Bad values are still named.
 TEST(KvCacheOptionsChecks, Int8CachesRunTheOptionsRow) {
   const std::string plain = plan_kvcache_attention(int8_args(), kSms).kernel;
-  EXPECT_NE(plain, "kv8_wgmma_1c_1cta") << "the case should show the switch";
+  EXPECT_NE(plain, "kv8_wgmma_options_1cta") << "the case should show the switch";
   for (int option = 0; option < 4; ++option) {
     KvCacheArgs a = option == 3 ? tail_args() : int8_args();  // and with the 16-bit tails
     if (option == 0) a.window = 1, a.window_left = 64, a.window_right = 0;
@@ -850,15 +850,15 @@ TEST(KvCacheOptionsChecks, Int8CachesRunTheOptionsRow) {
     if (option >= 2) a.sinks = valid_sinks();
     EXPECT_TRUE(check(a).ok()) << option << ": " << check(a).to_string();
     const KvCachePlan plan = plan_kvcache_attention(a, kSms);
-    EXPECT_STREQ(plan.kernel, "kv8_wgmma_1c_1cta") << option;
+    EXPECT_STREQ(plan.kernel, "kv8_wgmma_options_1cta") << option;
     EXPECT_EQ(plan.tail, option == 3);
     experimental::Overrides o;
     o.decode_kernel = plain;
     expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o),
                  "kernel '" + plain + "' does not take a sliding window, softcap or sinks with an int8 cache; "
-                 "kv8_wgmma_1c_1cta does",
+                 "kv8_wgmma_options_1cta does",
                  StatusCode::kNotSupported);
-    o.decode_kernel = "kv8_wgmma_1c_1cta";
+    o.decode_kernel = "kv8_wgmma_options_1cta";
     EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o).ok()) << option;
   }
   KvCacheArgs a = int8_args();

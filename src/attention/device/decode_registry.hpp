@@ -38,6 +38,9 @@ inline constexpr DecodeKernelSpec kDecodeKernels[] = {
    "one consumer warpgroup, 112 KB, two CTAs per SM"},
   {"kv8_wgmma_swap_2cta", 4, DecodeCache::kInt8, kHd64,
    "keys as WGMMA's M, 16 packed query rows as N, two CTAs per SM"},
+  // The int8 calls with a sliding window, a softcap or sinks (and only those: no defaults row).
+  {"kv8_wgmma_options_1cta", 24, DecodeCache::kInt8, kHd64 | kHd128 | kHd256,
+   "kv8_wgmma_1c_1cta with a sliding window, softcap and sinks: the int8 calls with any of them"},
   // int8 cache dequantized in the registers of mma.sync warps that each load their own tiles
   // (sm90_decode_int8_mma.hpp): K's value * scale in one FFMA, V exact in fp16 with its scales
   // folded into P. "swap": the keys as the mma's M (at most 8 packed rows a CTA), K in packed
@@ -53,6 +56,10 @@ inline constexpr DecodeKernelSpec kDecodeKernels[] = {
 };
 // clang-format on
 inline constexpr int kDecodeKernelCount = int(sizeof(kDecodeKernels) / sizeof(kDecodeKernels[0]));
+
+// The row every int8 call with a sliding window, a softcap or sinks runs (the plan's choice,
+// kvcache_check.cpp; no defaults row names it).
+inline constexpr const char* kInt8OptionsKernel = "kv8_wgmma_options_1cta";
 
 constexpr unsigned decode_hdim_bit(int hdim) { return hdim == 64 ? kHd64 : hdim == 128 ? kHd128 : hdim == 256 ? kHd256 : 0; }
 

@@ -274,7 +274,7 @@ int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sm
   std::string name = o.decode_kernel;
   // An int8 cache with a window, a softcap or sinks: the one int8 row compiled with them
   // (DecodeInt8Traits::kOptions); every 16-bit row has them.
-  constexpr const char* kInt8OptionsKernel = "kv8_wgmma_1c_1cta";
+  using attention::kInt8OptionsKernel;
   if (cache == attention::DecodeCache::kInt8 && has_options(a)) {
     if (name.empty()) {
       name = kInt8OptionsKernel;

@@ -230,6 +230,10 @@ Status run_decode_int8_split(const DecodeParams& dp, Stream stream) {
       if constexpr (decode_kernel_compiled(kInt8, 4, kHeadDim))
         return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 2, true>>(dp, stream);
       break;
+    case 24:
+      if constexpr (decode_kernel_compiled(kInt8, 24, kHeadDim))
+        return run_decode_split<DecodeInt8Traits<Element, kHeadDim, 1, false, true>>(dp, stream);
+      break;
     case 16:
       if constexpr (decode_kernel_compiled(kInt8, 16, kHeadDim))
         return run_decode_split<WarpRings<Element, 8, Int8MmaMath::kFmaKFoldV>>(dp, stream);

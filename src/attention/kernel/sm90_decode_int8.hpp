@@ -1,5 +1,5 @@
-// Decode over an int8 KV cache with WGMMA (registry rows kv8_wgmma_1c_1cta, kv8_wgmma_1c_2cta,
-// kv8_wgmma_swap_2cta; device/decode_registry.hpp): a transform warpgroup converts each int8 tile
+// Decode over an int8 KV cache with WGMMA (registry rows kv8_wgmma_1c_1cta, kv8_wgmma_options_1cta,
+// kv8_wgmma_1c_2cta, kv8_wgmma_swap_2cta; device/decode_registry.hpp): a transform warpgroup converts each int8 tile
 // into a 16-bit tile in shared memory, which the consumer warpgroup's WGMMAs read. The grid, the
 // splits and the tile of rows are the 16-bit split kernel's (kernel/sm90_decode.hpp).
 #pragma once
@@ -34,7 +34,8 @@ namespace hopattn::attention {
 // Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ with the 64 keys (or hdim) as WGMMA's M and at most kSwappedRows
 // packed query rows as N (m64n16 instead of m64n64 / m64n128 with 64 mostly padding rows): see
 // decode_int8_swapped_consume.
-template <class Element_, int kHeadDim_, int kCtasPerSm_ = 1, bool kSwapped_ = false>
+// kOptions_ (kv8_wgmma_options_1cta): the options, below.
+template <class Element_, int kHeadDim_, int kCtasPerSm_ = 1, bool kSwapped_ = false, bool kOptions_ = false>
 struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   using Base = Fa2Traits<Element_, kHeadDim_, 64, 64, 2>;
   using Element = Element_;
@@ -43,11 +44,14 @@ struct DecodeInt8Traits : Fa2Traits<Element_, kHeadDim_, 64, 64, 2> {
   static constexpr bool kSwapped = kSwapped_;
   static constexpr int kSwappedRows = 16;
   static constexpr int kTileRows = kSwapped ? kSwappedRows : Base::kBlockM;  // query rows per CTA
-  // The options (a sliding window, the softcap, sinks): kv8_wgmma_1c_1cta only, the row that int8
-  // calls with any of them run (kvcache_check.cpp, pick_decode_kernel). Its 255-register budget
-  // holds the window's left edge, which spilled in kv8_wgmma_1c_2cta (52 bytes); the other rows
-  // compile without the options' code.
-  static constexpr bool kOptions = kCtasPerSm == 1 && !kSwapped;
+  // The options (a sliding window, the softcap, sinks): the row kv8_wgmma_options_1cta, which int8
+  // calls with any of them run (kvcache_check.cpp, pick_decode_kernel): kv8_wgmma_1c_1cta's
+  // kernel with them, an instance of its own. Compiled into kv8_wgmma_1c_1cta itself (uniform
+  // tests when off) they made its plain calls 5-6 % slower at hdim 256 (H100, 2026-12-07); one
+  // CTA per SM: its 255-register budget holds the window's left edge, which spilled in
+  // kv8_wgmma_1c_2cta (52 bytes).
+  static constexpr bool kOptions = kOptions_;
+  static_assert(!kOptions || (kCtasPerSm_ == 1 && !kSwapped_), "the options: one CTA per SM, not swapped");
   static_assert(kCtasPerSm == 1 || (kCtasPerSm == 2 && kHeadDim_ <= 128), "two CTAs per SM: hdim <= 128");
   static_assert(!kSwapped || kCtasPerSm == 2, "swapped: two CTAs per SM");
   static constexpr int kThreads = 256;  // warpgroup 0: TMA + transform; warpgroup 1: the consumer
