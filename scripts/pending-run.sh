@@ -17,6 +17,8 @@
 #                 chunk path forced, the decode kernels; contiguous beside), with NEW's build
 #  targets36      issue 36's speed targets (window vs dense, varlen mix16, paged decode vs the
 #                 contiguous cache and cuDNN), NEW's build
+#  int8-options   the int8 options row's KV-cache tests (*Int8*:*Options*) and its Python test,
+#                 NEW's build (e.g. a pack of lib/, bin/gpu_kvcache, python/)
 #  h7             branch h7-o-in-v's ablation build (NEW=build-ab/h7: scripts/build-branch.sh
 #                 h7-o-in-v build-ab/h7 hopattn_cli gpu_attention_fwd -- -DHOPATTN_BUILD_ABLATIONS=ON
 #                 -DHOPATTN_FP8_HEAD_DIMS=): every hdim-128 kernel's reference test (the new rows
@@ -143,11 +145,25 @@ targets36() {
   echo "targets36 paged: exit $? ($((SECONDS - t0)) s)"; grep -E "^decode" "$out/t36-paged.log" | head -40
 }
 
+# The int8 options row (seventeenth session; kv8_wgmma_options_1cta, id 24): its routing and every
+# int8 and options KV-cache test with NEW's build (bin/gpu_kvcache, lib/, python/), then the
+# Python int8 options test.
+int8_options() {
+  bounded 220 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_kvcache" --gtest_filter='*Int8*:*Options*' \
+    >"$out/int8-options-tests.log" 2>&1
+  echo "int8 options: kvcache tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/int8-options-tests.log"
+  [ -d "$new/python/hopattn" ] && ln -sf ../../lib/libhopattn.so.0.4.0 "$new/python/hopattn/libhopattn.so"
+  (cd "$root/python/tests" && bounded 60 env "LD_LIBRARY_PATH=$(libs "$new")" PYTHONPATH="$new/python" \
+    python3 -m unittest test_gpu.TestKvCacheOptions.test_int8_options_against_fp64 >"$out/int8-options-py.log" 2>&1)
+  echo "int8 options: python: exit $? ($((SECONDS - t0)) s)"; tail -3 "$out/int8-options-py.log"
+}
+
 for s in ${steps//,/ }; do
   if [ "$(left)" -lt 40 ]; then echo "$s: skipped (deadline)"; continue; fi
   case $s in
     new-tests) new_tests ;;
     targets36) targets36 ;;
+    int8-options) int8_options ;;
     verify) verify ;;
     decode-uniform) decode_uniform ;;
     ab) ab $(( $(left) - ${AB_LEAVE:-150} )) ;;
