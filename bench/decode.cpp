@@ -410,7 +410,7 @@ int run_decode_bench(const BenchOptions& opt, Stream stream, const RunInfo& info
               for (int page : opt.page_sizes)
               for (int splits : opt.splits)
                 for (int tail = 0; tail < (int8 && opt.int8_tail ? 2 : 1); ++tail)
-                for (int windowed = 0; windowed < (opt.decode_window >= 0 && (!int8 || kernel.empty() || kernel == "kv8_wgmma_options_1cta") ? 2 : 1); ++windowed) {
+                for (int windowed = 0; windowed < (opt.decode_window >= 0 && (!int8 || kernel.empty() || kernel == attention::kInt8OptionsKernel) ? 2 : 1); ++windowed) {
                 // paged: caches of whole pages (int8: pages of whole scale blocks, or dividing one)
                 if (page > 0 && (len % page != 0 || (int8 && page % kQuantBlock != 0 && kQuantBlock % page != 0))) continue;
                 Entry e;

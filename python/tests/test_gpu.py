@@ -500,6 +500,18 @@ class TestKvCacheOptions(unittest.TestCase):
             if empty is not None and empty.any():
                 self.assertTrue((o[i].transpose(0, 1)[empty] == 0).all().item(), f"{name} seq {i}: O of empty rows")
 
+    HQ, HKV, N_MAX = 8, 2, 1024
+
+    def inputs(self, dtype, d, sq, causal, gain):
+        """The option tests' batch: cache lengths 1000, 1 (5 for causal calls of several queries), 17,
+        113 in caches of N_MAX positions; q ~ N(0, gain^2), k and v ~ N(0, 1)."""
+        lens = [1000, 5 if causal and sq > 1 else 1, 17, 113]
+        seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        q = torch.randn(4, sq, self.HQ, d, device="cuda", dtype=dtype) * gain
+        k = torch.randn(4, self.N_MAX, self.HKV, d, device="cuda", dtype=dtype)
+        v = torch.randn(4, self.N_MAX, self.HKV, d, device="cuda", dtype=dtype)
+        return lens, seqlens, q, k, v
+
     @staticmethod
     def first_key(lens, sq, window):
         """Per sequence, the first key any of its rows sees (0 without a window's left side)."""
@@ -508,17 +520,13 @@ class TestKvCacheOptions(unittest.TestCase):
 
     def test_options_against_fp64(self):
         torch.manual_seed(21)
-        n_max, hq, hkv = 1024, 8, 2
+        hq = self.HQ
         cases = 0
         for dtype in (torch.bfloat16, torch.float16):
             for d in (64, 128, 256):
                 for window, causal, softcap, sink_kind, gain in self.OPTIONS:
                     for sq in (1, 4):
-                        lens = [1000, 5 if causal and sq > 1 else 1, 17, 113]
-                        seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
-                        q = torch.randn(4, sq, hq, d, device="cuda", dtype=dtype) * gain
-                        k = torch.randn(4, n_max, hkv, d, device="cuda", dtype=dtype)
-                        v = torch.randn(4, n_max, hkv, d, device="cuda", dtype=dtype)
+                        lens, seqlens, q, k, v = self.inputs(dtype, d, sq, causal, gain)
                         k_nan, v_nan = k.clone(), v.clone()  # NaN outside every row's window and past the length
                         for i, (n, first) in enumerate(zip(lens, self.first_key(lens, sq, window))):
                             k_nan[i, :first] = v_nan[i, :first] = float("nan")
@@ -539,18 +547,14 @@ class TestKvCacheOptions(unittest.TestCase):
         what the kernel computes with); the V scales of the tokens before every row's window and
         the K scale blocks wholly before it NaN (a kernel that converts such a row fails)."""
         torch.manual_seed(25)
-        n_max, hq, hkv = 1024, 8, 2
+        hq = self.HQ
         cases = 0
         for dtype in (torch.bfloat16, torch.float16):
             for d in (64, 128, 256):
                 for j, (window, causal, softcap, sink_kind, gain) in enumerate(self.OPTIONS):
                     block = 64 if j % 2 else 128
                     for sq in (1, 4):
-                        lens = [1000, 5 if causal and sq > 1 else 1, 17, 113]
-                        seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
-                        q = torch.randn(4, sq, hq, d, device="cuda", dtype=dtype) * gain
-                        k = torch.randn(4, n_max, hkv, d, device="cuda", dtype=dtype)
-                        v = torch.randn(4, n_max, hkv, d, device="cuda", dtype=dtype)
+                        lens, seqlens, q, k, v = self.inputs(dtype, d, sq, causal, gain)
                         k8, v8, ks, vs = hopattn.quantize_kv_int8(k, v, block)
                         kd = (k8.float() * ks.repeat_interleave(block, dim=1)).to(dtype)
                         vd = (v8.float() * vs[..., None]).to(dtype)

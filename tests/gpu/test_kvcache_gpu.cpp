@@ -2019,6 +2019,16 @@ struct Options {
   float input_std;  // 8: large logits (|s| up to ~40), for the softcap
 };
 
+// The option sets OptionsMatchTheReference and Int8OptionsMatchTheReference run (described there).
+const Options kOptionSets[] = {
+    {true, 0, 0, false, 0.0f, false, 1.0f},   {true, 0, 0, true, 0.0f, true, 1.0f},
+    {true, 50, 0, true, 0.0f, false, 1.0f},   {true, 300, -1, true, 0.0f, true, 1.0f},
+    {true, 40, 7, false, 0.0f, false, 1.0f},  {true, 2, 0, false, 0.0f, true, 1.0f},
+    {true, -1, -1, true, 0.0f, false, 1.0f},  {false, -1, -1, false, 30.0f, false, 8.0f},
+    {false, -1, -1, true, 0.0f, true, 1.0f},  {true, 129, 0, true, 20.0f, true, 8.0f},
+    {true, 1000, 3, false, 5.0f, true, 1.0f},
+};
+
 KvCase with_options(KvCase c, const Options& o) {
   c.window = o.window, c.window_left = o.left, c.window_right = o.right;
   c.softcap = o.softcap;
@@ -2041,18 +2051,10 @@ KvCase with_options(KvCase c, const Options& o) {
 TEST_P(KvCacheGpu, OptionsMatchTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
-  const Options options[] = {
-      {true, 0, 0, false, 0.0f, false, 1.0f},   {true, 0, 0, true, 0.0f, true, 1.0f},
-      {true, 50, 0, true, 0.0f, false, 1.0f},   {true, 300, -1, true, 0.0f, true, 1.0f},
-      {true, 40, 7, false, 0.0f, false, 1.0f},  {true, 2, 0, false, 0.0f, true, 1.0f},
-      {true, -1, -1, true, 0.0f, false, 1.0f},  {false, -1, -1, false, 30.0f, false, 8.0f},
-      {false, -1, -1, true, 0.0f, true, 1.0f},  {true, 129, 0, true, 20.0f, true, 8.0f},
-      {true, 1000, 3, false, 5.0f, true, 1.0f},
-  };
   const struct { int splits, pack, hq, hkv; } plans[] = {{0, -1, 8, 2}, {1, 0, 8, 2}, {3, 1, 8, 2}, {8, -1, 4, 4}};
   int passed = 0, total = 0;
   uint64_t seed = 30000;
-  for (const Options& o : options)
+  for (const Options& o : kOptionSets)
     for (int sq : {1, 4})
       for (const auto& plan : plans) {
         std::vector<int32_t> lens = {1000, o.causal ? sq : 1, 17, 113};
@@ -2268,19 +2270,11 @@ TEST_P(KvCacheGpu, ChunkPathIsTheDefaultForChunks) {
 TEST_P(KvCacheGpu, Int8OptionsMatchTheReference) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
-  const Options options[] = {
-      {true, 0, 0, false, 0.0f, false, 1.0f},   {true, 0, 0, true, 0.0f, true, 1.0f},
-      {true, 50, 0, true, 0.0f, false, 1.0f},   {true, 300, -1, true, 0.0f, true, 1.0f},
-      {true, 40, 7, false, 0.0f, false, 1.0f},  {true, 2, 0, false, 0.0f, true, 1.0f},
-      {true, -1, -1, true, 0.0f, false, 1.0f},  {false, -1, -1, false, 30.0f, false, 8.0f},
-      {false, -1, -1, true, 0.0f, true, 1.0f},  {true, 129, 0, true, 20.0f, true, 8.0f},
-      {true, 1000, 3, false, 5.0f, true, 1.0f},
-  };
   const struct { int splits, pack, hq, hkv, quant_block; bool tail; } plans[] = {
       {0, -1, 8, 2, 128, false}, {1, 0, 8, 2, 64, true}, {3, 1, 8, 2, 128, true}, {8, -1, 4, 4, 64, false}};
   int passed = 0, total = 0;
   uint64_t seed = 33000;
-  for (const Options& o : options)
+  for (const Options& o : kOptionSets)
     for (int sq : {1, 4})
       for (const auto& plan : plans) {
         std::vector<int32_t> lens = {1000, o.causal ? sq : 1, 17, 113};

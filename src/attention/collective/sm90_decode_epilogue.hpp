@@ -12,6 +12,19 @@
 
 namespace hopattn::attention {
 
+// The attention sinks of the accumulator's rows (log2 units; -inf for a padding row), for
+// OnlineSoftmax::finalize_rows: loaded before the KV loop, used after it. The split kernels add
+// them only when the CTA writes the output itself (one slot); with several, the combine does.
+template <class Params, class TensorSC, int kRows>
+CUTE_DEVICE void load_decode_sinks(Params const& p, DecodeTile const& t, TensorSC const& tScS, float (&sink_log2)[kRows]) {
+  auto c = acc_rowcol(tScS);
+  CUTE_UNROLL
+  for (int r = 0; r < kRows; ++r) {
+    const int row = t.row0 + cute::get<0>(c(r, 0));
+    sink_log2[r] = row < t.rows ? p.sinks[t.head(row)] * float(M_LOG2E) : -INFINITY;
+  }
+}
+
 // Epilogue: O (output type) and LSE to their strided places, or with `partial` (several splits)
 // fp32 partials into the workspace slot t.slot. A bad length writes NaN. `thread` indexes the
 // consumer warpgroup.

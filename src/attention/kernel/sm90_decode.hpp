@@ -328,14 +328,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1) decode_kernel(CUTE_GRID_C
   // several, the combine adds each row's sink once. Loaded before the loop, used after it.
   const bool sinks_here = p.sinks != nullptr && p.o_part == nullptr;
   float sink_log2[kRows];
-  if (sinks_here) {
-    auto c = acc_rowcol(tScS);
-    CUTE_UNROLL
-    for (int r = 0; r < kRows; ++r) {
-      const int row = t.row0 + get<0>(c(r, 0));
-      sink_log2[r] = row < t.rows ? p.sinks[t.head(row)] * float(M_LOG2E) : -INFINITY;
-    }
-  }
+  if (sinks_here) load_decode_sinks(p, t, tScS, sink_log2);
   const int n_begin = warp_uniform(t.n_begin);
   CUTE_NO_UNROLL
   for (int i = 0; i < n_blocks; ++i) {
