@@ -64,14 +64,19 @@ constexpr DecodeDefaultRule kRules[] = {
 // 30.5 / 32.1 / 50.5 / 53.0 / 129.1 / 134.2 / 156.4 / 161.2 us vs the paged decode kernels' 37.7 /
 // 38.5 / 65.8 / 67.5 / 193.6 / 198.6 / 230.2 / 232.2 (q_len 96 / 128 at 1 x 4k, 1 x 8k, 4 x 8k,
 // 1 x 32k: 1.20-1.50x); packed (q_len 32) it ran 35.4 / 72.8 / 100.6 vs 28.7 / 69.8 / 73.4 (1 x 8k,
-// 4 x 8k, 1 x 32k: 0.73-0.96x), so the packed rule and the thin q_len-64 one keep paged caches on
-// the decode kernels.
+// 4 x 8k, 1 x 32k: 0.73-0.96x), so the packed rule and the thin q_len-64 one kept paged caches on
+// the decode kernels. After the page ids a warp per sequence (fourteenth session), 2026-12-07 H100
+// s18 (32:8, bf16, pages of 128, CUDA graphs, 2 rounds; bench/records/
+// chunk-rules-paged-2026-12-07-h100-s18.csv): packed q_len 64 over the pages 34.8 / 79.7 / 82.9 us
+// vs the paged decode kernels' 36.9 / 112.6 / 117.8 (1 x 8k, 4 x 8k, 1 x 32k: 1.07-1.42x), so
+// paged q_len 64 from 8k packs; q_len 32 stays (27.2 / 64.6 / 66.7 vs 26.2 / 67.5 / 68.5: 0.96-1.05x).
 // clang-format off
 constexpr DecodeChunkRule kChunkRules[] = {
   {kHd128, 128, 2048, false, true, "r1 2026-12-06 (H100): q128 1.45x at 4k, 1.75x at 32k; 0.97x at 1k"},
   {kHd128, 96, 4096, false, true, "a3 2026-12-06 (H200): q96 32:8 1.42x the decode kernels at 1x4k, 1.70x at 1x8k, 1.60x at 2x8k; packed slower (0.69-0.88x unpacked)"},
   {kHd128, 32, 8192, true, false, "pk-r1, a3 2026-12-06 (H200): 32:8 packed q64 1.47x the decode kernels at 4x8k, 1.42x the unpacked chunk path at 1x32k; q32-64 from 8k up to 1.38x (q48, 2x8k); 0.88x the decode kernels at 1x4k"},
   {kHd128, 64, 16384, false, false, "r1 2026-12-06 (H100): q64 1.03x at 32k; 0.95x at 4k"},
+  {kHd128, 64, 8192, true, true, "s18 2026-12-07 (H100): paged (128) 32:8 packed q64 1.07x the paged decode kernels at 1x8k, 1.41-1.42x at 4x8k and 1x32k"},
 };
 // clang-format on
 
