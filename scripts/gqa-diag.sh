@@ -21,3 +21,8 @@ bounded 190 "$build/bin/hopattn" bench --shapes 2:4096:4096:32:8,1:8192:8192:40:
   --kernels default,ws_pingpong_persistent_128x128x2,ws_pingpong_128x192x2,default+persistent_group=0,default+causal_group=4 \
   --csv "$out/gqa-rows.csv" >"$out/gqa-rows.log" 2>&1
 echo "rows: exit $?"; grep -E "^attn_fwd" "$out/gqa-rows.log"
+# The hdim-128 non-causal defaults' 8k boundary (the seventeenth session saw the 128 x 192 default
+# at 8k take 1.03x the 128-key persistent row's time, one run): both rows at 4k / 8k / 16k.
+bounded 100 "$build/bin/hopattn" bench --hdim 128 --causal 0 --seqlen 4096,8192,16384 --rounds 3 --no-ceilings $cudnn_flag \
+  --kernels default,ws_pingpong_persistent_128x128x2,ws_pingpong_128x192x2 --csv "$out/nc-boundary.csv" >"$out/nc-boundary.log" 2>&1
+echo "8k boundary: exit $?"; grep -E "^attn_fwd" "$out/nc-boundary.log"
