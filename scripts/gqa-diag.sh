@@ -27,3 +27,25 @@ echo "rows: exit $?"; grep -E "^attn_fwd" "$out/gqa-rows.log"
 bounded 100 "$build/bin/hopattn" bench --hdim 128 --causal 0 --seqlen 4096,8192,16384 --rounds 3 --no-ceilings $cudnn_flag \
   --kernels default,ws_pingpong_persistent_128x128x2,ws_pingpong_128x192x2 --csv "$out/nc-boundary.csv" >"$out/nc-boundary.log" 2>&1
 echo "8k boundary: exit $?"; grep -E "^attn_fwd" "$out/nc-boundary.log"
+# ncu, clocks left alone, caches flushed before each kernel (the default): the forward kernels of
+# hopattn and FA3 on one GQA cell and its MHA twin (fa3_forward.py's first launches of each), for
+# clock, L2 hit rate, DRAM bytes, L2 read sectors and the tensor pipe's share.
+ncu_metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,lts__t_sectors_op_read.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed
+fa3_path=$(cd "${FA3_RUN:?}" && pwd)
+for cell in 128:1:8192:40:8:1 128:1:8192:40:40:1 128:1:3072:32:8:4 128:1:3072:32:32:4; do
+  (cd "$root/bench" && PYTHONPATH=$build/python:$fa3_path bounded 70 ncu --clock-control none --kernel-name-base function \
+    -k regex:'ws_forward_kernel|device_kernel' -c 4 --metrics "$ncu_metrics" --csv \
+    python3 fa3_forward.py --cells "$cell" --rounds 1 --no-cudnn >"$out/ncu-$cell.csv" 2>&1)
+  echo "ncu $cell: exit $?"
+  python3 - "$out/ncu-$cell.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+if not rows: sys.exit()
+h = rows[0]; k, m, v, i = h.index("Kernel Name"), h.index("Metric Name"), h.index("Metric Value"), h.index("ID")
+by = {}
+for r in rows[1:]:
+    by.setdefault((r[i], r[k][:40]), {})[r[m]] = r[v]
+for (idx, name), d in by.items():
+    print(idx, name, " ".join(f"{key.split('.')[0].split('__')[-1]}={val}" for key, val in sorted(d.items())))
+PY
+done
