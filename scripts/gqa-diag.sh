@@ -33,7 +33,7 @@ echo "8k boundary: exit $?"; grep -E "^attn_fwd" "$out/nc-boundary.log"
 ncu_metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,lts__t_sectors_op_read.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed
 fa3_path=$(cd "${FA3_RUN:?}" && pwd)
 for cell in 128:1:8192:40:8:1 128:1:8192:40:40:1 128:1:3072:32:8:4 128:1:3072:32:32:4; do
-  (cd "$root/bench" && PYTHONPATH=$build/python:$fa3_path bounded 70 ncu --clock-control none --kernel-name-base function \
+  (cd "$root/bench" && export PYTHONPATH=$build/python:$fa3_path && bounded 70 ncu --clock-control none --kernel-name-base function \
     -k regex:'ws_forward_kernel|device_kernel' -c 4 --metrics "$ncu_metrics" --csv \
     python3 fa3_forward.py --cells "$cell" --rounds 1 --no-cudnn >"$out/ncu-$cell.csv" 2>&1)
   echo "ncu $cell: exit $?"
