@@ -26,6 +26,16 @@
 #                 the FA3 grid, the new row beside the default and the rows it would replace, cuDNN
 #                 beside; e.g. NEW=$PWD/build-ab/h7 BASE=$PWD/build-ab/h7 scripts/pending-run.sh
 #                 $OUT/p 560 h7 (carry build-ab/h7)
+#  lpt            branch lpt-dealing's build (NEW=build-ab/lpt: scripts/build-branch.sh lpt-dealing
+#                 build-ab/lpt hopattn_cli gpu_attention_fwd host_fwd_tile_order --
+#                 -DHOPATTN_PADDED_DYNAMIC_DEALING=ON -DHOPATTN_FP8_HEAD_DIMS=): the persistent causal
+#                 tests (static, the longest-first order in the library's and 3-pair sections, the
+#                 folded units dynamically) and every hdim-128 kernel's reference test, then hdim 128
+#                 causal over the FA3 grid and the GQA shapes: the default (dynamic, longest first),
+#                 +padded_dynamic=0 (static folded), +padded_lpt=-1 (folded units dynamically), the
+#                 persistent 128-key row at 16k too; then BASE's library against NEW's under NEW's
+#                 bench (scripts/ab-libs.sh, 2 rounds); e.g. NEW=$PWD/build-ab/lpt BASE=$PWD/build-i8
+#                 scripts/pending-run.sh $OUT/p 560 lpt (carry build-ab/lpt, build-i8)
 # Builds (each a directory with lib/libhopattn.so.0.4.0, and bin/ where a step runs its binaries:
 # NEW's bin/{gpu_attention_fwd,gpu_attention_fp8,gpu_attention_varlen,gpu_kvcache,hopattn}),
 # carried as one tar.xz (the libraries compress 13:1) and unpacked first, e.g.
@@ -158,6 +168,25 @@ int8_options() {
   echo "int8 options: python: exit $? ($((SECONDS - t0)) s)"; tail -3 "$out/int8-options-py.log"
 }
 
+# Branch lpt-dealing (eighteenth session, not yet run): a padded causal call with a workspace claims
+# single Q tiles longest first in L2 sections (FA3's dynamic persistent scheduler) instead of the
+# folded order's static round-robin (docs/perf-diagnosis-fa3.md §11).
+lpt() {
+  bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" \
+    --gtest_filter='*PersistentCausal*:*EveryKernelMatchesFloat64Reference*' >"$out/lpt-tests.log" 2>&1
+  echo "lpt: forward tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/lpt-tests.log"
+  bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 \
+    --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2,ws_pingpong_persistent_128x128x2+padded_dynamic=0 \
+    --rounds 3 --no-ceilings $cudnn_flag --csv "$out/lpt-grid.csv" >"$out/lpt-grid.log" 2>&1
+  echo "lpt: grid: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt-grid.log" | head -40
+  bounded 120 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 --shapes $gqa \
+    --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2 \
+    --rounds 3 --no-ceilings $cudnn_flag --csv "$out/lpt-gqa.csv" >"$out/lpt-gqa.log" 2>&1
+  echo "lpt: gqa: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt-gqa.log" | head -30
+  [ "$(left)" -gt 120 ] && bounded $(( $(left) - 10 )) "$root/scripts/ab-libs.sh" "$out/ab-lpt" "$new/bin/hopattn" \
+    "$base/lib" "$new/lib" 2 "--hdim 128 --causal 1 --no-ceilings" "--hdim 128 --causal 1 --shapes $gqa --no-ceilings"
+}
+
 for s in ${steps//,/ }; do
   if [ "$(left)" -lt 40 ]; then echo "$s: skipped (deadline)"; continue; fi
   case $s in
@@ -169,8 +198,9 @@ for s in ${steps//,/ }; do
     ab) ab $(( $(left) - ${AB_LEAVE:-150} )) ;;
     chunk-rules) chunk_rules ;;
     h7) h7 ;;
+    lpt) lpt ;;
     *) echo "unknown step $s" ;;
   esac
 done
-(cd "$out" && tar czf pending.tar.gz --remove-files ./*.log ./*.csv ./*.txt ./ab ./ab-decode 2>/dev/null)
+(cd "$out" && tar czf pending.tar.gz --remove-files ./*.log ./*.csv ./*.txt ./ab ./ab-decode ./ab-lpt 2>/dev/null)
 ls -la "$out"
