@@ -33,9 +33,11 @@
 #                 folded units dynamically) and every hdim-128 kernel's reference test, then hdim 128
 #                 causal over the FA3 grid and the GQA shapes: the default (dynamic, longest first),
 #                 +padded_dynamic=0 (static folded), +padded_lpt=-1 (folded units dynamically), the
-#                 persistent 128-key row at 16k too; then BASE's library against NEW's under NEW's
-#                 bench (scripts/ab-libs.sh, 2 rounds); e.g. NEW=$PWD/build-ab/lpt BASE=$PWD/build-i8
-#                 scripts/pending-run.sh $OUT/p 560 lpt (carry build-ab/lpt, build-i8)
+#                 persistent 128-key row at 16k too; e.g. NEW=$PWD/build-ab/lpt BASE=$PWD/build-i8
+#                 scripts/pending-run.sh $OUT/p 560 lpt,lpt-fa3 (carry build-ab/lpt, build-i8, and
+#                 fa3-run-xz with FA3_RUN=$PWD/fa3-run-xz for lpt-fa3)
+#  lpt-fa3        NEW (its python/) against FA3 and cuDNN, hdim 128 causal grid cells and GQA cells
+#  lpt-ab         BASE's library against NEW's under NEW's bench (scripts/ab-libs.sh, 2 rounds)
 # Builds (each a directory with lib/libhopattn.so.0.4.0, and bin/ where a step runs its binaries:
 # NEW's bin/{gpu_attention_fwd,gpu_attention_fp8,gpu_attention_varlen,gpu_kvcache,hopattn}),
 # carried as one tar.xz (the libraries compress 13:1) and unpacked first, e.g.
@@ -183,7 +185,19 @@ lpt() {
     --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2 \
     --rounds 3 --no-ceilings $cudnn_flag --csv "$out/lpt-gqa.csv" >"$out/lpt-gqa.log" 2>&1
   echo "lpt: gqa: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt-gqa.log" | head -30
-  [ "$(left)" -gt 120 ] && bounded $(( $(left) - 10 )) "$root/scripts/ab-libs.sh" "$out/ab-lpt" "$new/bin/hopattn" \
+}
+# The same branch against FA3 and cuDNN in one Python process (NEW's python/: its torch ops give a
+# causal call the workspace), hdim 128 causal over the FA3 grid and the GQA cells; FA3_RUN set.
+lpt_fa3() {
+  local cells=128:1:512:16:16:32,128:1:1024:16:16:16,128:1:2048:16:16:8,128:1:4096:16:16:4,128:1:8192:16:16:2
+  cells=$cells,128:1:4096:32:8:2,128:1:8192:40:8:1,128:1:3072:32:8:4
+  BUILD=$new bounded 300 "$root/scripts/fa3-bench.sh" "$out/fa3-lpt" --fwd "--cells $cells --rounds 2" >"$out/lpt-fa3.log" 2>&1
+  echo "lpt-fa3: exit $? ($((SECONDS - t0)) s)"; grep -E "TFLOP" "$out/lpt-fa3.log" | head -40
+  cp "$out/fa3-lpt/fa3-fwd.csv" "$out/lpt-fa3.csv" 2>/dev/null
+}
+# BASE's library against NEW's under NEW's bench (scripts/ab-libs.sh, 2 rounds).
+lpt_ab() {
+  bounded $(( $(left) - 10 )) "$root/scripts/ab-libs.sh" "$out/ab-lpt" "$new/bin/hopattn" \
     "$base/lib" "$new/lib" 2 "--hdim 128 --causal 1 --no-ceilings" "--hdim 128 --causal 1 --shapes $gqa --no-ceilings"
 }
 
@@ -199,6 +213,8 @@ for s in ${steps//,/ }; do
     chunk-rules) chunk_rules ;;
     h7) h7 ;;
     lpt) lpt ;;
+    lpt-fa3) lpt_fa3 ;;
+    lpt-ab) lpt_ab ;;
     *) echo "unknown step $s" ;;
   esac
 done
