@@ -38,6 +38,10 @@
 #                 fa3-run-xz with FA3_RUN=$PWD/fa3-run-xz for lpt-fa3)
 #  lpt-fa3        NEW (its python/) against FA3 and cuDNN, hdim 128 causal grid cells and GQA cells
 #  lpt-ab         BASE's library against NEW's under NEW's bench (scripts/ab-libs.sh, 2 rounds)
+#  options-cost   what the options rows cost on a dense call (varlen hdim 128 runs them: 0.95x the
+#                 padded-equal batch, where block padding and the tail model at ~0.99): 4 x 4096,
+#                 16 heads, hdim 64/128, causal and not, the default row beside the same call with a
+#                 window wider than the keys (the options row, same work), NEW's build
 # Builds (each a directory with lib/libhopattn.so.0.4.0, and bin/ where a step runs its binaries:
 # NEW's bin/{gpu_attention_fwd,gpu_attention_fp8,gpu_attention_varlen,gpu_kvcache,hopattn}),
 # carried as one tar.xz (the libraries compress 13:1) and unpacked first, e.g.
@@ -201,6 +205,14 @@ lpt_ab() {
     "$base/lib" "$new/lib" 2 "--hdim 128 --causal 1 --no-ceilings" "--hdim 128 --causal 1 --shapes $gqa --no-ceilings"
 }
 
+# The options rows' cost on a dense call (eighteenth session's model: varlen mix16's block padding
+# and tail explain 0.99 of the padded-equal batch at hdim 128, where it measures 0.95).
+options_cost() {
+  bounded 120 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --shapes 4:4096:4096:16:16,4:4096:4096:16:16:8192:8192 \
+    --hdim 64,128 --causal 0,1 --rounds 3 --no-ceilings --csv "$out/options-cost.csv" >"$out/options-cost.log" 2>&1
+  echo "options-cost: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/options-cost.log" | head -20
+}
+
 for s in ${steps//,/ }; do
   if [ "$(left)" -lt 40 ]; then echo "$s: skipped (deadline)"; continue; fi
   case $s in
@@ -213,6 +225,7 @@ for s in ${steps//,/ }; do
     chunk-rules) chunk_rules ;;
     h7) h7 ;;
     lpt) lpt ;;
+    options-cost) options_cost ;;
     lpt-fa3) lpt_fa3 ;;
     lpt-ab) lpt_ab ;;
     *) echo "unknown step $s" ;;
