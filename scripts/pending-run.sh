@@ -38,6 +38,9 @@
 #                 fa3-run-xz with FA3_RUN=$PWD/fa3-run-xz for lpt-fa3)
 #  lpt-fa3        NEW (its python/) against FA3 and cuDNN, hdim 128 causal grid cells and GQA cells
 #  lpt-ab         BASE's library against NEW's under NEW's bench (scripts/ab-libs.sh, 2 rounds)
+#  lpt-hdims      NEW=build-ab/lpt3 (the same branch, hdim 64/128/256): every persistent causal test,
+#                 then hdim 64 and 256 causal over the FA3 grid, the default (dynamic, longest first)
+#                 beside +padded_dynamic=0 (static folded), 3 rounds
 #  options-cost   what the options rows cost on a dense call (varlen hdim 128 runs them: 0.95x the
 #                 padded-equal batch, where block padding and the tail model at ~0.99): 4 x 4096,
 #                 16 heads, hdim 64/128, causal and not, the default row beside the same call with a
@@ -205,6 +208,17 @@ lpt_ab() {
     "$base/lib" "$new/lib" 2 "--hdim 128 --causal 1 --no-ceilings" "--hdim 128 --causal 1 --shapes $gqa --no-ceilings"
 }
 
+# Branch lpt-dealing at hdim 64 and 256 (build-ab/lpt3).
+lpt_hdims() {
+  bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" --gtest_filter='*PersistentCausal*' \
+    >"$out/lpt3-tests.log" 2>&1
+  echo "lpt-hdims: tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/lpt3-tests.log"
+  bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 64,256 --causal 1 \
+    --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings $cudnn_flag --csv "$out/lpt3-grid.csv" \
+    >"$out/lpt3-grid.log" 2>&1
+  echo "lpt-hdims: grid: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt3-grid.log" | head -40
+}
+
 # The options rows' cost on a dense call (eighteenth session's model: varlen mix16's block padding
 # and tail explain 0.99 of the padded-equal batch at hdim 128, where it measures 0.95).
 options_cost() {
@@ -226,6 +240,7 @@ for s in ${steps//,/ }; do
     h7) h7 ;;
     lpt) lpt ;;
     options-cost) options_cost ;;
+    lpt-hdims) lpt_hdims ;;
     lpt-fa3) lpt_fa3 ;;
     lpt-ab) lpt_ab ;;
     *) echo "unknown step $s" ;;
