@@ -181,14 +181,14 @@ int8_options() {
 # single Q tiles longest first in L2 sections (FA3's dynamic persistent scheduler) instead of the
 # folded order's static round-robin (docs/perf-diagnosis-fa3.md §11).
 lpt() {
-  bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" \
+  bounded 150 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" \
     --gtest_filter='*PersistentCausal*:*EveryKernelMatchesFloat64Reference*' >"$out/lpt-tests.log" 2>&1
   echo "lpt: forward tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/lpt-tests.log"
-  bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 \
+  bounded 150 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 \
     --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2,ws_pingpong_persistent_128x128x2+padded_dynamic=0 \
     --rounds 3 --no-ceilings $cudnn_flag --csv "$out/lpt-grid.csv" >"$out/lpt-grid.log" 2>&1
   echo "lpt: grid: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt-grid.log" | head -40
-  bounded 120 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 --shapes $gqa \
+  bounded 100 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 --shapes $gqa \
     --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2 \
     --rounds 3 --no-ceilings $cudnn_flag --csv "$out/lpt-gqa.csv" >"$out/lpt-gqa.log" 2>&1
   echo "lpt: gqa: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt-gqa.log" | head -30
