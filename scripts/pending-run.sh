@@ -41,6 +41,7 @@
 #  lpt-hdims      NEW=build-ab/lpt3 (the same branch, hdim 64/128/256): every persistent causal test,
 #                 then hdim 64 and 256 causal over the FA3 grid, the default (dynamic, longest first)
 #                 beside +padded_dynamic=0 (static folded), 3 rounds
+#  lpt-quick      the lpt step in ~220 s: persistent causal tests, 1k/4k/8k and two GQA cells
 #  options-cost   what the options rows cost on a dense call (varlen hdim 128 runs them: 0.95x the
 #                 padded-equal batch, where block padding and the tail model at ~0.99): 4 x 4096,
 #                 16 heads, hdim 64/128, causal and not, the default row beside the same call with a
@@ -208,6 +209,21 @@ lpt_ab() {
     "$base/lib" "$new/lib" 2 "--hdim 128 --causal 1 --no-ceilings" "--hdim 128 --causal 1 --shapes $gqa --no-ceilings"
 }
 
+# The lpt step in ~220 s (a short device budget): the persistent causal tests, then three grid
+# lengths and two GQA cells, the default (dynamic, longest first) beside the static folded order.
+lpt_quick() {
+  bounded 90 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" --gtest_filter='*PersistentCausal*' \
+    >"$out/lpt-tests.log" 2>&1
+  echo "lpt-quick: tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/lpt-tests.log"
+  bounded 70 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 --seqlen 1024,4096,8192 \
+    --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings --csv "$out/lpt-grid.csv" >"$out/lpt-grid.log" 2>&1
+  echo "lpt-quick: grid: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt-grid.log" | head -20
+  bounded 60 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 \
+    --shapes 1:8192:8192:40:8,4:3072:3072:32:8 --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings \
+    --csv "$out/lpt-gqa.csv" >"$out/lpt-gqa.log" 2>&1
+  echo "lpt-quick: gqa: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt-gqa.log" | head -20
+}
+
 # Branch lpt-dealing at hdim 64 and 256 (build-ab/lpt3).
 lpt_hdims() {
   bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" --gtest_filter='*PersistentCausal*' \
@@ -241,6 +257,7 @@ for s in ${steps//,/ }; do
     lpt) lpt ;;
     options-cost) options_cost ;;
     lpt-hdims) lpt_hdims ;;
+    lpt-quick) lpt_quick ;;
     lpt-fa3) lpt_fa3 ;;
     lpt-ab) lpt_ab ;;
     *) echo "unknown step $s" ;;
