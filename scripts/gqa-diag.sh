@@ -35,9 +35,9 @@ fa3_path=$(cd "${FA3_RUN:?}" && pwd)
 for cell in 128:1:8192:40:8:1 128:1:8192:40:40:1 128:1:3072:32:8:4 128:1:3072:32:32:4; do
   (cd "$root/bench" && export PYTHONPATH=$build/python:$fa3_path && bounded 70 ncu --clock-control none --kernel-name-base function \
     -k regex:'ws_forward_kernel|device_kernel' -c 4 --metrics "$ncu_metrics" --csv \
-    python3 fa3_forward.py --cells "$cell" --rounds 1 --no-cudnn >"$out/ncu-$cell.csv" 2>&1)
+    python3 fa3_forward.py --cells "$cell" --rounds 1 --no-cudnn >"$out/ncu-${cell//:/_}.csv" 2>&1)
   echo "ncu $cell: exit $?"
-  python3 - "$out/ncu-$cell.csv" <<'PY'
+  python3 - "$out/ncu-${cell//:/_}.csv" <<'PY'
 import csv, sys
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 if not rows: sys.exit()
