@@ -779,6 +779,22 @@ References references_of(const KvRun& run) {
                             run.with_tail(fold_v ? run.host_v_unrounded() : run.host_v(), false));
 }
 
+// The case against its references (printed, expected to pass; *result for the caller's counts),
+// then a second call on poisoned outputs, which must give the same bytes. A failed second launch
+// is a fatal failure: callers return on HasFatalFailure().
+void check_case_and_repeat(KvRun& run, CaseResult* result) {
+  const KvCase& c = run.kcase();
+  *result = run_case(run, references_of(run));
+  print_result(c, *result);
+  EXPECT_TRUE(result->pass) << c.to_string() << ": " << result->message;
+  const std::vector<uint8_t> o1 = run.o_bytes(), l1 = run.lse_bytes();
+  run.poison(nullptr);
+  const hopattn_status_t s = run.launch(nullptr);
+  ASSERT_EQ(s.code, HOPATTN_OK) << c.to_string() << ": " << status_string(s);
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(o1 == run.o_bytes() && l1 == run.lse_bytes()) << c.to_string() << ": a second call differs";
+}
+
 void run_grid(const std::vector<KvCase>& grid) {
   int passed = 0;
   for (const KvCase& c : grid) {
@@ -1495,15 +1511,9 @@ TEST_P(KvCacheGpu, Kv16KernelsOnRaggedSplitBatches) {
   }
   for (const KvCase& c : cases) {
     KvRun run(c);
-    const CaseResult r = run_case(run, references_of(run));
-    print_result(c, r);
-    EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
-    const std::vector<uint8_t> o1 = run.o_bytes(), l1 = run.lse_bytes();
-    run.poison(nullptr);  // a second call: the same bytes
-    const hopattn_status_t s = run.launch(nullptr);
-    ASSERT_EQ(s.code, HOPATTN_OK) << c.to_string() << ": " << status_string(s);
-    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-    EXPECT_TRUE(o1 == run.o_bytes() && l1 == run.lse_bytes()) << c.to_string() << ": a second call differs";
+    CaseResult r;
+    check_case_and_repeat(run, &r);  // and a second call: the same bytes
+    if (HasFatalFailure()) return;
     // The causal 9000-key cases hold a sequence of length 0 < seqlen_q: both calls record it (the
     // record keeps the first), and it must be reported and read here (it once failed the next
     // case's check, and in a whole-suite run the next test's, "entry 1 is 0").
@@ -2062,15 +2072,10 @@ TEST_P(KvCacheGpu, OptionsMatchTheReference) {
         KvCase c = with_options(make(cfg, sq, plan.hq, plan.hkv, 1030, lens, o.causal, seed++), o);
         c.num_splits = plan.splits, c.pack_gqa = plan.pack;
         KvRun run(c);
-        const CaseResult r = run_case(run, references_of(run));
-        print_result(c, r);
-        EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+        CaseResult r;
+        check_case_and_repeat(run, &r);
+        if (HasFatalFailure()) return;
         passed += r.pass, ++total;
-        const std::vector<uint8_t> o1 = run.o_bytes(), l1 = run.lse_bytes();
-        run.poison(nullptr);
-        ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << c.to_string();
-        HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-        EXPECT_TRUE(o1 == run.o_bytes() && l1 == run.lse_bytes()) << c.to_string() << ": a second call differs";
       }
   std::printf("%d of %d option cases passed\n", passed, total);
 }
@@ -2285,15 +2290,10 @@ TEST_P(KvCacheGpu, Int8OptionsMatchTheReference) {
         c.num_splits = plan.splits, c.pack_gqa = plan.pack;
         KvRun run(c);
         EXPECT_STREQ(run.plan().kernel, "kv8_wgmma_options_1cta") << c.to_string();
-        const CaseResult r = run_case(run, references_of(run));
-        print_result(c, r);
-        EXPECT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+        CaseResult r;
+        check_case_and_repeat(run, &r);
+        if (HasFatalFailure()) return;
         passed += r.pass, ++total;
-        const std::vector<uint8_t> o1 = run.o_bytes(), l1 = run.lse_bytes();
-        run.poison(nullptr);
-        ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << c.to_string();
-        HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-        EXPECT_TRUE(o1 == run.o_bytes() && l1 == run.lse_bytes()) << c.to_string() << ": a second call differs";
       }
   EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK);
   std::printf("%d of %d int8 option cases passed\n", passed, total);
