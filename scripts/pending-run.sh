@@ -178,21 +178,28 @@ int8_options() {
   echo "int8 options: python: exit $? ($((SECONDS - t0)) s)"; tail -3 "$out/int8-options-py.log"
 }
 
+# NEW's `hopattn bench ARGS...` under CAP seconds into OUT/NAME.csv and .log, then its rows.
+new_bench() {
+  local name=$1 cap=$2
+  shift 2
+  bounded "$cap" env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench "$@" --csv "$out/$name.csv" >"$out/$name.log" 2>&1
+  echo "$name: exit $? ($((SECONDS - t0)) s)"; grep -E "^(attn_fwd|decode) " "$out/$name.log" | head -40
+}
+# NEW's gpu_attention_fwd with a gtest filter under CAP seconds into OUT/NAME.log, then its summary.
+new_fwd_tests() {
+  bounded "$2" env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" --gtest_filter="$3" >"$out/$1.log" 2>&1
+  echo "$1: exit $? ($((SECONDS - t0)) s)"; summary "$out/$1.log"
+}
+
 # Branch lpt-dealing (eighteenth session, not yet run): a padded causal call with a workspace claims
 # single Q tiles longest first in L2 sections (FA3's dynamic persistent scheduler) instead of the
 # folded order's static round-robin (docs/perf-diagnosis-fa3.md §11).
 lpt() {
-  bounded 150 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" \
-    --gtest_filter='*PersistentCausal*:*EveryKernelMatchesFloat64Reference*' >"$out/lpt-tests.log" 2>&1
-  echo "lpt: forward tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/lpt-tests.log"
-  bounded 150 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 \
-    --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2,ws_pingpong_persistent_128x128x2+padded_dynamic=0 \
-    --rounds 3 --no-ceilings $cudnn_flag --csv "$out/lpt-grid.csv" >"$out/lpt-grid.log" 2>&1
-  echo "lpt: grid: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt-grid.log" | head -40
-  bounded 100 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 --shapes $gqa \
-    --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2 \
-    --rounds 3 --no-ceilings $cudnn_flag --csv "$out/lpt-gqa.csv" >"$out/lpt-gqa.log" 2>&1
-  echo "lpt: gqa: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt-gqa.log" | head -30
+  new_fwd_tests lpt-tests 150 '*PersistentCausal*:*EveryKernelMatchesFloat64Reference*'
+  new_bench lpt-grid 150 --hdim 128 --causal 1 --rounds 3 --no-ceilings $cudnn_flag \
+    --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2,ws_pingpong_persistent_128x128x2+padded_dynamic=0
+  new_bench lpt-gqa 100 --hdim 128 --causal 1 --shapes $gqa --rounds 3 --no-ceilings $cudnn_flag \
+    --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2
 }
 # The same branch against FA3 and cuDNN in one Python process (NEW's python/: its torch ops give a
 # causal call the workspace), hdim 128 causal over the FA3 grid and the GQA cells; FA3_RUN set.
@@ -212,35 +219,24 @@ lpt_ab() {
 # The lpt step in ~220 s (a short device budget): the persistent causal tests, then three grid
 # lengths and two GQA cells, the default (dynamic, longest first) beside the static folded order.
 lpt_quick() {
-  bounded 90 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" --gtest_filter='*PersistentCausal*' \
-    >"$out/lpt-tests.log" 2>&1
-  echo "lpt-quick: tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/lpt-tests.log"
-  bounded 70 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 --seqlen 1024,4096,8192 \
-    --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings --csv "$out/lpt-grid.csv" >"$out/lpt-grid.log" 2>&1
-  echo "lpt-quick: grid: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt-grid.log" | head -20
-  bounded 60 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 1 \
-    --shapes 1:8192:8192:40:8,4:3072:3072:32:8 --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings \
-    --csv "$out/lpt-gqa.csv" >"$out/lpt-gqa.log" 2>&1
-  echo "lpt-quick: gqa: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt-gqa.log" | head -20
+  new_fwd_tests lpt-tests 90 '*PersistentCausal*'
+  new_bench lpt-grid 70 --hdim 128 --causal 1 --seqlen 1024,4096,8192 --kernels default,default+padded_dynamic=0 \
+    --rounds 3 --no-ceilings
+  new_bench lpt-gqa 60 --hdim 128 --causal 1 --shapes 1:8192:8192:40:8,4:3072:3072:32:8 \
+    --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings
 }
 
 # Branch lpt-dealing at hdim 64 and 256 (build-ab/lpt3).
 lpt_hdims() {
-  bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" --gtest_filter='*PersistentCausal*' \
-    >"$out/lpt3-tests.log" 2>&1
-  echo "lpt-hdims: tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/lpt3-tests.log"
-  bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 64,256 --causal 1 \
-    --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings $cudnn_flag --csv "$out/lpt3-grid.csv" \
-    >"$out/lpt3-grid.log" 2>&1
-  echo "lpt-hdims: grid: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/lpt3-grid.log" | head -40
+  new_fwd_tests lpt3-tests 200 '*PersistentCausal*'
+  new_bench lpt3-grid 200 --hdim 64,256 --causal 1 --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings $cudnn_flag
 }
 
 # The options rows' cost on a dense call (eighteenth session's model: varlen mix16's block padding
 # and tail explain 0.99 of the padded-equal batch at hdim 128, where it measures 0.95).
 options_cost() {
-  bounded 120 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --shapes 4:4096:4096:16:16,4:4096:4096:16:16:8192:8192 \
-    --hdim 64,128 --causal 0,1 --rounds 3 --no-ceilings --csv "$out/options-cost.csv" >"$out/options-cost.log" 2>&1
-  echo "options-cost: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/options-cost.log" | head -20
+  new_bench options-cost 120 --shapes 4:4096:4096:16:16,4:4096:4096:16:16:8192:8192 --hdim 64,128 --causal 0,1 \
+    --rounds 3 --no-ceilings
 }
 
 for s in ${steps//,/ }; do

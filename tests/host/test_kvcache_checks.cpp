@@ -1148,10 +1148,15 @@ TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {
   EXPECT_FALSE(plan_kvcache_attention(a, kSms).fwd_path);
   // A paged cache of pages holding whole 128-key tiles: the contiguous cache's plan (the chunk path,
   // Overrides::chunk_paged, on by default); smaller pages, or chunk_paged false: the decode kernels.
+  // chunk_args(2, q_len, len) over a pool of pages (2 · len / page of them).
+  const auto paged_chunk = [](int64_t q_len, int64_t len, int64_t page) {
+    KvCacheArgs pa = chunk_args(2, q_len, len);
+    for (Tensor* t : {&pa.k_cache, &pa.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_BF16, 2 * len / page, page, 8, 128);
+    pa.page_table = tensor_page_table(static_cast<int32_t*>(fake(0x60000000)), 2, len / page);
+    return pa;
+  };
   for (long long page : {16LL, 64LL, 128LL, 256LL}) {
-    KvCacheArgs pa = chunk_args(2, 128, 32768);
-    for (Tensor* t : {&pa.k_cache, &pa.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_BF16, 2 * 32768 / page, page, 8, 128);
-    pa.page_table = tensor_page_table(static_cast<int32_t*>(fake(0x60000000)), 2, 32768 / page);
+    const KvCacheArgs pa = paged_chunk(128, 32768, page);
     experimental::Overrides paged, unpaged;
     unpaged.chunk_paged = false;
     EXPECT_FALSE(experimental::plan_kvcache_attention(pa, kSms, unpaged).fwd_path) << "page " << page;
@@ -1171,21 +1176,15 @@ TEST(KvCacheChunkPlan, WhatKeepsTheDecodeKernels) {
   // Paged (pages of 128), the q_len rules over pages (decode_defaults.cpp, s18): q_len 64-95 packed
   // from 8192 positions takes the chunk path, packed; q_len 63, or 64 below 8192 positions, or 64
   // unpacked (pack_gqa 0), keeps the decode kernels, whose contiguous calls would pack.
-  const auto paged_chunk = [](int64_t q_len, int64_t len) {
-    KvCacheArgs pa = chunk_args(2, q_len, len);
-    for (Tensor* t : {&pa.k_cache, &pa.v_cache}) *t = tensor_bshd(t->data, HOPATTN_DTYPE_BF16, 2 * len / 128, 128, 8, 128);
-    pa.page_table = tensor_page_table(static_cast<int32_t*>(fake(0x60000000)), 2, len / 128);
-    return pa;
-  };
   for (int64_t q_len : {64, 95}) {
-    const KvCachePlan p = plan_kvcache_attention(paged_chunk(q_len, 8192), kSms);
+    const KvCachePlan p = plan_kvcache_attention(paged_chunk(q_len, 8192, 128), kSms);
     EXPECT_TRUE(p.fwd_path && p.pack_gqa) << "paged q_len " << q_len << " from 8192 positions: the packed chunk path";
   }
-  EXPECT_FALSE(plan_kvcache_attention(paged_chunk(63, 32768), kSms).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(paged_chunk(63, 32768, 128), kSms).fwd_path);
   EXPECT_TRUE(plan_kvcache_attention(chunk_args(2, 63, 32768), kSms).fwd_path);  // contiguous: packed from q_len 32
-  EXPECT_FALSE(plan_kvcache_attention(paged_chunk(64, 8064), kSms).fwd_path);
+  EXPECT_FALSE(plan_kvcache_attention(paged_chunk(64, 8064, 128), kSms).fwd_path);
   {
-    KvCacheArgs pa = paged_chunk(64, 32768);
+    KvCacheArgs pa = paged_chunk(64, 32768, 128);
     pa.pack_gqa = 0;
     EXPECT_FALSE(plan_kvcache_attention(pa, kSms).fwd_path) << "paged q_len 64 unpacked";
   }
