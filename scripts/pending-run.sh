@@ -46,6 +46,9 @@
 #                 padded-equal batch, where block padding and the tail model at ~0.99): 4 x 4096,
 #                 16 heads, hdim 64/128, causal and not, the default row beside the same call with a
 #                 window wider than the keys (the options row, same work), NEW's build
+#  kv16-mma       branch kv16-mma-swap (NEW=build-ab/kv16, nineteenth session, written without a GPU):
+#                 kv16_mma_swap_8w_1cta's tests, racecheck on the small shapes, then the row against
+#                 kv16_split_1cta, the default and cuDNN at 64:8 / 32:8, q_len 1 (perf-diagnosis §9e)
 # Builds (each a directory with lib/libhopattn.so.0.4.0, and bin/ where a step runs its binaries:
 # NEW's bin/{gpu_attention_fwd,gpu_attention_fp8,gpu_attention_varlen,gpu_kvcache,hopattn}),
 # carried as one tar.xz (the libraries compress 13:1) and unpacked first, e.g.
@@ -191,6 +194,12 @@ new_fwd_tests() {
   echo "$1: exit $? ($((SECONDS - t0)) s)"; summary "$out/$1.log"
 }
 
+# NEW's gpu_kvcache with a gtest filter under CAP seconds into OUT/NAME.log, then its summary.
+new_kvcache_tests() {
+  bounded "$2" env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_kvcache" --gtest_filter="$3" >"$out/$1.log" 2>&1
+  echo "$1: exit $? ($((SECONDS - t0)) s)"; summary "$out/$1.log"
+}
+
 # Branch lpt-dealing (eighteenth session, not yet run): a padded causal call with a workspace claims
 # single Q tiles longest first in L2 sections (FA3's dynamic persistent scheduler) instead of the
 # folded order's static round-robin (docs/perf-diagnosis-fa3.md §11).
@@ -239,6 +248,17 @@ options_cost() {
     --rounds 3 --no-ceilings
 }
 
+# Branch kv16-mma-swap: the 16-bit mma.sync decode row (keys as M, <= 8 rows as N), by name only.
+kv16_mma() {
+  new_kvcache_tests kv16-tests 80 '*Kv16Mma*'
+  new_kvcache_tests kv16-rows 60 '*SanitizerSmallShapes*:*EveryKernelMatchesTheReference*:*Kv16KernelsOnRaggedSplitBatches*'
+  bounded 45 env "LD_LIBRARY_PATH=$(libs "$new")" compute-sanitizer --tool racecheck "$new/bin/gpu_kvcache" \
+    --gtest_filter='*SanitizerSmallShapes/bf16_hd128' >"$out/kv16-racecheck.log" 2>&1
+  echo "kv16-racecheck: exit $? ($((SECONDS - t0)) s)"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Hazard" "$out/kv16-racecheck.log" | head -5
+  new_bench kv16-ab 120 --op decode --qlen 1 --heads 64:8,32:8 --cache 1:1024,1:8192,8:8192,1:32768 --kv-dtype bf16 \
+    --kernels kv16_mma_swap_8w_1cta,kv16_split_1cta,default --rounds 3 $cudnn_flag
+}
+
 for s in ${steps//,/ }; do
   if [ "$(left)" -lt 40 ]; then echo "$s: skipped (deadline)"; continue; fi
   case $s in
@@ -254,6 +274,7 @@ for s in ${steps//,/ }; do
     options-cost) options_cost ;;
     lpt-hdims) lpt_hdims ;;
     lpt-quick) lpt_quick ;;
+    kv16-mma) kv16_mma ;;
     lpt-fa3) lpt_fa3 ;;
     lpt-ab) lpt_ab ;;
     *) echo "unknown step $s" ;;
