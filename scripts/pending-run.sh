@@ -251,12 +251,12 @@ options_cost() {
 # Branch kv16-mma-swap: the 16-bit mma.sync decode row (keys as M, <= 8 rows as N), by name only.
 kv16_mma() {
   new_kvcache_tests kv16-tests 80 '*Kv16Mma*'
+  new_bench kv16-ab 120 --op decode --qlen 1 --heads 64:8,32:8 --cache 1:1024,1:8192,8:8192,1:32768 --kv-dtype bf16 \
+    --kernels kv16_mma_swap_8w_1cta,kv16_split_1cta,default --rounds 3 $cudnn_flag
   new_kvcache_tests kv16-rows 60 '*SanitizerSmallShapes*:*EveryKernelMatchesTheReference*:*Kv16KernelsOnRaggedSplitBatches*'
   bounded 45 env "LD_LIBRARY_PATH=$(libs "$new")" compute-sanitizer --tool racecheck "$new/bin/gpu_kvcache" \
     --gtest_filter='*SanitizerSmallShapes/bf16_hd128' >"$out/kv16-racecheck.log" 2>&1
   echo "kv16-racecheck: exit $? ($((SECONDS - t0)) s)"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Hazard" "$out/kv16-racecheck.log" | head -5
-  new_bench kv16-ab 120 --op decode --qlen 1 --heads 64:8,32:8 --cache 1:1024,1:8192,8:8192,1:32768 --kv-dtype bf16 \
-    --kernels kv16_mma_swap_8w_1cta,kv16_split_1cta,default --rounds 3 $cudnn_flag
 }
 
 for s in ${steps//,/ }; do
