@@ -188,23 +188,18 @@ new_bench() {
   bounded "$cap" env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench "$@" --csv "$out/$name.csv" >"$out/$name.log" 2>&1
   echo "$name: exit $? ($((SECONDS - t0)) s)"; grep -E "^(attn_fwd|decode) " "$out/$name.log" | head -40
 }
-# NEW's gpu_attention_fwd with a gtest filter under CAP seconds into OUT/NAME.log, then its summary.
-new_fwd_tests() {
-  bounded "$2" env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" --gtest_filter="$3" >"$out/$1.log" 2>&1
-  echo "$1: exit $? ($((SECONDS - t0)) s)"; summary "$out/$1.log"
-}
-
-# NEW's gpu_kvcache with a gtest filter under CAP seconds into OUT/NAME.log, then its summary.
-new_kvcache_tests() {
-  bounded "$2" env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_kvcache" --gtest_filter="$3" >"$out/$1.log" 2>&1
-  echo "$1: exit $? ($((SECONDS - t0)) s)"; summary "$out/$1.log"
+# NEW's test binary BIN (gpu_attention_fwd, gpu_kvcache, ...) with a gtest filter under CAP seconds
+# into OUT/NAME.log, then its summary:  new_gtests BIN NAME CAP FILTER
+new_gtests() {
+  bounded "$3" env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/$1" --gtest_filter="$4" >"$out/$2.log" 2>&1
+  echo "$2: exit $? ($((SECONDS - t0)) s)"; summary "$out/$2.log"
 }
 
 # Branch lpt-dealing (eighteenth session, not yet run): a padded causal call with a workspace claims
 # single Q tiles longest first in L2 sections (FA3's dynamic persistent scheduler) instead of the
 # folded order's static round-robin (docs/perf-diagnosis-fa3.md §11).
 lpt() {
-  new_fwd_tests lpt-tests 150 '*PersistentCausal*:*EveryKernelMatchesFloat64Reference*'
+  new_gtests gpu_attention_fwd lpt-tests 150 '*PersistentCausal*:*EveryKernelMatchesFloat64Reference*'
   new_bench lpt-grid 150 --hdim 128 --causal 1 --rounds 3 --no-ceilings $cudnn_flag \
     --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2,ws_pingpong_persistent_128x128x2+padded_dynamic=0
   new_bench lpt-gqa 100 --hdim 128 --causal 1 --shapes $gqa --rounds 3 --no-ceilings $cudnn_flag \
@@ -228,7 +223,7 @@ lpt_ab() {
 # The lpt step in ~220 s (a short device budget): the persistent causal tests, then three grid
 # lengths and two GQA cells, the default (dynamic, longest first) beside the static folded order.
 lpt_quick() {
-  new_fwd_tests lpt-tests 90 '*PersistentCausal*'
+  new_gtests gpu_attention_fwd lpt-tests 90 '*PersistentCausal*'
   new_bench lpt-grid 70 --hdim 128 --causal 1 --seqlen 1024,4096,8192 --kernels default,default+padded_dynamic=0 \
     --rounds 3 --no-ceilings
   new_bench lpt-gqa 60 --hdim 128 --causal 1 --shapes 1:8192:8192:40:8,4:3072:3072:32:8 \
@@ -237,7 +232,7 @@ lpt_quick() {
 
 # Branch lpt-dealing at hdim 64 and 256 (build-ab/lpt3).
 lpt_hdims() {
-  new_fwd_tests lpt3-tests 200 '*PersistentCausal*'
+  new_gtests gpu_attention_fwd lpt3-tests 200 '*PersistentCausal*'
   new_bench lpt3-grid 200 --hdim 64,256 --causal 1 --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings $cudnn_flag
 }
 
@@ -250,10 +245,10 @@ options_cost() {
 
 # Branch kv16-mma-swap: the 16-bit mma.sync decode row (keys as M, <= 8 rows as N), by name only.
 kv16_mma() {
-  new_kvcache_tests kv16-tests 80 '*Kv16Mma*'
+  new_gtests gpu_kvcache kv16-tests 80 '*Kv16Mma*'
   new_bench kv16-ab 120 --op decode --qlen 1 --heads 64:8,32:8 --cache 1:1024,1:8192,8:8192,1:32768 --kv-dtype bf16 \
     --kernels kv16_mma_swap_8w_1cta,kv16_split_1cta,default --rounds 3 $cudnn_flag
-  new_kvcache_tests kv16-rows 60 '*SanitizerSmallShapes*:*EveryKernelMatchesTheReference*:*Kv16KernelsOnRaggedSplitBatches*'
+  new_gtests gpu_kvcache kv16-rows 60 '*SanitizerSmallShapes*:*EveryKernelMatchesTheReference*:*Kv16KernelsOnRaggedSplitBatches*'
   bounded 45 env "LD_LIBRARY_PATH=$(libs "$new")" compute-sanitizer --tool racecheck "$new/bin/gpu_kvcache" \
     --gtest_filter='*SanitizerSmallShapes/bf16_hd128' >"$out/kv16-racecheck.log" 2>&1
   echo "kv16-racecheck: exit $? ($((SECONDS - t0)) s)"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Hazard" "$out/kv16-racecheck.log" | head -5
