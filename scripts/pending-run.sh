@@ -38,6 +38,9 @@
 #                 fa3-run-xz with FA3_RUN=$PWD/fa3-run-xz for lpt-fa3)
 #  lpt-fa3        NEW (its python/) against FA3 and cuDNN, hdim 128 causal grid cells and GQA cells
 #  lpt-ab         BASE's library against NEW's under NEW's bench (scripts/ab-libs.sh, 2 rounds)
+#  kv16-default   kv16_mma_swap_8w_1cta as the default (NEW=build-ab/kv16d): the whole KV-cache suite,
+#                 the Python KV-cache tests, `hopattn check --quick`, the default against
+#                 kv16_split_1cta and cuDNN (MHA, 8:1, 24 x 8k, q_len 2, fp16)
 #  lpt-hdims      NEW=build-ab/lpt3 (the same branch, hdim 64/128/256): every persistent causal test,
 #                 then hdim 64 and 256 causal over the FA3 grid, the default (dynamic, longest first)
 #                 beside +padded_dynamic=0 (static folded), 3 rounds
@@ -254,6 +257,26 @@ kv16_mma() {
   echo "kv16-racecheck: exit $? ($((SECONDS - t0)) s)"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Hazard" "$out/kv16-racecheck.log" | head -5
 }
 
+# The same row as the default (branch kv16-mma-swap at 8b36d84 or later, NEW=build-ab/kv16d: lib/,
+# bin/{gpu_kvcache,hopattn}, python/hopattn): the whole KV-cache suite (every default call of at
+# most 8 packed rows now runs it), the Python KV-cache, append and torch tests, `hopattn check
+# --quick`, then the default against kv16_split_1cta and cuDNN where the rule reaches: MHA (one row
+# a row group), 8:1, q_len 2 at 32:8 (8 rows), 24 x 8k at 64:8 (192 tiles, under 1.5 waves), fp16.
+kv16_default() {
+  new_gtests gpu_kvcache kv16d-tests 280 '*'
+  [ -d "$new/python/hopattn" ] && ln -sf ../../lib/libhopattn.so.0.4.0 "$new/python/hopattn/libhopattn.so"
+  (cd "$root/python/tests" && bounded 100 env "LD_LIBRARY_PATH=$(libs "$new")" PYTHONPATH="$new/python" \
+    python3 -m unittest test_gpu.TestKvCache test_gpu.TestKvCacheOptions test_gpu.TestAppend test_gpu.TestTorchIntegration \
+    >"$out/kv16d-py.log" 2>&1)
+  echo "kv16d-py: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16d-py.log"
+  bounded 60 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" check --quick >"$out/kv16d-check.log" 2>&1
+  echo "kv16d-check: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16d-check.log"
+  new_bench kv16d-ab 90 --op decode --qlen 1 --heads 32:32,64:8,8:1 --cache 1:8192,24:8192,2:32768 --kv-dtype bf16 \
+    --kernels default,kv16_split_1cta --rounds 2 $cudnn_flag
+  new_bench kv16d-q2 50 --op decode --qlen 2 --heads 32:8 --cache 1:4096,8:8192 --kv-dtype bf16,fp16 \
+    --kernels default,kv16_split_1cta --rounds 2 $cudnn_flag
+}
+
 for s in ${steps//,/ }; do
   if [ "$(left)" -lt 40 ]; then echo "$s: skipped (deadline)"; continue; fi
   case $s in
@@ -270,6 +293,7 @@ for s in ${steps//,/ }; do
     lpt-hdims) lpt_hdims ;;
     lpt-quick) lpt_quick ;;
     kv16-mma) kv16_mma ;;
+    kv16-default) kv16_default ;;
     lpt-fa3) lpt_fa3 ;;
     lpt-ab) lpt_ab ;;
     *) echo "unknown step $s" ;;
