@@ -275,6 +275,11 @@ kv16_default() {
     --kernels default,kv16_split_1cta --rounds 2 $cudnn_flag
   new_bench kv16d-q2 50 --op decode --qlen 2 --heads 32:8 --cache 1:4096,8:8192 --kv-dtype bf16,fp16 \
     --kernels default,kv16_split_1cta --rounds 2 $cudnn_flag
+  # The split count for the mma.sync row (the plan's rule was chosen for kv16_split_1cta's 128-key
+  # tiles on one consumer; the mma row's 8 warps each take one 64-key tile: at 1 x 1k the plan's 8
+  # splits leave 6 warps of each CTA idle).
+  new_bench kv16d-splits 70 --op decode --qlen 1 --heads 64:8 --cache 1:1024,1:4096,1:8192 --kv-dtype bf16 \
+    --kernels default --splits 0,1,2,4,8,16,32 --rounds 2 $cudnn_flag
 }
 
 for s in ${steps//,/ }; do
