@@ -41,6 +41,9 @@
 #  kv16-default   kv16_mma_swap_8w_1cta as the default (NEW=build-ab/kv16d): the whole KV-cache suite,
 #                 the Python KV-cache tests, `hopattn check --quick`, the default against
 #                 kv16_split_1cta and cuDNN (MHA, 8:1, 24 x 8k, q_len 2, fp16)
+#  kv16-paged     branch kv16-mma-paged (NEW=build-ab/kv16p): the mma row's paged tests, the rest of
+#                 the KV-cache suite, Python, check, the row over pages vs the split rows, the split
+#                 sweep and the default's wider A/B (kv16-default's, shorter)
 #  lpt-hdims      NEW=build-ab/lpt3 (the same branch, hdim 64/128/256): every persistent causal test,
 #                 then hdim 64 and 256 causal over the FA3 grid, the default (dynamic, longest first)
 #                 beside +padded_dynamic=0 (static folded), 3 rounds
@@ -282,6 +285,28 @@ kv16_default() {
     --kernels default --splits 0,1,2,4,8,16,32 --rounds 2 $cudnn_flag
 }
 
+# Branch kv16-mma-paged (NEW=build-ab/kv16p, c21698b or later; it holds kv16-default's change too):
+# the mma.sync row's paged tests first (a wrong expect-tx count hangs: a short cap), then the rest
+# of the KV-cache suite, the Python KV-cache tests, `hopattn check --quick`, the row over pages of
+# 16-256 against the split rows, the split-count sweep, then the default's wider A/B.
+kv16_paged() {
+  local paged='*Kv16MmaSwap*:*PagedCacheMatchesTheContiguousCacheBitForBit*:*BadPageIds*'
+  new_gtests gpu_kvcache kv16p-tests 120 "$paged"
+  new_gtests gpu_kvcache kv16p-suite 240 "*-$paged"
+  [ -d "$new/python/hopattn" ] && ln -sf ../../lib/libhopattn.so.0.4.0 "$new/python/hopattn/libhopattn.so"
+  (cd "$root/python/tests" && bounded 60 env "LD_LIBRARY_PATH=$(libs "$new")" PYTHONPATH="$new/python" \
+    python3 -m unittest test_gpu.TestKvCache test_gpu.TestAppend >"$out/kv16p-py.log" 2>&1)
+  echo "kv16p-py: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16p-py.log"
+  bounded 40 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" check --quick >"$out/kv16p-check.log" 2>&1
+  echo "kv16p-check: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16p-check.log"
+  new_bench kv16p-pages 80 --op decode --qlen 1 --heads 64:8 --cache 1:8192,8:8192 --kv-dtype bf16 --page-sizes 0,16,64,128 \
+    --kernels kv16_mma_swap_8w_1cta,kv16_split_1cta,kv16_split_2cta --rounds 2 $cudnn_flag
+  new_bench kv16d-splits 60 --op decode --qlen 1 --heads 64:8 --cache 1:1024,1:4096,1:8192 --kv-dtype bf16 \
+    --kernels default --splits 0,1,2,4,8,16,32 --rounds 2 $cudnn_flag
+  new_bench kv16d-ab 70 --op decode --qlen 1,2 --heads 32:32,64:8,8:1 --cache 1:8192,24:8192 --kv-dtype bf16 \
+    --kernels default,kv16_split_1cta --rounds 2 $cudnn_flag
+}
+
 for s in ${steps//,/ }; do
   if [ "$(left)" -lt 40 ]; then echo "$s: skipped (deadline)"; continue; fi
   case $s in
@@ -299,6 +324,7 @@ for s in ${steps//,/ }; do
     lpt-quick) lpt_quick ;;
     kv16-mma) kv16_mma ;;
     kv16-default) kv16_default ;;
+    kv16-paged) kv16_paged ;;
     lpt-fa3) lpt_fa3 ;;
     lpt-ab) lpt_ab ;;
     *) echo "unknown step $s" ;;
