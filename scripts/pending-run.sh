@@ -44,6 +44,8 @@
 #  kv16-paged     branch kv16-mma-paged (NEW=build-ab/kv16p): the mma row's paged tests, the rest of
 #                 the KV-cache suite, Python, check, the row over pages vs the split rows, the split
 #                 sweep and the default's wider A/B (kv16-default's, shorter)
+#  kv16-final     branch kv16-mma-paged 0a0ff24 (NEW=build-ab/kv16p): the paged default and 512-key
+#                 splits: hdim-128 KV-cache tests (not int8 / chunk path), Python paged, sweep, pages
 #  lpt-hdims      NEW=build-ab/lpt3 (the same branch, hdim 64/128/256): every persistent causal test,
 #                 then hdim 64 and 256 causal over the FA3 grid, the default (dynamic, longest first)
 #                 beside +padded_dynamic=0 (static folded), 3 rounds
@@ -307,6 +309,21 @@ kv16_paged() {
     --kernels default,kv16_split_1cta --rounds 2 $cudnn_flag
 }
 
+# Branch kv16-mma-paged at 0a0ff24 (NEW=build-ab/kv16p): the paged default and the 512-key splits
+# (the plan changed, the kernels did not since kv16-paged): the hdim-128 KV-cache tests but the int8
+# and chunk-path ones, the Python paged tests, the split sweep with the new rule, paged defaults.
+kv16_final() {
+  new_gtests gpu_kvcache kv16f-tests 120 '*hd128*-*Int8*:*ChunkPath*:*Kv16MmaSwapMatchesTheReference/fp16*'
+  [ -d "$new/python/hopattn" ] && ln -sf ../../lib/libhopattn.so.0.4.0 "$new/python/hopattn/libhopattn.so"
+  (cd "$root/python/tests" && bounded 50 env "LD_LIBRARY_PATH=$(libs "$new")" PYTHONPATH="$new/python" \
+    python3 -m unittest test_gpu.TestKvCache test_gpu.TestAppend >"$out/kv16f-py.log" 2>&1)
+  echo "kv16f-py: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16f-py.log"
+  new_bench kv16f-splits 60 --op decode --qlen 1 --heads 64:8,8:1 --cache 1:1024,1:4096,1:8192 --kv-dtype bf16 \
+    --kernels default --splits 0,1,2,4,8,16,64 --rounds 2 $cudnn_flag
+  new_bench kv16f-pages 40 --op decode --qlen 1 --heads 64:8 --cache 1:8192,8:8192,1:32768 --kv-dtype bf16 \
+    --page-sizes 0,16,64,128 --kernels default --rounds 2 $cudnn_flag
+}
+
 for s in ${steps//,/ }; do
   if [ "$(left)" -lt 40 ]; then echo "$s: skipped (deadline)"; continue; fi
   case $s in
@@ -325,6 +342,7 @@ for s in ${steps//,/ }; do
     kv16-mma) kv16_mma ;;
     kv16-default) kv16_default ;;
     kv16-paged) kv16_paged ;;
+    kv16-final) kv16_final ;;
     lpt-fa3) lpt_fa3 ;;
     lpt-ab) lpt_ab ;;
     *) echo "unknown step $s" ;;
