@@ -14,12 +14,21 @@ namespace hopattn::attention {
 
 enum class DecodeCache : int { k16Bit = 0, kInt8 = 1 };
 
+// What a row does not take (DecodeKernelSpec::limits): the plan refuses a call with it for that row
+// with the reason (kvcache_check.cpp, pick_decode_kernel), and no defaults row names a row with any.
+inline constexpr unsigned kDecodeNoPages = 1;      // a paged cache
+inline constexpr unsigned kDecodeNoOptions = 2;    // a sliding window, a softcap or sinks (a 16-bit row's; the int8
+                                                   // rows' options: kInt8OptionsKernel)
+inline constexpr unsigned kDecodeNamedOnly = 4;    // never a default: runs only when forced by name (an experiment)
+
 struct DecodeKernelSpec {
   const char* name;
   int id;             // the launch switch's internal id (DecodeParams::variant)
   DecodeCache cache;
   unsigned hdims;     // bit 0: hdim 64, bit 1: 128, bit 2: 256
   const char* detail; // what the kernel is, for `hopattn info`
+  int max_rows = 0;   // > 0: at most this many query rows a row group (seqlen_q, times the GQA group when packed)
+  unsigned limits = 0;  // kDecodeNoPages | kDecodeNoOptions | kDecodeNamedOnly
 };
 
 inline constexpr unsigned kHd64 = 1, kHd128 = 2, kHd256 = 4;
@@ -31,6 +40,12 @@ inline constexpr DecodeKernelSpec kDecodeKernels[] = {
    "128-key tiles (64 at hdim 256), 3 stages (4 at hdim 64), one CTA per SM"},
   {"kv16_split_2cta", 2, DecodeCache::k16Bit, kHd64 | kHd128,
    "64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM"},
+  // 16-bit cache with mma.sync warps that each load their own tiles (sm90_decode_kv16_mma.hpp):
+  // kv8_mma_swap_8w_1cta without the dequantization. Experimental: unmeasured, by name only.
+  {"kv16_mma_swap_8w_1cta", 25, DecodeCache::k16Bit, kHd128,
+   "8 mma.sync warps, keys as the mma's M, 8 packed rows a row group at most, contiguous caches, no options, "
+   "one CTA per SM (experimental: by name only)",
+   8, kDecodeNoPages | kDecodeNoOptions | kDecodeNamedOnly},
   // int8 cache, converted to 16 bits in shared memory by a transform warpgroup, then WGMMA.
   {"kv8_wgmma_1c_1cta", 2, DecodeCache::kInt8, kHd64 | kHd128 | kHd256,
    "one consumer warpgroup, one CTA per SM"},
