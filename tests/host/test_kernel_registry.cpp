@@ -249,13 +249,14 @@ TEST(DecodeRegistry, DefaultsCoverEveryCall) {
               used.insert(std::string(r->kernel) + ":" + std::to_string(hdim));
             }
   // Every (kernel, head dim) compiled is the default of some call: no instance for nothing (the
-  // int8 options row: of every int8 call with options, KvCacheOptionsChecks.Int8CachesRunTheOptionsRow).
+  // int8 options row: of every int8 call with options, KvCacheOptionsChecks.Int8CachesRunTheOptionsRow;
+  // an experiment, kDecodeNamedOnly: of the calls forced onto it, NamedOnlyRowsAreNoDefault).
   used.insert(std::string(kInt8OptionsKernel) + ":64");
   used.insert(std::string(kInt8OptionsKernel) + ":128");
   used.insert(std::string(kInt8OptionsKernel) + ":256");
   for (int i = 0; i < kDecodeKernelCount; ++i)
     for (int hdim : {64, 128, 256})
-      if (kDecodeKernels[i].hdims & decode_hdim_bit(hdim)) {
+      if ((kDecodeKernels[i].hdims & decode_hdim_bit(hdim)) && !(kDecodeKernels[i].limits & kDecodeNamedOnly)) {
         EXPECT_TRUE(used.count(std::string(kDecodeKernels[i].name) + ":" + std::to_string(hdim)))
             << kDecodeKernels[i].name << " is compiled at hdim " << hdim << " but no default runs it there";
       }
@@ -275,6 +276,27 @@ TEST(DecodeRegistry, SmallPagesOfA16BitCacheTakeTheKernelWhoseTileFitsAPage) {
   // hdim 64 and 256: no kernel with a smaller key tile than the one-CTA kernel's; the row is not theirs.
   EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 64, 128, 8, 132, 16)->kernel, "kv16_split_1cta");
   EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 256, 128, 8, 132, 16)->kernel, "kv16_split_1cta");
+}
+
+// A row with limits (max_rows, what it does not take) is no default: the defaults table covers
+// every call, so a default row must take every call its rule sends it. An experiment
+// (kDecodeNamedOnly) has at least one compiled head dim, and its detail says it is one.
+TEST(DecodeRegistry, NamedOnlyRowsAreNoDefault) {
+  int count = 0;
+  const DecodeDefaultRule* rules = decode_default_rules(&count);
+  for (int i = 0; i < count; ++i)
+    for (const DecodeKernelSpec& k : kDecodeKernels) {
+      if (std::string(rules[i].kernel) != k.name) continue;
+      EXPECT_TRUE(k.max_rows == 0 && k.limits == 0) << "rule " << i << " names '" << k.name << "', which has limits";
+    }
+  int named_only = 0;
+  for (const DecodeKernelSpec& k : kDecodeKernels)
+    if (k.limits & kDecodeNamedOnly) {
+      ++named_only;
+      EXPECT_NE(k.hdims, 0u) << k.name;
+      EXPECT_NE(std::string(k.detail).find("experimental"), std::string::npos) << k.name << ": " << k.detail;
+    }
+  EXPECT_GE(named_only, 1);  // kv16_mma_swap_8w_1cta
 }
 
 TEST(DecodeRegistry, IdsAreUniquePerCacheType) {
