@@ -12,7 +12,7 @@
 // channels, K = 16 keys), fp32 accumulators, K's and Vᵀ's A fragments by ldmatrix (.trans for V)
 // from the swizzled TMA slots, Pᵀ's B fragment from Sᵀ's registers by movmatrix. Unmeasured.
 //
-// Roles: 8 warps (256 threads, up to 255 registers, one CTA per SM: ~193 KB of shared memory),
+// Roles: 8 warps (256 threads, up to 255 registers, one CTA per SM: 192 KB of shared memory),
 // no producer. Warp w takes the CTA's key tiles w, w + 8, ... (64 keys each) and loads them
 // itself into a private ring of three 8 KB slots (64 keys × 64 channels: half a K or V tile).
 // Items in the order the warp reads them: K_lo, K_hi, V_lo, V_hi (channels 0-63, 64-127) of its
