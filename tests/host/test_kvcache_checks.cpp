@@ -369,7 +369,15 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   EXPECT_EQ(p.num_splits, 1);
   EXPECT_EQ(p.workspace_bytes, 0u);
   EXPECT_STREQ(p.kernel, "kv16_split_2cta");  // 512 tiles: two CTAs per SM
-  EXPECT_STREQ(plan_kvcache_attention(valid_args(), kSms).kernel, "kv16_split_1cta");  // 16 tiles: one CTA per SM, splits
+  // 16 tiles of 8 packed rows, contiguous, no options: the mma.sync warps, one CTA per SM, splits.
+  EXPECT_STREQ(plan_kvcache_attention(valid_args(), kSms).kernel, "kv16_mma_swap_8w_1cta");
+  a = valid_args();
+  a.pack_gqa = 0;  // one row a row group, 128 tiles: still under 1.5 waves
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv16_mma_swap_8w_1cta");
+  EXPECT_STREQ(plan_kvcache_attention(paged_args(), kSms).kernel, "kv16_split_1cta");  // pages of 128: not the mma row's
+  a = valid_args();
+  a.softcap = 30.0f;
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv16_split_1cta");  // options: not the mma row's
   // INT8, hdim 128, q_len 1 (8 packed rows): the register-dequantizing mma.sync warps with their
   // own rings, V folded into P, the keys as the mma's M, K in packed bf16 pairs (20), and from
   // three waves of three CTAs per SM on the 4-warp CTAs (21); 9-16 rows: the rows as M (16, 17);
@@ -1874,9 +1882,9 @@ TEST(KvCachePackGqa, APackedListPastInt32IsRefusedOrUnpacked) {
   EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, fwd).pack_gqa);
 }
 
-// kv16_mma_swap_8w_1cta (experimental, forced by name only; decode_registry.hpp's max_rows and
-// limits) takes at most 8 query rows a row group, contiguous caches and no options: forced onto
-// anything else it is refused with the reason; the defaults never pick it.
+// kv16_mma_swap_8w_1cta (decode_registry.hpp's max_rows and limits) takes at most 8 query rows a
+// row group, contiguous caches and no options: forced onto anything else it is refused with the
+// reason; the defaults pick it only within them.
 TEST(KvCachePlan, RowLimitsAreRefusedWithTheReason) {
   constexpr const char* kRow = "kv16_mma_swap_8w_1cta";
   experimental::Overrides o;
@@ -1894,7 +1902,7 @@ TEST(KvCachePlan, RowLimitsAreRefusedWithTheReason) {
   EXPECT_STREQ(p.kernel, kRow);
   EXPECT_TRUE(p.pack_gqa);
   EXPECT_EQ(p.num_splits, 8);  // 16 tiles of one CTA per SM, as kv16_split_1cta's plan
-  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv16_split_1cta");  // never the default
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, kRow);  // the default of this call
   a = with_qlen(valid_args(), 2);
   expect_error(forced(a),
                "kernel 'kv16_mma_swap_8w_1cta' takes at most 8 query rows a row group; this call has 16 (seqlen_q 2 x 8 "

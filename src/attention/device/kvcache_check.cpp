@@ -303,7 +303,7 @@ int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, bool packed, int64_t 
   }
   if (name.empty()) {
     const int page_size = is_paged(a) ? int(a.k_cache.shape[1]) : 0;
-    const attention::DecodeDefaultRule* r = attention::decode_default_rule(cache, hdim, rows, tiles, sms, page_size);
+    const attention::DecodeDefaultRule* r = attention::decode_default_rule(cache, hdim, rows, tiles, sms, page_size, has_options(a));
     if (r == nullptr) {
       *why = cat("kvcache attention: the defaults table has no row for ", is_int8(a) ? "an int8" : "a 16-bit",
                  " cache at hdim ", hdim, ", ", rows, " rows, ", tiles, " tiles");
