@@ -38,6 +38,9 @@
 #                 fa3-run-xz with FA3_RUN=$PWD/fa3-run-xz for lpt-fa3)
 #  lpt-fa3        NEW (its python/) against FA3 and cuDNN, hdim 128 causal grid cells and GQA cells
 #  lpt-ab         BASE's library against NEW's under NEW's bench (scripts/ab-libs.sh, 2 rounds)
+#  kv16-default   kv16_mma_swap_8w_1cta as the default (NEW=build-ab/kv16d): the whole KV-cache suite,
+#                 the Python KV-cache tests, `hopattn check --quick`, the default against
+#                 kv16_split_1cta and cuDNN (MHA, 8:1, 24 x 8k, q_len 2, fp16)
 #  lpt-hdims      NEW=build-ab/lpt3 (the same branch, hdim 64/128/256): every persistent causal test,
 #                 then hdim 64 and 256 causal over the FA3 grid, the default (dynamic, longest first)
 #                 beside +padded_dynamic=0 (static folded), 3 rounds
@@ -46,6 +49,9 @@
 #                 padded-equal batch, where block padding and the tail model at ~0.99): 4 x 4096,
 #                 16 heads, hdim 64/128, causal and not, the default row beside the same call with a
 #                 window wider than the keys (the options row, same work), NEW's build
+#  kv16-mma       branch kv16-mma-swap (NEW=build-ab/kv16, nineteenth session, written without a GPU):
+#                 kv16_mma_swap_8w_1cta's tests, racecheck on the small shapes, then the row against
+#                 kv16_split_1cta, the default and cuDNN at 64:8 / 32:8, q_len 1 (perf-diagnosis §9e)
 # Builds (each a directory with lib/libhopattn.so.0.4.0, and bin/ where a step runs its binaries:
 # NEW's bin/{gpu_attention_fwd,gpu_attention_fp8,gpu_attention_varlen,gpu_kvcache,hopattn}),
 # carried as one tar.xz (the libraries compress 13:1) and unpacked first, e.g.
@@ -185,17 +191,18 @@ new_bench() {
   bounded "$cap" env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench "$@" --csv "$out/$name.csv" >"$out/$name.log" 2>&1
   echo "$name: exit $? ($((SECONDS - t0)) s)"; grep -E "^(attn_fwd|decode) " "$out/$name.log" | head -40
 }
-# NEW's gpu_attention_fwd with a gtest filter under CAP seconds into OUT/NAME.log, then its summary.
-new_fwd_tests() {
-  bounded "$2" env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" --gtest_filter="$3" >"$out/$1.log" 2>&1
-  echo "$1: exit $? ($((SECONDS - t0)) s)"; summary "$out/$1.log"
+# NEW's test binary BIN (gpu_attention_fwd, gpu_kvcache, ...) with a gtest filter under CAP seconds
+# into OUT/NAME.log, then its summary:  new_gtests BIN NAME CAP FILTER
+new_gtests() {
+  bounded "$3" env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/$1" --gtest_filter="$4" >"$out/$2.log" 2>&1
+  echo "$2: exit $? ($((SECONDS - t0)) s)"; summary "$out/$2.log"
 }
 
 # Branch lpt-dealing (eighteenth session, not yet run): a padded causal call with a workspace claims
 # single Q tiles longest first in L2 sections (FA3's dynamic persistent scheduler) instead of the
 # folded order's static round-robin (docs/perf-diagnosis-fa3.md §11).
 lpt() {
-  new_fwd_tests lpt-tests 150 '*PersistentCausal*:*EveryKernelMatchesFloat64Reference*'
+  new_gtests gpu_attention_fwd lpt-tests 150 '*PersistentCausal*:*EveryKernelMatchesFloat64Reference*'
   new_bench lpt-grid 150 --hdim 128 --causal 1 --rounds 3 --no-ceilings $cudnn_flag \
     --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2,ws_pingpong_persistent_128x128x2+padded_dynamic=0
   new_bench lpt-gqa 100 --hdim 128 --causal 1 --shapes $gqa --rounds 3 --no-ceilings $cudnn_flag \
@@ -219,7 +226,7 @@ lpt_ab() {
 # The lpt step in ~220 s (a short device budget): the persistent causal tests, then three grid
 # lengths and two GQA cells, the default (dynamic, longest first) beside the static folded order.
 lpt_quick() {
-  new_fwd_tests lpt-tests 90 '*PersistentCausal*'
+  new_gtests gpu_attention_fwd lpt-tests 90 '*PersistentCausal*'
   new_bench lpt-grid 70 --hdim 128 --causal 1 --seqlen 1024,4096,8192 --kernels default,default+padded_dynamic=0 \
     --rounds 3 --no-ceilings
   new_bench lpt-gqa 60 --hdim 128 --causal 1 --shapes 1:8192:8192:40:8,4:3072:3072:32:8 \
@@ -228,7 +235,7 @@ lpt_quick() {
 
 # Branch lpt-dealing at hdim 64 and 256 (build-ab/lpt3).
 lpt_hdims() {
-  new_fwd_tests lpt3-tests 200 '*PersistentCausal*'
+  new_gtests gpu_attention_fwd lpt3-tests 200 '*PersistentCausal*'
   new_bench lpt3-grid 200 --hdim 64,256 --causal 1 --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings $cudnn_flag
 }
 
@@ -237,6 +244,42 @@ lpt_hdims() {
 options_cost() {
   new_bench options-cost 120 --shapes 4:4096:4096:16:16,4:4096:4096:16:16:8192:8192 --hdim 64,128 --causal 0,1 \
     --rounds 3 --no-ceilings
+}
+
+# Branch kv16-mma-swap: the 16-bit mma.sync decode row (keys as M, <= 8 rows as N), by name only.
+kv16_mma() {
+  new_gtests gpu_kvcache kv16-tests 80 '*Kv16Mma*'
+  new_bench kv16-ab 120 --op decode --qlen 1 --heads 64:8,32:8 --cache 1:1024,1:8192,8:8192,1:32768 --kv-dtype bf16 \
+    --kernels kv16_mma_swap_8w_1cta,kv16_split_1cta,default --rounds 3 $cudnn_flag
+  new_gtests gpu_kvcache kv16-rows 60 '*SanitizerSmallShapes*:*EveryKernelMatchesTheReference*:*Kv16KernelsOnRaggedSplitBatches*'
+  bounded 45 env "LD_LIBRARY_PATH=$(libs "$new")" compute-sanitizer --tool racecheck "$new/bin/gpu_kvcache" \
+    --gtest_filter='*SanitizerSmallShapes/bf16_hd128' >"$out/kv16-racecheck.log" 2>&1
+  echo "kv16-racecheck: exit $? ($((SECONDS - t0)) s)"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Hazard" "$out/kv16-racecheck.log" | head -5
+}
+
+# The same row as the default (branch kv16-mma-swap at 8b36d84 or later, NEW=build-ab/kv16d: lib/,
+# bin/{gpu_kvcache,hopattn}, python/hopattn): the whole KV-cache suite (every default call of at
+# most 8 packed rows now runs it), the Python KV-cache, append and torch tests, `hopattn check
+# --quick`, then the default against kv16_split_1cta and cuDNN where the rule reaches: MHA (one row
+# a row group), 8:1, q_len 2 at 32:8 (8 rows), 24 x 8k at 64:8 (192 tiles, under 1.5 waves), fp16.
+kv16_default() {
+  new_gtests gpu_kvcache kv16d-tests 280 '*'
+  [ -d "$new/python/hopattn" ] && ln -sf ../../lib/libhopattn.so.0.4.0 "$new/python/hopattn/libhopattn.so"
+  (cd "$root/python/tests" && bounded 100 env "LD_LIBRARY_PATH=$(libs "$new")" PYTHONPATH="$new/python" \
+    python3 -m unittest test_gpu.TestKvCache test_gpu.TestKvCacheOptions test_gpu.TestAppend test_gpu.TestTorchIntegration \
+    >"$out/kv16d-py.log" 2>&1)
+  echo "kv16d-py: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16d-py.log"
+  bounded 60 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" check --quick >"$out/kv16d-check.log" 2>&1
+  echo "kv16d-check: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16d-check.log"
+  new_bench kv16d-ab 90 --op decode --qlen 1 --heads 32:32,64:8,8:1 --cache 1:8192,24:8192,2:32768 --kv-dtype bf16 \
+    --kernels default,kv16_split_1cta --rounds 2 $cudnn_flag
+  new_bench kv16d-q2 50 --op decode --qlen 2 --heads 32:8 --cache 1:4096,8:8192 --kv-dtype bf16,fp16 \
+    --kernels default,kv16_split_1cta --rounds 2 $cudnn_flag
+  # The split count for the mma.sync row (the plan's rule was chosen for kv16_split_1cta's 128-key
+  # tiles on one consumer; the mma row's 8 warps each take one 64-key tile: at 1 x 1k the plan's 8
+  # splits leave 6 warps of each CTA idle).
+  new_bench kv16d-splits 70 --op decode --qlen 1 --heads 64:8 --cache 1:1024,1:4096,1:8192 --kv-dtype bf16 \
+    --kernels default --splits 0,1,2,4,8,16,32 --rounds 2 $cudnn_flag
 }
 
 for s in ${steps//,/ }; do
@@ -254,6 +297,8 @@ for s in ${steps//,/ }; do
     options-cost) options_cost ;;
     lpt-hdims) lpt_hdims ;;
     lpt-quick) lpt_quick ;;
+    kv16-mma) kv16_mma ;;
+    kv16-default) kv16_default ;;
     lpt-fa3) lpt_fa3 ;;
     lpt-ab) lpt_ab ;;
     *) echo "unknown step $s" ;;
