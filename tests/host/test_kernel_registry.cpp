@@ -287,7 +287,7 @@ TEST(DecodeRegistry, SmallPagesOfA16BitCacheTakeTheKernelWhoseTileFitsAPage) {
 }
 
 // A defaults row names a row with limits only within them: rows_max at most the row's max_rows,
-// plain_only (contiguous caches, no options) for a row that takes no pages or no options, and
+// contiguous_only for a row that takes no pages, no_options for one that takes no options, and
 // never an experiment (kDecodeNamedOnly), whose detail says it is one.
 TEST(DecodeRegistry, DefaultsStayWithinTheirRowsLimits) {
   int count = 0;
@@ -298,8 +298,10 @@ TEST(DecodeRegistry, DefaultsStayWithinTheirRowsLimits) {
       if (std::string(rules[i].kernel) != k.name || k.cache != rules[i].cache) continue;
       EXPECT_FALSE(k.limits & kDecodeNamedOnly) << "rule " << i << " names the experiment '" << k.name << "'";
       if (k.max_rows > 0) EXPECT_LE(rules[i].rows_max, k.max_rows) << "rule " << i << " names '" << k.name << "'";
-      if (k.limits & (kDecodeNoPages | kDecodeNoOptions))
-        EXPECT_TRUE(rules[i].plain_only) << "rule " << i << " names '" << k.name << "', which takes no pages or options";
+      if (k.limits & kDecodeNoPages)
+        EXPECT_TRUE(rules[i].contiguous_only) << "rule " << i << " names '" << k.name << "', which takes no pages";
+      if (k.limits & kDecodeNoOptions)
+        EXPECT_TRUE(rules[i].no_options) << "rule " << i << " names '" << k.name << "', which takes no options";
       limited += (k.max_rows > 0 || k.limits != 0) ? 1 : 0;
     }
   EXPECT_GE(limited, 1);  // kv16_mma_swap_8w_1cta's rule
@@ -311,8 +313,10 @@ TEST(DecodeRegistry, DefaultsStayWithinTheirRowsLimits) {
 }
 
 // A 16-bit hdim-128 call of at most 8 packed rows under 1.5 waves of tiles runs the mma.sync row
-// when it is plain (a contiguous cache, no options); a paged one, one with options, one of 9 rows,
-// hdim 64 or 256 keep kv16_split_1cta, and 1.5 waves of tiles kv16_split_2cta.
+// when it is plain (a contiguous cache, no options); a paged one (which the row reads, forced by
+// name: not yet measured there) keeps kv16_split_2cta for pages under 128 tokens and
+// kv16_split_1cta otherwise; one with options, one of 9 rows, hdim 64 or 256 keep
+// kv16_split_1cta, and 1.5 waves of tiles kv16_split_2cta.
 TEST(DecodeRegistry, FewPlainRowsTakeTheMmaSyncRow) {
   constexpr const char* kMma = "kv16_mma_swap_8w_1cta";
   for (int64_t rows : {1, 2, 5, 8})
@@ -323,13 +327,23 @@ TEST(DecodeRegistry, FewPlainRowsTakeTheMmaSyncRow) {
         EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, page, false)->kernel, "kv16_split_1cta")
             << "page " << page;
       EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, 0, true)->kernel, "kv16_split_1cta");
-      EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, 16, false)->kernel, "kv16_split_2cta");
+      for (int page : {16, 32, 64})
+        EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, page, false)->kernel, "kv16_split_2cta")
+            << "page " << page;
       for (int hdim : {64, 256})
         EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, hdim, rows, tiles, 132, 0, false)->kernel, "kv16_split_1cta");
     }
   EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 9, 8, 132, 0, false)->kernel, "kv16_split_1cta");
   EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 8, 198, 132, 0, false)->kernel, "kv16_split_2cta");
   EXPECT_STREQ(decode_default_rule(DecodeCache::kInt8, 128, 8, 8, 132, 0, false)->kernel, "kv8_mma_swap_8w_1cta");
+  // The row itself takes paged caches (its limits: no options only); its rule keeps them away.
+  const int k = decode_kernel_index(kMma, DecodeCache::k16Bit, 128);
+  ASSERT_GE(k, 0);
+  EXPECT_EQ(kDecodeKernels[k].limits, kDecodeNoOptions);
+  int count = 0;
+  const DecodeDefaultRule* rules = decode_default_rules(&count);
+  for (int i = 0; i < count; ++i)
+    if (std::string(rules[i].kernel) == kMma) EXPECT_TRUE(rules[i].contiguous_only && rules[i].no_options) << "rule " << i;
 }
 
 TEST(DecodeRegistry, IdsAreUniquePerCacheType) {

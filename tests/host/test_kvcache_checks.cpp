@@ -1883,8 +1883,8 @@ TEST(KvCachePackGqa, APackedListPastInt32IsRefusedOrUnpacked) {
 }
 
 // kv16_mma_swap_8w_1cta (decode_registry.hpp's max_rows and limits) takes at most 8 query rows a
-// row group, contiguous caches and no options: forced onto anything else it is refused with the
-// reason; the defaults pick it only within them.
+// row group and no options: forced onto anything else it is refused with the reason; forced onto a
+// paged cache it runs; the defaults pick it only within them (and for contiguous caches only).
 TEST(KvCachePlan, RowLimitsAreRefusedWithTheReason) {
   constexpr const char* kRow = "kv16_mma_swap_8w_1cta";
   experimental::Overrides o;
@@ -1914,9 +1914,12 @@ TEST(KvCachePlan, RowLimitsAreRefusedWithTheReason) {
   a.pack_gqa = 0;
   expect_error(forced(a), "takes at most 8 query rows a row group; this call has 9 (seqlen_q 9, one query head a row group)",
                StatusCode::kNotSupported);
-  expect_error(forced(paged_args()),
-               "kernel 'kv16_mma_swap_8w_1cta' does not take a paged cache (page_table); it reads contiguous caches only",
-               StatusCode::kNotSupported);
+  // A paged cache: the row reads it when forced (its defaults row keeps paged calls on the split
+  // kernels: no measurement yet).
+  a = paged_args();
+  EXPECT_TRUE(forced(a).ok()) << forced(a).to_string();
+  EXPECT_STREQ(experimental::plan_kvcache_attention(a, kSms, o).kernel, kRow);
+  EXPECT_STRNE(plan_kvcache_attention(a, kSms).kernel, kRow);
   const std::string options = "kernel 'kv16_mma_swap_8w_1cta' does not take a sliding window, softcap or sinks";
   a = valid_args();
   a.window = 1, a.window_left = 128, a.window_right = 0;

@@ -97,6 +97,19 @@ struct DecodeKv16MmaTraits {
       cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}),
       cute::take<0, 2>(SmemLayoutKV{})));
 
+  // A pool of pages smaller than the tile (16, 32 keys): an item is four 16-key boxes of its 64
+  // channels, each from its own page, into rows 16j .. 16j + 15 of the slot (2 KB apart: whole
+  // 1 KB swizzle atoms, so a box lands in the slot's own layout).
+  static constexpr int kPageBoxRows = 16;
+  static constexpr int kPageBoxes = kBlockN / kPageBoxRows;
+  static constexpr uint32_t kPageBoxBytes = kPageBoxRows * kSlotChannels * sizeof(Element);
+  using PageBox = cute::Int<kPageBoxRows>;
+  using SmemLayoutPageBox = decltype(cute::tile_to_shape(cute::GMMA::Layout_K_SW128_Atom<Element>{},
+                                                         cute::Shape<PageBox, SlotChannels>{}));
+  using TmaLoadPageBox = decltype(cute::make_tma_copy(
+      cute::SM90_TMA_LOAD{}, cute::make_tensor(cute::make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}),
+      SmemLayoutPageBox{}));
+
   // The merge after the loops reuses the ring (merge_through_shared: per warp 16 rows × (128 + 4)
   // floats of O, then the rows' maxima and sums; rows 8-15 unused).
   static constexpr int kMergeStride = kHeadDim + 4;
@@ -108,7 +121,9 @@ struct DecodeKv16MmaTraits {
   static_assert(kWarps * 16 * (kMergeStride + 2) * 4 <= kStages * kSlotBytes, "the merge fits the ring");
   static constexpr int kSharedBytes = int(sizeof(SharedStorage));
 
-  struct Params : DecodeSplitParams<Element, TmaLoadKV, TmaLoadKV> {};
+  struct Params : DecodeSplitParams<Element, TmaLoadKV, TmaLoadKV> {
+    TmaLoadPageBox tma_k_box, tma_v_box;  // pages smaller than kBlockN (unset otherwise)
+  };
 };
 
 }  // namespace hopattn::attention

@@ -39,12 +39,13 @@ constexpr DecodeDefaultRule kRules[] = {
   // 16-bit: two CTAs per SM once there are tiles for 1.5 waves of one CTA per SM.
   {DecodeCache::k16Bit, kHd64 | kHd128, 1, kMaxRows, 1.5, "kv16_split_2cta", "docs/decode.md"},
   // 16-bit, hdim 128, at most 8 packed rows, a contiguous cache, no options: the mma.sync warps
-  // with the keys as M (kv16_split_1cta's 64-row WGMMA tile holds 8 real rows). 2026-12-08 H100
+  // with the keys as M (kv16_split_1cta's 64-row WGMMA tile holds 8 real rows). The row reads
+  // paged caches too (forced by name), not yet measured there: contiguous_only. 2026-12-08 H100
   // s20 (bf16, CUDA graphs, 3 rounds; bench/records/decode-kv16-mma-2026-12-08-h100-s20.csv):
   // against cuDNN 0.97 / 0.99 / 0.98 at 1 x 8k / 8 x 8k / 1 x 32k (64:8), kv16_split_1cta 0.71 /
   // 0.98 / 0.95; 32:8 0.99 / 0.99 / 0.98 vs 0.72 / 0.98 / 0.96; 1 x 1k 0.82-0.87 vs 0.74-0.76.
   {DecodeCache::k16Bit, kHd128, 1, 8, 0.0, "kv16_mma_swap_8w_1cta",
-   "H100 s20 (2026-12-08): 1x8k 64:8 0.97x cuDNN (kv16_split_1cta 0.71x)", 0, true},
+   "H100 s20 (2026-12-08): 1x8k 64:8 0.97x cuDNN (kv16_split_1cta 0.71x)", 0, true, true},
   {DecodeCache::k16Bit, kHd64 | kHd128 | kHd256, 1, kMaxRows, 0.0, "kv16_split_1cta", "docs/decode.md"},
 };
 // clang-format on
@@ -115,7 +116,7 @@ const DecodeDefaultRule* decode_default_rule(DecodeCache cache, int hdim, int64_
     if (r.cache == cache && (r.hdims & bit) != 0 && rows >= r.rows_min && rows <= r.rows_max &&
         double(tiles) >= r.min_tiles_per_sm * double(sms) &&
         (r.pages_below == 0 || (page_size > 0 && page_size < r.pages_below)) &&
-        (!r.plain_only || (page_size == 0 && !options)))
+        (!r.contiguous_only || page_size == 0) && (!r.no_options || !options))
       return &r;
   return nullptr;
 }

@@ -16,8 +16,9 @@ enum class DecodeCache : int { k16Bit = 0, kInt8 = 1 };
 
 // What a row does not take (DecodeKernelSpec::limits): the plan refuses a call with it for that row
 // with the reason (kvcache_check.cpp, pick_decode_kernel). A defaults row names a row with limits
-// only within them: rows_max <= max_rows, plain_only for kDecodeNoPages / kDecodeNoOptions, never
-// kDecodeNamedOnly (tests/host/test_kernel_registry.cpp, DefaultsStayWithinTheirRowsLimits).
+// only within them: rows_max <= max_rows, contiguous_only for kDecodeNoPages, no_options for
+// kDecodeNoOptions, never kDecodeNamedOnly (tests/host/test_kernel_registry.cpp,
+// DefaultsStayWithinTheirRowsLimits).
 inline constexpr unsigned kDecodeNoPages = 1;      // a paged cache
 inline constexpr unsigned kDecodeNoOptions = 2;    // a sliding window, a softcap or sinks (a 16-bit row's; the int8
                                                    // rows' options: kInt8OptionsKernel)
@@ -43,12 +44,13 @@ inline constexpr DecodeKernelSpec kDecodeKernels[] = {
   {"kv16_split_2cta", 2, DecodeCache::k16Bit, kHd64 | kHd128,
    "64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM"},
   // 16-bit cache with mma.sync warps that each load their own tiles (sm90_decode_kv16_mma.hpp):
-  // kv8_mma_swap_8w_1cta without the dequantization; the default of the plain calls of at most 8
-  // packed rows (decode_defaults.cpp's plain_only row).
+  // kv8_mma_swap_8w_1cta without the dequantization; the default of the contiguous calls without
+  // options of at most 8 packed rows (decode_defaults.cpp). Paged caches: forced by name only
+  // until measured (its defaults row is contiguous_only).
   {"kv16_mma_swap_8w_1cta", 25, DecodeCache::k16Bit, kHd128,
-   "8 mma.sync warps, keys as the mma's M, 8 packed rows a row group at most, contiguous caches, no options, "
-   "one CTA per SM",
-   8, kDecodeNoPages | kDecodeNoOptions},
+   "8 mma.sync warps, keys as the mma's M, 8 packed rows a row group at most, contiguous or paged caches, no "
+   "options, one CTA per SM",
+   8, kDecodeNoOptions},
   // int8 cache, converted to 16 bits in shared memory by a transform warpgroup, then WGMMA.
   {"kv8_wgmma_1c_1cta", 2, DecodeCache::kInt8, kHd64 | kHd128 | kHd256,
    "one consumer warpgroup, one CTA per SM"},
@@ -106,9 +108,12 @@ struct DecodeDefaultRule {
   // > 0: the row is only for paged caches whose pages hold fewer keys than this (a kernel whose key
   // tile fits such a page, so that TMA loads whole tiles instead of gathering 16-key boxes).
   int pages_below = 0;
-  // true: the row is only for plain calls: a contiguous cache and no sliding window, softcap or
-  // sinks (the rule of a kernel whose limits are kDecodeNoPages | kDecodeNoOptions).
-  bool plain_only = false;
+  // true: the row is only for contiguous caches (the rule of a kernel whose limits have
+  // kDecodeNoPages, or one not measured on paged caches).
+  bool contiguous_only = false;
+  // true: the row is only for calls without a sliding window, softcap or sinks (the rule of a
+  // kernel whose limits have kDecodeNoOptions).
+  bool no_options = false;
 };
 
 const DecodeDefaultRule* decode_default_rules(int* count);

@@ -194,24 +194,34 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
 }
 
 // The 16-bit mma.sync kernel (kernel/sm90_decode_kv16_mma.hpp): TMA boxes of 64 keys × 64
-// channels, a contiguous cache and no options (its registry row's limits: the plan refuses the
-// others, this keeps it so).
+// channels over the cache or the pool (16-key boxes from pages smaller than the tile), no options
+// (its registry row's limits: the plan refuses them, this keeps it so). A paged cache runs the
+// kernel's kPaged instance, so that the contiguous one carries nothing of the pages.
 template <class Traits>
 Status run_decode_kv16_mma(const DecodeParams& dp, Stream stream) {
   using Element = typename Traits::Element;
   constexpr int kHeadDim = Traits::kHeadDim;
   DecodeGrid g;
   if (Status s = decode_grid(dp, Traits::kTileRows, &g); !s.ok()) return s;
-  if (dp.page_table != nullptr || dp.key_range != kDecodeAllKeys || dp.window_left >= 0 || dp.window_right >= 0 ||
-      dp.softcap_scale != 0.0f || dp.sinks != nullptr)
+  if (dp.key_range != kDecodeAllKeys || dp.window_left >= 0 || dp.window_right >= 0 || dp.softcap_scale != 0.0f ||
+      dp.sinks != nullptr)
     return Status(StatusCode::kInternal,
-                  "kvcache attention: a paged cache, a tail or an option reached kv16_mma_swap_8w_1cta, which takes none");
+                  "kvcache attention: a tail or an option reached kv16_mma_swap_8w_1cta, which takes none");
+  const bool paged = dp.page_table != nullptr;
+  if (paged && dp.page_size < Traits::kPageBoxRows)  // the host check refuses pages under 16 tokens
+    return Status(StatusCode::kInternal, "kvcache attention: a paged cache reached a kernel that cannot read it");
   typename Traits::Params p{};
   const auto box = cute::take<0, 2>(typename Traits::SmemLayoutKV{});
   p.tma_k = make_cache_tma<Element, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
   p.tma_v = make_cache_tma<Element, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
+  if (paged && dp.page_size < Traits::kBlockN) {
+    const auto page_box = typename Traits::SmemLayoutPageBox{};
+    p.tma_k_box = make_cache_tma<Element, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, page_box);
+    p.tma_v_box = make_cache_tma<Element, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, page_box);
+  }
   fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
-  return launch_decode_kernel<Traits>(&decode_kv16_mma_warp_rings_kernel<Traits>, p, g, stream, dp.split_pdl);
+  if (paged) return launch_decode_kernel<Traits>(&decode_kv16_mma_warp_rings_kernel<Traits, true>, p, g, stream, dp.split_pdl);
+  return launch_decode_kernel<Traits>(&decode_kv16_mma_warp_rings_kernel<Traits, false>, p, g, stream, dp.split_pdl);
 }
 
 // The mma.sync int8 kernels (kernel/sm90_decode_int8_mma.hpp): hdim 128, 64-key tiles, each warp's own ring.

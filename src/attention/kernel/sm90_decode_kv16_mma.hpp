@@ -1,7 +1,7 @@
 // Decode over a 16-bit KV cache with mma.sync, the keys as the mma's M (registry row
 // kv16_mma_swap_8w_1cta, id 25; the default of the plain calls it takes: decode_defaults.cpp). hdim 128, at
-// most 8 packed query rows a row group (the plan refuses more), contiguous caches, no window,
-// softcap or sinks (refused with the reason: DecodeKernelSpec::max_rows, limits).
+// most 8 packed query rows a row group (the plan refuses more), contiguous or paged caches, no
+// window, softcap or sinks (refused with the reason: DecodeKernelSpec::max_rows, limits).
 //
 // Why: at 64:8 or 32:8 with q_len 1 a row group has 4-8 query rows, and the WGMMA kernel
 // (kv16_split_1cta, kernel/sm90_decode.hpp) spends a 64-row tile on them: 87.5 % of its tensor
@@ -18,10 +18,10 @@
 // itself into a private ring of three 8 KB slots (64 keys × 64 channels: half a K or V tile).
 // Items in the order the warp reads them: K_lo, K_hi, V_lo, V_hi (channels 0-63, 64-127) of its
 // tile 0, then of tile 1, ...; item j lies in the warp's slot j % 3.
-// Barriers: full[slot] (24), one arrival (lane 0's arrive.expect_tx of the 8 KB box) plus the
+// Barriers: full[slot] (24), one arrival (lane 0's arrive.expect_tx of the item's bytes) plus the
 // TMA's bytes; the warp's lanes wait on them. No empty barriers: a warp refills only a slot it has
-// read (__syncwarp after its reads, lane 0's proxy fence, then the TMA), so no warp waits for
-// another. Named barrier kConsumersQ (256 threads): the merge's two steps (merge_through_shared).
+// read (__syncwarp after its reads, the issuing lanes' proxy fence, then the TMA), so no warp waits
+// for another. Named barrier kConsumersQ (256 threads): the merge's two steps (merge_through_shared).
 // Per warp and tile k (its tile n = n_begin + w + 8k):
 //   wait K_lo -> Sᵀ steps 0-3 -> issue item j + 3 (V_hi of tile k) into K_lo's slot;
 //   wait K_hi -> Sᵀ steps 4-7 -> issue K_lo of tile k + 1;
@@ -31,6 +31,20 @@
 // End: each warp's (max, sum, Oᵀ) merged over the warps by log-sum-exp weights through the free
 // ring, then O (output type) or the split's fp32 partial and LSE (merge_and_store_swap, the int8
 // swap rows' code with this kernel's maps).
+// A paged cache (kPaged; pages of 16-256 keys): the TMA views the pool (page_size, d, heads_kv,
+// num_pages). Pages of at least 64 keys hold whole tiles: an item is the same 64 × 64 box, from
+// tile (n·64 mod page_size) / 64 of page page_table[b][n·64 / page_size]. Pages of 16 and 32: an
+// item is four 16-key boxes of its 64 channels, lane j issuing box j (keys n·64 + 16j ..) from its
+// own page into rows 16j .. of the slot; the boxes wholly past key_hi (the last key any row sees)
+// are neither loaded nor expected, and their page-table entries never read (their slot rows: K's
+// scores masked, V's zeroed, as the rows past the cache's end of a whole tile). Page ids: the
+// issuing lanes hold their box's id of the warp's tiles k and k + 1 (the refills of tile k's loop
+// read those) in registers, and load tile k + 2's at the top of tile k, so that a refill never
+// waits for a global load (its latency under a tile of math). At entry every thread checks a share
+// of the ids the CTA reads (cta_pages_in_pool); one outside the pool gives the CTA no tiles and
+// NaN rows (merge length -1) and is recorded ({6, b, id}), as in the other decode kernels: a bad
+// id never reaches a TMA coordinate. The contiguous instantiation carries none of this (kPaged is
+// a template parameter: its SASS is the kernel's before paging).
 // Entry: launched as a programmatic dependent (DecodeParams::split_pdl) like kv16_split_*: the
 // barriers are initialised and the descriptors prefetched before griddepcontrol.wait; nothing in
 // global memory is read or written before it. Bad lengths (record_bad_length, NaN rows) and the
@@ -56,26 +70,82 @@
 namespace hopattn::attention {
 namespace kv16_mma_detail {
 
-// Item `part` (0 K_lo, 1 K_hi, 2 V_lo, 3 V_hi) of key tile n of sequence b's KV head h_kv into
-// ring slot `slot` at `smem`, onto `bar`. Lane 0 only; the caller orders the slot's reads before it.
+// Item `part` (0 K_lo, 1 K_hi, 2 V_lo, 3 V_hi) of key tile `tile` of `outer` in KV head h_kv into
+// ring slot `slot` at `smem`, onto `bar`: `outer` a sequence of the cache (cache_rows, d,
+// heads_kv, batch), or a page of the pool (page_size, d, heads_kv, num_pages); `outers` the view's
+// last extent. Lane 0 only; the caller orders the slot's reads before it.
 template <class Traits>
-CUTE_DEVICE void issue_item(typename Traits::Params const& p, uint64_t& bar, int h_kv, int b, int n, int part, int slot,
-                            typename Traits::Element* smem) {
+CUTE_DEVICE void issue_item(typename Traits::Params const& p, uint64_t& bar, int h_kv, int outer, int outers, int tile,
+                            int part, int slot, typename Traits::Element* smem) {
   using namespace cute;
   using Box = Shape<typename Traits::BlockN, typename Traits::SlotChannels>;
   Tensor sKV = make_tensor(make_smem_ptr(smem), typename Traits::SmemLayoutKV{});  // (BLK_N, 64, SLOT)
-  const auto shape = make_shape(max(p.cache_rows, 1), Int<Traits::kHeadDim>{}, p.heads_kv, p.batch);
+  const auto shape = make_shape(max(p.cache_rows, 1), Int<Traits::kHeadDim>{}, p.heads_kv, outers);
   auto const& tma = part < 2 ? p.tma_k : p.tma_v;
-  Tensor g = local_tile(tma.get_tma_tensor(shape)(_, _, h_kv, b), Box{}, make_coord(_, _));  // (BLK_N, 64, n, half)
+  Tensor g = local_tile(tma.get_tma_tensor(shape)(_, _, h_kv, outer), Box{}, make_coord(_, _));  // (BLK_N, 64, n, half)
   auto parts = tma_partition(tma, _0{}, Layout<_1>{}, group_modes<0, 2>(sKV), group_modes<0, 2>(g));
   cutlass::arch::fence_view_async_shared();
   cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&bar, Traits::kSlotBytes);
-  copy(tma.with(bar), get<0>(parts)(_, n, part % 2), get<1>(parts)(_, slot));
+  copy(tma.with(bar), get<0>(parts)(_, tile, part % 2), get<1>(parts)(_, slot));
+}
+
+// A pool of pages smaller than the tile: the channels of item `part` of 16-key box `box` of page
+// `page` (its keys 16·box ..) into rows 16·row_box .. of ring slot `slot`, onto `bar`. Called by
+// the lane that issues the box, after lane 0 expected the item's bytes (so that no box can land
+// before the count it completes).
+template <class Traits>
+CUTE_DEVICE void issue_page_box(typename Traits::Params const& p, uint64_t& bar, int h_kv, int page, int box, int part,
+                                int row_box, int slot, typename Traits::Element* smem) {
+  using namespace cute;
+  using Box = Shape<typename Traits::PageBox, typename Traits::SlotChannels>;
+  Tensor sKV = make_tensor(make_smem_ptr(smem), typename Traits::SmemLayoutKV{});  // (BLK_N, 64, SLOT)
+  Tensor sB = local_tile(sKV(_, _, slot), Box{}, make_coord(row_box, _0{}));       // (16, 64)
+  const auto shape = make_shape(max(p.cache_rows, 1), Int<Traits::kHeadDim>{}, p.heads_kv, max(p.num_pages, 1));
+  auto const& tma = part < 2 ? p.tma_k_box : p.tma_v_box;
+  Tensor g = local_tile(tma.get_tma_tensor(shape)(_, _, h_kv, page), Box{}, make_coord(_, _));  // (16, 64, box, half)
+  auto parts = tma_partition(tma, _0{}, Layout<_1>{}, group_modes<0, 2>(sB), group_modes<0, 2>(g));
+  cutlass::arch::fence_view_async_shared();
+  copy(tma.with(bar), get<0>(parts)(_, box, part % 2), get<1>(parts));
+}
+
+// kPaged: item `part` of the warp's key tile n from the pool into ring slot `slot`, onto `bar`;
+// `page`: the lane's page id (kv16_lane_page). Pages of at least the tile: lane 0, one box from
+// tile (n·64 mod page_size) / 64 of the page. Smaller pages: lane 0 expects the bytes of the boxes
+// below key_hi (the others are not loaded), then lanes 0-3 issue theirs. All lanes call it.
+template <class Traits>
+CUTE_DEVICE void issue_item_paged(typename Traits::Params const& p, uint64_t& bar, int h_kv, int n, int part, int slot,
+                                  typename Traits::Element* smem, int page, int key_hi, bool small_pages, int lane) {
+  constexpr int kBlockN = Traits::kBlockN, kBoxRows = Traits::kPageBoxRows;
+  const int in_page = (1 << p.page_shift) - 1;  // a key's offset in its page: key & in_page
+  if (!small_pages) {
+    if (lane == 0)
+      issue_item<Traits>(p, bar, h_kv, page, max(p.num_pages, 1), ((n * kBlockN) & in_page) / kBlockN, part, slot, smem);
+    return;
+  }
+  if (lane == 0) {
+    const int boxes = min(Traits::kPageBoxes, (key_hi - n * kBlockN + kBoxRows - 1) / kBoxRows);
+    cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(&bar, uint32_t(boxes) * Traits::kPageBoxBytes);
+  }
+  __syncwarp();
+  if (page >= 0)
+    issue_page_box<Traits>(p, bar, h_kv, page, ((n * kBlockN + lane * kBoxRows) & in_page) / kBoxRows, part, lane, slot, smem);
+}
+
+// kPaged: the page id of the lane's box of key tile n (its keys n·64 + 16·lane .. with pages
+// smaller than the tile, lanes 0-3; the tile's page, lane 0, with larger ones), or -1 where the
+// lane issues nothing: no tile (valid false), a lane past the boxes, a box wholly at or past
+// key_hi (never loaded, its entry maybe past the sequence's pages: never read).
+template <class Traits>
+CUTE_DEVICE int kv16_lane_page(typename Traits::Params const& p, const int32_t* pages, int n, bool valid, int key_hi,
+                               bool small_pages, int lane) {
+  const int key = n * Traits::kBlockN + Traits::kPageBoxRows * lane;
+  const bool issues = small_pages ? lane < Traits::kPageBoxes : lane == 0;
+  return valid && issues && key < key_hi ? pages[key >> p.page_shift] : -1;
 }
 
 }  // namespace kv16_mma_detail
 
-template <class Traits>
+template <class Traits, bool kPaged = false>
 __global__ void __launch_bounds__(Traits::kThreads, 1)
     decode_kv16_mma_warp_rings_kernel(CUTE_GRID_CONSTANT typename Traits::Params const p) {
   using namespace cute;
@@ -90,10 +160,15 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   auto& ss = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
+  const bool small_pages = kPaged && (1 << p.page_shift) < kBlockN;  // 16-key boxes (issue_item_paged)
 
   if (threadIdx.x == 0) {  // before griddepcontrol.wait: overlaps the kernel before this one
     cute::prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
     cute::prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
+    if (small_pages) {
+      cute::prefetch_tma_descriptor(p.tma_k_box.get_tma_descriptor());
+      cute::prefetch_tma_descriptor(p.tma_v_box.get_tma_descriptor());
+    }
     for (int s = 0; s < Traits::kStages; ++s) Barrier::init(&ss.full[s], 1);
     cutlass::arch::fence_barrier_init();
   }
@@ -105,21 +180,39 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   __syncthreads();  // the barriers are initialised
   t.set_length<typename Traits::Params, Traits::kTileRows, kBlockN>(p, len);
   if (t.bad && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) record_bad_length(p.error, t.b, t.len);
+  // A paged cache: every page the CTA reads (its keys below key_hi) must be in the pool, else the
+  // CTA takes no tile and writes NaN rows (the merge's length -1), the id recorded.
+  const int32_t* pages = kPaged ? p.page_table + int64_t(t.b) * p.pt_batch_stride : nullptr;
+  const bool bad_pages = kPaged && !t.bad && t.n_end > t.n_begin &&
+                         !cta_pages_in_pool<Traits::kThreads>(p, pages, t.n_begin * kBlockN, min(t.n_end * kBlockN, t.key_hi), t.b);
+  if (bad_pages) t.n_end = t.n_begin;
   const int n_blocks = t.n_end - t.n_begin;
   const int tiles = n_blocks > warp ? (n_blocks - warp + kWarps - 1) / kWarps : 0;  // this warp's: warp + kWarps·k
   const int items = kItems * tiles;
   const int n_first = t.n_begin + warp;
 
-  // Item j into slot kRing·warp + j % kRing. The warp read the slot's previous item before this
-  // call (its values are in registers, consumed by an mma): __syncwarp orders every lane's reads
-  // before lane 0's proxy fence and TMA.
-  auto issue = [&](int j) {
-    const int slot = kRing * warp + j % kRing;
+  // kPaged: the lane's page ids of the warp's tiles k and k + 1 (those the refills in tile k's
+  // loop read), tiles 0 and 1's read together (one latency); tile k + 2's is loaded at the top of
+  // tile k.
+  auto lane_page = [&](int k) {
+    return kv16_lane_page<Traits>(p, pages, n_first + kWarps * k, k < tiles, t.key_hi, small_pages, lane);
+  };
+  int page_cur = -1, page_next = -1;
+  if constexpr (kPaged) page_cur = lane_page(0), page_next = lane_page(1);
+  // Item j into slot kRing·warp + j % kRing (kPaged: from page `page`, the lane's id of its tile).
+  // The warp read the slot's previous item before this call (its values are in registers,
+  // consumed by an mma): __syncwarp orders every lane's reads before the issuing lanes' proxy
+  // fence and TMA.
+  auto issue = [&](int j, int page) {
+    const int slot = kRing * warp + j % kRing, n = n_first + kWarps * (j / kItems);
     __syncwarp();
-    if (lane == 0) issue_item<Traits>(p, ss.full[slot], t.h_kv, t.b, n_first + kWarps * (j / kItems), j % kItems, slot, ss.kv.data());
+    if constexpr (kPaged)
+      issue_item_paged<Traits>(p, ss.full[slot], t.h_kv, n, j % kItems, slot, ss.kv.data(), page, t.key_hi, small_pages, lane);
+    else if (lane == 0)
+      issue_item<Traits>(p, ss.full[slot], t.h_kv, t.b, p.batch, n, j % kItems, slot, ss.kv.data());
   };
   CUTE_NO_UNROLL
-  for (int j = 0; j < min(kRing, items); ++j) issue(j);
+  for (int j = 0; j < min(kRing, items); ++j) issue(j, page_cur);  // tile 0's K_lo, K_hi, V_lo
 
   // The lane's ldmatrix offsets (kv16_k_ldsm_offset, kv16_v_ldsm_offset): m-tile mt of K and k16
   // step sp of V add 2 KB each.
@@ -138,6 +231,8 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
   CUTE_NO_UNROLL
   for (int k = 0; k < tiles; ++k) {
     const int n = n_first + kWarps * k, j0 = kItems * k;
+    int page_ahead = -1;  // kPaged: tile k + 2's, first read by tile k + 1's second refill
+    if constexpr (kPaged) page_ahead = lane_page(k + 2);
     float s_acc[4][4];  // Sᵀ: (key kv16_swap_s_key(mt, e, g), row 2c + e % 2)
     CUTE_UNROLL
     for (int mt = 0; mt < 4; ++mt) s_acc[mt][0] = s_acc[mt][1] = s_acc[mt][2] = s_acc[mt][3] = 0.0f;
@@ -146,7 +241,7 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
       const int j = j0 + h;
       Barrier::wait(&ss.full[kRing * warp + j % kRing], (j / kRing) & 1);
       tile_scores_kv16<Element>(s_acc, ring + (j % kRing) * kSlotBytes, k_off, qb, h);
-      if (j + kRing < items) issue(j + kRing);
+      if (j + kRing < items) issue(j + kRing, h == 0 ? page_cur : page_next);  // V_hi of tile k, K_lo of k + 1
     }
     float alpha[2];
     int8_mma_detail::online_softmax_swap<Kv16SwapMaps>(s_acc, m_run, l_run, alpha, n, mask_from, limit, scale_log2, g);
@@ -165,15 +260,16 @@ __global__ void __launch_bounds__(Traits::kThreads, 1)
         __syncwarp();
       }
       tile_pv_kv16<Element>(o, pb, slot, v_off, h);
-      if (j + kRing < items) issue(j + kRing);
+      if (j + kRing < items) issue(j + kRing, page_next);  // K_hi, V_lo of tile k + 1
     }
+    if constexpr (kPaged) page_cur = page_next, page_next = page_ahead;
   }
   // The combine (a programmatic dependent) may launch once every CTA is here; its
   // griddepcontrol.wait holds its reads until this grid is done.
   asm volatile("griddepcontrol.launch_dependents;");
   // Every issued item was waited for, so the ring is quiet once all warps pass the merge's barrier.
   int8_mma_detail::merge_and_store_swap<Traits, Kv16SwapMaps>(p, reinterpret_cast<float*>(ss.kv.data()), o, m_run,
-                                                               l_run, t.seq_len, warp, lane);
+                                                               l_run, bad_pages ? -1 : t.seq_len, warp, lane);
 }
 
 }  // namespace hopattn::attention
