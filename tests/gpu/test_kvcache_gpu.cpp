@@ -1644,7 +1644,7 @@ TEST_P(KvCacheGpu, PagedCacheMatchesTheContiguousCacheBitForBit) {
   for (KvCase c : cases)
     for (const std::string& kernel : kernels) {
       c.kernel = kernel;
-      if (!row_takes(kernel, c, true)) continue;  // kv16_mma_swap_8w_1cta reads contiguous caches only
+      if (!row_takes(kernel, c, true)) continue;  // a row's max_rows (kv16_mma_swap_8w_1cta: 8)
       KvRun run(c);
       const CaseResult r = run_case(run, references_of(run));
       print_result(c, r);
@@ -2848,8 +2848,9 @@ TEST_P(KvCacheGpu, Kv16MmaSwapMatchesTheReference) {
 }
 
 // What kv16_mma_swap_8w_1cta does not take, forced on it, is refused with the reason and writes
-// nothing: more than 8 packed rows (q_len 3 at group 4: 12), a sliding window, a softcap, sinks, a
-// paged cache. The 12-row call unpacked (pack_gqa 0: 3 rows a query head) runs and matches.
+// nothing: more than 8 packed rows (q_len 3 at group 4: 12), a sliding window, a softcap, sinks.
+// The 12-row call unpacked (pack_gqa 0: 3 rows a query head) runs and matches. (A paged cache it
+// takes: Kv16MmaSwapPagedMatchesTheReference.)
 TEST_P(KvCacheGpu, Kv16MmaSwapRefusedCallsWriteNothing) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
@@ -2897,9 +2898,135 @@ TEST_P(KvCacheGpu, Kv16MmaSwapRefusedCallsWriteNothing) {
     KvRun run(c);
     expect_refused(run, run.args, options);
   }
-  KvRun run(base);
-  const PagedCopy pc = make_paged_copy(run, 128, 61001);
-  expect_refused(run, paged_args_of(run, pc, 128), "kernel 'kv16_mma_swap_8w_1cta' does not take a paged cache");
+}
+
+// kv16_mma_swap_8w_1cta over paged caches, forced by name (the defaults keep paged calls on the
+// split kernels until it is measured there). Each case runs first on the contiguous cache against
+// the fp64 reference (the row forced), then over pools of pages of 16, 32, 64, 128 and 256 tokens
+// in shuffled order (spare pages NaN) through the same row on poisoned outputs: the contiguous
+// bytes (the same tiles and math: the rows past each length hold NaN, and the 16-key boxes past
+// the last key that pages of 16 and 32 leave unloaded hold stale rows, both masked and zeroed
+// alike) and no device record. Cases: q_len 1 at 64:8 over a ragged batch (an empty cache, 1, 17,
+// 63, 64, 65, 113, 1000 and 8191 keys) split 1, 3 and 16 ways and the heuristic's; 8 rows with
+// causal masking among them and without: q_len 2 at 32:8 and 4 at 16:8 packed, q_len 8 of one
+// query head (pack_gqa 0); q_len 3 at 8:8 (3 rows a head); q_len 1 at 32:8 (4 rows) split 4 ways.
+// Then a bad page id among the pages a sequence reads (pages of 16, 32, 64, 256; one split and
+// four; with pages of 16 and 32 the id of a tile's second 16-key box, lane 1's): that sequence's
+// O and LSE rows NaN, the record naming page_table, the sequence and the id, the others' rows the
+// contiguous cache's bit for bit; a bad id in the first page wholly past a sequence's length
+// (with small pages: in the last tile, a box past key_hi) is never read. And a sequence of 100
+// keys (two tiles) split 4 ways (two splits empty) whose last page is bad (with pages of 16 lane
+// 2's box): the combine takes its NaN partial as bad.
+TEST_P(KvCacheGpu, Kv16MmaSwapPagedMatchesTheReference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (compiled_kernel_names("decode", cfg.hdim, kKv16Mma).empty()) return;  // Kv16MmaSwapMatchesTheReference: refused by name
+  std::vector<KvCase> cases;
+  uint64_t seed = 62000;
+  for (int splits : {1, 3, 16, 0}) {
+    KvCase c = make(cfg, 1, 64, 8, 8192 + 256, {0, 1, 17, 63, 64, 65, 113, 1000, 8191}, false, seed++);
+    c.num_splits = splits, c.stale_nan = true;
+    cases.push_back(c);
+  }
+  const struct { int sq, hq, hkv, pack; } rows[] = {{2, 32, 8, -1}, {4, 16, 8, -1}, {8, 64, 8, 0}, {3, 8, 8, -1}};
+  for (auto r : rows)
+    for (int causal = 0; causal < 2; ++causal) {
+      KvCase c = make(cfg, r.sq, r.hq, r.hkv, 2048, {8, 17, 64, 65, 113, 1000, 2048}, causal != 0, seed++);
+      c.num_splits = causal ? 3 : 0, c.pack_gqa = r.pack, c.stale_nan = true;
+      cases.push_back(c);
+    }
+  KvCase four = make(cfg, 1, 32, 8, 1024, {1000, 65, 1}, false, seed++);
+  four.num_splits = 4, four.stale_nan = true;
+  cases.push_back(four);
+  int passed = 0, paged = 0;
+  for (KvCase c : cases) {
+    c.kernel = kKv16Mma;
+    ASSERT_TRUE(row_takes(c.kernel, c, true)) << c.to_string();
+    KvRun run(c);
+    const CaseResult r = run_case(run, references_of(run));
+    print_result(c, r);
+    ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+    passed += r.pass;
+    const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+    for (int page : {16, 32, 64, 128, 256}) {
+      const std::string what = c.to_string() + " page " + std::to_string(page);
+      const PagedCopy pc = make_paged_copy(run, page, seed++);
+      const KvCacheArgs a = paged_args_of(run, pc, page);
+      EXPECT_STREQ(experimental::plan_kvcache_attention(a, sm_count(), run.overrides).kernel, kKv16Mma) << what;
+      run.poison(nullptr);
+      const Status s = launch_args(a, run.overrides);
+      ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
+      EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what;
+      const bool same = run.o_bytes() == o0 && run.lse_bytes() == lse0;
+      EXPECT_TRUE(same) << what << ": O or LSE differs from the contiguous cache's";
+      paged += same;
+    }
+  }
+  std::printf("%d of %zu contiguous %s cases passed, %d of %zu paged calls gave their bytes\n", passed, cases.size(),
+              kKv16Mma, paged, cases.size() * 5);
+  // A bad page id: sequence 1 (500 keys) reads key 336 (box 1 of its tile 5), sequence 0 (660
+  // keys) never reads the first page past its length.
+  for (int page : {16, 32, 64, 256})
+    for (int splits : {1, 4}) {
+      KvCase c = make(cfg, 1, 32, 8, 1024, {660, 500, 900}, false, seed++);
+      c.num_splits = splits, c.kernel = kKv16Mma, c.stale_nan = true;
+      const std::string what = c.to_string() + " page " + std::to_string(page);
+      KvRun run(c);
+      run.poison(nullptr);
+      ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << what;
+      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::vector<float> o0 = run.host_o_full();
+      PagedCopy pc = make_paged_copy(run, page, seed++);
+      std::vector<int32_t> table = pc.layout.table;
+      table[size_t(1) * pc.max_pages + 336 / page] = pc.layout.num_pages + 5;
+      table[size_t(0) * pc.max_pages + (660 + page - 1) / page] = -3;
+      HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+      run.poison(nullptr);
+      ASSERT_TRUE(launch_args(paged_args_of(run, pc, page), run.overrides).ok()) << what;
+      const std::vector<float> o = run.host_o_full(), lse = run.host_lse();
+      const int64_t row = int64_t(c.heads_q) * c.hdim;  // q and o contiguous, seqlen_q 1
+      for (int b = 0; b < 3; ++b)
+        for (int64_t i = 0; i < row; ++i) {
+          const float x = o[size_t(b * row + i)], x0 = o0[size_t(b * row + i)];
+          if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's O is not NaN at " << i;
+          else ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << what << ": sequence " << b << " changed at " << i;
+        }
+      for (int h = 0; h < c.heads_q; ++h) EXPECT_TRUE(std::isnan(lse[size_t(1 * c.heads_q + h)])) << what << ": LSE of sequence 1";
+      const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+      const std::string msg = rec.message;
+      EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
+      EXPECT_NE(msg.find("page_table"), std::string::npos) << what << ": " << msg;
+      EXPECT_TRUE(mentions_number(msg, 1)) << what << ": " << msg;
+      EXPECT_TRUE(mentions_number(msg, pc.layout.num_pages + 5)) << what << ": " << msg;
+      EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what << ": the record was not cleared";
+    }
+  // 100 keys split 4 ways: splits 1 and 3 hold tiles 0 and 1, 0 and 2 none (LSE -inf).
+  for (int page : {16, 128}) {
+    KvCase c = make(cfg, 1, 32, 8, 1024, {100, 700}, false, seed++);
+    c.num_splits = 4, c.kernel = kKv16Mma;
+    const std::string what = c.to_string() + " page " + std::to_string(page);
+    KvRun run(c);
+    run.poison(nullptr);
+    ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << what;
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> o0 = run.host_o_full();
+    PagedCopy pc = make_paged_copy(run, page, seed++);
+    std::vector<int32_t> table = pc.layout.table;
+    table[size_t(96 / page)] = -1;  // the page of sequence 0's keys 96..99 (all of them with pages of 128)
+    HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+    run.poison(nullptr);
+    ASSERT_TRUE(launch_args(paged_args_of(run, pc, page), run.overrides).ok()) << what;
+    const std::vector<float> o = run.host_o_full(), lse = run.host_lse();
+    const int64_t row = int64_t(c.heads_q) * c.hdim;
+    for (int64_t i = 0; i < row; ++i) {
+      ASSERT_TRUE(std::isnan(o[size_t(i)])) << what << ": sequence 0's O is not NaN at " << i;
+      ASSERT_EQ(std::memcmp(&o[size_t(row + i)], &o0[size_t(row + i)], sizeof(float)), 0) << what << ": sequence 1 changed";
+    }
+    for (int h = 0; h < c.heads_q; ++h) EXPECT_TRUE(std::isnan(lse[size_t(h)])) << what << ": LSE of sequence 0";
+    const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+    EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
+    EXPECT_TRUE(mentions_number(rec.message, -1)) << what << ": " << rec.message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);
