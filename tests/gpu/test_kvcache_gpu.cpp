@@ -2778,7 +2778,7 @@ TEST_P(KvCacheGpu, ChunkPathPackedConfigurations) {
 constexpr const char* kKv16Mma = "kv16_mma_swap_8w_1cta";
 
 // The 16-bit mma.sync kernel with the keys as the mma's M (kernel/sm90_decode_kv16_mma.hpp: at
-// most 8 packed rows a row group, contiguous caches, no options) against the fp64 reference, every
+// most 8 packed rows a row group, no options) on contiguous caches against the fp64 reference, every
 // case called twice on poisoned outputs (the same bytes), the plan naming the row: q_len 1 at
 // groups 1, 4 and 8 (8:8, 32:8, 64:8) over lengths 1, 17, 113, 1000 and 8192 in caches 77
 // positions longer holding NaN past each length, one split, the heuristic's and 5 (causal); a
