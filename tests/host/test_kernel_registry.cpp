@@ -312,38 +312,41 @@ TEST(DecodeRegistry, DefaultsStayWithinTheirRowsLimits) {
     }
 }
 
-// A 16-bit hdim-128 call of at most 8 packed rows under 1.5 waves of tiles runs the mma.sync row
-// when it is plain (a contiguous cache, no options); a paged one (which the row reads, forced by
-// name: not yet measured there) keeps kv16_split_2cta for pages under 128 tokens and
-// kv16_split_1cta otherwise; one with options, one of 9 rows, hdim 64 or 256 keep
-// kv16_split_1cta, and 1.5 waves of tiles kv16_split_2cta.
+// A 16-bit hdim-128 call of at most 8 packed rows under 1.5 waves of tiles and without options
+// runs the mma.sync row, contiguous or paged (any page size); one with options, one of 9 rows,
+// hdim 64 or 256 keep kv16_split_1cta (kv16_split_2cta for pages under 128 tokens at hdim 128),
+// and 1.5 waves of tiles kv16_split_2cta.
 TEST(DecodeRegistry, FewPlainRowsTakeTheMmaSyncRow) {
   constexpr const char* kMma = "kv16_mma_swap_8w_1cta";
   for (int64_t rows : {1, 2, 5, 8})
     for (int64_t tiles : {1, 8, 64, 197}) {
       EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, 0, false)->kernel, kMma)
           << rows << " rows, " << tiles << " tiles";
-      for (int page : {128, 256})
-        EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, page, false)->kernel, "kv16_split_1cta")
+      for (int page : {16, 32, 64, 128, 256}) {
+        EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, page, false)->kernel, kMma)
             << "page " << page;
+        EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, page, true)->kernel,
+                     page < 128 ? "kv16_split_2cta" : "kv16_split_1cta")
+            << "page " << page << " with options";
+      }
       EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, 0, true)->kernel, "kv16_split_1cta");
-      for (int page : {16, 32, 64})
-        EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, page, false)->kernel, "kv16_split_2cta")
-            << "page " << page;
       for (int hdim : {64, 256})
         EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, hdim, rows, tiles, 132, 0, false)->kernel, "kv16_split_1cta");
     }
   EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 9, 8, 132, 0, false)->kernel, "kv16_split_1cta");
   EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 8, 198, 132, 0, false)->kernel, "kv16_split_2cta");
+  EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 8, 198, 132, 16, false)->kernel, "kv16_split_2cta");
+  EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 9, 8, 132, 16, false)->kernel, "kv16_split_2cta");
   EXPECT_STREQ(decode_default_rule(DecodeCache::kInt8, 128, 8, 8, 132, 0, false)->kernel, "kv8_mma_swap_8w_1cta");
-  // The row itself takes paged caches (its limits: no options only); its rule keeps them away.
+  // The row takes paged caches (its limits: no options only), and its rule sends it them.
   const int k = decode_kernel_index(kMma, DecodeCache::k16Bit, 128);
   ASSERT_GE(k, 0);
   EXPECT_EQ(kDecodeKernels[k].limits, kDecodeNoOptions);
   int count = 0;
   const DecodeDefaultRule* rules = decode_default_rules(&count);
   for (int i = 0; i < count; ++i)
-    if (std::string(rules[i].kernel) == kMma) EXPECT_TRUE(rules[i].contiguous_only && rules[i].no_options) << "rule " << i;
+    if (std::string(rules[i].kernel) == kMma) EXPECT_TRUE(!rules[i].contiguous_only && rules[i].no_options) << "rule " << i;
+  EXPECT_EQ(kDecodeKernels[k].split_keys, 512);
 }
 
 TEST(DecodeRegistry, IdsAreUniquePerCacheType) {

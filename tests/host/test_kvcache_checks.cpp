@@ -374,7 +374,7 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   a = valid_args();
   a.pack_gqa = 0;  // one row a row group, 128 tiles: still under 1.5 waves
   EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv16_mma_swap_8w_1cta");
-  EXPECT_STREQ(plan_kvcache_attention(paged_args(), kSms).kernel, "kv16_split_1cta");  // pages of 128: not the mma row's
+  EXPECT_STREQ(plan_kvcache_attention(paged_args(), kSms).kernel, "kv16_mma_swap_8w_1cta");  // pages of 128 too
   a = valid_args();
   a.softcap = 30.0f;
   EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv16_split_1cta");  // options: not the mma row's
@@ -1902,6 +1902,25 @@ TEST(KvCachePlan, RowLimitsAreRefusedWithTheReason) {
   EXPECT_STREQ(p.kernel, kRow);
   EXPECT_TRUE(p.pack_gqa);
   EXPECT_EQ(p.num_splits, 8);  // 16 tiles of one CTA per SM, as kv16_split_1cta's plan
+  {
+    // Its splits are at least 512 keys (split_keys): a 1 x 1024 cache splits 2 ways, not 8 (the
+    // 8 warps take one 64-key tile each); forced, it still takes up to a split per 128 keys.
+    KvCacheArgs s = valid_args();
+    for (Tensor* t : {&s.q, &s.o}) t->shape[0] = 1;
+    s.lse.shape[0] = 1;
+    for (Tensor* t : {&s.k_cache, &s.v_cache}) *t = tensor_bshd(t->data, t->dtype, 1, 1024, 4, 128);
+    s.cache_seqlens.shape[0] = 1;
+    ASSERT_TRUE(check(s).ok()) << check(s).to_string();
+    EXPECT_STREQ(plan_kvcache_attention(s, kSms).kernel, kRow);
+    EXPECT_EQ(plan_kvcache_attention(s, kSms).num_splits, 2);
+    experimental::Overrides split1;
+    split1.decode_kernel = "kv16_split_1cta";
+    EXPECT_EQ(experimental::plan_kvcache_attention(s, kSms, split1).num_splits, 8);
+    s.num_splits = 8;
+    EXPECT_EQ(plan_kvcache_attention(s, kSms).num_splits, 8);
+    s.num_splits = 100;
+    EXPECT_EQ(plan_kvcache_attention(s, kSms).num_splits, 8);
+  }
   EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, kRow);  // the default of this call
   a = with_qlen(valid_args(), 2);
   expect_error(forced(a),
@@ -1914,12 +1933,11 @@ TEST(KvCachePlan, RowLimitsAreRefusedWithTheReason) {
   a.pack_gqa = 0;
   expect_error(forced(a), "takes at most 8 query rows a row group; this call has 9 (seqlen_q 9, one query head a row group)",
                StatusCode::kNotSupported);
-  // A paged cache: the row reads it when forced (its defaults row keeps paged calls on the split
-  // kernels: no measurement yet).
+  // A paged cache: the row reads it, forced or by default.
   a = paged_args();
   EXPECT_TRUE(forced(a).ok()) << forced(a).to_string();
   EXPECT_STREQ(experimental::plan_kvcache_attention(a, kSms, o).kernel, kRow);
-  EXPECT_STRNE(plan_kvcache_attention(a, kSms).kernel, kRow);
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, kRow);
   const std::string options = "kernel 'kv16_mma_swap_8w_1cta' does not take a sliding window, softcap or sinks";
   a = valid_args();
   a.window = 1, a.window_left = 128, a.window_right = 0;

@@ -32,6 +32,9 @@ struct DecodeKernelSpec {
   const char* detail; // what the kernel is, for `hopattn info`
   int max_rows = 0;   // > 0: at most this many query rows a row group (seqlen_q, times the GQA group when packed)
   unsigned limits = 0;  // kDecodeNoPages | kDecodeNoOptions | kDecodeNamedOnly
+  // > 0: the split heuristic gives a split at least this many keys (else kvcache_check.cpp's
+  // kSplitKeys, 128); a forced num_splits is still capped at one split per 128 keys.
+  int split_keys = 0;
 };
 
 inline constexpr unsigned kHd64 = 1, kHd128 = 2, kHd256 = 4;
@@ -44,13 +47,13 @@ inline constexpr DecodeKernelSpec kDecodeKernels[] = {
   {"kv16_split_2cta", 2, DecodeCache::k16Bit, kHd64 | kHd128,
    "64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM"},
   // 16-bit cache with mma.sync warps that each load their own tiles (sm90_decode_kv16_mma.hpp):
-  // kv8_mma_swap_8w_1cta without the dequantization; the default of the contiguous calls without
-  // options of at most 8 packed rows (decode_defaults.cpp). Paged caches: forced by name only
-  // until measured (its defaults row is contiguous_only).
+  // kv8_mma_swap_8w_1cta without the dequantization; the default of the calls without options of
+  // at most 8 packed rows, contiguous or paged (decode_defaults.cpp). Its 8 warps take one 64-key
+  // tile each at a time: the split heuristic gives a split at least 512 keys (H100 s20 sweep).
   {"kv16_mma_swap_8w_1cta", 25, DecodeCache::k16Bit, kHd128,
    "8 mma.sync warps, keys as the mma's M, 8 packed rows a row group at most, contiguous or paged caches, no "
    "options, one CTA per SM",
-   8, kDecodeNoOptions},
+   8, kDecodeNoOptions, 512},
   // int8 cache, converted to 16 bits in shared memory by a transform warpgroup, then WGMMA.
   {"kv8_wgmma_1c_1cta", 2, DecodeCache::kInt8, kHd64 | kHd128 | kHd256,
    "one consumer warpgroup, one CTA per SM"},
