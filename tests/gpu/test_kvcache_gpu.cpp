@@ -820,6 +820,24 @@ KvCase make(const Config& cfg, int sq, int hq, int hkv, int max_len, std::vector
   return c;
 }
 
+// Whether decode row `kernel` ("": the default choice) takes case c, over a paged cache when
+// `paged`: its registry limits (decode_registry.hpp: max_rows, a row group's query rows as the plan
+// counts them; kDecodeNoPages; kDecodeNoOptions). The loops that run every kv16 row by name skip
+// the cases a row does not take; the plan refuses them (Kv16MmaSwapRefusedCallsWriteNothing, and
+// the host's KvCacheChecks.RowLimitsAreRefusedWithTheReason).
+bool row_takes(const std::string& kernel, const KvCase& c, bool paged = false) {
+  for (const attention::DecodeKernelSpec& k : attention::kDecodeKernels) {
+    if (kernel != k.name) continue;
+    const int group = c.heads_q / c.heads_kv;
+    const bool packed = c.pack_gqa >= 0 ? c.pack_gqa == 1 : group > 1 && c.seqlen_q * group <= 128;  // the plan's rule
+    const int rows = packed ? c.seqlen_q * group : c.seqlen_q;
+    const bool options = c.window || c.softcap > 0.0f || !c.sinks.empty();
+    return !(k.max_rows > 0 && rows > k.max_rows) && !(paged && (k.limits & attention::kDecodeNoPages) != 0) &&
+           !(options && (k.limits & attention::kDecodeNoOptions) != 0);
+  }
+  return true;
+}
+
 // MHA 8:8, GQA 8:2, 8:1, MQA 4:1, and a group of 3 (6:2) × seqlen_q 1, 2, 7, 16 × causal, each
 // over a ragged batch {short, 17, 333} in a cache of 1030 positions; heuristic splits/packing.
 std::vector<KvCase> grouping_grid(const Config& cfg) {
@@ -1025,7 +1043,7 @@ TEST_P(KvCacheGpu, SanitizerSmallShapes) {
   for (size_t i = 0; i < kv16.size(); ++i) {
     c = make(cfg, 2, 4, 1, 1200, {1200, 130}, true, 10200 + i);
     c.num_splits = 3, c.kernel = kv16[i];
-    grid.push_back(c);
+    if (row_takes(c.kernel, c)) grid.push_back(c);  // 8 packed rows: kv16_mma_swap_8w_1cta's too
   }
   EXPECT_GE(kv8.size(), 1u);
   EXPECT_GE(kv16.size(), 1u);
@@ -1192,7 +1210,7 @@ TEST_P(KvCacheGpu, RepeatedRunsAreBitIdentical) {
   for (const std::string& k : compiled_kernel_names("decode", cfg.hdim, "kv16_")) {
     KvCase c = forced;
     c.kernel = k, c.seed = seed++;
-    cases.push_back(c);
+    if (row_takes(k, c)) cases.push_back(c);  // 7 unpacked rows: every kv16 row
   }
   for (const std::string& k : compiled_kernel_names("decode", cfg.hdim, "kv8_")) {
     KvCase c = make(cfg, 1, 16, 2, 4096, {4096, 3001}, false, seed++);
@@ -1472,6 +1490,7 @@ TEST_P(KvCacheGpu, EveryKernelMatchesTheReference) {
         c.int8 = int8 != 0, c.num_splits = causal < 2 ? 3 : 0, c.quant_block = causal % 2 ? 64 : 128, c.outliers = int8 != 0;
         c.pack_gqa = causal == 3 ? 0 : -1;
         c.kernel = kernels[i];
+        if (!row_takes(c.kernel, c)) continue;  // kv16_mma_swap_8w_1cta: not q_len 7 packed (28 rows)
         KvRun run(c);
         const References ref = references_of(run);
         const CaseResult r = run_case(run, ref);
@@ -1500,13 +1519,13 @@ TEST_P(KvCacheGpu, Kv16KernelsOnRaggedSplitBatches) {
       for (int causal = 0; causal < 2; ++causal) {
         KvCase c = make(cfg, causal ? 7 : 1, 16, 4, 3000, {3000, 129, causal ? 7 : 0, 2047, 700}, causal != 0, seed++);
         c.num_splits = splits, c.kernel = k;
-        cases.push_back(c);
+        if (row_takes(k, c)) cases.push_back(c);
       }
     for (int causal = 0; causal < 2; ++causal)
       for (int sq : {1, 3}) {
         KvCase c = make(cfg, sq, 8, 2, 9000, {9000, 0, 4097, 700}, causal != 0, seed++);
         c.num_splits = 7, c.kernel = k;
-        cases.push_back(c);
+        if (row_takes(k, c)) cases.push_back(c);
       }
   }
   for (const KvCase& c : cases) {
@@ -1625,6 +1644,7 @@ TEST_P(KvCacheGpu, PagedCacheMatchesTheContiguousCacheBitForBit) {
   for (KvCase c : cases)
     for (const std::string& kernel : kernels) {
       c.kernel = kernel;
+      if (!row_takes(kernel, c, true)) continue;  // a row's max_rows (kv16_mma_swap_8w_1cta: 8)
       KvRun run(c);
       const CaseResult r = run_case(run, references_of(run));
       print_result(c, r);
@@ -2093,6 +2113,7 @@ TEST_P(KvCacheGpu, OptionsOnEveryKernelAndManyRows) {
       KvCase c = with_options(make(cfg, 70, 2, 2, 1030, {1030, 500, 70}, causal != 0, seed++),
                               {true, 100, causal ? 0 : 20, causal != 0, 10.0f, true, 1.0f});
       c.kernel = kernel, c.num_splits = 3;
+      if (!row_takes(kernel, c)) continue;  // kv16_mma_swap_8w_1cta takes no options
       KvRun run(c);
       const CaseResult r = run_case(run, references_of(run));
       std::printf("kernel %s: ", kernel.c_str());
@@ -2103,6 +2124,7 @@ TEST_P(KvCacheGpu, OptionsOnEveryKernelAndManyRows) {
       KvCase c = with_options(make(cfg, 1, 8, 1, 9000, {9000, 700, 6999}, true, seed++),
                               {true, 700, 0, true, 0.0f, splits != 4, 1.0f});
       c.kernel = kernel, c.num_splits = splits;
+      if (!row_takes(kernel, c)) continue;
       KvRun run(c);
       const CaseResult r = run_case(run, references_of(run));
       std::printf("kernel %s: ", kernel.c_str());
@@ -2749,6 +2771,262 @@ TEST_P(KvCacheGpu, ChunkPathPackedConfigurations) {
         ++total;
       }
   print_packed_summary("ChunkPathPackedConfigurations", passed, total);
+}
+
+// ---- kv16_mma_swap_8w_1cta (experimental: forced by name, never a default) ---------------------
+
+constexpr const char* kKv16Mma = "kv16_mma_swap_8w_1cta";
+
+// The 16-bit mma.sync kernel with the keys as the mma's M (kernel/sm90_decode_kv16_mma.hpp: at
+// most 8 packed rows a row group, no options) on contiguous caches against the fp64 reference, every
+// case called twice on poisoned outputs (the same bytes), the plan naming the row: q_len 1 at
+// groups 1, 4 and 8 (8:8, 32:8, 64:8) over lengths 1, 17, 113, 1000 and 8192 in caches 77
+// positions longer holding NaN past each length, one split, the heuristic's and 5 (causal); a
+// batch of mixed lengths (empty, one key, the tile edges 63-65, 113, 1000, 8192) split 1, 3 and 16
+// ways; 8 rows with causal masking among them: q_len 2 at group 4 and q_len 4 at group 2 packed,
+// q_len 8 of one query head (pack_gqa 0); and a bad length between good ones (NaN rows, the
+// record). At a head dim without the row: refused by name, nothing written.
+TEST_P(KvCacheGpu, Kv16MmaSwapMatchesTheReference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (compiled_kernel_names("decode", cfg.hdim, kKv16Mma).empty()) {
+    KvCase c = make(cfg, 1, 32, 8, 256, {256}, false, 60999);
+    c.kernel = kKv16Mma;
+    KvRun run(c);
+    run.poison(nullptr);
+    const hopattn_status_t s = run.launch(nullptr);
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::string msg = status_string(s);
+    EXPECT_EQ(s.code, HOPATTN_NOT_SUPPORTED) << msg;
+    EXPECT_NE(msg.find("'" + std::string(kKv16Mma) + "' does not exist for a 16-bit cache at hdim " + std::to_string(cfg.hdim)),
+              std::string::npos) << msg;
+    const std::vector<float> o = run.host_o_full();
+    EXPECT_TRUE(std::all_of(o.begin(), o.end(), [](float x) { return std::isnan(x); })) << "a refused call wrote O";
+    return;
+  }
+  std::vector<KvCase> cases;
+  uint64_t seed = 60000;
+  const struct { int hq, hkv; } groups[] = {{8, 8}, {32, 8}, {64, 8}};
+  for (auto g : groups)
+    for (int len : {1, 17, 113, 1000, 8192})
+      for (int splits : {1, 0, 5}) {
+        KvCase c = make(cfg, 1, g.hq, g.hkv, len + 77, {len}, splits == 5, seed++);
+        c.num_splits = splits, c.stale_nan = true;
+        cases.push_back(c);
+      }
+  for (int splits : {1, 3, 16}) {
+    KvCase c = make(cfg, 1, 32, 8, 8192 + 40, {0, 1, 63, 64, 65, 113, 1000, 8192}, false, seed++);
+    c.num_splits = splits, c.stale_nan = true;
+    cases.push_back(c);
+  }
+  const struct { int sq, hq, hkv, pack; } eight_rows[] = {{2, 32, 8, -1}, {4, 16, 8, -1}, {8, 64, 8, 0}};
+  for (auto r : eight_rows)
+    for (int causal = 0; causal < 2; ++causal)
+      for (int splits : {1, 0}) {
+        KvCase c = make(cfg, r.sq, r.hq, r.hkv, 8192 + 40, {8, 17, 64, 65, 1000, 8192}, causal != 0, seed++);
+        c.num_splits = splits, c.pack_gqa = r.pack, c.stale_nan = causal != 0;
+        cases.push_back(c);
+      }
+  KvCase bad = make(cfg, 1, 64, 8, 1100, {1000, -1, 17}, false, seed++);
+  bad.num_splits = 3, bad.stale_nan = true;
+  cases.push_back(bad);
+  int passed = 0;
+  for (KvCase c : cases) {
+    c.kernel = kKv16Mma;
+    ASSERT_TRUE(row_takes(c.kernel, c)) << c.to_string();
+    KvRun run(c);
+    EXPECT_STREQ(run.plan().kernel, kKv16Mma) << c.to_string();
+    CaseResult r;
+    check_case_and_repeat(run, &r);  // and a second call: the same bytes
+    if (HasFatalFailure()) return;
+    passed += r.pass;
+    const auto bad_len = std::find_if(c.lens.begin(), c.lens.end(), [&](int32_t l) { return !c.valid_len(l); });
+    if (bad_len != c.lens.end())
+      expect_device_report(nullptr, int(bad_len - c.lens.begin()), *bad_len, c.to_string() + " (two calls)");
+  }
+  std::printf("%d of %zu %s cases passed\n", passed, cases.size(), kKv16Mma);
+}
+
+// What kv16_mma_swap_8w_1cta does not take, forced on it, is refused with the reason and writes
+// nothing: more than 8 packed rows (q_len 3 at group 4: 12), a sliding window, a softcap, sinks.
+// The 12-row call unpacked (pack_gqa 0: 3 rows a query head) runs and matches. (A paged cache it
+// takes: Kv16MmaSwapPagedMatchesTheReference.)
+TEST_P(KvCacheGpu, Kv16MmaSwapRefusedCallsWriteNothing) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (compiled_kernel_names("decode", cfg.hdim, kKv16Mma).empty()) return;  // Kv16MmaSwapMatchesTheReference: refused by name
+  KvCase base = make(cfg, 1, 32, 8, 1024, {1000, 17}, true, 61000);
+  base.kernel = kKv16Mma;
+  auto expect_refused = [&](KvRun& run, const KvCacheArgs& a, const std::string& needle) {
+    const std::string what = run.kcase().to_string();
+    run.poison(nullptr);
+    const Status s = launch_args(a, run.overrides);
+    EXPECT_EQ(s.code(), StatusCode::kNotSupported) << what << ": " << s.to_string();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << what << ": " << s.message();
+    const std::vector<float> o = run.host_o_full();
+    EXPECT_TRUE(std::all_of(o.begin(), o.end(), [](float x) { return std::isnan(x); })) << what << ": a refused call wrote O";
+  };
+  KvCase c = base;
+  c.seqlen_q = 3;
+  {
+    KvRun run(c);
+    expect_refused(run, run.args, "kernel 'kv16_mma_swap_8w_1cta' takes at most 8 query rows a row group; this call has 12");
+  }
+  c.pack_gqa = 0;  // a row group is one query head's 3 rows
+  {
+    KvRun run(c);
+    CaseResult r;
+    check_case_and_repeat(run, &r);
+    if (HasFatalFailure()) return;
+  }
+  const std::string options = "kernel 'kv16_mma_swap_8w_1cta' does not take a sliding window, softcap or sinks";
+  c = base;
+  c.window = true, c.window_left = 100, c.window_right = 0;
+  {
+    KvRun run(c);
+    expect_refused(run, run.args, options);
+  }
+  c = base;
+  c.softcap = 10.0f;
+  {
+    KvRun run(c);
+    expect_refused(run, run.args, options);
+  }
+  c = base;
+  c.sinks.assign(size_t(c.heads_q), 0.5f);
+  {
+    KvRun run(c);
+    expect_refused(run, run.args, options);
+  }
+}
+
+// kv16_mma_swap_8w_1cta over paged caches, forced by name (the defaults keep paged calls on the
+// split kernels until it is measured there). Each case runs first on the contiguous cache against
+// the fp64 reference (the row forced), then over pools of pages of 16, 32, 64, 128 and 256 tokens
+// in shuffled order (spare pages NaN) through the same row on poisoned outputs: the contiguous
+// bytes (the same tiles and math: the rows past each length hold NaN, and the 16-key boxes past
+// the last key that pages of 16 and 32 leave unloaded hold stale rows, both masked and zeroed
+// alike) and no device record. Cases: q_len 1 at 64:8 over a ragged batch (an empty cache, 1, 17,
+// 63, 64, 65, 113, 1000 and 8191 keys) split 1, 3 and 16 ways and the heuristic's; 8 rows with
+// causal masking among them and without: q_len 2 at 32:8 and 4 at 16:8 packed, q_len 8 of one
+// query head (pack_gqa 0); q_len 3 at 8:8 (3 rows a head); q_len 1 at 32:8 (4 rows) split 4 ways.
+// Then a bad page id among the pages a sequence reads (pages of 16, 32, 64, 256; one split and
+// four; with pages of 16 and 32 the id of a tile's second 16-key box, lane 1's): that sequence's
+// O and LSE rows NaN, the record naming page_table, the sequence and the id, the others' rows the
+// contiguous cache's bit for bit; a bad id in the first page wholly past a sequence's length
+// (with small pages: in the last tile, a box past key_hi) is never read. And a sequence of 100
+// keys (two tiles) split 4 ways (two splits empty) whose last page is bad (with pages of 16 lane
+// 2's box): the combine takes its NaN partial as bad.
+TEST_P(KvCacheGpu, Kv16MmaSwapPagedMatchesTheReference) {
+  HOPATTN_REQUIRE_SM90();
+  const Config cfg = GetParam();
+  if (compiled_kernel_names("decode", cfg.hdim, kKv16Mma).empty()) return;  // Kv16MmaSwapMatchesTheReference: refused by name
+  std::vector<KvCase> cases;
+  uint64_t seed = 62000;
+  for (int splits : {1, 3, 16, 0}) {
+    KvCase c = make(cfg, 1, 64, 8, 8192 + 256, {0, 1, 17, 63, 64, 65, 113, 1000, 8191}, false, seed++);
+    c.num_splits = splits, c.stale_nan = true;
+    cases.push_back(c);
+  }
+  const struct { int sq, hq, hkv, pack; } rows[] = {{2, 32, 8, -1}, {4, 16, 8, -1}, {8, 64, 8, 0}, {3, 8, 8, -1}};
+  for (auto r : rows)
+    for (int causal = 0; causal < 2; ++causal) {
+      KvCase c = make(cfg, r.sq, r.hq, r.hkv, 2048, {8, 17, 64, 65, 113, 1000, 2048}, causal != 0, seed++);
+      c.num_splits = causal ? 3 : 0, c.pack_gqa = r.pack, c.stale_nan = true;
+      cases.push_back(c);
+    }
+  KvCase four = make(cfg, 1, 32, 8, 1024, {1000, 65, 1}, false, seed++);
+  four.num_splits = 4, four.stale_nan = true;
+  cases.push_back(four);
+  int passed = 0, paged = 0;
+  for (KvCase c : cases) {
+    c.kernel = kKv16Mma;
+    ASSERT_TRUE(row_takes(c.kernel, c, true)) << c.to_string();
+    KvRun run(c);
+    const CaseResult r = run_case(run, references_of(run));
+    print_result(c, r);
+    ASSERT_TRUE(r.pass) << c.to_string() << ": " << r.message;
+    passed += r.pass;
+    const std::vector<uint8_t> o0 = run.o_bytes(), lse0 = run.lse_bytes();
+    for (int page : {16, 32, 64, 128, 256}) {
+      const std::string what = c.to_string() + " page " + std::to_string(page);
+      const PagedCopy pc = make_paged_copy(run, page, seed++);
+      const KvCacheArgs a = paged_args_of(run, pc, page);
+      EXPECT_STREQ(experimental::plan_kvcache_attention(a, sm_count(), run.overrides).kernel, kKv16Mma) << what;
+      run.poison(nullptr);
+      const Status s = launch_args(a, run.overrides);
+      ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
+      EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what;
+      const bool same = run.o_bytes() == o0 && run.lse_bytes() == lse0;
+      EXPECT_TRUE(same) << what << ": O or LSE differs from the contiguous cache's";
+      paged += same;
+    }
+  }
+  std::printf("%d of %zu contiguous %s cases passed, %d of %zu paged calls gave their bytes\n", passed, cases.size(),
+              kKv16Mma, paged, cases.size() * 5);
+  // A bad page id: sequence 1 (500 keys) reads key 336 (box 1 of its tile 5), sequence 0 (660
+  // keys) never reads the first page past its length.
+  for (int page : {16, 32, 64, 256})
+    for (int splits : {1, 4}) {
+      KvCase c = make(cfg, 1, 32, 8, 1024, {660, 500, 900}, false, seed++);
+      c.num_splits = splits, c.kernel = kKv16Mma, c.stale_nan = true;
+      const std::string what = c.to_string() + " page " + std::to_string(page);
+      KvRun run(c);
+      run.poison(nullptr);
+      ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << what;
+      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::vector<float> o0 = run.host_o_full();
+      PagedCopy pc = make_paged_copy(run, page, seed++);
+      std::vector<int32_t> table = pc.layout.table;
+      table[size_t(1) * pc.max_pages + 336 / page] = pc.layout.num_pages + 5;
+      table[size_t(0) * pc.max_pages + (660 + page - 1) / page] = -3;
+      HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+      run.poison(nullptr);
+      ASSERT_TRUE(launch_args(paged_args_of(run, pc, page), run.overrides).ok()) << what;
+      const std::vector<float> o = run.host_o_full(), lse = run.host_lse();
+      const int64_t row = int64_t(c.heads_q) * c.hdim;  // q and o contiguous, seqlen_q 1
+      for (int b = 0; b < 3; ++b)
+        for (int64_t i = 0; i < row; ++i) {
+          const float x = o[size_t(b * row + i)], x0 = o0[size_t(b * row + i)];
+          if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's O is not NaN at " << i;
+          else ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << what << ": sequence " << b << " changed at " << i;
+        }
+      for (int h = 0; h < c.heads_q; ++h) EXPECT_TRUE(std::isnan(lse[size_t(1 * c.heads_q + h)])) << what << ": LSE of sequence 1";
+      const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+      const std::string msg = rec.message;
+      EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
+      EXPECT_NE(msg.find("page_table"), std::string::npos) << what << ": " << msg;
+      EXPECT_TRUE(mentions_number(msg, 1)) << what << ": " << msg;
+      EXPECT_TRUE(mentions_number(msg, pc.layout.num_pages + 5)) << what << ": " << msg;
+      EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what << ": the record was not cleared";
+    }
+  // 100 keys split 4 ways: splits 1 and 3 hold tiles 0 and 1, 0 and 2 none (LSE -inf).
+  for (int page : {16, 128}) {
+    KvCase c = make(cfg, 1, 32, 8, 1024, {100, 700}, false, seed++);
+    c.num_splits = 4, c.kernel = kKv16Mma;
+    const std::string what = c.to_string() + " page " + std::to_string(page);
+    KvRun run(c);
+    run.poison(nullptr);
+    ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << what;
+    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> o0 = run.host_o_full();
+    PagedCopy pc = make_paged_copy(run, page, seed++);
+    std::vector<int32_t> table = pc.layout.table;
+    table[size_t(96 / page)] = -1;  // the page of sequence 0's keys 96..99 (all of them with pages of 128)
+    HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+    run.poison(nullptr);
+    ASSERT_TRUE(launch_args(paged_args_of(run, pc, page), run.overrides).ok()) << what;
+    const std::vector<float> o = run.host_o_full(), lse = run.host_lse();
+    const int64_t row = int64_t(c.heads_q) * c.hdim;
+    for (int64_t i = 0; i < row; ++i) {
+      ASSERT_TRUE(std::isnan(o[size_t(i)])) << what << ": sequence 0's O is not NaN at " << i;
+      ASSERT_EQ(std::memcmp(&o[size_t(row + i)], &o0[size_t(row + i)], sizeof(float)), 0) << what << ": sequence 1 changed";
+    }
+    for (int h = 0; h < c.heads_q; ++h) EXPECT_TRUE(std::isnan(lse[size_t(h)])) << what << ": LSE of sequence 0";
+    const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
+    EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
+    EXPECT_TRUE(mentions_number(rec.message, -1)) << what << ": " << rec.message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, KvCacheGpu, ::testing::ValuesIn(compiled_configs()), config_name);

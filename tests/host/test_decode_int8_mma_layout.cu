@@ -13,6 +13,7 @@
 
 #include "attention/collective/sm90_decode_int8_mma_dequant.hpp"
 #include "attention/collective/sm90_decode_int8_mma_traits.hpp"
+#include "mma_sync_model.hpp"
 
 namespace hopattn::attention {
 namespace {
@@ -118,40 +119,7 @@ TEST(DecodeInt8Mma, FragmentsGiveTheProducts) {
 // The swap rows (kv8_mma_swap_*, keys as the mma's M): the warp's fragments rebuilt lane by lane as the kernel
 // builds them, multiplied by a host model of mma.sync m16n8k16 and of movmatrix.trans (both from
 // the PTX ISA's fragment layouts), give Sᵀ = K·Qᵀ and Oᵀ = Vᵀ·Pᵀ at the registers the maps name.
-namespace swap_model {
-using Pair = std::array<long, 2>;
-// D += A·B for one warp: A's registers (g, 2c+i), (g+8, 2c+i), (g, 2c+8+i), (g+8, 2c+8+i); B's
-// (2c+i, g), (2c+8+i, g); D's (g, 2c+i), (g+8, 2c+i).
-void mma(const std::array<std::array<Pair, 4>, 32>& a, const std::array<std::array<Pair, 2>, 32>& b,
-         std::array<std::array<long, 4>, 32>& d) {
-  long am[16][16], bm[16][8];
-  for (int lane = 0; lane < 32; ++lane) {
-    const int g = lane / 4, c = lane % 4;
-    for (int i = 0; i < 2; ++i) {
-      am[g][2 * c + i] = a[lane][0][i], am[g + 8][2 * c + i] = a[lane][1][i];
-      am[g][2 * c + 8 + i] = a[lane][2][i], am[g + 8][2 * c + 8 + i] = a[lane][3][i];
-      bm[2 * c + i][g] = b[lane][0][i], bm[2 * c + 8 + i][g] = b[lane][1][i];
-    }
-  }
-  for (int lane = 0; lane < 32; ++lane) {
-    const int g = lane / 4, c = lane % 4;
-    for (int e = 0; e < 4; ++e) {
-      const int row = g + 8 * (e / 2), col = 2 * c + e % 2;
-      for (int k = 0; k < 16; ++k) d[lane][e] += am[row][k] * bm[k][col];
-    }
-  }
-}
-// movmatrix.m8n8.trans: lane (g, c) holds elements (g, 2c), (g, 2c+1) before and after.
-std::array<Pair, 32> movmatrix_trans(const std::array<Pair, 32>& x) {
-  long m[8][8];
-  for (int lane = 0; lane < 32; ++lane)
-    for (int i = 0; i < 2; ++i) m[lane / 4][2 * (lane % 4) + i] = x[lane][i];
-  std::array<Pair, 32> y;
-  for (int lane = 0; lane < 32; ++lane)
-    for (int i = 0; i < 2; ++i) y[lane][i] = m[2 * (lane % 4) + i][lane / 4];
-  return y;
-}
-}  // namespace swap_model
+namespace swap_model = hopattn::test::mma_sync_model;
 
 TEST(DecodeInt8Mma, SwappedFragmentsGiveTheProducts) {
   using namespace swap_model;

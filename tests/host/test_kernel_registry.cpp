@@ -241,21 +241,30 @@ TEST(DecodeRegistry, DefaultsCoverEveryCall) {
       for (int sms : {1, 78, 114, 132})
         for (int64_t rows : {1, 2, 8, 9, 16, 17, 64, 65, 128, 1000, 100000})
           for (int64_t tiles : {1, 2, 32, 33, 77, 131, 132, 197, 198, 199, 395, 396, 397, 10000, 1 << 30})
-            for (int page : {0, 16, 32, 64, 128, 256}) {  // 0: a contiguous cache
-              const DecodeDefaultRule* r = decode_default_rule(cache, hdim, rows, tiles, sms, page);
-              ASSERT_NE(r, nullptr) << "no default for cache " << int(cache) << " hdim " << hdim << " rows " << rows
-                                    << " tiles " << tiles << " sms " << sms << " page " << page;
-              ASSERT_GE(decode_kernel_index(r->kernel, cache, hdim), 0) << r->kernel << " at hdim " << hdim;
-              used.insert(std::string(r->kernel) + ":" + std::to_string(hdim));
-            }
+            for (int page : {0, 16, 32, 64, 128, 256})  // 0: a contiguous cache
+              for (bool options : {false, true}) {
+                const DecodeDefaultRule* r = decode_default_rule(cache, hdim, rows, tiles, sms, page, options);
+                ASSERT_NE(r, nullptr) << "no default for cache " << int(cache) << " hdim " << hdim << " rows " << rows
+                                      << " tiles " << tiles << " sms " << sms << " page " << page << " options "
+                                      << options;
+                const int k = decode_kernel_index(r->kernel, cache, hdim);
+                ASSERT_GE(k, 0) << r->kernel << " at hdim " << hdim;
+                // The row takes what its rule sends it (the plan would refuse it otherwise).
+                const DecodeKernelSpec& spec = kDecodeKernels[k];
+                EXPECT_TRUE(spec.max_rows == 0 || rows <= spec.max_rows) << r->kernel << " rows " << rows;
+                EXPECT_FALSE((spec.limits & kDecodeNoPages) && page > 0) << r->kernel << " page " << page;
+                EXPECT_FALSE((spec.limits & kDecodeNoOptions) && options) << r->kernel << " with options";
+                used.insert(std::string(r->kernel) + ":" + std::to_string(hdim));
+              }
   // Every (kernel, head dim) compiled is the default of some call: no instance for nothing (the
-  // int8 options row: of every int8 call with options, KvCacheOptionsChecks.Int8CachesRunTheOptionsRow).
+  // int8 options row: of every int8 call with options, KvCacheOptionsChecks.Int8CachesRunTheOptionsRow;
+  // an experiment, kDecodeNamedOnly: of the calls forced onto it, DefaultsStayWithinTheirRowsLimits).
   used.insert(std::string(kInt8OptionsKernel) + ":64");
   used.insert(std::string(kInt8OptionsKernel) + ":128");
   used.insert(std::string(kInt8OptionsKernel) + ":256");
   for (int i = 0; i < kDecodeKernelCount; ++i)
     for (int hdim : {64, 128, 256})
-      if (kDecodeKernels[i].hdims & decode_hdim_bit(hdim)) {
+      if ((kDecodeKernels[i].hdims & decode_hdim_bit(hdim)) && !(kDecodeKernels[i].limits & kDecodeNamedOnly)) {
         EXPECT_TRUE(used.count(std::string(kDecodeKernels[i].name) + ":" + std::to_string(hdim)))
             << kDecodeKernels[i].name << " is compiled at hdim " << hdim << " but no default runs it there";
       }
@@ -275,6 +284,69 @@ TEST(DecodeRegistry, SmallPagesOfA16BitCacheTakeTheKernelWhoseTileFitsAPage) {
   // hdim 64 and 256: no kernel with a smaller key tile than the one-CTA kernel's; the row is not theirs.
   EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 64, 128, 8, 132, 16)->kernel, "kv16_split_1cta");
   EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 256, 128, 8, 132, 16)->kernel, "kv16_split_1cta");
+}
+
+// A defaults row names a row with limits only within them: rows_max at most the row's max_rows,
+// contiguous_only for a row that takes no pages, no_options for one that takes no options, and
+// never an experiment (kDecodeNamedOnly), whose detail says it is one.
+TEST(DecodeRegistry, DefaultsStayWithinTheirRowsLimits) {
+  int count = 0;
+  const DecodeDefaultRule* rules = decode_default_rules(&count);
+  int limited = 0;
+  for (int i = 0; i < count; ++i)
+    for (const DecodeKernelSpec& k : kDecodeKernels) {
+      if (std::string(rules[i].kernel) != k.name || k.cache != rules[i].cache) continue;
+      EXPECT_FALSE(k.limits & kDecodeNamedOnly) << "rule " << i << " names the experiment '" << k.name << "'";
+      if (k.max_rows > 0) EXPECT_LE(rules[i].rows_max, k.max_rows) << "rule " << i << " names '" << k.name << "'";
+      if (k.limits & kDecodeNoPages)
+        EXPECT_TRUE(rules[i].contiguous_only) << "rule " << i << " names '" << k.name << "', which takes no pages";
+      if (k.limits & kDecodeNoOptions)
+        EXPECT_TRUE(rules[i].no_options) << "rule " << i << " names '" << k.name << "', which takes no options";
+      limited += (k.max_rows > 0 || k.limits != 0) ? 1 : 0;
+    }
+  EXPECT_GE(limited, 1);  // kv16_mma_swap_8w_1cta's rule
+  for (const DecodeKernelSpec& k : kDecodeKernels)
+    if (k.limits & kDecodeNamedOnly) {
+      EXPECT_NE(k.hdims, 0u) << k.name;
+      EXPECT_NE(std::string(k.detail).find("experimental"), std::string::npos) << k.name << ": " << k.detail;
+    }
+}
+
+// A 16-bit hdim-128 call of at most 8 packed rows under 1.5 waves of tiles and without options
+// runs the mma.sync row, contiguous or paged (any page size); one with options, one of 9 rows,
+// hdim 64 or 256 keep kv16_split_1cta (kv16_split_2cta for pages under 128 tokens at hdim 128),
+// and 1.5 waves of tiles kv16_split_2cta.
+TEST(DecodeRegistry, FewPlainRowsTakeTheMmaSyncRow) {
+  constexpr const char* kMma = "kv16_mma_swap_8w_1cta";
+  for (int64_t rows : {1, 2, 5, 8})
+    for (int64_t tiles : {1, 8, 64, 197}) {
+      EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, 0, false)->kernel, kMma)
+          << rows << " rows, " << tiles << " tiles";
+      for (int page : {16, 32, 64, 128, 256}) {
+        EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, page, false)->kernel, kMma)
+            << "page " << page;
+        EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, page, true)->kernel,
+                     page < 128 ? "kv16_split_2cta" : "kv16_split_1cta")
+            << "page " << page << " with options";
+      }
+      EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, rows, tiles, 132, 0, true)->kernel, "kv16_split_1cta");
+      for (int hdim : {64, 256})
+        EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, hdim, rows, tiles, 132, 0, false)->kernel, "kv16_split_1cta");
+    }
+  EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 9, 8, 132, 0, false)->kernel, "kv16_split_1cta");
+  EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 8, 198, 132, 0, false)->kernel, "kv16_split_2cta");
+  EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 8, 198, 132, 16, false)->kernel, "kv16_split_2cta");
+  EXPECT_STREQ(decode_default_rule(DecodeCache::k16Bit, 128, 9, 8, 132, 16, false)->kernel, "kv16_split_2cta");
+  EXPECT_STREQ(decode_default_rule(DecodeCache::kInt8, 128, 8, 8, 132, 0, false)->kernel, "kv8_mma_swap_8w_1cta");
+  // The row takes paged caches (its limits: no options only), and its rule sends it them.
+  const int k = decode_kernel_index(kMma, DecodeCache::k16Bit, 128);
+  ASSERT_GE(k, 0);
+  EXPECT_EQ(kDecodeKernels[k].limits, kDecodeNoOptions);
+  int count = 0;
+  const DecodeDefaultRule* rules = decode_default_rules(&count);
+  for (int i = 0; i < count; ++i)
+    if (std::string(rules[i].kernel) == kMma) EXPECT_TRUE(!rules[i].contiguous_only && rules[i].no_options) << "rule " << i;
+  EXPECT_EQ(kDecodeKernels[k].split_keys, 512);
 }
 
 TEST(DecodeRegistry, IdsAreUniquePerCacheType) {

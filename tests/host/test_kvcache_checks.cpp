@@ -293,7 +293,7 @@ TEST(KvCacheChecks, SplitsPackingAndWorkspace) {
   o.decode_kernel = "kv8_mma_swap_8w_1cta";
   expect_error(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o),
                "kernel 'kv8_mma_swap_8w_1cta' does not exist for a 16-bit cache at hdim 128; registered: "
-               "kv16_split_1cta, kv16_split_2cta",
+               "kv16_split_1cta, kv16_split_2cta, kv16_mma_swap_8w_1cta",
                StatusCode::kNotSupported);
   o.decode_kernel = "kv16_split_2cta";
   EXPECT_TRUE(experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o).ok());
@@ -369,7 +369,15 @@ TEST(KvCachePlan, PacksSmallGroupsAndSplitsToFillTheSms) {
   EXPECT_EQ(p.num_splits, 1);
   EXPECT_EQ(p.workspace_bytes, 0u);
   EXPECT_STREQ(p.kernel, "kv16_split_2cta");  // 512 tiles: two CTAs per SM
-  EXPECT_STREQ(plan_kvcache_attention(valid_args(), kSms).kernel, "kv16_split_1cta");  // 16 tiles: one CTA per SM, splits
+  // 16 tiles of 8 packed rows, contiguous, no options: the mma.sync warps, one CTA per SM, splits.
+  EXPECT_STREQ(plan_kvcache_attention(valid_args(), kSms).kernel, "kv16_mma_swap_8w_1cta");
+  a = valid_args();
+  a.pack_gqa = 0;  // one row a row group, 128 tiles: still under 1.5 waves
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv16_mma_swap_8w_1cta");
+  EXPECT_STREQ(plan_kvcache_attention(paged_args(), kSms).kernel, "kv16_mma_swap_8w_1cta");  // pages of 128 too
+  a = valid_args();
+  a.softcap = 30.0f;
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, "kv16_split_1cta");  // options: not the mma row's
   // INT8, hdim 128, q_len 1 (8 packed rows): the register-dequantizing mma.sync warps with their
   // own rings, V folded into P, the keys as the mma's M, K in packed bf16 pairs (20), and from
   // three waves of three CTAs per SM on the 4-warp CTAs (21); 9-16 rows: the rows as M (16, 17);
@@ -1872,6 +1880,78 @@ TEST(KvCachePackGqa, APackedListPastInt32IsRefusedOrUnpacked) {
   // The same 1 x 5 x 64:1 call on a short cache packs (the limit is the cache's, not the shape's).
   a = args(4096);
   EXPECT_TRUE(experimental::plan_kvcache_attention(a, kSms, fwd).pack_gqa);
+}
+
+// kv16_mma_swap_8w_1cta (decode_registry.hpp's max_rows and limits) takes at most 8 query rows a
+// row group and no options: forced onto anything else it is refused with the reason; forced onto a
+// paged cache it runs; the defaults pick it only within them (and for contiguous caches only).
+TEST(KvCachePlan, RowLimitsAreRefusedWithTheReason) {
+  constexpr const char* kRow = "kv16_mma_swap_8w_1cta";
+  experimental::Overrides o;
+  o.decode_kernel = kRow;
+  auto forced = [&](const KvCacheArgs& a) { return experimental::check_kvcache_attention(a, ctx_on_device(), kSms, o); };
+  auto with_qlen = [](KvCacheArgs a, int sq) {
+    a.q = tensor_bshd(a.q.data, a.q.dtype, 4, sq, 32, 128);
+    a.o = tensor_bshd(a.o.data, a.o.dtype, 4, sq, 32, 128);
+    a.lse = tensor_lse(static_cast<float*>(a.lse.data), 4, 32, sq);
+    return a;
+  };
+  KvCacheArgs a = valid_args();  // q_len 1, 8 query heads a KV head: 8 packed rows
+  EXPECT_TRUE(forced(a).ok()) << forced(a).to_string();
+  const KvCachePlan p = experimental::plan_kvcache_attention(a, kSms, o);
+  EXPECT_STREQ(p.kernel, kRow);
+  EXPECT_TRUE(p.pack_gqa);
+  EXPECT_EQ(p.num_splits, 8);  // 16 tiles of one CTA per SM, as kv16_split_1cta's plan
+  {
+    // Its splits are at least 512 keys (split_keys): a 1 x 1024 cache splits 2 ways, not 8 (the
+    // 8 warps take one 64-key tile each); forced, it still takes up to a split per 128 keys.
+    KvCacheArgs s = valid_args();
+    for (Tensor* t : {&s.q, &s.o}) t->shape[0] = 1;
+    s.lse.shape[0] = 1;
+    for (Tensor* t : {&s.k_cache, &s.v_cache}) *t = tensor_bshd(t->data, t->dtype, 1, 1024, 4, 128);
+    s.cache_seqlens.shape[0] = 1;
+    ASSERT_TRUE(check(s).ok()) << check(s).to_string();
+    EXPECT_STREQ(plan_kvcache_attention(s, kSms).kernel, kRow);
+    EXPECT_EQ(plan_kvcache_attention(s, kSms).num_splits, 2);
+    experimental::Overrides split1;
+    split1.decode_kernel = "kv16_split_1cta";
+    EXPECT_EQ(experimental::plan_kvcache_attention(s, kSms, split1).num_splits, 8);
+    s.num_splits = 8;
+    EXPECT_EQ(plan_kvcache_attention(s, kSms).num_splits, 8);
+    s.num_splits = 100;
+    EXPECT_EQ(plan_kvcache_attention(s, kSms).num_splits, 8);
+  }
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, kRow);  // the default of this call
+  a = with_qlen(valid_args(), 2);
+  expect_error(forced(a),
+               "kernel 'kv16_mma_swap_8w_1cta' takes at most 8 query rows a row group; this call has 16 (seqlen_q 2 x 8 "
+               "query heads a KV head, packed; with pack_gqa 0 a row group is one query head's seqlen_q rows)",
+               StatusCode::kNotSupported);
+  a.pack_gqa = 0;  // 2 rows a query head
+  EXPECT_TRUE(forced(a).ok()) << forced(a).to_string();
+  a = with_qlen(valid_args(), 9);
+  a.pack_gqa = 0;
+  expect_error(forced(a), "takes at most 8 query rows a row group; this call has 9 (seqlen_q 9, one query head a row group)",
+               StatusCode::kNotSupported);
+  // A paged cache: the row reads it, forced or by default.
+  a = paged_args();
+  EXPECT_TRUE(forced(a).ok()) << forced(a).to_string();
+  EXPECT_STREQ(experimental::plan_kvcache_attention(a, kSms, o).kernel, kRow);
+  EXPECT_STREQ(plan_kvcache_attention(a, kSms).kernel, kRow);
+  const std::string options = "kernel 'kv16_mma_swap_8w_1cta' does not take a sliding window, softcap or sinks";
+  a = valid_args();
+  a.window = 1, a.window_left = 128, a.window_right = 0;
+  expect_error(forced(a), options, StatusCode::kNotSupported);
+  a = valid_args();
+  a.softcap = 30.0f;
+  expect_error(forced(a), options, StatusCode::kNotSupported);
+  a = valid_args();
+  a.sinks = valid_sinks();
+  expect_error(forced(a), options, StatusCode::kNotSupported);
+  expect_error(forced(int8_args()), "kernel 'kv16_mma_swap_8w_1cta' does not exist for an int8 cache at hdim 128",
+               StatusCode::kNotSupported);
+  // The plan asks no workspace of a refused call (the size query of a forced kernel: KvRun).
+  EXPECT_EQ(experimental::plan_kvcache_attention(with_qlen(valid_args(), 2), kSms, o).workspace_bytes, 0u);
 }
 
 }  // namespace

@@ -119,8 +119,9 @@ CUTE_DEVICE void merge_partials_and_store(typename Traits::Params const& p, cons
 }
 
 // merge_and_store for Oᵀ: the row sums over the 8 lanes g, then each warp's rows 2c, 2c + 1 into
-// merge_area in merge_and_store's layout.
-template <class Traits>
+// merge_area in merge_and_store's layout. Maps::o_channel: the channel of register e of m-tile mt
+// in lane g (Int8SwapMaps; the 16-bit swap row's Kv16SwapMaps).
+template <class Traits, class Maps = Int8SwapMaps>
 CUTE_DEVICE void merge_and_store_swap(typename Traits::Params const& p, float* merge_area, float (&o)[8][4],
                                       float (&m_run)[2], float (&l_run)[2], int len, int warp, int lane) {
   constexpr int kStride = Traits::kMergeStride;
@@ -138,7 +139,7 @@ CUTE_DEVICE void merge_and_store_swap(typename Traits::Params const& p, float* m
       CUTE_UNROLL
       for (int mt = 0; mt < 8; ++mt)
         CUTE_UNROLL
-        for (int e = r; e < 4; e += 2) merge_o[row * kStride + int8_swap_o_channel(mt, e, g)] = o[mt][e];
+        for (int e = r; e < 4; e += 2) merge_o[row * kStride + Maps::o_channel(mt, e, g)] = o[mt][e];
       if (g == 0) merge_ml[row * 2] = m_run[r], merge_ml[row * 2 + 1] = l_run[r];
     }
   });

@@ -89,7 +89,9 @@ CUTE_DEVICE void tile_scores_swap(float (&s_acc)[4][4], uint32_t k_tile, uint32_
 
 // online_softmax for Sᵀ: rows 2c and 2c + 1 (registers e % 2), their maxima over the thread's 8
 // keys each and the 8 lanes g; l_run holds the thread's partial sums (merge_and_store_swap adds
-// the lanes'). limit[r]: the first key row 2c + r must not see.
+// the lanes'). limit[r]: the first key row 2c + r must not see. Maps::s_key: the key of register
+// e of m-tile mt in lane g (Int8SwapMaps; the 16-bit swap row's Kv16SwapMaps).
+template <class Maps = Int8SwapMaps>
 CUTE_DEVICE void online_softmax_swap(float (&s_acc)[4][4], float (&m_run)[2], float (&l_run)[2], float (&alpha)[2],
                                      int n, int mask_from, const int (&limit)[2], float scale, int g) {
   if ((n + 1) * 64 > mask_from) {
@@ -97,7 +99,7 @@ CUTE_DEVICE void online_softmax_swap(float (&s_acc)[4][4], float (&m_run)[2], fl
     for (int mt = 0; mt < 4; ++mt)
       CUTE_UNROLL
       for (int e = 0; e < 4; ++e)
-        if (n * 64 + int8_swap_s_key(mt, e, g) >= limit[e % 2]) s_acc[mt][e] = -INFINITY;
+        if (n * 64 + Maps::s_key(mt, e, g) >= limit[e % 2]) s_acc[mt][e] = -INFINITY;
   }
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {

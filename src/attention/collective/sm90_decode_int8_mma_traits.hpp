@@ -60,6 +60,12 @@ CUTE_HOST_DEVICE constexpr int int8_mma_vscale_slot(int key) {
 CUTE_HOST_DEVICE constexpr int int8_swap_s_key(int mt, int e, int g) { return int8_mma_key(2 * mt + e / 2, g); }
 CUTE_HOST_DEVICE constexpr int int8_swap_o_channel(int mt, int e, int g) { return 16 * g + 2 * mt + e / 2; }
 CUTE_HOST_DEVICE constexpr int int8_swap_row(int e, int c) { return 2 * c + e % 2; }
+// The maps as the swap rows' softmax and merge take them (online_softmax_swap,
+// merge_and_store_swap; the 16-bit swap row's: Kv16SwapMaps, sm90_decode_kv16_mma_traits.hpp).
+struct Int8SwapMaps {
+  CUTE_HOST_DEVICE static constexpr int s_key(int mt, int e, int g) { return int8_swap_s_key(mt, e, g); }
+  CUTE_HOST_DEVICE static constexpr int o_channel(int mt, int e, int g) { return int8_swap_o_channel(mt, e, g); }
+};
 // The V scale slot of key `key` (64-key tiles): thread g reads slots 8g .. 8g + 7, the scales of
 // keys int8_mma_key(j, g) for j = 0 .. 7 (the keys of its Sᵀ registers).
 CUTE_HOST_DEVICE constexpr int int8_swap_vscale_slot(int key) {

@@ -30,14 +30,25 @@ constexpr DecodeDefaultRule kRules[] = {
   // (2026-11-30 r1: 6-16 % faster at 64 tiles and more, 25 % slower at 8), hdim 256 one CTA.
   {DecodeCache::kInt8, kHd64 | kHd128, 1, kMaxRows, 0.25, "kv8_wgmma_1c_2cta", "r1 (2026-11-30)"},
   {DecodeCache::kInt8, kHd64 | kHd128 | kHd256, 1, kMaxRows, 0.0, "kv8_wgmma_1c_1cta", "r1 (2026-11-30)"},
+  // 16-bit: two CTAs per SM once there are tiles for 1.5 waves of one CTA per SM.
+  {DecodeCache::k16Bit, kHd64 | kHd128, 1, kMaxRows, 1.5, "kv16_split_2cta", "docs/decode.md"},
+  // 16-bit, hdim 128, at most 8 packed rows, no options, contiguous or paged: the mma.sync warps
+  // with the keys as M (kv16_split_1cta's 64-row WGMMA tile holds 8 real rows). Paged (H100 s20
+  // kp, 64:8, 2 rounds; bench/records/decode-kv16-paged-2026-12-08-h100-s20.csv): 1 x 8k pages of
+  // 16 / 64 / 128 12.1 / 12.1 / 12.2 us vs the split rows' 16.9 / 15.2 / 15.3 (0.94-0.95x cuDNN's
+  // contiguous 11.5); 8 x 8k 96.9 / 96.6 / 95.9 vs 97.0 / 94.2 / 94.6 (-1 % at 64 and 128). It
+  // also keeps a paged call's bytes equal to the contiguous call's. 2026-12-08 H100
+  // s20 (bf16, CUDA graphs, 3 rounds; bench/records/decode-kv16-mma-2026-12-08-h100-s20.csv):
+  // against cuDNN 0.97 / 0.99 / 0.98 at 1 x 8k / 8 x 8k / 1 x 32k (64:8), kv16_split_1cta 0.71 /
+  // 0.98 / 0.95; 32:8 0.99 / 0.99 / 0.98 vs 0.72 / 0.98 / 0.96; 1 x 1k 0.82-0.87 vs 0.74-0.76.
+  {DecodeCache::k16Bit, kHd128, 1, 8, 0.0, "kv16_mma_swap_8w_1cta",
+   "H100 s20 (2026-12-08): 1x8k 64:8 0.97x cuDNN (kv16_split_1cta 0.71x); paged 0.94-0.95x", 0, false, true},
   // 16-bit, hdim 128, pages of fewer than 128 keys: the 64-key tiles of kv16_split_2cta (a page of
   // 64 holds a whole tile; pages of 16 and 32 take 4 boxes a tile, not 8). 2026-12-06 e3 (H100,
   // 64:8, q_len 16): kv16_split_1cta reads such pages at 0.64x its contiguous cache (8 x 8k p16
   // and p64, 16 x 32k too), kv16_split_2cta at 0.86x (p16) and 0.97-1.03x (p64) of the contiguous
   // default.
   {DecodeCache::k16Bit, kHd128, 1, kMaxRows, 0.0, "kv16_split_2cta", "H100 e3 (2026-12-06): q16 p16 0.86, p64 0.97", 128},
-  // 16-bit: two CTAs per SM once there are tiles for 1.5 waves of one CTA per SM.
-  {DecodeCache::k16Bit, kHd64 | kHd128, 1, kMaxRows, 1.5, "kv16_split_2cta", "docs/decode.md"},
   {DecodeCache::k16Bit, kHd64 | kHd128 | kHd256, 1, kMaxRows, 0.0, "kv16_split_1cta", "docs/decode.md"},
 };
 // clang-format on
@@ -102,12 +113,13 @@ const DecodeDefaultRule* decode_default_rules(int* count) {
 }
 
 const DecodeDefaultRule* decode_default_rule(DecodeCache cache, int hdim, int64_t rows, int64_t tiles, int sms,
-                                             int page_size) {
+                                             int page_size, bool options) {
   const unsigned bit = decode_hdim_bit(hdim);
   for (const DecodeDefaultRule& r : kRules)
     if (r.cache == cache && (r.hdims & bit) != 0 && rows >= r.rows_min && rows <= r.rows_max &&
         double(tiles) >= r.min_tiles_per_sm * double(sms) &&
-        (r.pages_below == 0 || (page_size > 0 && page_size < r.pages_below)))
+        (r.pages_below == 0 || (page_size > 0 && page_size < r.pages_below)) &&
+        (!r.contiguous_only || page_size == 0) && (!r.no_options || !options))
       return &r;
   return nullptr;
 }

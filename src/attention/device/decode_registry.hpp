@@ -14,12 +14,27 @@ namespace hopattn::attention {
 
 enum class DecodeCache : int { k16Bit = 0, kInt8 = 1 };
 
+// What a row does not take (DecodeKernelSpec::limits): the plan refuses a call with it for that row
+// with the reason (kvcache_check.cpp, pick_decode_kernel). A defaults row names a row with limits
+// only within them: rows_max <= max_rows, contiguous_only for kDecodeNoPages, no_options for
+// kDecodeNoOptions, never kDecodeNamedOnly (tests/host/test_kernel_registry.cpp,
+// DefaultsStayWithinTheirRowsLimits).
+inline constexpr unsigned kDecodeNoPages = 1;      // a paged cache
+inline constexpr unsigned kDecodeNoOptions = 2;    // a sliding window, a softcap or sinks (a 16-bit row's; the int8
+                                                   // rows' options: kInt8OptionsKernel)
+inline constexpr unsigned kDecodeNamedOnly = 4;    // never a default: runs only when forced by name (an experiment)
+
 struct DecodeKernelSpec {
   const char* name;
   int id;             // the launch switch's internal id (DecodeParams::variant)
   DecodeCache cache;
   unsigned hdims;     // bit 0: hdim 64, bit 1: 128, bit 2: 256
   const char* detail; // what the kernel is, for `hopattn info`
+  int max_rows = 0;   // > 0: at most this many query rows a row group (seqlen_q, times the GQA group when packed)
+  unsigned limits = 0;  // kDecodeNoPages | kDecodeNoOptions | kDecodeNamedOnly
+  // > 0: the split heuristic gives a split at least this many keys (else kvcache_check.cpp's
+  // kSplitKeys, 128); a forced num_splits is still capped at one split per 128 keys.
+  int split_keys = 0;
 };
 
 inline constexpr unsigned kHd64 = 1, kHd128 = 2, kHd256 = 4;
@@ -31,6 +46,14 @@ inline constexpr DecodeKernelSpec kDecodeKernels[] = {
    "128-key tiles (64 at hdim 256), 3 stages (4 at hdim 64), one CTA per SM"},
   {"kv16_split_2cta", 2, DecodeCache::k16Bit, kHd64 | kHd128,
    "64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM"},
+  // 16-bit cache with mma.sync warps that each load their own tiles (sm90_decode_kv16_mma.hpp):
+  // kv8_mma_swap_8w_1cta without the dequantization; the default of the calls without options of
+  // at most 8 packed rows, contiguous or paged (decode_defaults.cpp). Its 8 warps take one 64-key
+  // tile each at a time: the split heuristic gives a split at least 512 keys (H100 s20 sweep).
+  {"kv16_mma_swap_8w_1cta", 25, DecodeCache::k16Bit, kHd128,
+   "8 mma.sync warps, keys as the mma's M, 8 packed rows a row group at most, contiguous or paged caches, no "
+   "options, one CTA per SM",
+   8, kDecodeNoOptions, 512},
   // int8 cache, converted to 16 bits in shared memory by a transform warpgroup, then WGMMA.
   {"kv8_wgmma_1c_1cta", 2, DecodeCache::kInt8, kHd64 | kHd128 | kHd256,
    "one consumer warpgroup, one CTA per SM"},
@@ -88,6 +111,12 @@ struct DecodeDefaultRule {
   // > 0: the row is only for paged caches whose pages hold fewer keys than this (a kernel whose key
   // tile fits such a page, so that TMA loads whole tiles instead of gathering 16-key boxes).
   int pages_below = 0;
+  // true: the row is only for contiguous caches (the rule of a kernel whose limits have
+  // kDecodeNoPages, or one not measured on paged caches).
+  bool contiguous_only = false;
+  // true: the row is only for calls without a sliding window, softcap or sinks (the rule of a
+  // kernel whose limits have kDecodeNoOptions).
+  bool no_options = false;
 };
 
 const DecodeDefaultRule* decode_default_rules(int* count);
@@ -112,8 +141,9 @@ const DecodeChunkRule* decode_chunk_rules(int* count);
 // nullptr; packed: whether the chunk path's plan would pack the call's GQA groups; paged: whether
 // the cache is paged (only rules with `paged` take it).
 const DecodeChunkRule* decode_chunk_rule(int hdim, int64_t seqlen_q, int64_t cache_len, bool packed, bool paged);
-// page_size: a paged cache's tokens per page, 0 for a contiguous cache.
+// page_size: a paged cache's tokens per page, 0 for a contiguous cache; options: whether the call
+// has a sliding window, a softcap or sinks.
 const DecodeDefaultRule* decode_default_rule(DecodeCache cache, int hdim, int64_t rows, int64_t tiles, int sms,
-                                             int page_size = 0);
+                                             int page_size = 0, bool options = false);
 
 }  // namespace hopattn::attention

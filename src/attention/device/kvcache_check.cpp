@@ -265,10 +265,27 @@ std::string decode_kernel_names(attention::DecodeCache cache, int hdim) {
   return out.empty() ? "none" : out;
 }
 
+// Why registry row k does not take the call (its max_rows and limits; rows: a row group's query
+// rows, packed: whether the plan packs the heads), or "" when it does.
+std::string row_refuses(const KvCacheArgs& a, int64_t rows, bool packed, const attention::DecodeKernelSpec& k) {
+  if (k.max_rows > 0 && rows > k.max_rows)
+    return cat("kvcache attention: kernel '", k.name, "' takes at most ", k.max_rows, " query rows a row group; this call has ",
+               rows, packed ? cat(" (seqlen_q ", a.q.shape[1], " x ", a.q.shape[2] / std::max<int64_t>(a.k_cache.shape[2], 1),
+                                  " query heads a KV head, packed; with pack_gqa 0 a row group is one query head's "
+                                  "seqlen_q rows)")
+                            : cat(" (seqlen_q ", a.q.shape[1], ", one query head a row group)"));
+  if ((k.limits & attention::kDecodeNoPages) != 0 && is_paged(a))
+    return cat("kvcache attention: kernel '", k.name, "' does not take a paged cache (page_table); it reads contiguous caches only");
+  if ((k.limits & attention::kDecodeNoOptions) != 0 && has_options(a))
+    return cat("kvcache attention: kernel '", k.name, "' does not take a sliding window, softcap or sinks");
+  return "";
+}
+
 // The split kernel a call runs: overrides.decode_kernel, or the defaults table's row. -1 (with
-// *why set) when the named kernel does not exist for this cache and head dim.
-int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sms, const experimental::Overrides& o,
-                       std::string* why) {
+// *why set) when the named kernel does not exist for this cache and head dim, or does not take the
+// call (row_refuses).
+int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, bool packed, int64_t tiles, int sms,
+                       const experimental::Overrides& o, std::string* why) {
   const attention::DecodeCache cache = is_int8(a) ? attention::DecodeCache::kInt8 : attention::DecodeCache::k16Bit;
   const int hdim = int(a.q.shape[3]);
   std::string name = o.decode_kernel;
@@ -286,7 +303,7 @@ int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sm
   }
   if (name.empty()) {
     const int page_size = is_paged(a) ? int(a.k_cache.shape[1]) : 0;
-    const attention::DecodeDefaultRule* r = attention::decode_default_rule(cache, hdim, rows, tiles, sms, page_size);
+    const attention::DecodeDefaultRule* r = attention::decode_default_rule(cache, hdim, rows, tiles, sms, page_size, has_options(a));
     if (r == nullptr) {
       *why = cat("kvcache attention: the defaults table has no row for ", is_int8(a) ? "an int8" : "a 16-bit",
                  " cache at hdim ", hdim, ", ", rows, " rows, ", tiles, " tiles");
@@ -295,9 +312,15 @@ int pick_decode_kernel(const KvCacheArgs& a, int64_t rows, int64_t tiles, int sm
     name = r->kernel;  // a pool's call too: every split kernel reads the pages the host check allows
   }
   const int index = attention::decode_kernel_index(name, cache, hdim);
-  if (index < 0)
+  if (index < 0) {
     *why = cat("kvcache attention: kernel '", name, "' does not exist for ", is_int8(a) ? "an int8" : "a 16-bit",
                " cache at hdim ", hdim, "; registered: ", decode_kernel_names(cache, hdim));
+    return -1;
+  }
+  if (std::string refused = row_refuses(a, rows, packed, attention::kDecodeKernels[index]); !refused.empty()) {
+    *why = refused;
+    return -1;
+  }
   return index;
 }
 
@@ -397,7 +420,7 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
   const int64_t rows = plan.pack_gqa ? seqlen_q * group : seqlen_q;
   const int64_t tiles = batch * (plan.pack_gqa ? heads_kv : heads_q) * ((rows + kTileRows - 1) / kTileRows);
   // The kernel: decode_defaults.cpp's table (the measurements are there and in docs/decode.md).
-  *kernel = pick_decode_kernel(a, rows, tiles, sms, o, why);
+  *kernel = pick_decode_kernel(a, rows, plan.pack_gqa, tiles, sms, o, why);
   if (*kernel < 0) return plan;
   const attention::DecodeKernelSpec& spec = attention::kDecodeKernels[*kernel];
   plan.kernel = spec.name;
@@ -413,9 +436,10 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
     // One CTA per SM at a time (the K/V ring takes most of the shared memory), so the splits
     // are chosen by wave efficiency: CTAs / (SMs · whole waves). The fewest splits within 95 %
     // of the best efficiency wins (fewer splits: less combine work); no split is shorter than
-    // kSplitKeys keys. (85 % until 2026-11-30: it took 15 splits of 8 tiles, 91 % of the SMs,
+    // kSplitKeys keys (the row's split_keys where it asks for more). (85 % until 2026-11-30: it took 15 splits of 8 tiles, 91 % of the SMs,
     // where 16 fill 97 %.)
-    const int64_t max_splits = std::min<int64_t>(kv_chunks, kMaxSplits);
+    const int64_t split_keys = std::max<int64_t>(kSplitKeys, spec.split_keys);
+    const int64_t max_splits = std::min<int64_t>(std::max<int64_t>((visible + split_keys - 1) / split_keys, 1), kMaxSplits);
     auto efficiency = [&](int64_t s) {
       const double waves = double(tiles * s) / sm_count;
       return waves / std::ceil(waves);

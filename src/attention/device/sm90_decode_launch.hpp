@@ -15,6 +15,7 @@
 #include "attention/kernel/sm90_decode_combine.hpp"
 #include "attention/kernel/sm90_decode_int8.hpp"
 #include "attention/kernel/sm90_decode_int8_mma.hpp"
+#include "attention/kernel/sm90_decode_kv16_mma.hpp"
 #include "common/cuda_check.hpp"
 
 namespace hopattn::attention {
@@ -192,6 +193,37 @@ Status run_decode_split(const DecodeParams& dp, Stream stream) {
   }
 }
 
+// The 16-bit mma.sync kernel (kernel/sm90_decode_kv16_mma.hpp): TMA boxes of 64 keys × 64
+// channels over the cache or the pool (16-key boxes from pages smaller than the tile), no options
+// (its registry row's limits: the plan refuses them, this keeps it so). A paged cache runs the
+// kernel's kPaged instance, so that the contiguous one carries nothing of the pages.
+template <class Traits>
+Status run_decode_kv16_mma(const DecodeParams& dp, Stream stream) {
+  using Element = typename Traits::Element;
+  constexpr int kHeadDim = Traits::kHeadDim;
+  DecodeGrid g;
+  if (Status s = decode_grid(dp, Traits::kTileRows, &g); !s.ok()) return s;
+  if (dp.key_range != kDecodeAllKeys || dp.window_left >= 0 || dp.window_right >= 0 || dp.softcap_scale != 0.0f ||
+      dp.sinks != nullptr)
+    return Status(StatusCode::kInternal,
+                  "kvcache attention: a tail or an option reached kv16_mma_swap_8w_1cta, which takes none");
+  const bool paged = dp.page_table != nullptr;
+  if (paged && dp.page_size < Traits::kPageBoxRows)  // the host check refuses pages under 16 tokens
+    return Status(StatusCode::kInternal, "kvcache attention: a paged cache reached a kernel that cannot read it");
+  typename Traits::Params p{};
+  const auto box = cute::take<0, 2>(typename Traits::SmemLayoutKV{});
+  p.tma_k = make_cache_tma<Element, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, box);
+  p.tma_v = make_cache_tma<Element, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, box);
+  if (paged && dp.page_size < Traits::kBlockN) {
+    const auto page_box = typename Traits::SmemLayoutPageBox{};
+    p.tma_k_box = make_cache_tma<Element, kHeadDim>(dp, dp.k, dp.k_seq_stride, dp.k_head_stride, dp.k_batch_stride, page_box);
+    p.tma_v_box = make_cache_tma<Element, kHeadDim>(dp, dp.v, dp.v_seq_stride, dp.v_head_stride, dp.v_batch_stride, page_box);
+  }
+  fill_common_params<typename Traits::Params, Element>(p, dp, g, kHeadDim);
+  if (paged) return launch_decode_kernel<Traits>(&decode_kv16_mma_warp_rings_kernel<Traits, true>, p, g, stream, dp.split_pdl);
+  return launch_decode_kernel<Traits>(&decode_kv16_mma_warp_rings_kernel<Traits, false>, p, g, stream, dp.split_pdl);
+}
+
 // The mma.sync int8 kernels (kernel/sm90_decode_int8_mma.hpp): hdim 128, 64-key tiles, each warp's own ring.
 template <class Element, int kWarps, Int8MmaMath kMath, int kCtasPerSm = 1>
 using WarpRings = DecodeInt8MmaTraits<Element, 128, kWarps, kMath, kCtasPerSm>;
@@ -256,6 +288,23 @@ Status run_decode_int8_split(const DecodeParams& dp, Stream stream) {
                              std::to_string(kHeadDim));
 }
 
+// The 16-bit split kernel of a registry row: kv16_split_2cta (id 2; not at hdim 256),
+// kv16_mma_swap_8w_1cta (id 25, hdim 128), else kv16_split_1cta (id 1).
+template <class Element, int kHeadDim>
+Status run_decode_16bit_split(const DecodeParams& dp, Stream stream) {
+  constexpr auto k16 = DecodeCache::k16Bit;
+  switch (dp.variant) {
+    case 2:
+      if constexpr (decode_kernel_compiled(k16, 2, kHeadDim)) return run_decode_split<DecodeTraits<Element, kHeadDim, 2>>(dp, stream);
+      break;
+    case 25:
+      if constexpr (decode_kernel_compiled(k16, 25, kHeadDim)) return run_decode_kv16_mma<DecodeKv16MmaTraits<Element, kHeadDim>>(dp, stream);
+      break;
+    default: break;
+  }
+  return run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
+}
+
 template <class Element, int kHeadDim>
 Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
   Status s;
@@ -267,11 +316,7 @@ Status run_decode_kernels(const DecodeParams& dp, Stream stream) {
       if (!s.ok()) return s;
     }
   } else {
-    if constexpr (decode_kernel_compiled(DecodeCache::k16Bit, 2, kHeadDim))  // two CTAs per SM: not at hdim 256
-      s = dp.variant == 2 ? run_decode_split<DecodeTraits<Element, kHeadDim, 2>>(dp, stream)
-                          : run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
-    else
-      s = run_decode_split<DecodeTraits<Element, kHeadDim, 1>>(dp, stream);
+    s = run_decode_16bit_split<Element, kHeadDim>(dp, stream);
     if (!s.ok()) return s;
   }
   return launch_decode_combine<Element, kHeadDim>(dp, stream);
