@@ -46,6 +46,9 @@
 #                 sweep and the default's wider A/B (kv16-default's, shorter)
 #  kv16-final     branch kv16-mma-paged 0a0ff24 (NEW=build-ab/kv16p): the paged default and 512-key
 #                 splits: hdim-128 KV-cache tests (not int8 / chunk path), Python paged, sweep, pages
+#  kv16-mini      kv16-final in ~110 s
+#  kv16-options   branch kv16-mma-options (NEW=build-ab/kv16o): the mma row's window / softcap /
+#                 sinks tests and the options loops at hdim 128, the row vs the default with a window
 #  lpt-hdims      NEW=build-ab/lpt3 (the same branch, hdim 64/128/256): every persistent causal test,
 #                 then hdim 64 and 256 causal over the FA3 grid, the default (dynamic, longest first)
 #                 beside +padded_dynamic=0 (static folded), 3 rounds
@@ -337,6 +340,16 @@ kv16_mini() {
     --kernels default --splits 0,4,16,64 --rounds 1 $cudnn_flag
 }
 
+# Branch kv16-mma-options (NEW=build-ab/kv16o): the mma.sync row with a window, softcap and sinks
+# (forced by name; the defaults keep option calls on the split rows until this runs): its options
+# tests and the every-row options loops at hdim 128, then the row forced against the default (the
+# split rows) with a 1024-key window.
+kv16_options() {
+  new_gtests gpu_kvcache kv16o-tests 200 '*Kv16MmaSwap*/*hd128:*Options*/*hd128-*Int8*:*ChunkPath*'
+  new_bench kv16o-window 60 --op decode --qlen 1 --heads 64:8,32:8 --cache 1:8192,8:8192,1:32768 --kv-dtype bf16 \
+    --kernels kv16_mma_swap_8w_1cta,default --window 1024 --rounds 2 $cudnn_flag
+}
+
 for s in ${steps//,/ }; do
   if [ "$(left)" -lt 40 ]; then echo "$s: skipped (deadline)"; continue; fi
   case $s in
@@ -357,6 +370,7 @@ for s in ${steps//,/ }; do
     kv16-paged) kv16_paged ;;
     kv16-final) kv16_final ;;
     kv16-mini) kv16_mini ;;
+    kv16-options) kv16_options ;;
     lpt-fa3) lpt_fa3 ;;
     lpt-ab) lpt_ab ;;
     *) echo "unknown step $s" ;;
