@@ -10,56 +10,21 @@
 #  ab             scripts/ab-libs.sh, three arms in rotation: A = BASE, B = U, C = NEW, on hdim 128
 #                 causal (FA3 grid), GQA prefill, hdim 64/256 causal, a window, a varlen batch (the
 #                 options rows), hdim 128 non-causal
-#  decode-uniform branch decode-uniform's KV-cache tests and decode A/B against main (DECU, MAIN:
-#                 mkdir -p /tmp/b && tar xJf build-carry/decode-uniform.tar.xz -C /tmp/b, then
-#                 NEW=/tmp/b/decu U=/tmp/b/decu BASE=/tmp/b/main DECU=/tmp/b/decu MAIN=/tmp/b/main)
 #  chunk-rules    the paged chunk tests and paged chunks at q_len 32/64/128 (library's choice, the
 #                 chunk path forced, the decode kernels; contiguous beside), with NEW's build
 #  targets36      issue 36's speed targets (window vs dense, varlen mix16, paged decode vs the
 #                 contiguous cache and cuDNN), NEW's build
 #  int8-options   the int8 options row's KV-cache tests (*Int8*:*Options*) and its Python test,
 #                 NEW's build (e.g. a pack of lib/, bin/gpu_kvcache, python/)
-#  h7             branch h7-o-in-v's ablation build (NEW=build-ab/h7: scripts/build-branch.sh
-#                 h7-o-in-v build-ab/h7 hopattn_cli gpu_attention_fwd -- -DHOPATTN_BUILD_ABLATIONS=ON
-#                 -DHOPATTN_FP8_HEAD_DIMS=): every hdim-128 kernel's reference test (the new rows
-#                 ws_pingpong_persistent_128x192x2 and _128x176x2, both masks), then hdim 128 non-causal over
-#                 the FA3 grid, the new row beside the default and the rows it would replace, cuDNN
-#                 beside; e.g. NEW=$PWD/build-ab/h7 BASE=$PWD/build-ab/h7 scripts/pending-run.sh
-#                 $OUT/p 560 h7 (carry build-ab/h7)
-#  lpt            branch lpt-dealing's build (NEW=build-ab/lpt: scripts/build-branch.sh lpt-dealing
-#                 build-ab/lpt hopattn_cli gpu_attention_fwd host_fwd_tile_order --
-#                 -DHOPATTN_PADDED_DYNAMIC_DEALING=ON -DHOPATTN_FP8_HEAD_DIMS=): the persistent causal
-#                 tests (static, the longest-first order in the library's and 3-pair sections, the
-#                 folded units dynamically) and every hdim-128 kernel's reference test, then hdim 128
-#                 causal over the FA3 grid and the GQA shapes: the default (dynamic, longest first),
-#                 +padded_dynamic=0 (static folded), +padded_lpt=-1 (folded units dynamically), the
-#                 persistent 128-key row at 16k too; e.g. NEW=$PWD/build-ab/lpt BASE=$PWD/build-i8
-#                 scripts/pending-run.sh $OUT/p 560 lpt,lpt-fa3 (carry build-ab/lpt, build-i8, and
-#                 fa3-run-xz with FA3_RUN=$PWD/fa3-run-xz for lpt-fa3)
-#  lpt-fa3        NEW (its python/) against FA3 and cuDNN, hdim 128 causal grid cells and GQA cells
-#  lpt-ab         BASE's library against NEW's under NEW's bench (scripts/ab-libs.sh, 2 rounds)
-#  kv16-default   kv16_mma_swap_8w_1cta as the default (NEW=build-ab/kv16d): the whole KV-cache suite,
-#                 the Python KV-cache tests, `hopattn check --quick`, the default against
-#                 kv16_split_1cta and cuDNN (MHA, 8:1, 24 x 8k, q_len 2, fp16)
-#  kv16-paged     branch kv16-mma-paged (NEW=build-ab/kv16p): the mma row's paged tests, the rest of
-#                 the KV-cache suite, Python, check, the row over pages vs the split rows, the split
-#                 sweep and the default's wider A/B (kv16-default's, shorter)
 #  kv16-final     branch kv16-mma-paged 0a0ff24 (NEW=build-ab/kv16p): the paged default and 512-key
 #                 splits: hdim-128 KV-cache tests (not int8 / chunk path), Python paged, sweep, pages
 #  kv16-mini      kv16-final in ~110 s
 #  kv16-options   branch kv16-mma-options (NEW=build-ab/kv16o): the mma row's window / softcap /
 #                 sinks tests and the options loops at hdim 128, the row vs the default with a window
-#  lpt-hdims      NEW=build-ab/lpt3 (the same branch, hdim 64/128/256): every persistent causal test,
-#                 then hdim 64 and 256 causal over the FA3 grid, the default (dynamic, longest first)
-#                 beside +padded_dynamic=0 (static folded), 3 rounds
-#  lpt-quick      the lpt step in ~220 s: persistent causal tests, 1k/4k/8k and two GQA cells
 #  options-cost   what the options rows cost on a dense call (varlen hdim 128 runs them: 0.95x the
 #                 padded-equal batch, where block padding and the tail model at ~0.99): 4 x 4096,
 #                 16 heads, hdim 64/128, causal and not, the default row beside the same call with a
 #                 window wider than the keys (the options row, same work), NEW's build
-#  kv16-mma       branch kv16-mma-swap (NEW=build-ab/kv16, nineteenth session, written without a GPU):
-#                 kv16_mma_swap_8w_1cta's tests, racecheck on the small shapes, then the row against
-#                 kv16_split_1cta, the default and cuDNN at 64:8 / 32:8, q_len 1 (perf-diagnosis §9e)
 # Builds (each a directory with lib/libhopattn.so.0.4.0, and bin/ where a step runs its binaries:
 # NEW's bin/{gpu_attention_fwd,gpu_attention_fp8,gpu_attention_varlen,gpu_kvcache,hopattn}),
 # carried as one tar.xz (the libraries compress 13:1) and unpacked first, e.g.
@@ -115,21 +80,6 @@ verify() {
   echo "verify: hopattn check: exit $? ($((SECONDS - t0)) s)"; tail -5 "$out/verify-check.log"
 }
 
-# Branch decode-uniform (fifteenth session, SASS only): its KV-cache suite, then its decode kernels
-# against main's (DECU, MAIN: build-carry/decode-uniform.tar.xz's decu/ and main/) with cuDNN
-# 9.19 beside, CUDA graphs (the bench's decode rows), 3 rounds.
-decode_uniform() {
-  local decu=${DECU:?DECU=dir}
-  local mainlib=${MAIN:?MAIN=dir}/lib
-  (cd "$decu/lib" && ln -sf libhopattn.so.0.4.0 libhopattn.so.2 && ln -sf libhopattn.so.2 libhopattn.so)
-  bounded 200 env "LD_LIBRARY_PATH=$(libs "$decu")" "$decu/bin/gpu_kvcache" >"$out/decu-kvcache-tests.log" 2>&1
-  echo "decode-uniform: kvcache tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/decu-kvcache-tests.log"
-  bounded 240 "$root/scripts/ab-libs.sh" "$out/ab-decode" "$decu/bin/hopattn" "$mainlib" "$decu/lib" 3 \
-    "--op decode --qlen 1 --heads 64:8,32:8 --cache 1:8192,8:8192,32:8192,16:32768,128:2048 --kv-dtype bf16,int8 --rounds 1 $cudnn_flag" \
-    >"$out/ab-decode.log" 2>&1
-  echo "decode-uniform: ab: exit $? ($((SECONDS - t0)) s)"; tail -40 "$out/ab-decode.log"
-}
-
 ab() {
   bounded "$1" env LIB_C="$new/lib" "$root/scripts/ab-libs.sh" "$out/ab" "$new/bin/hopattn" "$base/lib" "$u/lib" 2 \
     "--hdim 128 --causal 1 --rounds 1 --no-ceilings --kernels default" \
@@ -148,18 +98,6 @@ chunk_rules() {
     --cache 1:8192,4:8192,1:32768 --kv-dtype bf16 --page-sizes 0,128 --kernels default,fwd,decode --rounds 2 \
     --csv "$out/chunk-rules-paged.csv" >"$out/chunk-rules-paged.log" 2>&1
   echo "paged chunk rules: exit $? ($((SECONDS - t0)) s)"; grep -E '^decode ' "$out/chunk-rules-paged.log"
-}
-
-# Branch h7-o-in-v (sixteenth session, SASS only): O staged in the V ring of a persistent 192-key
-# tile (docs/perf-diagnosis-fa3.md §4 H7).
-h7() {
-  bounded 150 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/gpu_attention_fwd" \
-    --gtest_filter='*EveryKernelMatchesFloat64Reference*:*Persistent*' >"$out/h7-tests.log" 2>&1
-  echo "h7: forward tests: exit $? ($((SECONDS - t0)) s)"; summary "$out/h7-tests.log"
-  bounded 200 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" bench --hdim 128 --causal 0 \
-    --kernels default,ws_pingpong_persistent_128x128x2,ws_pingpong_128x192x2,ws_pingpong_persistent_128x192x2,ws_pingpong_persistent_128x176x2 \
-    --rounds 3 --no-ceilings $cudnn_flag --csv "$out/h7.csv" >"$out/h7-bench.log" 2>&1
-  echo "h7: bench: exit $? ($((SECONDS - t0)) s)"; grep -E "^attn_fwd" "$out/h7-bench.log" | head -40
 }
 
 # Issue 36's speed targets in one step, NEW's build, same run (each cell's rows rotate): the window
@@ -206,110 +144,11 @@ new_gtests() {
   echo "$2: exit $? ($((SECONDS - t0)) s)"; summary "$out/$2.log"
 }
 
-# Branch lpt-dealing (eighteenth session, not yet run): a padded causal call with a workspace claims
-# single Q tiles longest first in L2 sections (FA3's dynamic persistent scheduler) instead of the
-# folded order's static round-robin (docs/perf-diagnosis-fa3.md §11).
-lpt() {
-  new_gtests gpu_attention_fwd lpt-tests 150 '*PersistentCausal*:*EveryKernelMatchesFloat64Reference*'
-  new_bench lpt-grid 150 --hdim 128 --causal 1 --rounds 3 --no-ceilings $cudnn_flag \
-    --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2,ws_pingpong_persistent_128x128x2+padded_dynamic=0
-  new_bench lpt-gqa 100 --hdim 128 --causal 1 --shapes $gqa --rounds 3 --no-ceilings $cudnn_flag \
-    --kernels default,default+padded_dynamic=0,default+padded_lpt=-1,ws_pingpong_persistent_128x128x2
-}
-# The same branch against FA3 and cuDNN in one Python process (NEW's python/: its torch ops give a
-# causal call the workspace), hdim 128 causal over the FA3 grid and the GQA cells; FA3_RUN set.
-lpt_fa3() {
-  local cells=128:1:512:16:16:32,128:1:1024:16:16:16,128:1:2048:16:16:8,128:1:4096:16:16:4,128:1:8192:16:16:2
-  cells=$cells,128:1:4096:32:8:2,128:1:8192:40:8:1,128:1:3072:32:8:4
-  BUILD=$new bounded 300 "$root/scripts/fa3-bench.sh" "$out/fa3-lpt" --fwd "--cells $cells --rounds 2" >"$out/lpt-fa3.log" 2>&1
-  echo "lpt-fa3: exit $? ($((SECONDS - t0)) s)"; grep -E "TFLOP" "$out/lpt-fa3.log" | head -40
-  cp "$out/fa3-lpt/fa3-fwd.csv" "$out/lpt-fa3.csv" 2>/dev/null
-}
-# BASE's library against NEW's under NEW's bench (scripts/ab-libs.sh, 2 rounds).
-lpt_ab() {
-  bounded $(( $(left) - 10 )) "$root/scripts/ab-libs.sh" "$out/ab-lpt" "$new/bin/hopattn" \
-    "$base/lib" "$new/lib" 2 "--hdim 128 --causal 1 --no-ceilings" "--hdim 128 --causal 1 --shapes $gqa --no-ceilings"
-}
-
-# The lpt step in ~220 s (a short device budget): the persistent causal tests, then three grid
-# lengths and two GQA cells, the default (dynamic, longest first) beside the static folded order.
-lpt_quick() {
-  new_gtests gpu_attention_fwd lpt-tests 90 '*PersistentCausal*'
-  new_bench lpt-grid 70 --hdim 128 --causal 1 --seqlen 1024,4096,8192 --kernels default,default+padded_dynamic=0 \
-    --rounds 3 --no-ceilings
-  new_bench lpt-gqa 60 --hdim 128 --causal 1 --shapes 1:8192:8192:40:8,4:3072:3072:32:8 \
-    --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings
-}
-
-# Branch lpt-dealing at hdim 64 and 256 (build-ab/lpt3).
-lpt_hdims() {
-  new_gtests gpu_attention_fwd lpt3-tests 200 '*PersistentCausal*'
-  new_bench lpt3-grid 200 --hdim 64,256 --causal 1 --kernels default,default+padded_dynamic=0 --rounds 3 --no-ceilings $cudnn_flag
-}
-
 # The options rows' cost on a dense call (eighteenth session's model: varlen mix16's block padding
 # and tail explain 0.99 of the padded-equal batch at hdim 128, where it measures 0.95).
 options_cost() {
   new_bench options-cost 120 --shapes 4:4096:4096:16:16,4:4096:4096:16:16:8192:8192 --hdim 64,128 --causal 0,1 \
     --rounds 3 --no-ceilings
-}
-
-# Branch kv16-mma-swap: the 16-bit mma.sync decode row (keys as M, <= 8 rows as N), by name only.
-kv16_mma() {
-  new_gtests gpu_kvcache kv16-tests 80 '*Kv16Mma*'
-  new_bench kv16-ab 120 --op decode --qlen 1 --heads 64:8,32:8 --cache 1:1024,1:8192,8:8192,1:32768 --kv-dtype bf16 \
-    --kernels kv16_mma_swap_8w_1cta,kv16_split_1cta,default --rounds 3 $cudnn_flag
-  new_gtests gpu_kvcache kv16-rows 60 '*SanitizerSmallShapes*:*EveryKernelMatchesTheReference*:*Kv16KernelsOnRaggedSplitBatches*'
-  bounded 45 env "LD_LIBRARY_PATH=$(libs "$new")" compute-sanitizer --tool racecheck "$new/bin/gpu_kvcache" \
-    --gtest_filter='*SanitizerSmallShapes/bf16_hd128' >"$out/kv16-racecheck.log" 2>&1
-  echo "kv16-racecheck: exit $? ($((SECONDS - t0)) s)"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Hazard" "$out/kv16-racecheck.log" | head -5
-}
-
-# The same row as the default (branch kv16-mma-swap at 8b36d84 or later, NEW=build-ab/kv16d: lib/,
-# bin/{gpu_kvcache,hopattn}, python/hopattn): the whole KV-cache suite (every default call of at
-# most 8 packed rows now runs it), the Python KV-cache, append and torch tests, `hopattn check
-# --quick`, then the default against kv16_split_1cta and cuDNN where the rule reaches: MHA (one row
-# a row group), 8:1, q_len 2 at 32:8 (8 rows), 24 x 8k at 64:8 (192 tiles, under 1.5 waves), fp16.
-kv16_default() {
-  new_gtests gpu_kvcache kv16d-tests 280 '*'
-  [ -d "$new/python/hopattn" ] && ln -sf ../../lib/libhopattn.so.0.4.0 "$new/python/hopattn/libhopattn.so"
-  (cd "$root/python/tests" && bounded 100 env "LD_LIBRARY_PATH=$(libs "$new")" PYTHONPATH="$new/python" \
-    python3 -m unittest test_gpu.TestKvCache test_gpu.TestKvCacheOptions test_gpu.TestAppend test_gpu.TestTorchIntegration \
-    >"$out/kv16d-py.log" 2>&1)
-  echo "kv16d-py: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16d-py.log"
-  bounded 60 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" check --quick >"$out/kv16d-check.log" 2>&1
-  echo "kv16d-check: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16d-check.log"
-  new_bench kv16d-ab 90 --op decode --qlen 1 --heads 32:32,64:8,8:1 --cache 1:8192,24:8192,2:32768 --kv-dtype bf16 \
-    --kernels default,kv16_split_1cta --rounds 2 $cudnn_flag
-  new_bench kv16d-q2 50 --op decode --qlen 2 --heads 32:8 --cache 1:4096,8:8192 --kv-dtype bf16,fp16 \
-    --kernels default,kv16_split_1cta --rounds 2 $cudnn_flag
-  # The split count for the mma.sync row (the plan's rule was chosen for kv16_split_1cta's 128-key
-  # tiles on one consumer; the mma row's 8 warps each take one 64-key tile: at 1 x 1k the plan's 8
-  # splits leave 6 warps of each CTA idle).
-  new_bench kv16d-splits 70 --op decode --qlen 1 --heads 64:8 --cache 1:1024,1:4096,1:8192 --kv-dtype bf16 \
-    --kernels default --splits 0,1,2,4,8,16,32 --rounds 2 $cudnn_flag
-}
-
-# Branch kv16-mma-paged (NEW=build-ab/kv16p, c21698b or later; it holds kv16-default's change too):
-# the mma.sync row's paged tests first (a wrong expect-tx count hangs: a short cap), then the rest
-# of the KV-cache suite, the Python KV-cache tests, `hopattn check --quick`, the row over pages of
-# 16-256 against the split rows, the split-count sweep, then the default's wider A/B.
-kv16_paged() {
-  local paged='*Kv16MmaSwap*:*PagedCacheMatchesTheContiguousCacheBitForBit*:*BadPageIds*'
-  new_gtests gpu_kvcache kv16p-tests 120 "$paged"
-  new_gtests gpu_kvcache kv16p-suite 240 "*-$paged"
-  [ -d "$new/python/hopattn" ] && ln -sf ../../lib/libhopattn.so.0.4.0 "$new/python/hopattn/libhopattn.so"
-  (cd "$root/python/tests" && bounded 60 env "LD_LIBRARY_PATH=$(libs "$new")" PYTHONPATH="$new/python" \
-    python3 -m unittest test_gpu.TestKvCache test_gpu.TestAppend >"$out/kv16p-py.log" 2>&1)
-  echo "kv16p-py: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16p-py.log"
-  bounded 40 env "LD_LIBRARY_PATH=$(libs "$new")" "$new/bin/hopattn" check --quick >"$out/kv16p-check.log" 2>&1
-  echo "kv16p-check: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16p-check.log"
-  new_bench kv16p-pages 80 --op decode --qlen 1 --heads 64:8 --cache 1:8192,8:8192 --kv-dtype bf16 --page-sizes 0,16,64,128 \
-    --kernels kv16_mma_swap_8w_1cta,kv16_split_1cta,kv16_split_2cta --rounds 2 $cudnn_flag
-  new_bench kv16d-splits 60 --op decode --qlen 1 --heads 64:8 --cache 1:1024,1:4096,1:8192 --kv-dtype bf16 \
-    --kernels default --splits 0,1,2,4,8,16,32 --rounds 2 $cudnn_flag
-  new_bench kv16d-ab 70 --op decode --qlen 1,2 --heads 32:32,64:8,8:1 --cache 1:8192,24:8192 --kv-dtype bf16 \
-    --kernels default,kv16_split_1cta --rounds 2 $cudnn_flag
 }
 
 # Branch kv16-mma-paged at 0a0ff24 (NEW=build-ab/kv16p): the paged default and the 512-key splits
@@ -357,24 +196,14 @@ for s in ${steps//,/ }; do
     targets36) targets36 ;;
     int8-options) int8_options ;;
     verify) verify ;;
-    decode-uniform) decode_uniform ;;
     ab) ab $(( $(left) - ${AB_LEAVE:-150} )) ;;
     chunk-rules) chunk_rules ;;
-    h7) h7 ;;
-    lpt) lpt ;;
     options-cost) options_cost ;;
-    lpt-hdims) lpt_hdims ;;
-    lpt-quick) lpt_quick ;;
-    kv16-mma) kv16_mma ;;
-    kv16-default) kv16_default ;;
-    kv16-paged) kv16_paged ;;
     kv16-final) kv16_final ;;
     kv16-mini) kv16_mini ;;
     kv16-options) kv16_options ;;
-    lpt-fa3) lpt_fa3 ;;
-    lpt-ab) lpt_ab ;;
     *) echo "unknown step $s" ;;
   esac
 done
-(cd "$out" && tar czf pending.tar.gz --remove-files ./*.log ./*.csv ./*.txt ./ab ./ab-decode ./ab-lpt 2>/dev/null)
+(cd "$out" && tar czf pending.tar.gz --remove-files ./*.log ./*.csv ./*.txt ./ab 2>/dev/null)
 ls -la "$out"
