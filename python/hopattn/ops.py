@@ -552,15 +552,17 @@ def _kvcache(q, k_cache, v_cache, cache_seqlens, causal, softmax_scale, num_spli
         ws_ptr, ws_bytes = _buffer(workspace, "workspace")
     elif q.__class__ is _Tensor or is_torch(q):
         # The plan's workspace depends on the shapes and options only (and the GPU's SM count; the
-        # window bounds the split count; the cache's strides choose the chunk path, which takes
-        # caches whose sequences are max_seqlen_k rows apart): asked once per call signature, then
-        # taken from torch's allocator.
+        # window bounds the split count; a window, softcap or sinks can choose another kernel, with
+        # another split count; the cache's strides choose the chunk path, which takes caches whose
+        # sequences are max_seqlen_k rows apart): asked once per call signature, then taken from
+        # torch's allocator.
         # Caches whose strides this module cannot read (not torch tensors) are asked every call.
         k_strides, v_strides = _strides(k_cache), _strides(v_cache)
         key = None if k_strides is None or v_strides is None else (
             tuple(q.shape), q.dtype, tuple(k_cache.shape), k_cache.dtype, k_tail is not None, lse is not None,
             bool(causal), int(num_splits), pack_gqa, q.get_device(),
-            None if page_table is None else tuple(page_table.shape), window_left, window_right, k_strides, v_strides)
+            None if page_table is None else tuple(page_table.shape), window_left, window_right, _softcap(softcap) != 0.0,
+            sinks is not None, k_strides, v_strides)
         ws_bytes = None if key is None else _workspace_bytes.get(key)
         if ws_bytes is None:
             ws_bytes = _workspace_size(_pack_kvcache(*args, 0, 0, keep), key)

@@ -604,6 +604,21 @@ class TestKvCacheOptions(unittest.TestCase):
                 assert_paged_matches(self, o, op, lse, lsep, page, d, name)
                 self.check(name, q, k, v, seqlens, causal, window, 20.0, sinks, num_splits=splits)
 
+    def test_plain_then_options_at_the_same_shapes(self):
+        """A plain call, then the same shapes with sinks, then with a softcap (the workspace size is
+        cached per call signature: the options may choose another kernel with more splits, as at
+        hdim 128 with 8 packed rows, where a plain call runs the mma.sync row's 512-key splits and
+        one with options kv16_split_1cta's 128-key ones)."""
+        torch.manual_seed(24)
+        b, n, hq, hkv, d = 1, 1024, 64, 8, 128
+        k = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        q = torch.randn(b, 1, hq, d, device="cuda", dtype=torch.bfloat16)
+        seqlens = torch.tensor([n], dtype=torch.int32, device="cuda")
+        sinks = make_sinks("mixed", hq)
+        for softcap, s in ((0.0, None), (0.0, sinks), (30.0, None), (0.0, None)):
+            self.check(f"softcap {softcap} sinks {s is not None}", q, k, v, seqlens, True, (-1, -1), softcap, s)
+
     def test_compile_and_cuda_graph_with_options(self):
         torch.manual_seed(23)
         b, n, hq, hkv, d = 2, 1024, 8, 2, 64
