@@ -158,7 +158,8 @@ kv16_final() {
   new_gtests gpu_kvcache kv16f-tests 120 '*hd128*-*Int8*:*ChunkPath*:*Kv16MmaSwapMatchesTheReference/fp16*'
   [ -d "$new/python/hopattn" ] && ln -sf ../../lib/libhopattn.so.0.4.0 "$new/python/hopattn/libhopattn.so"
   (cd "$root/python/tests" && bounded 50 env "LD_LIBRARY_PATH=$(libs "$new")" PYTHONPATH="$new/python" \
-    python3 -m unittest test_gpu.TestKvCache test_gpu.TestAppend >"$out/kv16f-py.log" 2>&1)
+    python3 -m unittest test_gpu.TestKvCache test_gpu.TestAppend \
+    test_gpu.TestKvCacheOptions.test_plain_then_options_at_the_same_shapes >"$out/kv16f-py.log" 2>&1)
   echo "kv16f-py: exit $? ($((SECONDS - t0)) s)"; tail -4 "$out/kv16f-py.log"
   new_bench kv16f-splits 60 --op decode --qlen 1 --heads 64:8,8:1 --cache 1:1024,1:4096,1:8192 --kv-dtype bf16 \
     --kernels default --splits 0,1,2,4,8,16,64 --rounds 2 $cudnn_flag
