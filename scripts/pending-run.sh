@@ -165,6 +165,10 @@ kv16_final() {
     --kernels default --splits 0,1,2,4,8,16,64 --rounds 2 $cudnn_flag
   new_bench kv16f-pages 40 --op decode --qlen 1 --heads 64:8 --cache 1:8192,8:8192,1:32768 --kv-dtype bf16 \
     --page-sizes 0,16,64,128 --kernels default --rounds 2 $cudnn_flag
+  # Splits past 0.8 of a wave (the plan splits only below it): 24 x 8k at 64:8 is 192 CTAs, 1.45
+  # waves of one CTA per SM (0.94x cuDNN in kp); 2 splits would fill 2.9 waves.
+  new_bench kv16f-waves 30 --op decode --qlen 1 --heads 64:8 --cache 16:8192,24:8192 --kv-dtype bf16 \
+    --kernels default --splits 0,2,3 --rounds 2 $cudnn_flag
 }
 
 # kv16-final in under ~110 s (a budget's last call): the paged default's failing tests of the
