@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
 start=$SECONDS
-NEW=$root/build-ab/kv16p BASE=$root/build-ab/kv16p "$root/scripts/pending-run.sh" "$out/kf" 290 kv16-final 2>&1 | tail -60
+NEW=$root/build-ab/kv16p BASE=$root/build-ab/kv16p "$root/scripts/pending-run.sh" "$out/kf" 320 kv16-final 2>&1 | tail -60
 if [ -d "$root/build-ab/kv16o/lib" ]; then
   NEW=$root/build-ab/kv16o BASE=$root/build-ab/kv16o "$root/scripts/pending-run.sh" "$out/ko" \
     $((deadline - (SECONDS - start))) kv16-options 2>&1 | tail -60
