@@ -21,6 +21,8 @@
 #  kv16-mini      kv16-final in ~110 s
 #  kv16-options   branch kv16-mma-options (NEW=build-ab/kv16o): the mma row's window / softcap /
 #                 sinks tests and the options loops at hdim 128, the row vs the default with a window
+#  kv16-hd256     branch kv16-mma-hd256 (NEW=build-ab/kv16h): the mma row at hdim 256 (tests, then
+#                 against kv16_split_1cta and cuDNN at 16:8 / 32:16 / 8:1 / 32:4, a 4096-key window)
 #  options-cost   what the options rows cost on a dense call (varlen hdim 128 runs them: 0.95x the
 #                 padded-equal batch, where block padding and the tail model at ~0.99): 4 x 4096,
 #                 16 heads, hdim 64/128, causal and not, the default row beside the same call with a
@@ -194,6 +196,17 @@ kv16_options() {
     --kernels kv16_mma_swap_8w_1cta,default --window 1024 --rounds 2 $cudnn_flag
 }
 
+# Branch kv16-mma-hd256 (NEW=build-ab/kv16h, b1a3dc7; it holds kv16-mma-options too): the mma.sync
+# row at hdim 256 (forced by name only; unmeasured_hdims), Gemma-like calls (groups 2-8, softcap,
+# windows): its hdim-256 tests, then the row against kv16_split_1cta (the default there) and cuDNN.
+kv16_hd256() {
+  new_gtests gpu_kvcache kv16h-tests 240 '*Kv16MmaSwap*/*_hd256:*EveryKernelMatchesTheReference/*_hd256:*PagedCacheMatchesTheContiguous*/*_hd256:*Options*/*_hd256-*Int8*:*ChunkPath*'
+  new_bench kv16h-ab 90 --op decode --hdim 256 --qlen 1 --heads 16:8,32:16,8:1,32:4 --cache 1:8192,8:8192,1:32768 \
+    --kv-dtype bf16 --kernels kv16_mma_swap_8w_1cta,kv16_split_1cta --rounds 2 $cudnn_flag
+  new_bench kv16h-window 50 --op decode --hdim 256 --qlen 1 --heads 16:8,32:16 --cache 1:32768,8:8192 --kv-dtype bf16 \
+    --kernels kv16_mma_swap_8w_1cta,kv16_split_1cta --window 4096 --page-sizes 0,16 --rounds 2 $cudnn_flag
+}
+
 for s in ${steps//,/ }; do
   if [ "$(left)" -lt 40 ]; then echo "$s: skipped (deadline)"; continue; fi
   case $s in
@@ -207,6 +220,7 @@ for s in ${steps//,/ }; do
     kv16-final) kv16_final ;;
     kv16-mini) kv16_mini ;;
     kv16-options) kv16_options ;;
+    kv16-hd256) kv16_hd256 ;;
     *) echo "unknown step $s" ;;
   esac
 done
