@@ -26,6 +26,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <climits>
@@ -1960,72 +1961,31 @@ TEST_P(KvCacheGpu, Int8SmallPagesAppendMatchesTheContiguousAppend) {
 // sequences' rows are the contiguous cache's bit for bit. An id past the sequence's last page is
 // never read (no record). Unsplit and split; pages of the key tile's size or more (one TMA box per
 // tile) and of 16 tokens (16-key boxes, several pages a tile).
+void expect_only_sequence_nan(const KvRun& run, int bad, int bad_id, const std::vector<float>& o0,
+                              const std::vector<float>& lse0, const std::string& how);
+void expect_bad_page_isolated(const KvCase& c, int page, uint64_t seed, const std::vector<std::array<int64_t, 3>>& edits,
+                              int bad, const std::string& how);
+// expect_bad_page_isolated's id past the pool (the edit's id becomes num_pages + 5).
+constexpr int64_t kPastPool = INT64_MAX;
+
 TEST_P(KvCacheGpu, BadPageIdsGiveNaNAndAreReported) {
   HOPATTN_REQUIRE_SM90();
   const Config cfg = GetParam();
   for (int page : {128, 16})
-  for (int splits : {1, 4}) {
-    SCOPED_TRACE("page " + std::to_string(page));
-    KvCase c = make(cfg, 1, 8, 2, 1024, {700, 500, 900}, false, 9700 + uint64_t(splits));
-    c.num_splits = splits;
-    c.kernel = paged_kernel(c, page);  // the contiguous cache run by the kernel the paged default runs
-    KvRun run(c);
-    run.poison(nullptr);
-    ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK);
-    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-    const std::vector<float> o0 = run.host_o_full();
-    PagedCopy pc = make_paged_copy(run, page, 9800 + uint64_t(splits));
-    std::vector<int32_t> table = pc.layout.table;
-    // sequence 1 reads the page of keys 256.., sequence 0 (700 keys) never reads the page of keys 896..
-    table[size_t(1) * pc.max_pages + 256 / page] = pc.layout.num_pages + 5;
-    table[size_t(0) * pc.max_pages + 896 / page] = -3;
-    HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-    const KvCacheArgs a = paged_args_of(run, pc, page);
-    run.poison(nullptr);
-    ASSERT_TRUE(launch_args(a, run.overrides).ok());
-    const std::vector<float> o = run.host_o_full(), lse = run.host_lse();
-    const int64_t row = int64_t(c.heads_q) * c.hdim;  // q and o contiguous, seqlen_q 1
-    for (int b = 0; b < 3; ++b)
-      for (int64_t i = 0; i < row; ++i) {
-        const float x = o[size_t(b * row + i)], x0 = o0[size_t(b * row + i)];
-        if (b == 1) ASSERT_TRUE(std::isnan(x)) << "splits " << splits << ": sequence 1's O is not NaN at " << i;
-        else ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << "splits " << splits << ": sequence " << b << " changed";
-      }
-    for (int h = 0; h < c.heads_q; ++h) EXPECT_TRUE(std::isnan(lse[size_t(1 * c.heads_q + h)])) << "LSE of sequence 1";
-    const hopattn_status_t first = hopattn_kvcache_device_check(nullptr);
-    const std::string msg = first.message;
-    EXPECT_EQ(first.code, HOPATTN_INVALID_ARGUMENT) << status_string(first);
-    EXPECT_NE(msg.find("page_table"), std::string::npos) << msg;
-    EXPECT_TRUE(mentions_number(msg, 1)) << msg;
-    EXPECT_TRUE(mentions_number(msg, pc.layout.num_pages + 5)) << msg;
-    EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << "the record was not cleared";
-  }
+    for (int splits : {1, 4}) {
+      KvCase c = make(cfg, 1, 8, 2, 1024, {700, 500, 900}, false, 9700 + uint64_t(splits));
+      c.num_splits = splits;
+      c.kernel = paged_kernel(c, page);  // the contiguous cache run by the kernel the paged default runs
+      // sequence 1 reads the page of keys 256.., sequence 0 (700 keys) never reads the page of keys 896..
+      ASSERT_NO_FATAL_FAILURE(expect_bad_page_isolated(c, page, 9800 + uint64_t(splits), {{1, 256, kPastPool}, {0, 896, -3}},
+                                                       1, "page " + std::to_string(page) + " splits " + std::to_string(splits)));
+    }
   // A short sequence (one key tile) whose only page is bad, split 4 ways: the other splits are
   // empty (LSE -inf), so the combine must take the NaN partial as bad, not as a row without keys
   // (found by review, 2026-12-06).
   KvCase c = make(cfg, 1, 8, 2, 1024, {100, 700}, false, 9710);
   c.num_splits = 4;
-  KvRun run(c);
-  run.poison(nullptr);
-  ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK);
-  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<float> o0 = run.host_o_full();
-  PagedCopy pc = make_paged_copy(run, 128, 9810);
-  std::vector<int32_t> table = pc.layout.table;
-  table[0] = -1;  // sequence 0's first (and only read) page
-  HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-  run.poison(nullptr);
-  ASSERT_TRUE(launch_args(paged_args_of(run, pc, 128), run.overrides).ok());
-  const std::vector<float> o = run.host_o_full(), lse = run.host_lse();
-  const int64_t row = int64_t(c.heads_q) * c.hdim;
-  for (int64_t i = 0; i < row; ++i) {
-    ASSERT_TRUE(std::isnan(o[size_t(i)])) << "split 4 ways: sequence 0's O is not NaN at " << i;
-    ASSERT_EQ(std::memcmp(&o[size_t(row + i)], &o0[size_t(row + i)], sizeof(float)), 0) << "sequence 1 changed";
-  }
-  for (int h = 0; h < c.heads_q; ++h) EXPECT_TRUE(std::isnan(lse[size_t(h)])) << "LSE of sequence 0";
-  const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
-  EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << status_string(rec);
-  EXPECT_TRUE(mentions_number(rec.message, -1)) << rec.message;
+  ASSERT_NO_FATAL_FAILURE(expect_bad_page_isolated(c, 128, 9810, {{0, 0, -1}}, 0, "split 4 ways"));
 }
 
 // ---- the options (kvcache.h, 0.4): sliding window, softcap, sinks -----------------------------
@@ -2435,8 +2395,37 @@ void expect_only_sequence_nan(const KvRun& run, int bad, int bad_id, const std::
   }
   const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
   EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << how << ": " << status_string(rec);
+  EXPECT_NE(std::string(rec.message).find("page_table"), std::string::npos) << how << ": " << rec.message;
   EXPECT_TRUE(mentions_number(rec.message, bad_id)) << how << ": " << rec.message;
   EXPECT_TRUE(mentions_number(rec.message, bad)) << how << ": " << rec.message;
+  EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << how << ": the record was not cleared";
+}
+
+// The decode bad-page tests' run (BadPageIdsGiveNaNAndAreReported, Kv16MmaSwapPagedMatchesTheReference):
+// `c`'s call on its contiguous cache, then over a copy in pages of `page` whose entry of key
+// edits[i][1] of sequence edits[i][0] is set to id edits[i][2] (kPastPool: an id past the pool;
+// else that id, e.g. -3 on a page the call must never read); then expect_only_sequence_nan for
+// sequence `bad` and the id of its first edit.
+void expect_bad_page_isolated(const KvCase& c, int page, uint64_t seed, const std::vector<std::array<int64_t, 3>>& edits,
+                              int bad, const std::string& how) {
+  KvRun run(c);
+  run.poison(nullptr);
+  ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << how;
+  HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> o0 = run.host_o_full(), lse0 = run.host_lse();
+  PagedCopy pc = make_paged_copy(run, page, seed);
+  std::vector<int32_t> table = pc.layout.table;
+  int64_t bad_id = kPastPool;
+  for (const auto& [b, key, id] : edits) {
+    const int64_t v = id == kPastPool ? pc.layout.num_pages + 5 : id;
+    table[size_t(b * pc.max_pages + key / page)] = int32_t(v);
+    if (b == bad && bad_id == kPastPool) bad_id = v;
+  }
+  ASSERT_NE(bad_id, kPastPool) << how << ": no edit of sequence " << bad;
+  HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+  run.poison(nullptr);
+  ASSERT_TRUE(launch_args(paged_args_of(run, pc, page), run.overrides).ok()) << how;
+  expect_only_sequence_nan(run, bad, int(bad_id), o0, lse0, how);
 }
 
 // The chunk path over a paged cache (experimental::Overrides::chunk_paged, on by default since this
@@ -2970,62 +2959,17 @@ TEST_P(KvCacheGpu, Kv16MmaSwapPagedMatchesTheReference) {
     for (int splits : {1, 4}) {
       KvCase c = make(cfg, 1, 32, 8, 1024, {660, 500, 900}, false, seed++);
       c.num_splits = splits, c.kernel = kKv16Mma, c.stale_nan = true;
-      const std::string what = c.to_string() + " page " + std::to_string(page);
-      KvRun run(c);
-      run.poison(nullptr);
-      ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << what;
-      HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-      const std::vector<float> o0 = run.host_o_full();
-      PagedCopy pc = make_paged_copy(run, page, seed++);
-      std::vector<int32_t> table = pc.layout.table;
-      table[size_t(1) * pc.max_pages + 336 / page] = pc.layout.num_pages + 5;
-      table[size_t(0) * pc.max_pages + (660 + page - 1) / page] = -3;
-      HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-      run.poison(nullptr);
-      ASSERT_TRUE(launch_args(paged_args_of(run, pc, page), run.overrides).ok()) << what;
-      const std::vector<float> o = run.host_o_full(), lse = run.host_lse();
-      const int64_t row = int64_t(c.heads_q) * c.hdim;  // q and o contiguous, seqlen_q 1
-      for (int b = 0; b < 3; ++b)
-        for (int64_t i = 0; i < row; ++i) {
-          const float x = o[size_t(b * row + i)], x0 = o0[size_t(b * row + i)];
-          if (b == 1) ASSERT_TRUE(std::isnan(x)) << what << ": sequence 1's O is not NaN at " << i;
-          else ASSERT_EQ(std::memcmp(&x, &x0, sizeof(float)), 0) << what << ": sequence " << b << " changed at " << i;
-        }
-      for (int h = 0; h < c.heads_q; ++h) EXPECT_TRUE(std::isnan(lse[size_t(1 * c.heads_q + h)])) << what << ": LSE of sequence 1";
-      const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
-      const std::string msg = rec.message;
-      EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
-      EXPECT_NE(msg.find("page_table"), std::string::npos) << what << ": " << msg;
-      EXPECT_TRUE(mentions_number(msg, 1)) << what << ": " << msg;
-      EXPECT_TRUE(mentions_number(msg, pc.layout.num_pages + 5)) << what << ": " << msg;
-      EXPECT_EQ(hopattn_kvcache_device_check(nullptr).code, HOPATTN_OK) << what << ": the record was not cleared";
+      const int64_t past_end = (660 + page - 1) / page * page;  // the first key of the page past sequence 0's end
+      ASSERT_NO_FATAL_FAILURE(expect_bad_page_isolated(c, page, seed++, {{1, 336, kPastPool}, {0, past_end, -3}}, 1,
+                                                       c.to_string() + " page " + std::to_string(page)));
     }
   // 100 keys split 4 ways: splits 1 and 3 hold tiles 0 and 1, 0 and 2 none (LSE -inf).
   for (int page : {16, 128}) {
     KvCase c = make(cfg, 1, 32, 8, 1024, {100, 700}, false, seed++);
     c.num_splits = 4, c.kernel = kKv16Mma;
-    const std::string what = c.to_string() + " page " + std::to_string(page);
-    KvRun run(c);
-    run.poison(nullptr);
-    ASSERT_EQ(run.launch(nullptr).code, HOPATTN_OK) << what;
-    HOPATTN_CUDA_CHECK(cudaDeviceSynchronize());
-    const std::vector<float> o0 = run.host_o_full();
-    PagedCopy pc = make_paged_copy(run, page, seed++);
-    std::vector<int32_t> table = pc.layout.table;
-    table[size_t(96 / page)] = -1;  // the page of sequence 0's keys 96..99 (all of them with pages of 128)
-    HOPATTN_CUDA_CHECK(cudaMemcpy(pc.table.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
-    run.poison(nullptr);
-    ASSERT_TRUE(launch_args(paged_args_of(run, pc, page), run.overrides).ok()) << what;
-    const std::vector<float> o = run.host_o_full(), lse = run.host_lse();
-    const int64_t row = int64_t(c.heads_q) * c.hdim;
-    for (int64_t i = 0; i < row; ++i) {
-      ASSERT_TRUE(std::isnan(o[size_t(i)])) << what << ": sequence 0's O is not NaN at " << i;
-      ASSERT_EQ(std::memcmp(&o[size_t(row + i)], &o0[size_t(row + i)], sizeof(float)), 0) << what << ": sequence 1 changed";
-    }
-    for (int h = 0; h < c.heads_q; ++h) EXPECT_TRUE(std::isnan(lse[size_t(h)])) << what << ": LSE of sequence 0";
-    const hopattn_status_t rec = hopattn_kvcache_device_check(nullptr);
-    EXPECT_EQ(rec.code, HOPATTN_INVALID_ARGUMENT) << what << ": " << status_string(rec);
-    EXPECT_TRUE(mentions_number(rec.message, -1)) << what << ": " << rec.message;
+    // the page of sequence 0's keys 96..99 (all of them with pages of 128)
+    ASSERT_NO_FATAL_FAILURE(expect_bad_page_isolated(c, page, seed++, {{0, 96, -1}}, 0,
+                                                     c.to_string() + " page " + std::to_string(page)));
   }
 }
 
