@@ -16,7 +16,7 @@ namespace hopattn::attention {
 //                 2 = 64-key tiles (128 at hdim 64), 3 stages, two CTAs per SM (hdim <= 128);
 //                 25 = 8 mma.sync warps that each load their own 64-key tiles, keys as the mma's M,
 //                 at most 8 packed rows, one CTA per SM (hdim 128; kernel/sm90_decode_kv16_mma.hpp;
-//                 forced by name only).
+//                 the default of such calls without options: device/decode_defaults.cpp).
 //   int8 cache:   2 = one consumer warpgroup on tiles a transform warpgroup converts, one CTA per
 //                 SM; 3 = as 2 with a 112 KB tile, two CTAs per SM (hdim <= 128); 4 = as 3 with the
 //                 swapped-operand consumer (keys as WGMMA's M, 16 packed rows as N); 16 = 8

@@ -436,8 +436,8 @@ KvCachePlan make_plan(const KvCacheArgs& a, int sms, const experimental::Overrid
     // One CTA per SM at a time (the K/V ring takes most of the shared memory), so the splits
     // are chosen by wave efficiency: CTAs / (SMs · whole waves). The fewest splits within 95 %
     // of the best efficiency wins (fewer splits: less combine work); no split is shorter than
-    // kSplitKeys keys (the row's split_keys where it asks for more). (85 % until 2026-11-30: it took 15 splits of 8 tiles, 91 % of the SMs,
-    // where 16 fill 97 %.)
+    // kSplitKeys keys (the row's split_keys where it asks for more). (85 % until 2026-11-30: it
+    // took 15 splits of 8 tiles, 91 % of the SMs, where 16 fill 97 %.)
     const int64_t split_keys = std::max<int64_t>(kSplitKeys, spec.split_keys);
     const int64_t max_splits = std::min<int64_t>(std::max<int64_t>((visible + split_keys - 1) / split_keys, 1), kMaxSplits);
     auto efficiency = [&](int64_t s) {
